@@ -1,0 +1,50 @@
+"""iosim: exact memory traffic (IO) of attention, and what it does to runtime on a roofline.
+
+    >>> import iosim
+    >>> result = iosim.compare(iosim.Workload(4096, d=64), "a100")
+    >>> result.algorithm("flash1").hbm_bytes < result.algorithm("standard").hbm_bytes
+    True
+
+The core never imports click, rich, matplotlib, pandas, torch or triton.
+"""
+
+from iosim._version import __version__
+from iosim.algorithms import ALGORITHMS, get_algorithm
+from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+from iosim.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, compare
+from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
+from iosim.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
+from iosim.roofline import KernelEstimate, Roofs, roofs_for
+from iosim.traffic import Term, Traffic
+from iosim.workload import Tiling, Workload, make_tiling
+
+__all__ = [
+    "ALGORITHMS",
+    "AlgorithmEstimate",
+    "Comparison",
+    "ConfigError",
+    "Footprint",
+    "Hardware",
+    "IosimError",
+    "KernelEstimate",
+    "Roofs",
+    "Term",
+    "Theorem2",
+    "TileAccess",
+    "Tiling",
+    "TilingError",
+    "Traffic",
+    "UnknownGpuError",
+    "Workload",
+    "WorkloadError",
+    "__version__",
+    "closed_form",
+    "compare",
+    "get_algorithm",
+    "list_hardware",
+    "load_hardware",
+    "make_tiling",
+    "resolve_hardware",
+    "roofs_for",
+    "walk",
+]

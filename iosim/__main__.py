@@ -1,0 +1,3 @@
+from iosim.cli import main
+
+main()

@@ -1,0 +1,23 @@
+"""The attention algorithms iosim counts, each written once as its loop nest."""
+
+from __future__ import annotations
+
+from iosim.algorithms.base import Algorithm
+from iosim.algorithms.flash1 import Flash1
+from iosim.algorithms.flash2 import Flash2
+from iosim.algorithms.standard import Standard
+from iosim.errors import IosimError
+
+ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (Standard(), Flash1(), Flash2())}
+
+
+def get_algorithm(name: str) -> Algorithm:
+    try:
+        return ALGORITHMS[name.strip().lower()]
+    except KeyError:
+        raise IosimError(
+            f"unknown algorithm '{name}'; use any of {', '.join(ALGORITHMS)} (comma-separated)"
+        ) from None
+
+
+__all__ = ["ALGORITHMS", "Algorithm", "get_algorithm"]

@@ -1,0 +1,48 @@
+"""`iosim compare`: one workload, every algorithm, one GPU."""
+
+from __future__ import annotations
+
+import click
+
+from iosim.cli import cli
+from iosim.cli.common import comma_list, format_option, gpu_option, tiling_options, workload_options
+from iosim.compare import compare
+from iosim.workload import Workload
+
+
+@cli.command("compare")
+@gpu_option
+@workload_options
+@tiling_options
+@click.option("--algo", default=None, metavar="LIST",
+              help="Algorithms, comma-separated: standard,flash1,flash2 (default: all).")
+@click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
+              show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML.")
+@format_option
+def compare_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
+                    kv_heads: int | None, batch: int, dtype: str, causal: bool,
+                    unfused: str | None, block_q: int | None, block_kv: int | None,
+                    sram: str | None, sram_elements: int | None, algo: str | None,
+                    profile: str, fmt: str) -> None:
+    """Traffic, FLOPs, roofline bound and time of each algorithm, per kernel and per tensor.
+
+    \b
+    Example:
+      iosim compare --n 4096 --gpu a100
+      iosim compare --n 4096 --gpu my-gpu.yaml --sram-elements 65536 --format json
+    """
+    workload = Workload(n, n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch,
+                        dtype=dtype, causal=causal, unfused=tuple(comma_list(unfused) or ()))
+    result = compare(workload, gpu, algorithms=comma_list(algo), block_q=block_q,
+                     block_kv=block_kv, sram=sram, sram_elements=sram_elements,
+                     profile=profile)  # type: ignore[arg-type]
+    from iosim import render
+
+    if fmt == "json":
+        click.echo(render.comparison_json(result))
+    elif fmt == "csv":
+        click.echo(render.comparison_csv(result), nl=False)
+    elif fmt == "markdown":
+        click.echo(render.comparison_markdown(result), nl=False)
+    else:
+        render.print_comparison(result, render.make_console())

@@ -1,0 +1,368 @@
+"""GPU hardware models, one YAML file per GPU, loaded strictly into SI-unit values.
+
+A file looks like this (configs/gpus/*.yaml ship inside the wheel; users may pass their own path)::
+
+    schema_version: 1
+    name: a100-80gb-sxm
+    display_name: NVIDIA A100 80GB SXM4
+    aliases: [a100]
+    hbm_capacity:   {value: 80 GiB,   source: "NVIDIA A100 datasheet"}
+    hbm_bandwidth:  {value: 2039 GB/s, source: "..."}
+    sram_per_block: {value: 163 KiB,  source: "...", estimate: false}
+    peak_flops:
+      fp16: {value: 312 TFLOP/s, source: "..."}
+
+Every figure carries a source; one without a good source says `estimate: true`. Unknown keys,
+missing keys, wrong types, duplicate keys, YAML tags and non-positive values are rejected with the
+file and key named.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from iosim.errors import ConfigError, IosimError, UnknownGpuError
+from iosim.units import DTYPE_BYTES, parse_quantity
+
+SCHEMA_VERSION = 1
+PEAK_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+KERNEL_KINDS = ("elementwise", "matmul", "fused")
+"""Kernel classes that calibration fits separately (streaming/elementwise, matmul, fused attention)."""
+
+# YAML key -> (dimension for parse_quantity or "count", required)
+_FIGURES: dict[str, tuple[str, bool]] = {
+    "hbm_capacity": ("bytes", True),
+    "hbm_bandwidth": ("bytes_per_s", True),
+    "l2_size": ("bytes", False),
+    "l2_bandwidth": ("bytes_per_s", False),
+    "sram_per_sm": ("bytes", False),
+    "sram_per_block": ("bytes", True),
+    "sram_bandwidth": ("bytes_per_s", False),
+    "sm_count": ("count", False),
+}
+_TEXT_KEYS = ("display_name", "vendor", "architecture", "notes")
+_TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
+             *_TEXT_KEYS, *_FIGURES}
+_FIGURE_KEYS = {"value", "source", "estimate", "note"}
+_MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "kernel_efficiency"}
+
+
+@dataclass(frozen=True, slots=True)
+class Figure:
+    """One hardware figure in SI units, with where it comes from."""
+
+    value: float
+    source: str
+    estimate: bool = False
+    note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class MeasuredProfile:
+    """Achieved ceilings and per-kernel-class efficiencies written by `iosim calibrate`."""
+
+    provenance: str
+    hbm_bandwidth_bytes_per_s: float | None
+    peak_flops_per_s: Mapping[str, float]
+    kernel_efficiency: Mapping[str, float]
+    """Fraction of the measured roof each kernel class reaches (elementwise, matmul, fused)."""
+    figures: Mapping[str, Figure] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    """One GPU. Every quantity in bytes, bytes/s or FLOP/s; `figures` keeps the sources."""
+
+    name: str
+    display_name: str
+    path: str
+    hbm_capacity_bytes: float
+    hbm_bandwidth_bytes_per_s: float
+    sram_per_block_bytes: float
+    peak_flops_per_s: Mapping[str, float]
+    aliases: tuple[str, ...] = ()
+    l2_bytes: float | None = None
+    l2_bandwidth_bytes_per_s: float | None = None
+    sram_per_sm_bytes: float | None = None
+    sram_bandwidth_bytes_per_s: float | None = None
+    sm_count: int | None = None
+    vendor: str | None = None
+    architecture: str | None = None
+    notes: str | None = None
+    figures: Mapping[str, Figure] = field(default_factory=dict)
+    measured: MeasuredProfile | None = None
+
+    @property
+    def ridge_point_flops_per_byte(self) -> float:
+        """Machine balance for fp16: the intensity above which a kernel is compute-bound."""
+        return self.peak_flops("fp16") / self.hbm_bandwidth_bytes_per_s
+
+    def peak_flops(self, dtype: str) -> float:
+        """Peak dense matmul FLOP/s for an input dtype (fp32 means non-tensor-core fp32)."""
+        try:
+            return self.peak_flops_per_s[dtype]
+        except KeyError:
+            listed = ", ".join(self.peak_flops_per_s)
+            raise IosimError(
+                f"{self.name} has no {dtype} peak in its YAML (it lists {listed}); "
+                f"pick another --dtype or add peak_flops.{dtype} to {self.path}"
+            ) from None
+
+    def sram_elements(self, dtype: str) -> int:
+        """M of the paper: the per-block SRAM in elements of the dtype."""
+        return int(self.sram_per_block_bytes) // DTYPE_BYTES[dtype]
+
+
+# ---------------------------------------------------------------------------------------------
+# YAML loading
+
+
+class _StrictLoader(yaml.SafeLoader):
+    """safe_load that also refuses duplicate keys (PyYAML silently keeps the last one)."""
+
+
+def _construct_mapping_no_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
+)
+
+
+def _read_yaml(path: Path) -> Any:
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise ConfigError(str(path), None, f"cannot read file ({exc.strerror})") from None
+    try:
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "constructor for the tag" in str(problem):
+            problem = f"YAML tags are not allowed ({problem})"
+        raise ConfigError(str(path), None, f"not valid YAML{where}: {problem}") from None
+
+
+def _figure(path: str, key: str, raw: Any, dimension: str) -> Figure:
+    if not isinstance(raw, dict):
+        raise ConfigError(path, key, "expected a mapping {value: ..., source: ...}")
+    unknown = set(raw) - _FIGURE_KEYS
+    if unknown:
+        raise ConfigError(path, f"{key}.{sorted(unknown)[0]}",
+                          f"unknown key; allowed: {', '.join(sorted(_FIGURE_KEYS))}")
+    if "value" not in raw:
+        raise ConfigError(path, f"{key}.value", "missing")
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source",
+                          "missing; every figure needs a source (or estimate: true and a reason)")
+    estimate = raw.get("estimate", False)
+    if not isinstance(estimate, bool):
+        raise ConfigError(path, f"{key}.estimate", "must be true or false")
+    note = raw.get("note")
+    if note is not None and not isinstance(note, str):
+        raise ConfigError(path, f"{key}.note", "must be text")
+    value = raw["value"]
+    if dimension == "count":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(path, f"{key}.value", f"must be a whole number, got {value!r}")
+        number = float(value)
+    else:
+        try:
+            number = parse_quantity(value, dimension)
+        except ValueError as exc:
+            raise ConfigError(path, f"{key}.value", str(exc)) from None
+    if not number > 0:
+        raise ConfigError(path, f"{key}.value", f"must be positive, got {value!r}")
+    return Figure(number, source.strip(), estimate, note)
+
+
+def _peak_figures(path: str, key: str, raw: Any, *, required: bool) -> dict[str, Figure]:
+    if not isinstance(raw, dict) or (required and not raw):
+        raise ConfigError(path, key, f"expected a mapping of dtype -> figure ({', '.join(PEAK_DTYPES)})")
+    for dtype in raw:
+        if dtype not in PEAK_DTYPES:
+            raise ConfigError(path, f"{key}.{dtype}",
+                              f"unknown dtype; allowed: {', '.join(PEAK_DTYPES)}")
+    return {dtype: _figure(path, f"{key}.{dtype}", fig, "flops_per_s") for dtype, fig in raw.items()}
+
+
+def _measured(path: str, raw: Any) -> MeasuredProfile:
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "measured", "expected a mapping")
+    unknown = set(raw) - _MEASURED_KEYS
+    if unknown:
+        raise ConfigError(path, f"measured.{sorted(unknown)[0]}",
+                          f"unknown key; allowed: {', '.join(sorted(_MEASURED_KEYS))}")
+    provenance = raw.get("provenance")
+    if not isinstance(provenance, str) or not provenance.strip():
+        raise ConfigError(path, "measured.provenance",
+                          "missing; say how the figures were measured (command, device, date)")
+    figures: dict[str, Figure] = {}
+    bandwidth = None
+    if "hbm_bandwidth" in raw:
+        figures["hbm_bandwidth"] = _figure(path, "measured.hbm_bandwidth", raw["hbm_bandwidth"],
+                                           "bytes_per_s")
+        bandwidth = figures["hbm_bandwidth"].value
+    peaks = _peak_figures(path, "measured.peak_flops", raw.get("peak_flops", {}), required=False)
+    figures.update({f"peak_flops.{k}": v for k, v in peaks.items()})
+    efficiency_raw = raw.get("kernel_efficiency", {})
+    if not isinstance(efficiency_raw, dict):
+        raise ConfigError(path, "measured.kernel_efficiency", "expected a mapping kind -> fraction")
+    efficiency: dict[str, float] = {}
+    for kind, value in efficiency_raw.items():
+        key = f"measured.kernel_efficiency.{kind}"
+        if kind not in KERNEL_KINDS:
+            raise ConfigError(path, key, f"unknown kernel class; allowed: {', '.join(KERNEL_KINDS)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
+            raise ConfigError(path, key, f"must be a number in (0, 1.5], got {value!r}")
+        efficiency[kind] = float(value)
+    return MeasuredProfile(provenance.strip(), bandwidth,
+                           {k: v.value for k, v in peaks.items()}, efficiency, figures)
+
+
+def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(path, key, f"must be text, got {value!r}")
+    return value
+
+
+def load_hardware(path: str | os.PathLike[str]) -> Hardware:
+    """Load and validate one hardware YAML file."""
+    file = Path(path)
+    where = str(file)
+    raw = _read_yaml(file)
+    if not isinstance(raw, dict):
+        raise ConfigError(where, None, "expected a mapping of keys at the top level")
+    unknown = sorted(set(raw) - _TOP_KEYS, key=str)
+    if unknown:
+        raise ConfigError(where, str(unknown[0]),
+                          f"unknown key; allowed: {', '.join(sorted(_TOP_KEYS))}")
+    if raw.get("schema_version") != SCHEMA_VERSION:
+        got = raw.get("schema_version", "missing")
+        raise ConfigError(where, "schema_version", f"must be {SCHEMA_VERSION}, got {got}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(where, "name", "missing; give the GPU a short name, e.g. a100-80gb-sxm")
+    aliases = raw.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise ConfigError(where, "aliases", "must be a list of names")
+    figures: dict[str, Figure] = {}
+    for key, (dimension, required) in _FIGURES.items():
+        if key in raw:
+            figures[key] = _figure(where, key, raw[key], dimension)
+        elif required:
+            raise ConfigError(where, key, "missing (required)")
+    if "peak_flops" not in raw:
+        raise ConfigError(where, "peak_flops", "missing (required)")
+    peaks = _peak_figures(where, "peak_flops", raw["peak_flops"], required=True)
+    figures.update({f"peak_flops.{k}": v for k, v in peaks.items()})
+    texts = {key: _text(where, raw, key) for key in _TEXT_KEYS}
+
+    def optional(key: str) -> float | None:
+        return figures[key].value if key in figures else None
+
+    sm_count = optional("sm_count")
+    return Hardware(
+        name=name.strip(),
+        display_name=texts["display_name"] or name.strip(),
+        path=where,
+        hbm_capacity_bytes=figures["hbm_capacity"].value,
+        hbm_bandwidth_bytes_per_s=figures["hbm_bandwidth"].value,
+        sram_per_block_bytes=figures["sram_per_block"].value,
+        peak_flops_per_s={k: v.value for k, v in peaks.items()},
+        aliases=tuple(aliases),
+        l2_bytes=optional("l2_size"),
+        l2_bandwidth_bytes_per_s=optional("l2_bandwidth"),
+        sram_per_sm_bytes=optional("sram_per_sm"),
+        sram_bandwidth_bytes_per_s=optional("sram_bandwidth"),
+        sm_count=int(sm_count) if sm_count is not None else None,
+        vendor=texts["vendor"],
+        architecture=texts["architecture"],
+        notes=texts["notes"],
+        figures=figures,
+        measured=_measured(where, raw["measured"]) if "measured" in raw else None,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The shipped GPUs
+
+
+def config_dir() -> Path:
+    """configs/gpus: inside the installed package (wheel), else at the source checkout's top."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / "configs" / "gpus", here.parent / "configs" / "gpus"):
+        if candidate.is_dir():
+            return candidate
+    raise IosimError(f"the shipped GPU configs are missing (looked in {here / 'configs' / 'gpus'}); "
+                     "reinstall iosim")
+
+
+def shipped_config_paths() -> list[Path]:
+    return sorted(config_dir().glob("*.yaml"))
+
+
+@cache
+def _load_shipped(path: str) -> Hardware:
+    return load_hardware(path)
+
+
+def list_hardware() -> list[Hardware]:
+    """Every shipped GPU model, sorted by name."""
+    return [_load_shipped(str(p)) for p in shipped_config_paths()]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedHardware:
+    hardware: Hardware
+    requested: str
+    how: str
+    """How `requested` was matched: 'name', 'alias' or 'file'."""
+
+    @property
+    def note(self) -> str | None:
+        if self.how == "alias":
+            return f"'{self.requested}' is an alias of {self.hardware.name}"
+        return None
+
+
+def resolve_hardware(spec: str) -> ResolvedHardware:
+    """A --gpu value: a shipped name, an alias, or a path to the user's own YAML."""
+    text = spec.strip()
+    looks_like_path = text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
+    if looks_like_path:
+        if not Path(text).is_file():
+            raise UnknownGpuError(f"no such hardware file: {text}")
+        return ResolvedHardware(load_hardware(text), spec, "file")
+    key = text.lower()
+    paths = {p.stem: p for p in shipped_config_paths()}
+    if key in paths:
+        return ResolvedHardware(_load_shipped(str(paths[key])), spec, "name")
+    for hw in list_hardware():
+        if key in (a.lower() for a in hw.aliases):
+            return ResolvedHardware(hw, spec, "alias")
+    known = ", ".join(sorted(paths))
+    raise UnknownGpuError(
+        f"unknown GPU '{spec}'; known: {known} (or pass a path to your own YAML; "
+        "`iosim gpus` lists aliases)"
+    )

@@ -1,0 +1,338 @@
+"""Output: rich tables for people, JSON/CSV/Markdown for scripts and reports.
+
+Human units (MB, µs, TFLOP/s) exist only here; the core hands over bytes, seconds and FLOPs.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.console import Console, Group, RenderableType
+from rich.table import Table
+from rich.text import Text
+
+from iosim.compare import AlgorithmEstimate, Comparison
+from iosim.hardware import Figure, Hardware
+from iosim.traffic import CATEGORIES
+
+# ---------------------------------------------------------------------------------------------
+# numbers for people
+
+
+def fmt_bytes(n: float) -> str:
+    """Decimal (SI) bytes: 136314880 -> '136.3 MB' (the seed articles' unit)."""
+    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_binary_bytes(n: float) -> str:
+    """Binary bytes: 134217728 -> '128 MiB'."""
+    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
+        if abs(n) >= scale:
+            return f"{n / scale:.4g} {unit}"
+    return f"{n:.0f} B"
+
+
+def fmt_time(seconds: float) -> str:
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if seconds >= scale:
+            return f"{seconds / scale:.1f} {unit}"
+    return f"{seconds / 1e-9:.0f} ns"
+
+
+def fmt_flops(n: float) -> str:
+    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
+        if n >= scale:
+            return f"{n / scale:.2f} {unit}"
+    return f"{n:.0f} FLOP"
+
+
+def fmt_rate(value: float, unit: str) -> str:
+    """4.8e12, 'B/s' -> '4.80 TB/s'; 3.12e14, 'FLOP/s' -> '312 TFLOP/s'."""
+    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6)):
+        if value >= scale:
+            return f"{value / scale:.3g} {prefix}{unit}"
+    return f"{value:.3g} {unit}"
+
+
+def fmt_count(n: float) -> str:
+    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
+        if abs(n) >= scale:
+            return f"{n / scale:.1f}{unit}"
+    return f"{n:.0f}"
+
+
+def _tiling(a: AlgorithmEstimate) -> str:
+    return "—" if a.tiling is None else f"{a.tiling.block_q}×{a.tiling.block_kv}"
+
+
+# ---------------------------------------------------------------------------------------------
+# compare: rich
+
+
+def _header(c: Comparison) -> Text:
+    hw, w, roofs = c.hardware, c.workload, c.roofs
+    gpu = hw.display_name + (f" ({c.gpu_note})" if c.gpu_note else "")
+    lines = [
+        f"GPU       {gpu} · {roofs.profile} profile",
+        f"workload  {w.describe()}"
+        + (f" · unfused {', '.join(w.unfused)}" if w.unfused else ""),
+        f"roofs     HBM {fmt_rate(roofs.hbm_bandwidth_bytes_per_s, 'B/s')} · {w.dtype} matmul "
+        f"{fmt_rate(roofs.matmul_flops_per_s, 'FLOP/s')} · fp32 vector "
+        f"{fmt_rate(roofs.vector_flops_per_s, 'FLOP/s')} · ridge "
+        f"{roofs.ridge_point_flops_per_byte:.0f} FLOP/B",
+        f"SRAM      M = {c.sram_bytes // w.element_bytes:,} {w.dtype} elements "
+        f"({c.sram_source})",
+    ]
+    tiled = [a for a in c.algorithms if a.tiling is not None]
+    for a in tiled:
+        assert a.tiling is not None
+        lines.append(f"blocks    {a.name}: B_r × B_c = {a.tiling.block_q} × {a.tiling.block_kv} "
+                     f"({a.tiling.rule})")
+    lines.extend(f"note      {n}" for n in c.roofs.notes)
+    return Text("\n".join(lines))
+
+
+def kernel_table(c: Comparison) -> Table:
+    table = Table(title="Kernels (HBM traffic, FLOPs and roofline time)", box=box.SIMPLE_HEAD,
+                  title_justify="left", pad_edge=False)
+    for name, justify in (("algorithm", "left"), ("kernel", "left"), ("read", "right"),
+                          ("write", "right"), ("total", "right"), ("FLOPs", "right"),
+                          ("FLOP/B", "right"), ("bound", "left"), ("time", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for a in c.algorithms:
+        for i, k in enumerate(a.kernels):
+            table.add_row(a.name if i == 0 else "", k.label, fmt_bytes(k.hbm_read_bytes),
+                          fmt_bytes(k.hbm_write_bytes), fmt_bytes(k.hbm_bytes), fmt_flops(k.flops),
+                          f"{k.intensity_flops_per_byte:.1f}", k.bound, fmt_time(k.time_s),
+                          end_section=i == len(a.kernels) - 1)
+    return table
+
+
+def summary_table(c: Comparison) -> Table:
+    table = Table(title="Per algorithm", box=box.SIMPLE_HEAD, title_justify="left",
+                  pad_edge=False)
+    for name, justify in (("algorithm", "left"), ("blocks", "right"), ("HBM traffic", "right"),
+                          ("÷ standard", "right"), ("FLOPs", "right"), ("time", "right"),
+                          ("speed-up", "right"), ("bound", "left"), ("extra HBM", "right"),
+                          ("fits", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for a in c.algorithms:
+        table.add_row(a.name, _tiling(a), fmt_bytes(a.hbm_bytes),
+                      f"{a.traffic_ratio_vs_standard:.2f}×", fmt_flops(a.flops),
+                      fmt_time(a.time_s), f"{a.speedup_vs_standard:.2f}×", a.bound,
+                      fmt_bytes(a.footprint.extra_bytes), "yes" if a.footprint.fits else "NO")
+    return table
+
+
+def _categories(c: Comparison) -> list[str]:
+    present = {cat for a in c.algorithms for cat in a.traffic.by_category()}
+    return [cat for cat in CATEGORIES if cat in present] + sorted(present - set(CATEGORIES))
+
+
+def tensor_table(c: Comparison) -> Table:
+    cats = _categories(c)
+    table = Table(title="HBM bytes by tensor", box=box.SIMPLE_HEAD, title_justify="left",
+                  pad_edge=False)
+    table.add_column("algorithm")
+    table.add_column("op")
+    for cat in cats:
+        table.add_column("stats" if cat == "statistics" else cat, justify="right")
+    for a in c.algorithms:
+        by = a.traffic.by_category()
+        for op in ("read", "write"):
+            table.add_row(a.name if op == "read" else "", op,
+                          *(fmt_bytes(by[cat][op]) if cat in by and by[cat][op] else "·"
+                            for cat in cats),
+                          end_section=op == "write")
+    return table
+
+
+def _footer(c: Comparison) -> Text:
+    t2, w = c.theorem2, c.workload
+    lines = [
+        f"Theorem 2 (per head, elements, constants ignored): standard Θ(Nd + N²) = "
+        f"{fmt_count(t2.standard_elements)} vs FlashAttention Θ(N²d²/M) = "
+        f"{fmt_count(t2.flash_elements)}: ratio {t2.ratio:.1f}",
+        f"One head's N×N score matrix: {fmt_bytes(c.score_matrix_bytes_per_head)} "
+        f"({fmt_binary_bytes(c.score_matrix_bytes_per_head)}); compulsory traffic (read Q, K, V "
+        f"and write O once): {fmt_bytes(c.compulsory_hbm_bytes)}",
+    ]
+    for a in c.algorithms:
+        extra = ", ".join(f"{t} {fmt_binary_bytes(b)}" for t, b in a.footprint.extra)
+        lines.append(f"HBM held by {a.name}: inputs+outputs {fmt_binary_bytes(a.footprint.io_bytes)}"
+                     f" + {extra or 'nothing'} (HBM {fmt_bytes(a.footprint.capacity_bytes)})")
+    del w
+    return Text("\n".join(lines))
+
+
+def comparison_renderable(c: Comparison) -> RenderableType:
+    return Group(_header(c), Text(""), kernel_table(c), summary_table(c), tensor_table(c),
+                 _footer(c))
+
+
+def print_comparison(c: Comparison, console: Console) -> None:
+    console.print(comparison_renderable(c))
+
+
+def make_console() -> Console:
+    """A terminal keeps its own width; a pipe or file gets 110 columns so tables never wrap."""
+    probe = Console()
+    return probe if probe.is_terminal else Console(width=110)
+
+
+# ---------------------------------------------------------------------------------------------
+# compare: machine formats
+
+
+def comparison_json(c: Comparison) -> str:
+    return json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
+
+
+def records_csv(records: Sequence[dict[str, Any]]) -> str:
+    out = io.StringIO()
+    if records:
+        writer = csv.DictWriter(out, fieldnames=list(records[0]), lineterminator="\n")
+        writer.writeheader()
+        writer.writerows(records)
+    return out.getvalue()
+
+
+def comparison_csv(c: Comparison) -> str:
+    """One row per (algorithm, kernel) plus a 'total' row per algorithm."""
+    rows: list[dict[str, Any]] = []
+    for a in c.algorithms:
+        for record in c.to_records():
+            if record["algorithm"] == a.name:
+                rows.append(record)
+        rows.append({
+            "algorithm": a.name, "kernel": "total", "label": "total", "kind": "",
+            "hbm_read_bytes": a.hbm_read_bytes, "hbm_write_bytes": a.hbm_write_bytes,
+            "hbm_bytes": a.hbm_bytes, "flops": a.flops, "matmul_flops": a.matmul_flops,
+            "elementwise_flops": a.elementwise_flops,
+            "intensity_flops_per_byte": a.flops / a.hbm_bytes,
+            "memory_time_s": sum(k.memory_time_s for k in a.kernels),
+            "compute_time_s": sum(k.compute_time_s for k in a.kernels),
+            "efficiency": "", "time_s": a.time_s, "bound": a.bound,
+        })
+    return records_csv(rows)
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
+                   right: Sequence[bool] | None = None) -> str:
+    right = right or [False] * len(headers)
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join("---:" if r else "---" for r in right) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def comparison_markdown(c: Comparison) -> str:
+    """The rich output's tables as GitHub Markdown (for reports and READMEs)."""
+    parts = [f"**{c.hardware.display_name}** ({c.roofs.profile} profile) · {c.workload.describe()}"
+             f" · M = {c.sram_bytes // c.workload.element_bytes:,} elements ({c.sram_source})", ""]
+    for table in (kernel_table(c), summary_table(c), tensor_table(c)):
+        headers = [str(col.header) for col in table.columns]
+        cells = [[str(x) for x in col.cells] for col in table.columns]
+        rows = [list(r) for r in zip(*cells, strict=True)]
+        right = [col.justify == "right" for col in table.columns]
+        parts += [f"*{table.title}*", "", markdown_table(headers, rows, right), ""]
+    parts.append(_footer(c).plain.replace("\n", "  \n"))
+    return "\n".join(parts) + "\n"
+
+
+# ---------------------------------------------------------------------------------------------
+# gpus
+
+
+def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str:
+    if fig is None:
+        return "—"
+    text = fmt_binary_bytes(fig.value) if binary else fmt_rate(fig.value, unit)
+    return text + (" (est.)" if fig.estimate else "")
+
+
+def gpus_table(hardware: Sequence[Hardware]) -> Table:
+    table = Table(title="GPU models (configs/gpus; `iosim gpus show NAME` for sources)",
+                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+    for name, justify in (("name", "left"), ("aliases", "left"), ("HBM BW", "right"),
+                          ("HBM", "right"), ("SRAM/block", "right"), ("SMs", "right"),
+                          ("peak fp16", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for hw in hardware:
+        f = hw.figures
+        sms = f.get("sm_count")
+        table.add_row(hw.name, ", ".join(hw.aliases),
+                      _figure_value(f["hbm_bandwidth"], "B/s"),
+                      _figure_value(f["hbm_capacity"], "B"),
+                      _figure_value(f["sram_per_block"], "B", binary=True),
+                      "—" if sms is None else f"{sms.value:.0f}" + (" (est.)" if sms.estimate else ""),
+                      _figure_value(f.get("peak_flops.fp16"), "FLOP/s"))
+    return table
+
+
+_FIGURE_UNITS = {"hbm_capacity": ("B", False), "hbm_bandwidth": ("B/s", False),
+                 "l2_size": ("B", True), "l2_bandwidth": ("B/s", False),
+                 "sram_per_sm": ("B", True), "sram_per_block": ("B", True),
+                 "sram_bandwidth": ("B/s", False)}
+
+
+def figure_text(key: str, fig: Figure) -> str:
+    if key == "sm_count":
+        return f"{fig.value:.0f}"
+    if key.startswith("peak_flops"):
+        return fmt_rate(fig.value, "FLOP/s")
+    unit, binary = _FIGURE_UNITS[key]
+    return fmt_binary_bytes(fig.value) if binary else fmt_rate(fig.value, unit)
+
+
+def gpu_detail(hw: Hardware) -> RenderableType:
+    head = Text("\n".join(line for line in (
+        f"{hw.display_name}  ({hw.name})",
+        f"aliases: {', '.join(hw.aliases) or '—'}",
+        f"vendor: {hw.vendor}" + (f" · {hw.architecture}" if hw.architecture else "")
+        if hw.vendor else "",
+        f"file: {hw.path}",
+        f"notes: {hw.notes}" if hw.notes else "",
+    ) if line))
+    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_lines=False)
+    table.add_column("figure")
+    table.add_column("value", justify="right")
+    table.add_column("source", overflow="fold")
+    for key, fig in hw.figures.items():
+        value = figure_text(key, fig) + (" (estimate)" if fig.estimate else "")
+        table.add_row(key, value, fig.source + (f" — {fig.note}" if fig.note else ""))
+    parts: list[RenderableType] = [head, table]
+    if hw.measured is not None:
+        m = hw.measured
+        measured = Table(title="measured (iosim calibrate)", box=box.SIMPLE_HEAD,
+                         title_justify="left", pad_edge=False)
+        measured.add_column("figure")
+        measured.add_column("value", justify="right")
+        for key, fig in m.figures.items():
+            measured.add_row(key, figure_text(key, fig))
+        for kind, eff in m.kernel_efficiency.items():
+            measured.add_row(f"efficiency.{kind}", f"{eff:.3f}")
+        parts += [measured, Text(f"provenance: {m.provenance}")]
+    return Group(*parts)
+
+
+def gpu_dict(hw: Hardware) -> dict[str, Any]:
+    return {
+        "name": hw.name, "display_name": hw.display_name, "aliases": list(hw.aliases),
+        "path": hw.path, "vendor": hw.vendor, "architecture": hw.architecture,
+        "figures": {k: {"value": f.value, "source": f.source, "estimate": f.estimate}
+                    for k, f in hw.figures.items()},
+        "measured": None if hw.measured is None else {
+            "provenance": hw.measured.provenance,
+            "figures": {k: f.value for k, f in hw.measured.figures.items()},
+            "kernel_efficiency": dict(hw.measured.kernel_efficiency),
+        },
+    }

@@ -1,0 +1,140 @@
+"""Roofline estimates: per kernel FLOPs, bytes, intensity, bound and time.
+
+time = max(matmul FLOPs / matmul peak, elementwise FLOPs / fp32 vector peak, bytes / HBM bandwidth)
+— each unit is its own roof and the kernel is as slow as the slowest one (ideal overlap). Matmul
+FLOPs run at the dtype's dense tensor-core peak (fp32 inputs at the plain fp32 rate: PyTorch does
+not use TF32 for matmuls by default); elementwise FLOPs (softmax, masking) at the fp32 vector rate,
+as real kernels compute the softmax in fp32. With the measured profile the roofs are the
+calibrated ceilings and each kernel class's time is divided by its fitted efficiency.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, kernel_sums
+from iosim.errors import IosimError
+from iosim.hardware import KERNEL_KINDS, Hardware
+from iosim.traffic import Traffic
+from iosim.workload import Tiling, Workload
+
+Profile = Literal["spec", "measured"]
+Bound = Literal["memory", "compute"]
+
+
+@dataclass(frozen=True, slots=True)
+class Roofs:
+    """The ceilings an estimate uses, and where they came from."""
+
+    profile: Profile
+    hbm_bandwidth_bytes_per_s: float
+    matmul_flops_per_s: float
+    vector_flops_per_s: float
+    efficiency: Mapping[str, float] = field(default_factory=dict)
+    notes: tuple[str, ...] = ()
+
+    @property
+    def ridge_point_flops_per_byte(self) -> float:
+        return self.matmul_flops_per_s / self.hbm_bandwidth_bytes_per_s
+
+
+def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roofs:
+    notes: list[str] = []
+    matmul = hardware.peak_flops(dtype)
+    vector = hardware.peak_flops_per_s.get("fp32")
+    if vector is None:
+        vector = matmul
+        notes.append(f"{hardware.name} lists no fp32 peak: elementwise FLOPs are charged at the "
+                     f"{dtype} peak")
+    if profile == "spec":
+        return Roofs("spec", hardware.hbm_bandwidth_bytes_per_s, matmul, vector, {}, tuple(notes))
+    if profile != "measured":
+        raise IosimError(f"unknown profile '{profile}'; use spec or measured")
+    measured = hardware.measured
+    if measured is None:
+        raise IosimError(
+            f"{hardware.name} has no measured section; run `iosim calibrate` on that GPU "
+            f"(or use --profile spec)"
+        )
+    bandwidth = measured.hbm_bandwidth_bytes_per_s
+    if bandwidth is None:
+        bandwidth = hardware.hbm_bandwidth_bytes_per_s
+        notes.append("no measured HBM bandwidth: using the spec figure")
+    if dtype in measured.peak_flops_per_s:
+        matmul = measured.peak_flops_per_s[dtype]
+    else:
+        notes.append(f"no measured {dtype} matmul peak: using the spec figure")
+    vector = measured.peak_flops_per_s.get("fp32", vector)
+    efficiency = {kind: measured.kernel_efficiency.get(kind, 1.0) for kind in KERNEL_KINDS}
+    missing = [k for k in KERNEL_KINDS if k not in measured.kernel_efficiency]
+    if missing:
+        notes.append(f"no fitted efficiency for {', '.join(missing)} kernels: using 1.0")
+    return Roofs("measured", bandwidth, matmul, vector, efficiency, tuple(notes))
+
+
+@dataclass(frozen=True, slots=True)
+class KernelEstimate:
+    """One kernel on the roofline."""
+
+    name: str
+    label: str
+    kind: str
+    traffic: Traffic
+    matmul_flops: int
+    elementwise_flops: int
+    memory_time_s: float
+    compute_time_s: float
+    efficiency: float
+    time_s: float
+    bound: Bound
+
+    @property
+    def hbm_read_bytes(self) -> int:
+        return self.traffic.read_bytes
+
+    @property
+    def hbm_write_bytes(self) -> int:
+        return self.traffic.write_bytes
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.traffic.bytes
+
+    @property
+    def flops(self) -> int:
+        return self.matmul_flops + self.elementwise_flops
+
+    @property
+    def intensity_flops_per_byte(self) -> float:
+        return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
+
+
+def estimate_kernels(
+    kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None, roofs: Roofs
+) -> tuple[KernelEstimate, ...]:
+    traffic = closed_form(kernels, workload, tiling)
+    dims = Dims.of(workload, tiling)
+    estimates = []
+    for kernel in kernels:
+        mine = traffic.of_kernel(kernel.name)
+        matmul, elementwise = (int(x) for x in kernel_flops(kernel, dims, kernel_sums(kernel, dims)))
+        memory_time = mine.bytes / roofs.hbm_bandwidth_bytes_per_s
+        compute_time = max(matmul / roofs.matmul_flops_per_s,
+                           elementwise / roofs.vector_flops_per_s)
+        efficiency = roofs.efficiency.get(kernel.kind, 1.0)
+        estimates.append(KernelEstimate(
+            name=kernel.name,
+            label=kernel.label,
+            kind=kernel.kind,
+            traffic=mine,
+            matmul_flops=matmul,
+            elementwise_flops=elementwise,
+            memory_time_s=memory_time,
+            compute_time_s=compute_time,
+            efficiency=efficiency,
+            time_s=max(memory_time, compute_time) / efficiency,
+            bound="memory" if memory_time >= compute_time else "compute",
+        ))
+    return tuple(estimates)

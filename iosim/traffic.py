@@ -1,0 +1,95 @@
+"""Traffic: an ordered list of named read/write terms. Totals are always sums of the terms."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Literal
+
+Op = Literal["read", "write"]
+
+STATISTICS = frozenset({"l", "m", "L", "D", "lse_partial"})
+"""Per-row softmax statistics: running sum l, running max m, logsumexp L, rowsum D (fp32)."""
+
+CATEGORIES = ("Q", "K", "V", "O", "S", "P", "statistics", "init")
+"""The by-tensor view of the forward pass; other tensors (dO, dQ, ...) follow in their own columns."""
+
+
+@dataclass(frozen=True, slots=True)
+class Term:
+    """One named HBM access pattern of one kernel, summed over the whole workload.
+
+    `elements` is exact; `bytes` = elements × element_bytes. `cite` names the algorithm line.
+    """
+
+    kernel: str
+    tensor: str
+    op: Op
+    elements: int
+    element_bytes: int
+    cite: str
+    init: bool = False
+    """True for the zero-initialisation writes that Alg. 1 line 2 / Alg. 4 line 5 do in HBM."""
+
+    @property
+    def bytes(self) -> int:
+        return self.elements * self.element_bytes
+
+    @property
+    def category(self) -> str:
+        if self.init:
+            return "init"
+        if self.tensor in STATISTICS:
+            return "statistics"
+        return self.tensor
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic:
+    """The terms of one algorithm, in algorithm order."""
+
+    terms: tuple[Term, ...]
+
+    def __iter__(self) -> Iterator[Term]:
+        return iter(self.terms)
+
+    def __add__(self, other: Traffic) -> Traffic:
+        return Traffic(self.terms + other.terms)
+
+    @property
+    def read_bytes(self) -> int:
+        return sum(t.bytes for t in self.terms if t.op == "read")
+
+    @property
+    def write_bytes(self) -> int:
+        return sum(t.bytes for t in self.terms if t.op == "write")
+
+    @property
+    def bytes(self) -> int:
+        return self.read_bytes + self.write_bytes
+
+    @property
+    def elements(self) -> int:
+        return sum(t.elements for t in self.terms)
+
+    def kernels(self) -> list[str]:
+        return list(dict.fromkeys(t.kernel for t in self.terms))
+
+    def of_kernel(self, kernel: str) -> Traffic:
+        return Traffic(tuple(t for t in self.terms if t.kernel == kernel))
+
+    def where(self, *, tensors: Iterable[str] | None = None, init: bool | None = None) -> Traffic:
+        wanted = set(tensors) if tensors is not None else None
+        return Traffic(tuple(
+            t for t in self.terms
+            if (wanted is None or t.tensor in wanted) and (init is None or t.init == init)
+        ))
+
+    def by_category(self) -> dict[str, dict[str, int]]:
+        """{category: {'read': bytes, 'write': bytes}} in CATEGORIES order, then others."""
+        out: dict[str, dict[str, int]] = {}
+        for t in self.terms:
+            entry = out.setdefault(t.category, {"read": 0, "write": 0})
+            entry[t.op] += t.bytes
+        order = {c: i for i, c in enumerate(CATEGORIES)}
+        return dict(sorted(out.items(), key=lambda kv: order.get(kv[0], len(order))))

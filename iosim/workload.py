@@ -1,0 +1,205 @@
+"""What attention is asked to do (Workload) and how the tiled algorithms cut it (Tiling)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from iosim.errors import TilingError, WorkloadError
+from iosim.units import DTYPE_BYTES, STAT_BYTES
+
+Pass = Literal["fwd", "bwd", "fwdbwd"]
+PASSES: tuple[str, ...] = ("fwd", "bwd", "fwdbwd")
+UNFUSED_OPS: tuple[str, ...] = ("scale", "mask", "dropout")
+"""Extra N×N elementwise kernels of an unfused standard pipeline (FlashAttention fuses them)."""
+
+MAX_LENGTH = 1 << 26
+"""Sequence lengths beyond 64M tokens are refused: counts would leave int64 in sweeps."""
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """One attention call: batch × query heads of (n × n_kv) attention with head dimension d.
+
+    Causal masking is bottom-right aligned when n != n_kv (query i sees keys j <= i + n_kv - n),
+    as in FlashAttention-2 since v2.1, so decoding (n = 1) sees every key.
+    """
+
+    n: int
+    n_kv: int | None = None
+    d: int = 64
+    heads: int = 1
+    kv_heads: int | None = None
+    batch: int = 1
+    dtype: str = "fp16"
+    causal: bool = False
+    pass_: Pass = "fwd"
+    unfused: tuple[str, ...] = ()
+
+    def __post_init__(self) -> None:
+        for name in ("n", "d", "heads", "batch"):
+            _check_positive_int(name, getattr(self, name))
+        if self.n_kv is None:
+            object.__setattr__(self, "n_kv", self.n)
+        _check_positive_int("n_kv", self.n_kv)
+        if self.kv_heads is None:
+            object.__setattr__(self, "kv_heads", self.heads)
+        _check_positive_int("kv_heads", self.kv_heads)
+        for name in ("n", "n_kv"):
+            if getattr(self, name) > MAX_LENGTH:
+                raise WorkloadError(f"--{name.replace('_', '-')} {getattr(self, name)} is beyond "
+                                    f"the {MAX_LENGTH:,} tokens iosim models")
+        if self.heads % self.heads_kv:
+            raise WorkloadError(
+                f"--kv-heads {self.kv_heads} does not divide --heads {self.heads}; GQA/MQA "
+                f"needs heads = groups × kv-heads (e.g. --kv-heads "
+                f"{_a_divisor(self.heads, self.heads_kv)})"
+            )
+        if self.dtype not in DTYPE_BYTES:
+            raise WorkloadError(f"unknown dtype '{self.dtype}'; use one of {', '.join(DTYPE_BYTES)}")
+        if self.pass_ not in PASSES:
+            raise WorkloadError(f"unknown pass '{self.pass_}'; use one of {', '.join(PASSES)}")
+        bad = [op for op in self.unfused if op not in UNFUSED_OPS]
+        if bad:
+            raise WorkloadError(f"unknown unfused op '{bad[0]}'; use any of {', '.join(UNFUSED_OPS)}")
+        object.__setattr__(self, "unfused", tuple(op for op in UNFUSED_OPS if op in self.unfused))
+
+    @property
+    def seq_kv(self) -> int:
+        assert self.n_kv is not None
+        return self.n_kv
+
+    @property
+    def heads_kv(self) -> int:
+        assert self.kv_heads is not None
+        return self.kv_heads
+
+    @property
+    def element_bytes(self) -> int:
+        return DTYPE_BYTES[self.dtype]
+
+    @property
+    def group_size(self) -> int:
+        """Query heads per KV head (1 = MHA, heads = MQA)."""
+        return self.heads // self.heads_kv
+
+    def describe(self) -> str:
+        kv = f" (kv {self.seq_kv})" if self.seq_kv != self.n else ""
+        heads = f"{self.heads} heads" + (f" / {self.heads_kv} kv" if self.heads_kv != self.heads else "")
+        mask = "causal" if self.causal else "non-causal"
+        return (f"batch {self.batch} × {heads}, N {self.n}{kv}, d {self.d}, {self.dtype}, "
+                f"{_PASS_NAMES[self.pass_]}, {mask}")
+
+    def with_(self, **changes: object) -> Workload:
+        return replace(self, **changes)  # type: ignore[arg-type]
+
+
+_PASS_NAMES = {"fwd": "forward", "bwd": "backward", "fwdbwd": "forward+backward"}
+
+
+def _check_positive_int(name: str, value: object) -> None:
+    flag = "--" + name.replace("_", "-")
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise WorkloadError(f"{flag} must be a whole number, got {value!r}")
+    if value < 1:
+        raise WorkloadError(f"{flag} must be at least 1, got {value}")
+
+
+def _a_divisor(heads: int, near: int) -> int:
+    divisors = [k for k in range(1, heads + 1) if heads % k == 0]
+    return min(divisors, key=lambda k: (abs(k - near), k))
+
+
+# ---------------------------------------------------------------------------------------------
+# Tiling
+
+
+@dataclass(frozen=True, slots=True)
+class Tiling:
+    """Block sizes B_r (query rows) × B_c (key/value rows) and the SRAM budget they were sized for."""
+
+    block_q: int
+    block_kv: int
+    sram_bytes: int
+    sram_source: str
+    """Which figure M came from: 'sram_per_block of <gpu>', '--sram', '--sram-elements'."""
+    rule: str
+    """How the block sizes were chosen, e.g. 'Alg. 1 line 1: B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d)'."""
+
+    def sram_elements(self, dtype: str) -> int:
+        return self.sram_bytes // DTYPE_BYTES[dtype]
+
+
+def working_set_bytes(block_q: int, block_kv: int, d: int, element_bytes: int) -> int:
+    """SRAM one program of a tiled kernel holds: the tiles Alg. 1 lines 6 and 8 load.
+
+    K_j, V_j (B_c × d), Q_i, O_i (B_r × d) in the input dtype, and l_i, m_i (B_r each) in fp32.
+    S_ij and P_ij (B_r × B_c) stay in registers, as in FlashAttention-2's kernels, and are not
+    charged to the SRAM.
+    """
+    return (2 * block_kv + 2 * block_q) * d * element_bytes + 2 * block_q * STAT_BYTES
+
+
+def _paper_blocks(sram_elements: int, d: int, outer: str) -> tuple[int, int]:
+    """(B_r, B_c) by Alg. 1 line 1: B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d).
+
+    Algorithm 1 keeps K_j, V_j resident in its outer loop, so the resident (outer) block gets
+    ⌈M/4d⌉ rows and the streamed one min(⌈M/4d⌉, d). FlashAttention-2 swaps the loops (Q_i
+    resident), so the same rule applied to its loop order gives B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d).
+    """
+    resident = -(-sram_elements // (4 * d))
+    streamed = min(resident, d)
+    return (streamed, resident) if outer == "kv" else (resident, streamed)
+
+
+def make_tiling(
+    workload: Workload,
+    sram_bytes: int,
+    sram_source: str,
+    *,
+    block_q: int | None = None,
+    block_kv: int | None = None,
+    outer: str = "kv",
+) -> Tiling:
+    """Block sizes for a workload: Alg. 1's rule by default, or the user's, checked against SRAM.
+
+    `outer` is the algorithm's outer-loop axis ("kv" for Algorithm 1, "q" for FlashAttention-2).
+    """
+    d, elt = workload.d, workload.element_bytes
+    m = sram_bytes // elt
+    smallest = working_set_bytes(1, 1, d, elt)
+    if sram_bytes < smallest:
+        raise TilingError(
+            f"d = {d} does not fit in the SRAM: even 1-row tiles of Q, K, V, O need {smallest:,} "
+            f"bytes and the SRAM ({sram_source}) holds {sram_bytes:,}; lower --d or raise --sram"
+        )
+    for flag, value in (("--block-q", block_q), ("--block-kv", block_kv)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
+            raise TilingError(f"{flag} must be a whole number of at least 1, got {value!r}")
+    paper_q, paper_kv = _paper_blocks(m, d, outer)
+    chosen_q = block_q if block_q is not None else paper_q
+    chosen_kv = block_kv if block_kv is not None else paper_kv
+    if block_q is None and block_kv is None:
+        rule = ("Alg. 1 line 1: B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d)" if outer == "kv" else
+                "Alg. 1 line 1 for a Q-outer loop: B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d)")
+        # ⌈M/4d⌉ rounds up, and the fp32 statistics need room too: when that overflows the SRAM
+        # step the blocks down until they fit, and say so.
+        while working_set_bytes(chosen_q, chosen_kv, d, elt) > sram_bytes:
+            if chosen_kv >= chosen_q:
+                chosen_kv -= 1
+            else:
+                chosen_q -= 1
+        if (chosen_q, chosen_kv) != (paper_q, paper_kv):
+            rule += f" = {paper_q} × {paper_kv}, stepped down to fit the SRAM"
+    else:
+        rule = "given" if block_q is not None and block_kv is not None else (
+            "given; the other from Alg. 1 line 1")
+        need = working_set_bytes(chosen_q, chosen_kv, d, elt)
+        if need > sram_bytes:
+            raise TilingError(
+                f"blocks B_r = {chosen_q}, B_c = {chosen_kv} do not fit: Q_i, O_i "
+                f"({chosen_q}×{d}) + K_j, V_j ({chosen_kv}×{d}) in {workload.dtype} + l_i, m_i "
+                f"need {need:,} bytes, the SRAM ({sram_source}) holds {sram_bytes:,}; "
+                f"use smaller --block-q/--block-kv or a larger --sram"
+            )
+    return Tiling(chosen_q, chosen_kv, sram_bytes, sram_source, rule)
