@@ -102,11 +102,11 @@ def _header(c: Comparison) -> Text:
 
 def kernel_table(c: Comparison) -> Table:
     table = Table(title="Kernels (HBM traffic, FLOPs and roofline time)", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False)
+                  title_justify="left", pad_edge=False, collapse_padding=True)
     for name, justify in (("algorithm", "left"), ("kernel", "left"), ("read", "right"),
                           ("write", "right"), ("total", "right"), ("FLOPs", "right"),
                           ("FLOP/B", "right"), ("bound", "left"), ("time", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for a in c.algorithms:
         for i, k in enumerate(a.kernels):
             table.add_row(a.name if i == 0 else "", k.label, fmt_bytes(k.hbm_read_bytes),
@@ -118,12 +118,12 @@ def kernel_table(c: Comparison) -> Table:
 
 def summary_table(c: Comparison) -> Table:
     table = Table(title="Per algorithm", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
-    for name, justify in (("algorithm", "left"), ("blocks", "right"), ("HBM traffic", "right"),
-                          ("÷ standard", "right"), ("FLOPs", "right"), ("time", "right"),
+                  pad_edge=False, collapse_padding=True)
+    for name, justify in (("algorithm", "left"), ("blocks", "right"), ("HBM", "right"),
+                          ("÷ std", "right"), ("FLOPs", "right"), ("time", "right"),
                           ("speed-up", "right"), ("bound", "left"), ("extra HBM", "right"),
                           ("fits", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for a in c.algorithms:
         table.add_row(a.name, _tiling(a), fmt_bytes(a.hbm_bytes),
                       f"{a.traffic_ratio_vs_standard:.2f}×", fmt_flops(a.flops),
@@ -140,11 +140,11 @@ def _categories(c: Comparison) -> list[str]:
 def tensor_table(c: Comparison) -> Table:
     cats = _categories(c)
     table = Table(title="HBM bytes by tensor", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
-    table.add_column("algorithm")
-    table.add_column("op")
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("algorithm", no_wrap=True)
+    table.add_column("op", no_wrap=True)
     for cat in cats:
-        table.add_column("stats" if cat == "statistics" else cat, justify="right")
+        table.add_column("stats" if cat == "statistics" else cat, justify="right", no_wrap=True)
     for a in c.algorithms:
         by = a.traffic.by_category()
         for op in ("read", "write"):
@@ -158,9 +158,9 @@ def tensor_table(c: Comparison) -> Table:
 def _footer(c: Comparison) -> Text:
     t2, w = c.theorem2, c.workload
     lines = [
-        f"Theorem 2 (per head, elements, constants ignored): standard Θ(Nd + N²) = "
-        f"{fmt_count(t2.standard_elements)} vs FlashAttention Θ(N²d²/M) = "
-        f"{fmt_count(t2.flash_elements)}: ratio {t2.ratio:.1f}",
+        f"Theorem 2 per head (elements, constants ignored): Θ(Nd + N²) = "
+        f"{fmt_count(t2.standard_elements)} vs Θ(N²d²/M) = {fmt_count(t2.flash_elements)}, "
+        f"ratio {t2.ratio:.1f}",
         f"One head's N×N score matrix: {fmt_bytes(c.score_matrix_bytes_per_head)} "
         f"({fmt_binary_bytes(c.score_matrix_bytes_per_head)}); compulsory traffic (read Q, K, V "
         f"and write O once): {fmt_bytes(c.compulsory_hbm_bytes)}",
@@ -261,7 +261,7 @@ def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str
 
 def gpus_table(hardware: Sequence[Hardware]) -> Table:
     table = Table(title="GPU models (configs/gpus; `iosim gpus show NAME` for sources)",
-                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
     for name, justify in (("name", "left"), ("aliases", "left"), ("HBM BW", "right"),
                           ("HBM", "right"), ("SRAM/block", "right"), ("SMs", "right"),
                           ("peak fp16", "right")):
@@ -313,7 +313,7 @@ def gpu_detail(hw: Hardware) -> RenderableType:
     if hw.measured is not None:
         m = hw.measured
         measured = Table(title="measured (iosim calibrate)", box=box.SIMPLE_HEAD,
-                         title_justify="left", pad_edge=False)
+                         title_justify="left", pad_edge=False, collapse_padding=True)
         measured.add_column("figure")
         measured.add_column("value", justify="right")
         for key, fig in m.figures.items():
