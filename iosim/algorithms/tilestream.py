@@ -168,8 +168,8 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
             continue
         acc = kernel.accesses
 
-        def prop(values: list[Any], dtype: Any) -> np.ndarray[Any, Any]:
-            return np.asarray(values, dtype=dtype)[access]
+        def prop(values: list[Any], dtype: Any, at: IntArray = access) -> np.ndarray[Any, Any]:
+            return np.asarray(values, dtype=dtype)[at]
 
         a_tensor = prop([tensor_id[a.tensor] for a in acc], np.int64)
         a_write = prop([a.op == "write" for a in acc], np.bool_)

@@ -120,10 +120,11 @@ def print_verification(v: Verification, console: Console) -> None:
 @click.option("--causal", is_flag=True, help="Causal mask, bottom-right aligned (tiled kernels skip blocks).")
 @click.option("--dtype", type=click.Choice(list(EXECUTOR_DTYPES)), default="float64",
               show_default=True, help="The executor's numbers (float16 accumulates in float32).")
-@click.option("--block", type=int, default=64, show_default=True,
+@click.option("--block", type=click.IntRange(min=1), default=64, show_default=True,
               help="B_r = B_c, rows per query block and per key/value block.")
-@click.option("--block-q", type=int, default=None, help="B_r, overriding --block.")
-@click.option("--block-kv", type=int, default=None, help="B_c, overriding --block.")
+@click.option("--block-q", type=click.IntRange(min=1), default=None, help="B_r, overriding --block.")
+@click.option("--block-kv", type=click.IntRange(min=1), default=None,
+              help="B_c, overriding --block.")
 @click.option("--sram", default=None, metavar="SIZE",
               help="SRAM budget per program, e.g. 32KiB (default: the working set of the blocks).")
 @click.option("--algo", default=None, metavar="LIST",
