@@ -39,10 +39,11 @@ SCHEMA = "iosim.verify/1"
 MODEL_DTYPE = {"float64": "fp32", "float32": "fp32", "float16": "fp16"}
 """The model dtype whose closed form a run is compared with (elements do not depend on it)."""
 
-TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 2e-2}
+TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
 """Largest max |tiled − standard| accepted on unit-normal inputs. float64's rounding is ~1e-16
-(seed 003: 5.6e-16 at N = 256, d = 16); float16 keeps the looser bound because Algorithm 1 stores
-O in fp16 after every K/V block (its error grows with T_c)."""
+(seed 003: 5.6e-16 at N = 256, d = 16). float16 has the loosest bound because Algorithm 1 stores
+O in fp16 after every K/V block, so its error grows with T_c: measured at most 1.4e-3 for
+`iosim verify --dtype float16` at N = 1024..4096, d = 16..128, blocks 16..64 (README)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -119,6 +120,9 @@ class Verification:
     sram_bytes: int
     sram_source: str
     algorithms: tuple[AlgorithmCheck, ...]
+    standard_peak_scores: int
+    """Scores the reference run of standard attention held at once (N_q·N_kv)."""
+    standard_max_abs_err_vs_float64: float
 
     @property
     def ok(self) -> bool:
@@ -137,6 +141,10 @@ class Verification:
             "seed": self.seed,
             "dropout_p": self.dropout_p if "dropout" in w.unfused else 0.0,
             "sram": {"bytes": self.sram_bytes, "source": self.sram_source},
+            "standard_reference": {
+                "peak_scores": self.standard_peak_scores,
+                "max_abs_err_vs_float64": self.standard_max_abs_err_vs_float64,
+            },
             "algorithms": [{
                 "name": a.name,
                 "block_q": a.block_q,
@@ -282,4 +290,6 @@ def verify(
             sram_budget_bytes=sram_bytes if a.tiled else None,
             tolerance=TOLERANCE[dtype],
         ))
-    return Verification(model, dtype, seed, dropout_p, sram_bytes, sram_source, tuple(checks))
+    return Verification(model, dtype, seed, dropout_p, sram_bytes, sram_source, tuple(checks),
+                        runs["standard"].peak_scores,
+                        float(np.max(np.abs(standard_out - reference), initial=0.0)))

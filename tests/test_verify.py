@@ -37,8 +37,11 @@ def test_verify_one_algorithm() -> None:
     code, out, _ = run("--n", "256", "--d", "16", "--block", "64", "--algo", "flash1")
     assert code == 0
     table_rows = [line.split()[0] for line in out.splitlines() if line.startswith(" ") and line.strip()]
-    assert "flash1" in table_rows
-    assert "flash2" not in table_rows and "standard" not in table_rows
+    assert "flash1" in table_rows and "flash2" not in table_rows
+    # standard still runs, as the reference: its scores are shown, its counts are not
+    reference = next(line for line in out.splitlines() if line.startswith(" standard (reference)"))
+    assert reference.split()[3] == "65,536"
+    assert " qk " not in out
 
 
 def test_verify_uneven_causal_gqa_batch_float16_agrees() -> None:

@@ -54,6 +54,9 @@ def _output_table(v: Verification) -> Table:
                           ("max |x − float64 formula|", "right"),
                           ("scores held at once", "right"), ("SRAM peak", "right"), ("", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    if all(a.name != "standard" for a in v.algorithms):
+        table.add_row("standard (reference)", "", _sci(v.standard_max_abs_err_vs_float64),
+                      f"{v.standard_peak_scores:,}", "—", "")
     for a in v.algorithms:
         sram = "—" if a.sram_peak_bytes is None else f"{a.sram_peak_bytes:,} B"
         table.add_row(a.name, _sci(a.max_abs_diff_vs_standard), _sci(a.max_abs_err_vs_float64),
