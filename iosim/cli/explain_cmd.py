@@ -79,8 +79,8 @@ def _weights_table(t: SoftmaxTrace) -> Table:
     return table
 
 
-LEGEND = ("m = running max, l = running sum; rescale = exp(m_old − m_new) (— on the first block: "
-          "nothing to rescale); block sum = Σ exp(s − m_new) over the block's scores")
+LEGEND = ("m = running max, l = running sum, rescale = exp(m_old − m_new) (— on the first block)\n"
+          "block sum = Σ exp(s − m_new) over the block's scores")
 
 
 def print_trace(t: SoftmaxTrace, console: Console) -> None:
