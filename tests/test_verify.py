@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import time
 
 import pytest
 from click.testing import CliRunner
@@ -99,13 +98,11 @@ def test_verify_cli_exits_1_on_a_mismatch(monkeypatch: pytest.MonkeyPatch) -> No
     assert "MISMATCH in flash2" in out and "✗" in out
 
 
-def test_verify_n_1024_d_64_is_fast() -> None:
-    """The speed target (5 s) is measured by benchmarks/verify_speed.py; this only guards
-    against an order-of-magnitude regression on a slow CI machine."""
-    start = time.perf_counter()
-    code, _, _ = run("--n", "1024", "--d", "64")
+def test_verify_n_1024_d_64_agrees() -> None:
+    """The benchmark's command (benchmarks/verify_speed.py times it; the target is 5 s)."""
+    code, out, _ = run("--n", "1024", "--d", "64")
     assert code == 0
-    assert time.perf_counter() - start < 30
+    assert "All counts agree" in out
 
 
 @pytest.mark.parametrize("args,message", [
