@@ -23,6 +23,7 @@ from iosim.algorithms.loopnest import TileAccess, closed_form, walk
 from iosim.errors import IosimError
 from iosim.execute import (
     EXECUTOR_DTYPES,
+    EXECUTORS,
     check_limits,
     execute,
     precision,
@@ -30,6 +31,7 @@ from iosim.execute import (
     reference_attention,
     working_set_bytes,
 )
+from iosim.execute.run import passes_of
 from iosim.traffic import Op
 from iosim.units import parse_quantity
 from iosim.workload import Tiling, Workload
@@ -206,7 +208,9 @@ def verify(
     seed: int = 0,
     dropout_p: float = 0.1,
 ) -> Verification:
-    """Count and run each algorithm (default: all) on seeded random data; see the module doc.
+    """Count and run each algorithm on seeded random data; see the module doc.
+
+    `algorithms` defaults to every algorithm with executors for the workload's pass.
 
     `workload` gives the shape, mask, pass and unfused kernels; its dtype is replaced by the
     model dtype of `dtype` (float64, float32 or float16). `sram` (bytes, or a size such as
@@ -220,7 +224,13 @@ def verify(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise IosimError(f"{flag} must be a whole number of at least 1, got {value!r}")
     check_limits(model, block_q, block_kv)  # before any array is made
-    names = list(dict.fromkeys(a.strip().lower() for a in (algorithms or ALGORITHMS)))
+    if algorithms is None:  # every algorithm that has executors for the pass
+        algorithms = [a for a in ALGORITHMS
+                      if all((a, step) in EXECUTORS for step, _ in passes_of(model.pass_))]
+        if not algorithms:
+            raise IosimError(f"no algorithm has an executor for --pass {model.pass_} yet; "
+                             f"use --pass fwd")
+    names = list(dict.fromkeys(a.strip().lower() for a in algorithms))
     if not names or any(not n for n in names):
         raise IosimError(f"--algo needs a comma-separated list of {', '.join(ALGORITHMS)}")
     chosen = [get_algorithm(n) for n in names]
