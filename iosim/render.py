@@ -19,7 +19,7 @@ from rich.text import Text
 from iosim.compare import AlgorithmEstimate, Comparison
 from iosim.hardware import Figure, Hardware
 from iosim.traffic import CATEGORIES
-from iosim.training import Occupancy
+from iosim.training import Occupancy, compulsory_backward_bytes
 
 # ---------------------------------------------------------------------------------------------
 # numbers for people
@@ -193,8 +193,8 @@ def tensor_rows_table(c: Comparison) -> Table:
                   pad_edge=False)
     table.add_column("tensor", no_wrap=True)
     for a in c.algorithms:
-        table.add_column(f"{a.name} read", justify="right")
-        table.add_column(f"{a.name} write", justify="right")
+        table.add_column(f"{a.name}\nread", justify="right")
+        table.add_column(f"{a.name}\nwrite", justify="right")
     by = [a.traffic.by_category() for a in c.algorithms]
     for cat in cats:
         name = f"stats ({', '.join(stats)})" if cat == "statistics" else cat
@@ -289,6 +289,8 @@ def _footer(c: Comparison) -> Text:
         lines.append(f"HBM held by {a.name}: inputs+outputs {fmt_binary_bytes(a.footprint.io_bytes)}"
                      f" + {extra or 'nothing'} (HBM {fmt_bytes(a.footprint.capacity_bytes)})")
     if _show_training(c):
+        lines.append(f"Compulsory backward traffic (read Q, K, V, O, dO and the logsumexp L once; "
+                     f"write dQ, dK, dV once): {fmt_bytes(compulsory_backward_bytes(c.workload))}")
         lines.extend(_training_lines(c))
     del w
     return Text("\n".join(lines))

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from iosim.algorithms.loopnest import Access, Kernel
+from iosim.units import STAT_BYTES
 from iosim.workload import Workload
 
 RNG_STATE_BYTES = 16
@@ -48,6 +49,17 @@ def convention_flops(workload: Workload, *, recompute: bool) -> float:
     forward = 4.0 * w.n * w.seq_kv * w.d * w.heads * w.batch * (0.5 if w.causal else 1.0)
     backward = forward * (2.5 if recompute else 2.0)
     return {"fwd": forward, "bwd": backward, "fwdbwd": forward + backward}[w.pass_]
+
+
+def compulsory_backward_bytes(workload: Workload) -> int:
+    """Any exact backward: read Q, O, dO (per query head), K, V (per KV head) and the fp32
+    logsumexp once; write dQ, dK, dV once (reference §3's compulsory row, without D, which an
+    implementation adds for itself)."""
+    w = workload
+    q_rows = w.batch * w.heads * w.n
+    kv_rows = w.batch * w.heads_kv * w.seq_kv
+    return (3 * q_rows + 2 * kv_rows) * w.d * w.element_bytes + q_rows * STAT_BYTES + (
+        q_rows + 2 * kv_rows) * w.d * w.element_bytes
 
 
 @dataclass(frozen=True, slots=True)

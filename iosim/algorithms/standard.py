@@ -99,11 +99,11 @@ class Standard(Algorithm):
                        "kept (1 byte/element)", element="u8"),
                 _whole("dP", "write", "q", "kv", "backward of dropout: write dP∘Z/(1−p)"),
             ), (FlopCount("elementwise", "score", 2, "multiply by the mask, scale"),)))
-        kernels.append(Kernel("bwd_softmax", "dS = P∘(dP − rowsum(P∘dP))", "elementwise", (
+        kernels.append(Kernel("bwd_softmax", "dS = P∘(dP − D)", "elementwise", (
             _whole("P", "read", "q", "kv", "Alg. 3 line 3: read P from HBM"),
             _whole("dP", "read", "q", "kv", "Alg. 3 line 3: read dP from HBM"),
             _whole("dS", "write", "q", "kv", "Alg. 3 line 3: write dS to HBM"),
-        ), (FlopCount("elementwise", "score", 4, "P∘dP, row sum, subtract, multiply by P"),)))
+        ), (FlopCount("elementwise", "score", 4, "D = rowsum(P∘dP): 2; P∘(dP − D): 2"),)))
         if "mask" in workload.unfused:
             kernels.append(_elementwise("bwd_mask", "dS ← mask(dS)", "dS", 1))
         if "scale" in workload.unfused:
