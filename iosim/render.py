@@ -367,7 +367,7 @@ def comparison_markdown(c: Comparison) -> str:
     if _show_parallelism(c):
         tables.append(occupancy_table(c))
     for table in tables:
-        headers = [str(col.header) for col in table.columns]
+        headers = [str(col.header).replace("\n", " ") for col in table.columns]
         cells = [[str(x) for x in col.cells] for col in table.columns]
         rows = [list(r) for r in zip(*cells, strict=True)]
         right = [col.justify == "right" for col in table.columns]

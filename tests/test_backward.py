@@ -202,3 +202,23 @@ def test_training_footprint_in_compare() -> None:
     assert c.algorithm("standard").footprint.extra_bytes == 4 * p + p // 2
     fwd = compare(replace(w, pass_="fwd"), "a100")
     assert fwd.algorithm("standard").footprint.saved == ()
+
+
+@settings(max_examples=40, deadline=None)
+@given(t=st.integers(1, 40), block=st.integers(1, 128), d=dims)
+def test_flash1_causal_backward_counts_visited_pairs(t: int, block: int, d: int) -> None:
+    """Reference §3 (causal): FA1 bwd = 4Nd + P_c(5·B_r·d + 2·B_r), P_c = T(T+1)/2 for square
+    blocks and N = T·B."""
+    n = t * block
+    w = Workload(n, d=d, causal=True, pass_="bwd")
+    traffic, _ = _traffic("flash1", w, block, block)
+    pairs = t * (t + 1) // 2
+    assert traffic.where(init=False).elements == 4 * n * d + pairs * (5 * block * d + 2 * block)
+
+
+@pytest.mark.parametrize("name", ["standard", "flash1", "flash2"])
+def test_kernel_names_are_unique_across_both_passes(name: str) -> None:
+    w = Workload(64, heads=4, kv_heads=2, unfused=("scale", "mask", "dropout"), pass_="fwdbwd")
+    names = [k.name for k in get_algorithm(name).kernels(w)]
+    assert len(names) == len(set(names))
+    assert all(n.startswith("bwd_") for n in names[len(get_algorithm(name).forward(w)):])

@@ -20,8 +20,9 @@ Three refinements, each a flag on the Kernel or the Dims (issue 3):
     still written: Prop. 4).
   - split-KV (Kernel.split, q-outer only): each outer block o runs as Dims.splits programs, split
     k visiting the key blocks [k·nb, (k+1)·nb) of o (nb = ⌈T_c/splits⌉). "outer" accesses happen
-    once per program that has a key block to visit (FA2 exits an empty split before loading
-    anything), "outer_end" once per program. Access.per_split marks a tensor with one copy per
+    once per program that has a key block to visit after the causal skip (FA2 exits an empty
+    split before loading anything; a block-sparse mask does not empty a split), "outer_end" once
+    per program. Access.per_split marks a tensor with one copy per
     split (the partial outputs); a whole-tensor access of it moves every copy.
   - head packing (Kernel.pack_heads): the g = heads/kv_heads query heads of a KV head are
     stacked as g·n_q rows of one problem (FA2 `seqlenq_ngroups_swapped` for decoding), so a
