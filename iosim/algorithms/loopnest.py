@@ -22,8 +22,8 @@ Three refinements, each a flag on the Kernel or the Dims (issue 3):
     k visiting the key blocks [k·nb, (k+1)·nb) of o (nb = ⌈T_c/splits⌉). "outer" accesses happen
     once per program that has a key block to visit after the causal skip (FA2 exits an empty
     split before loading anything; a block-sparse mask does not empty a split), "outer_end" once
-    per program. Access.per_split marks a tensor with one copy per
-    split (the partial outputs); a whole-tensor access of it moves every copy.
+    per program. Access.per_split marks a tensor with one copy per split (the partial outputs);
+    a whole-tensor access of it moves every copy.
   - head packing (Kernel.pack_heads): the g = heads/kv_heads query heads of a KV head are
     stacked as g·n_q rows of one problem (FA2 `seqlenq_ngroups_swapped` for decoding), so a
     program serves a KV head and reads its K/V once. Valid only where every query row sees
