@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import iosim
-from iosim.algorithms import ALGORITHMS
+from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
 from iosim.algorithms.blocks import block_sums, floor_sum, visited_kv_blocks
 from iosim.algorithms.loopnest import closed_form, walk
 from iosim.workload import Tiling, Workload, make_tiling
@@ -76,7 +76,8 @@ def test_counts_scale_with_batch_and_heads(n, batch, heads, d):
 @given(n=st.integers(1, 2000), grow=st.integers(1, 500), d=st.sampled_from([16, 32, 64, 128]),
        causal=st.booleans())
 def test_traffic_monotone_in_n(n, grow, d, causal):
-    for name in ALGORITHMS:
+    # the issue-2 algorithms; splitkv's heuristic picks a different split count as N changes
+    for name in DEFAULT_ALGORITHMS:
         small = iosim.compare(Workload(n, d=d, causal=causal), "a100", algorithms=[name])
         large = iosim.compare(Workload(n + grow, d=d, causal=causal), "a100", algorithms=[name])
         assert large.algorithm(name).hbm_bytes >= small.algorithm(name).hbm_bytes
