@@ -83,18 +83,21 @@ def standard_forward(run: Run) -> None:
             total = e.sum(axis=1)
             safe = np.where(total > 0, total, 1.0)
             hbm.write("P", b, h, None, None, e / safe[:, None])
-    if "dropout" in run.unfused:
+    dropout = "dropout" in run.unfused
+    if dropout:
+        # P itself stays for the backward's softmax (Alg. 3 line 3); the dropped P feeds O = PV
+        hbm.allocate("P_drop", shape, pc.storage)
         hbm.allocate("Z", shape, np.uint8)
         with hbm.kernel("dropout"):  # unfused dropout: read P, write dropped P and the mask Z
             for b, h in heads:
                 p = hbm.read("P", b, h).astype(pc.compute)
                 keep = dropout_keep(run.seed, pr, b, h, 0, n_q, 0, n_kv, run.dropout_p)
                 scaled = p / pc.compute(1.0 - run.dropout_p) if run.dropout_p else p
-                hbm.write("P", b, h, None, None, np.where(keep, scaled, 0.0))
+                hbm.write("P_drop", b, h, None, None, np.where(keep, scaled, 0.0))
                 hbm.write("Z", b, h, None, None, keep)
     with hbm.kernel("pv"):  # Alg. 0 line 3: load P and V by blocks, compute O = PV, write O
         for b, h in heads:
-            p = hbm.read("P", b, h)
+            p = hbm.read("P_drop" if dropout else "P", b, h)
             v = hbm.read("V", b, pr.kv_head(h))
             hbm.write("O", b, h, None, None, pc.matmul(p, v))
 
