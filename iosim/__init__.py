@@ -11,11 +11,13 @@ The core never imports click, rich, matplotlib, pandas, torch or triton.
 from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+from iosim.algorithms.tilestream import TileStream, walk_arrays
 from iosim.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, compare
 from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
 from iosim.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
 from iosim.roofline import KernelEstimate, Roofs, roofs_for
 from iosim.traffic import Term, Traffic
+from iosim.verify import Verification, verify
 from iosim.workload import Tiling, Workload, make_tiling
 
 __all__ = [
@@ -31,10 +33,12 @@ __all__ = [
     "Term",
     "Theorem2",
     "TileAccess",
+    "TileStream",
     "Tiling",
     "TilingError",
     "Traffic",
     "UnknownGpuError",
+    "Verification",
     "Workload",
     "WorkloadError",
     "__version__",
@@ -46,5 +50,7 @@ __all__ = [
     "make_tiling",
     "resolve_hardware",
     "roofs_for",
+    "verify",
     "walk",
+    "walk_arrays",
 ]

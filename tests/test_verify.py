@@ -219,3 +219,11 @@ def test_verify_backward_and_split_bad_input_is_one_line_exit_2(args: list[str],
     assert message in err
     assert err.startswith("Error: ") and err.count("\n") == 1
     assert "Traceback" not in out + err
+
+
+def test_public_api_exports_verify_and_walk_arrays() -> None:
+    import iosim
+    from iosim.algorithms.tilestream import walk_arrays
+
+    assert iosim.verify is verify and iosim.walk_arrays is walk_arrays
+    assert {"verify", "Verification", "walk_arrays", "TileStream"} <= set(iosim.__all__)

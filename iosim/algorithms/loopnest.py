@@ -33,7 +33,8 @@ From that one description come
   1. `closed_form`: exact element counts as sums over the loop (block sums in blocks.py),
      vectorised so that sweeps evaluate grids without a Python loop per point;
   2. `walk`: the literal tile-by-tile access stream (every load and store, in order),
-     which tests hold equal to the closed form and which feeds the L2 model.
+     which tests hold equal to the closed form and which feeds the L2 model
+     (tilestream.walk_arrays builds the same stream as numpy columns, for long ones).
 The NumPy executor (iosim/execute/) runs the same loops on real numbers through an instrumented HBM,
 written by hand and independently of this module, so that its counts check both.
 """

@@ -188,7 +188,8 @@ def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int |
 
     Runs each algorithm on seeded random data through an instrumented HBM that counts every
     element read and written, and compares those counts, term by term, with the closed form and
-    the tile walk. Exit status 1 if anything disagrees, 2 for bad input.
+    the tile walk; with --pass bwd|fwdbwd it checks the gradients dQ, dK, dV too. Exit status 1
+    if anything disagrees, 2 for bad input.
 
     \b
     Example:

@@ -1,8 +1,10 @@
-"""Precision, masks and block visits of the executor, written independently of the loop nests.
+"""Precision, masks and block visits of the executor, written independently of the loop nests
+(the causal mask, the block-sparse mask's pairs, the dropout mask).
 
 Precision (what the real kernels do, and what the executor does):
 
-  dtype     in HBM (Q K V O S P)   matmul accumulate / softmax   statistics l, m, L in HBM
+  dtype     in HBM (Q K V O S P,   matmul accumulate / softmax   statistics l, m, L, D, the fp32
+            dO dQ dK dV dP dS)                                   dQaccum, split partials in HBM
   float64   float64                float64                       float64
   float32   float32                float32                       float32
   float16   float16                float32                       float32
