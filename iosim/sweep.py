@@ -1,0 +1,569 @@
+"""Sweeps: every algorithm's exact closed-form counts and roofline time over a grid, vectorised.
+
+A grid is the product of one list of values per axis (N, d, heads, batch, dtype, causal, pass,
+GPU, SRAM, block sizes, ...). The counts are the same loop-nest closed forms that `compare` uses
+(`access_elements`, `kernel_flops`, `kernel_sums` in algorithms/loopnest.py), evaluated on numpy
+int64 arrays that hold every grid point at once: the only Python loops run over chunks of
+points, groups of points that share a kernel list, algorithms, kernels and accesses — never over
+points. Tests hold every column equal to `compare` on single workloads.
+
+The kernel list of an algorithm comes from `Algorithm.kernels(workload)`, so kernels added to an
+algorithm flow into sweeps by themselves. The list may depend on the workload: the axes whose
+values change it (found by asking `kernels` for each value of each axis) split the grid into
+groups, each evaluated with its own list.
+
+In a sweep, blocks that do not fit the SRAM are not an error (as they are in `compare`): the
+point is marked `fits_sram = False` and its counts say what the blocks would cost if they did.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from iosim._version import __version__
+from iosim.algorithms import ALGORITHMS, Algorithm, get_algorithm
+from iosim.algorithms.blocks import BlockSums
+from iosim.algorithms.loopnest import (
+    Dims,
+    Kernel,
+    access_elements,
+    element_bytes,
+    kernel_flops,
+    kernel_sums,
+)
+from iosim.errors import IosimError
+from iosim.hardware import KERNEL_KINDS, Hardware, resolve_hardware
+from iosim.roofline import Profile, roofs_for
+from iosim.units import DTYPE_BYTES
+from iosim.workload import Workload, tiling_arrays
+
+SCHEMA = "iosim.sweep/1"
+
+AXES: tuple[str, ...] = ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
+                         "n_kv", "sram_bytes", "sram_elements", "block_q", "block_kv")
+"""Grid axes, slowest-varying first: points are enumerated in this (C) order."""
+
+WORKLOAD_AXES = ("dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n", "n_kv")
+DEFAULTABLE = ("kv_heads", "n_kv", "sram_bytes", "sram_elements", "block_q", "block_kv")
+"""Axes whose value None means "the default": kv_heads = heads, n_kv = n, the GPU's SRAM,
+Alg. 1 line 1's block sizes. In the int64 grids None is 0."""
+
+MAX_POINTS = 5_000_000
+"""A larger grid is refused: its result arrays alone would take several GB."""
+
+CHUNK_POINTS = 1 << 18
+"""Points evaluated per step (bounds the temporaries; one progress tick each)."""
+
+INT64_HEADROOM = 2**53
+"""N·N_kv·d·batch·heads must stay below this, leaving a factor 1024 for bytes per element,
+FLOP coefficients and summed terms before int64 (2^63) could overflow."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSpec:
+    """One list of values per axis; the grid is their product. None = the axis's default."""
+
+    n: tuple[int, ...]
+    gpu: tuple[str, ...]
+    n_kv: tuple[int | None, ...] = (None,)
+    d: tuple[int, ...] = (64,)
+    heads: tuple[int, ...] = (1,)
+    kv_heads: tuple[int | None, ...] = (None,)
+    batch: tuple[int, ...] = (1,)
+    dtype: tuple[str, ...] = ("fp16",)
+    causal: tuple[bool, ...] = (False,)
+    pass_: tuple[str, ...] = ("fwd",)
+    sram_bytes: tuple[int | None, ...] = (None,)
+    sram_elements: tuple[int | None, ...] = (None,)
+    block_q: tuple[int | None, ...] = (None,)
+    block_kv: tuple[int | None, ...] = (None,)
+    unfused: tuple[str, ...] = ()
+    """Not an axis: the same unfused standard pipeline at every point."""
+    algorithms: tuple[str, ...] = tuple(ALGORITHMS)
+    profile: Profile = "spec"
+
+    def values(self, axis: str) -> tuple[Any, ...]:
+        return tuple(getattr(self, axis))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        return tuple(len(self.values(a)) for a in AXES)
+
+    @property
+    def points(self) -> int:
+        return math.prod(self.shape)
+
+    @property
+    def varying(self) -> tuple[str, ...]:
+        """Axes with more than one value."""
+        return tuple(a for a in AXES if len(self.values(a)) > 1)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AlgorithmGrid:
+    """One algorithm's results at every grid point (arrays of length `SweepResult.points`)."""
+
+    name: str
+    tiled: bool
+    block_q: np.ndarray
+    """B_r used at each point (0 for an untiled algorithm)."""
+    block_kv: np.ndarray
+    fits_sram: np.ndarray
+    """Whether the tiles fit the SRAM (always True for an untiled algorithm)."""
+    hbm_read_bytes: np.ndarray
+    hbm_write_bytes: np.ndarray
+    matmul_flops: np.ndarray
+    elementwise_flops: np.ndarray
+    time_s: np.ndarray
+    memory_bound_time_s: np.ndarray
+    """Time of the memory-bound kernels: the algorithm is memory-bound when it is ≥ half."""
+
+    @property
+    def hbm_bytes(self) -> np.ndarray:
+        return np.asarray(self.hbm_read_bytes + self.hbm_write_bytes)
+
+    @property
+    def flops(self) -> np.ndarray:
+        return np.asarray(self.matmul_flops + self.elementwise_flops)
+
+    @property
+    def memory_bound(self) -> np.ndarray:
+        return np.asarray(self.memory_bound_time_s >= self.time_s - self.memory_bound_time_s)
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SweepResult:
+    """A sweep's grid and every algorithm's arrays over it; `columns()` is the tidy table."""
+
+    spec: SweepSpec
+    hardware: tuple[Hardware, ...]
+    """The resolved GPU of each value of spec.gpu."""
+    index: dict[str, np.ndarray]
+    """Per axis, each point's index into spec.values(axis)."""
+    sram_bytes: np.ndarray
+    """The SRAM M each point was tiled for, in bytes."""
+    algorithms: tuple[AlgorithmGrid, ...]
+    baseline: AlgorithmGrid
+    """Standard attention, against which ratios are taken (computed even when not listed)."""
+    notes: tuple[str, ...] = ()
+
+    @property
+    def points(self) -> int:
+        return int(self.sram_bytes.shape[0])
+
+    def algorithm(self, name: str) -> AlgorithmGrid:
+        for a in self.algorithms:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def axis_values(self, axis: str) -> np.ndarray:
+        """Each point's value on an axis, defaults resolved (kv_heads = heads, n_kv = n)."""
+        if axis == "gpu":
+            return np.asarray(np.array([h.name for h in self.hardware], dtype=object)[self.index["gpu"]])
+        if axis == "kv_heads" or axis == "n_kv":
+            own = _int_values(self.spec.values(axis))[self.index[axis]]
+            other = self.axis_values("heads" if axis == "kv_heads" else "n")
+            return np.asarray(np.where(own > 0, own, other))
+        values = self.spec.values(axis)
+        if axis in ("dtype", "pass_", "causal"):
+            return np.asarray(np.array(values, dtype=object if axis != "causal" else bool)[
+                self.index[axis]])
+        return np.asarray(_int_values(values)[self.index[axis]])
+
+    def columns(self, algorithms: Sequence[str] | None = None) -> dict[str, np.ndarray]:
+        """The long table: one row per (point, algorithm), points in grid order."""
+        chosen = [self.algorithm(a) for a in algorithms] if algorithms else list(self.algorithms)
+        k = len(chosen)
+
+        def per_point(values: np.ndarray) -> np.ndarray:
+            return np.repeat(values, k)
+
+        def interleave(arrays: list[np.ndarray]) -> np.ndarray:
+            return np.stack(arrays, axis=1).reshape(-1)
+
+        base = self.baseline
+        cols: dict[str, np.ndarray] = {}
+        for axis in ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
+                     "n_kv"):
+            cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis))
+        cols["sram_bytes"] = per_point(self.sram_bytes)
+        cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), self.points)
+        cols["block_q"] = interleave([a.block_q for a in chosen])
+        cols["block_kv"] = interleave([a.block_kv for a in chosen])
+        cols["fits_sram"] = interleave([a.fits_sram for a in chosen])
+        cols["hbm_read_bytes"] = interleave([a.hbm_read_bytes for a in chosen])
+        cols["hbm_write_bytes"] = interleave([a.hbm_write_bytes for a in chosen])
+        cols["hbm_bytes"] = interleave([a.hbm_bytes for a in chosen])
+        cols["flops"] = interleave([a.flops for a in chosen])
+        cols["matmul_flops"] = interleave([a.matmul_flops for a in chosen])
+        cols["elementwise_flops"] = interleave([a.elementwise_flops for a in chosen])
+        cols["time_s"] = interleave([a.time_s for a in chosen])
+        cols["bound"] = np.where(interleave([a.memory_bound for a in chosen]), "memory", "compute"
+                                 ).astype(object)
+        cols["traffic_ratio_vs_standard"] = interleave(
+            [base.hbm_bytes / a.hbm_bytes for a in chosen])
+        cols["speedup_vs_standard"] = interleave([base.time_s / a.time_s for a in chosen])
+        return cols
+
+    def describe_fixed(self) -> list[tuple[str, str]]:
+        """(axis, value) of the axes that do not vary, for headers and titles."""
+        out = []
+        for axis in AXES:
+            values = self.spec.values(axis)
+            if len(values) != 1:
+                continue
+            value = values[0]
+            if axis == "gpu":
+                text = self.hardware[0].name
+            elif value is None:
+                text = {"kv_heads": "= heads", "n_kv": "= n", "sram_bytes": "GPU's sram_per_block",
+                        "sram_elements": "", "block_q": "Alg. 1 line 1",
+                        "block_kv": "Alg. 1 line 1"}[axis]
+            else:
+                text = str(value)
+            if text:
+                out.append(("pass" if axis == "pass_" else axis, text))
+        return out
+
+    def metadata(self) -> dict[str, Any]:
+        spec = self.spec
+        return {
+            "schema": SCHEMA,
+            "iosim_version": __version__,
+            "points": self.points,
+            "axes": {("pass" if a == "pass_" else a): list(spec.values(a)) for a in AXES},
+            "gpus": [h.name for h in self.hardware],
+            "unfused": list(spec.unfused),
+            "algorithms": [a.name for a in self.algorithms],
+            "profile": spec.profile,
+            "notes": list(self.notes),
+        }
+
+
+def _int_values(values: Sequence[Any]) -> np.ndarray:
+    return np.array([0 if v is None else int(v) for v in values], dtype=np.int64)
+
+
+# ---------------------------------------------------------------------------------------------
+# validation
+
+
+def _check(spec: SweepSpec) -> tuple[list[Algorithm], tuple[Hardware, ...], list[str]]:
+    for axis in AXES:
+        if not spec.values(axis):
+            raise IosimError(f"--{_flag(axis)} has no values; give at least one")
+    points = spec.points
+    if points > MAX_POINTS:
+        raise IosimError(
+            f"the sweep has {points:,} grid points ({' × '.join(map(str, spec.shape))}); at most "
+            f"{MAX_POINTS:,} are evaluated at once: narrow a range or split the sweep")
+    sram_given = [v for v in spec.sram_bytes if v is not None]
+    elements_given = [v for v in spec.sram_elements if v is not None]
+    if sram_given and elements_given:
+        raise IosimError("give --sram or --sram-elements, not both")
+    for axis in ("sram_bytes", "sram_elements", "block_q", "block_kv"):
+        for v in spec.values(axis):
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
+                raise IosimError(f"--{_flag(axis)} values must be whole numbers of at least 1, "
+                                 f"got {v!r}")
+    for axis in ("dtype", "pass_", "causal", "batch", "d", "n"):
+        for v in spec.values(axis):
+            _workload(spec, **{axis: v})
+    for v in spec.n_kv:
+        if v is not None:
+            _workload(spec, n_kv=v)
+    for h, kv in itertools.product(spec.heads, spec.kv_heads):
+        _workload(spec, heads=h, kv_heads=kv)
+    names = list(dict.fromkeys(a.strip().lower() for a in spec.algorithms))
+    if not names or not all(names):
+        raise IosimError(f"--algo needs a comma-separated list of {', '.join(ALGORITHMS)}")
+    algorithms = [get_algorithm(n) for n in names]
+    resolved = [resolve_hardware(g) for g in spec.gpu]
+    hardware = tuple(r.hardware for r in resolved)
+    seen: dict[str, str] = {}
+    for r in resolved:
+        if r.hardware.name in seen:
+            raise IosimError(f"--gpu lists {r.hardware.name} twice ('{seen[r.hardware.name]}' and "
+                             f"'{r.requested}'); list each GPU once")
+        seen[r.hardware.name] = r.requested
+    for hw, dtype in itertools.product(hardware, spec.dtype):
+        roofs_for(hw, dtype, spec.profile)  # raises when the YAML lacks that dtype's peak
+    biggest = (float(max(spec.n)) * max(v or max(spec.n) for v in spec.n_kv) * max(spec.d)
+               * max(spec.batch) * max(spec.heads))
+    if biggest >= INT64_HEADROOM:
+        raise IosimError(
+            f"N·N_kv·d·batch·heads reaches {biggest:.3g}, beyond the {INT64_HEADROOM:.3g} that "
+            f"exact 64-bit counts allow; lower the largest --n, --d, --batch or --heads "
+            f"(or run `iosim compare` on that one point: it counts with unbounded integers)")
+    notes = [r.note for r in resolved if r.note]
+    return algorithms, hardware, notes
+
+
+def _flag(axis: str) -> str:
+    return {"pass_": "pass", "sram_bytes": "sram"}.get(axis, axis).replace("_", "-")
+
+
+def _workload(spec: SweepSpec, **values: Any) -> Workload:
+    """The workload of the first value on every axis, with `values` changed.
+
+    A changed n or heads carries its default n_kv or kv_heads along (they default to them).
+    """
+    first = {a: spec.values(a)[0] for a in WORKLOAD_AXES}
+    first.update(values)
+    if "n" in values and "n_kv" not in values and spec.n_kv == (None,):
+        first["n_kv"] = None
+    if "heads" in values and "kv_heads" not in values and spec.kv_heads == (None,):
+        first["kv_heads"] = None
+    pass_ = first.pop("pass_")
+    return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, **first)
+
+
+def _structural_axes(spec: SweepSpec, algorithm: Algorithm) -> list[str]:
+    """Workload axes whose values change the algorithm's kernel list (tried one at a time)."""
+    base = algorithm.kernels(_workload(spec))
+    changing = []
+    for axis in WORKLOAD_AXES:
+        values = spec.values(axis)
+        if len(values) < 2:
+            continue
+        if any(algorithm.kernels(_workload(spec, **{axis: v})) != base for v in values[1:]):
+            changing.append(axis)
+    return changing
+
+
+# ---------------------------------------------------------------------------------------------
+# evaluation
+
+
+@dataclass(slots=True)
+class _Accumulator:
+    """One algorithm's output arrays, filled group by group."""
+
+    name: str
+    tiled: bool
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
+
+    @classmethod
+    def empty(cls, algorithm: Algorithm, points: int) -> _Accumulator:
+        acc = cls(algorithm.name, algorithm.tiled)
+        for key in ("block_q", "block_kv", "hbm_read_bytes", "hbm_write_bytes", "matmul_flops",
+                    "elementwise_flops"):
+            acc.arrays[key] = np.zeros(points, dtype=np.int64)
+        acc.arrays["fits_sram"] = np.ones(points, dtype=bool)
+        acc.arrays["time_s"] = np.zeros(points, dtype=np.float64)
+        acc.arrays["memory_bound_time_s"] = np.zeros(points, dtype=np.float64)
+        return acc
+
+    def freeze(self) -> AlgorithmGrid:
+        return AlgorithmGrid(name=self.name, tiled=self.tiled, **self.arrays)
+
+
+@dataclass(frozen=True, slots=True)
+class _Roofs:
+    """Per (GPU, dtype) lookup tables of the roofline ceilings (index [gpu, dtype])."""
+
+    bandwidth: np.ndarray
+    matmul: np.ndarray
+    vector: np.ndarray
+    efficiency: dict[str, np.ndarray]
+    sram_bytes: np.ndarray
+    """Per GPU: sram_per_block."""
+
+
+def _roof_tables(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[_Roofs, list[str]]:
+    shape = (len(hardware), len(spec.dtype))
+    bandwidth, matmul, vector = np.zeros(shape), np.zeros(shape), np.zeros(shape)
+    efficiency = {kind: np.ones(shape) for kind in KERNEL_KINDS}
+    notes: list[str] = []
+    for (g, hw), (t, dtype) in itertools.product(enumerate(hardware), enumerate(spec.dtype)):
+        roofs = roofs_for(hw, dtype, spec.profile)
+        bandwidth[g, t] = roofs.hbm_bandwidth_bytes_per_s
+        matmul[g, t] = roofs.matmul_flops_per_s
+        vector[g, t] = roofs.vector_flops_per_s
+        for kind in KERNEL_KINDS:
+            efficiency[kind][g, t] = roofs.efficiency.get(kind, 1.0)
+        notes.extend(f"{hw.name}, {dtype}: {n}" for n in roofs.notes)
+    sram = np.array([int(hw.sram_per_block_bytes) for hw in hardware], dtype=np.int64)
+    return _Roofs(bandwidth, matmul, vector, efficiency, sram), list(dict.fromkeys(notes))
+
+
+def sweep(
+    spec: SweepSpec, *, on_progress: Callable[[int, int], None] | None = None
+) -> SweepResult:
+    """Evaluate every algorithm over the grid of `spec`, vectorised (see the module docstring).
+
+    `on_progress(done, total)` is called after each chunk of points (for a progress bar).
+    """
+    algorithms, hardware, notes = _check(spec)
+    roofs, roof_notes = _roof_tables(spec, hardware)
+    points = spec.points
+    standard = ALGORITHMS["standard"]
+    everyone = list(dict.fromkeys([standard, *algorithms]))
+    accumulators = {a.name: _Accumulator.empty(a, points) for a in everyone}
+    structural = {a.name: _structural_axes(spec, a) for a in everyone}
+    index = {axis: np.empty(points, dtype=np.int64) for axis in AXES}
+    sram_point = np.empty(points, dtype=np.int64)
+    tables = {axis: _int_values(spec.values(axis)) for axis in
+              ("batch", "heads", "kv_heads", "d", "n", "n_kv")}
+    tiling = _tiling_tables(spec, roofs.sram_bytes, {a.outer for a in everyone if a.tiled})
+    elt_table = np.array([DTYPE_BYTES[t] for t in spec.dtype], dtype=np.int64)
+
+    for start in range(0, points, CHUNK_POINTS):
+        stop = min(points, start + CHUNK_POINTS)
+        chunk = dict(zip(AXES, np.unravel_index(np.arange(start, stop), spec.shape), strict=True))
+        for axis in AXES:
+            index[axis][start:stop] = chunk[axis]
+        values = {axis: table[chunk[axis]] for axis, table in tables.items()}
+        n, heads = values["n"], values["heads"]
+        n_kv = np.where(values["n_kv"] > 0, values["n_kv"], n)
+        kv_heads = np.where(values["kv_heads"] > 0, values["kv_heads"], heads)
+        elt = elt_table[chunk["dtype"]]
+        gpu_dtype = (chunk["gpu"], chunk["dtype"])
+        tiling_key = np.ravel_multi_index(tuple(chunk[a] for a in TILING_AXES), tiling.shape)
+        sram_point[start:stop] = tiling.sram_bytes[tiling_key]
+        point = _ChunkPoints(n, n_kv, values["d"], values["batch"], heads, kv_heads, elt,
+                             tiling_key, roofs.bandwidth[gpu_dtype], roofs.matmul[gpu_dtype],
+                             roofs.vector[gpu_dtype],
+                             {k: v[gpu_dtype] for k, v in roofs.efficiency.items()})
+        for algorithm in everyone:
+            group_axes = sorted({"causal", "pass_", *structural[algorithm.name]},
+                                key=AXES.index)
+            for combo in itertools.product(*(range(len(spec.values(a))) for a in group_axes)):
+                mask = np.ones(stop - start, dtype=bool)
+                for axis, i in zip(group_axes, combo, strict=True):
+                    if len(spec.values(axis)) > 1:
+                        mask &= chunk[axis] == i
+                where = np.flatnonzero(mask)
+                if where.size == 0:
+                    continue
+                chosen = {a: spec.values(a)[i] for a, i in zip(group_axes, combo, strict=True)}
+                kernels = algorithm.kernels(_workload(spec, **chosen))
+                causal = bool(chosen["causal"])
+                sub = point.take(where) if where.size < stop - start else point
+                _evaluate(algorithm, kernels, sub, causal, tiling, accumulators[algorithm.name],
+                          start + where)
+        if on_progress is not None:
+            on_progress(stop, points)
+
+    grids = {name: acc.freeze() for name, acc in accumulators.items()}
+    return SweepResult(spec, hardware, index, sram_point,
+                       tuple(grids[a.name] for a in algorithms), grids["standard"],
+                       tuple(dict.fromkeys([*notes, *roof_notes])))
+
+
+TILING_AXES = ("gpu", "dtype", "d", "sram_bytes", "sram_elements", "block_q", "block_kv")
+"""The axes block sizes depend on: tiling is computed once on their (small) sub-grid."""
+
+
+@dataclass(frozen=True, slots=True)
+class _TilingTables:
+    """SRAM and blocks at every point of the TILING_AXES sub-grid, flattened in C order."""
+
+    shape: tuple[int, ...]
+    sram_bytes: np.ndarray
+    blocks: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+    """outer loop axis ("kv" or "q") -> (B_r, B_c, fits) by `tiling_arrays`."""
+
+
+def _tiling_tables(spec: SweepSpec, gpu_sram_bytes: np.ndarray, outers: set[str]) -> _TilingTables:
+    shape = tuple(len(spec.values(a)) for a in TILING_AXES)
+    grid = dict(zip(TILING_AXES, (i.reshape(-1) for i in np.indices(shape)), strict=True))
+    elt = np.array([DTYPE_BYTES[t] for t in spec.dtype], dtype=np.int64)[grid["dtype"]]
+    given_bytes = _int_values(spec.sram_bytes)[grid["sram_bytes"]]
+    given_elements = _int_values(spec.sram_elements)[grid["sram_elements"]]
+    sram = np.where(given_bytes > 0, given_bytes,
+                    np.where(given_elements > 0, given_elements * elt,
+                             gpu_sram_bytes[grid["gpu"]]))
+    d = _int_values(spec.d)[grid["d"]]
+    block_q = _int_values(spec.block_q)[grid["block_q"]]
+    block_kv = _int_values(spec.block_kv)[grid["block_kv"]]
+    blocks = {outer: tiling_arrays(sram, d, elt, outer=outer, block_q=block_q, block_kv=block_kv)
+              for outer in sorted(outers)}
+    return _TilingTables(shape, sram, blocks)
+
+
+@dataclass(frozen=True, slots=True)
+class _ChunkPoints:
+    """The per-point numbers of a chunk of the grid (int64 / float64 arrays)."""
+
+    n: np.ndarray
+    n_kv: np.ndarray
+    d: np.ndarray
+    batch: np.ndarray
+    heads: np.ndarray
+    kv_heads: np.ndarray
+    element_bytes: np.ndarray
+    tiling_key: np.ndarray
+    """Each point's flat index into the tiling tables (_TilingTables)."""
+    bandwidth: np.ndarray
+    matmul_peak: np.ndarray
+    vector_peak: np.ndarray
+    efficiency: dict[str, np.ndarray]
+
+    def take(self, where: np.ndarray) -> _ChunkPoints:
+        arrays = {name: getattr(self, name)[where] for name in self.__dataclass_fields__
+                  if name != "efficiency"}
+        return _ChunkPoints(**arrays, efficiency={k: v[where] for k, v in self.efficiency.items()})
+
+
+def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], p: _ChunkPoints, causal: bool,
+              tiling: _TilingTables, acc: _Accumulator, positions: np.ndarray) -> None:
+    """One algorithm over a group of points sharing its kernel list and causal flag."""
+    if algorithm.tiled:
+        table_q, table_kv, table_fits = tiling.blocks[algorithm.outer]
+        block_q, block_kv = table_q[p.tiling_key], table_kv[p.tiling_key]
+        fits = table_fits[p.tiling_key]
+        acc.arrays["block_q"][positions] = block_q
+        acc.arrays["block_kv"][positions] = block_kv
+        acc.arrays["fits_sram"][positions] = fits
+    else:
+        block_q, block_kv = p.n, p.n_kv  # as Dims.of does for an untiled algorithm
+    dims = Dims(n_q=p.n, n_kv=p.n_kv, d=p.d, batch=p.batch, heads=p.heads, kv_heads=p.kv_heads,
+                element_bytes=p.element_bytes, block_q=block_q, block_kv=block_kv, causal=causal)
+    sums_cache: dict[bool, BlockSums] = {}
+    read = np.zeros(p.n.shape, dtype=np.int64)
+    write = np.zeros_like(read)
+    matmul_total = np.zeros_like(read)
+    elementwise_total = np.zeros_like(read)
+    time_total = np.zeros(p.n.shape, dtype=np.float64)
+    memory_bound_time = np.zeros_like(time_total)
+    for kernel in kernels:
+        tiled = kernel.loop is not None
+        if tiled not in sums_cache:
+            sums_cache[tiled] = kernel_sums(kernel, dims)
+        sums = sums_cache[tiled]
+        kernel_read = np.zeros_like(read)
+        kernel_write = np.zeros_like(read)
+        for access in kernel.accesses:
+            moved = access_elements(access, kernel, dims, sums) * element_bytes(
+                access.element, p.element_bytes)
+            if access.op == "read":
+                kernel_read += moved
+            else:
+                kernel_write += moved
+        matmul, elementwise = (np.broadcast_to(np.asarray(x, dtype=np.int64), read.shape)
+                               for x in kernel_flops(kernel, dims, sums))
+        # the roofline of roofline.estimate_kernels, element-wise
+        memory_time = (kernel_read + kernel_write) / p.bandwidth
+        compute_time = np.maximum(matmul / p.matmul_peak, elementwise / p.vector_peak)
+        time = np.maximum(memory_time, compute_time) / p.efficiency[kernel.kind]
+        read += kernel_read
+        write += kernel_write
+        matmul_total += matmul
+        elementwise_total += elementwise
+        time_total += time
+        memory_bound_time += np.where(memory_time >= compute_time, time, 0.0)
+    acc.arrays["hbm_read_bytes"][positions] = read
+    acc.arrays["hbm_write_bytes"][positions] = write
+    acc.arrays["matmul_flops"][positions] = matmul_total
+    acc.arrays["elementwise_flops"][positions] = elementwise_total
+    acc.arrays["time_s"][positions] = time_total
+    acc.arrays["memory_bound_time_s"][positions] = memory_bound_time
+
