@@ -121,6 +121,10 @@ class AlgorithmGrid:
     matmul_flops: np.ndarray
     elementwise_flops: np.ndarray
     time_s: np.ndarray
+    memory_time_s: np.ndarray
+    """Σ over kernels of HBM bytes / bandwidth (each kernel's memory roof)."""
+    compute_time_s: np.ndarray
+    """Σ over kernels of max(matmul FLOPs / matmul peak, elementwise FLOPs / vector peak)."""
     memory_bound_time_s: np.ndarray
     """Time of the memory-bound kernels: the algorithm is memory-bound when it is ≥ half."""
 
@@ -212,8 +216,8 @@ class SweepResult:
         cols["speedup_vs_standard"] = interleave([base.time_s / a.time_s for a in chosen])
         return cols
 
-    def describe_fixed(self) -> list[tuple[str, str]]:
-        """(axis, value) of the axes that do not vary, for headers and titles."""
+    def describe_fixed(self) -> list[str]:
+        """'axis value' of the axes that do not vary, for headers and titles."""
         out = []
         for axis in AXES:
             values = self.spec.values(axis)
@@ -221,15 +225,26 @@ class SweepResult:
                 continue
             value = values[0]
             if axis == "gpu":
-                text = self.hardware[0].name
+                out.append(f"GPU {self.hardware[0].name}")
+            elif axis == "causal":
+                out.append("causal" if value else "non-causal")
+            elif axis == "pass_":
+                out.append({"fwd": "forward", "bwd": "backward"}.get(value, "forward+backward"))
+            elif axis == "dtype":
+                out.append(str(value))
+            elif axis == "sram_elements":
+                if value is not None:
+                    out.append(f"M {value:,} elements")
+            elif axis == "sram_bytes":
+                if self.spec.sram_elements == (None,):
+                    out.append("SRAM = the GPU's sram_per_block" if value is None
+                               else f"SRAM {value:,} B")
             elif value is None:
-                text = {"kv_heads": "= heads", "n_kv": "= n", "sram_bytes": "GPU's sram_per_block",
-                        "sram_elements": "", "block_q": "Alg. 1 line 1",
-                        "block_kv": "Alg. 1 line 1"}[axis]
+                out.append({"kv_heads": "kv heads = heads", "n_kv": "N_kv = N",
+                            "block_q": "B_r by Alg. 1 line 1",
+                            "block_kv": "B_c by Alg. 1 line 1"}[axis])
             else:
-                text = str(value)
-            if text:
-                out.append(("pass" if axis == "pass_" else axis, text))
+                out.append(f"{_LABELS.get(axis, axis)} {value:,}")
         return out
 
     def metadata(self) -> dict[str, Any]:
@@ -245,6 +260,9 @@ class SweepResult:
             "profile": spec.profile,
             "notes": list(self.notes),
         }
+
+
+_LABELS = {"n": "N", "n_kv": "N_kv", "kv_heads": "kv heads", "block_q": "B_r", "block_kv": "B_c"}
 
 
 def _int_values(values: Sequence[Any]) -> np.ndarray:
@@ -357,7 +375,8 @@ class _Accumulator:
                     "elementwise_flops"):
             acc.arrays[key] = np.zeros(points, dtype=np.int64)
         acc.arrays["fits_sram"] = np.ones(points, dtype=bool)
-        acc.arrays["time_s"] = np.zeros(points, dtype=np.float64)
+        for key in ("time_s", "memory_time_s", "compute_time_s"):
+            acc.arrays[key] = np.zeros(points, dtype=np.float64)
         acc.arrays["memory_bound_time_s"] = np.zeros(points, dtype=np.float64)
         return acc
 
@@ -533,6 +552,8 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], p: _ChunkPoints, 
     matmul_total = np.zeros_like(read)
     elementwise_total = np.zeros_like(read)
     time_total = np.zeros(p.n.shape, dtype=np.float64)
+    memory_time_total = np.zeros_like(time_total)
+    compute_time_total = np.zeros_like(time_total)
     memory_bound_time = np.zeros_like(time_total)
     for kernel in kernels:
         tiled = kernel.loop is not None
@@ -559,11 +580,15 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], p: _ChunkPoints, 
         matmul_total += matmul
         elementwise_total += elementwise
         time_total += time
+        memory_time_total += memory_time
+        compute_time_total += compute_time
         memory_bound_time += np.where(memory_time >= compute_time, time, 0.0)
     acc.arrays["hbm_read_bytes"][positions] = read
     acc.arrays["hbm_write_bytes"][positions] = write
     acc.arrays["matmul_flops"][positions] = matmul_total
     acc.arrays["elementwise_flops"][positions] = elementwise_total
     acc.arrays["time_s"][positions] = time_total
+    acc.arrays["memory_time_s"][positions] = memory_time_total
+    acc.arrays["compute_time_s"][positions] = compute_time_total
     acc.arrays["memory_bound_time_s"][positions] = memory_bound_time
 
