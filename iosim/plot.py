@@ -43,7 +43,8 @@ def color_of(algorithm: str) -> str:
 # figure plumbing
 
 
-def _figure(width: float, height: float, rows: int = 1, *, sharex: bool = False) -> Any:
+def _figure(width: float, height: float, rows: int = 1, *, sharex: bool = False
+            ) -> tuple[Figure, Any]:
     """A Figure on an Agg canvas, and its axes (one, or a column of `rows`)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
@@ -290,9 +291,10 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
         # labels of points in the right third of the axis go to their left
         left = math.log(group[0][2] / x_lo) / math.log(x_hi / x_lo) > 0.66
         ax.annotate(_point_label(group), (group[0][2], group[0][3]),
-                    xytext=(-8 if left else 8, 10 if above else -12), textcoords="offset points",
+                    xytext=(-10 if left else 10, 16 if above else -16), textcoords="offset points",
                     fontsize=8, va="bottom" if above else "top", ha="right" if left else "left",
-                    zorder=7,
+                    zorder=7, arrowprops={"arrowstyle": "-", "color": "#777777", "lw": 0.6,
+                                          "shrinkA": 0, "shrinkB": 5},
                     bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
                           "alpha": 0.8})
 
@@ -320,7 +322,6 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
               "the tensor cores, so a compute-bound kernel can sit a few % above the matmul peak."]
     if skipped:
         footer.append("Not on the plot (no FLOPs): " + "; ".join(skipped) + ".")
-    fig.get_layout_engine().set(h_pad=0.1)
     fig.supxlabel("\n".join(footer), fontsize=7, color=GUIDE_COLOR, x=0.01, ha="left")
     return fig
 

@@ -17,9 +17,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from iosim.render import fmt_binary_bytes, fmt_bytes, fmt_count, fmt_time, markdown_table
 from iosim.compare import Comparison
-from iosim.render import fmt_rate
+from iosim.render import fmt_binary_bytes, fmt_bytes, fmt_count, fmt_rate, fmt_time, markdown_table
 from iosim.sweep import SweepResult
 
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",

@@ -9,6 +9,7 @@ from typing import Any
 
 import click
 
+from iosim.algorithms import ALGORITHMS
 from iosim.cli import cli
 from iosim.cli.common import FORMATS, comma_list
 from iosim.cli.lists import (
@@ -19,7 +20,6 @@ from iosim.cli.lists import (
     parse_names,
     parse_sizes,
 )
-from iosim.algorithms import ALGORITHMS
 from iosim.sweep import SweepResult, SweepSpec, sweep
 from iosim.units import DTYPE_BYTES
 from iosim.workload import PASSES, UNFUSED_OPS
