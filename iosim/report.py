@@ -341,7 +341,7 @@ def _summary(request: ReportRequest, c: Comparison, by_gpu: SweepResult, report:
              folder: Path) -> dict[str, Any]:
     data = c.to_dict()
     data["hardware"]["path"] = _portable_path(data["hardware"]["path"])
-    gpu_rows = [{"gpu": hw.name} for hw in by_gpu.hardware]
+    gpu_rows: list[dict[str, Any]] = [{"gpu": hw.name} for hw in by_gpu.hardware]
     for a in by_gpu.algorithms:
         for row, t, mem in zip(gpu_rows, a.time_s.tolist(), a.memory_bound.tolist(), strict=True):
             row[a.name] = {"time_s": t, "bound": "memory" if mem else "compute"}
