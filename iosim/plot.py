@@ -56,14 +56,16 @@ def _figure(width: float, height: float, rows: int = 1, *, sharex: bool = False
 
 
 def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
-    """Write `stem.png` and `stem.svg` (no timestamps, so the files are reproducible)."""
+    """Write `stem.png` and `stem.svg` with no timestamps (the PNG of a figure is the same bytes
+    every time; SVG clip-path ids still vary, matplotlib derives them from object ids)."""
     import matplotlib
 
     paths = []
     for fmt in formats:
         path = Path(f"{stem}.{fmt}")
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-        with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "none"}):
+        # text as paths: the SVG looks the same without matplotlib's fonts installed
+        with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "path"}):
             fig.savefig(path, format=fmt, dpi=150, metadata=metadata)
         paths.append(path)
     return paths

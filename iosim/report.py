@@ -5,8 +5,9 @@ traffic against N, the block-size sweep of each tiled algorithm's resident (oute
 and the same workload on other GPUs. The folder is self-contained: index.html shows the PNGs
 inline (each linked to its SVG) and opens from disk in any browser; index.md is the same for
 GitHub. Tables are CSV (pandas). summary.json holds the key numbers, the exact command and the
-iosim version. Nothing in it depends on the date, so a report rebuilt from the same inputs is
-the same file for file (apart from matplotlib's PNG encoder across versions).
+iosim version. Nothing in it depends on the date: rebuilt from the same inputs with the same
+matplotlib, every file but the SVGs (whose clip-path ids matplotlib draws from object ids) is
+the same byte for byte.
 """
 
 from __future__ import annotations
@@ -359,7 +360,8 @@ def _summary(request: ReportRequest, c: Comparison, by_gpu: SweepResult, report:
         "sweeps": {"n": list(request.n_range), "block": list(request.block_range),
                    "gpus": [hw.name for hw in by_gpu.hardware]},
         "gpu_comparison": gpu_rows,
-        "files": sorted(str(p.relative_to(folder)) for p in report.files),
+        "files": sorted([*(str(p.relative_to(folder)) for p in report.files), "summary.json",
+                         "index.md", "index.html"]),
     }
 
 

@@ -226,8 +226,9 @@ def tiling_arrays(
     paper_q, paper_kv = _paper_blocks_array(sram // elt, dd, outer)
     given = (bq > 0) | (bkv > 0)
     stepped_q, stepped_kv = _step_down_array(paper_q, paper_kv, dd, elt, sram)
-    chosen_q = np.where(bq > 0, bq, np.where(given, paper_q, stepped_q))
-    chosen_kv = np.where(bkv > 0, bkv, np.where(given, paper_kv, stepped_kv))
+    # an SRAM below 1 × 1 tiles gives blocks of 0 rows: keep them at 1 (make_tiling raises)
+    chosen_q = np.maximum(1, np.where(bq > 0, bq, np.where(given, paper_q, stepped_q)))
+    chosen_kv = np.maximum(1, np.where(bkv > 0, bkv, np.where(given, paper_kv, stepped_kv)))
     fits = working_set_array(chosen_q, chosen_kv, dd, elt) <= sram
     return chosen_q, chosen_kv, fits
 

@@ -67,7 +67,7 @@ def parse_list(
 def _usage(auto: bool) -> str:
     extra = "; auto = the default rule" if auto else ""
     return (f"Write a list such as 64,128 or a range: 512..65536 (doubling), 64..512:64 (step) "
-            f"or 64..4096*4 (factor){extra}")
+            f"or 64..4096*4 (factor){extra}.")
 
 
 def _expand(text: str, *, number: Callable[[str], int], minimum: int,
@@ -145,7 +145,7 @@ def parse_choices(text: str, flag: str, choices: Sequence[str]) -> tuple[str, ..
         item = raw.strip().lower()
         if item not in choices:
             shown = f"'{raw.strip()}'" if raw.strip() else "an empty item"
-            raise click.BadParameter(f"{shown} is not one of {', '.join(choices)}",
+            raise click.BadParameter(f"{shown} is not one of {', '.join(choices)}.",
                                      param_hint=f"'{flag}'")
         out.append(item)
     return tuple(dict.fromkeys(out))
@@ -162,7 +162,7 @@ def parse_booleans(text: str, flag: str) -> tuple[bool, ...]:
         item = raw.strip().lower()
         if item not in _BOOLEAN:
             raise click.BadParameter(f"'{raw.strip()}' is not yes or no; write e.g. "
-                                     f"{flag} no,yes to sweep both", param_hint=f"'{flag}'")
+                                     f"{flag} no,yes to sweep both.", param_hint=f"'{flag}'")
         out.append(_BOOLEAN[item])
     return tuple(dict.fromkeys(out))
 
@@ -171,7 +171,7 @@ def parse_names(text: str, flag: str) -> tuple[str, ...]:
     """Free names (GPUs): comma-separated, none empty, repeats dropped."""
     items = [raw.strip() for raw in text.split(",")]
     if not all(items):
-        raise click.BadParameter(f"empty item in '{text}'", param_hint=f"'{flag}'")
+        raise click.BadParameter(f"empty item in '{text}'.", param_hint=f"'{flag}'")
     return tuple(dict.fromkeys(items))
 
 
