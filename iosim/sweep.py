@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -148,18 +148,22 @@ class SweepResult:
     spec: SweepSpec
     hardware: tuple[Hardware, ...]
     """The resolved GPU of each value of spec.gpu."""
-    index: dict[str, np.ndarray]
-    """Per axis, each point's index into spec.values(axis)."""
     sram_bytes: np.ndarray
     """The SRAM M each point was tiled for, in bytes."""
     algorithms: tuple[AlgorithmGrid, ...]
     baseline: AlgorithmGrid
     """Standard attention, against which ratios are taken (computed even when not listed)."""
     notes: tuple[str, ...] = ()
+    _index: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
 
     @property
     def points(self) -> int:
         return int(self.sram_bytes.shape[0])
+
+    @property
+    def index(self) -> _Index:
+        """Per axis, each point's index into spec.values(axis) (built on first use)."""
+        return _Index(self.spec, self._index)
 
     def algorithm(self, name: str) -> AlgorithmGrid:
         for a in self.algorithms:
@@ -265,6 +269,28 @@ class SweepResult:
 _LABELS = {"n": "N", "n_kv": "N_kv", "kv_heads": "kv heads", "block_q": "B_r", "block_kv": "B_c"}
 
 
+class _Index(Mapping[str, np.ndarray]):
+    """axis -> each point's index on that axis, broadcast from the grid's shape when asked."""
+
+    def __init__(self, spec: SweepSpec, cache: dict[str, np.ndarray]) -> None:
+        self._spec, self._cache = spec, cache
+
+    def __getitem__(self, axis: str) -> np.ndarray:
+        if axis not in self._cache:
+            if axis not in AXES:
+                raise KeyError(axis)
+            count = len(self._spec.values(axis))
+            self._cache[axis] = np.broadcast_to(_along(axis, np.arange(count)),
+                                                self._spec.shape).reshape(-1)
+        return self._cache[axis]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(AXES)
+
+    def __len__(self) -> int:
+        return len(AXES)
+
+
 def _int_values(values: Sequence[Any]) -> np.ndarray:
     return np.array([0 if v is None else int(v) for v in values], dtype=np.int64)
 
@@ -357,60 +383,108 @@ def _structural_axes(spec: SweepSpec, algorithm: Algorithm) -> list[str]:
 
 
 # ---------------------------------------------------------------------------------------------
-# evaluation
+# evaluation: numpy broadcasting over the grid's axes
+#
+# Every axis is one dimension of an ndim = len(AXES) grid. An axis's values live in an array of
+# shape (1, ..., len, ..., 1); a quantity that depends on a few axes (the block sizes on GPU,
+# dtype, d, SRAM and the given blocks; the roofs on GPU and dtype) is an array over just those
+# dimensions, so the closed forms compute each thing on the smallest sub-grid it depends on and
+# numpy broadcasts the products up to the full grid. Raveled in C order, the grid's points are
+# in AXES order (the last axis fastest).
 
 
-@dataclass(slots=True)
-class _Accumulator:
-    """One algorithm's output arrays, filled group by group."""
+def _along(axis: str, values: Any) -> np.ndarray:
+    """`values` laid along `axis`'s dimension of the grid."""
+    shape = [1] * len(AXES)
+    shape[AXES.index(axis)] = -1
+    return np.asarray(values).reshape(shape)
 
-    name: str
-    tiled: bool
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
-    @classmethod
-    def empty(cls, algorithm: Algorithm, points: int) -> _Accumulator:
-        acc = cls(algorithm.name, algorithm.tiled)
-        for key in ("block_q", "block_kv", "hbm_read_bytes", "hbm_write_bytes", "matmul_flops",
-                    "elementwise_flops"):
-            acc.arrays[key] = np.zeros(points, dtype=np.int64)
-        acc.arrays["fits_sram"] = np.ones(points, dtype=bool)
-        for key in ("time_s", "memory_time_s", "compute_time_s"):
-            acc.arrays[key] = np.zeros(points, dtype=np.float64)
-        acc.arrays["memory_bound_time_s"] = np.zeros(points, dtype=np.float64)
-        return acc
-
-    def freeze(self) -> AlgorithmGrid:
-        return AlgorithmGrid(name=self.name, tiled=self.tiled, **self.arrays)
+def _take(array: np.ndarray, where: tuple[slice, ...]) -> np.ndarray:
+    """`array[where]` on the dimensions the array spans (its size-1 dimensions broadcast)."""
+    return array[tuple(w if n > 1 else slice(None) for w, n in zip(where, array.shape,
+                                                                      strict=True))]
 
 
 @dataclass(frozen=True, slots=True)
-class _Roofs:
-    """Per (GPU, dtype) lookup tables of the roofline ceilings (index [gpu, dtype])."""
+class _Grid:
+    """The per-point numbers as broadcastable arrays (each over the axes it depends on)."""
 
-    bandwidth: np.ndarray
-    matmul: np.ndarray
-    vector: np.ndarray
-    efficiency: dict[str, np.ndarray]
+    n: np.ndarray
+    n_kv: np.ndarray
+    d: np.ndarray
+    batch: np.ndarray
+    heads: np.ndarray
+    kv_heads: np.ndarray
+    element_bytes: np.ndarray
     sram_bytes: np.ndarray
-    """Per GPU: sram_per_block."""
+    blocks: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
+    """outer loop axis ("kv" or "q") -> (B_r, B_c, fits) by `tiling_arrays`."""
+    bandwidth: np.ndarray
+    matmul_peak: np.ndarray
+    vector_peak: np.ndarray
+    efficiency: dict[str, np.ndarray]
+
+    def take(self, where: tuple[slice, ...]) -> _Grid:
+        def cut(value: Any) -> Any:
+            if isinstance(value, np.ndarray):
+                return _take(value, where)
+            if isinstance(value, dict):
+                return {k: cut(v) for k, v in value.items()}
+            return tuple(cut(v) for v in value)
+
+        return _Grid(**{name: cut(getattr(self, name)) for name in self.__dataclass_fields__})
 
 
-def _roof_tables(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[_Roofs, list[str]]:
-    shape = (len(hardware), len(spec.dtype))
-    bandwidth, matmul, vector = np.zeros(shape), np.zeros(shape), np.zeros(shape)
-    efficiency = {kind: np.ones(shape) for kind in KERNEL_KINDS}
+def _grid(spec: SweepSpec, hardware: Sequence[Hardware], outers: set[str]
+          ) -> tuple[_Grid, list[str]]:
+    def ints(axis: str) -> np.ndarray:
+        return _along(axis, _int_values(spec.values(axis)))
+
+    n, n_kv_given = ints("n"), ints("n_kv")
+    heads, kv_given = ints("heads"), ints("kv_heads")
+    elt = _along("dtype", [DTYPE_BYTES[t] for t in spec.dtype]).astype(np.int64)
+    d = ints("d")
+    gpu_sram = _along("gpu", [int(hw.sram_per_block_bytes) for hw in hardware]).astype(np.int64)
+    sram_given, elements_given = ints("sram_bytes"), ints("sram_elements")
+    sram = np.where(sram_given > 0, sram_given,
+                    np.where(elements_given > 0, elements_given * elt, gpu_sram))
+    block_q, block_kv = ints("block_q"), ints("block_kv")
+    blocks = {outer: tiling_arrays(sram, d, elt, outer=outer, block_q=block_q, block_kv=block_kv)
+              for outer in sorted(outers)}
+
+    roof_shape = [1] * len(AXES)
+    roof_shape[AXES.index("gpu")] = len(hardware)
+    roof_shape[AXES.index("dtype")] = len(spec.dtype)
+    bandwidth, matmul, vector = (np.zeros(roof_shape) for _ in range(3))
+    efficiency = {kind: np.ones(roof_shape) for kind in KERNEL_KINDS}
     notes: list[str] = []
     for (g, hw), (t, dtype) in itertools.product(enumerate(hardware), enumerate(spec.dtype)):
         roofs = roofs_for(hw, dtype, spec.profile)
-        bandwidth[g, t] = roofs.hbm_bandwidth_bytes_per_s
-        matmul[g, t] = roofs.matmul_flops_per_s
-        vector[g, t] = roofs.vector_flops_per_s
+        at = _roof_index(g, t)
+        bandwidth[at] = roofs.hbm_bandwidth_bytes_per_s
+        matmul[at] = roofs.matmul_flops_per_s
+        vector[at] = roofs.vector_flops_per_s
         for kind in KERNEL_KINDS:
-            efficiency[kind][g, t] = roofs.efficiency.get(kind, 1.0)
+            efficiency[kind][at] = roofs.efficiency.get(kind, 1.0)
         notes.extend(f"{hw.name}, {dtype}: {n}" for n in roofs.notes)
-    sram = np.array([int(hw.sram_per_block_bytes) for hw in hardware], dtype=np.int64)
-    return _Roofs(bandwidth, matmul, vector, efficiency, sram), list(dict.fromkeys(notes))
+    grid = _Grid(n=n, n_kv=np.where(n_kv_given > 0, n_kv_given, n), d=d, batch=ints("batch"),
+                 heads=heads, kv_heads=np.where(kv_given > 0, kv_given, heads),
+                 element_bytes=elt, sram_bytes=sram, blocks=blocks, bandwidth=bandwidth,
+                 matmul_peak=matmul, vector_peak=vector, efficiency=efficiency)
+    return grid, list(dict.fromkeys(notes))
+
+
+def _roof_index(gpu: int, dtype: int) -> tuple[int, ...]:
+    at = [0] * len(AXES)
+    at[AXES.index("gpu")] = gpu
+    at[AXES.index("dtype")] = dtype
+    return tuple(at)
+
+
+_OUTPUTS_INT = ("block_q", "block_kv", "hbm_read_bytes", "hbm_write_bytes", "matmul_flops",
+                "elementwise_flops")
+_OUTPUTS_FLOAT = ("time_s", "memory_time_s", "compute_time_s", "memory_bound_time_s")
 
 
 def sweep(
@@ -421,174 +495,111 @@ def sweep(
     `on_progress(done, total)` is called after each chunk of points (for a progress bar).
     """
     algorithms, hardware, notes = _check(spec)
-    roofs, roof_notes = _roof_tables(spec, hardware)
-    points = spec.points
     standard = ALGORITHMS["standard"]
     everyone = list(dict.fromkeys([standard, *algorithms]))
-    accumulators = {a.name: _Accumulator.empty(a, points) for a in everyone}
-    structural = {a.name: _structural_axes(spec, a) for a in everyone}
-    index = {axis: np.empty(points, dtype=np.int64) for axis in AXES}
-    sram_point = np.empty(points, dtype=np.int64)
-    tables = {axis: _int_values(spec.values(axis)) for axis in
-              ("batch", "heads", "kv_heads", "d", "n", "n_kv")}
-    tiling = _tiling_tables(spec, roofs.sram_bytes, {a.outer for a in everyone if a.tiled})
-    elt_table = np.array([DTYPE_BYTES[t] for t in spec.dtype], dtype=np.int64)
-
-    for start in range(0, points, CHUNK_POINTS):
-        stop = min(points, start + CHUNK_POINTS)
-        chunk = dict(zip(AXES, np.unravel_index(np.arange(start, stop), spec.shape), strict=True))
-        for axis in AXES:
-            index[axis][start:stop] = chunk[axis]
-        values = {axis: table[chunk[axis]] for axis, table in tables.items()}
-        n, heads = values["n"], values["heads"]
-        n_kv = np.where(values["n_kv"] > 0, values["n_kv"], n)
-        kv_heads = np.where(values["kv_heads"] > 0, values["kv_heads"], heads)
-        elt = elt_table[chunk["dtype"]]
-        gpu_dtype = (chunk["gpu"], chunk["dtype"])
-        tiling_key = np.ravel_multi_index(tuple(chunk[a] for a in TILING_AXES), tiling.shape)
-        sram_point[start:stop] = tiling.sram_bytes[tiling_key]
-        point = _ChunkPoints(n, n_kv, values["d"], values["batch"], heads, kv_heads, elt,
-                             tiling_key, roofs.bandwidth[gpu_dtype], roofs.matmul[gpu_dtype],
-                             roofs.vector[gpu_dtype],
-                             {k: v[gpu_dtype] for k, v in roofs.efficiency.items()})
+    shape = spec.shape
+    grid, roof_notes = _grid(spec, hardware, {a.outer for a in everyone if a.tiled})
+    outputs = {a.name: {**{k: np.zeros(shape, dtype=np.int64) for k in _OUTPUTS_INT},
+                        **{k: np.zeros(shape, dtype=np.float64) for k in _OUTPUTS_FLOAT},
+                        "fits_sram": np.ones(shape, dtype=bool)} for a in everyone}
+    # Axes that change an algorithm's kernel list are evaluated one value at a time; causal is
+    # too (block_sums takes it as a Python bool: the causal sums only where they are needed).
+    group_axes = {a.name: sorted({"causal", "pass_", *_structural_axes(spec, a)},
+                                 key=AXES.index) for a in everyone}
+    for done, chunk in _chunks(spec, {ax for axes in group_axes.values() for ax in axes}):
         for algorithm in everyone:
-            group_axes = sorted({"causal", "pass_", *structural[algorithm.name]},
-                                key=AXES.index)
-            for combo in itertools.product(*(range(len(spec.values(a))) for a in group_axes)):
-                mask = np.ones(stop - start, dtype=bool)
-                for axis, i in zip(group_axes, combo, strict=True):
-                    if len(spec.values(axis)) > 1:
-                        mask &= chunk[axis] == i
-                where = np.flatnonzero(mask)
-                if where.size == 0:
-                    continue
-                chosen = {a: spec.values(a)[i] for a, i in zip(group_axes, combo, strict=True)}
+            axes = group_axes[algorithm.name]
+            for combo in itertools.product(*(range(len(spec.values(a))) for a in axes)):
+                where = list(chunk)
+                for axis, i in zip(axes, combo, strict=True):
+                    where[AXES.index(axis)] = slice(i, i + 1)
+                chosen = {a: spec.values(a)[i] for a, i in zip(axes, combo, strict=True)}
                 kernels = algorithm.kernels(_workload(spec, **chosen))
-                causal = bool(chosen["causal"])
-                sub = point.take(where) if where.size < stop - start else point
-                _evaluate(algorithm, kernels, sub, causal, tiling, accumulators[algorithm.name],
-                          start + where)
+                _evaluate(algorithm, kernels, grid.take(tuple(where)), bool(chosen["causal"]),
+                          outputs[algorithm.name], tuple(where))
         if on_progress is not None:
-            on_progress(stop, points)
+            on_progress(done, spec.points)
 
-    grids = {name: acc.freeze() for name, acc in accumulators.items()}
-    return SweepResult(spec, hardware, index, sram_point,
-                       tuple(grids[a.name] for a in algorithms), grids["standard"],
-                       tuple(dict.fromkeys([*notes, *roof_notes])))
-
-
-TILING_AXES = ("gpu", "dtype", "d", "sram_bytes", "sram_elements", "block_q", "block_kv")
-"""The axes block sizes depend on: tiling is computed once on their (small) sub-grid."""
+    grids = {a.name: AlgorithmGrid(name=a.name, tiled=a.tiled,
+                                   **{k: v.reshape(-1) for k, v in outputs[a.name].items()})
+             for a in everyone}
+    sram = np.broadcast_to(grid.sram_bytes, shape).reshape(-1)
+    return SweepResult(spec, hardware, sram, tuple(grids[a.name] for a in algorithms),
+                       grids["standard"], tuple(dict.fromkeys([*notes, *roof_notes])))
 
 
-@dataclass(frozen=True, slots=True)
-class _TilingTables:
-    """SRAM and blocks at every point of the TILING_AXES sub-grid, flattened in C order."""
-
-    shape: tuple[int, ...]
-    sram_bytes: np.ndarray
-    blocks: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
-    """outer loop axis ("kv" or "q") -> (B_r, B_c, fits) by `tiling_arrays`."""
-
-
-def _tiling_tables(spec: SweepSpec, gpu_sram_bytes: np.ndarray, outers: set[str]) -> _TilingTables:
-    shape = tuple(len(spec.values(a)) for a in TILING_AXES)
-    grid = dict(zip(TILING_AXES, (i.reshape(-1) for i in np.indices(shape)), strict=True))
-    elt = np.array([DTYPE_BYTES[t] for t in spec.dtype], dtype=np.int64)[grid["dtype"]]
-    given_bytes = _int_values(spec.sram_bytes)[grid["sram_bytes"]]
-    given_elements = _int_values(spec.sram_elements)[grid["sram_elements"]]
-    sram = np.where(given_bytes > 0, given_bytes,
-                    np.where(given_elements > 0, given_elements * elt,
-                             gpu_sram_bytes[grid["gpu"]]))
-    d = _int_values(spec.d)[grid["d"]]
-    block_q = _int_values(spec.block_q)[grid["block_q"]]
-    block_kv = _int_values(spec.block_kv)[grid["block_kv"]]
-    blocks = {outer: tiling_arrays(sram, d, elt, outer=outer, block_q=block_q, block_kv=block_kv)
-              for outer in sorted(outers)}
-    return _TilingTables(shape, sram, blocks)
+def _chunks(spec: SweepSpec, group_axes: set[str]) -> list[tuple[int, tuple[slice, ...]]]:
+    """Slices of the grid of about CHUNK_POINTS points each, cut along the longest axis that is
+    not evaluated value by value; with the points done after each."""
+    shape = spec.shape
+    candidates = [a for a in AXES if a not in group_axes and len(spec.values(a)) > 1]
+    if not candidates:
+        return [(spec.points, tuple(slice(None) for _ in AXES))]
+    axis = max(candidates, key=lambda a: len(spec.values(a)))
+    k = AXES.index(axis)
+    length = shape[k]
+    per_value = spec.points // length
+    step = max(1, CHUNK_POINTS // per_value)
+    out = []
+    for start in range(0, length, step):
+        stop = min(length, start + step)
+        where = [slice(None)] * len(AXES)
+        where[k] = slice(start, stop)
+        out.append((stop * per_value, tuple(where)))
+    return out
 
 
-@dataclass(frozen=True, slots=True)
-class _ChunkPoints:
-    """The per-point numbers of a chunk of the grid (int64 / float64 arrays)."""
-
-    n: np.ndarray
-    n_kv: np.ndarray
-    d: np.ndarray
-    batch: np.ndarray
-    heads: np.ndarray
-    kv_heads: np.ndarray
-    element_bytes: np.ndarray
-    tiling_key: np.ndarray
-    """Each point's flat index into the tiling tables (_TilingTables)."""
-    bandwidth: np.ndarray
-    matmul_peak: np.ndarray
-    vector_peak: np.ndarray
-    efficiency: dict[str, np.ndarray]
-
-    def take(self, where: np.ndarray) -> _ChunkPoints:
-        arrays = {name: getattr(self, name)[where] for name in self.__dataclass_fields__
-                  if name != "efficiency"}
-        return _ChunkPoints(**arrays, efficiency={k: v[where] for k, v in self.efficiency.items()})
-
-
-def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], p: _ChunkPoints, causal: bool,
-              tiling: _TilingTables, acc: _Accumulator, positions: np.ndarray) -> None:
-    """One algorithm over a group of points sharing its kernel list and causal flag."""
+def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: _Grid, causal: bool,
+              out: dict[str, np.ndarray], where: tuple[slice, ...]) -> None:
+    """One algorithm over one slice of the grid whose points share a kernel list and mask."""
     if algorithm.tiled:
-        table_q, table_kv, table_fits = tiling.blocks[algorithm.outer]
-        block_q, block_kv = table_q[p.tiling_key], table_kv[p.tiling_key]
-        fits = table_fits[p.tiling_key]
-        acc.arrays["block_q"][positions] = block_q
-        acc.arrays["block_kv"][positions] = block_kv
-        acc.arrays["fits_sram"][positions] = fits
+        block_q, block_kv, fits = g.blocks[algorithm.outer]
+        out["block_q"][where] = block_q
+        out["block_kv"][where] = block_kv
+        out["fits_sram"][where] = fits
     else:
-        block_q, block_kv = p.n, p.n_kv  # as Dims.of does for an untiled algorithm
-    dims = Dims(n_q=p.n, n_kv=p.n_kv, d=p.d, batch=p.batch, heads=p.heads, kv_heads=p.kv_heads,
-                element_bytes=p.element_bytes, block_q=block_q, block_kv=block_kv, causal=causal)
+        block_q, block_kv = g.n, g.n_kv  # as Dims.of does for an untiled algorithm
+    dims = Dims(n_q=g.n, n_kv=g.n_kv, d=g.d, batch=g.batch, heads=g.heads, kv_heads=g.kv_heads,
+                element_bytes=g.element_bytes, block_q=block_q, block_kv=block_kv, causal=causal)
     sums_cache: dict[bool, BlockSums] = {}
-    read = np.zeros(p.n.shape, dtype=np.int64)
-    write = np.zeros_like(read)
-    matmul_total = np.zeros_like(read)
-    elementwise_total = np.zeros_like(read)
-    time_total = np.zeros(p.n.shape, dtype=np.float64)
-    memory_time_total = np.zeros_like(time_total)
-    compute_time_total = np.zeros_like(time_total)
-    memory_bound_time = np.zeros_like(time_total)
+    read: Any = 0
+    write: Any = 0
+    matmul_total: Any = 0
+    elementwise_total: Any = 0
+    time_total: Any = 0.0
+    memory_time_total: Any = 0.0
+    compute_time_total: Any = 0.0
+    memory_bound_time: Any = 0.0
     for kernel in kernels:
         tiled = kernel.loop is not None
         if tiled not in sums_cache:
             sums_cache[tiled] = kernel_sums(kernel, dims)
         sums = sums_cache[tiled]
-        kernel_read = np.zeros_like(read)
-        kernel_write = np.zeros_like(read)
+        kernel_read: Any = 0
+        kernel_write: Any = 0
         for access in kernel.accesses:
             moved = access_elements(access, kernel, dims, sums) * element_bytes(
-                access.element, p.element_bytes)
+                access.element, g.element_bytes)
             if access.op == "read":
-                kernel_read += moved
+                kernel_read = kernel_read + moved
             else:
-                kernel_write += moved
-        matmul, elementwise = (np.broadcast_to(np.asarray(x, dtype=np.int64), read.shape)
-                               for x in kernel_flops(kernel, dims, sums))
-        # the roofline of roofline.estimate_kernels, element-wise
-        memory_time = (kernel_read + kernel_write) / p.bandwidth
-        compute_time = np.maximum(matmul / p.matmul_peak, elementwise / p.vector_peak)
-        time = np.maximum(memory_time, compute_time) / p.efficiency[kernel.kind]
-        read += kernel_read
-        write += kernel_write
-        matmul_total += matmul
-        elementwise_total += elementwise
-        time_total += time
-        memory_time_total += memory_time
-        compute_time_total += compute_time
-        memory_bound_time += np.where(memory_time >= compute_time, time, 0.0)
-    acc.arrays["hbm_read_bytes"][positions] = read
-    acc.arrays["hbm_write_bytes"][positions] = write
-    acc.arrays["matmul_flops"][positions] = matmul_total
-    acc.arrays["elementwise_flops"][positions] = elementwise_total
-    acc.arrays["time_s"][positions] = time_total
-    acc.arrays["memory_time_s"][positions] = memory_time_total
-    acc.arrays["compute_time_s"][positions] = compute_time_total
-    acc.arrays["memory_bound_time_s"][positions] = memory_bound_time
-
+                kernel_write = kernel_write + moved
+        matmul, elementwise = kernel_flops(kernel, dims, sums)
+        # the roofline of roofline.estimate_kernels, element-wise, in the same order
+        memory_time = (kernel_read + kernel_write) / g.bandwidth
+        compute_time = np.maximum(matmul / g.matmul_peak, elementwise / g.vector_peak)
+        time = np.maximum(memory_time, compute_time) / g.efficiency[kernel.kind]
+        read = read + kernel_read
+        write = write + kernel_write
+        matmul_total = matmul_total + matmul
+        elementwise_total = elementwise_total + elementwise
+        time_total = time_total + time
+        memory_time_total = memory_time_total + memory_time
+        compute_time_total = compute_time_total + compute_time
+        memory_bound_time = memory_bound_time + np.where(memory_time >= compute_time, time, 0.0)
+    for key, value in (("hbm_read_bytes", read), ("hbm_write_bytes", write),
+                       ("matmul_flops", matmul_total), ("elementwise_flops", elementwise_total),
+                       ("time_s", time_total), ("memory_time_s", memory_time_total),
+                       ("compute_time_s", compute_time_total),
+                       ("memory_bound_time_s", memory_bound_time)):
+        out[key][where] = value
