@@ -471,7 +471,7 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
     for panel in (top, bottom):
         panel.grid(True, which="major", alpha=0.3)
     _shape_legend(top)
-    bottom.legend(loc="center left", fontsize=8, framealpha=0.9)
+    bottom.legend(loc="best", fontsize=8, framealpha=0.9)
     first = series[0].positions
     other = "block_q" if axis == "block_kv" else "block_kv"
     other_text = _other_block_text(result, tiled, first, other)
@@ -525,7 +525,7 @@ def _shape_legend(ax: Axes) -> None:
                label="does not fit the SRAM"),
     ]
     ax.legend(handles=handles + proxies, labels=labels + [p.get_label() for p in proxies],
-              loc="lower left", fontsize=8, framealpha=0.9)
+              loc="best", fontsize=8, framealpha=0.9)
 
 
 # ---------------------------------------------------------------------------------------------

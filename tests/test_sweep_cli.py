@@ -139,6 +139,27 @@ def test_unwritable_output_folders_are_one_line_exit_2(tmp_path: Path) -> None:
         assert ("cannot write to" in err) or ("is a file, not a folder" in err)
 
 
+def test_progress_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    from rich.console import Console
+
+    import iosim.sweep
+    from iosim.cli import sweep_cmd
+    from iosim.sweep import SweepSpec
+
+    monkeypatch.setattr(sweep_cmd, "PROGRESS_AFTER_S", 0.0)
+    monkeypatch.setattr(iosim.sweep, "CHUNK_POINTS", 4)
+    terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
+    result = sweep_cmd.run_with_progress(SweepSpec(n=tuple(range(64, 64 * 17, 64)),
+                                                   gpu=("a100",)), terminal)
+    assert result.points == 16
+    shown = terminal.file.getvalue()
+    assert "sweep" in shown and "16/16 points" in shown
+    # not a terminal: no bar at all
+    pipe = Console(file=io.StringIO(), force_terminal=False)
+    sweep_cmd.run_with_progress(SweepSpec(n=(64, 128), gpu=("a100",)), pipe)
+    assert pipe.file.getvalue() == ""
+
+
 def test_compare_and_sweep_tables_do_not_load_matplotlib_or_pandas() -> None:
     code = ("import sys; from click.testing import CliRunner; from iosim.cli import cli; "
             "r = CliRunner().invoke(cli, ['sweep', '--gpu', 'a100', '--n', '512..2048']); "

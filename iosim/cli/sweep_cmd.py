@@ -133,12 +133,12 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
             click.echo(f"wrote {path}", err=True)
 
 
-def run_with_progress(spec: SweepSpec) -> SweepResult:
+def run_with_progress(spec: SweepSpec, console: Any = None) -> SweepResult:
     """Run the sweep; past PROGRESS_AFTER_S, show a rich progress bar on a terminal's stderr."""
     from rich.console import Console
     from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-    console = Console(stderr=True)
+    console = console or Console(stderr=True)
     started = time.perf_counter()
     state: dict[str, Any] = {}
 
