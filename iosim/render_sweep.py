@@ -9,6 +9,7 @@ one row per (grid point, algorithm).
 from __future__ import annotations
 
 import json
+import textwrap
 from typing import Any
 
 import numpy as np
@@ -86,13 +87,17 @@ def header_text(result: SweepResult) -> str:
     spec = result.spec
     varying = ", ".join(f"{AXIS_HEADERS[a]} ({len(spec.values(a))} values)"
                         for a in spec.varying)
-    fixed = " · ".join(result.describe_fixed())
+    fixed = " · ".join(result.describe_fixed()
+                       + ([f"unfused {','.join(spec.unfused)}"] if spec.unfused else []))
+    fixed_lines = textwrap.wrap(fixed, width=100, initial_indent="fixed     ",
+                                subsequent_indent="          ", break_on_hyphens=False)
     lines = [
         f"sweep     {result.points:,} grid point{'s' if result.points != 1 else ''} × "
         f"{len(result.algorithms)} algorithm{'s' if len(result.algorithms) != 1 else ''} "
         f"({spec.profile} profile, closed forms)",
-        f"varying   {varying or 'nothing'}",
-        f"fixed     {fixed}" + (f" · unfused {','.join(spec.unfused)}" if spec.unfused else ""),
+        *textwrap.wrap(varying or "nothing", width=100, initial_indent="varying   ",
+                       subsequent_indent="          "),
+        *fixed_lines,
     ]
     lines += [f"note      {n}" for n in result.notes]
     if not all(bool(a.fits_sram.all()) for a in result.algorithms):

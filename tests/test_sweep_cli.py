@@ -140,14 +140,15 @@ def test_unwritable_output_folders_are_one_line_exit_2(tmp_path: Path) -> None:
 
 
 def test_progress_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib
+
     from rich.console import Console
 
-    import iosim.sweep
     from iosim.cli import sweep_cmd
     from iosim.sweep import SweepSpec
 
     monkeypatch.setattr(sweep_cmd, "PROGRESS_AFTER_S", 0.0)
-    monkeypatch.setattr(iosim.sweep, "CHUNK_POINTS", 4)
+    monkeypatch.setattr(importlib.import_module("iosim.sweep"), "CHUNK_POINTS", 4)
     terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
     result = sweep_cmd.run_with_progress(SweepSpec(n=tuple(range(64, 64 * 17, 64)),
                                                    gpu=("a100",)), terminal)

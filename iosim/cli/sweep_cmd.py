@@ -87,7 +87,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
     Every workload flag takes one value, a list (1024,4096) or a range: a..b doubles
     (512..65536), a..b:s steps by s (64..512:64), a..b*k multiplies by k (64..4096*4).
     Block and SRAM lists may hold `auto` (the default rule). Blocks that do not fit the SRAM
-    are marked (fits SRAM: NO), not refused: their counts show what they would cost.
+    are marked (fits: NO), not refused: their counts show what they would cost.
 
     \b
     Examples:
