@@ -38,8 +38,9 @@ def _shown_axes(result: SweepResult) -> list[str]:
 
 def _rows(result: SweepResult, limit: int | None) -> tuple[list[list[str]], int]:
     """The first `limit` rows as display strings, and how many rows there are in all."""
-    columns = result.columns()
-    total = len(columns["algorithm"])
+    per_point = len(result.algorithms)
+    total = result.points * per_point
+    columns = result.columns(max_points=None if limit is None else -(-limit // per_point))
     shown = total if limit is None else min(limit, total)
     axes = _shown_axes(result)
     rows = []

@@ -127,7 +127,7 @@ table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.9em; }
 th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #e4e4e4; }
 th { text-align: left; background: #f6f6f6; } td.r, th.r { text-align: right; }
 caption { text-align: left; font-style: italic; padding-bottom: 0.3em; }
-pre { background: #f6f6f6; padding: 0.8em; white-space: pre-wrap; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
 img { max-width: 100%; height: auto; border: 1px solid #eee; }
 """
 
@@ -260,11 +260,13 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
              f"{request.profile} profile). **SRAM** M = {comparison.sram_bytes // w.element_bytes:,}"
              f" {w.dtype} elements ({comparison.sram_source})."),
         Para(f"Made by iosim {__version__} with:"),
-        Code(request.command),
+        Code(_wrap_command(request.command)),
         Para("Every number is an exact count of the algorithms' loop nests (the paper's "
              "Algorithm 0 for standard attention, Algorithm 1 for FlashAttention, "
-             "FlashAttention-2's Algorithm 1), timed on a roofline of the GPU's datasheet "
-             "ceilings. Counts are L2-oblivious: HBM↔SRAM traffic as Theorem 2 counts it."),
+             "FlashAttention-2's Algorithm 1), timed on a roofline of the GPU's "
+             + ("datasheet ceilings" if request.profile == "spec" else
+                "measured ceilings and kernel efficiencies")
+             + ". Counts are L2-oblivious: HBM↔SRAM traffic as Theorem 2 counts it."),
     ]
 
     # 1. the comparison
@@ -324,6 +326,29 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     report.files += [folder / "index.md", folder / "index.html"]
     report.summary = summary
     return report
+
+
+def _wrap_command(command: str, width: int = 88) -> str:
+    """One shell command over several lines (backslash continuations), split between options."""
+    import shlex
+
+    words = shlex.split(command)
+    lines: list[str] = []
+    current = ""
+    i = 0
+    while i < len(words):
+        # keep an option with its value
+        take = 2 if words[i].startswith("--") and i + 1 < len(words) and not words[
+            i + 1].startswith("--") else 1
+        piece = shlex.join(words[i:i + take])
+        if current and len(current) + 1 + len(piece) > width:
+            lines.append(current)
+            current = "    " + piece
+        else:
+            current = f"{current} {piece}" if current else piece
+        i += take
+    lines.append(current)
+    return " \\\n".join(lines)
 
 
 def render_rows(c: Comparison) -> list[dict[str, Any]]:

@@ -185,24 +185,30 @@ class SweepResult:
                 self.index[axis]])
         return np.asarray(_int_values(values)[self.index[axis]])
 
-    def columns(self, algorithms: Sequence[str] | None = None) -> dict[str, np.ndarray]:
-        """The long table: one row per (point, algorithm), points in grid order."""
+    def columns(self, algorithms: Sequence[str] | None = None, *,
+                max_points: int | None = None) -> dict[str, np.ndarray]:
+        """The long table: one row per (point, algorithm), points in grid order.
+
+        `max_points` keeps only the first points (a table's first rows without building all).
+        """
         chosen = [self.algorithm(a) for a in algorithms] if algorithms else list(self.algorithms)
         k = len(chosen)
+        cut = slice(None) if max_points is None else slice(0, max_points)
+        base = self.baseline
 
         def per_point(values: np.ndarray) -> np.ndarray:
-            return np.repeat(values, k)
+            return np.repeat(values[cut], k)
 
         def interleave(arrays: list[np.ndarray]) -> np.ndarray:
-            return np.stack(arrays, axis=1).reshape(-1)
+            return np.stack([a[cut] for a in arrays], axis=1).reshape(-1)
 
-        base = self.baseline
         cols: dict[str, np.ndarray] = {}
         for axis in ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
                      "n_kv"):
             cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis))
         cols["sram_bytes"] = per_point(self.sram_bytes)
-        cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), self.points)
+        points = len(self.sram_bytes[cut])
+        cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), points)
         cols["block_q"] = interleave([a.block_q for a in chosen])
         cols["block_kv"] = interleave([a.block_kv for a in chosen])
         cols["fits_sram"] = interleave([a.fits_sram for a in chosen])

@@ -232,3 +232,8 @@ def test_columns_are_one_row_per_point_and_algorithm() -> None:
     standard = cols["algorithm"] == "standard"
     assert np.all(cols["traffic_ratio_vs_standard"][standard] == 1.0)
     assert set(itertools.chain(cols["bound"].tolist())) <= {"memory", "compute"}
+    # the first points only (what a table shows) are the first rows of the whole table
+    head = result.columns(max_points=2)
+    assert list(head) == list(cols)
+    for name, values in head.items():
+        assert values.tolist() == cols[name][:6].tolist()
