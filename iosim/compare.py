@@ -7,12 +7,26 @@ from dataclasses import dataclass
 from typing import Any
 
 from iosim._version import __version__
-from iosim.algorithms import ALGORITHMS, Algorithm, get_algorithm
-from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes
+from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS, Algorithm, get_algorithm
+from iosim.algorithms.loopnest import (
+    KV_HEAD_TENSORS,
+    Access,
+    Dims,
+    Kernel,
+    element_bytes,
+    kernel_programs,
+)
 from iosim.errors import IosimError
 from iosim.hardware import Hardware, resolve_hardware
 from iosim.roofline import KernelEstimate, Profile, Roofs, estimate_kernels, roofs_for
 from iosim.traffic import Traffic
+from iosim.training import (
+    IO_TENSORS,
+    RNG_STATE_BYTES,
+    Occupancy,
+    convention_flops,
+    saved_for_backward,
+)
 from iosim.units import parse_quantity
 from iosim.workload import Tiling, Workload, make_tiling
 
@@ -28,6 +42,8 @@ class Footprint:
     extra: tuple[tuple[str, int], ...]
     """(tensor, bytes) held beyond the inputs and outputs at the algorithm's peak."""
     capacity_bytes: float
+    saved: tuple[tuple[str, int], ...] = ()
+    """(tensor, bytes) the forward keeps in HBM for the backward pass (passes with a backward)."""
 
     @property
     def extra_bytes(self) -> int:
@@ -42,33 +58,58 @@ class Footprint:
         return self.total_bytes <= self.capacity_bytes
 
 
-def _tensor_bytes(access: Access, workload: Workload) -> int:
-    """Size in HBM of the whole tensor an access touches."""
+def _tensor_bytes(access: Access, workload: Workload, splits: int = 1) -> int:
+    """Size in HBM of the whole tensor an access touches (every split's copy of a partial)."""
     length = workload.n if access.rows == "q" else workload.seq_kv
     width = {"d": workload.d, "1": 1, "kv": workload.seq_kv}[access.cols]
     per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
     instances = workload.batch * (workload.heads_kv if per_kv else workload.heads)
-    return int(length * width * instances * element_bytes(access.element, workload.element_bytes))
+    copies = splits if access.per_split else 1
+    return int(length * width * instances * copies
+               * element_bytes(access.element, workload.element_bytes))
 
 
-def footprint(kernels: Sequence[Kernel], workload: Workload, hardware: Hardware) -> Footprint:
+def footprint(kernels: Sequence[Kernel], workload: Workload, hardware: Hardware, *,
+              saved: Sequence[Access] = (), tiling: Tiling | None = None,
+              fixed: Sequence[tuple[str, int]] = ()) -> Footprint:
     """Inputs/outputs plus the N×N matrices alive at once and the statistics kept in HBM.
 
     N×N matrices: the most that any one kernel touches (standard's softmax reads S while it
-    writes P, so both are alive). Statistics: every per-row fp32 tensor the algorithm writes.
+    writes P, so both are alive), together with the tensors kept for the backward pass (`saved`)
+    that exist by then (from their first write; from the start of a backward-only pass).
+    Statistics: every per-row fp32 tensor the algorithm writes. Workspace: every other tensor
+    it writes that is not an input or output (dQaccum, dK_expanded, the split-KV partials).
+    `fixed`: small buffers outside the loop nests (the RNG state). With a backward pass the
+    inputs and outputs include dO, dQ, dK and dV.
     """
-    io = sum(_tensor_bytes(Access(t, "read", "prologue", "q", "d", ""), workload)
-             for t in ("Q", "O"))
-    io += sum(_tensor_bytes(Access(t, "read", "prologue", "kv", "d", ""), workload)
-              for t in ("K", "V"))
+    splits = tiling.splits if tiling else 1
+    io_tensors = [Access("Q", "read", "prologue", "q", "d", ""),
+                  Access("O", "read", "prologue", "q", "d", ""),
+                  Access("K", "read", "prologue", "kv", "d", ""),
+                  Access("V", "read", "prologue", "kv", "d", "")]
+    if workload.pass_ != "fwd":
+        io_tensors += [Access("dO", "read", "prologue", "q", "d", ""),
+                       Access("dQ", "read", "prologue", "q", "d", ""),
+                       Access("dK", "read", "prologue", "kv", "d", ""),
+                       Access("dV", "read", "prologue", "kv", "d", "")]
+    io = sum(_tensor_bytes(a, workload) for a in io_tensors)
+    saved_bytes = {a.tensor: _tensor_bytes(a, workload, splits) for a in saved}
+    written = set(saved_bytes) if workload.pass_ == "bwd" else set()
     peak: dict[str, int] = {}
     for kernel in kernels:
+        written |= {a.tensor for a in kernel.accesses if a.op == "write"}
+        alive = {t: b for t, b in saved_bytes.items() if t in written}
         matrices = {a.tensor: _tensor_bytes(a, workload) for a in kernel.accesses if a.cols == "kv"}
-        if sum(matrices.values()) > sum(peak.values()):
-            peak = matrices
-    stats = {a.tensor: _tensor_bytes(a, workload) for k in kernels for a in k.accesses
+        current = {**alive, **matrices}
+        if sum(current.values()) > sum(peak.values()):
+            peak = current
+    stats = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
              if a.cols == "1" and a.op == "write"}
-    return Footprint(io, tuple({**peak, **stats}.items()), hardware.hbm_capacity_bytes)
+    workspace = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
+                 if a.cols == "d" and a.op == "write" and a.tensor not in IO_TENSORS}
+    extra = {**peak, **stats, **workspace, **dict(fixed)}
+    kept = tuple(saved_bytes.items()) + tuple(fixed)
+    return Footprint(io, tuple(extra.items()), hardware.hbm_capacity_bytes, kept)
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,6 +123,10 @@ class AlgorithmEstimate:
     footprint: Footprint
     baseline_time_s: float
     baseline_hbm_bytes: int
+    occupancy: tuple[Occupancy, ...] = ()
+    """The launch grid of every kernel whose grid iosim models, against the GPU's SMs."""
+    convention_flops: float = 0.0
+    """FLOPs by the FA2/FA3 convention (training.convention_flops), beside the executed count."""
 
     @property
     def traffic(self) -> Traffic:
@@ -120,6 +165,13 @@ class AlgorithmEstimate:
         """The bound of the kernels that hold most of the time."""
         memory = sum(k.time_s for k in self.kernels if k.bound == "memory")
         return "memory" if memory >= self.time_s - memory else "compute"
+
+    @property
+    def occupancy_time_s(self) -> float:
+        """Roofline time if each kernel only gets the share of the GPU its grid occupies (an SM
+        reaching 1/sm_count of the bandwidth and FLOP/s): time ÷ occupancy, kernel by kernel."""
+        share = {o.kernel: o.fraction for o in self.occupancy if o.fraction}
+        return sum(k.time_s / share.get(k.name, 1.0) for k in self.kernels)
 
     @property
     def speedup_vs_standard(self) -> float:
@@ -208,6 +260,7 @@ class Comparison:
                 "batch": w.batch, "heads": w.heads, "kv_heads": w.heads_kv, "n": w.n,
                 "n_kv": w.seq_kv, "d": w.d, "dtype": w.dtype, "element_bytes": w.element_bytes,
                 "causal": w.causal, "pass": w.pass_, "unfused": list(w.unfused),
+                "sparsity": w.sparsity,
             },
             "sram": {"bytes": self.sram_bytes, "elements": self.sram_bytes // w.element_bytes,
                      "source": self.sram_source},
@@ -243,7 +296,8 @@ def _term_dict(t: Any) -> dict[str, Any]:
 
 def _algorithm_dict(a: AlgorithmEstimate) -> dict[str, Any]:
     tiling = None if a.tiling is None else {
-        "block_q": a.tiling.block_q, "block_kv": a.tiling.block_kv, "rule": a.tiling.rule}
+        "block_q": a.tiling.block_q, "block_kv": a.tiling.block_kv, "rule": a.tiling.rule,
+        "splits": a.tiling.splits, "splits_rule": a.tiling.splits_rule}
     return {
         "name": a.name,
         "title": a.title,
@@ -254,6 +308,7 @@ def _algorithm_dict(a: AlgorithmEstimate) -> dict[str, Any]:
         "flops": a.flops,
         "matmul_flops": a.matmul_flops,
         "elementwise_flops": a.elementwise_flops,
+        "flops_fa_convention": a.convention_flops,
         "time_s": a.time_s,
         "bound": a.bound,
         "speedup_vs_standard": a.speedup_vs_standard,
@@ -264,7 +319,11 @@ def _algorithm_dict(a: AlgorithmEstimate) -> dict[str, Any]:
             "extra": dict(a.footprint.extra),
             "total_bytes": a.footprint.total_bytes,
             "fits_in_hbm": a.footprint.fits,
+            "saved_for_backward": dict(a.footprint.saved),
         },
+        "occupancy": [{"kernel": o.kernel, "programs": o.programs, "sm_count": o.sm_count,
+                       "fraction": o.fraction, "waves": o.waves} for o in a.occupancy],
+        "occupancy_time_s": a.occupancy_time_s,
         "kernels": [_kernel_dict(k) for k in a.kernels],
         "bytes_by_tensor": a.traffic.by_category(),
         "terms": [_term_dict(t) for t in a.traffic],
@@ -307,6 +366,13 @@ def tiling_for(
                        outer=algorithm.outer)
 
 
+def default_algorithms(workload: Workload) -> tuple[str, ...]:
+    """standard, flash1, flash2 — and splitkv for a decoding step (N = 1, forward)."""
+    if workload.n == 1 and workload.pass_ == "fwd":
+        return (*DEFAULT_ALGORITHMS, "splitkv")
+    return DEFAULT_ALGORITHMS
+
+
 def compare(
     workload: Workload,
     hardware: Hardware | str,
@@ -317,34 +383,56 @@ def compare(
     sram: str | int | None = None,
     sram_elements: int | None = None,
     profile: Profile = "spec",
+    splits: int | None = None,
 ) -> Comparison:
-    """Count, place on the roofline and time every requested algorithm (default: all).
+    """Count, place on the roofline and time every requested algorithm.
 
-    `hardware` is a Hardware, a shipped GPU name or alias, or a path to a YAML file.
+    Default algorithms: standard, flash1, flash2, and splitkv for a decoding step (N = 1,
+    forward). `hardware` is a Hardware, a shipped GPU name or alias, or a path to a YAML file.
     Speed-ups and traffic ratios are against standard attention, computed even when not listed.
+    `splits` is splitkv's number of KV splits (default: FlashAttention-2's heuristic).
     """
     if isinstance(hardware, str):
         resolved = resolve_hardware(hardware)
         hw, requested, note = resolved.hardware, hardware, resolved.note
     else:
         hw, requested, note = hardware, hardware.name, None
-    names = list(dict.fromkeys(a.strip().lower() for a in (algorithms or ALGORITHMS)))
+    names = list(dict.fromkeys(
+        a.strip().lower() for a in (algorithms or default_algorithms(workload))))
     if not names or any(not n for n in names):
         raise IosimError(f"--algo needs a comma-separated list of {', '.join(ALGORITHMS)}")
     chosen = [get_algorithm(n) for n in names]
+    if splits is not None and "splitkv" not in names:
+        raise IosimError("--splits applies to splitkv; add it to --algo "
+                         "(e.g. --algo standard,flash2,splitkv)")
     roofs = roofs_for(hw, workload.dtype, profile)
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram, sram_elements=sram_elements)
 
     def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None) -> AlgorithmEstimate:
         tiling = tiling_for(algorithm, workload, sram_bytes, sram_source,
                             block_q=block_q, block_kv=block_kv)
-        kernels = algorithm.kernels(workload)
+        tiling = algorithm.finish_tiling(tiling, workload, sm_count=hw.sm_count, splits=splits,
+                                         blocks_given=block_q is not None or block_kv is not None)
+        kernels = algorithm.kernels(workload, tiling)
         kernel_estimates = estimate_kernels(kernels, workload, tiling, roofs)
         time_s = sum(k.time_s for k in kernel_estimates)
         hbm = sum(k.hbm_bytes for k in kernel_estimates)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
-        return AlgorithmEstimate(algorithm.name, algorithm.title, tiling, kernel_estimates,
-                                 footprint(kernels, workload, hw), base_time, base_bytes)
+        saved: tuple[Access, ...] = ()
+        fixed: tuple[tuple[str, int], ...] = ()
+        if workload.pass_ != "fwd":
+            saved = saved_for_backward(algorithm.forward(workload), algorithm.backward(workload))
+            if algorithm.tiled and "dropout" in workload.unfused:
+                fixed = (("R", RNG_STATE_BYTES),)  # Alg. 2 line 1 / Alg. 4: the RNG state
+        dims = Dims.of(workload, tiling)
+        occupancy = tuple(
+            Occupancy(k.name, k.label, int(kernel_programs(k, dims)), hw.sm_count)
+            for k in kernels if k.grid is not None)
+        return AlgorithmEstimate(
+            algorithm.name, algorithm.title, tiling, kernel_estimates,
+            footprint(kernels, workload, hw, saved=saved, tiling=tiling, fixed=fixed),
+            base_time, base_bytes, occupancy,
+            convention_flops(workload, recompute=algorithm.tiled))
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)

@@ -19,6 +19,7 @@ from rich.text import Text
 from iosim.compare import AlgorithmEstimate, Comparison
 from iosim.hardware import Figure, Hardware
 from iosim.traffic import CATEGORIES
+from iosim.training import Occupancy, compulsory_backward_bytes
 
 # ---------------------------------------------------------------------------------------------
 # numbers for people
@@ -52,6 +53,15 @@ def fmt_flops(n: float) -> str:
         if n >= scale:
             return f"{n / scale:.2f} {unit}"
     return f"{n:.0f} FLOP"
+
+
+def fmt_flops_fit(n: float, width: int = 10) -> str:
+    """fmt_flops, cut to three significant digits when longer than `width` ('834 GFLOP')."""
+    text = fmt_flops(n)
+    if len(text) <= width:
+        return text
+    value, unit = text.split(" ")
+    return f"{float(value):.3g} {unit}"
 
 
 def fmt_rate(value: float, unit: str) -> str:
@@ -96,17 +106,26 @@ def _header(c: Comparison) -> Text:
         assert a.tiling is not None
         lines.append(f"blocks    {a.name}: B_r × B_c = {a.tiling.block_q} × {a.tiling.block_kv} "
                      f"({a.tiling.rule})")
+        if a.tiling.bwd_block_q is not None:
+            lines.append(f"          {a.name} backward: B_r × B_c = {a.tiling.bwd_block_q} × "
+                         f"{a.tiling.bwd_block_kv} ({a.tiling.bwd_rule})")
+        if a.name == "splitkv":
+            lines.append(f"splits    {a.name}: {_splits_text(c, a)}")
+    if w.sparsity != 1:
+        num, den = w.sparsity_fraction
+        lines.append(f"sparsity  s = {num}/{den}: tiled kernels visit ⌈s·P⌉ of their P block pairs "
+                     f"(evenly spread, blockmask.py); standard attention stays dense")
     lines.extend(f"note      {n}" for n in c.roofs.notes)
     return Text("\n".join(lines))
 
 
 def kernel_table(c: Comparison) -> Table:
     table = Table(title="Kernels (HBM traffic, FLOPs and roofline time)", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False)
+                  title_justify="left", pad_edge=False, collapse_padding=True)
     for name, justify in (("algorithm", "left"), ("kernel", "left"), ("read", "right"),
                           ("write", "right"), ("total", "right"), ("FLOPs", "right"),
                           ("FLOP/B", "right"), ("bound", "left"), ("time", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for a in c.algorithms:
         for i, k in enumerate(a.kernels):
             table.add_row(a.name if i == 0 else "", k.label, fmt_bytes(k.hbm_read_bytes),
@@ -118,33 +137,42 @@ def kernel_table(c: Comparison) -> Table:
 
 def summary_table(c: Comparison) -> Table:
     table = Table(title="Per algorithm", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
-    for name, justify in (("algorithm", "left"), ("blocks", "right"), ("HBM traffic", "right"),
-                          ("÷ standard", "right"), ("FLOPs", "right"), ("time", "right"),
+                  pad_edge=False, collapse_padding=True)
+    for name, justify in (("algorithm", "left"), ("blocks", "right"), ("HBM", "right"),
+                          ("÷ std", "right"), ("FLOPs", "right"), ("time", "right"),
                           ("speed-up", "right"), ("bound", "left"), ("extra HBM", "right"),
                           ("fits", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for a in c.algorithms:
         table.add_row(a.name, _tiling(a), fmt_bytes(a.hbm_bytes),
-                      f"{a.traffic_ratio_vs_standard:.2f}×", fmt_flops(a.flops),
+                      f"{a.traffic_ratio_vs_standard:.2f}×", fmt_flops_fit(a.flops),
                       fmt_time(a.time_s), f"{a.speedup_vs_standard:.2f}×", a.bound,
                       fmt_bytes(a.footprint.extra_bytes), "yes" if a.footprint.fits else "NO")
     return table
 
 
+LATER_CATEGORIES = ("Z", "P_drop", "O_partial", "dO", "dP", "dS", "dQ", "dQaccum", "dK", "dV",
+                    "dK_expanded", "dV_expanded")
+"""Column (or row) order of the tensors beyond the forward's CATEGORIES: the unfused dropout's,
+split-KV's partial outputs, then the backward's."""
+
+
 def _categories(c: Comparison) -> list[str]:
     present = {cat for a in c.algorithms for cat in a.traffic.by_category()}
-    return [cat for cat in CATEGORIES if cat in present] + sorted(present - set(CATEGORIES))
+    order = [*CATEGORIES, *LATER_CATEGORIES]
+    return [cat for cat in order if cat in present] + sorted(present - set(order))
 
 
 def tensor_table(c: Comparison) -> Table:
+    if c.workload.pass_ != "fwd":
+        return tensor_rows_table(c)
     cats = _categories(c)
     table = Table(title="HBM bytes by tensor", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
-    table.add_column("algorithm")
-    table.add_column("op")
+                  pad_edge=False, collapse_padding=True)
+    table.add_column("algorithm", no_wrap=True)
+    table.add_column("op", no_wrap=True)
     for cat in cats:
-        table.add_column("stats" if cat == "statistics" else cat, justify="right")
+        table.add_column("stats" if cat == "statistics" else cat, justify="right", no_wrap=True)
     for a in c.algorithms:
         by = a.traffic.by_category()
         for op in ("read", "write"):
@@ -155,12 +183,103 @@ def tensor_table(c: Comparison) -> Table:
     return table
 
 
+def tensor_rows_table(c: Comparison) -> Table:
+    """HBM bytes by tensor, one row per tensor and a read/write column pair per algorithm: a
+    backward pass moves too many tensors (dO, dP, dS, dQ, dQaccum, dK, dV, ...) for columns."""
+    cats = _categories(c)
+    stats = sorted({t.tensor for a in c.algorithms for t in a.traffic
+                    if t.category == "statistics"})
+    table = Table(title="HBM bytes by tensor", box=box.SIMPLE_HEAD, title_justify="left",
+                  pad_edge=False)
+    table.add_column("tensor", no_wrap=True)
+    for a in c.algorithms:
+        table.add_column(f"{a.name}\nread", justify="right")
+        table.add_column(f"{a.name}\nwrite", justify="right")
+    by = [a.traffic.by_category() for a in c.algorithms]
+    for cat in cats:
+        name = f"stats ({', '.join(stats)})" if cat == "statistics" else cat
+        cells = []
+        for entry in by:
+            for op in ("read", "write"):
+                value = entry.get(cat, {}).get(op, 0)
+                cells.append(fmt_bytes(value) if value else "·")
+        table.add_row(name, *cells)
+    return table
+
+
+def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
+    assert a.tiling is not None
+    w = c.workload
+    t_c = -(-w.seq_kv // a.tiling.block_kv)
+    per = -(-t_c // a.tiling.splits)
+    packed = (f"; the {w.group_size} query heads of each KV head packed into one tile "
+              f"(seqlenq_ngroups_swapped)" if w.n == 1 and w.group_size > 1 else "")
+    return (f"{a.tiling.splits} KV splits of {per} key blocks ({a.tiling.splits_rule})"
+            f"{packed}")
+
+
+def occupancy_table(c: Comparison) -> Table:
+    """Each modelled launch grid against the GPU's SMs, and the time if only those SMs work."""
+    sms = c.hardware.sm_count
+    table = Table(title=f"Parallelism (launch grid vs {sms if sms else 'unknown'} SMs; one "
+                        f"program per SM at a time)", box=box.SIMPLE_HEAD, title_justify="left",
+                  pad_edge=False)
+    for name, justify in (("algorithm", "left"), ("kernel", "left"), ("grid", "left"),
+                          ("time", "right"), ("time ÷ occupancy", "right")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for a in c.algorithms:
+        if not a.occupancy:
+            table.add_row(a.name, "all", "library kernels: grid not modelled", fmt_time(a.time_s),
+                          fmt_time(a.occupancy_time_s), end_section=True)
+            continue
+        for i, o in enumerate(a.occupancy):
+            k = next(k for k in a.kernels if k.name == o.kernel)
+            table.add_row(a.name if i == 0 else "", o.label, grid_text(o), fmt_time(k.time_s),
+                          fmt_time(k.time_s / (o.fraction or 1.0)),
+                          end_section=i == len(a.occupancy) - 1)
+    return table
+
+
+def grid_text(o: Occupancy) -> str:
+    """'grid 32 CTAs on 132 SMs: 24%' (or the number of waves once the grid covers the GPU)."""
+    head = f"grid {o.programs:,} CTAs"
+    if o.sm_count is None or o.fraction is None or o.waves is None:
+        return head + " (SM count unknown)"
+    if o.fraction < 1:
+        return f"{head} on {o.sm_count} SMs: {o.fraction:.0%}"
+    return f"{head} on {o.sm_count} SMs: 100% ({o.waves:.1f} waves)"
+
+
+def _show_training(c: Comparison) -> bool:
+    return c.workload.pass_ != "fwd"
+
+
+def _show_parallelism(c: Comparison) -> bool:
+    """Decoding steps, passes with a backward, and split-KV runs get the parallelism table (the
+    default forward output stays as it was; JSON always has the grids)."""
+    return (c.workload.n == 1 or c.workload.pass_ != "fwd"
+            or any(a.name == "splitkv" for a in c.algorithms))
+
+
+def _training_lines(c: Comparison) -> list[str]:
+    lines = []
+    for a in c.algorithms:
+        kept = ", ".join(f"{t} {fmt_binary_bytes(b)}" for t, b in a.footprint.saved)
+        lines.append(f"Kept from forward to backward by {a.name}: {kept or 'nothing'} "
+                     f"(besides Q, K, V, O)")
+    conv = ", ".join(f"{a.name} {fmt_flops_fit(a.convention_flops)}" for a in c.algorithms)
+    lines.append(f"FLOPs by the FA2 §4.1 convention (fwd 4·N²·d per head, ÷2 causal; bwd ×2.5 "
+                 f"flash, ×2 standard): {conv}; the tables count executed matmul + elementwise "
+                 f"FLOPs of the visited tiles (causal diagonal tiles in full)")
+    return lines
+
+
 def _footer(c: Comparison) -> Text:
     t2, w = c.theorem2, c.workload
     lines = [
-        f"Theorem 2 (per head, elements, constants ignored): standard Θ(Nd + N²) = "
-        f"{fmt_count(t2.standard_elements)} vs FlashAttention Θ(N²d²/M) = "
-        f"{fmt_count(t2.flash_elements)}: ratio {t2.ratio:.1f}",
+        f"Theorem 2 per head (elements, constants ignored): Θ(Nd + N²) = "
+        f"{fmt_count(t2.standard_elements)} vs Θ(N²d²/M) = {fmt_count(t2.flash_elements)}, "
+        f"ratio {t2.ratio:.1f}",
         f"One head's N×N score matrix: {fmt_bytes(c.score_matrix_bytes_per_head)} "
         f"({fmt_binary_bytes(c.score_matrix_bytes_per_head)}); compulsory traffic (read Q, K, V "
         f"and write O once): {fmt_bytes(c.compulsory_hbm_bytes)}",
@@ -169,13 +288,19 @@ def _footer(c: Comparison) -> Text:
         extra = ", ".join(f"{t} {fmt_binary_bytes(b)}" for t, b in a.footprint.extra)
         lines.append(f"HBM held by {a.name}: inputs+outputs {fmt_binary_bytes(a.footprint.io_bytes)}"
                      f" + {extra or 'nothing'} (HBM {fmt_bytes(a.footprint.capacity_bytes)})")
+    if _show_training(c):
+        lines.append(f"Compulsory backward traffic (read Q, K, V, O, dO and the logsumexp L once; "
+                     f"write dQ, dK, dV once): {fmt_bytes(compulsory_backward_bytes(c.workload))}")
+        lines.extend(_training_lines(c))
     del w
     return Text("\n".join(lines))
 
 
 def comparison_renderable(c: Comparison) -> RenderableType:
-    return Group(_header(c), Text(""), kernel_table(c), summary_table(c), tensor_table(c),
-                 _footer(c))
+    tables: list[RenderableType] = [kernel_table(c), summary_table(c), tensor_table(c)]
+    if _show_parallelism(c):
+        tables.append(occupancy_table(c))
+    return Group(_header(c), Text(""), *tables, _footer(c))
 
 
 def print_comparison(c: Comparison, console: Console) -> None:
@@ -238,8 +363,11 @@ def comparison_markdown(c: Comparison) -> str:
     """The rich output's tables as GitHub Markdown (for reports and READMEs)."""
     parts = [f"**{c.hardware.display_name}** ({c.roofs.profile} profile) · {c.workload.describe()}"
              f" · M = {c.sram_bytes // c.workload.element_bytes:,} elements ({c.sram_source})", ""]
-    for table in (kernel_table(c), summary_table(c), tensor_table(c)):
-        headers = [str(col.header) for col in table.columns]
+    tables = [kernel_table(c), summary_table(c), tensor_table(c)]
+    if _show_parallelism(c):
+        tables.append(occupancy_table(c))
+    for table in tables:
+        headers = [str(col.header).replace("\n", " ") for col in table.columns]
         cells = [[str(x) for x in col.cells] for col in table.columns]
         rows = [list(r) for r in zip(*cells, strict=True)]
         right = [col.justify == "right" for col in table.columns]
@@ -261,7 +389,7 @@ def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str
 
 def gpus_table(hardware: Sequence[Hardware]) -> Table:
     table = Table(title="GPU models (configs/gpus; `iosim gpus show NAME` for sources)",
-                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
     for name, justify in (("name", "left"), ("aliases", "left"), ("HBM BW", "right"),
                           ("HBM", "right"), ("SRAM/block", "right"), ("SMs", "right"),
                           ("peak fp16", "right")):
@@ -313,7 +441,7 @@ def gpu_detail(hw: Hardware) -> RenderableType:
     if hw.measured is not None:
         m = hw.measured
         measured = Table(title="measured (iosim calibrate)", box=box.SIMPLE_HEAD,
-                         title_justify="left", pad_edge=False)
+                         title_justify="left", pad_edge=False, collapse_padding=True)
         measured.add_column("figure")
         measured.add_column("value", justify="right")
         for key, fig in m.figures.items():

@@ -25,12 +25,13 @@ from iosim.sweep import SweepResult
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",
                 "batch": "batch", "heads": "heads", "kv_heads": "kv heads", "d": "d", "n": "N",
                 "n_kv": "N_kv", "sram_bytes": "SRAM", "sram_elements": "SRAM",
-                "block_q": "B_r", "block_kv": "B_c"}
+                "block_q": "B_r", "block_kv": "B_c", "sparsity": "s", "splits": "splits"}
 """Varying axes shown as table columns (block axes show up in the blocks column instead)."""
 
 
 def _shown_axes(result: SweepResult) -> list[str]:
-    axes = [a for a in result.spec.varying if a not in ("block_q", "block_kv")]
+    # block and split axes show as the values used, in their own columns
+    axes = [a for a in result.spec.varying if a not in ("block_q", "block_kv", "splits")]
     if "sram_elements" in axes and "sram_bytes" in axes:
         axes.remove("sram_elements")
     return axes
@@ -52,6 +53,8 @@ def _rows(result: SweepResult, limit: int | None) -> tuple[list[list[str]], int]
                 cells.append(fmt_binary_bytes(float(columns["sram_bytes"][i])))
             elif axis == "causal":
                 cells.append("yes" if columns[key][i] else "no")
+            elif axis == "sparsity":
+                cells.append(f"{columns[key][i]:g}")
             else:
                 cells.append(str(columns[key][i]))
         tiled = columns["block_q"][i] > 0
@@ -60,6 +63,7 @@ def _rows(result: SweepResult, limit: int | None) -> tuple[list[list[str]], int]
             str(columns["algorithm"][i]),
             f"{columns['block_q'][i]}×{columns['block_kv'][i]}" if tiled else "—",
             ("yes" if fits else "NO") if tiled else "—",
+            *([str(columns["splits"][i]) if tiled else "—"] if _has_splits(result) else []),
             fmt_bytes(float(columns["hbm_read_bytes"][i])),
             fmt_bytes(float(columns["hbm_write_bytes"][i])),
             fmt_bytes(float(columns["hbm_bytes"][i])),
@@ -78,10 +82,17 @@ _VALUE_HEADERS = (("algorithm", "left"), ("B_r×B_c", "right"), ("fits", "left")
                   ("FLOP", "right"), ("time", "right"), ("speed-up", "right"), ("bound", "left"))
 
 
+def _has_splits(result: SweepResult) -> bool:
+    return any(a.name == "splitkv" for a in result.algorithms)
+
+
 def _headers(result: SweepResult) -> list[tuple[str, str]]:
     axes = [(AXIS_HEADERS[a], "left" if a in ("gpu", "dtype", "pass_", "causal") else "right")
             for a in _shown_axes(result)]
-    return axes + list(_VALUE_HEADERS)
+    values = list(_VALUE_HEADERS)
+    if _has_splits(result):
+        values.insert(3, ("splits", "right"))
+    return axes + values
 
 
 def header_text(result: SweepResult) -> str:
@@ -149,9 +160,10 @@ def sweep_frame(result: SweepResult) -> Any:
 
     columns = result.columns()
     frame = pd.DataFrame(columns)
-    frame["block_q"] = frame["block_q"].where(frame["block_q"] > 0)
-    frame["block_kv"] = frame["block_kv"].where(frame["block_kv"] > 0)
-    return frame.astype({"block_q": "Int64", "block_kv": "Int64"})
+    blocks = ["block_q", "block_kv", "bwd_block_q", "bwd_block_kv"]
+    for name in blocks:  # an untiled algorithm, or a pass without a backward: empty
+        frame[name] = frame[name].where(frame[name] > 0)
+    return frame.astype({name: "Int64" for name in blocks})
 
 
 def sweep_csv(result: SweepResult) -> str:
@@ -166,8 +178,9 @@ def sweep_json(result: SweepResult) -> str:
     lists = [_plain(columns[name]) for name in names]
     records = [dict(zip(names, row, strict=True)) for row in zip(*lists, strict=True)]
     for record in records:
-        if not record["block_q"]:
-            record["block_q"] = record["block_kv"] = None
+        for pair in (("block_q", "block_kv"), ("bwd_block_q", "bwd_block_kv")):
+            if not record[pair[0]]:
+                record[pair[0]] = record[pair[1]] = None
     return json.dumps({**result.metadata(), "rows": records}, indent=1, ensure_ascii=False)
 
 

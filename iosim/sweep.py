@@ -7,10 +7,13 @@ int64 arrays that hold every grid point at once: the only Python loops run over 
 points, groups of points that share a kernel list, algorithms, kernels and accesses — never over
 points. Tests hold every column equal to `compare` on single workloads.
 
-The kernel list of an algorithm comes from `Algorithm.kernels(workload)`, so kernels added to an
-algorithm flow into sweeps by themselves. The list may depend on the workload: the axes whose
-values change it (found by asking `kernels` for each value of each axis) split the grid into
-groups, each evaluated with its own list.
+The kernel list of an algorithm comes from `Algorithm.kernels(workload, tiling)`, so kernels
+added to an algorithm flow into sweeps by themselves. The list may depend on the workload and the
+tiling (a backward with GQA adds kernels, split-KV's combine kernel runs only with several
+splits): the sweep records which workload fields and tiling fields `kernels` reads, asks it once
+per combination of the values of those axes, and runs the closed forms once per distinct kernel
+list over all the points that have it. An algorithm's `finish_tiling` (flash2's backward blocks,
+splitkv's split count) has a vectorised twin here, tested equal to it.
 
 In a sweep, blocks that do not fit the SRAM are not an error (as they are in `compare`): the
 point is marked `fits_sram = False` and its counts say what the blocks would cost if they did.
@@ -27,8 +30,10 @@ from typing import Any
 import numpy as np
 
 from iosim._version import __version__
-from iosim.algorithms import ALGORITHMS, Algorithm, get_algorithm
-from iosim.algorithms.blocks import BlockSums
+from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS, Algorithm, get_algorithm
+from iosim.algorithms.base import Algorithm as _Base
+from iosim.algorithms.blocks import BlockSums, cdiv
+from iosim.algorithms.flash2 import Flash2
 from iosim.algorithms.loopnest import (
     Dims,
     Kernel,
@@ -37,22 +42,25 @@ from iosim.algorithms.loopnest import (
     kernel_flops,
     kernel_sums,
 )
+from iosim.algorithms.splitkv import MAX_SPLITS, SplitKV
 from iosim.errors import IosimError
 from iosim.hardware import KERNEL_KINDS, Hardware, resolve_hardware
 from iosim.roofline import Profile, roofs_for
 from iosim.units import DTYPE_BYTES
-from iosim.workload import Workload, tiling_arrays
+from iosim.workload import Tiling, Workload, tiling_arrays
 
 SCHEMA = "iosim.sweep/1"
 
 AXES: tuple[str, ...] = ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
-                         "n_kv", "sram_bytes", "sram_elements", "block_q", "block_kv")
+                         "n_kv", "sparsity", "sram_bytes", "sram_elements", "block_q", "block_kv",
+                         "splits")
 """Grid axes, slowest-varying first: points are enumerated in this (C) order."""
 
-WORKLOAD_AXES = ("dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n", "n_kv")
-DEFAULTABLE = ("kv_heads", "n_kv", "sram_bytes", "sram_elements", "block_q", "block_kv")
+WORKLOAD_AXES = ("dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n", "n_kv",
+                 "sparsity")
+DEFAULTABLE = ("kv_heads", "n_kv", "sram_bytes", "sram_elements", "block_q", "block_kv", "splits")
 """Axes whose value None means "the default": kv_heads = heads, n_kv = n, the GPU's SRAM,
-Alg. 1 line 1's block sizes. In the int64 grids None is 0."""
+Alg. 1 line 1's block sizes, FlashAttention-2's split heuristic. In the int64 grids None is 0."""
 
 MAX_POINTS = 5_000_000
 """A larger grid is refused: its result arrays alone would take several GB."""
@@ -83,9 +91,13 @@ class SweepSpec:
     sram_elements: tuple[int | None, ...] = (None,)
     block_q: tuple[int | None, ...] = (None,)
     block_kv: tuple[int | None, ...] = (None,)
+    sparsity: tuple[float, ...] = (1.0,)
+    """Block-sparse fraction s of non-zero blocks (Prop. 4); 1 = dense."""
+    splits: tuple[int | None, ...] = (None,)
+    """splitkv's KV splits (None: flash_api.cpp's heuristic); other algorithms ignore it."""
     unfused: tuple[str, ...] = ()
     """Not an axis: the same unfused standard pipeline at every point."""
-    algorithms: tuple[str, ...] = tuple(ALGORITHMS)
+    algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     profile: Profile = "spec"
 
     def values(self, axis: str) -> tuple[Any, ...]:
@@ -127,6 +139,11 @@ class AlgorithmGrid:
     """Σ over kernels of max(matmul FLOPs / matmul peak, elementwise FLOPs / vector peak)."""
     memory_bound_time_s: np.ndarray
     """Time of the memory-bound kernels: the algorithm is memory-bound when it is ≥ half."""
+    splits: np.ndarray
+    """KV splits (splitkv; 1 for every other algorithm)."""
+    bwd_block_q: np.ndarray
+    """The backward pass's B_r where the pass has a backward (0 otherwise)."""
+    bwd_block_kv: np.ndarray
 
     @property
     def hbm_bytes(self) -> np.ndarray:
@@ -180,6 +197,8 @@ class SweepResult:
             other = self.axis_values("heads" if axis == "kv_heads" else "n")
             return np.asarray(np.where(own > 0, own, other))
         values = self.spec.values(axis)
+        if axis == "sparsity":
+            return np.asarray(np.array(values, dtype=np.float64)[self.index[axis]])
         if axis in ("dtype", "pass_", "causal"):
             return np.asarray(np.array(values, dtype=object if axis != "causal" else bool)[
                 self.index[axis]])
@@ -204,7 +223,7 @@ class SweepResult:
 
         cols: dict[str, np.ndarray] = {}
         for axis in ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
-                     "n_kv"):
+                     "n_kv", "sparsity"):
             cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis))
         cols["sram_bytes"] = per_point(self.sram_bytes)
         points = len(self.sram_bytes[cut])
@@ -212,6 +231,9 @@ class SweepResult:
         cols["block_q"] = interleave([a.block_q for a in chosen])
         cols["block_kv"] = interleave([a.block_kv for a in chosen])
         cols["fits_sram"] = interleave([a.fits_sram for a in chosen])
+        cols["bwd_block_q"] = interleave([a.bwd_block_q for a in chosen])
+        cols["bwd_block_kv"] = interleave([a.bwd_block_kv for a in chosen])
+        cols["splits"] = interleave([a.splits for a in chosen])
         cols["hbm_read_bytes"] = interleave([a.hbm_read_bytes for a in chosen])
         cols["hbm_write_bytes"] = interleave([a.hbm_write_bytes for a in chosen])
         cols["hbm_bytes"] = interleave([a.hbm_bytes for a in chosen])
@@ -242,6 +264,12 @@ class SweepResult:
                 out.append({"fwd": "forward", "bwd": "backward"}.get(value, "forward+backward"))
             elif axis == "dtype":
                 out.append(str(value))
+            elif axis == "sparsity":
+                if value != 1:
+                    out.append(f"block-sparse s = {value:g}")
+            elif axis == "splits":
+                if value is not None:
+                    out.append(f"splits {value}")
             elif axis == "sram_elements":
                 if value is not None:
                     out.append(f"M {value:,} elements")
@@ -272,7 +300,8 @@ class SweepResult:
         }
 
 
-_LABELS = {"n": "N", "n_kv": "N_kv", "kv_heads": "kv heads", "block_q": "B_r", "block_kv": "B_c"}
+_LABELS = {"n": "N", "n_kv": "N_kv", "kv_heads": "kv heads", "block_q": "B_r", "block_kv": "B_c",
+           "sparsity": "s", "splits": "splits"}
 
 
 class _Index(Mapping[str, np.ndarray]):
@@ -318,12 +347,12 @@ def _check(spec: SweepSpec) -> tuple[list[Algorithm], tuple[Hardware, ...], list
     elements_given = [v for v in spec.sram_elements if v is not None]
     if sram_given and elements_given:
         raise IosimError("give --sram or --sram-elements, not both")
-    for axis in ("sram_bytes", "sram_elements", "block_q", "block_kv"):
+    for axis in ("sram_bytes", "sram_elements", "block_q", "block_kv", "splits"):
         for v in spec.values(axis):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise IosimError(f"--{_flag(axis)} values must be whole numbers of at least 1, "
                                  f"got {v!r}")
-    for axis in ("dtype", "pass_", "causal", "batch", "d", "n"):
+    for axis in ("dtype", "pass_", "causal", "batch", "d", "n", "sparsity"):
         for v in spec.values(axis):
             _workload(spec, **{axis: v})
     for v in spec.n_kv:
@@ -335,6 +364,9 @@ def _check(spec: SweepSpec) -> tuple[list[Algorithm], tuple[Hardware, ...], list
     if not names or not all(names):
         raise IosimError(f"--algo needs a comma-separated list of {', '.join(ALGORITHMS)}")
     algorithms = [get_algorithm(n) for n in names]
+    if spec.splits != (None,) and "splitkv" not in names:
+        raise IosimError("--splits applies to splitkv; add it to --algo "
+                         "(e.g. --algo standard,flash2,splitkv)")
     resolved = [resolve_hardware(g) for g in spec.gpu]
     hardware = tuple(r.hardware for r in resolved)
     seen: dict[str, str] = {}
@@ -352,6 +384,14 @@ def _check(spec: SweepSpec) -> tuple[list[Algorithm], tuple[Hardware, ...], list
             f"N·N_kv·d·batch·heads reaches {biggest:.3g}, beyond the {INT64_HEADROOM:.3g} that "
             f"exact 64-bit counts allow; lower the largest --n, --d, --batch or --heads "
             f"(or run `iosim compare` on that one point: it counts with unbounded integers)")
+    if any(v != 1 for v in spec.sparsity):
+        # the block mask's sums multiply pair counts by the fraction's numerator (≤ 10^6)
+        pairs = float(max(spec.n)) * max(v or max(spec.n) for v in spec.n_kv)
+        den = max(_workload(spec, sparsity=v).sparsity_fraction[1] for v in spec.sparsity)
+        if pairs * den * 4 >= 2**62:
+            raise IosimError(
+                f"with --sparsity, N·N_kv·{den} (the fraction's denominator) leaves 64-bit "
+                f"integers; lower the largest --n or use a simpler fraction (e.g. 0.25)")
     notes = [r.note for r in resolved if r.note]
     return algorithms, hardware, notes
 
@@ -373,19 +413,6 @@ def _workload(spec: SweepSpec, **values: Any) -> Workload:
         first["kv_heads"] = None
     pass_ = first.pop("pass_")
     return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, **first)
-
-
-def _structural_axes(spec: SweepSpec, algorithm: Algorithm) -> list[str]:
-    """Workload axes whose values change the algorithm's kernel list (tried one at a time)."""
-    base = algorithm.kernels(_workload(spec))
-    changing = []
-    for axis in WORKLOAD_AXES:
-        values = spec.values(axis)
-        if len(values) < 2:
-            continue
-        if any(algorithm.kernels(_workload(spec, **{axis: v})) != base for v in values[1:]):
-            changing.append(axis)
-    return changing
 
 
 # ---------------------------------------------------------------------------------------------
@@ -414,7 +441,8 @@ def _take(array: np.ndarray, where: tuple[slice, ...]) -> np.ndarray:
 
 @dataclass(frozen=True, slots=True)
 class _Grid:
-    """The per-point numbers as broadcastable arrays (each over the axes it depends on)."""
+    """The per-point numbers as broadcastable arrays (each over the axes it depends on), or,
+    after `subset`, as flat arrays of the points of a mask."""
 
     n: np.ndarray
     n_kv: np.ndarray
@@ -424,40 +452,49 @@ class _Grid:
     kv_heads: np.ndarray
     element_bytes: np.ndarray
     sram_bytes: np.ndarray
-    blocks: dict[str, tuple[np.ndarray, np.ndarray, np.ndarray]]
-    """outer loop axis ("kv" or "q") -> (B_r, B_c, fits) by `tiling_arrays`."""
+    sparsity_num: Any
+    sparsity_den: Any
+    """Python 1, 1 when every point is dense (block_sums' dense path), else arrays."""
     bandwidth: np.ndarray
     matmul_peak: np.ndarray
     vector_peak: np.ndarray
     efficiency: dict[str, np.ndarray]
 
-    def take(self, where: tuple[slice, ...]) -> _Grid:
-        def cut(value: Any) -> Any:
+    def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> _Grid:
+        def apply(value: Any) -> Any:
             if isinstance(value, np.ndarray):
-                return _take(value, where)
+                return cut(value)
             if isinstance(value, dict):
-                return {k: cut(v) for k, v in value.items()}
-            return tuple(cut(v) for v in value)
+                return {k: apply(v) for k, v in value.items()}
+            return value
 
-        return _Grid(**{name: cut(getattr(self, name)) for name in self.__dataclass_fields__})
+        return _Grid(**{name: apply(getattr(self, name)) for name in self.__dataclass_fields__})
+
+    def take(self, where: tuple[slice, ...]) -> _Grid:
+        return self._map(lambda a: _take(a, where))
+
+    def subset(self, shape: tuple[int, ...], mask: np.ndarray) -> _Grid:
+        return self._map(lambda a: np.broadcast_to(a, shape)[mask])
 
 
-def _grid(spec: SweepSpec, hardware: Sequence[Hardware], outers: set[str]
-          ) -> tuple[_Grid, list[str]]:
+def _grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[_Grid, list[str]]:
     def ints(axis: str) -> np.ndarray:
         return _along(axis, _int_values(spec.values(axis)))
 
     n, n_kv_given = ints("n"), ints("n_kv")
     heads, kv_given = ints("heads"), ints("kv_heads")
     elt = _along("dtype", [DTYPE_BYTES[t] for t in spec.dtype]).astype(np.int64)
-    d = ints("d")
     gpu_sram = _along("gpu", [int(hw.sram_per_block_bytes) for hw in hardware]).astype(np.int64)
     sram_given, elements_given = ints("sram_bytes"), ints("sram_elements")
     sram = np.where(sram_given > 0, sram_given,
                     np.where(elements_given > 0, elements_given * elt, gpu_sram))
-    block_q, block_kv = ints("block_q"), ints("block_kv")
-    blocks = {outer: tiling_arrays(sram, d, elt, outer=outer, block_q=block_q, block_kv=block_kv)
-              for outer in sorted(outers)}
+    if all(v == 1 for v in spec.sparsity):
+        num: Any = 1
+        den: Any = 1
+    else:
+        fractions = [_workload(spec, sparsity=v).sparsity_fraction for v in spec.sparsity]
+        num = _along("sparsity", np.array([f[0] for f in fractions], dtype=np.int64))
+        den = _along("sparsity", np.array([f[1] for f in fractions], dtype=np.int64))
 
     roof_shape = [1] * len(AXES)
     roof_shape[AXES.index("gpu")] = len(hardware)
@@ -474,9 +511,10 @@ def _grid(spec: SweepSpec, hardware: Sequence[Hardware], outers: set[str]
         for kind in KERNEL_KINDS:
             efficiency[kind][at] = roofs.efficiency.get(kind, 1.0)
         notes.extend(f"{hw.name}, {dtype}: {n}" for n in roofs.notes)
-    grid = _Grid(n=n, n_kv=np.where(n_kv_given > 0, n_kv_given, n), d=d, batch=ints("batch"),
-                 heads=heads, kv_heads=np.where(kv_given > 0, kv_given, heads),
-                 element_bytes=elt, sram_bytes=sram, blocks=blocks, bandwidth=bandwidth,
+    grid = _Grid(n=n, n_kv=np.where(n_kv_given > 0, n_kv_given, n), d=ints("d"),
+                 batch=ints("batch"), heads=heads,
+                 kv_heads=np.where(kv_given > 0, kv_given, heads), element_bytes=elt,
+                 sram_bytes=sram, sparsity_num=num, sparsity_den=den, bandwidth=bandwidth,
                  matmul_peak=matmul, vector_peak=vector, efficiency=efficiency)
     return grid, list(dict.fromkeys(notes))
 
@@ -488,8 +526,223 @@ def _roof_index(gpu: int, dtype: int) -> tuple[int, ...]:
     return tuple(at)
 
 
+# ---------------------------------------------------------------------------------------------
+# tiling: Alg. 1 line 1 on arrays, then each algorithm's finish_tiling (vectorised twins)
+
+
+@dataclass(frozen=True, slots=True)
+class _Tiles:
+    """An algorithm's blocks at every point (broadcastable arrays; all 0 for an untiled one)."""
+
+    block_q: Any
+    block_kv: Any
+    fits: Any
+    bwd_block_q: Any = None
+    """The backward's blocks where they differ from the forward's by rule (flash2), else None."""
+    bwd_block_kv: Any = None
+    splits: Any = 1
+
+
+def _tiles(spec: SweepSpec, algorithm: Algorithm, g: _Grid,
+           hardware: Sequence[Hardware]) -> _Tiles:
+    if not algorithm.tiled:
+        return _Tiles(0, 0, True)
+    block_q, block_kv = _along("block_q", _int_values(spec.block_q)), _along(
+        "block_kv", _int_values(spec.block_kv))
+    q, kv, fits = tiling_arrays(g.sram_bytes, g.d, g.element_bytes, outer=algorithm.outer,
+                                block_q=block_q, block_kv=block_kv)
+    tiles = _Tiles(q, kv, fits)
+    finish = type(algorithm).finish_tiling
+    if finish is _Base.finish_tiling:
+        return tiles
+    twin = _FINISH_TILING.get(finish)
+    if twin is None:
+        raise IosimError(f"{algorithm.name} chooses its tiling in finish_tiling, which iosim "
+                         f"sweep cannot vectorise yet; use `iosim compare` for it")
+    return twin(spec, g, tiles, block_q, block_kv, hardware)
+
+
+def _flash2_finish(spec: SweepSpec, g: _Grid, tiles: _Tiles, block_q: np.ndarray,
+                   block_kv: np.ndarray, hardware: Sequence[Hardware]) -> _Tiles:
+    """Flash2.finish_tiling on arrays: a pass with a backward, no block given → the backward's
+    blocks by Alg. 1 line 1 for its K/V-outer loop."""
+    bwd_q, bwd_kv, _ = tiling_arrays(g.sram_bytes, g.d, g.element_bytes, outer="kv")
+    keep = (block_q > 0) | (block_kv > 0) | _along("pass_", np.array(
+        [p == "fwd" for p in spec.pass_]))
+    return _Tiles(tiles.block_q, tiles.block_kv, tiles.fits, np.where(keep, tiles.block_q, bwd_q),
+                  np.where(keep, tiles.block_kv, bwd_kv))
+
+
+def _splitkv_finish(spec: SweepSpec, g: _Grid, tiles: _Tiles, block_q: np.ndarray,
+                    block_kv: np.ndarray, hardware: Sequence[Hardware]) -> _Tiles:
+    """SplitKV.finish_tiling on arrays: --splits (checked), else flash_api.cpp's heuristic."""
+    group = g.heads // g.kv_heads
+    packs = (g.n == 1) & (group > 1)  # splitkv.packs_heads
+    rows = g.n * np.where(packs, group, 1)
+    heads = np.where(packs, g.kv_heads, g.heads)
+    m_blocks = cdiv(rows, tiles.block_q)
+    n_blocks = cdiv(g.n_kv, tiles.block_kv)
+    given = _along("splits", _int_values(spec.splits))
+    too_many = np.broadcast_to((given > 0) & (given > n_blocks),
+                               np.broadcast_shapes(given.shape, n_blocks.shape))
+    if too_many.any():
+        at = np.unravel_index(int(np.flatnonzero(too_many)[0]), too_many.shape)
+        value = int(np.broadcast_to(given, too_many.shape)[at])
+        blocks = int(np.broadcast_to(n_blocks, too_many.shape)[at])
+        raise IosimError(f"--splits {value} is more than the {blocks} key blocks of some points "
+                         f"(N_kv {int(np.broadcast_to(g.n_kv, too_many.shape)[at])}); use at "
+                         f"most {blocks}, or auto")
+    if any(v is None for v in spec.splits):
+        missing = [hw.name for hw in hardware if hw.sm_count is None]
+        if missing:
+            raise IosimError(f"{missing[0]}'s YAML has no sm_count, which the split heuristic "
+                             f"needs; give --splits")
+        sms = _along("gpu", np.array([hw.sm_count or 1 for hw in hardware], dtype=np.int64))
+        auto = num_splits_heuristic_array(g.batch * heads * m_blocks, 2 * sms, n_blocks,
+                                          MAX_SPLITS)
+        splits = np.where(given > 0, given, auto)
+    else:
+        splits = given
+    return _Tiles(tiles.block_q, tiles.block_kv, tiles.fits, splits=splits)
+
+
+_FINISH_TILING: dict[Any, Callable[..., _Tiles]] = {
+    Flash2.finish_tiling: _flash2_finish,
+    SplitKV.finish_tiling: _splitkv_finish,
+}
+
+
+def num_splits_heuristic_array(batch_nheads_mblocks: Any, num_sms: Any, num_n_blocks: Any,
+                               max_splits: int) -> np.ndarray:
+    """splitkv.num_splits_heuristic element-wise (a loop over the candidate split counts)."""
+    grid, sms, blocks = (np.asarray(v, dtype=np.int64) for v in np.broadcast_arrays(
+        batch_nheads_mblocks, num_sms, num_n_blocks))
+    limit = np.minimum(np.minimum(max_splits, sms), blocks)
+    efficiency = np.zeros((max_splits, *grid.shape))
+    for splits in range(1, max_splits + 1):
+        eligible = (splits <= limit) & (
+            (splits == 1) | (cdiv(blocks, splits) != cdiv(blocks, max(splits - 1, 1))))
+        n_waves = grid * splits / sms
+        efficiency[splits - 1] = np.where(eligible, n_waves / np.ceil(n_waves), 0.0)
+    best = efficiency.max(axis=0)
+    chosen = np.ones(grid.shape, dtype=np.int64)
+    found = np.zeros(grid.shape, dtype=bool)
+    for splits in range(1, max_splits + 1):
+        eligible = (splits <= limit) & (
+            (splits == 1) | (cdiv(blocks, splits) != cdiv(blocks, max(splits - 1, 1))))
+        hit = ~found & eligible & (efficiency[splits - 1] >= 0.85 * best)
+        chosen = np.where(hit, splits, chosen)
+        found |= hit
+    return np.asarray(np.where(grid >= 0.8 * sms, 1, chosen))
+
+
+# ---------------------------------------------------------------------------------------------
+# kernel lists: which fields `kernels` reads, and one list per combination of their values
+
+_READS: list[set[str]] = []
+
+
+class _RecordingWorkload(Workload):
+    """A Workload that notes every field `Algorithm.kernels` reads (properties read fields)."""
+
+    def __getattribute__(self, name: str) -> Any:
+        if _READS and not name.startswith("__"):
+            _READS[-1].add(name)
+        return object.__getattribute__(self, name)
+
+
+class _RecordingTiling(Tiling):
+    def __getattribute__(self, name: str) -> Any:
+        if _READS and not name.startswith("__"):
+            _READS[-1].add("tiling." + name)
+        return object.__getattribute__(self, name)
+
+
+_FIELD_AXES = {"n": "n", "n_kv": "n_kv", "d": "d", "heads": "heads", "kv_heads": "kv_heads",
+               "batch": "batch", "dtype": "dtype", "causal": "causal", "pass_": "pass_",
+               "sparsity": "sparsity"}
+
+
+@dataclass(frozen=True, slots=True)
+class _KernelPlan:
+    """An algorithm's distinct kernel lists and, per point, which one applies."""
+
+    lists: tuple[tuple[Kernel, ...], ...]
+    which: Any
+    """Index into `lists`: an int (one list everywhere) or a broadcastable array."""
+
+
+def _probe_workload(spec: SweepSpec, values: dict[str, Any]) -> Workload:
+    w = _workload(spec, **values)
+    fields = {f: getattr(w, f) for f in Workload.__dataclass_fields__}
+    return _RecordingWorkload(**fields)
+
+
+def _probe_tiling(splits: int) -> Tiling:
+    return _RecordingTiling(1, 1, 1, "sweep probe", "sweep probe", splits=splits)
+
+
+def _kernels(algorithm: Algorithm, w: Workload, splits: int, reads: set[str]
+             ) -> tuple[Kernel, ...]:
+    tiling = _probe_tiling(splits) if algorithm.tiled else None
+    _READS.append(set())
+    try:
+        kernels = algorithm.kernels(w, tiling)
+    finally:
+        reads |= _READS.pop()
+    return kernels
+
+
+def _kernel_plan(spec: SweepSpec, algorithm: Algorithm, tiles: _Tiles) -> _KernelPlan:
+    # 1. what kernels() reads: the base point and every single-axis change (with 1 and 2 splits)
+    reads: set[str] = set()
+    for splits in (1, 2):
+        _kernels(algorithm, _probe_workload(spec, {}), splits, reads)
+    for axis in WORKLOAD_AXES:
+        for v in spec.values(axis)[1:]:
+            _kernels(algorithm, _probe_workload(spec, {axis: v}), 1, reads)
+    axes = {_FIELD_AXES[f] for f in reads if f in _FIELD_AXES}
+    if "n_kv" in axes and spec.n_kv == (None,):
+        axes.add("n")
+    if "kv_heads" in axes and spec.kv_heads == (None,):
+        axes.add("heads")
+    read_axes = [a for a in WORKLOAD_AXES if a in axes and len(spec.values(a)) > 1]
+    tiling_reads = {f.removeprefix("tiling.") for f in reads if f.startswith("tiling.")}
+    unknown = tiling_reads - {"splits", "backward_blocks", "bwd_block_q", "bwd_block_kv"}
+    if unknown:
+        raise IosimError(f"{algorithm.name}'s kernel list depends on its tiling "
+                         f"({', '.join(sorted(unknown))}), which iosim sweep cannot group by "
+                         f"yet; use `iosim compare` for it")
+    split_values: list[int] = [1]
+    split_index: Any = 0
+    if "splits" in tiling_reads and isinstance(tiles.splits, np.ndarray):
+        unique, inverse = np.unique(tiles.splits, return_inverse=True)
+        split_values = [int(v) for v in unique]
+        split_index = inverse.reshape(tiles.splits.shape)
+    elif "splits" in tiling_reads:
+        split_values = [int(tiles.splits)]
+    # 2. one kernels() call per combination of those axes' values and split counts
+    lists: dict[tuple[Kernel, ...], int] = {}
+    sizes = [len(spec.values(a)) for a in read_axes] + [len(split_values)]
+    table = np.zeros(sizes, dtype=np.int64)
+    for combo in itertools.product(*(range(k) for k in sizes)):
+        values = {a: spec.values(a)[i] for a, i in zip(read_axes, combo, strict=False)}
+        kernels = _kernels(algorithm, _probe_workload(spec, values), split_values[combo[-1]],
+                           set())
+        table[combo] = lists.setdefault(kernels, len(lists))
+    if len(lists) == 1:
+        return _KernelPlan(tuple(lists), 0)
+    index = tuple(_along(a, np.arange(len(spec.values(a)))) for a in read_axes)
+    which = table[(*index, split_index)]
+    return _KernelPlan(tuple(lists), which)
+
+
+# ---------------------------------------------------------------------------------------------
+# the sweep
+
+
 _OUTPUTS_INT = ("block_q", "block_kv", "hbm_read_bytes", "hbm_write_bytes", "matmul_flops",
-                "elementwise_flops")
+                "elementwise_flops", "splits", "bwd_block_q", "bwd_block_kv")
 _OUTPUTS_FLOAT = ("time_s", "memory_time_s", "compute_time_s", "memory_bound_time_s")
 
 
@@ -504,25 +757,37 @@ def sweep(
     standard = ALGORITHMS["standard"]
     everyone = list(dict.fromkeys([standard, *algorithms]))
     shape = spec.shape
-    grid, roof_notes = _grid(spec, hardware, {a.outer for a in everyone if a.tiled})
-    outputs = {a.name: {**{k: np.zeros(shape, dtype=np.int64) for k in _OUTPUTS_INT},
-                        **{k: np.zeros(shape, dtype=np.float64) for k in _OUTPUTS_FLOAT},
-                        "fits_sram": np.ones(shape, dtype=bool)} for a in everyone}
-    # Axes that change an algorithm's kernel list are evaluated one value at a time; causal is
-    # too (block_sums takes it as a Python bool: the causal sums only where they are needed).
-    group_axes = {a.name: sorted({"causal", "pass_", *_structural_axes(spec, a)},
-                                 key=AXES.index) for a in everyone}
-    for done, chunk in _chunks(spec, {ax for axes in group_axes.values() for ax in axes}):
-        for algorithm in everyone:
-            axes = group_axes[algorithm.name]
-            for combo in itertools.product(*(range(len(spec.values(a))) for a in axes)):
-                where = list(chunk)
-                for axis, i in zip(axes, combo, strict=True):
-                    where[AXES.index(axis)] = slice(i, i + 1)
-                chosen = {a: spec.values(a)[i] for a, i in zip(axes, combo, strict=True)}
-                kernels = algorithm.kernels(_workload(spec, **chosen))
-                _evaluate(algorithm, kernels, grid.take(tuple(where)), bool(chosen["causal"]),
-                          outputs[algorithm.name], tuple(where))
+    grid, roof_notes = _grid(spec, hardware)
+    tiles = {a.name: _tiles(spec, a, grid, hardware) for a in everyone}
+    plans = {a.name: _kernel_plan(spec, a, tiles[a.name]) for a in everyone}
+    has_backward = _along("pass_", np.array([p != "fwd" for p in spec.pass_]))
+    outputs = {}
+    for a in everyone:
+        t = tiles[a.name]
+        out = {**{k: np.zeros(shape, dtype=np.int64) for k in _OUTPUTS_INT},
+               **{k: np.zeros(shape, dtype=np.float64) for k in _OUTPUTS_FLOAT},
+               "fits_sram": np.ones(shape, dtype=bool)}
+        if a.tiled:
+            out["block_q"][...] = t.block_q
+            out["block_kv"][...] = t.block_kv
+            out["fits_sram"][...] = t.fits
+            out["bwd_block_q"][...] = np.where(
+                has_backward, t.block_q if t.bwd_block_q is None else t.bwd_block_q, 0)
+            out["bwd_block_kv"][...] = np.where(
+                has_backward, t.block_kv if t.bwd_block_kv is None else t.bwd_block_kv, 0)
+        out["splits"][...] = t.splits
+        outputs[a.name] = out
+    # causal is evaluated one value at a time: block_sums takes it as a Python bool and computes
+    # the causal sums only where they are needed
+    for done, chunk in _chunks(spec, {"causal"}):
+        for c, causal in enumerate(spec.causal):
+            where = list(chunk)
+            where[AXES.index("causal")] = slice(c, c + 1)
+            part = tuple(where)
+            g = grid.take(part)
+            for algorithm in everyone:
+                _evaluate_plan(algorithm, plans[algorithm.name], tiles[algorithm.name], g, causal,
+                               outputs[algorithm.name], part, shape)
         if on_progress is not None:
             on_progress(done, spec.points)
 
@@ -555,19 +820,49 @@ def _chunks(spec: SweepSpec, group_axes: set[str]) -> list[tuple[int, tuple[slic
     return out
 
 
-def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: _Grid, causal: bool,
-              out: dict[str, np.ndarray], where: tuple[slice, ...]) -> None:
-    """One algorithm over one slice of the grid whose points share a kernel list and mask."""
+def _part_shape(shape: tuple[int, ...], where: tuple[slice, ...]) -> tuple[int, ...]:
+    return tuple(len(range(*w.indices(n))) for w, n in zip(where, shape, strict=True))
+
+
+def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: _Tiles, g: _Grid,
+                   causal: bool, out: dict[str, np.ndarray], where: tuple[slice, ...],
+                   shape: tuple[int, ...]) -> None:
+    """Each distinct kernel list over the points of this slice that have it."""
+    t = _Tiles(*(_take(v, where) if isinstance(v, np.ndarray) else v for v in (
+        tiles.block_q, tiles.block_kv, tiles.fits, tiles.bwd_block_q, tiles.bwd_block_kv,
+        tiles.splits)))
+    if len(plan.lists) == 1:
+        _evaluate(algorithm, plan.lists[0], g, t, causal, lambda key, value: out[key].__setitem__(
+            where, value))
+        return
+    part_shape = _part_shape(shape, where)
+    which = np.broadcast_to(_take(plan.which, where), part_shape)
+    for index, kernels in enumerate(plan.lists):
+        mask = which == index
+        if not mask.any():
+            continue
+        sub_t = _Tiles(*(np.broadcast_to(v, part_shape)[mask] if isinstance(v, np.ndarray)
+                         else v for v in (t.block_q, t.block_kv, t.fits, t.bwd_block_q,
+                                          t.bwd_block_kv, t.splits)))
+
+        def put(key: str, value: Any, mask: np.ndarray = mask) -> None:
+            out[key][where][mask] = value
+
+        _evaluate(algorithm, kernels, g.subset(part_shape, mask), sub_t, causal, put)
+
+
+def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: _Grid, t: _Tiles,
+              causal: bool, put: Callable[[str, Any], None]) -> None:
+    """One kernel list over a slice (or a masked subset) of the grid."""
     if algorithm.tiled:
-        block_q, block_kv, fits = g.blocks[algorithm.outer]
-        out["block_q"][where] = block_q
-        out["block_kv"][where] = block_kv
-        out["fits_sram"][where] = fits
+        block_q, block_kv = t.block_q, t.block_kv
     else:
         block_q, block_kv = g.n, g.n_kv  # as Dims.of does for an untiled algorithm
     dims = Dims(n_q=g.n, n_kv=g.n_kv, d=g.d, batch=g.batch, heads=g.heads, kv_heads=g.kv_heads,
-                element_bytes=g.element_bytes, block_q=block_q, block_kv=block_kv, causal=causal)
-    sums_cache: dict[bool, BlockSums] = {}
+                element_bytes=g.element_bytes, block_q=block_q, block_kv=block_kv, causal=causal,
+                splits=t.splits, sparsity_num=g.sparsity_num, sparsity_den=g.sparsity_den,
+                bwd_block_q=t.bwd_block_q, bwd_block_kv=t.bwd_block_kv)
+    sums_cache: dict[tuple[bool, str, bool], BlockSums] = {}
     read: Any = 0
     write: Any = 0
     matmul_total: Any = 0
@@ -577,10 +872,10 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: _Grid, causal:
     compute_time_total: Any = 0.0
     memory_bound_time: Any = 0.0
     for kernel in kernels:
-        tiled = kernel.loop is not None
-        if tiled not in sums_cache:
-            sums_cache[tiled] = kernel_sums(kernel, dims)
-        sums = sums_cache[tiled]
+        key = (kernel.loop is not None, kernel.blocks, kernel.pack_heads)
+        if key not in sums_cache:
+            sums_cache[key] = kernel_sums(kernel, dims)
+        sums = sums_cache[key]
         kernel_read: Any = 0
         kernel_write: Any = 0
         for access in kernel.accesses:
@@ -603,9 +898,10 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: _Grid, causal:
         memory_time_total = memory_time_total + memory_time
         compute_time_total = compute_time_total + compute_time
         memory_bound_time = memory_bound_time + np.where(memory_time >= compute_time, time, 0.0)
-    for key, value in (("hbm_read_bytes", read), ("hbm_write_bytes", write),
-                       ("matmul_flops", matmul_total), ("elementwise_flops", elementwise_total),
-                       ("time_s", time_total), ("memory_time_s", memory_time_total),
-                       ("compute_time_s", compute_time_total),
-                       ("memory_bound_time_s", memory_bound_time)):
-        out[key][where] = value
+    for key_name, value in (("hbm_read_bytes", read), ("hbm_write_bytes", write),
+                            ("matmul_flops", matmul_total),
+                            ("elementwise_flops", elementwise_total), ("time_s", time_total),
+                            ("memory_time_s", memory_time_total),
+                            ("compute_time_s", compute_time_total),
+                            ("memory_bound_time_s", memory_bound_time)):
+        put(key_name, value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
+from fractions import Fraction
 from typing import Any, Literal
 
 import numpy as np
@@ -37,6 +38,10 @@ class Workload:
     causal: bool = False
     pass_: Pass = "fwd"
     unfused: tuple[str, ...] = ()
+    sparsity: float = 1.0
+    """Block-sparse FlashAttention (Prop. 4): the fraction s of non-zero blocks, 0 < s <= 1.
+    Tiled kernels visit only the blocks of the mask in iosim/algorithms/blockmask.py; standard
+    attention stays dense."""
 
     def __post_init__(self) -> None:
         for name in ("n", "d", "heads", "batch"):
@@ -65,6 +70,11 @@ class Workload:
         if bad:
             raise WorkloadError(f"unknown unfused op '{bad[0]}'; use any of {', '.join(UNFUSED_OPS)}")
         object.__setattr__(self, "unfused", tuple(op for op in UNFUSED_OPS if op in self.unfused))
+        if (isinstance(self.sparsity, bool) or not isinstance(self.sparsity, (int, float))
+                or not 0 < self.sparsity <= 1):
+            raise WorkloadError(f"--sparsity must be a fraction of non-zero blocks in (0, 1], got "
+                                f"{self.sparsity!r}; e.g. --sparsity 0.25")
+        object.__setattr__(self, "sparsity", float(self.sparsity))
 
     @property
     def seq_kv(self) -> int:
@@ -75,6 +85,12 @@ class Workload:
     def heads_kv(self) -> int:
         assert self.kv_heads is not None
         return self.kv_heads
+
+    @property
+    def sparsity_fraction(self) -> tuple[int, int]:
+        """s as a fraction p/q (q <= 10^6) so that block-mask counts are exact integers."""
+        f = Fraction(self.sparsity).limit_denominator(10**6)
+        return f.numerator, f.denominator
 
     @property
     def element_bytes(self) -> int:
@@ -89,8 +105,9 @@ class Workload:
         kv = f" (kv {self.seq_kv})" if self.seq_kv != self.n else ""
         heads = f"{self.heads} heads" + (f" / {self.heads_kv} kv" if self.heads_kv != self.heads else "")
         mask = "causal" if self.causal else "non-causal"
+        sparse = f", block-sparse s = {self.sparsity:g}" if self.sparsity != 1 else ""
         return (f"batch {self.batch} × {heads}, N {self.n}{kv}, d {self.d}, {self.dtype}, "
-                f"{_PASS_NAMES[self.pass_]}, {mask}")
+                f"{_PASS_NAMES[self.pass_]}, {mask}{sparse}")
 
     def with_(self, **changes: object) -> Workload:
         return replace(self, **changes)  # type: ignore[arg-type]
@@ -127,9 +144,25 @@ class Tiling:
     """Which figure M came from: 'sram_per_block of <gpu>', '--sram', '--sram-elements'."""
     rule: str
     """How the block sizes were chosen, e.g. 'Alg. 1 line 1: B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d)'."""
+    bwd_block_q: int | None = None
+    bwd_block_kv: int | None = None
+    """The backward pass's B_r × B_c where it differs from the forward's (None: the same).
+    FlashAttention-2's backward loops K/V-outer while its forward loops Q-outer, so Alg. 1
+    line 1's rule, applied to each loop order, sizes the two passes differently."""
+    bwd_rule: str = ""
+    splits: int = 1
+    """Split-KV (flash-decoding): each query block's key blocks are cut into this many programs."""
+    splits_rule: str = ""
+    """How the split count was chosen ('--splits', or flash_api.cpp's heuristic and its inputs)."""
 
     def sram_elements(self, dtype: str) -> int:
         return self.sram_bytes // DTYPE_BYTES[dtype]
+
+    @property
+    def backward_blocks(self) -> tuple[int, int]:
+        """(B_r, B_c) of the backward pass's kernels."""
+        return (self.bwd_block_q if self.bwd_block_q is not None else self.block_q,
+                self.bwd_block_kv if self.bwd_block_kv is not None else self.block_kv)
 
 
 def working_set_bytes(block_q: int, block_kv: int, d: int, element_bytes: int) -> int:

@@ -38,9 +38,11 @@ def _check_against_compare(result: SweepResult) -> int:
                      heads=int(cols["heads"][row]), kv_heads=int(cols["kv_heads"][row]),
                      batch=int(cols["batch"][row]), dtype=str(cols["dtype"][row]),
                      causal=bool(cols["causal"][row]), pass_=str(cols["pass"][row]),
-                     unfused=spec.unfused)
+                     unfused=spec.unfused, sparsity=float(cols["sparsity"][row]))
         name = str(cols["algorithm"][row])
         kwargs: dict[str, Any] = {"block_q": pick["block_q"], "block_kv": pick["block_kv"]}
+        if name == "splitkv":
+            kwargs["splits"] = pick["splits"]
         if pick["sram_bytes"] is not None:
             kwargs["sram"] = pick["sram_bytes"]
         if pick["sram_elements"] is not None:
@@ -57,6 +59,10 @@ def _check_against_compare(result: SweepResult) -> int:
         if a.tiling is not None:
             assert (cols["block_q"][row], cols["block_kv"][row]) == (a.tiling.block_q,
                                                                      a.tiling.block_kv)
+            assert cols["splits"][row] == a.tiling.splits
+            if w.pass_ != "fwd":
+                assert (cols["bwd_block_q"][row], cols["bwd_block_kv"][row]) == \
+                    a.tiling.backward_blocks
         assert cols["hbm_read_bytes"][row] == a.hbm_read_bytes
         assert cols["hbm_write_bytes"][row] == a.hbm_write_bytes
         assert cols["hbm_bytes"][row] == a.hbm_bytes
@@ -78,6 +84,54 @@ def test_grid_equals_compare_everywhere() -> None:
     result = sweep(spec)
     assert result.points == 4 * 2 * 2 * 2 * 2 * 2 * 2 * 3 * 2
     assert _check_against_compare(result) > result.points  # most rows fit, all checked
+
+
+def test_backward_passes_gqa_and_sparsity_equal_compare() -> None:
+    """Issue 3's kernels (Alg. 3/4 backward, FA2's backward blocks, GQA dK/dV expansion, the
+    block-sparse mask) through the sweep, unchanged."""
+    spec = SweepSpec(n=(256, 1000), gpu=("a100", "h100"), d=(64,), heads=(8,),
+                     kv_heads=(None, 2), pass_=("fwd", "bwd", "fwdbwd"), causal=(False, True),
+                     sparsity=(1.0, 0.25), block_kv=(None, 128))
+    result = sweep(spec)
+    assert _check_against_compare(result) > 0
+    flash2 = result.algorithm("flash2")
+    passes = result.axis_values("pass_")
+    given = result.index["block_kv"] == 1
+    # FA2's backward tiles K/V-outer by Alg. 1 line 1 (B_c = ⌈M/4d⌉ = 326 on the A100's 163 KiB)
+    assert set(flash2.bwd_block_kv[(passes == "bwd") & ~given
+                                   & (result.index["gpu"] == 0)].tolist()) == {326}
+    assert set(flash2.bwd_block_q[passes == "fwd"].tolist()) == {0}
+
+
+def test_decoding_with_splitkv_equals_compare() -> None:
+    """Flash-Decoding: N = 1, GQA packing, the split heuristic and given split counts."""
+    spec = SweepSpec(n=(1, 16), n_kv=(4096, 65536), gpu=("a100", "h100"), heads=(16, 32),
+                     kv_heads=(2, 16), batch=(1, 8), algorithms=("standard", "flash2", "splitkv"),
+                     splits=(None, 1, 4), causal=(False, True))
+    result = sweep(spec)
+    assert _check_against_compare(result) == result.points * 3
+    splits = result.algorithm("splitkv").splits
+    assert len(set(splits.tolist())) > 3  # the heuristic picks many counts across the grid
+    assert set(result.algorithm("flash2").splits.tolist()) == {1}
+
+
+@settings(max_examples=200, deadline=None)
+@given(grid=st.integers(1, 600), sms=st.integers(1, 300), blocks=st.integers(1, 400))
+def test_split_heuristic_array_equals_flash_api(grid: int, sms: int, blocks: int) -> None:
+    from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
+    from iosim.sweep import num_splits_heuristic_array
+
+    got = num_splits_heuristic_array(np.array([grid]), np.array([sms]), np.array([blocks]),
+                                     MAX_SPLITS)
+    assert int(got[0]) == num_splits_heuristic(grid, sms, blocks, MAX_SPLITS)
+
+
+def test_splits_errors() -> None:
+    with pytest.raises(IosimError, match="--splits applies to splitkv"):
+        sweep(SweepSpec(n=(1,), n_kv=(4096,), gpu=("a100",), splits=(2,)))
+    with pytest.raises(IosimError, match="--splits 64 is more than the"):
+        sweep(SweepSpec(n=(1,), n_kv=(512, 4096), gpu=("a100",), algorithms=("splitkv",),
+                        splits=(64,)))
 
 
 def test_sram_axes_and_block_q_and_unfused() -> None:
@@ -163,6 +217,23 @@ def test_work_does_not_grow_with_the_grid(monkeypatch: pytest.MonkeyPatch) -> No
     sweep(SweepSpec(n=tuple(range(256, 256 + 64 * 16, 16)), d=(32, 64, 128, 256),
                     heads=(1, 2, 4, 8), batch=(1, 2, 4, 8), gpu=("a100",)))
     assert counts == small
+
+
+def test_kernels_are_asked_per_combination_of_what_they_read(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Forward flash1 reads only the pass: one kernels() call per pass value, whatever the grid."""
+    calls = []
+    original = Flash1.kernels
+
+    def counting(self: Any, workload: Workload, tiling: Any = None) -> Any:
+        calls.append(workload)
+        return original(self, workload, tiling)
+
+    monkeypatch.setattr(Flash1, "kernels", counting)
+    sweep(SweepSpec(n=tuple(range(256, 256 * 41, 256)), d=(32, 64, 128), heads=(1, 4, 16),
+                    gpu=("a100",), algorithms=("flash1",)))
+    probes = 2 + (40 - 1) + (3 - 1) + (3 - 1)  # base ×2 splits, then each other axis value
+    assert len(calls) == probes + 1
 
 
 class _Staged(Algorithm):

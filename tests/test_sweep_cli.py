@@ -147,6 +147,7 @@ def test_progress_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
     from iosim.cli import sweep_cmd
     from iosim.sweep import SweepSpec
 
+    monkeypatch.setenv("TERM", "xterm")  # conftest makes terminals dumb (no live display)
     monkeypatch.setattr(sweep_cmd, "PROGRESS_AFTER_S", 0.0)
     monkeypatch.setattr(importlib.import_module("iosim.sweep"), "CHUNK_POINTS", 4)
     terminal = Console(file=io.StringIO(), force_terminal=True, width=100)

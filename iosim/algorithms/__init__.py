@@ -5,10 +5,14 @@ from __future__ import annotations
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import Flash1
 from iosim.algorithms.flash2 import Flash2
+from iosim.algorithms.splitkv import SplitKV
 from iosim.algorithms.standard import Standard
 from iosim.errors import IosimError
 
-ALGORITHMS: dict[str, Algorithm] = {a.name: a for a in (Standard(), Flash1(), Flash2())}
+ALGORITHMS: dict[str, Algorithm] = {
+    a.name: a for a in (Standard(), Flash1(), Flash2(), SplitKV())}
+DEFAULT_ALGORITHMS: tuple[str, ...] = ("standard", "flash1", "flash2")
+"""What `compare` runs when not told: splitkv joins them for a decoding step (N = 1)."""
 
 
 def get_algorithm(name: str) -> Algorithm:
@@ -20,4 +24,4 @@ def get_algorithm(name: str) -> Algorithm:
         ) from None
 
 
-__all__ = ["ALGORITHMS", "Algorithm", "get_algorithm"]
+__all__ = ["ALGORITHMS", "DEFAULT_ALGORITHMS", "Algorithm", "get_algorithm"]

@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.errors import IosimError
-from iosim.workload import Workload
+from iosim.workload import Tiling, Workload
 
 
 class Algorithm(ABC):
@@ -18,8 +18,12 @@ class Algorithm(ABC):
     outer: str = "kv"
     """The forward pass's outer-loop axis, which the default block-size rule follows."""
 
-    def kernels(self, workload: Workload) -> tuple[Kernel, ...]:
-        """The kernels one call launches, in order, for the workload's pass."""
+    def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
+        """The kernels one call launches, in order, for the workload's pass.
+
+        `tiling` matters only to algorithms whose kernel list depends on it (splitkv's
+        combine kernel runs only with more than one split).
+        """
         if workload.pass_ == "fwd":
             return self.forward(workload)
         if workload.pass_ == "bwd":
@@ -31,3 +35,9 @@ class Algorithm(ABC):
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         raise IosimError(f"the backward pass of {self.name} is not modelled yet; use --pass fwd")
+
+    def finish_tiling(self, tiling: Tiling | None, workload: Workload, *, sm_count: int | None,
+                      splits: int | None, blocks_given: bool = False) -> Tiling | None:
+        """Choices beyond the forward's block sizes: flash2's backward blocks, splitkv's KV
+        splits. By default the backward tiles with the forward's blocks (Alg. 4 line 2)."""
+        return tiling

@@ -12,11 +12,31 @@
 Per head: 2Nd + T_c(3Nd + 4N) elements (reads 2Nd + T_c(2Nd + 2N), writes T_c(Nd + 2N)), plus
 the line-2 initialisation Nd + 2N, reported as its own kernel. l and m are fp32 (4 bytes).
 A causal mask skips the pairs above the diagonal (blocks.py); K_j, V_j are still loaded once.
+FlashAttention-1's CUDA kernels launch one program per (batch, head) (FA2 paper §3.2:
+"FlashAttention parallelizes over batch size and number of heads").
+
+Algorithm 4 (backward), with the block sizes of Algorithm 1 (line 2: the same B_r, B_c; iosim
+uses the same Tiling for both passes):
+  5: Initialize dQ = (0), dK = (0), dV = (0) in HBM.
+  6: for 1 ≤ j ≤ T_c:
+  7:   Load K_j, V_j from HBM to on-chip SRAM.
+  8:   Initialize dK_j = (0), dV_j = (0) on SRAM.
+  9:   for 1 ≤ i ≤ T_r:
+  10:    Load Q_i, O_i, dO_i, dQ_i, l_i, m_i from HBM to on-chip SRAM.
+  11-20: S_ij, P_ij = diag(l_i)⁻¹exp(S_ij − m_i), (dropout mask regenerated from R),
+         dV_j += P_ijᵀdO_i, dP_ij = dO_i V_jᵀ, D_i = rowsum(dO_i∘O_i), dS_ij = P_ij∘(dP_ij − D_i)
+  21:    Write dQ_i ← dQ_i + τ dS_ij K_j to HBM.
+  22:    dK_j ← dK_j + τ dS_ijᵀ Q_i (on chip).
+  24:  Write dK_j, dV_j to HBM.
+Per head: 4Nd + T_c(5Nd + 2N) elements (reads 2Nd + T_c(4Nd + 2N), writes 2Nd + T_c·Nd), plus
+the line-5 initialisation 3Nd, its own kernel (init). dQ stays in the input dtype, as written
+(FA1's CUDA code accumulates in an fp32 `dq_tmp` when the sequence exceeds one block).
 """
 
 from __future__ import annotations
 
 from iosim.algorithms.base import Algorithm
+from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.standard import SOFTMAX_FLOPS_PER_SCORE
 from iosim.workload import Workload
@@ -25,6 +45,13 @@ FORWARD_FLOPS = (
     FlopCount("matmul", "score_d", 4, "S_ij = Q_i K_jᵀ and P̃_ij V_j: 2d each per score"),
     FlopCount("elementwise", "score", SOFTMAX_FLOPS_PER_SCORE,
               "online softmax: max, subtract, exp, sum, rescale (seed 000)"),
+)
+
+BACKWARD_FLOPS = (
+    FlopCount("matmul", "score_d", 10, "recompute S = QKᵀ, dV += PᵀdO, dP = dO Vᵀ, dQ += dS K, "
+              "dK += dSᵀQ: five matmuls, 2d each per score (FA2 §4.1: bwd = 2.5 × fwd)"),
+    FlopCount("elementwise", "score", 5, "P = exp(S − m)/l: 3; dS = P∘(dP − D): 2"),
+    FlopCount("elementwise", "pair_q_d", 2, "Alg. 4 line 19: D_i = rowsum(dO_i∘O_i), every pass"),
 )
 
 
@@ -51,5 +78,27 @@ class Flash1(Algorithm):
             Access("O", "write", "inner", "q", "d", "Alg. 1 line 12: write O_i"),
             Access("l", "write", "inner", "q", "1", "Alg. 1 line 13: write l_i", element="fp32"),
             Access("m", "write", "inner", "q", "1", "Alg. 1 line 13: write m_i", element="fp32"),
-        ), FORWARD_FLOPS, loop="kv")
+        ), FORWARD_FLOPS, loop="kv", grid="heads")
         return init, fused
+
+    def backward(self, workload: Workload) -> tuple[Kernel, ...]:
+        dk, dv = dkv_names(workload)
+        init = Kernel("bwd_init", "init dQ, dK, dV", "elementwise", (
+            Access("dQ", "write", "prologue", "q", "d", "Alg. 4 line 5: dQ = (0) in HBM", init=True),
+            Access(dk, "write", "prologue", "kv", "d", "Alg. 4 line 5: dK = (0) in HBM", init=True),
+            Access(dv, "write", "prologue", "kv", "d", "Alg. 4 line 5: dV = (0) in HBM", init=True),
+        ))
+        fused = Kernel("bwd_attn", "fused backward", "fused", (
+            Access("K", "read", "outer", "kv", "d", "Alg. 4 line 7: load K_j"),
+            Access("V", "read", "outer", "kv", "d", "Alg. 4 line 7: load V_j"),
+            Access("Q", "read", "inner", "q", "d", "Alg. 4 line 10: load Q_i"),
+            Access("O", "read", "inner", "q", "d", "Alg. 4 line 10: load O_i"),
+            Access("dO", "read", "inner", "q", "d", "Alg. 4 line 10: load dO_i"),
+            Access("dQ", "read", "inner", "q", "d", "Alg. 4 line 10: load dQ_i"),
+            Access("l", "read", "inner", "q", "1", "Alg. 4 line 10: load l_i", element="fp32"),
+            Access("m", "read", "inner", "q", "1", "Alg. 4 line 10: load m_i", element="fp32"),
+            Access("dQ", "write", "inner", "q", "d", "Alg. 4 line 21: write dQ_i"),
+            Access(dk, "write", "outer_end", "kv", "d", "Alg. 4 line 24: write dK_j"),
+            Access(dv, "write", "outer_end", "kv", "d", "Alg. 4 line 24: write dV_j"),
+        ), BACKWARD_FLOPS, loop="kv", grid="heads", blocks="backward")
+        return (init, fused, *sum_dkdv(workload))

@@ -6,14 +6,48 @@
   12-15: O_i ← diag(l_i)⁻¹ O_i; L_i = m_i + log(l_i); write O_i and L_i to HBM.
 Per head: 2Nd + 2Nd·T_r elements + N fp32 logsumexp values (reads Nd + 2Nd·T_r, writes Nd + N).
 With a causal mask row block i only loads the key blocks on or below the diagonal (§3.1.1).
+One program per query block of each (batch, head): grid (num_m_block, b, h), flash_fwd_launch_template.h.
+
+Backward, as FlashAttention-2's CUDA code runs it (flash_bwd_launch_template.h
+`run_flash_bwd_seqk_parallel`: three kernels), against the paper's Algorithm 2:
+  dot_do_o (flash_bwd_preprocess_kernel.h `compute_dot_do_o`): D = rowsum(dO∘O) (Alg. 2 line 4:
+      read dO, O, write D) and the zeroing of the fp32 dQaccum (Alg. 2 line 3: "Initialize
+      dQ = (0) in HBM"; `Clear_dQaccum`), one program per query block.
+  main kernel, one program per key block (grid (num_n_block, b, h)), K/V outer:
+    6:   Load K_j, V_j.
+    9:     for each query block i: Load Q_i, dO_i, dQ_i, L_i, D_i — Alg. 2 line 9 also loads
+           O_i, but D_i already holds the only thing O is needed for, and the code never loads O
+           here: iosim follows the code (one Nd per pass fewer than the literal algorithm).
+    15:    dQ_i ← dQ_i + dS_ij K_j, "write back to HBM": dQ is accumulated in fp32 (dq_accum, an
+           atomicAdd, i.e. a read-modify-write of 4-byte elements in L2), counted as an fp32 read
+           and an fp32 write per visited pair.
+    18:  Write dK_j, dV_j (per query head into dk/dv_expanded under GQA, then summed: grads.py).
+  convert_dQ: read dQaccum (fp32), write dQ in the input dtype.
+Block sizes: the forward's rule is Alg. 1 line 1 for a Q-outer loop (Q_i resident: B_r =
+⌈M/4d⌉, B_c = min(⌈M/4d⌉, d)); the backward keeps K_j, V_j resident, so by default it gets the
+rule for a K/V-outer loop (B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d), Algorithm 1's own sizes), kept in
+Tiling.bwd_block_q/bwd_block_kv. Explicit --block-q/--block-kv hold for both passes.
+Per head, with T_c = ⌈N/B_c⌉ of the backward's B_c:
+  elements: 8Nd + N + T_c(4Nd + 2N), plus the Nd-element dQaccum initialisation;
+  bytes (2-byte dtype, fp32 L, D, dQaccum): 18Nd + 4N + T_c(12Nd + 8N), plus 4Nd init.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
-from iosim.algorithms.loopnest import Access, Kernel
-from iosim.workload import Workload
+from iosim.algorithms.grads import dkv_names, sum_dkdv
+from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.workload import Tiling, Workload, make_tiling
+
+_PRE = "flash_bwd_preprocess_kernel.h compute_dot_do_o"
+BACKWARD_FLOPS = (
+    FlopCount("matmul", "score_d", 10, "recompute S = QKᵀ, dV += PᵀdO, dP = dO Vᵀ, dQ += dS K, "
+              "dK += dSᵀQ: five matmuls, 2d each per score (FA2 §4.1: bwd = 2.5 × fwd)"),
+    FlopCount("elementwise", "score", 4, "P = exp(S − L): 2; dS = P∘(dP − D): 2"),
+)
 
 
 class Flash2(Algorithm):
@@ -30,4 +64,57 @@ class Flash2(Algorithm):
             Access("O", "write", "outer_end", "q", "d", "FA2 Alg. 1 line 14: write O_i"),
             Access("L", "write", "outer_end", "q", "1", "FA2 Alg. 1 line 15: write L_i (logsumexp)",
                    element="fp32"),
-        ), FORWARD_FLOPS, loop="q"),)
+        ), FORWARD_FLOPS, loop="q", grid="blocks"),)
+
+    def backward(self, workload: Workload) -> tuple[Kernel, ...]:
+        dk, dv = dkv_names(workload)
+        pre = Kernel("bwd_dot_do_o", "D = rowsum(dO∘O)", "elementwise", (
+            Access("dO", "read", "prologue", "q", "d", f"FA2 Alg. 2 line 4 ({_PRE}): read dO"),
+            Access("O", "read", "prologue", "q", "d", f"FA2 Alg. 2 line 4 ({_PRE}): read O"),
+            Access("D", "write", "prologue", "q", "1", f"FA2 Alg. 2 line 4 ({_PRE}): write D",
+                   element="fp32"),
+            Access("dQaccum", "write", "prologue", "q", "d",
+                   f"FA2 Alg. 2 line 3: dQ = (0) in HBM ({_PRE}: Clear_dQaccum, fp32)",
+                   element="fp32", init=True),
+        ), (FlopCount("elementwise", "q_d", 2, "dO∘O and its row sum"),))
+        main = Kernel("bwd_attn", "fused backward", "fused", (
+            Access("K", "read", "outer", "kv", "d", "FA2 Alg. 2 line 6: load K_j"),
+            Access("V", "read", "outer", "kv", "d", "FA2 Alg. 2 line 6: load V_j"),
+            Access("Q", "read", "inner", "q", "d", "FA2 Alg. 2 line 9: load Q_i"),
+            Access("dO", "read", "inner", "q", "d", "FA2 Alg. 2 line 9: load dO_i"),
+            Access("dQaccum", "read", "inner", "q", "d",
+                   "FA2 Alg. 2 line 15: load dQ_i (fp32 dq_accum, atomicAdd)", element="fp32"),
+            Access("L", "read", "inner", "q", "1", "FA2 Alg. 2 line 9: load L_i", element="fp32"),
+            Access("D", "read", "inner", "q", "1", "FA2 Alg. 2 line 9: load D_i", element="fp32"),
+            Access("dQaccum", "write", "inner", "q", "d",
+                   "FA2 Alg. 2 line 15: write dQ_i back (fp32 dq_accum, atomicAdd)",
+                   element="fp32"),
+            Access(dk, "write", "outer_end", "kv", "d", "FA2 Alg. 2 line 18: write dK_j"),
+            Access(dv, "write", "outer_end", "kv", "d", "FA2 Alg. 2 line 18: write dV_j"),
+        ), BACKWARD_FLOPS, loop="kv", grid="blocks", blocks="backward")
+        convert = Kernel("bwd_convert_dq", "dQ = fp16(dQaccum)", "elementwise", (
+            Access("dQaccum", "read", "prologue", "q", "d",
+                   "flash_bwd_preprocess_kernel.h convert_dQ: read dq_accum (fp32)",
+                   element="fp32"),
+            Access("dQ", "write", "prologue", "q", "d",
+                   "flash_bwd_preprocess_kernel.h convert_dQ: write dQ in the input dtype"),
+        ), (FlopCount("elementwise", "q_d", 1, "scale by the softmax scale"),))
+        return (pre, main, convert, *sum_dkdv(workload))
+
+    def finish_tiling(self, tiling: Tiling | None, workload: Workload, *, sm_count: int | None,
+                      splits: int | None, blocks_given: bool = False) -> Tiling | None:
+        """The backward's blocks: Alg. 1 line 1's rule for its own (K/V-outer) loop.
+
+        The forward keeps Q_i resident, so the rule gives B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d);
+        the backward keeps K_j, V_j resident (like Alg. 4), so the same rule gives it Alg. 1's
+        B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d) (FA2's CUDA backward likewise uses its own tiles,
+        e.g. 128 × 128 for d = 64 on A100, flash_bwd_launch_template.h). Block sizes the user
+        gives hold for both passes.
+        """
+        if tiling is None or blocks_given or workload.pass_ == "fwd":
+            return tiling
+        bwd = make_tiling(workload, tiling.sram_bytes, tiling.sram_source, outer="kv")
+        if (bwd.block_q, bwd.block_kv) == (tiling.block_q, tiling.block_kv):
+            return tiling
+        return replace(tiling, bwd_block_q=bwd.block_q, bwd_block_kv=bwd.block_kv,
+                       bwd_rule=bwd.rule + " (the backward's K/V-outer loop)")

@@ -14,6 +14,21 @@ Every kernel of every algorithm is one of two shapes:
             "outer_end" accesses                (tile o)
         epilogue accesses                       (whole tensors)
 
+Three refinements, each a flag on the Kernel or the Dims (issue 3):
+  - block-sparse (Dims.sparsity_num/den < 1): "inner" accesses happen only for the non-zero pairs
+    of the mask in blockmask.py; "outer"/"outer_end" are untouched (K_j, V_j still loaded, O
+    still written: Prop. 4).
+  - split-KV (Kernel.split, q-outer only): each outer block o runs as Dims.splits programs, split
+    k visiting the key blocks [k·nb, (k+1)·nb) of o (nb = ⌈T_c/splits⌉). "outer" accesses happen
+    once per program that has a key block to visit after the causal skip (FA2 exits an empty
+    split before loading anything; a block-sparse mask does not empty a split), "outer_end" once
+    per program. Access.per_split marks a tensor with one copy per split (the partial outputs);
+    a whole-tensor access of it moves every copy.
+  - head packing (Kernel.pack_heads): the g = heads/kv_heads query heads of a KV head are
+    stacked as g·n_q rows of one problem (FA2 `seqlenq_ngroups_swapped` for decoding), so a
+    program serves a KV head and reads its K/V once. Valid only where every query row sees
+    every key (n_q = 1, or no causal mask): the packed problem is counted without a mask.
+
 From that one description come
   1. `closed_form`: exact element counts as sums over the loop (block sums in blocks.py),
      vectorised so that sweeps evaluate grids without a Python loop per point;
@@ -25,9 +40,13 @@ The numeric executor (execute.py) runs the same loops on real numbers through an
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from itertools import accumulate
 from typing import Any, Literal
 
+import numpy as np
+
+from iosim.algorithms.blockmask import kept, sparse_block_sums, split_work_rows
 from iosim.algorithms.blocks import BlockSums, block_sums, cdiv, visited_kv_blocks
 from iosim.traffic import Op, Term, Traffic
 from iosim.units import STAT_BYTES
@@ -57,14 +76,20 @@ class Access:
     init: bool = False
     per_kv_head: bool = False
     """Done once per KV head instead of once per query head (GQA/MQA)."""
+    per_split: bool = False
+    """The tensor has one copy per KV split (split-KV partial outputs and log-sum-exps)."""
 
 
 @dataclass(frozen=True, slots=True)
 class FlopCount:
-    """FLOPs of a kernel: coefficient × a count (scores, scores·d, n_q·d or n_q) per head."""
+    """FLOPs of a kernel: coefficient × a count per head.
+
+    score: visited scores; score_d: visited scores × d; q_d: n_q·d; q: n_q; pair_q_d: Σ over
+    visited pairs of the query block's rows × d (work redone on a query tile every pass).
+    """
 
     kind: Literal["matmul", "elementwise"]
-    per: Literal["score", "score_d", "q_d", "q"]
+    per: Literal["score", "score_d", "q_d", "q", "pair_q_d"]
     coefficient: int
     cite: str
 
@@ -80,8 +105,21 @@ class Kernel:
     flops: tuple[FlopCount, ...] = ()
     loop: Axis | None = None
     """Outer loop axis of a tiled kernel; None for a whole-tensor kernel."""
+    split: bool = False
+    """Split-KV: every outer (query) block runs as Dims.splits programs over its key blocks."""
+    pack_heads: bool = False
+    """The query heads of a KV head are stacked into the rows of one program (decoding)."""
+    blocks: Literal["forward", "backward"] = "forward"
+    """Which of the algorithm's block sizes the kernel tiles with (Tiling.backward_blocks)."""
+    grid: Literal["blocks", "heads"] | None = None
+    """The launch grid, for occupancy: one program per outer block (× split) of each (batch,
+    head), one per (batch, head), or None where iosim does not model it (library kernels)."""
 
     def __post_init__(self) -> None:
+        if self.split and self.loop != "q":
+            raise ValueError(f"{self.name}: split-KV needs a query-outer loop")
+        if self.pack_heads and self.loop is None:
+            raise ValueError(f"{self.name}: head packing needs a tiled kernel")
         for access in self.accesses:
             if self.loop is None and access.where != "prologue":
                 raise ValueError(f"{self.name}: whole-tensor kernels only have prologue accesses")
@@ -111,43 +149,105 @@ class Dims:
     block_q: Any
     block_kv: Any
     causal: Any
+    splits: Any = 1
+    """KV splits of split-KV kernels (Tiling.splits)."""
+    sparsity_num: Any = 1
+    sparsity_den: Any = 1
+    """The block-sparse fraction s = num/den of non-zero blocks (1/1: dense)."""
+    bwd_block_q: Any = None
+    bwd_block_kv: Any = None
+    """Block sizes of the kernels that tile with the backward's (None: block_q, block_kv)."""
 
     @classmethod
     def of(cls, workload: Workload, tiling: Tiling | None) -> Dims:
+        num, den = workload.sparsity_fraction
         return cls(workload.n, workload.seq_kv, workload.d, workload.batch, workload.heads,
                    workload.heads_kv, workload.element_bytes,
                    tiling.block_q if tiling else workload.n,
-                   tiling.block_kv if tiling else workload.seq_kv, workload.causal)
+                   tiling.block_kv if tiling else workload.seq_kv, workload.causal,
+                   tiling.splits if tiling else 1, num, den,
+                   tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None)
+
+
+def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
+    """The dims a kernel's loops run over: its pass's block sizes, and g·n_q rows per KV head
+    for a kernel that packs heads."""
+    if kernel.blocks == "backward" and dims.bwd_block_q is not None:
+        dims = replace(dims, block_q=dims.bwd_block_q, block_kv=dims.bwd_block_kv)
+    if not kernel.pack_heads:
+        return dims
+    group = dims.heads // dims.kv_heads
+    return replace(dims, n_q=dims.n_q * group, heads=dims.kv_heads, causal=False)
+
+
+def _is_dense(dims: Dims) -> bool:
+    num, den = dims.sparsity_num, dims.sparsity_den
+    return not isinstance(num, np.ndarray) and not isinstance(den, np.ndarray) and num == den
 
 
 def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
+    kd = kernel_dims(kernel, dims)
     if kernel.loop is None:
-        return BlockSums(1, 1, 1, dims.n_q, dims.n_kv, dims.n_q * dims.n_kv)
-    return block_sums(dims.n_q, dims.n_kv, dims.block_q, dims.block_kv, dims.causal)
+        return BlockSums(1, 1, 1, kd.n_q, kd.n_kv, kd.n_q * kd.n_kv)
+    sums = block_sums(kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal)
+    if _is_dense(kd):
+        return sums
+    # Prop. 4 / Alg. 5: only the non-zero blocks of the mask (blockmask.py) are visited
+    return sparse_block_sums(sums, kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal,
+                             kd.sparsity_num, kd.sparsity_den)
 
 
 def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums) -> Any:
     """Elements one access moves over the whole workload."""
-    length = dims.n_q if access.rows == "q" else dims.n_kv
+    kd = kernel_dims(kernel, dims)
+    length = kd.n_q if access.rows == "q" else kd.n_kv
     if access.where == "inner":
         rows = sums.pair_q_rows if access.rows == "q" else sums.pair_kv_rows
+    elif kernel.split and access.where == "outer":
+        # one tile per (query block, split) program that has a key block to visit
+        rows = split_work_rows(kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal, kd.splits)
+    elif kernel.split and access.where == "outer_end":
+        rows = length * kd.splits  # every program writes its tile, even an empty split
+    elif access.per_split and access.where in ("prologue", "epilogue"):
+        rows = length * kd.splits  # a whole tensor with one copy per split
     else:
         # whole tensors, or one tile per outer block: every outer block is visited once
         rows = length
-    width = {"d": dims.d, "1": 1, "kv": dims.n_kv}[access.cols]
-    instances = dims.batch * (dims.kv_heads if access.per_kv_head else dims.heads)
+    width = {"d": kd.d, "1": 1, "kv": kd.n_kv}[access.cols]
+    instances = kd.batch * (kd.kv_heads if access.per_kv_head else kd.heads)
     return rows * width * instances
 
 
 def kernel_flops(kernel: Kernel, dims: Dims, sums: BlockSums) -> tuple[Any, Any]:
-    """(matmul FLOPs, elementwise FLOPs) of a kernel over the whole workload."""
-    per = {"score": sums.scores, "score_d": sums.scores * dims.d,
-           "q_d": dims.n_q * dims.d, "q": dims.n_q}
+    """(matmul FLOPs, elementwise FLOPs) of a kernel over the whole workload.
+
+    Executed FLOPs: `sums.scores` counts every score of every visited tile, so a causal tiled
+    kernel pays for the diagonal tiles in full (FLOP conventions halve N² instead).
+    """
+    kd = kernel_dims(kernel, dims)
+    per = {"score": sums.scores, "score_d": sums.scores * kd.d,
+           "q_d": kd.n_q * kd.d, "q": kd.n_q, "pair_q_d": sums.pair_q_rows * kd.d}
     totals = {"matmul": 0, "elementwise": 0}
     for flop in kernel.flops:
         totals[flop.kind] = totals[flop.kind] + flop.coefficient * per[flop.per]
-    instances = dims.batch * dims.heads
+    instances = kd.batch * kd.heads
     return totals["matmul"] * instances, totals["elementwise"] * instances
+
+
+def kernel_programs(kernel: Kernel, dims: Dims) -> Any:
+    """Programs (CTAs) in the kernel's launch grid, or None where the grid is not modelled.
+
+    grid "blocks": batch × heads × outer blocks (× splits), as FA2's grid (num_m_block, b, h) and
+    its split-KV grid (num_m_block, num_splits, b·h); "heads": batch × heads, as FA1's grid.
+    """
+    if kernel.grid is None:
+        return None
+    kd = kernel_dims(kernel, dims)
+    instances = kd.batch * kd.heads
+    if kernel.grid == "heads":
+        return instances
+    outer = cdiv(kd.n_q, kd.block_q) if kernel.loop == "q" else cdiv(kd.n_kv, kd.block_kv)
+    return instances * outer * (kd.splits if kernel.split else 1)
 
 
 def closed_form(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None) -> Traffic:
@@ -188,6 +288,8 @@ class TileAccess:
     cols: int
     element_bytes: int
     init: bool = False
+    split: int = 0
+    """Which copy of a per-split tensor (split-KV partial outputs); 0 for every other tensor."""
 
     @property
     def elements(self) -> int:
@@ -205,54 +307,108 @@ def walk(
     kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None
 ) -> Iterator[TileAccess]:
     """Every tile load and store of the algorithm, kernel by kernel, head by head, in loop order."""
-    n_q, n_kv = workload.n, workload.seq_kv
-    block_q = tiling.block_q if tiling else n_q
-    block_kv = tiling.block_kv if tiling else n_kv
+    for kernel in kernels:
+        yield from _walk_kernel(kernel, workload, tiling)
+
+
+def _walk_kernel(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> Iterator[TileAccess]:
+    packed = kernel.pack_heads
+    n_q = workload.n * (workload.group_size if packed else 1)
+    n_kv = workload.seq_kv
+    blocks = (tiling.backward_blocks if kernel.blocks == "backward" else
+              (tiling.block_q, tiling.block_kv)) if tiling else (n_q, n_kv)
+    block_q, block_kv = blocks
+    causal = workload.causal and not packed
+    splits = tiling.splits if tiling else 1
     t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
-    n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
+    n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, causal)
+    # row-major index of pair (i, 0) among the visited pairs: the block mask numbers pairs so
+    start = [0, *accumulate(n_i)]
+    num, den = workload.sparsity_fraction
+
+    def nonzero(i: int, j: int) -> bool:
+        return num == den or kept(start[i] + j, num, den)
+
     # rows visited with each key block j: row blocks i with n_i > j (n_i never decreases with i)
     first_row = [next(i for i in range(t_r) if n_i[i] > j) for j in range(t_c)]
-    geometry = _WalkGeometry(workload, block_q, block_kv)
-    for kernel in kernels:
-        by_place = {where: [a for a in kernel.accesses if a.where == where]
-                    for where in ("prologue", "outer", "inner", "outer_end", "epilogue")}
-        for b in range(workload.batch):
-            for h in range(workload.heads):
-                for access in by_place["prologue"]:
-                    yield from geometry.emit(kernel, access, b, h, None)
-                if kernel.loop is not None:
-                    outer_count = t_r if kernel.loop == "q" else t_c
-                    for o in range(outer_count):
-                        for access in by_place["outer"]:
-                            yield from geometry.emit(kernel, access, b, h, o)
-                        inner = range(n_i[o]) if kernel.loop == "q" else range(first_row[o], t_r)
-                        for p in inner:
-                            for access in by_place["inner"]:
-                                index = o if access.rows == kernel.loop else p
-                                yield from geometry.emit(kernel, access, b, h, index)
+    per_block = cdiv(t_c, splits) if kernel.split else t_c
+    programs = splits if kernel.split else 1
+    geometry = _WalkGeometry(workload, block_q, block_kv, packed)
+    by_place = {where: [a for a in kernel.accesses if a.where == where]
+                for where in ("prologue", "outer", "inner", "outer_end", "epilogue")}
+    heads = workload.heads_kv if packed else workload.heads
+    for b in range(workload.batch):
+        for h in range(heads):
+            for access in by_place["prologue"]:
+                yield from geometry.whole(kernel, access, b, h, splits)
+            if kernel.loop == "q":
+                for o in range(t_r):
+                    for k in range(programs):
+                        lo, hi = k * per_block, min((k + 1) * per_block, n_i[o])
+                        if not kernel.split or lo < hi:
+                            for access in by_place["outer"]:
+                                yield from geometry.emit(kernel, access, b, h, o, k)
+                        for p in range(lo, hi):
+                            if nonzero(o, p):
+                                for access in by_place["inner"]:
+                                    index = o if access.rows == "q" else p
+                                    yield from geometry.emit(kernel, access, b, h, index, k)
                         for access in by_place["outer_end"]:
-                            yield from geometry.emit(kernel, access, b, h, o)
-                for access in by_place["epilogue"]:
-                    yield from geometry.emit(kernel, access, b, h, None)
+                            yield from geometry.emit(kernel, access, b, h, o, k)
+            elif kernel.loop == "kv":
+                for o in range(t_c):
+                    for access in by_place["outer"]:
+                        yield from geometry.emit(kernel, access, b, h, o, 0)
+                    for p in range(first_row[o], t_r):
+                        if nonzero(p, o):
+                            for access in by_place["inner"]:
+                                index = o if access.rows == "kv" else p
+                                yield from geometry.emit(kernel, access, b, h, index, 0)
+                    for access in by_place["outer_end"]:
+                        yield from geometry.emit(kernel, access, b, h, o, 0)
+            for access in by_place["epilogue"]:
+                yield from geometry.whole(kernel, access, b, h, splits)
 
 
 class _WalkGeometry:
-    """Turns (access, batch, head, tile index) into a TileAccess with its row range."""
+    """Turns (access, batch, head, tile index, split) into TileAccesses with their row ranges."""
 
-    def __init__(self, workload: Workload, block_q: int, block_kv: int) -> None:
+    def __init__(self, workload: Workload, block_q: int, block_kv: int, packed: bool) -> None:
         self.group = workload.group_size
+        self.packed = packed
+        self.n_q = workload.n
         self.elt = workload.element_bytes
-        self.axes = {"q": (workload.n, block_q), "kv": (workload.seq_kv, block_kv)}
+        length_q = workload.n * (self.group if packed else 1)
+        self.axes = {"q": (length_q, block_q), "kv": (workload.seq_kv, block_kv)}
         self.widths = {"d": workload.d, "1": 1, "kv": workload.seq_kv}
 
-    def emit(self, kernel: Kernel, access: Access, b: int, h: int,
-             index: int | None) -> Iterator[TileAccess]:
-        if access.per_kv_head and h % self.group:
+    def whole(self, kernel: Kernel, access: Access, b: int, h: int,
+              splits: int) -> Iterator[TileAccess]:
+        for k in range(splits if access.per_split else 1):
+            yield from self.emit(kernel, access, b, h, None, k)
+
+    def emit(self, kernel: Kernel, access: Access, b: int, h: int, index: int | None,
+             split: int) -> Iterator[TileAccess]:
+        """`h` is the program's head: a query head, or a KV head when the kernel packs heads."""
+        if access.per_kv_head and h % self.group and not self.packed:
             return  # once per KV head: the group's first query head does it
         length, block = self.axes[access.rows]
         start, stop = (0, length) if index is None else (
             index * block, min(length, (index + 1) * block))
+        copy = split if access.per_split else 0
+        width = self.widths[access.cols]
+        elt = element_bytes(access.element, self.elt)
+        if self.packed and access.rows == "q" and not access.per_kv_head:
+            # packed row r of KV head h is row r mod n_q of query head h·g + r div n_q
+            row = start
+            while row < stop:
+                head, offset = divmod(row, self.n_q)
+                end = min(stop, (head + 1) * self.n_q)
+                yield TileAccess(kernel.name, access.tensor, access.op, b, h * self.group + head,
+                                 offset, offset + end - row, width, elt, access.init, copy)
+                row = end
+            return
         per_kv = access.tensor in KV_HEAD_TENSORS or access.per_kv_head
-        yield TileAccess(kernel.name, access.tensor, access.op, b, h // self.group if per_kv else h,
-                         start, stop, self.widths[access.cols],
-                         element_bytes(access.element, self.elt), access.init)
+        head = h if self.packed else (h // self.group if per_kv else h)
+        yield TileAccess(kernel.name, access.tensor, access.op, b, head, start, stop, width, elt,
+                         access.init, copy)

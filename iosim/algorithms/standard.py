@@ -9,11 +9,25 @@ N×N elementwise kernels ("exacerbated by other elementwise operations applied t
 matrix, such as masking applied to S or dropout applied to P", §2.2); `Workload.unfused` adds them,
 each one more read and write of the N×N matrix. A causal mask changes nothing here: the full S and
 P are still materialised (the mask is fused into the softmax unless 'mask' is listed as unfused).
+A block-sparse mask (--sparsity) changes nothing either: this pipeline is dense.
+
+Algorithm 3 (the paper's standard backward pass), one kernel per line:
+  1: Load P, dO by blocks, compute dV = PᵀdO, write dV to HBM.
+  2: Load dO, V by blocks, compute dP = dO Vᵀ, write dP to HBM.
+  3: Read P, dP from HBM, compute dS_ij = P_ij(dP_ij − Σ_l P_il dP_il), write dS to HBM.
+  4: Load dS and K by blocks, compute dQ = dS K, write dQ to HBM.
+  5: Load dS and Q by blocks, compute dK = dSᵀQ, write dK to HBM.
+Per head that is 8Nd + 7N² elements (reads 5Nd + 5N², writes 3Nd + 2N²). The unfused forward
+kernels have backward kernels of their own, each an N×N read and write (autograd of an eager
+pipeline): dropout's multiplies dP by the kept mask Z (read again: 1 byte per element) and the
+dropped P (not P) feeds line 1; mask and scale pass dS through once each. With GQA the
+dK/dV of each query head are summed over its group (grads.py).
 """
 
 from __future__ import annotations
 
 from iosim.algorithms.base import Algorithm
+from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.workload import Workload
 
@@ -49,21 +63,72 @@ class Standard(Algorithm):
         if "dropout" in workload.unfused:
             kernels.append(Kernel("dropout", "P ← dropout(P)", "elementwise", (
                 _whole("P", "read", "q", "kv", "unfused dropout kernel: read P"),
-                _whole("P", "write", "q", "kv", "unfused dropout kernel: write dropped P"),
+                _whole("P_drop", "write", "q", "kv", "unfused dropout kernel: write dropped P"),
                 _whole("Z", "write", "q", "kv", "dropout mask kept for backward (1 byte/element)",
                        element="u8"),
             ), (FlopCount("elementwise", "score", 2, "compare with a random draw, scale"),)))
+        p = "P_drop" if "dropout" in workload.unfused else "P"
         kernels.append(Kernel("pv", "O = PV", "matmul", (
-            _whole("P", "read", "q", "kv", "Alg. 0 line 3: load P by blocks"),
+            _whole(p, "read", "q", "kv", "Alg. 0 line 3: load P by blocks"),
             _whole("V", "read", "kv", "d", "Alg. 0 line 3: load V by blocks"),
             _whole("O", "write", "q", "d", "Alg. 0 line 3: write O to HBM"),
         ), (FlopCount("matmul", "score_d", 2, "O = PV: d multiply-adds per score"),)))
         return tuple(kernels)
 
+    def backward(self, workload: Workload) -> tuple[Kernel, ...]:
+        dropout = "dropout" in workload.unfused
+        p = "P_drop" if dropout else "P"
+        dk, dv = dkv_names(workload)
+        kernels = [
+            Kernel("bwd_dv", "dV = PᵀdO", "matmul", (
+                _whole(p, "read", "q", "kv", "Alg. 3 line 1: load P by blocks"
+                       + (" (the dropped P the forward multiplied with V)" if dropout else "")),
+                _whole("dO", "read", "q", "d", "Alg. 3 line 1: load dO by blocks"),
+                _whole(dv, "write", "kv", "d", "Alg. 3 line 1: write dV to HBM"),
+            ), (FlopCount("matmul", "score_d", 2, "dV = PᵀdO: d multiply-adds per score"),)),
+            Kernel("bwd_dp", "dP = dO Vᵀ", "matmul", (
+                _whole("dO", "read", "q", "d", "Alg. 3 line 2: load dO by blocks"),
+                _whole("V", "read", "kv", "d", "Alg. 3 line 2: load V by blocks"),
+                _whole("dP", "write", "q", "kv", "Alg. 3 line 2: write dP to HBM"),
+            ), (FlopCount("matmul", "score_d", 2, "dP = dO Vᵀ: d multiply-adds per score"),)),
+        ]
+        if dropout:
+            kernels.append(Kernel("bwd_dropout", "dP ← dP∘Z/(1−p)", "elementwise", (
+                _whole("dP", "read", "q", "kv", "backward of the unfused dropout kernel: read dP"),
+                _whole("Z", "read", "q", "kv", "backward of dropout: read the mask Z the forward "
+                       "kept (1 byte/element)", element="u8"),
+                _whole("dP", "write", "q", "kv", "backward of dropout: write dP∘Z/(1−p)"),
+            ), (FlopCount("elementwise", "score", 2, "multiply by the mask, scale"),)))
+        kernels.append(Kernel("bwd_softmax", "dS = P∘(dP − D)", "elementwise", (
+            _whole("P", "read", "q", "kv", "Alg. 3 line 3: read P from HBM"),
+            _whole("dP", "read", "q", "kv", "Alg. 3 line 3: read dP from HBM"),
+            _whole("dS", "write", "q", "kv", "Alg. 3 line 3: write dS to HBM"),
+        ), (FlopCount("elementwise", "score", 4, "D = rowsum(P∘dP): 2; P∘(dP − D): 2"),)))
+        if "mask" in workload.unfused:
+            kernels.append(_elementwise("bwd_mask", "dS ← mask(dS)", "dS", 1))
+        if "scale" in workload.unfused:
+            kernels.append(_elementwise("bwd_scale", "dS ← dS/√d", "dS", 1))
+        kernels += [
+            Kernel("bwd_dq", "dQ = dS K", "matmul", (
+                _whole("dS", "read", "q", "kv", "Alg. 3 line 4: load dS by blocks"),
+                _whole("K", "read", "kv", "d", "Alg. 3 line 4: load K by blocks"),
+                _whole("dQ", "write", "q", "d", "Alg. 3 line 4: write dQ to HBM"),
+            ), (FlopCount("matmul", "score_d", 2, "dQ = dS K: d multiply-adds per score"),)),
+            Kernel("bwd_dk", "dK = dSᵀQ", "matmul", (
+                _whole("dS", "read", "q", "kv", "Alg. 3 line 5: load dS by blocks"),
+                _whole("Q", "read", "q", "d", "Alg. 3 line 5: load Q by blocks"),
+                _whole(dk, "write", "kv", "d", "Alg. 3 line 5: write dK to HBM"),
+            ), (FlopCount("matmul", "score_d", 2, "dK = dSᵀQ: d multiply-adds per score"),)),
+        ]
+        return (*kernels, *sum_dkdv(workload))
+
 
 def _elementwise(name: str, label: str, tensor: str, flops: int) -> Kernel:
     """One extra N×N elementwise kernel of an unfused pipeline: read the matrix, write it back."""
+    what = name.removeprefix("bwd_")
+    kernel = f"backward of the unfused {what} kernel" if name.startswith("bwd_") else (
+        f"unfused {name} kernel")
     return Kernel(name, label, "elementwise", (
-        _whole(tensor, "read", "q", "kv", f"unfused {name} kernel: read {tensor}"),
-        _whole(tensor, "write", "q", "kv", f"unfused {name} kernel: write {tensor}"),
-    ), (FlopCount("elementwise", "score", flops, f"{name}: {flops} FLOP per score"),))
+        _whole(tensor, "read", "q", "kv", f"{kernel}: read {tensor}"),
+        _whole(tensor, "write", "q", "kv", f"{kernel}: write {tensor}"),
+    ), (FlopCount("elementwise", "score", flops, f"{what}: {flops} FLOP per score"),))

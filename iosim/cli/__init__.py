@@ -59,10 +59,13 @@ def main() -> None:
 
 from iosim.cli import (  # noqa: E402  (commands register on `cli`)
     compare_cmd,
+    explain_cmd,
     gpus_cmd,
     report_cmd,
     roofline_cmd,
     sweep_cmd,
+    verify_cmd,
 )
 
-__all__ = ["cli", "compare_cmd", "gpus_cmd", "main", "report_cmd", "roofline_cmd", "sweep_cmd"]
+__all__ = ["cli", "compare_cmd", "explain_cmd", "gpus_cmd", "main", "report_cmd", "roofline_cmd",
+           "sweep_cmd", "verify_cmd"]

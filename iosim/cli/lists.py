@@ -138,6 +138,24 @@ def parse_sizes(text: str, flag: str, *, auto: bool = True) -> tuple[int | None,
     return parse_list(text, flag, number=_size, auto=auto)
 
 
+def parse_fractions(text: str, flag: str) -> tuple[float, ...]:
+    """A comma-separated list of fractions in (0, 1], e.g. 0.125,0.25,1 (no ranges)."""
+    out = []
+    for raw in text.split(","):
+        item = raw.strip()
+        try:
+            value = float(item)
+        except ValueError:
+            shown = f"'{item}'" if item else "an empty item"
+            raise click.BadParameter(f"{shown} is not a number; write fractions such as "
+                                     f"0.25,0.5,1.", param_hint=f"'{flag}'") from None
+        if not 0 < value <= 1:
+            raise click.BadParameter(f"'{item}' is not in (0, 1]; write fractions such as "
+                                     f"0.25,0.5,1.", param_hint=f"'{flag}'")
+        out.append(value)
+    return tuple(dict.fromkeys(out))
+
+
 def parse_choices(text: str, flag: str, choices: Sequence[str]) -> tuple[str, ...]:
     """A comma-separated list of names from `choices` (case-insensitive), repeats dropped."""
     out = []

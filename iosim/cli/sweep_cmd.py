@@ -9,13 +9,14 @@ from typing import Any
 
 import click
 
-from iosim.algorithms import ALGORITHMS
+from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
 from iosim.cli import cli
 from iosim.cli.common import FORMATS, comma_list
 from iosim.cli.lists import (
     HELP,
     parse_booleans,
     parse_choices,
+    parse_fractions,
     parse_list,
     parse_names,
     parse_sizes,
@@ -61,12 +62,17 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
               help="B_r values; auto = Alg. 1 line 1 (default).")
 @click.option("--block-kv", metavar="RANGE", callback=_ints("--block-kv", auto=True),
               help="B_c values; auto = Alg. 1 line 1 (default).")
+@click.option("--sparsity", default="1", show_default=True, metavar="LIST",
+              help="Block-sparse fractions of non-zero blocks (Prop. 4), e.g. 0.25,0.5,1.")
+@click.option("--splits", metavar="RANGE", callback=_ints("--splits", auto=True),
+              help="splitkv's KV splits; auto = FlashAttention-2's heuristic (default).")
 @click.option("--sram", metavar="SIZES", help="SRAM M as sizes, e.g. 64KiB,128KiB or "
               "32KiB..256KiB; auto = the GPU's sram_per_block (default).")
 @click.option("--sram-elements", metavar="RANGE", callback=_ints("--sram-elements", auto=True),
               help="SRAM M in elements of the dtype, e.g. 65536,98304.")
 @click.option("--algo", default=None, metavar="LIST",
-              help="Algorithms, comma-separated: standard,flash1,flash2 (default: all).")
+              help=f"Algorithms, comma-separated: {','.join(ALGORITHMS)} (default: "
+                   f"standard,flash1,flash2, and splitkv when N includes 1 in a forward sweep).")
 @click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
               show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML.")
 @click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
@@ -79,7 +85,8 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   d: tuple[int, ...], heads: tuple[int, ...], kv_heads: tuple[int, ...] | None,
                   batch: tuple[int, ...], dtype: str, causal: str, pass_: str,
                   unfused: str | None, block_q: tuple[int | None, ...] | None,
-                  block_kv: tuple[int | None, ...] | None, sram: str | None,
+                  block_kv: tuple[int | None, ...] | None, sparsity: str,
+                  splits: tuple[int | None, ...] | None, sram: str | None,
                   sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
                   fmt: str, limit: int, plot_dir: Path | None) -> None:
     """Evaluate a grid of workloads × GPUs × block sizes with the exact closed forms.
@@ -105,7 +112,8 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         sram_bytes=parse_sizes(sram, "--sram") if sram is not None else (None,),
         sram_elements=sram_elements or (None,), block_q=block_q or (None,),
         block_kv=block_kv or (None,), unfused=tuple(comma_list(unfused) or ()),
-        algorithms=tuple(comma_list(algo) or ALGORITHMS),
+        sparsity=parse_fractions(sparsity, "--sparsity"), splits=splits or (None,),
+        algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_)),
         profile=profile,  # type: ignore[arg-type]
     )
     if plot_dir is not None:
@@ -133,6 +141,13 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
             click.echo(f"wrote {path}", err=True)
 
 
+def default_algorithms(n: tuple[int, ...], passes: str) -> tuple[str, ...]:
+    """As `compare`: standard, flash1, flash2, and splitkv for decoding (N = 1, forward)."""
+    if 1 in n and passes.strip().lower() == "fwd":
+        return (*DEFAULT_ALGORITHMS, "splitkv")
+    return DEFAULT_ALGORITHMS
+
+
 def run_with_progress(spec: SweepSpec, console: Any = None) -> SweepResult:
     """Run the sweep; past PROGRESS_AFTER_S, show a rich progress bar on a terminal's stderr."""
     from rich.console import Console
@@ -152,7 +167,7 @@ def run_with_progress(spec: SweepSpec, console: Any = None) -> SweepResult:
             progress.start()
             state["progress"] = progress
             state["task"] = progress.add_task("sweep", total=total)
-        state["progress"].update(state["task"], completed=done)
+        state["progress"].update(state["task"], completed=done, refresh=True)
 
     try:
         return sweep(spec, on_progress=on_progress)

@@ -1,0 +1,223 @@
+"""Forward executors: standard attention, FlashAttention (Algorithm 1), FlashAttention-2.
+
+Each is the algorithm's loop nest written out by hand on real numbers — deliberately NOT derived
+from the loop-nest descriptions in iosim/algorithms, so that its counts are an independent check
+of them. Kernel and tensor names follow those descriptions so that counts compare term by term.
+
+Conventions shared by all three (and by iosim/execute/reference.py):
+  - scores are τ·QKᵀ with τ = 1/√d; a causal mask is bottom-right aligned (query q sees keys
+    k <= q + N_kv − N_q); a query row that sees no key at all outputs 0 (FlashAttention-2's
+    convention; its logsumexp is +∞, as FA2's CUDA kernel writes).
+  - GQA/MQA: query head h reads K and V of KV head h // (heads / kv_heads), once per query head.
+  - dropout (when 'dropout' is listed as unfused): P ← P ∘ Z / (1 − p) with Z from
+    numerics.dropout_keep, which standard attention materialises and the tiled kernels
+    regenerate on chip (Alg. 2); the row sums l use P before dropout, as Alg. 2 does.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from iosim.execute.numerics import blocks, dropout_keep
+from iosim.execute.registry import Run, register
+
+Array = np.ndarray[Any, Any]
+
+
+def _dropped(run: Run, p: Array, b: int, h: int, q0: int, q1: int, k0: int, k1: int) -> Array:
+    """P with dropout applied (the mask regenerated for exactly this block of scores)."""
+    if not run.dropout:
+        return p
+    keep = dropout_keep(run.seed, run.problem, b, h, q0, q1, k0, k1, run.dropout_p)
+    return np.where(keep, p / (1.0 - run.dropout_p), 0.0).astype(p.dtype)
+
+
+def _finite_or_zero(x: Array) -> Array:
+    """The max to subtract: a row that has seen no key yet (max −∞) subtracts 0 instead of −∞,
+    so that exp(−∞ − (−∞)) never produces NaN."""
+    return np.where(np.isfinite(x), x, 0.0).astype(x.dtype)
+
+
+# ---------------------------------------------------------------------------------------------
+# Standard attention: Algorithm 0 (one kernel per line), with the optional unfused kernels
+
+
+@register("standard", "fwd")
+def standard_forward(run: Run) -> None:
+    hbm, pr, pc = run.hbm, run.problem, run.precision
+    n_q, n_kv, d = pr.n_q, pr.n_kv, pr.d
+    shape = (pr.batch, pr.heads, n_q, n_kv)
+    hbm.allocate("S", shape, pc.storage)
+    hbm.allocate("P", shape, pc.storage)
+    hbm.allocate("O", (pr.batch, pr.heads, n_q, d), pc.storage)
+    heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
+    allowed = pr.causal_allowed(0, n_q, 0, n_kv)
+    scale_unfused, mask_unfused = "scale" in run.unfused, "mask" in run.unfused
+
+    with hbm.kernel("qk"):  # Alg. 0 line 1: load Q, K by blocks, compute S = QKᵀ, write S
+        for b, h in heads:
+            q = hbm.read("Q", b, h)
+            k = hbm.read("K", b, pr.kv_head(h))
+            s = pc.matmul(q, k.T)
+            run.scores.hold(n_q, n_kv)
+            # the scale τ rides on the matmul (cuBLAS alpha) unless it is its own kernel
+            hbm.write("S", b, h, None, None, s if scale_unfused else s * pc.compute(pr.scale))
+    if scale_unfused:
+        with hbm.kernel("scale"):  # unfused scale kernel: read S, write S/√d
+            for b, h in heads:
+                s = hbm.read("S", b, h).astype(pc.compute)
+                hbm.write("S", b, h, None, None, s * pc.compute(pr.scale))
+    if mask_unfused:
+        with hbm.kernel("mask"):  # unfused mask kernel: read S, write mask(S)
+            for b, h in heads:
+                s = hbm.read("S", b, h)
+                hbm.write("S", b, h, None, None, np.where(allowed, s, -np.inf))
+    with hbm.kernel("softmax"):  # Alg. 0 line 2: read S, compute P = softmax(S), write P
+        for b, h in heads:
+            s = hbm.read("S", b, h).astype(pc.compute)
+            s = np.where(allowed, s, -np.inf)  # the mask fused into the softmax (a no-op if done)
+            m = _finite_or_zero(s.max(axis=1))
+            e = np.exp(s - m[:, None])
+            total = e.sum(axis=1)
+            safe = np.where(total > 0, total, 1.0)
+            hbm.write("P", b, h, None, None, e / safe[:, None])
+    if "dropout" in run.unfused:
+        hbm.allocate("Z", shape, np.uint8)
+        with hbm.kernel("dropout"):  # unfused dropout: read P, write dropped P and the mask Z
+            for b, h in heads:
+                p = hbm.read("P", b, h).astype(pc.compute)
+                keep = dropout_keep(run.seed, pr, b, h, 0, n_q, 0, n_kv, run.dropout_p)
+                scaled = p / pc.compute(1.0 - run.dropout_p) if run.dropout_p else p
+                hbm.write("P", b, h, None, None, np.where(keep, scaled, 0.0))
+                hbm.write("Z", b, h, None, None, keep)
+    with hbm.kernel("pv"):  # Alg. 0 line 3: load P and V by blocks, compute O = PV, write O
+        for b, h in heads:
+            p = hbm.read("P", b, h)
+            v = hbm.read("V", b, pr.kv_head(h))
+            hbm.write("O", b, h, None, None, pc.matmul(p, v))
+
+
+# ---------------------------------------------------------------------------------------------
+# FlashAttention, Algorithm 1: K/V blocks outer; O, l, m live in HBM and are re-read every pass
+
+
+@register("flash1", "fwd")
+def flash1_forward(run: Run) -> None:
+    hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
+    d, cdt = pr.d, pc.compute
+    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, d), pc.storage)
+    hbm.allocate("l", (pr.batch, pr.heads, pr.n_q), pc.stats)
+    hbm.allocate("m", (pr.batch, pr.heads, pr.n_q), pc.stats)
+    heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
+    row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
+
+    with hbm.kernel("init"):  # Alg. 1 line 2: initialise O = (0), l = (0), m = (−∞) in HBM
+        for b, h in heads:
+            hbm.write("O", b, h, None, None, 0.0, init=True)
+            hbm.write("l", b, h, None, None, 0.0, init=True)
+            hbm.write("m", b, h, None, None, -np.inf, init=True)
+
+    with hbm.kernel("attn"):
+        for b, h in heads:
+            for k0, k1 in kv_blocks:  # Alg. 1 line 5
+                # line 6: load K_j, V_j from HBM to on-chip SRAM
+                k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)
+                v = hbm.read("V", b, pr.kv_head(h), k0, k1)
+                sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
+                sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
+                for q0, q1 in row_blocks:  # line 7
+                    if not pr.block_visited(q0, q1, k0):
+                        continue  # causal: the block lies wholly above the diagonal
+                    # line 8: load Q_i, O_i, l_i, m_i from HBM to on-chip SRAM
+                    q = hbm.read("Q", b, h, q0, q1)
+                    o = hbm.read("O", b, h, q0, q1).astype(cdt)
+                    l_i = hbm.read("l", b, h, q0, q1).astype(cdt)
+                    m_i = hbm.read("m", b, h, q0, q1).astype(cdt)
+                    rows = q1 - q0
+                    sram.hold("Q_i", rows * d, pc.storage_bytes)
+                    sram.hold("O_i", rows * d, pc.storage_bytes)
+                    sram.hold("l_i", rows, pc.stats_bytes)
+                    sram.hold("m_i", rows, pc.stats_bytes)
+                    # line 9: S_ij = τ Q_i K_jᵀ (on chip), masked
+                    s = pc.matmul(q, k.T) * cdt(pr.scale)
+                    run.scores.hold(rows, k1 - k0)
+                    s = np.where(pr.causal_allowed(q0, q1, k0, k1), s, -np.inf)
+                    # line 10: m̃_ij = rowmax(S_ij), P̃_ij = exp(S_ij − m̃_ij), l̃_ij = rowsum(P̃_ij)
+                    m_tilde = s.max(axis=1)
+                    p = np.exp(s - _finite_or_zero(m_tilde)[:, None])
+                    l_tilde = p.sum(axis=1)
+                    # line 11: m_new = max(m_i, m̃_ij), l_new = e^{m_i − m_new} l_i + e^{m̃ − m_new} l̃
+                    m_new = np.maximum(m_i, m_tilde)
+                    base = _finite_or_zero(m_new)
+                    alpha, beta = np.exp(m_i - base), np.exp(m_tilde - base)
+                    l_new = alpha * l_i + beta * l_tilde
+                    # line 12: O_i ← diag(l_new)⁻¹ (diag(l_i) e^{m_i − m_new} O_i + e^{m̃ − m_new} P̃ V_j)
+                    pv = pc.matmul(_dropped(run, p, b, h, q0, q1, k0, k1), v)
+                    numerator = (alpha * l_i)[:, None] * o + beta[:, None] * pv
+                    safe = np.where(l_new > 0, l_new, 1.0)
+                    hbm.write("O", b, h, q0, q1, numerator / safe[:, None])
+                    # line 13: write l_i ← l_new, m_i ← m_new
+                    hbm.write("l", b, h, q0, q1, l_new)
+                    hbm.write("m", b, h, q0, q1, m_new)
+                    sram.drop("Q_i", "O_i", "l_i", "m_i")
+                sram.drop("K_j", "V_j")
+
+
+# ---------------------------------------------------------------------------------------------
+# FlashAttention-2, Algorithm 1: Q blocks outer; O, l, m on chip; O and L written once
+
+
+@register("flash2", "fwd")
+def flash2_forward(run: Run) -> None:
+    hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
+    d, cdt = pr.d, pc.compute
+    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, d), pc.storage)
+    hbm.allocate("L", (pr.batch, pr.heads, pr.n_q), pc.stats)
+    heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
+    row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
+
+    with hbm.kernel("attn"):
+        for b, h in heads:
+            for q0, q1 in row_blocks:  # FA2 Alg. 1 line 3
+                rows = q1 - q0
+                q = hbm.read("Q", b, h, q0, q1)  # line 4: load Q_i
+                # line 5: O_i = (0), l_i = (0), m_i = (−∞) on chip; the accumulator is kept in
+                # the compute dtype but charged to the SRAM at O's width, as working_set_bytes does
+                acc = np.zeros((rows, d), dtype=cdt)
+                l_i = np.zeros(rows, dtype=cdt)
+                m_i = np.full(rows, -np.inf, dtype=cdt)
+                sram.hold("Q_i", rows * d, pc.storage_bytes)
+                sram.hold("O_i", rows * d, pc.storage_bytes)
+                sram.hold("l_i", rows, pc.stats_bytes)
+                sram.hold("m_i", rows, pc.stats_bytes)
+                for k0, k1 in kv_blocks:  # line 6
+                    if not pr.block_visited(q0, q1, k0):
+                        break  # causal: this and every later key block lie above the diagonal
+                    k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)  # line 7: load K_j, V_j
+                    v = hbm.read("V", b, pr.kv_head(h), k0, k1)
+                    sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
+                    sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
+                    # line 8: S_ij = τ Q_i K_jᵀ, masked
+                    s = pc.matmul(q, k.T) * cdt(pr.scale)
+                    run.scores.hold(rows, k1 - k0)
+                    s = np.where(pr.causal_allowed(q0, q1, k0, k1), s, -np.inf)
+                    # line 9: m_new = max(m_i, rowmax S), P̃ = exp(S − m_new),
+                    #         l_i ← e^{m_i − m_new} l_i + rowsum(P̃)
+                    m_new = np.maximum(m_i, s.max(axis=1))
+                    base = _finite_or_zero(m_new)
+                    p = np.exp(s - base[:, None])
+                    alpha = np.exp(m_i - base)
+                    l_i = alpha * l_i + p.sum(axis=1)
+                    # line 10: O_i ← diag(e^{m_i − m_new}) O_i + P̃ V_j (un-normalised)
+                    acc = alpha[:, None] * acc + pc.matmul(_dropped(run, p, b, h, q0, q1, k0, k1), v)
+                    m_i = m_new
+                    sram.drop("K_j", "V_j")
+                # line 12: O_i ← diag(l_i)⁻¹ O_i; line 13: L_i = m_i + log(l_i)
+                seen = l_i > 0
+                out = acc / np.where(seen, l_i, 1.0)[:, None]
+                lse = np.where(seen, _finite_or_zero(m_i) + np.log(np.where(seen, l_i, 1.0)), np.inf)
+                hbm.write("O", b, h, q0, q1, out)  # line 14: write O_i
+                hbm.write("L", b, h, q0, q1, lse)  # line 15: write L_i
+                sram.drop("Q_i", "O_i", "l_i", "m_i")

@@ -1,0 +1,148 @@
+"""Precision, masks and block visits of the executor, written independently of the loop nests.
+
+Precision (what the real kernels do, and what the executor does):
+
+  dtype     in HBM (Q K V O S P)   matmul accumulate / softmax   statistics l, m, L in HBM
+  float64   float64                float64                       float64
+  float32   float32                float32                       float32
+  float16   float16                float32                       float32
+
+float16 follows tensor-core kernels: fp16 operands, products accumulated in fp32 (an fp16×fp16
+product is exact in fp32), the softmax in fp32, P cast back to fp16 before the P·V matmul (Triton's
+`p.to(tl.float16)`, FlashAttention-2's `convert_type`), outputs rounded to fp16 when stored.
+Standard attention stores S and P in fp16 between its kernels (PyTorch eager). float64 keeps its
+statistics in float64 too, so that a run shows the algorithms' error, not fp32's; the byte
+counts it is compared on are then those of the model's fp32 statistics (counts are in elements).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from iosim.errors import IosimError
+
+Array = np.ndarray[Any, Any]
+
+EXECUTOR_DTYPES = ("float64", "float32", "float16")
+
+
+@dataclass(frozen=True, slots=True)
+class Precision:
+    name: str
+    storage: Any
+    """Q, K, V, O (and standard's S, P) in HBM."""
+    compute: Any
+    """Matmul accumulation and the softmax."""
+    stats: Any
+    """Row statistics l, m (Algorithm 1) and L (FlashAttention-2) in HBM."""
+
+    @property
+    def storage_bytes(self) -> int:
+        return int(np.dtype(self.storage).itemsize)
+
+    @property
+    def stats_bytes(self) -> int:
+        return int(np.dtype(self.stats).itemsize)
+
+    def matmul(self, a: Array, b: Array) -> Array:
+        """a @ b with operands rounded to the storage dtype, accumulated in the compute dtype."""
+        return np.asarray(a.astype(self.storage).astype(self.compute)
+                          @ b.astype(self.storage).astype(self.compute))
+
+
+def precision(name: str) -> Precision:
+    if name == "float64":
+        return Precision(name, np.float64, np.float64, np.float64)
+    if name == "float32":
+        return Precision(name, np.float32, np.float32, np.float32)
+    if name == "float16":
+        return Precision(name, np.float16, np.float32, np.float32)
+    raise IosimError(f"unknown executor dtype '{name}'; use one of {', '.join(EXECUTOR_DTYPES)}")
+
+
+@dataclass(frozen=True, slots=True)
+class Problem:
+    """The shape of one attention call, as the executor needs it."""
+
+    batch: int
+    heads: int
+    kv_heads: int
+    n_q: int
+    n_kv: int
+    d: int
+    causal: bool
+
+    @property
+    def group(self) -> int:
+        return self.heads // self.kv_heads
+
+    @property
+    def offset(self) -> int:
+        """Bottom-right causal alignment: query row q sees keys k <= q + n_kv − n_q."""
+        return self.n_kv - self.n_q
+
+    @property
+    def scale(self) -> float:
+        return float(1.0 / np.sqrt(self.d))
+
+    def kv_head(self, head: int) -> int:
+        """GQA/MQA: query head h reads K, V of KV head h // group."""
+        return head // self.group
+
+    def causal_allowed(self, q0: int, q1: int, k0: int, k1: int) -> Array:
+        """Which scores of rows q0..q1 × keys k0..k1 the causal mask keeps (all if non-causal)."""
+        rows = np.arange(q0, q1)[:, None]
+        keys = np.arange(k0, k1)[None, :]
+        allowed: Array = keys <= rows + self.offset
+        if not self.causal:
+            allowed = np.ones_like(allowed)
+        return allowed
+
+    def block_visited(self, q0: int, q1: int, k0: int) -> bool:
+        """Whether a tiled kernel computes the block of rows q0..q1 and keys from k0.
+
+        Non-causal: always. Causal: only if some row of the block sees the block's first key;
+        the block's last row (q1 − 1) sees the most keys, so that is k0 <= q1 − 1 + offset.
+        """
+        return not self.causal or k0 <= q1 - 1 + self.offset
+
+
+def blocks(length: int, size: int) -> list[tuple[int, int]]:
+    """(start, stop) of each block of `size` rows; the last may be shorter."""
+    return [(s, min(length, s + size)) for s in range(0, length, size)]
+
+
+# -- dropout: a counter-based generator, so a tile can regenerate its own mask --------------
+
+_GOLDEN = np.uint64(0x9E3779B97F4A7C15)
+
+
+def _splitmix64(x: Array) -> Array:
+    """SplitMix64's finaliser: a bijective mix of 64-bit counters into uniform bits."""
+    with np.errstate(over="ignore"):
+        z = x + _GOLDEN
+        z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+        z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+        return np.asarray(z ^ (z >> np.uint64(31)))
+
+
+def dropout_keep(seed: int, problem: Problem, batch: int, head: int, q0: int, q1: int,
+                 k0: int, k1: int, p: float) -> Array:
+    """The keep-mask (True = kept) of rows q0..q1 × keys k0..k1 of one (batch, head).
+
+    Each score's fate depends only on (seed, batch, head, row, key), like the Philox counter
+    FlashAttention regenerates in its backward pass (Alg. 2 line 1, Alg. 4 line 14), so the
+    standard pipeline's whole mask and a tiled kernel's tile of it are the same numbers.
+    """
+    rows = np.arange(q0, q1, dtype=np.uint64)[:, None]
+    keys = np.arange(k0, k1, dtype=np.uint64)[None, :]
+    plane = np.uint64((batch * problem.heads + head) * problem.n_q)
+    with np.errstate(over="ignore"):
+        counter = (plane + rows) * np.uint64(problem.n_kv) + keys
+        bits = _splitmix64(counter ^ _splitmix64(np.asarray(np.uint64(seed))))
+    uniform = (bits >> np.uint64(11)).astype(np.float64) / float(1 << 53)
+    keep: Array = uniform >= p
+    return keep

@@ -1,0 +1,83 @@
+"""Training and parallelism: what the forward keeps for the backward, FLOP conventions, occupancy.
+
+- Kept for the backward pass: the tensors a forward kernel writes and a backward kernel reads,
+  read off the loop nests (inputs Q, K, V and the output O aside). Standard attention keeps the
+  N×N P (the softmax output its backward needs) and, with dropout, the dropped P and the mask Z;
+  FlashAttention keeps O(N) statistics (l, m or the logsumexp L) and, with dropout, the RNG state
+  R (Alg. 2 line 1: "Initialize the pseudo-random number generator state R and save to HBM"; FA2
+  keeps it as `rng_state`, two int64, flash_api.cpp).
+- FLOP conventions (FA2 §4.1 and FA3 §4.1): forward 4·N·N_kv·d per head, halved with a causal
+  mask; backward 2.5 × forward for the recomputing flash backward (5 matmuls against 2) and 2 ×
+  for standard attention (4 matmuls). iosim itself reports executed FLOPs, tile-exact: a causal
+  tiled kernel computes its diagonal tiles in full, so its count exceeds half of N² slightly.
+- Occupancy: the programs (CTAs) of a kernel's grid against the GPU's SMs, one program per SM
+  at a time (a decode step of FA2 runs batch × heads programs: "With a batch size of 1,
+  FlashAttention will use less than 1% of the GPU!", Flash-Decoding blog).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from iosim.algorithms.loopnest import Access, Kernel
+from iosim.units import STAT_BYTES
+from iosim.workload import Workload
+
+RNG_STATE_BYTES = 16
+"""flash_api.cpp: `rng_state = torch::empty({2}, ... kInt64)` (Philox seed and offset)."""
+
+IO_TENSORS = frozenset({"Q", "K", "V", "O", "dO", "dQ", "dK", "dV"})
+"""Inputs and outputs of the forward and backward calls, held by the caller in any case."""
+
+
+def saved_for_backward(forward: Sequence[Kernel], backward: Sequence[Kernel]) -> tuple[Access, ...]:
+    """The forward's writes that the backward reads (one Access each, as the forward wrote it)."""
+    read_back = {a.tensor for k in backward for a in k.accesses if a.op == "read"}
+    saved: dict[str, Access] = {}
+    for kernel in forward:
+        for access in kernel.accesses:
+            if (access.op == "write" and access.tensor in read_back
+                    and access.tensor not in IO_TENSORS and not access.init):
+                saved.setdefault(access.tensor, access)
+    return tuple(saved.values())
+
+
+def convention_flops(workload: Workload, *, recompute: bool) -> float:
+    """FLOPs by the FA2/FA3 convention for the workload's pass (see the module docstring)."""
+    w = workload
+    forward = 4.0 * w.n * w.seq_kv * w.d * w.heads * w.batch * (0.5 if w.causal else 1.0)
+    backward = forward * (2.5 if recompute else 2.0)
+    return {"fwd": forward, "bwd": backward, "fwdbwd": forward + backward}[w.pass_]
+
+
+def compulsory_backward_bytes(workload: Workload) -> int:
+    """Any exact backward: read Q, O, dO (per query head), K, V (per KV head) and the fp32
+    logsumexp once; write dQ, dK, dV once (reference §3's compulsory row, without D, which an
+    implementation adds for itself)."""
+    w = workload
+    q_rows = w.batch * w.heads * w.n
+    kv_rows = w.batch * w.heads_kv * w.seq_kv
+    return (3 * q_rows + 2 * kv_rows) * w.d * w.element_bytes + q_rows * STAT_BYTES + (
+        q_rows + 2 * kv_rows) * w.d * w.element_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Occupancy:
+    """One kernel's launch grid against the GPU's SMs."""
+
+    kernel: str
+    label: str
+    programs: int
+    sm_count: int | None
+
+    @property
+    def fraction(self) -> float | None:
+        """Share of the SMs the grid can keep busy (1.0 once it covers every SM)."""
+        if self.sm_count is None:
+            return None
+        return min(1.0, self.programs / self.sm_count)
+
+    @property
+    def waves(self) -> float | None:
+        return None if self.sm_count is None else self.programs / self.sm_count

@@ -1,0 +1,305 @@
+"""`verify`: count one workload three ways — closed form, tile walk, executor — and run it.
+
+For each algorithm: the closed form's terms (loopnest.closed_form), the tile walk's accesses summed
+per term (loopnest.walk), and the NumPy executor's instrumented counts (iosim.execute), side by
+side in elements; the executor's access stream against the walk's, access by access; its output
+against standard attention (run by the same executor) and against a float64 formula; and the
+most scores it held at once. Counts are compared in elements (the "to the element" claim); with
+float32 and float16 runs the bytes per element are compared too (float64 is not a dtype the
+model counts bytes for: its statistics would be fp32 in a real kernel).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from iosim._version import __version__
+from iosim.algorithms import ALGORITHMS, get_algorithm
+from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+from iosim.errors import IosimError
+from iosim.execute import (
+    EXECUTOR_DTYPES,
+    EXECUTORS,
+    check_limits,
+    execute,
+    precision,
+    random_inputs,
+    reference_attention,
+    working_set_bytes,
+)
+from iosim.execute.run import passes_of
+from iosim.traffic import Op
+from iosim.units import parse_quantity
+from iosim.workload import Tiling, Workload
+
+SCHEMA = "iosim.verify/1"
+
+MODEL_DTYPE = {"float64": "fp32", "float32": "fp32", "float16": "fp16"}
+"""The model dtype whose closed form a run is compared with (elements do not depend on it)."""
+
+TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
+"""Largest max |tiled − standard| accepted on unit-normal inputs. float64's rounding is ~1e-16
+(seed 003: 5.6e-16 at N = 256, d = 16). float16 has the loosest bound because Algorithm 1 stores
+O in fp16 after every K/V block, so its error grows with T_c: measured at most 1.4e-3 for
+`iosim verify --dtype float16` at N = 1024..4096, d = 16..128, blocks 16..64 (README)."""
+
+
+@dataclass(frozen=True, slots=True)
+class TermCheck:
+    """One (kernel, tensor, op) term counted three ways, in elements."""
+
+    kernel: str
+    tensor: str
+    op: Op
+    cite: str
+    element_bytes: int
+    """Bytes per element in the model (the closed form's)."""
+    closed_form: int
+    walk: int
+    executor: int
+    executor_element_bytes: int | None
+    """Bytes per element as the executor stored the tensor (None if it never touched it)."""
+
+    @property
+    def agree(self) -> bool:
+        return self.closed_form == self.walk == self.executor
+
+
+@dataclass(frozen=True, slots=True)
+class AlgorithmCheck:
+    name: str
+    title: str
+    block_q: int | None
+    block_kv: int | None
+    terms: tuple[TermCheck, ...]
+    accesses: int
+    """Tile loads and stores in the walk."""
+    stream_equal: bool
+    """The executor issued the walk's accesses, one for one, in the same order."""
+    stream_difference: str | None
+    bytes_checked: bool
+    max_abs_diff_vs_standard: float
+    max_abs_err_vs_float64: float
+    peak_scores: int
+    sram_peak_bytes: int | None
+    sram_budget_bytes: int | None
+    tolerance: float
+
+    @property
+    def counts_agree(self) -> bool:
+        return all(t.agree for t in self.terms) and self.stream_equal and self.bytes_agree
+
+    @property
+    def bytes_agree(self) -> bool:
+        return not self.bytes_checked or all(
+            t.executor_element_bytes == t.element_bytes for t in self.terms)
+
+    @property
+    def output_agrees(self) -> bool:
+        return self.max_abs_diff_vs_standard <= self.tolerance
+
+    @property
+    def ok(self) -> bool:
+        return self.counts_agree and self.output_agrees
+
+    def totals(self) -> tuple[int, int, int]:
+        """(closed form, walk, executor) elements over all terms."""
+        return (sum(t.closed_form for t in self.terms), sum(t.walk for t in self.terms),
+                sum(t.executor for t in self.terms))
+
+
+@dataclass(frozen=True, slots=True)
+class Verification:
+    workload: Workload
+    """The shape verified (its dtype is the model dtype of `dtype`)."""
+    dtype: str
+    seed: int
+    dropout_p: float
+    sram_bytes: int
+    sram_source: str
+    algorithms: tuple[AlgorithmCheck, ...]
+    standard_peak_scores: int
+    """Scores the reference run of standard attention held at once (N_q·N_kv)."""
+    standard_max_abs_err_vs_float64: float
+
+    @property
+    def ok(self) -> bool:
+        return all(a.ok for a in self.algorithms)
+
+    def to_dict(self) -> dict[str, Any]:
+        w = self.workload
+        return {
+            "schema": SCHEMA,
+            "iosim_version": __version__,
+            "ok": self.ok,
+            "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.heads_kv, "n": w.n,
+                         "n_kv": w.seq_kv, "d": w.d, "causal": w.causal, "pass": w.pass_,
+                         "unfused": list(w.unfused)},
+            "dtype": self.dtype,
+            "seed": self.seed,
+            "dropout_p": self.dropout_p if "dropout" in w.unfused else 0.0,
+            "sram": {"bytes": self.sram_bytes, "source": self.sram_source},
+            "standard_reference": {
+                "peak_scores": self.standard_peak_scores,
+                "max_abs_err_vs_float64": self.standard_max_abs_err_vs_float64,
+            },
+            "algorithms": [{
+                "name": a.name,
+                "block_q": a.block_q,
+                "block_kv": a.block_kv,
+                "ok": a.ok,
+                "counts_agree": a.counts_agree,
+                "stream_equal": a.stream_equal,
+                "stream_difference": a.stream_difference,
+                "accesses": a.accesses,
+                "bytes_checked": a.bytes_checked,
+                "max_abs_diff_vs_standard": a.max_abs_diff_vs_standard,
+                "max_abs_err_vs_float64": a.max_abs_err_vs_float64,
+                "tolerance": a.tolerance,
+                "peak_scores": a.peak_scores,
+                "sram_peak_bytes": a.sram_peak_bytes,
+                "sram_budget_bytes": a.sram_budget_bytes,
+                "terms": [{
+                    "kernel": t.kernel, "tensor": t.tensor, "op": t.op, "cite": t.cite,
+                    "element_bytes": t.element_bytes, "closed_form": t.closed_form,
+                    "walk": t.walk, "executor": t.executor,
+                    "executor_element_bytes": t.executor_element_bytes, "agree": t.agree,
+                } for t in a.terms],
+            } for a in self.algorithms],
+        }
+
+
+def parse_sram(sram: str | int | None) -> int | None:
+    if sram is None:
+        return None
+    try:
+        value = parse_quantity(sram, "bytes")
+    except ValueError as exc:
+        raise IosimError(f"--sram: {exc}") from None
+    if value < 1 or value != int(value):
+        raise IosimError(f"--sram must be a positive whole number of bytes, got {sram!r}")
+    return int(value)
+
+
+def _key(access: TileAccess, with_bytes: bool) -> tuple[Any, ...]:
+    return (access.kernel, access.tensor, access.op, access.batch, access.head, access.row_start,
+            access.row_stop, access.cols, access.init, access.element_bytes if with_bytes else 0)
+
+
+def _describe(access: TileAccess | None) -> str:
+    if access is None:
+        return "nothing"
+    return (f"{access.kernel}: {access.op} {access.tensor}[b{access.batch}, h{access.head}, "
+            f"rows {access.row_start}:{access.row_stop}]")
+
+
+def verify(
+    workload: Workload,
+    *,
+    algorithms: Sequence[str] | None = None,
+    dtype: str = "float64",
+    block_q: int = 64,
+    block_kv: int = 64,
+    sram: str | int | None = None,
+    seed: int = 0,
+    dropout_p: float = 0.1,
+) -> Verification:
+    """Count and run each algorithm on seeded random data; see the module doc.
+
+    `algorithms` defaults to every algorithm with executors for the workload's pass.
+
+    `workload` gives the shape, mask, pass and unfused kernels; its dtype is replaced by the
+    model dtype of `dtype` (float64, float32 or float16). `sram` (bytes, or a size such as
+    "32KiB") defaults to the working set of the blocks in `dtype`. Standard attention always
+    runs, as the reference. Dropout (p = `dropout_p`) applies when 'dropout' is unfused.
+    """
+    if dtype not in EXECUTOR_DTYPES:
+        raise IosimError(f"unknown --dtype '{dtype}'; use one of {', '.join(EXECUTOR_DTYPES)}")
+    model = workload.with_(dtype=MODEL_DTYPE[dtype])
+    for flag, value in (("--block-q", block_q), ("--block-kv", block_kv)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise IosimError(f"{flag} must be a whole number of at least 1, got {value!r}")
+    check_limits(model, block_q, block_kv)  # before any array is made
+    if algorithms is None:  # every algorithm that has executors for the pass
+        algorithms = [a for a in ALGORITHMS
+                      if all((a, step) in EXECUTORS for step, _ in passes_of(model.pass_))]
+        if not algorithms:
+            raise IosimError(f"no algorithm has an executor for --pass {model.pass_} yet; "
+                             f"use --pass fwd")
+    names = list(dict.fromkeys(a.strip().lower() for a in algorithms))
+    if not names or any(not n for n in names):
+        raise IosimError(f"--algo needs a comma-separated list of {', '.join(ALGORITHMS)}")
+    chosen = [get_algorithm(n) for n in names]
+    prec = precision(dtype)
+    sram_bytes = parse_sram(sram)
+    if sram_bytes is None:
+        sram_bytes = working_set_bytes(block_q, block_kv, workload.d, prec)
+        sram_source = (f"the working set of {block_q}×{block_kv} blocks in {dtype}: Q_i, O_i, "
+                       f"K_j, V_j and l_i, m_i")
+    else:
+        sram_source = f"--sram {sram}"
+    kernels = {a.name: a.kernels(model) for a in chosen}  # unmodelled passes fail here, first
+
+    inputs = random_inputs(model, seed, prec, grad=model.pass_ != "fwd")
+    common: dict[str, Any] = {"dtype": dtype, "block_q": block_q, "block_kv": block_kv,
+                              "sram_bytes": sram_bytes, "sram_source": sram_source,
+                              "seed": seed, "dropout_p": dropout_p}
+    runs = {"standard": execute("standard", model, inputs, record="standard" in names, **common)}
+    for a in chosen:
+        if a.name not in runs:
+            runs[a.name] = execute(a.name, model, inputs, record=True, **common)
+    reference = reference_attention(model, inputs, seed=seed, dropout_p=dropout_p)
+    standard_out = runs["standard"].output.astype(np.float64)
+    bytes_checked = dtype != "float64"
+
+    checks = []
+    for a in chosen:
+        run = runs[a.name]
+        tiling = Tiling(block_q, block_kv, sram_bytes, sram_source, "given") if a.tiled else None
+        traffic = closed_form(kernels[a.name], model, tiling)
+        walked: dict[tuple[str, str, Op], int] = {}
+        log = run.log or ()
+        accesses, difference = 0, None
+        for step in walk(kernels[a.name], model, tiling):
+            key3 = (step.kernel, step.tensor, step.op)
+            walked[key3] = walked.get(key3, 0) + step.elements
+            if difference is None and (accesses >= len(log) or
+                                       _key(step, bytes_checked) != _key(log[accesses], bytes_checked)):
+                got = log[accesses] if accesses < len(log) else None
+                difference = f"access {accesses + 1}: walk {_describe(step)}, executor {_describe(got)}"
+            accesses += 1
+        if difference is None and len(log) > accesses:
+            difference = f"access {accesses + 1}: walk nothing, executor {_describe(log[accesses])}"
+        terms: dict[tuple[str, str, Op], TermCheck] = {}
+        for t in traffic:
+            key = (t.kernel, t.tensor, t.op)
+            prior = terms.get(key)
+            terms[key] = TermCheck(t.kernel, t.tensor, t.op, t.cite, t.element_bytes,
+                                   t.elements + (prior.closed_form if prior else 0),
+                                   walked.get(key, 0), run.counts.get(key, 0),
+                                   run.itemsize.get(t.tensor) if key in run.counts else None)
+        for key in [*walked, *run.counts]:  # anything counted that the closed form lacks
+            if key not in terms:
+                terms[key] = TermCheck(*key, "not in the closed form", 0, 0, walked.get(key, 0),
+                                       run.counts.get(key, 0), run.itemsize.get(key[1]))
+        out = run.output.astype(np.float64)
+        checks.append(AlgorithmCheck(
+            name=a.name, title=a.title,
+            block_q=block_q if a.tiled else None, block_kv=block_kv if a.tiled else None,
+            terms=tuple(terms.values()), accesses=accesses,
+            stream_equal=difference is None, stream_difference=difference,
+            bytes_checked=bytes_checked,
+            max_abs_diff_vs_standard=float(np.max(np.abs(out - standard_out), initial=0.0)),
+            max_abs_err_vs_float64=float(np.max(np.abs(out - reference), initial=0.0)),
+            peak_scores=run.peak_scores,
+            sram_peak_bytes=run.sram_peak_bytes if a.tiled else None,
+            sram_budget_bytes=sram_bytes if a.tiled else None,
+            tolerance=TOLERANCE[dtype],
+        ))
+    return Verification(model, dtype, seed, dropout_p, sram_bytes, sram_source, tuple(checks),
+                        runs["standard"].peak_scores,
+                        float(np.max(np.abs(standard_out - reference), initial=0.0)))

@@ -1,0 +1,31 @@
+"""Hypothesis strategies shared by the count tests: small workloads and block sizes."""
+
+from __future__ import annotations
+
+from hypothesis import strategies as st
+
+from iosim.workload import Tiling, Workload
+
+
+@st.composite
+def workloads(draw: st.DrawFn, *, max_n: int = 300, max_instances: int = 4,
+              unfused: bool = True) -> Workload:
+    """Small workloads: uneven lengths, n != n_kv, causal or not, GQA/MQA, batch."""
+    n = draw(st.integers(1, max_n))
+    n_kv = draw(st.one_of(st.just(n), st.integers(1, max_n)))
+    kv_heads = draw(st.integers(1, 2))
+    group = draw(st.integers(1, 3))
+    heads = kv_heads * group
+    batch = draw(st.integers(1, max(1, max_instances // heads)))
+    ops = draw(st.sets(st.sampled_from(["scale", "mask", "dropout"]))) if unfused else set()
+    return Workload(n, n_kv=n_kv, d=draw(st.integers(1, 8)), heads=heads, kv_heads=kv_heads,
+                    batch=batch, causal=draw(st.booleans()), unfused=tuple(ops),
+                    dtype=draw(st.sampled_from(["fp16", "fp32"])))
+
+
+@st.composite
+def tilings(draw: st.DrawFn, workload: Workload, *, min_block: int = 1) -> Tiling:
+    """Block sizes from 1 row to past the sequence, so last blocks are often uneven."""
+    block_q = draw(st.integers(min_block, max(min_block, workload.n + 5)))
+    block_kv = draw(st.integers(min_block, max(min_block, workload.seq_kv + 5)))
+    return Tiling(block_q, block_kv, 0, "test", "given")

@@ -1,0 +1,24 @@
+"""The README's first lines and example outputs cannot drift from the code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).parents[1]
+
+
+def test_readme_outputs_are_current():
+    out = subprocess.run([sys.executable, "tools/readme_sync.py", "--check"], cwd=ROOT,
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stdout + out.stderr
+
+
+def test_readme_starts_with_the_two_commands_ci_runs():
+    lines = (ROOT / "README.md").read_text().splitlines()
+    block = lines[lines.index("```bash") + 1: lines.index("```bash") + 3]
+    assert block[0].endswith("iosim compare --n 4096 --gpu a100")
+    assert block[1].endswith("pytest -q")
+    ci = (ROOT / ".ci" / "run").read_text()
+    assert "pytest -q" in ci and "iosim compare --n 4096 --gpu a100" in ci
