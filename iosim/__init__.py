@@ -16,6 +16,7 @@ from iosim.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, co
 from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
 from iosim.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
 from iosim.roofline import KernelEstimate, Roofs, roofs_for
+from iosim.sweep import SweepResult, SweepSpec, sweep
 from iosim.traffic import Term, Traffic
 from iosim.verify import Verification, verify
 from iosim.workload import Tiling, Workload, make_tiling
@@ -30,6 +31,8 @@ __all__ = [
     "IosimError",
     "KernelEstimate",
     "Roofs",
+    "SweepResult",
+    "SweepSpec",
     "Term",
     "Theorem2",
     "TileAccess",
@@ -50,6 +53,7 @@ __all__ = [
     "make_tiling",
     "resolve_hardware",
     "roofs_for",
+    "sweep",
     "verify",
     "walk",
     "walk_arrays",

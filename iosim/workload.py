@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from fractions import Fraction
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from iosim.errors import TilingError, WorkloadError
 from iosim.units import DTYPE_BYTES, STAT_BYTES
@@ -236,3 +238,74 @@ def make_tiling(
                 f"use smaller --block-q/--block-kv or a larger --sram"
             )
     return Tiling(chosen_q, chosen_kv, sram_bytes, sram_source, rule)
+
+
+# ---------------------------------------------------------------------------------------------
+# The same rule on numpy arrays, for sweeps (iosim/sweep.py); tests hold it equal to make_tiling.
+
+
+def tiling_arrays(
+    sram_bytes: Any, d: Any, element_bytes: Any, *, outer: str = "kv",
+    block_q: Any = 0, block_kv: Any = 0,
+) -> tuple[Any, Any, Any]:
+    """(B_r, B_c, fits) of `make_tiling` element-wise over int64 arrays (0 = "not given").
+
+    Where make_tiling raises because the blocks do not fit, `fits` is False instead: the given
+    blocks are kept as they are (a sweep shows what they would cost), and a default that cannot
+    fit even 1 × 1 tiles falls back to 1 × 1.
+    """
+    sram, dd, elt, bq, bkv = (np.asarray(v, dtype=np.int64) for v in np.broadcast_arrays(
+        sram_bytes, d, element_bytes, block_q, block_kv))
+    paper_q, paper_kv = _paper_blocks_array(sram // elt, dd, outer)
+    given = (bq > 0) | (bkv > 0)
+    stepped_q, stepped_kv = _step_down_array(paper_q, paper_kv, dd, elt, sram)
+    # an SRAM below 1 × 1 tiles gives blocks of 0 rows: keep them at 1 (make_tiling raises)
+    chosen_q = np.maximum(1, np.where(bq > 0, bq, np.where(given, paper_q, stepped_q)))
+    chosen_kv = np.maximum(1, np.where(bkv > 0, bkv, np.where(given, paper_kv, stepped_kv)))
+    fits = working_set_array(chosen_q, chosen_kv, dd, elt) <= sram
+    return chosen_q, chosen_kv, fits
+
+
+def working_set_array(block_q: Any, block_kv: Any, d: Any, element_bytes: Any) -> Any:
+    """`working_set_bytes` on arrays (the same formula: K_j, V_j, Q_i, O_i tiles + l_i, m_i)."""
+    return (2 * block_kv + 2 * block_q) * d * element_bytes + 2 * block_q * STAT_BYTES
+
+
+def _paper_blocks_array(sram_elements: Any, d: Any, outer: str) -> tuple[Any, Any]:
+    """`_paper_blocks` on arrays: Alg. 1 line 1, resident block ⌈M/4d⌉, streamed min(⌈M/4d⌉, d)."""
+    resident = -(-sram_elements // (4 * d))
+    streamed = np.minimum(resident, d)
+    return (streamed, resident) if outer == "kv" else (resident, streamed)
+
+
+def _step_down_array(q0: Any, kv0: Any, d: Any, elt: Any, sram: Any) -> tuple[Any, Any]:
+    """make_tiling's step-down loop in closed form: the blocks after the fewest steps that fit.
+
+    The loop takes one row off the larger block (B_c on a tie) per step, so after k steps the
+    blocks are `_after_steps(k)`; the working set falls strictly with k, so the first k that
+    fits is found by bisection over k in [0, q0 + kv0 − 2] (1 × 1 tiles, where the loop must
+    stop; when even those do not fit, make_tiling raises and here the blocks stay 1 × 1).
+    """
+    def after(k: Any) -> tuple[Any, Any]:
+        gap = np.abs(kv0 - q0)
+        low = np.minimum(q0, kv0)
+        kv_larger = kv0 >= q0
+        # k ≤ gap: only the larger block has shrunk
+        early_q = np.where(kv_larger, q0, q0 - k)
+        early_kv = np.where(kv_larger, kv0 - k, kv0)
+        # k > gap: both equal, then B_c and B_r take turns (B_c first)
+        j = k - gap
+        late_q = low - j // 2
+        late_kv = low - (j + 1) // 2
+        early = k <= gap
+        return np.where(early, early_q, late_q), np.where(early, early_kv, late_kv)
+
+    lo = np.zeros_like(q0)
+    hi = q0 + kv0 - 2
+    while (lo < hi).any():
+        mid = (lo + hi) // 2
+        q, kv = after(mid)
+        ok = working_set_array(q, kv, d, elt) <= sram
+        hi = np.where(ok, mid, hi)
+        lo = np.where(ok | (lo >= hi), lo, mid + 1)
+    return after(lo)

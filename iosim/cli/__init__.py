@@ -57,6 +57,15 @@ def main() -> None:
     cli()
 
 
-from iosim.cli import compare_cmd, explain_cmd, gpus_cmd, verify_cmd  # noqa: E402  (commands register on `cli`)
+from iosim.cli import (  # noqa: E402  (commands register on `cli`)
+    compare_cmd,
+    explain_cmd,
+    gpus_cmd,
+    report_cmd,
+    roofline_cmd,
+    sweep_cmd,
+    verify_cmd,
+)
 
-__all__ = ["cli", "compare_cmd", "explain_cmd", "gpus_cmd", "main", "verify_cmd"]
+__all__ = ["cli", "compare_cmd", "explain_cmd", "gpus_cmd", "main", "report_cmd", "roofline_cmd",
+           "sweep_cmd", "verify_cmd"]

@@ -1,0 +1,176 @@
+"""`iosim sweep`: every workload flag takes a list or a range; the grid is evaluated vectorised."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
+from iosim.cli import cli
+from iosim.cli.common import FORMATS, comma_list
+from iosim.cli.lists import (
+    HELP,
+    parse_booleans,
+    parse_choices,
+    parse_fractions,
+    parse_list,
+    parse_names,
+    parse_sizes,
+)
+from iosim.sweep import SweepResult, SweepSpec, sweep
+from iosim.units import DTYPE_BYTES
+from iosim.workload import PASSES, UNFUSED_OPS
+
+PROGRESS_AFTER_S = 0.3
+"""A sweep shows a progress bar (on a terminal) once it has run this long."""
+
+
+def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Parameter, Any], Any]:
+    def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
+        return None if value is None else parse_list(value, flag, auto=auto)
+    return callback
+
+
+@cli.command("sweep")
+@click.option("--gpu", required=True, metavar="LIST",
+              help="GPUs, comma-separated: names, aliases or YAML paths (see `iosim gpus`).")
+@click.option("--n", "n", required=True, metavar="RANGE", callback=_ints("--n"), help=HELP + ".")
+@click.option("--n-kv", metavar="RANGE", callback=_ints("--n-kv"),
+              help="Key/value lengths (default: = N at each point).")
+@click.option("--d", "d", default="64", show_default=True, metavar="RANGE", callback=_ints("--d"),
+              help="Head dimensions.")
+@click.option("--heads", default="1", show_default=True, metavar="RANGE",
+              callback=_ints("--heads"), help="Query heads.")
+@click.option("--kv-heads", metavar="RANGE", callback=_ints("--kv-heads"),
+              help="KV heads for GQA/MQA (default: = heads); each must divide every --heads.")
+@click.option("--batch", default="1", show_default=True, metavar="RANGE",
+              callback=_ints("--batch"), help="Batch sizes.")
+@click.option("--dtype", default="fp16", show_default=True, metavar="LIST",
+              help=f"Dtypes, any of {','.join(DTYPE_BYTES)}.")
+@click.option("--causal", is_flag=False, flag_value="yes", default="no", show_default=True,
+              metavar="[LIST]", help="Causal mask: the bare flag means yes; no,yes sweeps both.")
+@click.option("--pass", "pass_", default="fwd", show_default=True, metavar="LIST",
+              help=f"Passes, any of {','.join(PASSES)}.")
+@click.option("--unfused", default=None, metavar="LIST",
+              help=f"Extra N×N kernels of the unfused standard pipeline (the same at every "
+                   f"point): any of {','.join(UNFUSED_OPS)}.")
+@click.option("--block-q", metavar="RANGE", callback=_ints("--block-q", auto=True),
+              help="B_r values; auto = Alg. 1 line 1 (default).")
+@click.option("--block-kv", metavar="RANGE", callback=_ints("--block-kv", auto=True),
+              help="B_c values; auto = Alg. 1 line 1 (default).")
+@click.option("--sparsity", default="1", show_default=True, metavar="LIST",
+              help="Block-sparse fractions of non-zero blocks (Prop. 4), e.g. 0.25,0.5,1.")
+@click.option("--splits", metavar="RANGE", callback=_ints("--splits", auto=True),
+              help="splitkv's KV splits; auto = FlashAttention-2's heuristic (default).")
+@click.option("--sram", metavar="SIZES", help="SRAM M as sizes, e.g. 64KiB,128KiB or "
+              "32KiB..256KiB; auto = the GPU's sram_per_block (default).")
+@click.option("--sram-elements", metavar="RANGE", callback=_ints("--sram-elements", auto=True),
+              help="SRAM M in elements of the dtype, e.g. 65536,98304.")
+@click.option("--algo", default=None, metavar="LIST",
+              help=f"Algorithms, comma-separated: {','.join(ALGORITHMS)} (default: "
+                   f"standard,flash1,flash2, and splitkv when N includes 1 in a forward sweep).")
+@click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
+              show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML.")
+@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
+              help="Output format (table and markdown show --limit rows; csv and json all).")
+@click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
+              help="Rows shown by the table and markdown formats.")
+@click.option("--plot", "plot_dir", default=None, metavar="DIR", type=click.Path(path_type=Path),
+              help="Also write the figures (PNG and SVG) into DIR.")
+def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
+                  d: tuple[int, ...], heads: tuple[int, ...], kv_heads: tuple[int, ...] | None,
+                  batch: tuple[int, ...], dtype: str, causal: str, pass_: str,
+                  unfused: str | None, block_q: tuple[int | None, ...] | None,
+                  block_kv: tuple[int | None, ...] | None, sparsity: str,
+                  splits: tuple[int | None, ...] | None, sram: str | None,
+                  sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
+                  fmt: str, limit: int, plot_dir: Path | None) -> None:
+    """Evaluate a grid of workloads × GPUs × block sizes with the exact closed forms.
+
+    Every workload flag takes one value, a list (1024,4096) or a range: a..b doubles
+    (512..65536), a..b:s steps by s (64..512:64), a..b*k multiplies by k (64..4096*4).
+    Block and SRAM lists may hold `auto` (the default rule). Blocks that do not fit the SRAM
+    are marked (fits: NO), not refused: their counts show what they would cost.
+
+    \b
+    Examples:
+      iosim sweep --gpu a100 --n 512..65536
+      iosim sweep --gpu a100-40gb-sxm --n 1024 --heads 16 --batch 64 \\
+          --algo flash1 --block-kv 32..2048 --plot figures/
+      iosim sweep --gpu a100,h100,h200 --n 1024,4096 --d 64,128 --causal no,yes --format csv
+    """
+    spec = SweepSpec(
+        n=n, gpu=parse_names(gpu, "--gpu"), n_kv=n_kv or (None,), d=d, heads=heads,
+        kv_heads=kv_heads or (None,), batch=batch,
+        dtype=parse_choices(dtype, "--dtype", list(DTYPE_BYTES)),
+        causal=parse_booleans(causal, "--causal"),
+        pass_=parse_choices(pass_, "--pass", list(PASSES)),
+        sram_bytes=parse_sizes(sram, "--sram") if sram is not None else (None,),
+        sram_elements=sram_elements or (None,), block_q=block_q or (None,),
+        block_kv=block_kv or (None,), unfused=tuple(comma_list(unfused) or ()),
+        sparsity=parse_fractions(sparsity, "--sparsity"), splits=splits or (None,),
+        algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_)),
+        profile=profile,  # type: ignore[arg-type]
+    )
+    if plot_dir is not None:
+        from iosim.report import ensure_writable_dir
+
+        ensure_writable_dir(plot_dir, "--plot")
+    result = run_with_progress(spec)
+    from iosim import render_sweep
+
+    if fmt == "json":
+        click.echo(render_sweep.sweep_json(result))
+    elif fmt == "csv":
+        click.echo(render_sweep.sweep_csv(result), nl=False)
+    elif fmt == "markdown":
+        click.echo(render_sweep.sweep_markdown(result, limit=limit), nl=False)
+    else:
+        render_sweep.print_sweep(result, limit=limit)
+    if plot_dir is not None:
+        from iosim.plot import sweep_figures
+
+        written = sweep_figures(result, plot_dir)
+        if not written:
+            click.echo("nothing to plot: vary --n, --block-kv/--block-q or --gpu", err=True)
+        for path in written:
+            click.echo(f"wrote {path}", err=True)
+
+
+def default_algorithms(n: tuple[int, ...], passes: str) -> tuple[str, ...]:
+    """As `compare`: standard, flash1, flash2, and splitkv for decoding (N = 1, forward)."""
+    if 1 in n and passes.strip().lower() == "fwd":
+        return (*DEFAULT_ALGORITHMS, "splitkv")
+    return DEFAULT_ALGORITHMS
+
+
+def run_with_progress(spec: SweepSpec, console: Any = None) -> SweepResult:
+    """Run the sweep; past PROGRESS_AFTER_S, show a rich progress bar on a terminal's stderr."""
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
+
+    console = console or Console(stderr=True)
+    started = time.perf_counter()
+    state: dict[str, Any] = {}
+
+    def on_progress(done: int, total: int) -> None:
+        if "progress" not in state:
+            if not console.is_terminal or time.perf_counter() - started < PROGRESS_AFTER_S:
+                return
+            progress = Progress(TextColumn("sweep"), BarColumn(), TaskProgressColumn(),
+                                TextColumn("{task.completed:,}/{task.total:,} points"),
+                                TimeElapsedColumn(), console=console, transient=True)
+            progress.start()
+            state["progress"] = progress
+            state["task"] = progress.add_task("sweep", total=total)
+        state["progress"].update(state["task"], completed=done, refresh=True)
+
+    try:
+        return sweep(spec, on_progress=on_progress)
+    finally:
+        if "progress" in state:
+            state["progress"].stop()

@@ -1,0 +1,401 @@
+"""Report folders: `iosim report` writes plots, tables, summary.json, index.md and index.html.
+
+A report is one GPU and one workload seen four ways: the comparison tables, the roofline, HBM
+traffic against N, the block-size sweep of each tiled algorithm's resident (outer-loop) block,
+and the same workload on other GPUs. The folder is self-contained: index.html shows the PNGs
+inline (each linked to its SVG) and opens from disk in any browser; index.md is the same for
+GitHub. Tables are CSV (pandas). summary.json holds the key numbers, the exact command and the
+iosim version. Nothing in it depends on the date: rebuilt from the same inputs with the same
+matplotlib, every file but the SVGs (whose clip-path ids matplotlib draws from object ids) is
+the same byte for byte.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from iosim._version import __version__
+from iosim.algorithms import ALGORITHMS
+from iosim.compare import Comparison, compare
+from iosim.errors import IosimError
+from iosim.hardware import list_hardware, resolve_hardware
+from iosim.sweep import SweepResult, SweepSpec, sweep
+from iosim.workload import Workload
+
+SCHEMA = "iosim.report/1"
+
+
+def ensure_writable_dir(path: Path, flag: str, *, must_be_empty: bool = False,
+                        force: bool = False) -> Path:
+    """Create `path` if needed and check that files can be written in it; one-line errors."""
+    if path.exists() and not path.is_dir():
+        raise IosimError(f"{flag} {path} is a file, not a folder; choose a folder")
+    if must_be_empty and not force and path.is_dir() and any(path.iterdir()):
+        raise IosimError(f"{flag} {path} is not empty; choose a new folder or add --force to "
+                         f"write over it")
+    try:
+        path.mkdir(parents=True, exist_ok=True)
+        probe = path / ".iosim-write-test"
+        probe.write_bytes(b"")
+        probe.unlink()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise IosimError(f"cannot write to {flag} {path}: {reason}; choose a folder you can "
+                         f"write to") from None
+    return path
+
+
+# ---------------------------------------------------------------------------------------------
+# a tiny document model, rendered twice (Markdown and HTML) so the two never drift apart
+
+
+@dataclass(frozen=True)
+class Heading:
+    level: int
+    text: str
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+
+
+@dataclass(frozen=True)
+class Code:
+    text: str
+
+
+@dataclass(frozen=True)
+class Image:
+    png: str
+    svg: str
+    alt: str
+    width_px: int
+    height_px: int
+
+
+@dataclass(frozen=True)
+class TableBlock:
+    headers: Sequence[str]
+    rows: Sequence[Sequence[str]]
+    right: Sequence[bool]
+    caption: str = ""
+
+
+@dataclass(frozen=True)
+class Links:
+    items: Sequence[tuple[str, str]]
+    """(text, relative path)."""
+
+
+Block = Heading | Para | Code | Image | TableBlock | Links
+
+
+def to_markdown(blocks: Sequence[Block]) -> str:
+    out: list[str] = []
+    for b in blocks:
+        if isinstance(b, Heading):
+            out.append("#" * b.level + " " + b.text)
+        elif isinstance(b, Para):
+            out.append(b.text)
+        elif isinstance(b, Code):
+            out.append("```\n" + b.text + "\n```")
+        elif isinstance(b, Image):
+            out.append(f"[![{b.alt}]({b.png})]({b.svg})")
+        elif isinstance(b, TableBlock):
+            lines = ([f"*{b.caption}*", ""] if b.caption else []) + [
+                "| " + " | ".join(b.headers) + " |",
+                "|" + "|".join("---:" if r else "---" for r in b.right) + "|",
+                *("| " + " | ".join(row) + " |" for row in b.rows)]
+            out.append("\n".join(lines))
+        else:
+            out.append(" · ".join(f"[{text}]({path})" for text, path in b.items))
+        out.append("")
+    return "\n".join(out)
+
+
+_CSS = """
+body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em;
+       color: #222; line-height: 1.45; }
+h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
+table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.9em; }
+th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #e4e4e4; }
+th { text-align: left; background: #f6f6f6; } td.r, th.r { text-align: right; }
+caption { text-align: left; font-style: italic; padding-bottom: 0.3em; }
+pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
+img { max-width: 100%; height: auto; border: 1px solid #eee; }
+"""
+
+
+def to_html(blocks: Sequence[Block], title: str) -> str:
+    e = html.escape
+    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
+           f"<title>{e(title)}</title>", f"<style>{_CSS}</style>", "</head>", "<body>"]
+    for b in blocks:
+        if isinstance(b, Heading):
+            out.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
+        elif isinstance(b, Para):
+            out.append(f"<p>{_inline(b.text)}</p>")
+        elif isinstance(b, Code):
+            out.append(f"<pre><code>{e(b.text)}</code></pre>")
+        elif isinstance(b, Image):
+            out.append(f'<p><a href="{e(b.svg)}"><img src="{e(b.png)}" alt="{e(b.alt)}" '
+                       f'width="{b.width_px}" height="{b.height_px}"></a></p>')
+        elif isinstance(b, TableBlock):
+            cells = ["<table>"]
+            if b.caption:
+                cells.append(f"<caption>{e(b.caption)}</caption>")
+            cells.append("<tr>" + "".join(
+                f'<th{" class=r" if r else ""}>{e(h)}</th>'
+                for h, r in zip(b.headers, b.right, strict=True)) + "</tr>")
+            for row in b.rows:
+                cells.append("<tr>" + "".join(
+                    f'<td{" class=r" if r else ""}>{e(c)}</td>'
+                    for c, r in zip(row, b.right, strict=True)) + "</tr>")
+            cells.append("</table>")
+            out.append("\n".join(cells))
+        else:
+            out.append("<p>" + " · ".join(f'<a href="{e(path)}">{e(text)}</a>'
+                                          for text, path in b.items) + "</p>")
+    out += ["</body>", "</html>"]
+    return "\n".join(out) + "\n"
+
+
+def _inline(text: str) -> str:
+    """Markdown-lite for paragraphs: `code` spans and **bold**, everything else escaped."""
+    import re
+
+    escaped = html.escape(text)
+    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", escaped)
+
+
+# ---------------------------------------------------------------------------------------------
+# the report
+
+
+@dataclass(frozen=True)
+class ReportRequest:
+    """Everything a report depends on (and so what its command line must say)."""
+
+    gpu: str
+    workload: Workload
+    n_range: tuple[int, ...]
+    block_range: tuple[int, ...]
+    compare_gpus: tuple[str, ...]
+    sram: str | None = None
+    profile: str = "spec"
+    command: str = ""
+
+
+@dataclass
+class Report:
+    """What was written, for the CLI to print and the tests to check."""
+
+    folder: Path
+    files: list[Path] = field(default_factory=list)
+    summary: dict[str, Any] = field(default_factory=dict)
+
+
+def default_compare_gpus() -> tuple[str, ...]:
+    return tuple(h.name for h in list_hardware())
+
+
+def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -> Report:
+    """Compute everything, then write the folder (refusing a non-empty one unless force)."""
+    ensure_writable_dir(folder, "--out", must_be_empty=True, force=force)
+    from iosim import plot, render
+    from iosim.render_sweep import roofline_records, sweep_frame
+
+    w = request.workload
+    comparison = compare(w, request.gpu, sram=request.sram,
+                         profile=request.profile)  # type: ignore[arg-type]
+    hw = comparison.hardware
+    kv_heads = None if w.heads_kv == w.heads else w.heads_kv
+    common = {"d": (w.d,), "heads": (w.heads,), "kv_heads": (kv_heads,), "batch": (w.batch,),
+              "dtype": (w.dtype,), "causal": (w.causal,), "pass_": (w.pass_,),
+              "unfused": w.unfused, "profile": request.profile,
+              "sram_bytes": (comparison.sram_bytes if request.sram else None,)}
+    gpu = (request.gpu,)
+    by_n = sweep(SweepSpec(n=request.n_range, gpu=gpu, **common))  # type: ignore[arg-type]
+    tiled = [a for a in comparison.algorithms if a.tiling is not None]
+    block_sweeps: list[tuple[str, str, SweepResult]] = []
+    for a in tiled:
+        axis = "block_kv" if ALGORITHMS[a.name].outer == "kv" else "block_q"
+        spec = SweepSpec(n=(w.n,), gpu=gpu, algorithms=(a.name,),
+                         **{axis: request.block_range}, **common)  # type: ignore[arg-type]
+        block_sweeps.append((a.name, axis, sweep(spec)))
+    # the report's GPU first, then the others, each once; each GPU with its own SRAM
+    others = {resolve_hardware(g).hardware.name: g for g in request.compare_gpus}
+    others.pop(hw.name, None)
+    by_gpu = sweep(SweepSpec(n=(w.n,), gpu=(request.gpu, *others.values()),
+                             **{**common, "sram_bytes": (None,)}))  # type: ignore[arg-type]
+
+    report = Report(folder)
+    blocks: list[Block] = []
+
+    def figure(fig: Any, stem: str, alt: str) -> Image:
+        paths = plot.save(fig, folder / stem)
+        report.files += paths
+        width, height = (int(v * 150) for v in fig.get_size_inches())
+        return Image(f"{stem}.png", f"{stem}.svg", alt, width, height)
+
+    def table_csv(frame: Any, name: str) -> str:
+        path = folder / name
+        frame.to_csv(path, index=False, lineterminator="\n")
+        report.files.append(path)
+        return name
+
+    import pandas as pd
+
+    title = f"iosim report — {hw.display_name}"
+    blocks += [
+        Heading(1, title),
+        Para(f"**Workload** {w.describe()}. **GPU** {hw.display_name} (`{hw.name}`, "
+             f"{request.profile} profile). **SRAM** M = {comparison.sram_bytes // w.element_bytes:,}"
+             f" {w.dtype} elements ({comparison.sram_source})."),
+        Para(f"Made by iosim {__version__} with:"),
+        Code(_wrap_command(request.command)),
+        Para("Every number is an exact count of the algorithms' loop nests (the paper's "
+             "Algorithm 0 for standard attention, Algorithm 1 for FlashAttention, "
+             "FlashAttention-2's Algorithm 1), timed on a roofline of the GPU's "
+             + ("datasheet ceilings" if request.profile == "spec" else
+                "measured ceilings and kernel efficiencies")
+             + ". Counts are L2-oblivious: HBM↔SRAM traffic as Theorem 2 counts it."),
+    ]
+
+    # 1. the comparison
+    blocks += [Heading(2, "1. Standard attention vs FlashAttention")]
+    for table in (render.summary_table(comparison), render.kernel_table(comparison),
+                  render.tensor_table(comparison)):
+        blocks.append(_rich_table(table))
+    kernels = table_csv(pd.DataFrame(render_rows(comparison)), "compare_kernels.csv")
+    terms = table_csv(pd.DataFrame(comparison.term_records()), "compare_terms.csv")
+    blocks.append(Links([("kernels (CSV)", kernels), ("traffic terms with their algorithm "
+                                                      "lines (CSV)", terms)]))
+
+    # 2. roofline
+    blocks += [Heading(2, "2. Roofline"),
+               Para("Each kernel at its arithmetic intensity (FLOPs per HBM byte) and its "
+                    "roofline performance; the ridge point is where the HBM roof meets the "
+                    f"{w.dtype} compute roof."),
+               figure(plot.roofline(comparison), "roofline", "roofline"),
+               Links([("points (CSV)", table_csv(pd.DataFrame(roofline_records(comparison)),
+                                                 "roofline_points.csv"))])]
+
+    # 3. traffic vs N
+    blocks += [Heading(2, "3. HBM traffic vs sequence length"),
+               Para("Standard attention moves Θ(Nd + N²) bytes, FlashAttention Θ(N²d²/M) "
+                    "(Theorem 2): both grow as N² at large N, FlashAttention's a factor ≈ d²/M "
+                    "lower. Grey guides: N², Theorem 2's N²d²/M term and the compulsory traffic."),
+               figure(plot.traffic_vs_n(by_n), "traffic_vs_n", "HBM traffic vs N"),
+               Links([("data (CSV)", table_csv(sweep_frame(by_n), "traffic_vs_n.csv"))])]
+
+    # 4. block sizes
+    blocks += [Heading(2, "4. Block size"),
+               Para("The resident (outer-loop) block of each tiled algorithm, the other block "
+                    "by Alg. 1 line 1: B_c for FlashAttention (K/V outer), B_r for "
+                    "FlashAttention-2 (Q outer). Larger blocks mean fewer passes and less "
+                    "traffic, until the kernel turns compute-bound; hollow markers do not fit "
+                    "the SRAM (their counts show what they would cost if they did).")]
+    for name, axis, result in block_sweeps:
+        stem = f"{axis.replace('_', '-')}_sweep_{name}"
+        blocks += [figure(plot.block_sweep(result, axis=axis), stem, f"{name} block sweep"),
+                   Links([("data (CSV)", table_csv(sweep_frame(result), f"{stem}.csv"))])]
+
+    # 5. GPUs
+    blocks += [Heading(2, "5. The same workload on other GPUs"),
+               Para("Each GPU with its own SRAM per block (so its own Alg. 1 blocks) and its "
+                    f"{request.profile} ceilings."),
+               figure(plot.gpu_comparison(by_gpu), "gpu_comparison", "GPU comparison"),
+               Links([("data (CSV)", table_csv(sweep_frame(by_gpu), "gpu_comparison.csv"))])]
+
+    summary = _summary(request, comparison, by_gpu, report, folder)
+    (folder / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+                                         encoding="utf-8")
+    report.files.append(folder / "summary.json")
+    blocks += [Heading(2, "Files"),
+               Links([(p.name, p.name) for p in sorted(report.files, key=lambda p: p.name)])]
+    (folder / "index.md").write_text(to_markdown(blocks), encoding="utf-8")
+    (folder / "index.html").write_text(to_html(blocks, title), encoding="utf-8")
+    report.files += [folder / "index.md", folder / "index.html"]
+    report.summary = summary
+    return report
+
+
+def _wrap_command(command: str, width: int = 88) -> str:
+    """One shell command over several lines (backslash continuations), split between options."""
+    import shlex
+
+    words = shlex.split(command)
+    lines: list[str] = []
+    current = ""
+    i = 0
+    while i < len(words):
+        # keep an option with its value
+        take = 2 if words[i].startswith("--") and i + 1 < len(words) and not words[
+            i + 1].startswith("--") else 1
+        piece = shlex.join(words[i:i + take])
+        if current and len(current) + 1 + len(piece) > width:
+            lines.append(current)
+            current = "    " + piece
+        else:
+            current = f"{current} {piece}" if current else piece
+        i += take
+    lines.append(current)
+    return " \\\n".join(lines)
+
+
+def render_rows(c: Comparison) -> list[dict[str, Any]]:
+    return c.to_records()
+
+
+def _rich_table(table: Any) -> TableBlock:
+    headers = [str(col.header) for col in table.columns]
+    cells = [[str(x) for x in col.cells] for col in table.columns]
+    rows = [list(r) for r in zip(*cells, strict=True)]
+    right = [col.justify == "right" for col in table.columns]
+    return TableBlock(headers, rows, right, str(table.title or ""))
+
+
+def _summary(request: ReportRequest, c: Comparison, by_gpu: SweepResult, report: Report,
+             folder: Path) -> dict[str, Any]:
+    data = c.to_dict()
+    data["hardware"]["path"] = _portable_path(data["hardware"]["path"])
+    gpu_rows: list[dict[str, Any]] = [{"gpu": hw.name} for hw in by_gpu.hardware]
+    for a in by_gpu.algorithms:
+        for row, t, mem in zip(gpu_rows, a.time_s.tolist(), a.memory_bound.tolist(), strict=True):
+            row[a.name] = {"time_s": t, "bound": "memory" if mem else "compute"}
+    return {
+        "schema": SCHEMA,
+        "iosim_version": __version__,
+        "command": request.command,
+        "gpu": data["hardware"],
+        "workload": data["workload"],
+        "sram": data["sram"],
+        "algorithms": {a["name"]: {k: a[k] for k in (
+            "tiling", "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "flops", "time_s",
+            "bound", "traffic_ratio_vs_standard", "speedup_vs_standard")}
+            for a in data["algorithms"]},
+        "sweeps": {"n": list(request.n_range), "block": list(request.block_range),
+                   "gpus": [hw.name for hw in by_gpu.hardware]},
+        "gpu_comparison": gpu_rows,
+        "files": sorted([*(str(p.relative_to(folder)) for p in report.files), "summary.json",
+                         "index.md", "index.html"]),
+    }
+
+
+def _portable_path(path: str) -> str:
+    """A shipped YAML as configs/gpus/NAME.yaml (no machine-specific prefix in reports)."""
+    from iosim.hardware import config_dir
+
+    p = Path(path)
+    try:
+        return str(Path("configs/gpus") / p.resolve().relative_to(config_dir().resolve()))
+    except ValueError:
+        return path
