@@ -11,12 +11,14 @@ The core never imports click, rich, matplotlib, pandas, torch or triton.
 from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+from iosim.algorithms.tilestream import TileStream, walk_arrays
 from iosim.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, compare
 from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
 from iosim.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
 from iosim.roofline import KernelEstimate, Roofs, roofs_for
 from iosim.sweep import SweepResult, SweepSpec, sweep
 from iosim.traffic import Term, Traffic
+from iosim.verify import Verification, verify
 from iosim.workload import Tiling, Workload, make_tiling
 
 __all__ = [
@@ -34,10 +36,12 @@ __all__ = [
     "Term",
     "Theorem2",
     "TileAccess",
+    "TileStream",
     "Tiling",
     "TilingError",
     "Traffic",
     "UnknownGpuError",
+    "Verification",
     "Workload",
     "WorkloadError",
     "__version__",
@@ -50,5 +54,7 @@ __all__ = [
     "resolve_hardware",
     "roofs_for",
     "sweep",
+    "verify",
     "walk",
+    "walk_arrays",
 ]

@@ -3,10 +3,12 @@
 For each algorithm: the closed form's terms (loopnest.closed_form), the tile walk's accesses summed
 per term (loopnest.walk), and the NumPy executor's instrumented counts (iosim.execute), side by
 side in elements; the executor's access stream against the walk's, access by access; its output
-against standard attention (run by the same executor) and against a float64 formula; and the
-most scores it held at once. Counts are compared in elements (the "to the element" claim); with
-float32 and float16 runs the bytes per element are compared too (float64 is not a dtype the
-model counts bytes for: its statistics would be fp32 in a real kernel).
+against standard attention (run by the same executor) and against a float64 formula; with a
+backward pass, its gradients dQ, dK, dV likewise (the float64 formula is the analytic backward,
+execute/reference.py); and the most scores it held at once. Counts are compared in elements (the
+"to the element" claim); with float32 and float16 runs the bytes per element are compared too
+(float64 is not a dtype the model counts bytes for: its statistics would be fp32 in a real
+kernel).
 """
 
 from __future__ import annotations
@@ -20,16 +22,19 @@ import numpy as np
 from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+from iosim.compare import default_algorithms
 from iosim.errors import IosimError
 from iosim.execute import (
     EXECUTOR_DTYPES,
     EXECUTORS,
     check_limits,
+    default_sram_bytes,
     execute,
     precision,
     random_inputs,
     reference_attention,
-    working_set_bytes,
+    reference_gradients,
+    refusal,
 )
 from iosim.execute.run import passes_of
 from iosim.traffic import Op
@@ -41,11 +46,15 @@ SCHEMA = "iosim.verify/1"
 MODEL_DTYPE = {"float64": "fp32", "float32": "fp32", "float16": "fp16"}
 """The model dtype whose closed form a run is compared with (elements do not depend on it)."""
 
+GRADIENTS = ("dQ", "dK", "dV")
+
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
-"""Largest max |tiled − standard| accepted on unit-normal inputs. float64's rounding is ~1e-16
-(seed 003: 5.6e-16 at N = 256, d = 16). float16 has the loosest bound because Algorithm 1 stores
-O in fp16 after every K/V block, so its error grows with T_c: measured at most 1.4e-3 for
-`iosim verify --dtype float16` at N = 1024..4096, d = 16..128, blocks 16..64 (README)."""
+"""Largest max |tiled − standard| accepted on unit-normal inputs; for a gradient, times
+max(1, its largest float64 value), since gradients are not bounded by |V| as outputs are.
+float64's rounding is ~1e-16 (seed 003: 5.6e-16 at N = 256, d = 16). float16 has the loosest
+bound because Algorithm 1 stores O in fp16 after every K/V block, so its error grows with T_c:
+measured at most 1.4e-3 for `iosim verify --dtype float16` at N = 1024..4096, d = 16..128, blocks
+16..64 (README); the gradients' at most 1.1e-3 of their scale (README, backward)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +79,22 @@ class TermCheck:
 
 
 @dataclass(frozen=True, slots=True)
+class GradientCheck:
+    """One gradient (dQ, dK or dV) of one algorithm against standard's and the float64 formula."""
+
+    name: str
+    max_abs_diff_vs_standard: float
+    max_abs_err_vs_float64: float
+    scale: float
+    """max(1, max |float64 gradient|): the tolerance is relative to it."""
+    tolerance: float
+
+    @property
+    def agrees(self) -> bool:
+        return self.max_abs_diff_vs_standard <= self.tolerance * self.scale
+
+
+@dataclass(frozen=True, slots=True)
 class AlgorithmCheck:
     name: str
     title: str
@@ -88,6 +113,10 @@ class AlgorithmCheck:
     sram_peak_bytes: int | None
     sram_budget_bytes: int | None
     tolerance: float
+    gradients: tuple[GradientCheck, ...] = ()
+    """dQ, dK, dV when the pass has a backward."""
+    splits: int | None = None
+    """Split-KV's programs per query block (splitkv only)."""
 
     @property
     def counts_agree(self) -> bool:
@@ -103,8 +132,12 @@ class AlgorithmCheck:
         return self.max_abs_diff_vs_standard <= self.tolerance
 
     @property
+    def gradients_agree(self) -> bool:
+        return all(g.agrees for g in self.gradients)
+
+    @property
     def ok(self) -> bool:
-        return self.counts_agree and self.output_agrees
+        return self.counts_agree and self.output_agrees and self.gradients_agree
 
     def totals(self) -> tuple[int, int, int]:
         """(closed form, walk, executor) elements over all terms."""
@@ -138,7 +171,7 @@ class Verification:
             "ok": self.ok,
             "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.heads_kv, "n": w.n,
                          "n_kv": w.seq_kv, "d": w.d, "causal": w.causal, "pass": w.pass_,
-                         "unfused": list(w.unfused)},
+                         "unfused": list(w.unfused), "sparsity": w.sparsity},
             "dtype": self.dtype,
             "seed": self.seed,
             "dropout_p": self.dropout_p if "dropout" in w.unfused else 0.0,
@@ -151,6 +184,7 @@ class Verification:
                 "name": a.name,
                 "block_q": a.block_q,
                 "block_kv": a.block_kv,
+                "splits": a.splits,
                 "ok": a.ok,
                 "counts_agree": a.counts_agree,
                 "stream_equal": a.stream_equal,
@@ -163,6 +197,11 @@ class Verification:
                 "peak_scores": a.peak_scores,
                 "sram_peak_bytes": a.sram_peak_bytes,
                 "sram_budget_bytes": a.sram_budget_bytes,
+                "gradients": [{
+                    "name": g.name, "max_abs_diff_vs_standard": g.max_abs_diff_vs_standard,
+                    "max_abs_err_vs_float64": g.max_abs_err_vs_float64, "scale": g.scale,
+                    "tolerance": g.tolerance * g.scale, "agree": g.agrees,
+                } for g in a.gradients],
                 "terms": [{
                     "kernel": t.kernel, "tensor": t.tensor, "op": t.op, "cite": t.cite,
                     "element_bytes": t.element_bytes, "closed_form": t.closed_form,
@@ -187,14 +226,22 @@ def parse_sram(sram: str | int | None) -> int | None:
 
 def _key(access: TileAccess, with_bytes: bool) -> tuple[Any, ...]:
     return (access.kernel, access.tensor, access.op, access.batch, access.head, access.row_start,
-            access.row_stop, access.cols, access.init, access.element_bytes if with_bytes else 0)
+            access.row_stop, access.cols, access.init, access.split,
+            access.element_bytes if with_bytes else 0)
 
 
 def _describe(access: TileAccess | None) -> str:
     if access is None:
         return "nothing"
+    split = f", split {access.split}" if access.split else ""
     return (f"{access.kernel}: {access.op} {access.tensor}[b{access.batch}, h{access.head}, "
-            f"rows {access.row_start}:{access.row_stop}]")
+            f"rows {access.row_start}:{access.row_stop}{split}]")
+
+
+def default_splits(workload: Workload, block_kv: int) -> int:
+    """Split-KV's splits when not given: two (the smallest split that has a combine kernel), or
+    one when there is a single key block."""
+    return min(2, -(-workload.seq_kv // block_kv))
 
 
 def verify(
@@ -207,15 +254,19 @@ def verify(
     sram: str | int | None = None,
     seed: int = 0,
     dropout_p: float = 0.1,
+    splits: int | None = None,
 ) -> Verification:
     """Count and run each algorithm on seeded random data; see the module doc.
 
-    `algorithms` defaults to every algorithm with executors for the workload's pass.
+    `algorithms` defaults to compare's (standard, flash1, flash2, and splitkv for a decoding step
+    N = 1) that have executors for the workload's pass and can run it (execute.refusal).
 
-    `workload` gives the shape, mask, pass and unfused kernels; its dtype is replaced by the
-    model dtype of `dtype` (float64, float32 or float16). `sram` (bytes, or a size such as
-    "32KiB") defaults to the working set of the blocks in `dtype`. Standard attention always
-    runs, as the reference. Dropout (p = `dropout_p`) applies when 'dropout' is unfused.
+    `workload` gives the shape, masks (causal, block-sparse), pass and unfused kernels; its dtype
+    is replaced by the model dtype of `dtype` (float64, float32 or float16). Both passes tile with
+    `block_q` × `block_kv`. `sram` (bytes, or a size such as "32KiB") defaults to the working set
+    of the blocks in `dtype` for every pass run. Standard attention always runs, as the
+    reference. Dropout (p = `dropout_p`) applies when 'dropout' is unfused. `splits` is
+    splitkv's (default_splits when None).
     """
     if dtype not in EXECUTOR_DTYPES:
         raise IosimError(f"unknown --dtype '{dtype}'; use one of {', '.join(EXECUTOR_DTYPES)}")
@@ -224,9 +275,12 @@ def verify(
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise IosimError(f"{flag} must be a whole number of at least 1, got {value!r}")
     check_limits(model, block_q, block_kv)  # before any array is made
-    if algorithms is None:  # every algorithm that has executors for the pass
-        algorithms = [a for a in ALGORITHMS
-                      if all((a, step) in EXECUTORS for step, _ in passes_of(model.pass_))]
+    blocks: dict[str, Any] = {"block_q": block_q, "block_kv": block_kv,
+                              "bwd_blocks": (block_q, block_kv)}
+    if algorithms is None:  # compare's defaults that have executors for the pass and can run it
+        algorithms = [a for a in default_algorithms(model)
+                      if all((a, step) in EXECUTORS for step, _ in passes_of(model.pass_))
+                      and refusal(a, model, **blocks) is None]
         if not algorithms:
             raise IosimError(f"no algorithm has an executor for --pass {model.pass_} yet; "
                              f"use --pass fwd")
@@ -234,32 +288,59 @@ def verify(
     if not names or any(not n for n in names):
         raise IosimError(f"--algo needs a comma-separated list of {', '.join(ALGORITHMS)}")
     chosen = [get_algorithm(n) for n in names]
+    if splits is not None and "splitkv" not in names:
+        raise IosimError("--splits applies to splitkv; add it to --algo "
+                         "(e.g. --algo standard,flash2,splitkv)")
+    key_blocks = -(-model.seq_kv // block_kv)
+    if splits is None:
+        splits = default_splits(model, block_kv)
+    elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
+        raise IosimError(f"--splits must be a whole number from 1 to the {key_blocks} key blocks "
+                         f"(N_kv {model.seq_kv} in blocks of B_c = {block_kv}), got {splits!r}")
     prec = precision(dtype)
     sram_bytes = parse_sram(sram)
     if sram_bytes is None:
-        sram_bytes = working_set_bytes(block_q, block_kv, workload.d, prec)
-        sram_source = (f"the working set of {block_q}×{block_kv} blocks in {dtype}: Q_i, O_i, "
-                       f"K_j, V_j and l_i, m_i")
+        sram_bytes = default_sram_bytes(model.pass_, block_q, block_kv, (block_q, block_kv),
+                                        workload.d, prec)
+        if model.pass_ == "fwd":
+            sram_source = (f"the working set of {block_q}×{block_kv} blocks in {dtype}: Q_i, O_i, "
+                           f"K_j, V_j and l_i, m_i")
+        else:  # the backward holds more tiles (execute.backward_working_set_bytes)
+            sram_source = (f"the backward's working set of {block_q}×{block_kv} blocks in {dtype} "
+                           f"(the larger pass)")
     else:
         sram_source = f"--sram {sram}"
-    kernels = {a.name: a.kernels(model) for a in chosen}  # unmodelled passes fail here, first
+    tilings = {a.name: Tiling(block_q, block_kv, sram_bytes, sram_source, "given",
+                              splits=splits if a.name == "splitkv" else 1) if a.tiled else None
+               for a in chosen}
+    # unmodelled passes fail here, first
+    kernels = {a.name: a.kernels(model, tilings[a.name]) for a in chosen}
+    for a in chosen:
+        why = refusal(a.name, model, **blocks)
+        if why is not None:
+            raise IosimError(f"{a.name}: {why}")
 
-    inputs = random_inputs(model, seed, prec, grad=model.pass_ != "fwd")
+    backward = model.pass_ != "fwd"
+    inputs = random_inputs(model, seed, prec, grad=backward)
     common: dict[str, Any] = {"dtype": dtype, "block_q": block_q, "block_kv": block_kv,
                               "sram_bytes": sram_bytes, "sram_source": sram_source,
                               "seed": seed, "dropout_p": dropout_p}
     runs = {"standard": execute("standard", model, inputs, record="standard" in names, **common)}
     for a in chosen:
         if a.name not in runs:
-            runs[a.name] = execute(a.name, model, inputs, record=True, **common)
-    reference = reference_attention(model, inputs, seed=seed, dropout_p=dropout_p)
+            runs[a.name] = execute(a.name, model, inputs, record=True,
+                                   splits=splits if a.name == "splitkv" else 1, **common)
+    masks: dict[str, Any] = {"seed": seed, "dropout_p": dropout_p, "block_q": block_q,
+                             "block_kv": block_kv}
+    reference = reference_attention(model, inputs, **masks)
     standard_out = runs["standard"].output.astype(np.float64)
+    grad_reference = reference_gradients(model, inputs, **masks) if backward else {}
     bytes_checked = dtype != "float64"
 
     checks = []
     for a in chosen:
         run = runs[a.name]
-        tiling = Tiling(block_q, block_kv, sram_bytes, sram_source, "given") if a.tiled else None
+        tiling = tilings[a.name]
         traffic = closed_form(kernels[a.name], model, tiling)
         walked: dict[tuple[str, str, Op], int] = {}
         log = run.log or ()
@@ -287,6 +368,10 @@ def verify(
                 terms[key] = TermCheck(*key, "not in the closed form", 0, 0, walked.get(key, 0),
                                        run.counts.get(key, 0), run.itemsize.get(key[1]))
         out = run.output.astype(np.float64)
+        gradients = tuple(
+            _gradient_check(name, run.outputs[name], runs["standard"].outputs[name],
+                            grad_reference[name], TOLERANCE[dtype])
+            for name in (GRADIENTS if backward else ()))
         checks.append(AlgorithmCheck(
             name=a.name, title=a.title,
             block_q=block_q if a.tiled else None, block_kv=block_kv if a.tiled else None,
@@ -299,7 +384,22 @@ def verify(
             sram_peak_bytes=run.sram_peak_bytes if a.tiled else None,
             sram_budget_bytes=sram_bytes if a.tiled else None,
             tolerance=TOLERANCE[dtype],
+            gradients=gradients,
+            splits=splits if a.name == "splitkv" else None,
         ))
     return Verification(model, dtype, seed, dropout_p, sram_bytes, sram_source, tuple(checks),
                         runs["standard"].peak_scores,
                         float(np.max(np.abs(standard_out - reference), initial=0.0)))
+
+
+def _gradient_check(name: str, value: Any, standard: Any, reference: Any,
+                    tolerance: float) -> GradientCheck:
+    x = np.asarray(value, dtype=np.float64)
+    return GradientCheck(
+        name=name,
+        max_abs_diff_vs_standard=float(np.max(np.abs(x - np.asarray(standard, dtype=np.float64)),
+                                              initial=0.0)),
+        max_abs_err_vs_float64=float(np.max(np.abs(x - reference), initial=0.0)),
+        scale=max(1.0, float(np.max(np.abs(reference), initial=0.0))),
+        tolerance=tolerance,
+    )

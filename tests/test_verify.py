@@ -125,3 +125,105 @@ def test_verify_bad_input_is_one_line_exit_2(args: list[str], message: str) -> N
     assert message in err
     assert err.startswith("Error: ") and err.count("\n") == 1
     assert "Traceback" not in out + err
+
+
+# ---------------------------------------------------------------------------------------------
+# the backward pass, split-KV and block-sparse
+
+
+def test_verify_fwdbwd_checks_the_gradients_of_every_backward() -> None:
+    code, out, err = run("--n", "256", "--d", "16", "--block", "64", "--pass", "fwdbwd")
+    assert code == 0, out + err
+    assert "Gradients (backward pass)" in out
+    gradient_rows = [line.split() for line in out.splitlines()
+                     if line.split()[:2] in (["flash1", "dQ"], ["flash2", "dQ"], ["standard", "dQ"])]
+    assert len(gradient_rows) == 3 and all(row[-1] == "✓" for row in gradient_rows)
+    # Alg. 4 line 10 loads dQ_i once per pair: N·d·T_c = 256·16·4; line 5 zeroes it once
+    assert " bwd_attn         dQ        read         16,384      16,384     16,384   ✓" in out
+    assert " bwd_init         dQ        write         4,096       4,096      4,096   ✓" in out
+    assert "All counts agree; every output and gradient equals standard attention's" in out
+
+
+def test_verify_bwd_uneven_causal_gqa_batch_float16_sparse_agrees() -> None:
+    code, out, err = run("--n", "150", "--n-kv", "97", "--d", "8", "--heads", "4", "--kv-heads",
+                         "2", "--batch", "2", "--causal", "--block-q", "48", "--block-kv", "20",
+                         "--dtype", "float16", "--unfused", "scale,mask,dropout", "--pass", "bwd",
+                         "--sparsity", "0.6")
+    assert code == 0, out + err
+    assert "every tensor the executor stored has the model's bytes per element ✓" in out
+    assert "bwd_sum_dkdv" in out and "block-sparse s = 0.6" in out
+    assert " qk " not in out  # the forward ran uncounted
+
+
+def test_verify_decode_step_runs_splitkv_with_packed_heads() -> None:
+    code, out, err = run("--n", "1", "--n-kv", "300", "--d", "8", "--heads", "4", "--kv-heads", "2",
+                         "--block", "32", "--splits", "3", "--format", "json")
+    assert code == 0, out + err
+    data = json.loads(out)
+    names = [a["name"] for a in data["algorithms"]]
+    assert names == ["standard", "flash1", "flash2", "splitkv"]  # compare's decode defaults
+    split = data["algorithms"][3]
+    assert split["splits"] == 3 and split["ok"] and split["stream_equal"]
+    terms = {(t["kernel"], t["tensor"], t["op"]): t for t in split["terms"]}
+    # K read once per KV head (packed), once per query head by flash2
+    assert terms[("splitkv_attn", "K", "read")]["executor"] == 2 * 300 * 8
+    flash2 = {(t["kernel"], t["tensor"], t["op"]): t for t in data["algorithms"][2]["terms"]}
+    assert flash2[("attn", "K", "read")]["executor"] == 4 * 300 * 8
+    assert terms[("splitkv_combine", "O_partial", "read")]["closed_form"] == 3 * 4 * 8
+
+
+def test_verify_json_lists_the_gradients() -> None:
+    code, out, _ = run("--n", "40", "--d", "4", "--block", "16", "--pass", "bwd",
+                       "--algo", "flash2", "--format", "json")
+    assert code == 0
+    data = json.loads(out)
+    grads = data["algorithms"][0]["gradients"]
+    assert [g["name"] for g in grads] == ["dQ", "dK", "dV"]
+    assert all(g["agree"] and g["max_abs_err_vs_float64"] < 1e-12 for g in grads)
+
+
+def test_verify_reports_a_backward_mismatch(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Break flash1's backward (skip the write of dQ_i) and verify must say so and exit 1."""
+    from iosim.execute import InstrumentedHBM
+
+    original_write = InstrumentedHBM.write
+
+    def skip_dq(self: InstrumentedHBM, name: str, *args: object, **kw: object) -> None:
+        if not (name == "dQ" and self._kernel == "bwd_attn"):
+            original_write(self, name, *args, **kw)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(InstrumentedHBM, "write", skip_dq)
+    result = verify(Workload(32, d=4, pass_="bwd"), algorithms=["flash1"], block_q=8, block_kv=8)
+    check = result.algorithms[0]
+    assert not check.counts_agree and not check.gradients_agree  # dQ stays zero
+    code, out, _ = run("--n", "32", "--d", "4", "--block", "8", "--algo", "flash1", "--pass", "bwd")
+    assert code == 1 and "MISMATCH in flash1" in out
+
+
+@pytest.mark.parametrize("args,message", [
+    (["--n", "64", "--block", "16", "--algo", "splitkv", "--splits", "5"],
+     "--splits must be a whole number from 1 to the 4 key blocks"),
+    (["--n", "64", "--algo", "splitkv", "--splits", "0"], "--splits must be a whole number"),
+    (["--n", "64", "--splits", "2"], "--splits applies to splitkv; add it to --algo"),
+    (["--n", "64", "--algo", "splitkv", "--pass", "bwd"],
+     "splitkv is an inference (forward-only) kernel"),
+    (["--n", "64", "--sparsity", "0"], "--sparsity must be a fraction of non-zero blocks in (0, 1]"),
+    (["--n", "1", "--n-kv", "64", "--heads", "4", "--kv-heads", "2", "--algo", "splitkv",
+      "--sparsity", "0.5", "--block", "16"], "splitkv: splitkv packs the query heads of a KV head"),
+    (["--n", "64", "--d", "8", "--pass", "bwd", "--sram", "20KiB"],
+     "tiles do not fit in the SRAM: K_j 4,096 B, V_j 4,096 B, dK_j 4,096 B"),
+])
+def test_verify_backward_and_split_bad_input_is_one_line_exit_2(args: list[str], message: str) -> None:
+    code, out, err = run(*args)
+    assert code == 2
+    assert message in err
+    assert err.startswith("Error: ") and err.count("\n") == 1
+    assert "Traceback" not in out + err
+
+
+def test_public_api_exports_verify_and_walk_arrays() -> None:
+    import iosim
+    from iosim.algorithms.tilestream import walk_arrays
+
+    assert iosim.verify is verify and iosim.walk_arrays is walk_arrays
+    assert {"verify", "Verification", "walk_arrays", "TileStream"} <= set(iosim.__all__)

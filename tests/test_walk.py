@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections import defaultdict
+from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from iosim.algorithms import ALGORITHMS
+from iosim.algorithms import ALGORITHMS, get_algorithm
+from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
 from iosim.algorithms.tilestream import walk_arrays
 from iosim.compare import sram_budget, tiling_for
 from iosim.hardware import resolve_hardware
-from iosim.workload import Tiling, Workload
+from iosim.workload import Tiling, Workload, make_tiling
 from tests.strategies import tilings, workloads
 
 SETTINGS = settings(max_examples=120, deadline=None,
@@ -88,7 +90,7 @@ def test_walk_of_uneven_causal_gqa_lists_every_tile() -> None:
 def test_tile_access_fields_are_stable() -> None:
     """The L2 model (issue 6) consumes this record: its fields are an interface."""
     assert TileAccess.__slots__ == ("kernel", "tensor", "op", "batch", "head", "row_start",
-                                    "row_stop", "cols", "element_bytes", "init")
+                                    "row_stop", "cols", "element_bytes", "init", "split")
 
 
 @pytest.mark.parametrize("algorithm", ["flash1", "flash2"])
@@ -103,3 +105,60 @@ def test_default_a100_tiling_walk_matches_closed_form_at_n_4096(algorithm: str, 
     closed = closed_form(ALGORITHMS[algorithm].kernels(w), w, tiling)
     assert int(stream.bytes.sum()) == closed.bytes
     assert stream.totals() == {(t.kernel, t.tensor, t.op): t.elements for t in closed}
+
+
+@settings(max_examples=200, deadline=None)
+@given(name=st.sampled_from(["standard", "flash1", "flash2", "splitkv"]),
+       n=st.one_of(st.just(1), st.integers(1, 30)), n_kv=st.integers(1, 30),
+       kv_heads=st.integers(1, 2), group=st.integers(1, 3), batch=st.integers(1, 2),
+       causal=st.booleans(), pass_=st.sampled_from(["fwd", "bwd", "fwdbwd"]),
+       sparsity=st.sampled_from([1.0, 0.5, 0.3, 1 / 3, 0.05]),
+       blocks=st.tuples(*[st.integers(1, 9)] * 4), split_seed=st.integers(0, 10**6))
+def test_walk_arrays_is_the_walk_for_split_packed_sparse_and_backward_kernels(
+        name: str, n: int, n_kv: int, kv_heads: int, group: int, batch: int, causal: bool,
+        pass_: str, sparsity: float, blocks: tuple[int, int, int, int], split_seed: int) -> None:
+    """Issue 3's kernels: split-KV programs and per-split copies, GQA decoding with packed heads
+    (n = 1), block-sparse masks, the backward's own block sizes and the GQA dK/dV group sum."""
+    w = Workload(n, n_kv=n_kv, d=3, heads=kv_heads * group, kv_heads=kv_heads, batch=batch,
+                 causal=causal, pass_="fwd" if name == "splitkv" else pass_,  # type: ignore[arg-type]
+                 sparsity=sparsity, unfused=("scale", "mask", "dropout"))
+    algorithm = get_algorithm(name)
+    tiling = None
+    if algorithm.tiled:
+        tiling = replace(make_tiling(w, 10**9, "test", block_q=blocks[0], block_kv=blocks[1]),
+                         splits=1 + split_seed % cdiv(n_kv, blocks[1]),
+                         bwd_block_q=blocks[2], bwd_block_kv=blocks[3])
+    kernels = algorithm.kernels(w, tiling)
+    stream = walk_arrays(kernels, w, tiling)
+    assert list(stream.records()) == list(walk(kernels, w, tiling))
+
+
+def test_walk_arrays_packed_decode_cuts_tiles_at_query_heads() -> None:
+    """GQA decode: 3 query heads per KV head packed as 3 rows; a 2-row tile spans two heads, so
+    it is two accesses (FA2 seqlenq_ngroups_swapped), each one row of its query head."""
+    w = Workload(1, n_kv=8, d=4, heads=3, kv_heads=1)
+    tiling = replace(make_tiling(w, 10**9, "test", block_q=2, block_kv=4), splits=2)
+    stream = walk_arrays(get_algorithm("splitkv").kernels(w, tiling), w, tiling)
+    q_reads = [(a.head, a.row_start, a.row_stop, a.split) for a in stream.records()
+               if a.tensor == "Q"]
+    # programs (row block 0: heads 0, 1; row block 1: head 2) × splits 0, 1
+    assert q_reads == [(0, 0, 1, 0), (1, 0, 1, 0), (0, 0, 1, 0), (1, 0, 1, 0),
+                       (2, 0, 1, 0), (2, 0, 1, 0)]
+    partial = [(a.head, a.split) for a in stream.records()
+               if a.tensor == "O_partial" and a.op == "write"]
+    assert partial == [(0, 0), (1, 0), (0, 1), (1, 1), (2, 0), (2, 1)]
+
+
+def test_group_sum_writes_dk_dv_after_reading_the_whole_group() -> None:
+    """The GQA sum kernel writes dK, dV of a KV head once, after reading the dK/dV_expanded of all
+    its query heads (the walk issues a once-per-KV-head access with the group's last head)."""
+    w = Workload(8, d=2, heads=4, kv_heads=2, pass_="bwd")
+    kernels = [k for k in get_algorithm("standard").kernels(w) if k.name == "bwd_sum_dkdv"]
+    order = [(a.tensor, a.op, a.head) for a in walk_arrays(kernels, w, None).records()]
+    assert order == [
+        ("dK_expanded", "read", 0), ("dV_expanded", "read", 0),
+        ("dK_expanded", "read", 1), ("dV_expanded", "read", 1), ("dK", "write", 0), ("dV", "write", 0),
+        ("dK_expanded", "read", 2), ("dV_expanded", "read", 2),
+        ("dK_expanded", "read", 3), ("dV_expanded", "read", 3), ("dK", "write", 1), ("dV", "write", 1),
+    ]
+    assert order == [(a.tensor, a.op, a.head) for a in walk(kernels, w, None)]

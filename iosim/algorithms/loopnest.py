@@ -33,8 +33,10 @@ From that one description come
   1. `closed_form`: exact element counts as sums over the loop (block sums in blocks.py),
      vectorised so that sweeps evaluate grids without a Python loop per point;
   2. `walk`: the literal tile-by-tile access stream (every load and store, in order),
-     which tests hold equal to the closed form and which feeds the L2 model.
-The numeric executor (execute.py) runs the same loops on real numbers through an instrumented HBM.
+     which tests hold equal to the closed form and which feeds the L2 model
+     (tilestream.walk_arrays builds the same stream as numpy columns, for long ones).
+The NumPy executor (iosim/execute/) runs the same loops on real numbers through an instrumented HBM,
+written by hand and independently of this module, so that its counts check both.
 """
 
 from __future__ import annotations
@@ -75,7 +77,8 @@ class Access:
     """io: the workload's dtype; fp32: statistics and accumulators; u8: a dropout mask."""
     init: bool = False
     per_kv_head: bool = False
-    """Done once per KV head instead of once per query head (GQA/MQA)."""
+    """Done once per KV head instead of once per query head (GQA/MQA); the walk issues it with
+    the group's last query head."""
     per_split: bool = False
     """The tensor has one copy per KV split (split-KV partial outputs and log-sum-exps)."""
 
@@ -390,8 +393,10 @@ class _WalkGeometry:
     def emit(self, kernel: Kernel, access: Access, b: int, h: int, index: int | None,
              split: int) -> Iterator[TileAccess]:
         """`h` is the program's head: a query head, or a KV head when the kernel packs heads."""
-        if access.per_kv_head and h % self.group and not self.packed:
-            return  # once per KV head: the group's first query head does it
+        if access.per_kv_head and (h + 1) % self.group and not self.packed:
+            # once per KV head, by the group's last query head: a group sum (grads.py) writes
+            # dK, dV after it has read every query head's share
+            return
         length, block = self.axes[access.rows]
         start, stop = (0, length) if index is None else (
             index * block, min(length, (index + 1) * block))

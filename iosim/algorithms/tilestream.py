@@ -6,11 +6,16 @@ of accesses (the L2 model, long sequences, many heads) wants them as columns ins
 builds that stream with numpy: one row per access, in exactly `walk`'s order, so that
 `list(walk_arrays(...).records()) == list(walk(...))` (tests/test_walk.py holds them equal).
 
-How it is built: for one (batch, head) a kernel's accesses form a template (prologue; for every
-outer block o: the "outer" accesses, then the "inner" accesses once per visited inner block, then
-the "outer_end" accesses; epilogue), which is laid out with cumulative offsets per outer block and
-then repeated over batch × heads. Accesses done once per KV head are dropped for the other heads
-of each group, as `walk` does.
+How it is built: for one program instance (batch, head) a kernel's accesses form a template —
+prologue; for every outer block o (and, for a split-KV kernel, every split k of it): the "outer"
+accesses, the "inner" accesses once per visited pair, the "outer_end" accesses; epilogue — laid
+out with cumulative offsets per program and then repeated over batch × heads. Everything `walk`
+does is reproduced: the causal skip, the block-sparse mask (pairs numbered row-major among the
+visited ones, blockmask.py), split-KV programs (an empty split loads nothing; per-split tensors
+carry their copy in `split`; a whole per-split tensor is moved copy by copy), head packing (a
+program per KV head, its query tiles cut at the query heads' boundaries into one access per
+piece), the backward's block sizes, and accesses done once per KV head (kept for the group's last
+query head only).
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 
 import numpy as np
 
+from iosim.algorithms.blockmask import kept_between
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, TileAccess, element_bytes
 from iosim.traffic import Op
@@ -52,6 +58,8 @@ class TileStream:
     cols: IntArray
     element_bytes: IntArray
     init: BoolArray
+    split: IntArray
+    """Which copy of a per-split tensor (split-KV partial outputs); 0 for every other tensor."""
 
     def __len__(self) -> int:
         return int(self.kernel.shape[0])
@@ -69,11 +77,11 @@ class TileStream:
         columns = zip(self.kernel.tolist(), self.tensor.tolist(), self.write.tolist(),
                       self.batch.tolist(), self.head.tolist(), self.row_start.tolist(),
                       self.row_stop.tolist(), self.cols.tolist(), self.element_bytes.tolist(),
-                      self.init.tolist(), strict=True)
-        for k, t, w, b, h, start, stop, cols, elt, init in columns:
+                      self.init.tolist(), self.split.tolist(), strict=True)
+        for k, t, w, b, h, start, stop, cols, elt, init, split in columns:
             op: Op = "write" if w else "read"
             yield TileAccess(self.kernel_names[k], self.tensor_names[t], op, b, h, start, stop,
-                             cols, elt, init)
+                             cols, elt, init, split)
 
     def totals(self) -> dict[tuple[str, str, Op], int]:
         """Elements moved per (kernel, tensor, op), summed over the stream."""
@@ -89,106 +97,195 @@ class TileStream:
         return out
 
 
-def _template(kernel: Kernel, t_r: int, t_c: int, n_i: Sequence[int]) -> tuple[IntArray, IntArray]:
-    """(access index, tile index or −1 for a whole tensor) of one (batch, head), in loop order."""
+def _exclusive_cumsum(counts: IntArray) -> IntArray:
+    out = np.zeros(counts.shape, dtype=np.int64)
+    np.cumsum(counts[:-1], out=out[1:])
+    return out
+
+
+def _ranges(counts: IntArray) -> tuple[IntArray, IntArray]:
+    """(owner, position) of every item when owner k has counts[k] items: np.repeat's bookkeeping."""
+    owner = np.repeat(np.arange(counts.shape[0], dtype=np.int64), counts)
+    position = np.arange(owner.shape[0], dtype=np.int64) - np.repeat(_exclusive_cumsum(counts),
+                                                                        counts)
+    return owner, position
+
+
+@dataclass(frozen=True, slots=True)
+class _Grid:
+    """The block grid one kernel loops over (the packed rows, the pass's blocks, the splits)."""
+
+    t_r: int
+    t_c: int
+    n_i: IntArray
+    """Key blocks row block i visits (causal skip), as blocks.visited_kv_blocks."""
+    splits: int
+    sparsity: tuple[int, int]
+
+
+def _template(kernel: Kernel, grid: _Grid) -> tuple[IntArray, IntArray, IntArray]:
+    """(access index, tile index or −1 for a whole tensor, split copy) of one program instance
+    (batch, head), in loop order — `loopnest._walk_kernel`'s loops, laid out with offsets."""
     places = {p: [i for i, a in enumerate(kernel.accesses) if a.where == p] for p in _PLACES}
-    parts_access: list[IntArray] = []
-    parts_tile: list[IntArray] = []
+    parts: list[tuple[IntArray, IntArray, IntArray]] = []
 
     def whole(place: str) -> None:
-        idx = np.array(places[place], dtype=np.int64)
-        parts_access.append(idx)
-        parts_tile.append(np.full(idx.shape, -1, dtype=np.int64))
+        # a whole tensor with one copy per split is moved copy by copy
+        copies = [grid.splits if kernel.accesses[a].per_split else 1 for a in places[place]]
+        counts = np.asarray(copies, dtype=np.int64)
+        owner, copy = _ranges(counts)
+        access = np.asarray(places[place], dtype=np.int64)[owner]
+        parts.append((access, np.full(access.shape, -1, dtype=np.int64), copy))
 
     whole("prologue")
     if kernel.loop is not None:
-        counts_i = np.asarray(n_i, dtype=np.int64)
-        if kernel.loop == "q":
-            outer_count = t_r
-            inner_count = counts_i  # row block i visits key blocks 0 .. n_i − 1
-            inner_first = np.zeros(t_r, dtype=np.int64)
-        else:
-            outer_count = t_c
-            # key block j is visited by row blocks i with n_i > j; n_i never decreases with i
-            inner_first = np.searchsorted(counts_i, np.arange(t_c), side="right").astype(np.int64)
-            inner_count = t_r - inner_first
-        outer, inner, end = places["outer"], places["inner"], places["outer_end"]
-        seg = len(outer) + inner_count * len(inner) + len(end)
-        offsets = np.concatenate(([0], np.cumsum(seg)[:-1])).astype(np.int64)
-        size = int(seg.sum())
-        access = np.empty(size, dtype=np.int64)
-        tile = np.empty(size, dtype=np.int64)
-        blocks = np.arange(outer_count, dtype=np.int64)
-        for k, a in enumerate(outer):
-            access[offsets + k] = a
-            tile[offsets + k] = blocks
-        pairs = int(inner_count.sum())
-        if pairs and inner:
-            pair_outer = np.repeat(blocks, inner_count)
-            pair_start = np.repeat(np.concatenate(([0], np.cumsum(inner_count)[:-1])), inner_count)
-            within = np.arange(pairs, dtype=np.int64) - pair_start
-            pair_inner = inner_first[pair_outer] + within
-            base = offsets[pair_outer] + len(outer) + within * len(inner)
-            for k, a in enumerate(inner):
-                access[base + k] = a
-                same_axis = kernel.accesses[a].rows == kernel.loop
-                tile[base + k] = pair_outer if same_axis else pair_inner
-        end_base = offsets + len(outer) + inner_count * len(inner)
-        for k, a in enumerate(end):
-            access[end_base + k] = a
-            tile[end_base + k] = blocks
-        parts_access.append(access)
-        parts_tile.append(tile)
+        parts.append(_loop(kernel, grid, places))
     whole("epilogue")
-    return np.concatenate(parts_access), np.concatenate(parts_tile)
+    return (np.concatenate([p[0] for p in parts]), np.concatenate([p[1] for p in parts]),
+            np.concatenate([p[2] for p in parts]))
+
+
+def _loop(kernel: Kernel, grid: _Grid,
+          places: dict[str, list[int]]) -> tuple[IntArray, IntArray, IntArray]:
+    t_r, t_c, n_i = grid.t_r, grid.t_c, grid.n_i
+    # row-major number of pair (i, 0) among the visited pairs: the block mask numbers pairs so
+    row_first_pair = _exclusive_cumsum(n_i)
+    if kernel.loop == "q":
+        # programs (row block o, split k); split k visits key blocks [k·nb, min((k+1)·nb, n_o))
+        programs = grid.splits if kernel.split else 1
+        per_split = cdiv(t_c, grid.splits) if kernel.split else t_c
+        outer = np.repeat(np.arange(t_r, dtype=np.int64), programs)
+        copy = np.tile(np.arange(programs, dtype=np.int64), t_r)
+        lo = copy * per_split
+        hi = np.minimum(lo + per_split, n_i[outer])
+        count = np.maximum(0, hi - lo)
+        # a split with no key block to visit loads nothing (FA2 exits early)
+        emit_outer = count > 0 if kernel.split else np.ones(outer.shape, dtype=np.bool_)
+        pair_prog, within = _ranges(count)
+        pair_inner = lo[pair_prog] + within  # the key block
+        pair_index = row_first_pair[outer[pair_prog]] + pair_inner
+    else:
+        # key block o is visited by the row blocks i with n_i > o (n_i never decreases with i)
+        outer = np.arange(t_c, dtype=np.int64)
+        copy = np.zeros(t_c, dtype=np.int64)
+        first = np.searchsorted(n_i, outer, side="right").astype(np.int64)
+        count = t_r - first
+        emit_outer = np.ones(outer.shape, dtype=np.bool_)
+        pair_prog, within = _ranges(count)
+        pair_inner = first[pair_prog] + within  # the row block
+        pair_index = row_first_pair[pair_inner] + outer[pair_prog]
+    num, den = grid.sparsity
+    if num != den:  # block-sparse: only the non-zero pairs of the mask (blockmask.py)
+        nonzero = kept_between(pair_index, pair_index + 1, num, den) > 0
+        pair_prog, pair_inner = pair_prog[nonzero], pair_inner[nonzero]
+        count = np.bincount(pair_prog, minlength=outer.shape[0]).astype(np.int64)
+        within = np.arange(pair_prog.shape[0], dtype=np.int64) - _exclusive_cumsum(count)[pair_prog]
+
+    first_acc, inner_acc, end_acc = places["outer"], places["inner"], places["outer_end"]
+    n_first = emit_outer.astype(np.int64) * len(first_acc)
+    seg = n_first + count * len(inner_acc) + len(end_acc)
+    offsets = _exclusive_cumsum(seg)
+    size = int(seg.sum())
+    access = np.empty(size, dtype=np.int64)
+    tile = np.empty(size, dtype=np.int64)
+    copies = np.empty(size, dtype=np.int64)
+
+    def fill(at: IntArray, a: int, tiles: IntArray, split_copy: IntArray) -> None:
+        access[at] = a
+        tile[at] = tiles
+        copies[at] = split_copy if kernel.accesses[a].per_split else 0
+
+    emitting = np.flatnonzero(emit_outer)
+    for k, a in enumerate(first_acc):
+        fill(offsets[emitting] + k, a, outer[emitting], copy[emitting])
+    if pair_prog.shape[0] and inner_acc:
+        base = offsets[pair_prog] + n_first[pair_prog] + within * len(inner_acc)
+        for k, a in enumerate(inner_acc):
+            same_axis = kernel.accesses[a].rows == kernel.loop
+            fill(base + k, a, outer[pair_prog] if same_axis else pair_inner, copy[pair_prog])
+    end_base = offsets + n_first + count * len(inner_acc)
+    for k, a in enumerate(end_acc):
+        fill(end_base + k, a, outer, copy)
+    return access, tile, copies
 
 
 def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None) -> TileStream:
     """`walk(kernels, workload, tiling)` as one `TileStream` (same accesses, same order)."""
-    n_q, n_kv = workload.n, workload.seq_kv
-    block_q = tiling.block_q if tiling else n_q
-    block_kv = tiling.block_kv if tiling else n_kv
-    t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
-    n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
-    group, heads, batch = workload.group_size, workload.heads, workload.batch
+    group, batch = workload.group_size, workload.batch
+    splits = tiling.splits if tiling else 1
+    sparsity = workload.sparsity_fraction
     kernel_names = tuple(k.name for k in kernels)
     tensor_names = tuple(dict.fromkeys(a.tensor for k in kernels for a in k.accesses))
     tensor_id = {t: i for i, t in enumerate(tensor_names)}
-    length = {"q": n_q, "kv": n_kv}
-    block = {"q": block_q, "kv": block_kv}
-    width = {"d": workload.d, "1": 1, "kv": n_kv}
-
-    columns: dict[str, list[np.ndarray[Any, Any]]] = {c: [] for c in (
-        "kernel", "tensor", "write", "batch", "head", "row_start", "row_stop", "cols",
-        "element_bytes", "init")}
+    names = ("kernel", "tensor", "write", "batch", "head", "row_start", "row_stop", "cols",
+             "element_bytes", "init", "split")
+    columns: dict[str, list[np.ndarray[Any, Any]]] = {c: [] for c in names}
     for k, kernel in enumerate(kernels):
-        access, tile = _template(kernel, t_r, t_c, n_i)
-        per = len(access)
-        if per == 0:
+        packed = kernel.pack_heads
+        # the packed problem: g·n_q rows per KV head, no causal mask (loopnest.kernel_dims)
+        n_q = workload.n * (group if packed else 1)
+        n_kv = workload.seq_kv
+        causal = workload.causal and not packed
+        if tiling is None:
+            block_q, block_kv = n_q, n_kv
+        elif kernel.blocks == "backward":
+            block_q, block_kv = tiling.backward_blocks
+        else:
+            block_q, block_kv = tiling.block_q, tiling.block_kv
+        t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
+        n_i = np.asarray(visited_kv_blocks(n_q, n_kv, block_q, block_kv, causal), dtype=np.int64)
+        access, tile, copy = _template(kernel, _Grid(t_r, t_c, n_i, splits, sparsity))
+        if access.shape[0] == 0:
             continue
         acc = kernel.accesses
 
-        def prop(values: list[Any], dtype: Any, at: IntArray = access) -> np.ndarray[Any, Any]:
+        def prop(values: list[Any], dtype: Any, at: IntArray) -> np.ndarray[Any, Any]:
             return np.asarray(values, dtype=dtype)[at]
 
-        a_tensor = prop([tensor_id[a.tensor] for a in acc], np.int64)
-        a_write = prop([a.op == "write" for a in acc], np.bool_)
-        a_len = prop([length[a.rows] for a in acc], np.int64)
-        a_block = prop([block[a.rows] for a in acc], np.int64)
-        a_cols = prop([width[a.cols] for a in acc], np.int64)
-        a_elt = prop([element_bytes(a.element, workload.element_bytes) for a in acc], np.int64)
-        a_init = prop([a.init for a in acc], np.bool_)
-        a_once = prop([a.per_kv_head for a in acc], np.bool_)
-        a_kvhead = prop([a.per_kv_head or a.tensor in KV_HEAD_TENSORS for a in acc], np.bool_)
+        length = {"q": n_q, "kv": n_kv}
+        block = {"q": block_q, "kv": block_kv}
+        a_len = prop([length[a.rows] for a in acc], np.int64, access)
+        a_block = prop([block[a.rows] for a in acc], np.int64, access)
         start = np.where(tile < 0, 0, tile * a_block)
         stop = np.where(tile < 0, a_len, np.minimum(a_len, (tile + 1) * a_block))
+        # packing: a tile of packed query rows is cut at the query heads' boundaries (packed row
+        # r of KV head h is row r mod n of query head h·g + r div n), one access per piece
+        pieces = np.ones(access.shape, dtype=np.int64)
+        split_rows = prop([packed and a.rows == "q" and not a.per_kv_head for a in acc], np.bool_,
+                          access)
+        n = workload.n
+        if split_rows.any():
+            pieces = np.where(split_rows, (stop - 1) // n - start // n + 1, 1)
+        owner, piece = _ranges(pieces)
+        access, tile, copy, start, stop, split_rows = (
+            x[owner] for x in (access, tile, copy, start, stop, split_rows))
+        sub_head = np.where(split_rows, start // n + piece, 0)
+        start = np.where(split_rows, np.maximum(start, sub_head * n) - sub_head * n, start)
+        stop = np.where(split_rows, np.minimum(stop, (sub_head + 1) * n) - sub_head * n, stop)
 
+        width = {"d": workload.d, "1": 1, "kv": n_kv}
+        a_tensor = prop([tensor_id[a.tensor] for a in acc], np.int64, access)
+        a_write = prop([a.op == "write" for a in acc], np.bool_, access)
+        a_cols = prop([width[a.cols] for a in acc], np.int64, access)
+        a_elt = prop([element_bytes(a.element, workload.element_bytes) for a in acc], np.int64,
+                     access)
+        a_init = prop([a.init for a in acc], np.bool_, access)
+        a_once = prop([a.per_kv_head and not packed for a in acc], np.bool_, access)
+        a_kvhead = prop([a.per_kv_head or a.tensor in KV_HEAD_TENSORS for a in acc], np.bool_,
+                        access)
+
+        per = access.shape[0]
+        heads = workload.heads_kv if packed else workload.heads
         instances = batch * heads
         b_col = np.repeat(np.arange(batch, dtype=np.int64), heads * per)
         h_col = np.tile(np.repeat(np.arange(heads, dtype=np.int64), per), batch)
-        keep = ~(np.tile(a_once, instances) & (h_col % group != 0))
-        kv = np.tile(a_kvhead, instances)
-        head = np.where(kv, h_col // group, h_col)
+        # once per KV head: done by the group's last query head (loopnest._WalkGeometry.emit)
+        keep = ~(np.tile(a_once, instances) & ((h_col + 1) % group != 0))
+        if packed:
+            head = np.where(np.tile(split_rows, instances), h_col * group
+                            + np.tile(sub_head, instances), h_col)
+        else:
+            head = np.where(np.tile(a_kvhead, instances), h_col // group, h_col)
         rows = int(keep.sum())
         columns["kernel"].append(np.full(rows, k, dtype=np.int64))
         columns["tensor"].append(np.tile(a_tensor, instances)[keep])
@@ -200,6 +297,7 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         columns["cols"].append(np.tile(a_cols, instances)[keep])
         columns["element_bytes"].append(np.tile(a_elt, instances)[keep])
         columns["init"].append(np.tile(a_init, instances)[keep])
+        columns["split"].append(np.tile(copy, instances)[keep])
 
     def cat(name: str, dtype: Any) -> np.ndarray[Any, Any]:
         parts = columns[name]
@@ -211,5 +309,5 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         write=cat("write", np.bool_), batch=cat("batch", np.int64), head=cat("head", np.int64),
         row_start=cat("row_start", np.int64), row_stop=cat("row_stop", np.int64),
         cols=cat("cols", np.int64), element_bytes=cat("element_bytes", np.int64),
-        init=cat("init", np.bool_),
+        init=cat("init", np.bool_), split=cat("split", np.int64),
     )

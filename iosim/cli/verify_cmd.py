@@ -33,16 +33,24 @@ def _header(v: Verification) -> Text:
     heads = f"{w.heads} heads" + (f" / {w.heads_kv} kv" if w.heads_kv != w.heads else "")
     kv = f" (kv {w.seq_kv})" if w.seq_kv != w.n else ""
     mask = "causal" if w.causal else "non-causal"
+    if w.sparsity != 1:
+        mask += f", block-sparse s = {w.sparsity:g}"
     extra = f", unfused {','.join(w.unfused)}" if w.unfused else ""
     if "dropout" in w.unfused:
         extra += f" (p = {v.dropout_p:g})"
     tiled = [a for a in v.algorithms if a.block_q is not None]
     lines = [f"workload  batch {w.batch} × {heads}, N {w.n}{kv}, d {w.d}, {mask}, pass {w.pass_}"
              f"{extra}",
-             f"data      {v.dtype}, standard normal Q, K, V, seed {v.seed}"]
+             f"data      {v.dtype}, standard normal Q, K, V{', dO' if w.pass_ != 'fwd' else ''}, "
+             f"seed {v.seed}"]
     if tiled:
         a = tiled[0]
-        lines.append(f"blocks    B_r × B_c = {a.block_q} × {a.block_kv}")
+        both = " (both passes)" if w.pass_ != "fwd" else ""
+        lines.append(f"blocks    B_r × B_c = {a.block_q} × {a.block_kv}{both}")
+        split = next((x.splits for x in v.algorithms if x.splits is not None), None)
+        if split is not None:
+            lines.append(f"splits    splitkv: {split} KV split{'s' if split > 1 else ''} per query "
+                         f"block" + (", combined by splitkv_combine" if split > 1 else ""))
         lines.append(f"SRAM      {v.sram_bytes:,} B: {v.sram_source}")
     return Text("\n".join(lines))
 
@@ -61,6 +69,21 @@ def _output_table(v: Verification) -> Table:
         sram = "—" if a.sram_peak_bytes is None else f"{a.sram_peak_bytes:,} B"
         table.add_row(a.name, _sci(a.max_abs_diff_vs_standard), _sci(a.max_abs_err_vs_float64),
                       f"{a.peak_scores:,}", sram, _mark(a.output_agrees))
+    return table
+
+
+def _gradients_table(v: Verification) -> Table:
+    table = Table(title="Gradients (backward pass)", box=box.SIMPLE_HEAD, title_justify="left",
+                  pad_edge=False)
+    for name, justify in (("algorithm", "left"), ("gradient", "left"),
+                          ("max |x − standard|", "right"), ("max |x − float64 formula|", "right"),
+                          ("largest |float64|", "right"), ("", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    for a in v.algorithms:
+        for i, g in enumerate(a.gradients):
+            table.add_row(a.name if i == 0 else "", g.name, _sci(g.max_abs_diff_vs_standard),
+                          _sci(g.max_abs_err_vs_float64), f"{g.scale:.3g}" if g.scale > 1 else "≤ 1",
+                          _mark(g.agrees), end_section=i == len(a.gradients) - 1)
     return table
 
 
@@ -97,8 +120,15 @@ def _footer(v: Verification) -> Text:
         good = all(a.bytes_agree for a in v.algorithms)
         lines.append(f"bytes: every tensor the executor stored has the model's bytes per element "
                      f"{_mark(good)}" if good else f"bytes per element differ from the model {BAD}")
+    if any(a.gradients for a in v.algorithms):
+        lines.append(f"gradients: dK, dV per KV head; tolerance {v.algorithms[0].tolerance:g} × "
+                     f"max(1, largest |float64|)")
     if v.ok:
-        lines.append("All counts agree; every output equals standard attention to rounding.")
+        if any(a.gradients for a in v.algorithms):
+            lines.append("All counts agree; every output and gradient equals standard attention's "
+                         "to rounding.")
+        else:
+            lines.append("All counts agree; every output equals standard attention to rounding.")
     else:
         bad = [a.name for a in v.algorithms if not a.ok]
         lines.append(f"MISMATCH in {', '.join(bad)}")
@@ -109,6 +139,8 @@ def print_verification(v: Verification, console: Console) -> None:
     console.print(_header(v))
     console.print()
     console.print(_output_table(v))
+    if any(a.gradients for a in v.algorithms):
+        console.print(_gradients_table(v))
     console.print(_counts_table(v))
     console.print(_footer(v))
 
@@ -121,6 +153,9 @@ def print_verification(v: Verification, console: Console) -> None:
 @click.option("--kv-heads", type=int, default=None, help="Key/value heads, GQA/MQA (default: --heads).")
 @click.option("--batch", type=int, default=1, show_default=True, help="Batch size.")
 @click.option("--causal", is_flag=True, help="Causal mask, bottom-right aligned (tiled kernels skip blocks).")
+@click.option("--sparsity", type=float, default=1.0, show_default=True,
+              help="Block-sparse: the fraction of non-zero blocks, 0 < s <= 1 (standard applies the "
+                   "same mask densely).")
 @click.option("--dtype", type=click.Choice(list(EXECUTOR_DTYPES)), default="float64",
               show_default=True, help="The executor's numbers (float16 accumulates in float32).")
 @click.option("--block", type=click.IntRange(min=1), default=64, show_default=True,
@@ -131,38 +166,45 @@ def print_verification(v: Verification, console: Console) -> None:
 @click.option("--sram", default=None, metavar="SIZE",
               help="SRAM budget per program, e.g. 32KiB (default: the working set of the blocks).")
 @click.option("--algo", default=None, metavar="LIST",
-              help="Algorithms, comma-separated: standard,flash1,flash2 (default: all).")
+              help="Algorithms, comma-separated: standard,flash1,flash2,splitkv (default: all that "
+                   "have executors for the pass).")
+@click.option("--splits", type=int, default=None,
+              help="splitkv's KV splits per query block (default: 2, or 1 with one key block).")
 @click.option("--seed", type=int, default=0, show_default=True, help="Seed of the random data.")
 @click.option("--unfused", default=None, metavar="LIST",
               help="Standard's extra N×N kernels: any of scale,mask,dropout.")
 @click.option("--dropout-p", type=float, default=0.1, show_default=True,
               help="Dropout probability when dropout is listed in --unfused.")
 @click.option("--pass", "pass_", type=click.Choice(list(PASSES)), default="fwd", show_default=True,
-              help="Pass to run (backward once its executors exist).")
+              help="Pass to run: forward, backward (its forward runs first, uncounted) or both.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Output format.")
 def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int | None, batch: int,
-                   causal: bool, dtype: str, block: int, block_q: int | None,
-                   block_kv: int | None, sram: str | None, algo: str | None, seed: int,
-                   unfused: str | None, dropout_p: float, pass_: str, fmt: str) -> None:
+                   causal: bool, sparsity: float, dtype: str, block: int, block_q: int | None,
+                   block_kv: int | None, sram: str | None, algo: str | None, splits: int | None,
+                   seed: int, unfused: str | None, dropout_p: float, pass_: str,
+                   fmt: str) -> None:
     """Prove the counts: closed form = tile walk = NumPy executor, and the output exact.
 
     Runs each algorithm on seeded random data through an instrumented HBM that counts every
     element read and written, and compares those counts, term by term, with the closed form and
-    the tile walk. Exit status 1 if anything disagrees, 2 for bad input.
+    the tile walk; with --pass bwd|fwdbwd it checks the gradients dQ, dK, dV too. Exit status 1
+    if anything disagrees, 2 for bad input.
 
     \b
     Example:
       iosim verify --n 256 --d 16 --block 64 --algo flash1
       iosim verify --n 300 --n-kv 200 --causal --heads 4 --kv-heads 2 --block-q 48 --block-kv 32
+      iosim verify --n 256 --d 16 --block 64 --pass fwdbwd
+      iosim verify --n 1 --n-kv 4096 --heads 8 --kv-heads 2 --algo splitkv --splits 4
     """
     workload = Workload(n, n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch,
                         causal=causal, pass_=pass_,  # type: ignore[arg-type]
-                        unfused=tuple(comma_list(unfused) or ()))
+                        unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity)
     result = verify(workload, algorithms=comma_list(algo), dtype=dtype,
                     block_q=block if block_q is None else block_q,
                     block_kv=block if block_kv is None else block_kv,
-                    sram=sram, seed=seed, dropout_p=dropout_p)
+                    sram=sram, seed=seed, dropout_p=dropout_p, splits=splits)
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:

@@ -2,7 +2,8 @@
 
 Three ways to count one algorithm must agree to the element: the closed form and the tile walk
 (both from the loop-nest description in iosim/algorithms) and this executor, which is written by
-hand, independently, as the papers' loops (forward.py). `iosim verify` runs all three.
+hand, independently, as the papers' loops (forward.py, splitkv.py, backward.py). `iosim verify`
+runs all three; reference.py has the float64 formulas the outputs and gradients are checked on.
 
     >>> from iosim import Workload
     >>> from iosim.execute import execute, random_inputs, precision
@@ -12,7 +13,10 @@ hand, independently, as the papers' loops (forward.py). `iosim verify` runs all 
     4096
 """
 
-from iosim.execute import forward as _forward  # noqa: F401  (registers the forward executors)
+# importing the executor modules registers them
+from iosim.execute import backward as _backward  # noqa: F401
+from iosim.execute import forward as _forward  # noqa: F401
+from iosim.execute import splitkv as _splitkv  # noqa: F401
 from iosim.execute.hbm import (
     ExecutorError,
     InstrumentedHBM,
@@ -20,16 +24,19 @@ from iosim.execute.hbm import (
     SramBudget,
     SramExceededError,
 )
-from iosim.execute.numerics import EXECUTOR_DTYPES, Precision, Problem, precision
+from iosim.execute.numerics import EXECUTOR_DTYPES, Precision, Problem, precision, problem_of
+from iosim.execute.reference import reference_attention, reference_gradients
 from iosim.execute.registry import EXECUTORS, PassExecutor, Run, register
 from iosim.execute.run import (
     MAX_SCORES,
     MAX_TILE_PAIRS,
     Execution,
+    backward_working_set_bytes,
     check_limits,
+    default_sram_bytes,
     execute,
     random_inputs,
-    reference_attention,
+    refusal,
     working_set_bytes,
 )
 
@@ -48,11 +55,16 @@ __all__ = [
     "ScoreMeter",
     "SramBudget",
     "SramExceededError",
+    "backward_working_set_bytes",
     "check_limits",
+    "default_sram_bytes",
     "execute",
     "precision",
+    "problem_of",
     "random_inputs",
     "reference_attention",
+    "reference_gradients",
+    "refusal",
     "register",
     "working_set_bytes",
 ]

@@ -4,7 +4,7 @@ Each is the algorithm's loop nest written out by hand on real numbers — delibe
 from the loop-nest descriptions in iosim/algorithms, so that its counts are an independent check
 of them. Kernel and tensor names follow those descriptions so that counts compare term by term.
 
-Conventions shared by all three (and by iosim/execute/reference.py):
+Conventions shared by all executors (and by iosim/execute/reference.py):
   - scores are τ·QKᵀ with τ = 1/√d; a causal mask is bottom-right aligned (query q sees keys
     k <= q + N_kv − N_q); a query row that sees no key at all outputs 0 (FlashAttention-2's
     convention; its logsumexp is +∞, as FA2's CUDA kernel writes).
@@ -12,6 +12,10 @@ Conventions shared by all three (and by iosim/execute/reference.py):
   - dropout (when 'dropout' is listed as unfused): P ← P ∘ Z / (1 − p) with Z from
     numerics.dropout_keep, which standard attention materialises and the tiled kernels
     regenerate on chip (Alg. 2); the row sums l use P before dropout, as Alg. 2 does.
+  - block-sparse (Workload.sparsity < 1): the tiled kernels skip the zero pairs of the mask
+    (numerics.Problem.nonzero_blocks, on the grid of their blocks), as the paper's Algorithm 5;
+    standard attention applies the same mask to S, fused into its softmax like the causal mask,
+    so it computes the same function with dense traffic.
 """
 
 from __future__ import annotations
@@ -53,7 +57,9 @@ def standard_forward(run: Run) -> None:
     hbm.allocate("P", shape, pc.storage)
     hbm.allocate("O", (pr.batch, pr.heads, n_q, d), pc.storage)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
-    allowed = pr.causal_allowed(0, n_q, 0, n_kv)
+    # the causal mask and a block-sparse mask (on the grid of the tiled kernels' blocks): standard
+    # attention computes the same masked attention, densely
+    allowed = pr.attention_mask(run.block_q, run.block_kv)
     scale_unfused, mask_unfused = "scale" in run.unfused, "mask" in run.unfused
 
     with hbm.kernel("qk"):  # Alg. 0 line 1: load Q, K by blocks, compute S = QKᵀ, write S
@@ -83,18 +89,21 @@ def standard_forward(run: Run) -> None:
             total = e.sum(axis=1)
             safe = np.where(total > 0, total, 1.0)
             hbm.write("P", b, h, None, None, e / safe[:, None])
-    if "dropout" in run.unfused:
+    dropout = "dropout" in run.unfused
+    if dropout:
+        # P itself stays for the backward's softmax (Alg. 3 line 3); the dropped P feeds O = PV
+        hbm.allocate("P_drop", shape, pc.storage)
         hbm.allocate("Z", shape, np.uint8)
         with hbm.kernel("dropout"):  # unfused dropout: read P, write dropped P and the mask Z
             for b, h in heads:
                 p = hbm.read("P", b, h).astype(pc.compute)
                 keep = dropout_keep(run.seed, pr, b, h, 0, n_q, 0, n_kv, run.dropout_p)
                 scaled = p / pc.compute(1.0 - run.dropout_p) if run.dropout_p else p
-                hbm.write("P", b, h, None, None, np.where(keep, scaled, 0.0))
+                hbm.write("P_drop", b, h, None, None, np.where(keep, scaled, 0.0))
                 hbm.write("Z", b, h, None, None, keep)
     with hbm.kernel("pv"):  # Alg. 0 line 3: load P and V by blocks, compute O = PV, write O
         for b, h in heads:
-            p = hbm.read("P", b, h)
+            p = hbm.read("P_drop" if dropout else "P", b, h)
             v = hbm.read("V", b, pr.kv_head(h))
             hbm.write("O", b, h, None, None, pc.matmul(p, v))
 
@@ -112,6 +121,7 @@ def flash1_forward(run: Run) -> None:
     hbm.allocate("m", (pr.batch, pr.heads, pr.n_q), pc.stats)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
+    computed = pr.nonzero_blocks(run.block_q, run.block_kv)
 
     with hbm.kernel("init"):  # Alg. 1 line 2: initialise O = (0), l = (0), m = (−∞) in HBM
         for b, h in heads:
@@ -121,15 +131,17 @@ def flash1_forward(run: Run) -> None:
 
     with hbm.kernel("attn"):
         for b, h in heads:
-            for k0, k1 in kv_blocks:  # Alg. 1 line 5
+            for j, (k0, k1) in enumerate(kv_blocks):  # Alg. 1 line 5
                 # line 6: load K_j, V_j from HBM to on-chip SRAM
                 k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)
                 v = hbm.read("V", b, pr.kv_head(h), k0, k1)
                 sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
                 sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
-                for q0, q1 in row_blocks:  # line 7
-                    if not pr.block_visited(q0, q1, k0):
-                        continue  # causal: the block lies wholly above the diagonal
+                for i, (q0, q1) in enumerate(row_blocks):  # line 7
+                    if not computed[i, j]:
+                        # causal: the block lies wholly above the diagonal; block-sparse (Alg. 5):
+                        # a zero block of the mask is skipped
+                        continue
                     # line 8: load Q_i, O_i, l_i, m_i from HBM to on-chip SRAM
                     q = hbm.read("Q", b, h, q0, q1)
                     o = hbm.read("O", b, h, q0, q1).astype(cdt)
@@ -177,10 +189,11 @@ def flash2_forward(run: Run) -> None:
     hbm.allocate("L", (pr.batch, pr.heads, pr.n_q), pc.stats)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
+    computed = pr.nonzero_blocks(run.block_q, run.block_kv)
 
     with hbm.kernel("attn"):
         for b, h in heads:
-            for q0, q1 in row_blocks:  # FA2 Alg. 1 line 3
+            for i, (q0, q1) in enumerate(row_blocks):  # FA2 Alg. 1 line 3
                 rows = q1 - q0
                 q = hbm.read("Q", b, h, q0, q1)  # line 4: load Q_i
                 # line 5: O_i = (0), l_i = (0), m_i = (−∞) on chip; the accumulator is kept in
@@ -192,9 +205,11 @@ def flash2_forward(run: Run) -> None:
                 sram.hold("O_i", rows * d, pc.storage_bytes)
                 sram.hold("l_i", rows, pc.stats_bytes)
                 sram.hold("m_i", rows, pc.stats_bytes)
-                for k0, k1 in kv_blocks:  # line 6
+                for j, (k0, k1) in enumerate(kv_blocks):  # line 6
                     if not pr.block_visited(q0, q1, k0):
                         break  # causal: this and every later key block lie above the diagonal
+                    if not computed[i, j]:
+                        continue  # block-sparse: a zero block of the mask is skipped
                     k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)  # line 7: load K_j, V_j
                     v = hbm.read("V", b, pr.kv_head(h), k0, k1)
                     sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)

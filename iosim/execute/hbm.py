@@ -1,8 +1,10 @@
 """The instrumented memories of the executor: an HBM that counts, an SRAM that refuses to overflow.
 
 `InstrumentedHBM` holds named tensors, each shaped (batch, heads, rows, cols) — or (batch, heads,
-rows) for a per-row statistic — and is the only way an executor reaches them. Every `read` and
-`write` names one tile (batch, head, a range of rows, all columns) and is counted, per
+rows) for a per-row statistic — and is the only way an executor reaches them. A tensor allocated
+with `copies` (split-KV's per-split partial outputs) holds that many such tensors, addressed by
+`split`. Every `read` and `write` names one tile (batch, head, a range of rows, all columns, and
+the split copy) and is counted, per
 (kernel, tensor, op), in elements; with `record=True` each one is also logged as a `TileAccess`,
 the record the tile walk yields, so that the two streams can be compared access by access.
 Placing the inputs (`place`) and reading the results back (`peek`) are the host's doing and are not
@@ -40,6 +42,7 @@ class InstrumentedHBM:
 
     def __init__(self, *, record: bool = False) -> None:
         self._tensors: dict[str, Array] = {}
+        self._copies: dict[str, int] = {}
         self._kernel: str | None = None
         self._counting = True
         self.counts: dict[tuple[str, str, Op], int] = {}
@@ -49,23 +52,40 @@ class InstrumentedHBM:
         self.log: list[TileAccess] | None = [] if record else None
 
     # -- the host side: not counted -------------------------------------------------------
-    def place(self, name: str, array: Array) -> None:
-        """Put a tensor in HBM (the inputs, or a buffer the host allocates): not traffic."""
-        if array.ndim not in (3, 4):
-            raise ValueError(f"{name}: tensors are (batch, heads, rows[, cols]), got {array.shape}")
+    def place(self, name: str, array: Array, *, copies: int | None = None) -> None:
+        """Put a tensor in HBM (the inputs, or a buffer the host allocates): not traffic.
+        With `copies`, `array` is (copies, batch, heads, rows[, cols])."""
+        lead = 0 if copies is None else 1
+        if array.ndim - lead not in (3, 4) or (copies is not None and array.shape[0] != copies):
+            raise ValueError(f"{name}: tensors are {'(copies, ' if lead else '('}batch, heads, "
+                             f"rows[, cols]), got {array.shape}")
         self._tensors[name] = np.array(array, copy=True)
+        self._copies[name] = 0 if copies is None else copies
         self.itemsize[name] = array.dtype.itemsize
 
-    def allocate(self, name: str, shape: tuple[int, ...], dtype: Any) -> None:
+    def allocate(self, name: str, shape: tuple[int, ...], dtype: Any, *,
+                 copies: int | None = None) -> None:
         """An uninitialised buffer (cudaMalloc): allocating moves no data. Filled with NaN (or the
         largest integer) so that a kernel reading what nobody wrote shows up in the output."""
         kind = np.dtype(dtype)
         fill = np.nan if kind.kind == "f" else np.iinfo(kind).max
-        self.place(name, np.full(shape, fill, dtype=kind))
+        full = shape if copies is None else (copies, *shape)
+        self.place(name, np.full(full, fill, dtype=kind), copies=copies)
 
     def peek(self, name: str) -> Array:
         """The whole tensor, for the host to check results: not traffic."""
         return self._tensors[name].copy()
+
+    def _tensor(self, name: str, split: int) -> Array:
+        copies = self._copies[name]
+        if copies == 0:
+            if split:
+                raise ValueError(f"{name} has no split copies (split {split} asked)")
+            return self._tensors[name]
+        if not 0 <= split < copies:
+            raise ValueError(f"{name} has {copies} split copies (split {split} asked)")
+        copy: Array = self._tensors[name][split]
+        return copy
 
     def __contains__(self, name: str) -> bool:
         return name in self._tensors
@@ -92,21 +112,21 @@ class InstrumentedHBM:
 
     # -- the kernels' side: counted --------------------------------------------------------
     def read(self, name: str, batch: int, head: int, start: int | None = None,
-             stop: int | None = None) -> Array:
+             stop: int | None = None, *, split: int = 0) -> Array:
         """A copy of rows start..stop (default all) of tensor `name` for one (batch, head)."""
-        tile = self._tensors[name][batch, head, start:stop]
-        self._count(name, "read", batch, head, start, stop, tile.shape, init=False)
+        tile = self._tensor(name, split)[batch, head, start:stop]
+        self._count(name, "read", batch, head, start, stop, tile.shape, init=False, split=split)
         return tile.copy()
 
     def write(self, name: str, batch: int, head: int, start: int | None, stop: int | None,
-              value: Array | float, *, init: bool = False) -> None:
+              value: Array | float, *, init: bool = False, split: int = 0) -> None:
         """Store `value` (cast to the tensor's dtype) into rows start..stop of one (batch, head)."""
-        target = self._tensors[name][batch, head, start:stop]
+        target = self._tensor(name, split)[batch, head, start:stop]
         target[...] = value
-        self._count(name, "write", batch, head, start, stop, target.shape, init=init)
+        self._count(name, "write", batch, head, start, stop, target.shape, init=init, split=split)
 
     def _count(self, name: str, op: Op, batch: int, head: int, start: int | None,
-               stop: int | None, shape: tuple[int, ...], *, init: bool) -> None:
+               stop: int | None, shape: tuple[int, ...], *, init: bool, split: int) -> None:
         if not self._counting:
             return
         if self._kernel is None:
@@ -115,12 +135,12 @@ class InstrumentedHBM:
         key = (self._kernel, name, op)
         self.counts[key] = self.counts.get(key, 0) + elements
         if self.log is not None:
-            rows = self._tensors[name].shape[2]
+            rows = self._tensor(name, split).shape[2]
             first = 0 if start is None else start
             last = rows if stop is None else min(stop, rows)
             cols = 1 if len(shape) == 1 else int(shape[1])
             self.log.append(TileAccess(self._kernel, name, op, batch, head, first, last, cols,
-                                       self.itemsize[name], init))
+                                       self.itemsize[name], init, split))
 
 
 class SramBudget:

@@ -1,8 +1,10 @@
-"""Precision, masks and block visits of the executor, written independently of the loop nests.
+"""Precision, masks and block visits of the executor, written independently of the loop nests
+(the causal mask, the block-sparse mask's pairs, the dropout mask).
 
 Precision (what the real kernels do, and what the executor does):
 
-  dtype     in HBM (Q K V O S P)   matmul accumulate / softmax   statistics l, m, L in HBM
+  dtype     in HBM (Q K V O S P,   matmul accumulate / softmax   statistics l, m, L, D, the fp32
+            dO dQ dK dV dP dS)                                   dQaccum, split partials in HBM
   float64   float64                float64                       float64
   float32   float32                float32                       float32
   float16   float16                float32                       float32
@@ -23,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from iosim.errors import IosimError
+from iosim.workload import Workload
 
 Array = np.ndarray[Any, Any]
 
@@ -74,6 +77,8 @@ class Problem:
     n_kv: int
     d: int
     causal: bool
+    sparsity: tuple[int, int] = (1, 1)
+    """Block-sparse FlashAttention: the fraction p/q of non-zero blocks (1/1: dense)."""
 
     @property
     def group(self) -> int:
@@ -108,6 +113,45 @@ class Problem:
         the block's last row (q1 − 1) sees the most keys, so that is k0 <= q1 − 1 + offset.
         """
         return not self.causal or k0 <= q1 - 1 + self.offset
+
+    @property
+    def dense(self) -> bool:
+        return self.sparsity[0] == self.sparsity[1]
+
+    def nonzero_blocks(self, block_q: int, block_kv: int) -> Array:
+        """(T_r, T_c) booleans: the block pairs a tiled kernel computes, after the causal skip and
+        the block-sparse mask.
+
+        The mask (README, "Block-sparse FlashAttention"): number the pairs the causal mask leaves
+        in row-major order k = 0, 1, ...; with s = p/q pair k is non-zero iff ⌈(k+1)·s⌉ > ⌈k·s⌉.
+        """
+        row_blocks, kv_blocks = blocks(self.n_q, block_q), blocks(self.n_kv, block_kv)
+        out = np.zeros((len(row_blocks), len(kv_blocks)), dtype=bool)
+        num, den = self.sparsity
+        k = 0
+        for i, (q0, q1) in enumerate(row_blocks):
+            for j, (k0, _) in enumerate(kv_blocks):
+                if self.block_visited(q0, q1, k0):
+                    out[i, j] = -(-(k + 1) * num // den) > -(-k * num // den)
+                    k += 1
+        return out
+
+    def attention_mask(self, block_q: int, block_kv: int) -> Array:
+        """(N_q, N_kv) booleans: the scores attention keeps — the causal mask and, when sparse, the
+        block-sparse mask on the grid of B_r × B_c blocks (what standard attention applies)."""
+        allowed = self.causal_allowed(0, self.n_q, 0, self.n_kv)
+        if self.dense:
+            return allowed
+        pairs = self.nonzero_blocks(block_q, block_kv)
+        rows = np.arange(self.n_q) // block_q
+        keys = np.arange(self.n_kv) // block_kv
+        mask: Array = allowed & pairs[rows[:, None], keys[None, :]]
+        return mask
+
+
+def problem_of(workload: Workload) -> Problem:
+    return Problem(workload.batch, workload.heads, workload.heads_kv, workload.n,
+                   workload.seq_kv, workload.d, workload.causal, workload.sparsity_fraction)
 
 
 def blocks(length: int, size: int) -> list[tuple[int, int]]:

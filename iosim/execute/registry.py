@@ -3,12 +3,13 @@
 An executor is a function of a `Run`: it launches its kernels on `run.hbm` (naming each launch
 after the loop nest's kernel, so that counts line up term by term), holds its tiles in
 `run.sram`, and reports the scores it holds to `run.scores`. The forward executors are in
-forward.py; a backward executor registers itself the same way:
+forward.py and splitkv.py, the backward executors in backward.py:
 
     @register("flash1", "bwd")
     def flash1_backward(run: Run) -> None: ...
 
-It finds Q, K, V, dO and the forward's outputs (O and l, m or L) in `run.hbm`.
+A backward executor finds Q, K, V, dO and what its forward stored (O and l, m or L; standard's
+P, P_drop and Z) in `run.hbm`, and leaves dQ, dK, dV there.
 """
 
 from __future__ import annotations
@@ -36,10 +37,20 @@ class Run:
     dropout_p: float = 0.0
     """Dropout probability, applied when 'dropout' is in `unfused` (on chip by tiled kernels)."""
     seed: int = 0
+    bwd_block_q: int | None = None
+    bwd_block_kv: int | None = None
+    """The backward kernels' B_r × B_c where they differ from the forward's (None: the same)."""
+    splits: int = 1
+    """Split-KV: programs per query block, each over ⌈T_c/splits⌉ key blocks."""
 
     @property
     def dropout(self) -> bool:
         return "dropout" in self.unfused and self.dropout_p > 0
+
+    @property
+    def backward_blocks(self) -> tuple[int, int]:
+        return (self.block_q if self.bwd_block_q is None else self.bwd_block_q,
+                self.block_kv if self.bwd_block_kv is None else self.bwd_block_kv)
 
 
 PassExecutor = Callable[[Run], None]

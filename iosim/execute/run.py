@@ -9,7 +9,7 @@ import numpy as np
 
 from iosim.algorithms.loopnest import TileAccess
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
-from iosim.execute.numerics import Precision, Problem, precision
+from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.registry import EXECUTORS, Run
 from iosim.traffic import Op
 from iosim.workload import Workload
@@ -18,16 +18,12 @@ Array = np.ndarray[Any, Any]
 
 MAX_SCORES = 1 << 24
 """Scores (batch × heads × N × N_kv) one executor run may compute: standard attention holds
-them all in (numpy) HBM, S and P at 8 bytes each in float64 — 256 MiB at the limit."""
+them all in (numpy) HBM, S and P at 8 bytes each in float64 — 256 MiB at the limit, and about
+1 GiB with its backward's dP and dS and an unfused dropout's P_drop."""
 
 MAX_TILE_PAIRS = 1 << 16
 """(query block, key block) pairs one run may visit (batch × heads × T_r × T_c): each is a few
 numpy calls in a Python loop, about 10-50 µs, so a run stays within seconds."""
-
-
-def problem_of(workload: Workload) -> Problem:
-    return Problem(workload.batch, workload.heads, workload.heads_kv, workload.n,
-                   workload.seq_kv, workload.d, workload.causal)
 
 
 def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
@@ -56,6 +52,48 @@ def working_set_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> i
     return (2 * block_q + 2 * block_kv) * d * prec.storage_bytes + 2 * block_q * prec.stats_bytes
 
 
+def backward_working_set_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
+    """The tiles a tiled backward kernel holds at once, the larger of the two:
+
+    Alg. 4 (flash1): K_j, V_j, dK_j, dV_j (B_c × d), Q_i, O_i, dO_i, dQ_i (B_r × d), l_i, m_i;
+    FlashAttention-2: K_j, V_j, dK_j, dV_j, Q_i, dO_i, an fp32 dQ_i, and L_i, D_i.
+    The dK_j, dV_j accumulators are charged at the storage width, as O_i is in the forward; the
+    scores' tiles (S, P, dP, dS) live in registers and are not charged, as in working_set_bytes.
+    """
+    s, t = prec.storage_bytes, prec.stats_bytes
+    flash1 = (4 * block_kv + 4 * block_q) * d * s + 2 * block_q * t
+    flash2 = (4 * block_kv + 2 * block_q) * d * s + block_q * d * t + 2 * block_q * t
+    return max(flash1, flash2)
+
+
+def default_sram_bytes(pass_: str, block_q: int, block_kv: int, bwd_blocks: tuple[int, int],
+                       d: int, prec: Precision) -> int:
+    """The budget a run gets by default: the working set of every pass it runs."""
+    need = working_set_bytes(block_q, block_kv, d, prec)
+    if pass_ != "fwd":
+        need = max(need, backward_working_set_bytes(*bwd_blocks, d, prec))
+    return need
+
+
+def refusal(algorithm: str, workload: Workload, *, block_q: int, block_kv: int,
+            bwd_blocks: tuple[int, int]) -> str | None:
+    """Why an executor cannot run this workload (None if it can): combinations whose block-sparse
+    mask would not be the one every other run of the same verification uses."""
+    if workload.sparsity == 1:
+        return None
+    if workload.pass_ != "fwd" and bwd_blocks != (block_q, block_kv):
+        return (f"a block-sparse mask lives on the grid of the blocks, and the backward's "
+                f"{bwd_blocks[0]} × {bwd_blocks[1]} blocks are not the forward's {block_q} × "
+                f"{block_kv}: the two passes would mask different scores; give both passes the "
+                f"same blocks")
+    if algorithm == "splitkv" and workload.n == 1 and workload.group_size > 1:
+        return ("splitkv packs the query heads of a KV head into one tile when N = 1 "
+                "(seqlenq_ngroups_swapped), which puts its block-sparse mask on another block grid "
+                "than the other algorithms'; verify it with --sparsity 1, or --kv-heads equal to "
+                "--heads")
+    return None
+
+
 def random_inputs(workload: Workload, seed: int, prec: Precision, *,
                   grad: bool = False) -> dict[str, Array]:
     """Seeded standard-normal Q (batch, heads, N, d), K and V (batch, kv_heads, N_kv, d), and dO
@@ -80,7 +118,8 @@ class Execution:
     itemsize: dict[str, int]
     """Bytes per element of each tensor as the run stored it."""
     outputs: dict[str, Array]
-    """Every tensor in HBM at the end (inputs, outputs, intermediates)."""
+    """The inputs, outputs and statistics in HBM at the end (Q, K, V, dO; S, P, Z; O, l, m, L,
+    split-KV's partials; D, dQ, dK, dV) — not the backward's N×N dP, dS."""
     peak_scores: int
     """The most scores one (batch, head) held at once: N_q·N_kv (standard) or B_r·B_c (tiled)."""
     sram_peak_bytes: int
@@ -91,6 +130,10 @@ class Execution:
     @property
     def output(self) -> Array:
         return self.outputs["O"]
+
+    def gradients(self) -> dict[str, Array]:
+        """dQ, dK, dV (KV heads) after a run with a backward pass."""
+        return {n: self.outputs[n] for n in ("dQ", "dK", "dV")}
 
 
 def passes_of(pass_: str) -> tuple[tuple[str, bool], ...]:
@@ -112,30 +155,52 @@ def execute(
     seed: int = 0,
     dropout_p: float = 0.0,
     record: bool = False,
+    bwd_block_q: int | None = None,
+    bwd_block_kv: int | None = None,
+    splits: int = 1,
 ) -> Execution:
-    """Run one algorithm's executor(s) for the workload's pass on `inputs` (see random_inputs).
+    """Run one algorithm's executor(s) for the workload's pass on `inputs` (see random_inputs;
+    `grad=True` adds the dO a backward needs).
 
-    `sram_bytes` defaults to the working set of the blocks (working_set_bytes). The workload's
-    shape, mask and unfused kernels are used; its dtype is replaced by `dtype`.
+    `block_q`, `block_kv` tile the tiled kernels and place a block-sparse mask (standard applies
+    the same mask, so give every run of one comparison the same blocks); `bwd_block_q`,
+    `bwd_block_kv` tile the backward where it differs (Tiling.bwd_block_q/bwd_block_kv);
+    `splits` is split-KV's programs per query block. `sram_bytes` defaults to the working set
+    of every pass run (default_sram_bytes). The workload's shape, masks, pass and unfused kernels
+    are used; its dtype is replaced by `dtype`.
     """
     prec = precision(dtype)
-    for flag, value in (("--block-q", block_q), ("--block-kv", block_kv)):
+    bwd_blocks = (block_q if bwd_block_q is None else bwd_block_q,
+                  block_kv if bwd_block_kv is None else bwd_block_kv)
+    for flag, value in (("--block-q", block_q), ("--block-kv", block_kv),
+                        ("the backward's block_q", bwd_blocks[0]),
+                        ("the backward's block_kv", bwd_blocks[1])):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise ExecutorError(f"{flag} must be a whole number of at least 1, got {value!r}")
     if not 0.0 <= dropout_p < 1.0:
         raise ExecutorError(f"--dropout-p must be in [0, 1), got {dropout_p}")
+    key_blocks = -(-workload.seq_kv // block_kv)
+    if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
+        raise ExecutorError(f"--splits must be a whole number from 1 to the {key_blocks} key "
+                            f"blocks (N_kv {workload.seq_kv} in blocks of {block_kv}), got {splits!r}")
     check_limits(workload, block_q, block_kv)
+    if workload.pass_ != "fwd":
+        check_limits(workload, *bwd_blocks)
     steps = passes_of(workload.pass_)
     for step, _ in steps:
         if (algorithm, step) not in EXECUTORS:
             have = sorted({a for a, p in EXECUTORS if p == step})
             raise ExecutorError(
-                f"no {'backward' if step == 'bwd' else 'forward'} executor for {algorithm} yet"
+                f"no {'backward' if step == 'bwd' else 'forward'} executor for {algorithm}"
                 + (f" (there is one for {', '.join(have)})" if have else "")
                 + ("; use --pass fwd" if step == "bwd" else "")
             )
+    why = refusal(algorithm, workload, block_q=block_q, block_kv=block_kv, bwd_blocks=bwd_blocks)
+    if why is not None:
+        raise ExecutorError(f"{algorithm}: {why}")
     if sram_bytes is None:
-        sram_bytes = working_set_bytes(block_q, block_kv, workload.d, prec)
+        sram_bytes = default_sram_bytes(workload.pass_, block_q, block_kv, bwd_blocks,
+                                        workload.d, prec)
         sram_source = f"working set of {block_q}×{block_kv} blocks"
     hbm = InstrumentedHBM(record=record)
     for name, array in inputs.items():
@@ -143,39 +208,16 @@ def execute(
     sram = SramBudget(sram_bytes, source=sram_source, owner=algorithm)
     meter = ScoreMeter()
     run = Run(hbm, sram, meter, problem_of(workload), prec, block_q, block_kv,
-              workload.unfused, dropout_p, seed)
+              workload.unfused, dropout_p, seed, bwd_block_q, bwd_block_kv, splits)
     for step, counted in steps:
         if counted:
             EXECUTORS[(algorithm, step)](run)
         else:
             with hbm.uncounted():
                 EXECUTORS[(algorithm, step)](run)
-    names = [n for n in ("Q", "K", "V", "dO", "S", "P", "Z", "O", "l", "m", "L") if n in hbm]
+    names = [n for n in ("Q", "K", "V", "dO", "S", "P", "Z", "O", "l", "m", "L", "O_partial",
+                         "lse_partial", "D", "dQ", "dK", "dV") if n in hbm]
     return Execution(algorithm, dtype, dict(hbm.counts), dict(hbm.itemsize),
                      {n: hbm.peek(n) for n in names}, meter.peak, sram.peak_bytes, sram_bytes,
                      tuple(hbm.log) if hbm.log is not None else None)
 
-
-def reference_attention(workload: Workload, inputs: dict[str, Array], *, seed: int = 0,
-                        dropout_p: float = 0.0) -> Array:
-    """softmax(τQKᵀ, masked) · V in float64 from the given inputs, for all heads at once — a
-    direct formula, neither instrumented nor tiled. Rows that see no key give 0."""
-    from iosim.execute.numerics import dropout_keep
-
-    pr = problem_of(workload)
-    q = inputs["Q"].astype(np.float64)
-    k = np.repeat(inputs["K"].astype(np.float64), pr.group, axis=1)
-    v = np.repeat(inputs["V"].astype(np.float64), pr.group, axis=1)
-    s = np.einsum("bhqd,bhkd->bhqk", q, k) * pr.scale
-    s = np.where(pr.causal_allowed(0, pr.n_q, 0, pr.n_kv), s, -np.inf)
-    m = s.max(axis=-1, keepdims=True)
-    e = np.exp(s - np.where(np.isfinite(m), m, 0.0))
-    total = e.sum(axis=-1, keepdims=True)
-    p = e / np.where(total > 0, total, 1.0)
-    if "dropout" in workload.unfused:
-        for b in range(pr.batch):
-            for h in range(pr.heads):
-                keep = dropout_keep(seed, pr, b, h, 0, pr.n_q, 0, pr.n_kv, dropout_p)
-                p[b, h] = np.where(keep, p[b, h] / (1.0 - dropout_p), 0.0)
-    out: Array = np.einsum("bhqk,bhkd->bhqd", p, v)
-    return out
