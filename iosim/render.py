@@ -169,8 +169,26 @@ def _footer(c: Comparison) -> Text:
         extra = ", ".join(f"{t} {fmt_binary_bytes(b)}" for t, b in a.footprint.extra)
         lines.append(f"HBM held by {a.name}: inputs+outputs {fmt_binary_bytes(a.footprint.io_bytes)}"
                      f" + {extra or 'nothing'} (HBM {fmt_bytes(a.footprint.capacity_bytes)})")
+    lines.append(dram_line(c))
     del w
     return Text("\n".join(lines))
+
+
+def dram_line(c: Comparison) -> str:
+    """The L2-aware DRAM estimate next to the L2-oblivious counts of the tables."""
+    estimates = [(a.name, a.dram) for a in c.algorithms if a.dram is not None]
+    if not estimates:
+        return (f"DRAM estimate: {c.hardware.name} has no l2_size or sm_count in its YAML; the "
+                f"HBM figures above are L2-oblivious (every tile load charged to HBM)")
+    tiled = {a.name for a in c.algorithms if a.tiling is not None}
+    parts = " · ".join(
+        f"{name} {fmt_bytes(e.bytes)}" + (f" ({e.concurrent_programs} programs at once)"
+                                           if name in tiled else "")
+        for name, e in estimates if e is not None)
+    roof = ("the measured profile's memory roof uses it" if c.roofs.profile == "measured" else
+            "the HBM figures above are L2-oblivious, every tile load charged to HBM")
+    l2 = next(e.l2_bytes for _, e in estimates if e is not None)
+    return f"DRAM estimate (L2-aware, {fmt_binary_bytes(l2)} L2): {parts}; {roof}"
 
 
 def comparison_renderable(c: Comparison) -> RenderableType:
@@ -287,7 +305,7 @@ _FIGURE_UNITS = {"hbm_capacity": ("B", False), "hbm_bandwidth": ("B/s", False),
 def figure_text(key: str, fig: Figure) -> str:
     if key == "sm_count":
         return f"{fig.value:.0f}"
-    if key.startswith("peak_flops"):
+    if key.startswith("peak_flops") or key == "vector_flops":
         return fmt_rate(fig.value, "FLOP/s")
     unit, binary = _FIGURE_UNITS[key]
     return fmt_binary_bytes(fig.value) if binary else fmt_rate(fig.value, unit)

@@ -57,6 +57,6 @@ def main() -> None:
     cli()
 
 
-from iosim.cli import compare_cmd, gpus_cmd  # noqa: E402  (commands register on `cli`)
+from iosim.cli import calibrate_cmd, compare_cmd, gpus_cmd  # noqa: E402  (commands register on `cli`)
 
-__all__ = ["cli", "compare_cmd", "gpus_cmd", "main"]
+__all__ = ["calibrate_cmd", "cli", "compare_cmd", "gpus_cmd", "main"]
