@@ -191,8 +191,20 @@ class _ClosedForm:
             return 0.0, False
         between = sum(self.footprint[touch.kernel_index + 1:index])
         alpha = self.footprint[touch.kernel_index] + between
-        beta = self.footprint[index] - self.footprint[touch.kernel_index]
+        beta = self._first_pass(index) - self.footprint[touch.kernel_index]
         return _hit_fraction(alpha, beta, self.capacity), touch.dirty
+
+    def _first_pass(self, index: int) -> float:
+        """Bytes kernel `index` touches while it reaches each of its tensors' elements a first
+        time: all of it for a stream, taken proportionally; but when Alg. 1's kernel runs every
+        head at once, its first outer block already walks all their Q_i, O_i, l_i, m_i."""
+        kernel = self.kernels[index]
+        heads = self.w.batch * self.w.heads
+        if kernel.loop is None or not _serial(kernel) or heads > self.concurrent:
+            return self.footprint[index]
+        return float(sum({a.tensor: _tensor_bytes(a, self.w, per_head=False)
+                          for a in kernel.accesses
+                          if a.where == "inner" and a.rows != kernel.loop}.values()))
 
     def run(self) -> list[DramTerm]:
         oblivious = closed_form(self.kernels, self.w, self.tiling)
@@ -201,22 +213,21 @@ class _ClosedForm:
             mine = oblivious.of_kernel(kernel.name)
             carried = {a.tensor: self._carried(a.tensor, index) for a in kernel.accesses}
             shared = self._shared_passes(kernel)
-            serial = self._serial_fits(kernel) if kernel.loop is not None and _serial(kernel) \
+            serial = self._serial_sweeps(kernel) if kernel.loop is not None and _serial(kernel) \
                 else None
             written: set[str] = set()
             for access, term in zip(kernel.accesses, mine.terms, strict=True):
                 size = _tensor_bytes(access, self.w, per_head=False)
                 hit, dirty = carried[access.tensor]
                 if serial is not None and access.where == "inner" and access.rows != kernel.loop:
-                    fits, why = serial
-                    if not fits:
-                        dram, note = term.bytes, why
-                    elif access.op == "read":
-                        dram, note = round(size * (1 - hit)), why
+                    again, why = serial  # fraction of the tensor re-fetched (or re-written)
+                    if access.op == "read":
+                        dram = round(size * (1 - hit + again))
+                    elif access.tensor in written:
+                        dram = 0
                     else:
-                        dram = 0 if access.tensor in written else round(
-                            size * (1 - (hit if dirty else 0.0)))
-                        note = why
+                        dram = round(size * (1 - (hit if dirty else 0.0) + again))
+                    note = why
                 elif access.op == "write":
                     if access.tensor in written:
                         dram, note = 0, "written again while dirty in L2"
@@ -286,16 +297,31 @@ class _ClosedForm:
         own_read, own_write = self._own_tile_bytes(kernel)
         p = self.concurrent
         programs = units * unit_programs
+        tile = unit_bytes / sweep
+        step = min(p, programs) * (own_read + own_write + tile)
+        if step > self.capacity:
+            # even programs that run side by side cannot share a tile: one step of theirs
+            # (own tiles plus K_j, V_j) overflows the L2
+            return sum(lengths) * group / sweep, (
+                f"re-read by every program: one step of {min(p, programs)} programs "
+                f"({step / 2**20:.1f} MiB) > L2")
         if len(set(lengths)) > 1:
-            # staggered (causal): consecutive programs of a head read tile j a short time apart,
-            # in which the running programs touch about one program's sweep of the head's K/V
+            # staggered (causal): the running programs start at different times; between two
+            # programs' reads of tile j the running ones advance by about one program's length,
+            # i.e. touch about one sweep of K/V (the program's own with one slot, the mean sweep
+            # with many) plus their own tiles
+            running = min(p, programs)
             mean = sum(lengths) / len(lengths)
-            distance = unit_bytes * mean / sweep + min(p, programs) * (own_read + own_write)
-            if distance <= self.capacity:
-                return 1.0, "read once per head: staggered causal programs share it in L2"
-            visited = sum(lengths) * group / sweep
-            return visited, (f"re-read by every program: {distance / 2**20:.0f} MiB pass "
-                             "between two reads of a tile")
+            again = 0
+            for i in range(1, len(lengths)):
+                sweep_tiles = (lengths[i] + (running - 1) * mean) / running
+                distance = tile * sweep_tiles + running * (own_read + own_write)
+                again += lengths[i] if distance > self.capacity else 0
+            passes = 1.0 + again * group / sweep
+            if again == 0:
+                return passes, "read once per head: staggered causal programs share it in L2"
+            return passes, (f"{passes:.2f} reads per head: long causal programs find early "
+                            "tiles evicted")
         total = 0.0
         rereads = 0
         for u in range(units):
@@ -332,21 +358,37 @@ class _ClosedForm:
     def _programs_in(wave: int, p: int, programs: int) -> int:
         return max(0, min(p, programs - wave * p))
 
-    def _serial_fits(self, kernel: Kernel) -> tuple[bool, str]:
-        """Alg. 1's inner tiles (Q_i, O_i, l_i, m_i): one program per head sweeps all of them
-        once per outer block; they stay in L2 when the running programs' sweeps fit in it."""
-        inner: dict[str, int] = {}
+    def _serial_sweeps(self, kernel: Kernel) -> tuple[float, str]:
+        """Alg. 1's inner tiles (Q_i, O_i, l_i, m_i): one program per head sweeps the rows that
+        key block j sees, for every j. A tile comes back from L2 on the next sweep if the
+        running programs' sweeps in between fit; returns the re-fetched fraction of the tensor
+        (each miss also writes a dirty tile back)."""
+        assert self.tiling is not None
+        lengths, outer_count, rows_total = self._geometry(kernel)
+        row_bytes = 0.0
+        seen = set()
         for a in kernel.accesses:
-            if a.where == "inner" and a.rows != kernel.loop:
-                inner[a.tensor] = _tensor_bytes(a, self.w, per_head=True)
-        outer_tiles = sum(_tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
-                          if a.where == "outer") / max(1, self._geometry(kernel)[1])
+            if a.where == "inner" and a.rows != kernel.loop and a.tensor not in seen:
+                seen.add(a.tensor)
+                width = {"d": self.w.d, "1": 1, "kv": self.w.seq_kv}[a.cols]
+                row_bytes += width * element_bytes(a.element, self.w.element_bytes)
+        tile = self.tiling.block_q * row_bytes
+        outer_tile = sum(_tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
+                         if a.where == "outer") / max(1, outer_count)
         running = min(self.concurrent, self.w.batch * self.w.heads)
-        distance = running * (sum(inner.values()) + outer_tiles)
-        if distance <= self.capacity:
-            return True, "stays in L2 across the outer loop: DRAM sees it once"
-        return False, (f"every outer block: {running} heads × {sum(inner.values()) / 2**20:.1f} "
-                       "MiB swept between two uses > L2")
+        again = 0.0
+        for o in range(outer_count - 1):
+            later = lengths[o + 1]
+            # sweep o+1 is a suffix of sweep o (the rows that key block o+1 sees): between two
+            # touches of a tile, the running programs finish sweep o after it and start sweep
+            # o+1 up to it, i.e. touch one sweep o+1 each (LRU: the same for every tile)
+            distance = running * (later * tile + outer_tile)
+            again += later if distance > self.capacity else 0
+        again /= rows_total
+        if again == 0:
+            return 0.0, "stays in L2 from one key block's sweep to the next: DRAM sees it once"
+        return again, (f"{again:.1f} extra passes: {running} programs' sweeps overflow L2 "
+                       "between two uses of a tile")
 
 
 def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None,

@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from functools import partial
 from typing import Any
 
 import torch
@@ -139,10 +140,9 @@ class Bench:
 
     def run(self) -> Iterator[Measurement]:
         sections: list[Callable[[], list[Measurement]]] = [self.copies]
-        sections += [lambda dtype=dtype: self.matmul(dtype) for dtype in self.plan.matmul_dtypes]
-        sections += [lambda s=s: self.standard(s) for s in self.plan.standard]
-        sections += [lambda s=s: self.fused(s, self.plan.fused_configs[s.d])
-                     for s in self.plan.fused]
+        sections += [partial(self.matmul, dtype) for dtype in self.plan.matmul_dtypes]
+        sections += [partial(self.standard, s) for s in self.plan.standard]
+        sections += [partial(self.fused, s, self.plan.fused_configs[s.d]) for s in self.plan.fused]
         for section in sections:
             yield from section()  # its tensors are freed when it returns
             if DEVICE == "cuda":
@@ -303,7 +303,7 @@ class Bench:
             # read Q, K, V; write O and the fp32 logsumexp
             out.append(self.measure(
                 f"attn_fwd/{base}/{cfg.label}", "attn_fwd", shape.dtype,
-                lambda kcfg=kcfg: K.attention_fwd(q, k, v, o, lse, causal=causal, config=kcfg),
+                partial(K.attention_fwd, q, k, v, o, lse, causal=causal, config=kcfg),
                 io_bytes=io + lse.numel() * lse.element_size(), flops=flops,
                 rel_error=errors[cfg], block_m=cfg.block_m, block_n=cfg.block_n,
                 num_warps=cfg.num_warps, num_stages=cfg.num_stages, **res, **common))

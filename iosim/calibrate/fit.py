@@ -29,6 +29,7 @@ from typing import Any
 
 from iosim.algorithms import get_algorithm
 from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, kernel_sums
+from iosim.calibrate import CalibrationError
 from iosim.calibrate.plan import FIT_N, FUSED_CONFIGS
 from iosim.calibrate.records import Calibration, Measurement
 from iosim.hardware import KERNEL_KINDS, Hardware, MeasuredProfile
@@ -121,7 +122,8 @@ class FitResult:
     @property
     def provenance(self) -> str:
         c, dev = self.calibration, self.calibration.device
-        return (f"{c.command} — on {dev.get('name')} (driver {dev.get('driver')}, CUDA "
+        return (f"{c.command} — for {self.hardware.name} ({self.hardware.display_name}), measured "
+                f"on {dev.get('name')} (driver {dev.get('driver')}, CUDA "
                 f"{dev.get('cuda')}, torch {dev.get('torch')}, Triton {dev.get('triton')}), "
                 f"{c.created}; efficiencies fitted at N in {list(FIT_N)}")
 
@@ -224,7 +226,8 @@ def sdpa_ratios(result: FitResult) -> list[dict[str, Any]]:
 def ceilings(calibration: Calibration) -> Ceilings:
     copies = [m for m in calibration.measurements if m.kernel in ("copy", "torch_copy")]
     if not copies:
-        raise ValueError("the measurement file has no copy measurement (the bandwidth ceiling)")
+        raise CalibrationError("the measurement file has no copy measurement (the bandwidth "
+                               "ceiling); re-run `iosim calibrate` on the GPU")
     best = max(copies, key=lambda m: m.io_bytes / m.time_s)
     bandwidth = best.io_bytes / best.time_s
     who = "Triton copy kernel" if best.kernel == "copy" else "torch copy_"

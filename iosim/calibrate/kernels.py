@@ -240,7 +240,7 @@ def _iosim_softmax_kernel(s, p, n_cols, stride_s, stride_p, scale_log2, BLOCK: t
 
 def softmax_warps(n_cols: int) -> int:
     """Warps per row: enough threads that each holds at most 32 fp32 values of the row."""
-    return max(4, min(16, triton.next_power_of_2(n_cols) // 1024))
+    return max(4, min(16, int(triton.next_power_of_2(n_cols)) // 1024))
 
 
 def softmax_rows(s: torch.Tensor, p: torch.Tensor, scale: float) -> None:

@@ -72,7 +72,14 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
         click.echo(f"Warning: {' '.join(message.split())}", err=True)
 
     if from_ is not None:
+        from iosim.calibrate.env import names_match
+
         calibration = load_calibration(from_)
+        device = str(calibration.device.get("name", "unknown"))
+        if not names_match(device, hardware.name, hardware.aliases):
+            warn(f"{from_} was measured on '{device}' but --gpu {hardware.name} describes "
+                 f"'{hardware.display_name}'; fitting it against that YAML anyway (both are "
+                 "recorded in the provenance)")
     else:
         from iosim.calibrate.env import require_gpu
         from iosim.calibrate.plan import make_plan
