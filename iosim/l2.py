@@ -39,6 +39,7 @@ Two forms
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
@@ -263,7 +264,9 @@ class _ClosedForm:
         if kernel.loop == "q":
             return n_i, len(n_i), cdiv(w.seq_kv, t.block_kv)
         t_c = cdiv(w.seq_kv, t.block_kv)
-        rows = [sum(1 for n in n_i if n > j) for j in range(t_c)]
+        # n_i never decreases with i: the rows that key block j sees are those after the last
+        # n_i <= j
+        rows = [len(n_i) - bisect_right(n_i, j) for j in range(t_c)]
         return rows, t_c, len(n_i)
 
     def _own_tile_bytes(self, kernel: Kernel) -> tuple[float, float]:

@@ -85,7 +85,8 @@ def _header(c: Comparison) -> Text:
         f"workload  {w.describe()}"
         + (f" · unfused {', '.join(w.unfused)}" if w.unfused else ""),
         f"roofs     HBM {fmt_rate(roofs.hbm_bandwidth_bytes_per_s, 'B/s')} · {w.dtype} matmul "
-        f"{fmt_rate(roofs.matmul_flops_per_s, 'FLOP/s')} · fp32 vector "
+        f"{fmt_rate(roofs.matmul_flops_per_s, 'FLOP/s')} · "
+        f"{'fp32 vector' if roofs.profile == 'spec' else 'elementwise'} "
         f"{fmt_rate(roofs.vector_flops_per_s, 'FLOP/s')} · ridge "
         f"{roofs.ridge_point_flops_per_byte:.0f} FLOP/B",
         f"SRAM      M = {c.sram_bytes // w.element_bytes:,} {w.dtype} elements "

@@ -78,6 +78,8 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
     missing = [k for k in KERNEL_KINDS if k not in measured.kernel_efficiency]
     if missing:
         notes.append(f"no fitted efficiency for {', '.join(missing)} kernels: using 1.0")
+    notes.append("measured profile: the memory roof charges the L2-aware DRAM estimate and a "
+                 "kernel's matmul and elementwise times add (README, calibration)")
     return Roofs("measured", bandwidth, matmul, vector, efficiency, tuple(notes),
                  additive_compute=True)
 

@@ -102,7 +102,8 @@ def collect(spec: list[dict[str, Any]], *, timeout_s: float = 1200,
                                             Path(tmp) / "profile")
         spec_file.write_text(json.dumps(spec))
         command = profile_command(ncu, report, spec_file, manifest_file)
-        shown = " ".join([*command[:-3], "python -m iosim.calibrate.ncu_target", "SPEC", "MANIFEST"])
+        # the command with the target's temporary files named by role
+        shown = " ".join([*command[:-5], "python3 -m iosim.calibrate.ncu_target SPEC MANIFEST"])
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
                                   check=False)

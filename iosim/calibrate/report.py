@@ -30,6 +30,11 @@ def _mask(causal: bool) -> str:
 # records (CSV)
 
 
+def _sig(row: dict[str, Any]) -> dict[str, Any]:
+    """Floats to 6 significant digits (timer resolution is far coarser), for stable CSV diffs."""
+    return {k: float(f"{v:.6g}") if isinstance(v, float) else v for k, v in row.items()}
+
+
 def point_records(result: FitResult) -> list[dict[str, Any]]:
     rows = []
     for p in result.points:
@@ -47,11 +52,11 @@ def point_records(result: FitResult) -> list[dict[str, Any]]:
             "registers": m.regs or None, "shared_bytes": m.shared_bytes or None,
             "rel_error_vs_torch": m.rel_error,
         })
-    return rows
+    return [_sig(r) for r in rows]
 
 
 def bytes_records(result: FitResult) -> list[dict[str, Any]]:
-    return [{
+    return [_sig({
         "id": b.id, "algorithm": b.algorithm, "set": "grid" if b.grid else "l2-regimes",
         "main": b.main, "n": b.n, "d": b.d, "batch_heads": b.heads, "causal": b.causal,
         "block": b.block, "concurrent_programs": b.estimate.concurrent_programs,
@@ -62,7 +67,7 @@ def bytes_records(result: FitResult) -> list[dict[str, Any]]:
         "predicted_dram_write_bytes": b.estimate.write_bytes,
         "predicted_dram_bytes": b.predicted_dram_bytes, "dram_error": b.error,
         "l2_oblivious_bytes": b.l2_oblivious_bytes, "measured_l2_bytes": b.measured_l2_bytes,
-    } for b in result.bytes_checks]
+    }) for b in result.bytes_checks]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -174,7 +179,7 @@ def markdown(result: FitResult) -> str:
         f"| measured | {cal.created} |",
         f"| command | `{cal.command}` |",
         f"| counters | {cal.counters.status}"
-        + (f" — {cal.counters.version}; `{cal.counters.command} SPEC MANIFEST`"
+        + (f" — {cal.counters.version}; `{cal.counters.command}`"
            if cal.counters.command else "") + " |",
         "",
     ]

@@ -23,7 +23,8 @@ def _refuse_existing(path: Path, force: bool, flag: str) -> None:
               help="The hardware YAML to calibrate (its spec figures are kept).")
 @click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
               help="Where to write the YAML with its new measured: section.")
-@click.option("--quick", is_flag=True, help="A small grid (N 1024 and 4096, d 128): about 1 minute.")
+@click.option("--quick", is_flag=True,
+              help="A small grid (N 1024 and 4096, d 128): 7-25 s on an H200.")
 @click.option("--counters", is_flag=True,
               help="Also count DRAM and L2 bytes of every kernel with Nsight Compute (ncu).")
 @click.option("--force", is_flag=True, help="Overwrite --out, --record and --report if they exist.")
@@ -38,7 +39,7 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
     """Measure this GPU's ceilings and kernel efficiencies; write them as a measured: profile.
 
     \b
-    Times a Triton copy and matmul (the ceilings), the standard path as three kernels
+    Times Triton copy, read, write and matmul kernels (the ceilings), the standard path as three kernels
     (S = QKᵀ, softmax, O = PV) and a fused FlashAttention-2 forward at several block sizes,
     each checked against torch first. Fits one efficiency per kernel class and writes a copy
     of the --gpu YAML with a measured: section; `iosim compare --profile measured` uses it.
