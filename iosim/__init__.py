@@ -14,6 +14,7 @@ from iosim.algorithms.loopnest import TileAccess, closed_form, walk
 from iosim.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, compare
 from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
 from iosim.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
+from iosim.l2 import DramEstimate, dram_estimate
 from iosim.roofline import KernelEstimate, Roofs, roofs_for
 from iosim.traffic import Term, Traffic
 from iosim.workload import Tiling, Workload, make_tiling
@@ -23,6 +24,7 @@ __all__ = [
     "AlgorithmEstimate",
     "Comparison",
     "ConfigError",
+    "DramEstimate",
     "Footprint",
     "Hardware",
     "IosimError",
@@ -40,6 +42,7 @@ __all__ = [
     "__version__",
     "closed_form",
     "compare",
+    "dram_estimate",
     "get_algorithm",
     "list_hardware",
     "load_hardware",

@@ -163,3 +163,39 @@ def test_the_recorded_grid_is_predicted_within_ten_percent() -> None:
     assert len(grid) == 10 + 20  # standard: 5 N × 2 d; fused: 5 N × 2 d × 2 masks
     assert max(abs(b.error) for b in grid) <= 0.10
     assert len(_counted()) == len(result.bytes_checks)
+
+
+# --- in `iosim compare` -------------------------------------------------------------------------
+
+
+def test_compare_reports_both_counts_and_keeps_its_keys() -> None:
+    from click.testing import CliRunner
+
+    from iosim.cli import cli
+
+    out = CliRunner().invoke(cli, ["compare", "--n", "4096", "--gpu", "h200", "--format", "json"])
+    data = json.loads(out.stdout)
+    for a in data["algorithms"]:
+        dram = a["dram_estimate"]
+        assert {"read_bytes", "write_bytes", "bytes", "l2_oblivious_bytes", "terms"} <= set(dram)
+        assert dram["l2_oblivious_bytes"] == a["hbm_bytes"]  # the existing key, unchanged
+        assert dram["bytes"] <= a["hbm_bytes"]
+    table = CliRunner().invoke(cli, ["compare", "--n", "4096", "--gpu", "h200"]).stdout
+    assert "DRAM estimate (L2-aware, 60 MiB L2): standard 77.9 MB" in table
+    t4 = CliRunner().invoke(cli, ["compare", "--n", "4096", "--gpu", "t4"]).stdout
+    assert "DRAM estimate (L2-aware, 4 MiB L2)" in t4
+
+
+def test_a_gpu_without_l2_size_says_so(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from iosim.cli import cli
+
+    text = Path(H200.path).read_text()
+    start = text.index("l2_size:")
+    end = text.index("sram_per_sm:")
+    path = tmp_path / "no-l2.yaml"
+    path.write_text(text[:start] + text[end:])
+    out = CliRunner().invoke(cli, ["compare", "--n", "1024", "--gpu", str(path)])
+    assert out.exit_code == 0
+    assert "DRAM estimate: h200 has no l2_size or sm_count in its YAML" in out.stdout.replace("\n", " ")

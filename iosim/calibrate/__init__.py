@@ -6,6 +6,7 @@
     yaml_out.py   the `measured:` section of a hardware YAML (pure)
     ncu.py        Nsight Compute: the command line and its CSV (pure); runs ncu in a subprocess
     env.py        what a run needs (torch, triton, a CUDA GPU) and the device it found
+    run.py        one run on the GPU: the plan measured, then counted under ncu
     kernels.py    the Triton kernels (imports torch and triton)
     bench.py      checks each kernel against torch, then times it (imports torch and triton)
     ncu_target.py the program ncu profiles (imports torch and triton)
