@@ -15,6 +15,7 @@ from iosim.algorithms.tilestream import TileStream, walk_arrays
 from iosim.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, compare
 from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
 from iosim.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
+from iosim.l2 import DramEstimate, dram_estimate
 from iosim.roofline import KernelEstimate, Roofs, roofs_for
 from iosim.sweep import SweepResult, SweepSpec, sweep
 from iosim.traffic import Term, Traffic
@@ -26,6 +27,7 @@ __all__ = [
     "AlgorithmEstimate",
     "Comparison",
     "ConfigError",
+    "DramEstimate",
     "Footprint",
     "Hardware",
     "IosimError",
@@ -47,6 +49,7 @@ __all__ = [
     "__version__",
     "closed_form",
     "compare",
+    "dram_estimate",
     "get_algorithm",
     "list_hardware",
     "load_hardware",

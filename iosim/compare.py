@@ -18,6 +18,7 @@ from iosim.algorithms.loopnest import (
 )
 from iosim.errors import IosimError
 from iosim.hardware import Hardware, resolve_hardware
+from iosim.l2 import DramEstimate, dram_estimate
 from iosim.roofline import KernelEstimate, Profile, Roofs, estimate_kernels, roofs_for
 from iosim.traffic import Traffic
 from iosim.training import (
@@ -127,6 +128,8 @@ class AlgorithmEstimate:
     """The launch grid of every kernel whose grid iosim models, against the GPU's SMs."""
     convention_flops: float = 0.0
     """FLOPs by the FA2/FA3 convention (training.convention_flops), beside the executed count."""
+    dram: DramEstimate | None = None
+    """The L2-aware DRAM estimate (l2.py); None when the GPU's YAML lacks l2_size or sm_count."""
 
     @property
     def traffic(self) -> Traffic:
@@ -285,6 +288,7 @@ def _kernel_dict(k: KernelEstimate) -> dict[str, Any]:
         "intensity_flops_per_byte": k.intensity_flops_per_byte,
         "memory_time_s": k.memory_time_s, "compute_time_s": k.compute_time_s,
         "efficiency": k.efficiency, "time_s": k.time_s, "bound": k.bound,
+        "dram_bytes_on_roof": k.dram_bytes,
     }
 
 
@@ -327,6 +331,17 @@ def _algorithm_dict(a: AlgorithmEstimate) -> dict[str, Any]:
         "kernels": [_kernel_dict(k) for k in a.kernels],
         "bytes_by_tensor": a.traffic.by_category(),
         "terms": [_term_dict(t) for t in a.traffic],
+        "dram_estimate": None if a.dram is None else _dram_dict(a.dram),
+    }
+
+
+def _dram_dict(e: DramEstimate) -> dict[str, Any]:
+    return {
+        "model": e.model, "l2_bytes": e.l2_bytes, "concurrent_programs": e.concurrent_programs,
+        "read_bytes": e.read_bytes, "write_bytes": e.write_bytes, "bytes": e.bytes,
+        "l2_oblivious_bytes": e.oblivious_bytes,
+        "terms": [{"kernel": t.kernel, "tensor": t.tensor, "op": t.op, "bytes": t.bytes,
+                   "l2_oblivious_bytes": t.oblivious_bytes, "note": t.note} for t in e.terms],
     }
 
 
@@ -354,6 +369,13 @@ def sram_budget(
         return int(value), f"--sram {sram}"
     kib = hardware.sram_per_block_bytes / 1024
     return int(hardware.sram_per_block_bytes), f"sram_per_block of {hardware.name} ({kib:g} KiB)"
+
+
+def _dram_or_none(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None,
+                  hardware: Hardware) -> DramEstimate | None:
+    if hardware.l2_bytes is None or hardware.sm_count is None:
+        return None
+    return dram_estimate(kernels, workload, tiling, hardware)
 
 
 def tiling_for(
@@ -414,7 +436,13 @@ def compare(
         tiling = algorithm.finish_tiling(tiling, workload, sm_count=hw.sm_count, splits=splits,
                                          blocks_given=block_q is not None or block_kv is not None)
         kernels = algorithm.kernels(workload, tiling)
-        kernel_estimates = estimate_kernels(kernels, workload, tiling, roofs)
+        dram = _dram_or_none(kernels, workload, tiling, hw)
+        if profile == "measured" and dram is None:
+            raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "
+                             f"sm_count in {hw.path}")
+        on_roof = None if profile != "measured" or dram is None else {
+            k.name: dram.of_kernel(k.name).bytes for k in kernels}
+        kernel_estimates = estimate_kernels(kernels, workload, tiling, roofs, dram_bytes=on_roof)
         time_s = sum(k.time_s for k in kernel_estimates)
         hbm = sum(k.hbm_bytes for k in kernel_estimates)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
@@ -432,7 +460,7 @@ def compare(
             algorithm.name, algorithm.title, tiling, kernel_estimates,
             footprint(kernels, workload, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
-            convention_flops(workload, recompute=algorithm.tiled))
+            convention_flops(workload, recompute=algorithm.tiled), dram)
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)

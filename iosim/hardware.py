@@ -51,7 +51,7 @@ _TEXT_KEYS = ("display_name", "vendor", "architecture", "notes")
 _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
              *_TEXT_KEYS, *_FIGURES}
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
-_MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "kernel_efficiency"}
+_MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,6 +74,8 @@ class MeasuredProfile:
     kernel_efficiency: Mapping[str, float]
     """Fraction of the measured roof each kernel class reaches (elementwise, matmul, fused)."""
     figures: Mapping[str, Figure] = field(default_factory=dict)
+    vector_flops_per_s: float | None = None
+    """Rate of the elementwise (softmax) FLOPs, fitted from the fused kernels' timings."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,6 +229,11 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
         bandwidth = figures["hbm_bandwidth"].value
     peaks = _peak_figures(path, "measured.peak_flops", raw.get("peak_flops", {}), required=False)
     figures.update({f"peak_flops.{k}": v for k, v in peaks.items()})
+    vector = None
+    if "vector_flops" in raw:
+        figures["vector_flops"] = _figure(path, "measured.vector_flops", raw["vector_flops"],
+                                          "flops_per_s")
+        vector = figures["vector_flops"].value
     efficiency_raw = raw.get("kernel_efficiency", {})
     if not isinstance(efficiency_raw, dict):
         raise ConfigError(path, "measured.kernel_efficiency", "expected a mapping kind -> fraction")
@@ -239,7 +246,7 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
             raise ConfigError(path, key, f"must be a number in (0, 1.5], got {value!r}")
         efficiency[kind] = float(value)
     return MeasuredProfile(provenance.strip(), bandwidth,
-                           {k: v.value for k, v in peaks.items()}, efficiency, figures)
+                           {k: v.value for k, v in peaks.items()}, efficiency, figures, vector)
 
 
 def _text(path: str, raw: dict[str, Any], key: str) -> str | None:

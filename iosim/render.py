@@ -95,7 +95,8 @@ def _header(c: Comparison) -> Text:
         f"workload  {w.describe()}"
         + (f" · unfused {', '.join(w.unfused)}" if w.unfused else ""),
         f"roofs     HBM {fmt_rate(roofs.hbm_bandwidth_bytes_per_s, 'B/s')} · {w.dtype} matmul "
-        f"{fmt_rate(roofs.matmul_flops_per_s, 'FLOP/s')} · fp32 vector "
+        f"{fmt_rate(roofs.matmul_flops_per_s, 'FLOP/s')} · "
+        f"{'fp32 vector' if roofs.profile == 'spec' else 'elementwise'} "
         f"{fmt_rate(roofs.vector_flops_per_s, 'FLOP/s')} · ridge "
         f"{roofs.ridge_point_flops_per_byte:.0f} FLOP/B",
         f"SRAM      M = {c.sram_bytes // w.element_bytes:,} {w.dtype} elements "
@@ -292,8 +293,29 @@ def _footer(c: Comparison) -> Text:
         lines.append(f"Compulsory backward traffic (read Q, K, V, O, dO and the logsumexp L once; "
                      f"write dQ, dK, dV once): {fmt_bytes(compulsory_backward_bytes(c.workload))}")
         lines.extend(_training_lines(c))
+    lines.append(dram_line(c))
     del w
     return Text("\n".join(lines))
+
+
+def dram_line(c: Comparison) -> str:
+    """The L2-aware DRAM estimate next to the L2-oblivious counts of the tables."""
+    estimates = [(a.name, a.dram) for a in c.algorithms if a.dram is not None]
+    if not estimates:
+        return (f"DRAM estimate: {c.hardware.name} has no l2_size or sm_count in its YAML; the "
+                f"HBM figures above are L2-oblivious (every tile load charged to HBM)")
+    tiled = {a.name for a in c.algorithms if a.tiling is not None}
+    parts = " · ".join(
+        f"{name} {fmt_bytes(e.bytes)}" + (f" ({e.concurrent_programs} programs at once)"
+                                           if name in tiled else "")
+        for name, e in estimates if e is not None)
+    roof = ("the measured profile's memory roof uses it" if c.roofs.profile == "measured" else
+            "the HBM figures above are L2-oblivious, every tile load charged to HBM")
+    l2 = next(e.l2_bytes for _, e in estimates if e is not None)
+    unmodelled = sorted({k for _, e in estimates if e is not None for k in e.unmodelled_kernels})
+    scope = (f"; kernels {', '.join(unmodelled)} are not covered by the L2 model and count at their "
+             f"L2-oblivious bytes" if unmodelled else "")
+    return f"DRAM estimate (L2-aware, {fmt_binary_bytes(l2)} L2): {parts}; {roof}{scope}"
 
 
 def comparison_renderable(c: Comparison) -> RenderableType:
@@ -415,7 +437,7 @@ _FIGURE_UNITS = {"hbm_capacity": ("B", False), "hbm_bandwidth": ("B/s", False),
 def figure_text(key: str, fig: Figure) -> str:
     if key == "sm_count":
         return f"{fig.value:.0f}"
-    if key.startswith("peak_flops"):
+    if key.startswith("peak_flops") or key == "vector_flops":
         return fmt_rate(fig.value, "FLOP/s")
     unit, binary = _FIGURE_UNITS[key]
     return fmt_binary_bytes(fig.value) if binary else fmt_rate(fig.value, unit)

@@ -5,7 +5,12 @@ time = max(matmul FLOPs / matmul peak, elementwise FLOPs / fp32 vector peak, byt
 FLOPs run at the dtype's dense tensor-core peak (fp32 inputs at the plain fp32 rate: PyTorch does
 not use TF32 for matmuls by default); elementwise FLOPs (softmax, masking) at the fp32 vector rate,
 as real kernels compute the softmax in fp32. With the measured profile the roofs are the
-calibrated ceilings and each kernel class's time is divided by its fitted efficiency.
+calibrated ceilings and each kernel class's time is divided by its fitted efficiency; two
+things change with it, both because the calibration against hardware showed them (README,
+"Calibration"): the memory roof charges the L2-aware DRAM bytes (l2.py) instead of the
+L2-oblivious count, and a kernel's matmul and elementwise times add instead of overlapping
+(FlashAttention-2-style kernels run the online softmax between their two matmuls in the same
+warps, so the tensor cores wait for it; FA3's ping-pong scheduling exists to remove that wait).
 """
 
 from __future__ import annotations
@@ -34,6 +39,8 @@ class Roofs:
     vector_flops_per_s: float
     efficiency: Mapping[str, float] = field(default_factory=dict)
     notes: tuple[str, ...] = ()
+    additive_compute: bool = False
+    """Matmul and elementwise times add (measured profile) instead of overlapping (spec)."""
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
@@ -66,12 +73,15 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
         matmul = measured.peak_flops_per_s[dtype]
     else:
         notes.append(f"no measured {dtype} matmul peak: using the spec figure")
-    vector = measured.peak_flops_per_s.get("fp32", vector)
+    vector = measured.vector_flops_per_s or measured.peak_flops_per_s.get("fp32", vector)
     efficiency = {kind: measured.kernel_efficiency.get(kind, 1.0) for kind in KERNEL_KINDS}
     missing = [k for k in KERNEL_KINDS if k not in measured.kernel_efficiency]
     if missing:
         notes.append(f"no fitted efficiency for {', '.join(missing)} kernels: using 1.0")
-    return Roofs("measured", bandwidth, matmul, vector, efficiency, tuple(notes))
+    notes.append("measured profile: the memory roof charges the L2-aware DRAM estimate and a "
+                 "kernel's matmul and elementwise times add (README, calibration)")
+    return Roofs("measured", bandwidth, matmul, vector, efficiency, tuple(notes),
+                 additive_compute=True)
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +99,8 @@ class KernelEstimate:
     efficiency: float
     time_s: float
     bound: Bound
+    dram_bytes: int | None = None
+    """The L2-aware DRAM estimate the memory roof used (measured profile), else None."""
 
     @property
     def hbm_read_bytes(self) -> int:
@@ -112,17 +124,23 @@ class KernelEstimate:
 
 
 def estimate_kernels(
-    kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None, roofs: Roofs
+    kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None, roofs: Roofs,
+    *, dram_bytes: Mapping[str, int] | None = None,
 ) -> tuple[KernelEstimate, ...]:
+    """Every kernel on the roofline; `dram_bytes` (per kernel name) replaces the L2-oblivious
+    bytes on the memory roof (the measured profile passes the L2-aware DRAM estimate)."""
     traffic = closed_form(kernels, workload, tiling)
     dims = Dims.of(workload, tiling)
     estimates = []
     for kernel in kernels:
         mine = traffic.of_kernel(kernel.name)
         matmul, elementwise = (int(x) for x in kernel_flops(kernel, dims, kernel_sums(kernel, dims)))
-        memory_time = mine.bytes / roofs.hbm_bandwidth_bytes_per_s
-        compute_time = max(matmul / roofs.matmul_flops_per_s,
-                           elementwise / roofs.vector_flops_per_s)
+        dram = None if dram_bytes is None else dram_bytes.get(kernel.name)
+        memory_time = (mine.bytes if dram is None else dram) / roofs.hbm_bandwidth_bytes_per_s
+        matmul_time = matmul / roofs.matmul_flops_per_s
+        elementwise_time = elementwise / roofs.vector_flops_per_s
+        compute_time = (matmul_time + elementwise_time if roofs.additive_compute
+                        else max(matmul_time, elementwise_time))
         efficiency = roofs.efficiency.get(kernel.kind, 1.0)
         estimates.append(KernelEstimate(
             name=kernel.name,
@@ -136,5 +154,6 @@ def estimate_kernels(
             efficiency=efficiency,
             time_s=max(memory_time, compute_time) / efficiency,
             bound="memory" if memory_time >= compute_time else "compute",
+            dram_bytes=dram,
         ))
     return tuple(estimates)

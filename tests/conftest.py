@@ -1,10 +1,22 @@
+"""Shared test setup."""
+
 from __future__ import annotations
 
 import io
+import os
+import shutil
 from pathlib import Path
 
+import matplotlib
 import pytest
 from rich.console import Console
+
+matplotlib.use("Agg")
+
+# Without an NVIDIA GPU the Triton kernels run under Triton's interpreter; the variable must be
+# set before triton is first imported (its own jit functions are decorated at import).
+if shutil.which("nvidia-smi") is None:
+    os.environ.setdefault("TRITON_INTERPRET", "1")
 
 DATA = Path(__file__).parent / "data"
 SEED_ACCELERATOR = DATA / "seed-accelerator.yaml"

@@ -58,6 +58,7 @@ def main() -> None:
 
 
 from iosim.cli import (  # noqa: E402  (commands register on `cli`)
+    calibrate_cmd,
     compare_cmd,
     explain_cmd,
     gpus_cmd,
@@ -67,5 +68,5 @@ from iosim.cli import (  # noqa: E402  (commands register on `cli`)
     verify_cmd,
 )
 
-__all__ = ["cli", "compare_cmd", "explain_cmd", "gpus_cmd", "main", "report_cmd", "roofline_cmd",
-           "sweep_cmd", "verify_cmd"]
+__all__ = ["calibrate_cmd", "cli", "compare_cmd", "explain_cmd", "gpus_cmd", "main", "report_cmd",
+           "roofline_cmd", "sweep_cmd", "verify_cmd"]

@@ -1,0 +1,127 @@
+"""Hardware counters through Nsight Compute (ncu): DRAM and L2 bytes of every kernel.
+
+Protocol. ncu runs `python -m iosim.calibrate.ncu_target`, which launches each measured kernel
+(or the standard path's three kernels back to back) between two *evict* kernels that read a
+buffer several times the L2. ncu is told to leave the caches alone (`--cache-control none`;
+its default flushes L2 before every kernel and would drop the write-backs on the floor) and the
+clocks too (`--clock-control none`). So each measured kernel starts with an L2 holding nothing
+it needs and nothing dirty, and the DRAM writes of the evict kernel that follows are exactly
+the dirty lines the measured kernel left in L2: its reads plus its writes plus that residue
+are all the DRAM traffic it causes.
+
+Metrics: dram__bytes_read.sum, dram__bytes_write.sum (DRAM), lts__t_bytes.sum (all L2 traffic).
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from iosim.calibrate.records import CounterRow, Counters
+
+METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
+KERNEL_PREFIX = "_iosim_"
+
+
+def ncu_path() -> str | None:
+    """ncu on PATH, else the usual install folders of Nsight Compute and CUDA."""
+    import glob
+
+    found = shutil.which("ncu")
+    if found:
+        return found
+    candidates = sorted(glob.glob("/opt/nvidia/nsight-compute/*/ncu")) + sorted(
+        glob.glob("/usr/local/cuda*/bin/ncu"))
+    return candidates[-1] if candidates else None
+
+
+def profile_command(ncu: str, report: Path, spec: Path, manifest: Path) -> list[str]:
+    return [ncu, "--clock-control", "none", "--cache-control", "none",
+            "--kernel-name", f"regex:^{KERNEL_PREFIX}", "--metrics", ",".join(METRICS),
+            "--force-overwrite", "--export", str(report),
+            sys.executable, "-m", "iosim.calibrate.ncu_target", str(spec), str(manifest)]
+
+
+def _number(text: str) -> float:
+    return float(text.replace(",", "").strip() or "nan")
+
+
+def parse_raw_csv(text: str) -> list[dict[str, Any]]:
+    """`ncu --import R --csv --page raw --print-units base` → one dict per profiled launch."""
+    rows = list(csv.reader(io.StringIO(text)))
+    header_at = next((i for i, r in enumerate(rows) if "Kernel Name" in r and "ID" in r), None)
+    if header_at is None:
+        raise ValueError("no 'ID'/'Kernel Name' header in ncu's CSV")
+    header = rows[header_at]
+    missing = [m for m in METRICS if m not in header]
+    if missing:
+        raise ValueError(f"ncu's CSV lacks {', '.join(missing)}")
+    out = []
+    for r in rows[header_at + 1:]:
+        if len(r) != len(header):
+            continue
+        cells = dict(zip(header, r, strict=True))
+        if not cells["ID"].strip().isdigit():
+            continue  # the units row
+        out.append({"kernel": cells["Kernel Name"].split("(")[0].strip(),
+                    **{m: _number(cells[m]) for m in METRICS}})
+    return out
+
+
+def attach(launches: list[dict[str, Any]], manifest: list[dict[str, str]]) -> tuple[CounterRow, ...]:
+    """Pair ncu's launches (in profiling order) with the target's manifest (in launch order)."""
+    if len(launches) != len(manifest):
+        raise ValueError(f"ncu profiled {len(launches)} launches, the target made {len(manifest)}")
+    rows = []
+    for launch, entry in zip(launches, manifest, strict=True):
+        if not launch["kernel"].startswith(entry["kernel"]):
+            raise ValueError(f"launch order differs: ncu saw {launch['kernel']}, expected "
+                             f"{entry['kernel']}")
+        rows.append(CounterRow(entry["id"], entry["name"], entry["role"],
+                               launch[METRICS[0]], launch[METRICS[1]], launch[METRICS[2]]))
+    return tuple(rows)
+
+
+def collect(spec: list[dict[str, Any]], *, timeout_s: float = 1200,
+            log: Path | None = None) -> Counters:
+    """Run the spec's kernels under ncu; a missing or refused ncu gives Counters with the reason."""
+    ncu = ncu_path()
+    if ncu is None:
+        return Counters("unavailable: ncu (Nsight Compute) is not on PATH")
+    version = subprocess.run([ncu, "--version"], capture_output=True, text=True,
+                             check=False).stdout.strip().splitlines()
+    with tempfile.TemporaryDirectory(prefix="iosim-ncu-") as tmp:
+        spec_file, manifest_file, report = (Path(tmp) / "spec.json", Path(tmp) / "manifest.json",
+                                            Path(tmp) / "profile")
+        spec_file.write_text(json.dumps(spec))
+        command = profile_command(ncu, report, spec_file, manifest_file)
+        # the command with the target's temporary files named by role
+        shown = " ".join([*command[:-5], "python3 -m iosim.calibrate.ncu_target SPEC MANIFEST"])
+        try:
+            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
+                                  check=False)
+        except subprocess.TimeoutExpired:
+            return Counters(f"failed: ncu ran past {timeout_s:.0f} s", shown)
+        if log is not None:
+            log.write_text(done.stdout + done.stderr)
+        errors = [line for line in (done.stdout + done.stderr).splitlines()
+                  if "==ERROR==" in line or "ERR_NVGPUCTRPERM" in line]
+        if done.returncode != 0 or errors:
+            reason = errors[0] if errors else f"exit status {done.returncode}"
+            return Counters(f"refused: {reason.strip()}", shown)
+        exported = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw",
+                                   "--print-units", "base"], capture_output=True, text=True,
+                                  check=False)
+        try:
+            manifest = json.loads(manifest_file.read_text())
+            rows = attach(parse_raw_csv(exported.stdout), manifest)
+        except (OSError, ValueError) as exc:
+            return Counters(f"failed: {exc}", shown)
+    return Counters("ok", shown, version[-1] if version else "", rows, tuple(spec))

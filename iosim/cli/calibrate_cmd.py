@@ -1,0 +1,120 @@
+"""`iosim calibrate`: time Triton kernels on this GPU, fit efficiencies, write a measured YAML."""
+
+from __future__ import annotations
+
+import shlex
+import sys
+from pathlib import Path
+
+import click
+
+from iosim.cli import cli
+from iosim.errors import IosimError
+
+
+def _refuse_existing(path: Path, force: bool, flag: str) -> None:
+    if path.exists() and not force:
+        raise IosimError(f"{flag} {path} already exists; pass --force to overwrite it "
+                         "(or choose another path)")
+
+
+@cli.command("calibrate")
+@click.option("--gpu", required=True, metavar="NAME|ALIAS|PATH",
+              help="The hardware YAML to calibrate (its spec figures are kept).")
+@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write the YAML with its new measured: section.")
+@click.option("--quick", is_flag=True,
+              help="A small grid (N 1024 and 4096, d 128): 7-25 s on an H200.")
+@click.option("--counters", is_flag=True,
+              help="Also count DRAM and L2 bytes of every kernel with Nsight Compute (ncu).")
+@click.option("--force", is_flag=True, help="Overwrite --out, --record and --report if they exist.")
+@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Measurement file to write (default: --out with .calibration.json).")
+@click.option("--from", "from_", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Fit a recorded measurement file instead of measuring (no GPU needed).")
+@click.option("--report", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="Write the calibration report (CSV, Markdown, plots) into this folder.")
+def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: bool,
+                      record: Path | None, from_: Path | None, report: Path | None) -> None:
+    """Measure this GPU's ceilings and kernel efficiencies; write them as a measured: profile.
+
+    \b
+    Times Triton copy, read, write and matmul kernels (the ceilings), the standard path as three kernels
+    (S = QKᵀ, softmax, O = PV) and a fused FlashAttention-2 forward at several block sizes,
+    each checked against torch first. Fits one efficiency per kernel class and writes a copy
+    of the --gpu YAML with a measured: section; `iosim compare --profile measured` uses it.
+
+    \b
+    Examples:
+      iosim calibrate --gpu h200 --out h200-measured.yaml --quick
+      iosim calibrate --gpu h200 --out h200.yaml --counters --report reports/calibration-h200
+      iosim calibrate --gpu h200 --out h200.yaml --from tests/data/h200-calibration.json
+    """
+    from iosim.calibrate.fit import fit
+    from iosim.calibrate.records import load_calibration, save_calibration
+    from iosim.calibrate.yaml_out import write_measured_yaml
+    from iosim.hardware import resolve_hardware
+
+    hardware = resolve_hardware(gpu).hardware
+    _refuse_existing(out, force, "--out")
+    if record is None and from_ is None:
+        record = out.with_name(out.stem + ".calibration.json")
+    if record is not None:
+        _refuse_existing(record, force, "--record")
+    if report is not None and report.exists() and any(report.iterdir()) and not force:
+        raise IosimError(f"--report {report} is not empty; pass --force to overwrite its files")
+    source_text = Path(hardware.path).read_text(encoding="utf-8")
+
+    from iosim import render
+
+    console = render.make_console()
+
+    def warn(message: str) -> None:
+        click.echo(f"Warning: {' '.join(message.split())}", err=True)
+
+    if from_ is not None:
+        from iosim.calibrate.env import names_match
+
+        calibration = load_calibration(from_)
+        device = str(calibration.device.get("name", "unknown"))
+        if not names_match(device, hardware.name, hardware.aliases):
+            warn(f"{from_} was measured on '{device}' but --gpu {hardware.name} describes "
+                 f"'{hardware.display_name}'; fitting it against that YAML anyway (both are "
+                 "recorded in the provenance)")
+    else:
+        from iosim.calibrate.env import require_gpu
+        from iosim.calibrate.plan import make_plan
+        from iosim.calibrate.run import measure
+
+        require_gpu()
+
+        plan = make_plan(quick=quick)
+        command = "iosim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns, console=console, transient=False) as bar:
+            task = bar.add_task("calibrating", total=plan.points)
+
+            def advance(what: str) -> None:
+                if what.startswith("ncu"):
+                    bar.update(task, description=what)
+                    return
+                bar.update(task, description=what)
+                bar.advance(task)
+
+            calibration = measure(hardware, plan, command=command, progress=advance,
+                                  counters=counters, warn=warn,
+                                  ncu_log=record.with_suffix(".ncu.log") if record else None)
+    if record is not None:
+        save_calibration(calibration, record)
+    result = fit(calibration, hardware)
+    out.write_text(write_measured_yaml(source_text, result.profile_yaml()), encoding="utf-8")
+    if report is not None:
+        from iosim.calibrate.report import write_report
+
+        write_report(result, report)
+    from iosim.calibrate.report import print_summary
+
+    print_summary(result, console, out=out, record=record, report=report)
