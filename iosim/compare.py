@@ -20,7 +20,7 @@ from iosim.errors import IosimError
 from iosim.hardware import Hardware, resolve_hardware
 from iosim.l2 import DramEstimate, dram_estimate
 from iosim.roofline import KernelEstimate, Profile, Roofs, estimate_kernels, roofs_for
-from iosim.traffic import Traffic
+from iosim.traffic import Traffic, TrafficTotals
 from iosim.training import (
     IO_TENSORS,
     RNG_STATE_BYTES,
@@ -114,7 +114,7 @@ def footprint(kernels: Sequence[Kernel], workload: Workload, hardware: Hardware,
 
 
 @dataclass(frozen=True, slots=True)
-class AlgorithmEstimate:
+class AlgorithmEstimate(TrafficTotals):
     """One algorithm: its kernels on the roofline, its traffic terms and totals."""
 
     name: str
@@ -136,28 +136,12 @@ class AlgorithmEstimate:
         return Traffic(tuple(t for k in self.kernels for t in k.traffic))
 
     @property
-    def hbm_read_bytes(self) -> int:
-        return self.traffic.read_bytes
-
-    @property
-    def hbm_write_bytes(self) -> int:
-        return self.traffic.write_bytes
-
-    @property
-    def hbm_bytes(self) -> int:
-        return self.traffic.bytes
-
-    @property
     def matmul_flops(self) -> int:
         return sum(k.matmul_flops for k in self.kernels)
 
     @property
     def elementwise_flops(self) -> int:
         return sum(k.elementwise_flops for k in self.kernels)
-
-    @property
-    def flops(self) -> int:
-        return self.matmul_flops + self.elementwise_flops
 
     @property
     def time_s(self) -> float:
@@ -348,6 +332,17 @@ def _dram_dict(e: DramEstimate) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
+def parse_sram(sram: str | int) -> int:
+    """--sram as bytes: a size such as 192KiB, or a whole number of bytes."""
+    try:
+        value = parse_quantity(sram, "bytes")
+    except ValueError as exc:
+        raise IosimError(f"--sram: {exc}") from None
+    if value < 1 or value != int(value):
+        raise IosimError(f"--sram must be a positive whole number of bytes, got {sram!r}")
+    return int(value)
+
+
 def sram_budget(
     hardware: Hardware, element_bytes: int, *, sram: str | int | None = None,
     sram_elements: int | None = None,
@@ -360,13 +355,7 @@ def sram_budget(
             raise IosimError(f"--sram-elements must be a whole number of at least 1, got {sram_elements!r}")
         return sram_elements * element_bytes, f"--sram-elements {sram_elements}"
     if sram is not None:
-        try:
-            value = parse_quantity(sram, "bytes")
-        except ValueError as exc:
-            raise IosimError(f"--sram: {exc}") from None
-        if value < 1 or value != int(value):
-            raise IosimError(f"--sram must be a positive whole number of bytes, got {sram!r}")
-        return int(value), f"--sram {sram}"
+        return parse_sram(sram), f"--sram {sram}"
     kib = hardware.sram_per_block_bytes / 1024
     return int(hardware.sram_per_block_bytes), f"sram_per_block of {hardware.name} ({kib:g} KiB)"
 

@@ -57,7 +57,7 @@ from iosim.algorithms.loopnest import (
 )
 from iosim.errors import IosimError
 from iosim.hardware import Hardware
-from iosim.traffic import Op
+from iosim.traffic import Op, ReadWriteTotals
 from iosim.workload import Tiling, Workload
 
 SHARED_COPIES = 2
@@ -79,23 +79,11 @@ class DramTerm:
 
 
 @dataclass(frozen=True, slots=True)
-class DramEstimate:
+class DramEstimate(ReadWriteTotals):
     terms: tuple[DramTerm, ...]
     l2_bytes: float
     concurrent_programs: int
     model: Model
-
-    @property
-    def read_bytes(self) -> int:
-        return sum(t.bytes for t in self.terms if t.op == "read")
-
-    @property
-    def write_bytes(self) -> int:
-        return sum(t.bytes for t in self.terms if t.op == "write")
-
-    @property
-    def bytes(self) -> int:
-        return self.read_bytes + self.write_bytes
 
     @property
     def oblivious_bytes(self) -> int:

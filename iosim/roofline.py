@@ -22,7 +22,7 @@ from typing import Literal
 from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, kernel_sums
 from iosim.errors import IosimError
 from iosim.hardware import KERNEL_KINDS, Hardware
-from iosim.traffic import Traffic
+from iosim.traffic import Traffic, TrafficTotals
 from iosim.workload import Tiling, Workload
 
 Profile = Literal["spec", "measured"]
@@ -85,7 +85,7 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
 
 
 @dataclass(frozen=True, slots=True)
-class KernelEstimate:
+class KernelEstimate(TrafficTotals):
     """One kernel on the roofline."""
 
     name: str
@@ -101,22 +101,6 @@ class KernelEstimate:
     bound: Bound
     dram_bytes: int | None = None
     """The L2-aware DRAM estimate the memory roof used (measured profile), else None."""
-
-    @property
-    def hbm_read_bytes(self) -> int:
-        return self.traffic.read_bytes
-
-    @property
-    def hbm_write_bytes(self) -> int:
-        return self.traffic.write_bytes
-
-    @property
-    def hbm_bytes(self) -> int:
-        return self.traffic.bytes
-
-    @property
-    def flops(self) -> int:
-        return self.matmul_flops + self.elementwise_flops
 
     @property
     def intensity_flops_per_byte(self) -> float:

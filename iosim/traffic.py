@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 Op = Literal["read", "write"]
 
@@ -44,17 +44,15 @@ class Term:
         return self.tensor
 
 
-@dataclass(frozen=True, slots=True)
-class Traffic:
-    """The terms of one algorithm, in algorithm order."""
+class ReadWriteTotals:
+    """read_bytes, write_bytes and bytes as sums over `terms` (anything with .op and .bytes):
+    the one place where a total is made, for Traffic and the DRAM estimate alike."""
 
-    terms: tuple[Term, ...]
+    __slots__ = ()
+    if TYPE_CHECKING:
 
-    def __iter__(self) -> Iterator[Term]:
-        return iter(self.terms)
-
-    def __add__(self, other: Traffic) -> Traffic:
-        return Traffic(self.terms + other.terms)
+        @property
+        def terms(self) -> Sequence[Any]: ...
 
     @property
     def read_bytes(self) -> int:
@@ -67,6 +65,52 @@ class Traffic:
     @property
     def bytes(self) -> int:
         return self.read_bytes + self.write_bytes
+
+
+class TrafficTotals:
+    """HBM totals and FLOPs of anything with a `traffic` and matmul/elementwise FLOPs: a kernel
+    estimate or an algorithm estimate report the same numbers the same way."""
+
+    __slots__ = ()
+    if TYPE_CHECKING:
+
+        @property
+        def traffic(self) -> Traffic: ...
+
+        @property
+        def matmul_flops(self) -> int: ...
+
+        @property
+        def elementwise_flops(self) -> int: ...
+
+    @property
+    def hbm_read_bytes(self) -> int:
+        return self.traffic.read_bytes
+
+    @property
+    def hbm_write_bytes(self) -> int:
+        return self.traffic.write_bytes
+
+    @property
+    def hbm_bytes(self) -> int:
+        return self.traffic.bytes
+
+    @property
+    def flops(self) -> int:
+        return self.matmul_flops + self.elementwise_flops
+
+
+@dataclass(frozen=True, slots=True)
+class Traffic(ReadWriteTotals):
+    """The terms of one algorithm, in algorithm order."""
+
+    terms: tuple[Term, ...]
+
+    def __iter__(self) -> Iterator[Term]:
+        return iter(self.terms)
+
+    def __add__(self, other: Traffic) -> Traffic:
+        return Traffic(self.terms + other.terms)
 
     @property
     def elements(self) -> int:

@@ -23,6 +23,7 @@ from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
 from iosim.compare import default_algorithms
+from iosim.compare import parse_sram as parse_sram_bytes
 from iosim.errors import IosimError
 from iosim.execute import (
     EXECUTOR_DTYPES,
@@ -38,7 +39,6 @@ from iosim.execute import (
 )
 from iosim.execute.run import passes_of
 from iosim.traffic import Op
-from iosim.units import parse_quantity
 from iosim.workload import Tiling, Workload
 
 SCHEMA = "iosim.verify/1"
@@ -213,15 +213,7 @@ class Verification:
 
 
 def parse_sram(sram: str | int | None) -> int | None:
-    if sram is None:
-        return None
-    try:
-        value = parse_quantity(sram, "bytes")
-    except ValueError as exc:
-        raise IosimError(f"--sram: {exc}") from None
-    if value < 1 or value != int(value):
-        raise IosimError(f"--sram must be a positive whole number of bytes, got {sram!r}")
-    return int(value)
+    return None if sram is None else parse_sram_bytes(sram)
 
 
 def _key(access: TileAccess, with_bytes: bool) -> tuple[Any, ...]:
