@@ -38,6 +38,19 @@ def _dropped(run: Run, p: Array, b: int, h: int, q0: int, q1: int, k0: int, k1: 
     return np.where(keep, p / (1.0 - run.dropout_p), 0.0).astype(p.dtype)
 
 
+def online_step(m_i: Array, l_i: Array, s: Array) -> tuple[Array, Array, Array, Array]:
+    """FA2 Alg. 1 line 9 for one key block: (m_new, l_new, P̃, e^{m_i − m_new}).
+
+    m_new = max(m_i, rowmax S), P̃ = exp(S − m_new), l_new = e^{m_i − m_new} l_i + rowsum(P̃);
+    the caller does line 10, O_i ← diag(e^{m_i − m_new}) O_i + P̃ V_j (after dropout on P̃).
+    """
+    m_new = np.maximum(m_i, s.max(axis=1))
+    base = _finite_or_zero(m_new)
+    p = np.exp(s - base[:, None])
+    alpha = np.exp(m_i - base)
+    return m_new, alpha * l_i + p.sum(axis=1), p, alpha
+
+
 def _finite_or_zero(x: Array) -> Array:
     """The max to subtract: a row that has seen no key yet (max −∞) subtracts 0 instead of −∞,
     so that exp(−∞ − (−∞)) never produces NaN."""
@@ -218,16 +231,9 @@ def flash2_forward(run: Run) -> None:
                     s = pc.matmul(q, k.T) * cdt(pr.scale)
                     run.scores.hold(rows, k1 - k0)
                     s = np.where(pr.causal_allowed(q0, q1, k0, k1), s, -np.inf)
-                    # line 9: m_new = max(m_i, rowmax S), P̃ = exp(S − m_new),
-                    #         l_i ← e^{m_i − m_new} l_i + rowsum(P̃)
-                    m_new = np.maximum(m_i, s.max(axis=1))
-                    base = _finite_or_zero(m_new)
-                    p = np.exp(s - base[:, None])
-                    alpha = np.exp(m_i - base)
-                    l_i = alpha * l_i + p.sum(axis=1)
+                    m_i, l_i, p, alpha = online_step(m_i, l_i, s)  # line 9
                     # line 10: O_i ← diag(e^{m_i − m_new}) O_i + P̃ V_j (un-normalised)
                     acc = alpha[:, None] * acc + pc.matmul(_dropped(run, p, b, h, q0, q1, k0, k1), v)
-                    m_i = m_new
                     sram.drop("K_j", "V_j")
                 # line 12: O_i ← diag(l_i)⁻¹ O_i; line 13: L_i = m_i + log(l_i)
                 seen = l_i > 0

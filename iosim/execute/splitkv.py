@@ -27,7 +27,7 @@ from typing import Any
 
 import numpy as np
 
-from iosim.execute.forward import _dropped, _finite_or_zero
+from iosim.execute.forward import _dropped, _finite_or_zero, online_step
 from iosim.execute.numerics import Problem, blocks, dropout_keep
 from iosim.execute.registry import Run, register
 
@@ -118,14 +118,9 @@ def splitkv_forward(run: Run) -> None:
                             s = pc.matmul(q, kt.T) * cdt(pr.scale)
                             run.scores.hold(rows, k1 - k0)
                             s = np.where(grid.causal_allowed(r0, r1, k0, k1), s, -np.inf)
-                            m_new = np.maximum(m_i, s.max(axis=1))
-                            base = _finite_or_zero(m_new)
-                            p = np.exp(s - base[:, None])
-                            alpha = np.exp(m_i - base)
-                            l_i = alpha * l_i + p.sum(axis=1)
+                            m_i, l_i, p, alpha = online_step(m_i, l_i, s)
                             acc = alpha[:, None] * acc + pc.matmul(
                                 _keep_factor(run, b, pieces, k0, k1, p), vt)
-                            m_i = m_new
                             sram.drop("K_j", "V_j")
                         seen = l_i > 0
                         out = acc / np.where(seen, l_i, 1.0)[:, None]
