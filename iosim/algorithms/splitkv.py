@@ -109,8 +109,8 @@ class SplitKV(Algorithm):
             )
         split = Kernel("splitkv_attn", "split-KV attn", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i (once per split)"),
-            Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 6: load K_j (of this split)"),
-            Access("V", "read", "inner", "kv", "d", "FA2 Alg. 1 line 6: load V_j (of this split)"),
+            Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j (of this split)"),
+            Access("V", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load V_j (of this split)"),
             *outputs,
         ), FORWARD_FLOPS, loop="q", split=True, pack_heads=packs_heads(workload), grid="blocks")
         if splits == 1:

@@ -276,7 +276,7 @@ def _iosim_attn_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, lo
                       offs_m, offs_n, qk_scale, BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
     for start_n in range(lo, hi, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
-        # FA2 Alg. 1 line 6: load K_j (and V_j below)
+        # FA2 Alg. 1 line 7: load K_j (and V_j below)
         k = tl.load(k_ptrs + start_n * stride_kn)
         qk = tl.dot(q, tl.trans(k))
         if DIAGONAL:
