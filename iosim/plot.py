@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from iosim.compare import Comparison
+from iosim.errors import IosimError
 from iosim.render import fmt_binary_bytes, fmt_bytes, fmt_rate, fmt_time
 from iosim.sweep import AlgorithmGrid, SweepResult
 
@@ -55,14 +56,21 @@ def _figure(width: float, height: float, rows: int = 1, *, sharex: bool = False
     return fig, axes
 
 
-def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg")) -> list[Path]:
+def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg"), *,
+         overwrite: bool = False) -> list[Path]:
     """Write `stem.png` and `stem.svg` with no timestamps (the PNG of a figure is the same bytes
-    every time; SVG clip-path ids still vary, matplotlib derives them from object ids)."""
+    every time; SVG clip-path ids still vary, matplotlib derives them from object ids).
+
+    An existing file is never replaced unless `overwrite` (the commands' --force)."""
     import matplotlib
 
+    targets = [Path(f"{stem}.{fmt}") for fmt in formats]
+    existing = [str(t) for t in targets if t.exists()]
+    if existing and not overwrite:
+        raise IosimError(f"{existing[0]} exists; pass --force to overwrite it, or choose another "
+                         f"folder or name")
     paths = []
-    for fmt in formats:
-        path = Path(f"{stem}.{fmt}")
+    for fmt, path in zip(formats, targets, strict=True):
         metadata = {"Date": None} if fmt == "svg" else {"Software": None}
         # text as paths: the SVG looks the same without matplotlib's fonts installed
         with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "path"}):
@@ -580,15 +588,16 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
 # everything a sweep can show
 
 
-def sweep_figures(result: SweepResult, out_dir: Path) -> list[Path]:
+def sweep_figures(result: SweepResult, out_dir: Path, *, overwrite: bool = False) -> list[Path]:
     """The figures that the sweep's varying axes allow, written into out_dir (PNG and SVG)."""
     written: list[Path] = []
     varying = result.spec.varying
     if "n" in varying:
-        written += save(traffic_vs_n(result), out_dir / "traffic_vs_n")
+        written += save(traffic_vs_n(result), out_dir / "traffic_vs_n", overwrite=overwrite)
     axis = block_axis(result)
     if axis is not None and any(a.tiled for a in result.algorithms):
-        written += save(block_sweep(result, axis=axis), out_dir / f"{axis.replace('_', '-')}_sweep")
+        written += save(block_sweep(result, axis=axis), out_dir / f"{axis.replace('_', '-')}_sweep",
+                        overwrite=overwrite)
     if "gpu" in varying:
-        written += save(gpu_comparison(result), out_dir / "gpu_comparison")
+        written += save(gpu_comparison(result), out_dir / "gpu_comparison", overwrite=overwrite)
     return written

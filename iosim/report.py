@@ -240,7 +240,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     blocks: list[Block] = []
 
     def figure(fig: Any, stem: str, alt: str) -> Image:
-        paths = plot.save(fig, folder / stem)
+        paths = plot.save(fig, folder / stem, overwrite=True)  # the folder was checked above
         report.files += paths
         width, height = (int(v * 150) for v in fig.get_size_inches())
         return Image(f"{stem}.png", f"{stem}.svg", alt, width, height)

@@ -24,11 +24,12 @@ from iosim.workload import Workload
               type=click.Path(path_type=Path), help="Folder for the figure (created if needed).")
 @click.option("--name", default="roofline", show_default=True,
               help="File name without extension: writes NAME.png and NAME.svg.")
+@click.option("--force", is_flag=True, help="Overwrite NAME.png / NAME.svg if they exist.")
 def roofline_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
                      kv_heads: int | None, batch: int, dtype: str, causal: bool,
                      unfused: str | None, block_q: int | None, block_kv: int | None,
                      sram: str | None, sram_elements: int | None, algo: str | None,
-                     profile: str, out_dir: Path, name: str) -> None:
+                     profile: str, out_dir: Path, name: str, force: bool) -> None:
     """Draw the roofline: HBM, compute, vector (and L2/SRAM) ceilings, ridge point, and every
     kernel as a labelled point; print the points as a table.
 
@@ -51,7 +52,7 @@ def roofline_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     from iosim import plot, render
     from iosim.render_sweep import roofline_table
 
-    paths = plot.save(plot.roofline(result), out_dir / name)
+    paths = plot.save(plot.roofline(result), out_dir / name, overwrite=force)
     console = render.make_console()
     console.print(roofline_table(result))
     for path in paths:

@@ -81,6 +81,7 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
               help="Rows shown by the table and markdown formats.")
 @click.option("--plot", "plot_dir", default=None, metavar="DIR", type=click.Path(path_type=Path),
               help="Also write the figures (PNG and SVG) into DIR.")
+@click.option("--force", is_flag=True, help="Let --plot overwrite figures already in DIR.")
 def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   d: tuple[int, ...], heads: tuple[int, ...], kv_heads: tuple[int, ...] | None,
                   batch: tuple[int, ...], dtype: str, causal: str, pass_: str,
@@ -88,7 +89,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   block_kv: tuple[int | None, ...] | None, sparsity: str,
                   splits: tuple[int | None, ...] | None, sram: str | None,
                   sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
-                  fmt: str, limit: int, plot_dir: Path | None) -> None:
+                  fmt: str, limit: int, plot_dir: Path | None, force: bool) -> None:
     """Evaluate a grid of workloads × GPUs × block sizes with the exact closed forms.
 
     Every workload flag takes one value, a list (1024,4096) or a range: a..b doubles
@@ -121,6 +122,15 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
 
         ensure_writable_dir(plot_dir, "--plot")
     result = run_with_progress(spec)
+    if plot_dir is not None:
+        # the figures first: a refusal to overwrite one then stops before any output
+        from iosim.plot import sweep_figures
+
+        written = sweep_figures(result, plot_dir, overwrite=force)
+        if not written:
+            click.echo("nothing to plot: vary --n, --block-kv/--block-q or --gpu", err=True)
+        for path in written:
+            click.echo(f"wrote {path}", err=True)
     from iosim import render_sweep
 
     if fmt == "json":
@@ -131,14 +141,6 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         click.echo(render_sweep.sweep_markdown(result, limit=limit), nl=False)
     else:
         render_sweep.print_sweep(result, limit=limit)
-    if plot_dir is not None:
-        from iosim.plot import sweep_figures
-
-        written = sweep_figures(result, plot_dir)
-        if not written:
-            click.echo("nothing to plot: vary --n, --block-kv/--block-q or --gpu", err=True)
-        for path in written:
-            click.echo(f"wrote {path}", err=True)
 
 
 def default_algorithms(n: tuple[int, ...], passes: str) -> tuple[str, ...]:
