@@ -359,7 +359,12 @@ def fit(calibration: Calibration, hardware: Hardware) -> FitResult:
     fused_rows = [(models[m.id].matmul_flops / peak[m.id], float(models[m.id].elementwise_flops),
                    m.time_s) for m in calibration.measurements
                   if m.kernel == "attn_fwd" and splits[m.id] == "fit"]
-    fused_ab = _fused_fit(fused_rows) if len(fused_rows) >= 2 else None
+    # The two parameters are only told apart when the rows do different softmax work per matmul
+    # FLOP (several head dims: d = 64 does twice d = 128's); with one head dim (--quick) the rows
+    # are collinear and the vector rate stays the spec one, the efficiency alone is fitted.
+    softmax_per_matmul = {round(y / x, 6) for x, y, _ in fused_rows if x > 0}
+    identifiable = len(fused_rows) >= 2 and len(softmax_per_matmul) >= 2
+    fused_ab = _fused_fit(fused_rows) if identifiable else None
     vector = fused_ab[0] / fused_ab[1] if fused_ab else None
 
     unit = MeasuredProfile("fit", ceil.hbm_bandwidth_bytes_per_s, dict(ceil.peak_flops_per_s),
