@@ -17,7 +17,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, kernel_sums
 from iosim.errors import IosimError
@@ -107,6 +109,22 @@ class KernelEstimate(TrafficTotals):
         return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
 
 
+def roofline_time(memory_bytes: Any, matmul_flops: Any, elementwise_flops: Any, *,
+                  bandwidth: Any, matmul_peak: Any, vector_peak: Any, efficiency: Any,
+                  additive: bool) -> tuple[Any, Any, Any]:
+    """(memory time, compute time, time) of a kernel, on numbers or numpy arrays alike: the one
+    roofline that `compare` and the vectorised `sweep` both use.
+
+    compute = max(matmul / matmul peak, elementwise / vector rate) (each unit a roof), or their
+    sum for the measured profile; time = max(memory, compute) / the kernel class's efficiency.
+    """
+    memory = memory_bytes / bandwidth
+    matmul_time = matmul_flops / matmul_peak
+    elementwise_time = elementwise_flops / vector_peak
+    compute = matmul_time + elementwise_time if additive else np.maximum(matmul_time, elementwise_time)
+    return memory, compute, np.maximum(memory, compute) / efficiency
+
+
 def estimate_kernels(
     kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None, roofs: Roofs,
     *, dram_bytes: Mapping[str, int] | None = None,
@@ -120,12 +138,12 @@ def estimate_kernels(
         mine = traffic.of_kernel(kernel.name)
         matmul, elementwise = (int(x) for x in kernel_flops(kernel, dims, kernel_sums(kernel, dims)))
         dram = None if dram_bytes is None else dram_bytes.get(kernel.name)
-        memory_time = (mine.bytes if dram is None else dram) / roofs.hbm_bandwidth_bytes_per_s
-        matmul_time = matmul / roofs.matmul_flops_per_s
-        elementwise_time = elementwise / roofs.vector_flops_per_s
-        compute_time = (matmul_time + elementwise_time if roofs.additive_compute
-                        else max(matmul_time, elementwise_time))
         efficiency = roofs.efficiency.get(kernel.kind, 1.0)
+        memory_time, compute_time, time_s = (float(x) for x in roofline_time(
+            mine.bytes if dram is None else dram, matmul, elementwise,
+            bandwidth=roofs.hbm_bandwidth_bytes_per_s, matmul_peak=roofs.matmul_flops_per_s,
+            vector_peak=roofs.vector_flops_per_s, efficiency=efficiency,
+            additive=roofs.additive_compute))
         estimates.append(KernelEstimate(
             name=kernel.name,
             label=kernel.label,
@@ -136,7 +154,7 @@ def estimate_kernels(
             memory_time_s=memory_time,
             compute_time_s=compute_time,
             efficiency=efficiency,
-            time_s=max(memory_time, compute_time) / efficiency,
+            time_s=time_s,
             bound="memory" if memory_time >= compute_time else "compute",
             dram_bytes=dram,
         ))

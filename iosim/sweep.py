@@ -45,7 +45,7 @@ from iosim.algorithms.loopnest import (
 from iosim.algorithms.splitkv import MAX_SPLITS, SplitKV
 from iosim.errors import IosimError
 from iosim.hardware import KERNEL_KINDS, Hardware, resolve_hardware
-from iosim.roofline import Profile, roofs_for
+from iosim.roofline import Profile, roofline_time, roofs_for
 from iosim.units import DTYPE_BYTES
 from iosim.workload import Tiling, Workload, tiling_arrays
 
@@ -335,6 +335,12 @@ def _int_values(values: Sequence[Any]) -> np.ndarray:
 
 
 def _check(spec: SweepSpec) -> tuple[list[Algorithm], tuple[Hardware, ...], list[str]]:
+    if spec.profile == "measured":
+        # that profile's memory roof is the L2-aware DRAM estimate (l2.py), a per-workload model
+        # with no vectorised form; a sweep over L2-oblivious bytes would differ from compare's
+        raise IosimError("sweeps and reports use the spec profile only: the measured profile "
+                         "charges the L2-aware DRAM estimate, which is per workload; use "
+                         "`iosim compare --profile measured` (or `iosim roofline`) per point")
     for axis in AXES:
         if not spec.values(axis):
             raise IosimError(f"--{_flag(axis)} has no values; give at least one")
@@ -459,6 +465,8 @@ class _Grid:
     matmul_peak: np.ndarray
     vector_peak: np.ndarray
     efficiency: dict[str, np.ndarray]
+    additive_compute: bool
+    """The profile's compute rule (Roofs.additive_compute), the same for every point."""
 
     def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> _Grid:
         def apply(value: Any) -> Any:
@@ -515,7 +523,8 @@ def _grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[_Grid, list[st
                  batch=ints("batch"), heads=heads,
                  kv_heads=np.where(kv_given > 0, kv_given, heads), element_bytes=elt,
                  sram_bytes=sram, sparsity_num=num, sparsity_den=den, bandwidth=bandwidth,
-                 matmul_peak=matmul, vector_peak=vector, efficiency=efficiency)
+                 matmul_peak=matmul, vector_peak=vector, efficiency=efficiency,
+                 additive_compute=roofs.additive_compute)
     return grid, list(dict.fromkeys(notes))
 
 
@@ -886,10 +895,10 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: _Grid, t: _Til
             else:
                 kernel_write = kernel_write + moved
         matmul, elementwise = kernel_flops(kernel, dims, sums)
-        # the roofline of roofline.estimate_kernels, element-wise, in the same order
-        memory_time = (kernel_read + kernel_write) / g.bandwidth
-        compute_time = np.maximum(matmul / g.matmul_peak, elementwise / g.vector_peak)
-        time = np.maximum(memory_time, compute_time) / g.efficiency[kernel.kind]
+        memory_time, compute_time, time = roofline_time(
+            kernel_read + kernel_write, matmul, elementwise, bandwidth=g.bandwidth,
+            matmul_peak=g.matmul_peak, vector_peak=g.vector_peak,
+            efficiency=g.efficiency[kernel.kind], additive=g.additive_compute)
         read = read + kernel_read
         write = write + kernel_write
         matmul_total = matmul_total + matmul

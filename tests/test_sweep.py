@@ -308,3 +308,19 @@ def test_columns_are_one_row_per_point_and_algorithm() -> None:
     assert list(head) == list(cols)
     for name, values in head.items():
         assert values.tolist() == cols[name][:6].tolist()
+
+
+def test_the_measured_profile_is_refused_not_approximated():
+    # compare's measured profile charges the per-workload L2-aware DRAM estimate; a sweep over
+    # L2-oblivious bytes would differ from compare for the same point (2.26 vs 2.56 ms at
+    # N = 8192, d = 128, 32 heads, flash2 on the h200's recorded profile), so it says no
+    import importlib
+
+    import pytest
+
+    from iosim.errors import IosimError
+
+    sweep_module = importlib.import_module("iosim.sweep")
+    spec = sweep_module.SweepSpec(n=(8192,), gpu=("h200",), profile="measured")
+    with pytest.raises(IosimError, match="sweeps and reports use the spec profile only"):
+        sweep_module.sweep(spec)
