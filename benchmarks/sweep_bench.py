@@ -15,7 +15,7 @@ import time
 
 import numpy as np
 
-from iosim.sweep import SweepSpec, sweep
+from iosim.analysis.sweep import SweepSpec, sweep
 
 SPEC = SweepSpec(
     n=tuple(range(512, 10241, 512)),                          # 20

@@ -16,8 +16,8 @@ import subprocess
 import sys
 import time
 
-from iosim.verify import verify
-from iosim.workload import Workload
+from iosim.analysis.verify import verify
+from iosim.inputs.workload import Workload
 
 TARGET_S = 5.0
 REPEATS = 3

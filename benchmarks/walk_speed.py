@@ -18,9 +18,9 @@ from collections.abc import Callable
 from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.loopnest import walk
 from iosim.algorithms.tilestream import walk_arrays
-from iosim.compare import sram_budget, tiling_for
-from iosim.hardware import resolve_hardware
-from iosim.workload import Workload
+from iosim.analysis.compare import sram_budget, tiling_for
+from iosim.inputs.hardware import resolve_hardware
+from iosim.inputs.workload import Workload
 
 TARGET_S = 2.0
 REPEATS = 5

@@ -12,15 +12,15 @@ from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
 from iosim.algorithms.tilestream import TileStream, walk_arrays
-from iosim.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, compare
+from iosim.algorithms.traffic import Term, Traffic
+from iosim.analysis.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, compare
+from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
+from iosim.analysis.verify import Verification, verify
 from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
-from iosim.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
-from iosim.l2 import DramEstimate, dram_estimate
-from iosim.roofline import KernelEstimate, Roofs, roofs_for
-from iosim.sweep import SweepResult, SweepSpec, sweep
-from iosim.traffic import Term, Traffic
-from iosim.verify import Verification, verify
-from iosim.workload import Tiling, Workload, make_tiling
+from iosim.estimates.l2 import DramEstimate, dram_estimate
+from iosim.estimates.roofline import KernelEstimate, Roofs, roofs_for
+from iosim.inputs.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
+from iosim.inputs.workload import Tiling, Workload, make_tiling
 
 __all__ = [
     "ALGORITHMS",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from iosim.workload import Tiling, Workload
+from iosim.inputs.workload import Tiling, Workload
 
 
 @st.composite

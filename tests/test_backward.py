@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from iosim import Workload, closed_form, compare, get_algorithm, make_tiling
 from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.loopnest import Dims, kernel_flops, kernel_sums
-from iosim.training import saved_for_backward
+from iosim.estimates.training import saved_for_backward
 
 SRAM = 10**9  # explicit block sizes below; the SRAM only has to hold them
 

@@ -4,14 +4,17 @@ the recorded H200 measurement (tests/data/h200-calibration.json, made on the len
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import math
 import sys
+import types
 from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
 
+from iosim.analysis.compare import compare
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.env import names_match, require_gpu
 from iosim.calibrate.fit import fit, programs_per_sm, sdpa_ratios
@@ -27,9 +30,8 @@ from iosim.calibrate.records import (
 from iosim.calibrate.report import write_report
 from iosim.calibrate.yaml_out import strip_measured, write_measured_yaml
 from iosim.cli import cli
-from iosim.compare import compare
-from iosim.hardware import load_hardware, resolve_hardware
-from iosim.workload import Workload
+from iosim.inputs.hardware import load_hardware, resolve_hardware
+from iosim.inputs.workload import Workload
 
 RECORD = Path(__file__).parent / "data" / "h200-calibration.json"
 H200 = resolve_hardware("h200").hardware
@@ -69,6 +71,11 @@ def test_without_a_gpu_it_says_what_is_missing(tmp_path: Path, monkeypatch: pyte
 
 @pytest.mark.parametrize("module", ["torch", "triton"])
 def test_without_torch_or_triton_it_says_which(module: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the other module is present (a stand-in where it is not installed), so the message must name
+    # the one that is missing, whatever this machine has
+    other = "triton" if module == "torch" else "torch"
+    if importlib.util.find_spec(other) is None:
+        monkeypatch.setitem(sys.modules, other, types.ModuleType(other))
     monkeypatch.setitem(sys.modules, module, None)  # makes `import module` fail
     with pytest.raises(CalibrationError, match=f"calibrate needs {module}, which is not installed"):
         require_gpu()

@@ -25,10 +25,10 @@ from iosim.execute import (
     reference_attention,
     reference_gradients,
 )
-from iosim.workload import Tiling
+from iosim.inputs.workload import Tiling
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
-"""As iosim.verify.TOLERANCE: gradients are compared relative to max(1, max |float64 gradient|)."""
+"""As iosim.analysis.verify.TOLERANCE: gradients are compared relative to max(1, max |float64 gradient|)."""
 BACKWARD = sorted(a for a, p in EXECUTORS if p == "bwd")
 SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 

@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from iosim.analysis.explain import ExplainError, online_softmax, parse_scores, parse_values
 from iosim.cli import cli
-from iosim.explain import ExplainError, online_softmax, parse_scores, parse_values
 
 
 def explain(*args: str) -> tuple[int, str, str]:

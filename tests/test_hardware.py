@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from iosim.errors import ConfigError, UnknownGpuError
-from iosim.hardware import list_hardware, load_hardware, resolve_hardware, shipped_config_paths
-from iosim.units import parse_quantity
+from iosim.inputs.hardware import list_hardware, load_hardware, resolve_hardware, shipped_config_paths
+from iosim.inputs.units import parse_quantity
 
 SHIPPED = [
     "a100-40gb-sxm", "a100-80gb-sxm", "b200", "h100-pcie", "h100-sxm", "h200", "l4", "mi250x",

@@ -13,9 +13,9 @@ from hypothesis import strategies as st
 from iosim.algorithms import get_algorithm
 from iosim.algorithms.loopnest import closed_form
 from iosim.errors import IosimError
-from iosim.hardware import resolve_hardware
-from iosim.l2 import dram_estimate, programs_per_sm_estimate, simulate
-from iosim.workload import Tiling, Workload
+from iosim.estimates.l2 import dram_estimate, programs_per_sm_estimate, simulate
+from iosim.inputs.hardware import resolve_hardware
+from iosim.inputs.workload import Tiling, Workload
 
 H200 = resolve_hardware("h200").hardware
 MiB = 2**20

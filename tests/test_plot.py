@@ -10,10 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-from iosim import plot
-from iosim.compare import compare
-from iosim.sweep import SweepSpec, sweep
-from iosim.workload import Workload
+from iosim.analysis.compare import compare
+from iosim.analysis.sweep import SweepSpec, sweep
+from iosim.inputs.workload import Workload
+from iosim.output import plot
 
 
 def lines_by_label(ax: Any) -> dict[str, Any]:

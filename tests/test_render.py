@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import iosim
-from iosim import render
+from iosim.output import render
 from tests.conftest import SEED_ACCELERATOR, render_plain
 
 # Seed 000's workload (N = 4,096, d = 64, fp16, one head) on its illustrative accelerator: the

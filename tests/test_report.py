@@ -13,9 +13,9 @@ from typing import Any
 import pytest
 from click.testing import CliRunner
 
+from iosim.analysis.compare import compare
 from iosim.cli import cli
-from iosim.compare import compare
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 SMALL = ["--n-range", "256..2048", "--block-range", "32..512", "--compare-gpus", "h100,l4"]
 

@@ -15,13 +15,13 @@ from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import Flash1
 from iosim.algorithms.loopnest import Access, Kernel
-from iosim.compare import compare
+from iosim.analysis.compare import compare
+from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError, TilingError, UnknownGpuError
-from iosim.sweep import SweepResult, SweepSpec, sweep
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
-# the module (iosim.sweep the attribute is the re-exported function)
-sweep_module = importlib.import_module("iosim.sweep")
+# the module (iosim.sweep the attribute; the module is iosim.analysis.sweep is the re-exported function)
+sweep_module = importlib.import_module("iosim.analysis.sweep")
 
 
 def _check_against_compare(result: SweepResult) -> int:
@@ -119,7 +119,7 @@ def test_decoding_with_splitkv_equals_compare() -> None:
 @given(grid=st.integers(1, 600), sms=st.integers(1, 300), blocks=st.integers(1, 400))
 def test_split_heuristic_array_equals_flash_api(grid: int, sms: int, blocks: int) -> None:
     from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
-    from iosim.sweep import num_splits_heuristic_array
+    from iosim.analysis.sweep import num_splits_heuristic_array
 
     got = num_splits_heuristic_array(np.array([grid]), np.array([sms]), np.array([blocks]),
                                      MAX_SPLITS)
@@ -320,7 +320,7 @@ def test_the_measured_profile_is_refused_not_approximated():
 
     from iosim.errors import IosimError
 
-    sweep_module = importlib.import_module("iosim.sweep")
+    sweep_module = importlib.import_module("iosim.analysis.sweep")
     spec = sweep_module.SweepSpec(n=(8192,), gpu=("h200",), profile="measured")
     with pytest.raises(IosimError, match="sweeps and reports use the spec profile only"):
         sweep_module.sweep(spec)

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from iosim.analysis.compare import compare
 from iosim.cli import cli
-from iosim.compare import compare
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 
 def run(*args: str) -> tuple[int, str, str]:
@@ -144,12 +144,12 @@ def test_progress_bar_on_a_terminal(monkeypatch: pytest.MonkeyPatch) -> None:
 
     from rich.console import Console
 
+    from iosim.analysis.sweep import SweepSpec
     from iosim.cli import sweep_cmd
-    from iosim.sweep import SweepSpec
 
     monkeypatch.setenv("TERM", "xterm")  # conftest makes terminals dumb (no live display)
     monkeypatch.setattr(sweep_cmd, "PROGRESS_AFTER_S", 0.0)
-    monkeypatch.setattr(importlib.import_module("iosim.sweep"), "CHUNK_POINTS", 4)
+    monkeypatch.setattr(importlib.import_module("iosim.analysis.sweep"), "CHUNK_POINTS", 4)
     terminal = Console(file=io.StringIO(), force_terminal=True, width=100)
     result = sweep_cmd.run_with_progress(SweepSpec(n=tuple(range(64, 64 * 17, 64)),
                                                    gpu=("a100",)), terminal)

@@ -7,10 +7,10 @@ import json
 import pytest
 from click.testing import CliRunner
 
+from iosim.analysis.verify import verify
 from iosim.cli import cli
 from iosim.execute import MAX_SCORES
-from iosim.verify import verify
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 
 def run(*args: str) -> tuple[int, str, str]:

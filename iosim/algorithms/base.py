@@ -6,7 +6,7 @@ from abc import ABC, abstractmethod
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.errors import IosimError
-from iosim.workload import Tiling, Workload
+from iosim.inputs.workload import Tiling, Workload
 
 
 class Algorithm(ABC):

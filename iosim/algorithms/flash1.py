@@ -39,7 +39,7 @@ from iosim.algorithms.base import Algorithm
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.standard import SOFTMAX_FLOPS_PER_SCORE
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 FORWARD_FLOPS = (
     FlopCount("matmul", "score_d", 4, "S_ij = Q_i K_jᵀ and P̃_ij V_j: 2d each per score"),

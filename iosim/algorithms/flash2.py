@@ -40,7 +40,7 @@ from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
-from iosim.workload import Tiling, Workload, make_tiling
+from iosim.inputs.workload import Tiling, Workload, make_tiling
 
 _PRE = "flash_bwd_preprocess_kernel.h compute_dot_do_o"
 BACKWARD_FLOPS = (

@@ -14,7 +14,7 @@ the kernels write dK, dV directly and there is no sum kernel.
 from __future__ import annotations
 
 from iosim.algorithms.loopnest import Access, Kernel
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 _SUM_CITE = "flash_api.cpp mha_bwd: at::sum_out over the query heads of a KV head"
 

@@ -50,9 +50,9 @@ import numpy as np
 
 from iosim.algorithms.blockmask import kept, sparse_block_sums, split_work_rows
 from iosim.algorithms.blocks import BlockSums, block_sums, cdiv, visited_kv_blocks
-from iosim.traffic import Op, Term, Traffic
-from iosim.units import STAT_BYTES
-from iosim.workload import Tiling, Workload
+from iosim.algorithms.traffic import Op, Term, Traffic
+from iosim.inputs.units import STAT_BYTES
+from iosim.inputs.workload import Tiling, Workload
 
 Where = Literal["prologue", "outer", "inner", "outer_end", "epilogue"]
 Axis = Literal["q", "kv"]

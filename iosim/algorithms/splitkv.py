@@ -36,7 +36,7 @@ from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.errors import IosimError
-from iosim.workload import Tiling, Workload
+from iosim.inputs.workload import Tiling, Workload
 
 MAX_SPLITS = 128
 """flash_api.cpp: num_splits_heuristic(..., 128) and TORCH_CHECK(num_splits <= 128)."""

@@ -29,7 +29,7 @@ from __future__ import annotations
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 # The seed article's illustrative softmax cost: subtract the max, exponentiate, add to the sum,
 # divide — about 5 FLOPs per score (seeds/000, "Step 2").

@@ -29,8 +29,8 @@ import numpy as np
 from iosim.algorithms.blockmask import kept_between
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, TileAccess, element_bytes
-from iosim.traffic import Op
-from iosim.workload import Tiling, Workload
+from iosim.algorithms.traffic import Op
+from iosim.inputs.workload import Tiling, Workload
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]

@@ -32,10 +32,10 @@ from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, k
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.plan import FIT_N, FUSED_CONFIGS
 from iosim.calibrate.records import Calibration, Measurement
-from iosim.hardware import KERNEL_KINDS, Hardware, MeasuredProfile
-from iosim.l2 import DramEstimate, dram_estimate
-from iosim.roofline import estimate_kernels, roofs_for
-from iosim.workload import Tiling, Workload
+from iosim.estimates.l2 import DramEstimate, dram_estimate
+from iosim.estimates.roofline import estimate_kernels, roofs_for
+from iosim.inputs.hardware import KERNEL_KINDS, Hardware, MeasuredProfile
+from iosim.inputs.workload import Tiling, Workload
 
 ATTENTION_KERNELS = {"qk": "standard", "softmax": "standard", "pv": "standard",
                      "attn_fwd": "flash2"}

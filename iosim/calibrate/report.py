@@ -12,7 +12,7 @@ from rich.console import Console
 from rich.table import Table
 
 from iosim.calibrate.fit import BytesCheck, FitResult, Point, sdpa_ratios
-from iosim.render import fmt_bytes, fmt_rate, fmt_time, markdown_table, records_csv
+from iosim.output.render import fmt_bytes, fmt_rate, fmt_time, markdown_table, records_csv
 
 REGENERATE = ("iosim calibrate --gpu h200 --from tests/data/h200-calibration.json "
               "--out configs/gpus/h200.yaml --force --report reports/calibration-h200")

@@ -10,7 +10,7 @@ from typing import Any
 from iosim.calibrate.env import device_info, names_match, require_gpu
 from iosim.calibrate.plan import L2_FUSED, L2_STANDARD, Plan
 from iosim.calibrate.records import Calibration, Counters
-from iosim.hardware import Hardware
+from iosim.inputs.hardware import Hardware
 
 
 def counter_spec(plan: Plan) -> list[dict[str, Any]]:

@@ -53,7 +53,7 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
     from iosim.calibrate.fit import fit
     from iosim.calibrate.records import load_calibration, save_calibration
     from iosim.calibrate.yaml_out import write_measured_yaml
-    from iosim.hardware import resolve_hardware
+    from iosim.inputs.hardware import resolve_hardware
 
     hardware = resolve_hardware(gpu).hardware
     _refuse_existing(out, force, "--out")
@@ -65,7 +65,7 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
         raise IosimError(f"--report {report} is not empty; pass --force to overwrite its files")
     source_text = Path(hardware.path).read_text(encoding="utf-8")
 
-    from iosim import render
+    from iosim.output import render
 
     console = render.make_console()
 

@@ -7,8 +7,8 @@ from typing import Any, TypeVar
 
 import click
 
-from iosim.units import DTYPE_BYTES
-from iosim.workload import UNFUSED_OPS
+from iosim.inputs.units import DTYPE_BYTES
+from iosim.inputs.workload import UNFUSED_OPS
 
 F = TypeVar("F", bound=Callable[..., Any])
 

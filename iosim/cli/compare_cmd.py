@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import click
 
+from iosim.analysis.compare import compare
 from iosim.cli import cli
 from iosim.cli.common import comma_list, format_option, gpu_option, tiling_options, workload_options
-from iosim.compare import compare
-from iosim.workload import PASSES, Workload
+from iosim.inputs.workload import PASSES, Workload
 
 
 @cli.command("compare")
@@ -50,7 +50,7 @@ def compare_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     result = compare(workload, gpu, algorithms=comma_list(algo), block_q=block_q,
                      block_kv=block_kv, sram=sram, sram_elements=sram_elements,
                      profile=profile, splits=splits)  # type: ignore[arg-type]
-    from iosim import render
+    from iosim.output import render
 
     if fmt == "json":
         click.echo(render.comparison_json(result))

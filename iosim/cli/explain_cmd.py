@@ -11,8 +11,8 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from iosim.analysis.explain import SoftmaxTrace, online_softmax, parse_scores, parse_values
 from iosim.cli import cli
-from iosim.explain import SoftmaxTrace, online_softmax, parse_scores, parse_values
 
 
 @cli.group("explain")
@@ -120,6 +120,6 @@ def softmax_command(scores: str, block: int, values: str | None) -> None:
     parsed = parse_scores(scores)
     vectors = parse_values(values, len(parsed)) if values is not None else None
     trace = online_softmax(parsed, block, vectors)
-    from iosim import render
+    from iosim.output import render
 
     print_trace(trace, render.make_console())

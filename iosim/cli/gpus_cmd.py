@@ -7,7 +7,7 @@ import json
 import click
 
 from iosim.cli import cli
-from iosim.hardware import list_hardware, resolve_hardware
+from iosim.inputs.hardware import list_hardware, resolve_hardware
 
 
 @cli.group("gpus", invoke_without_command=True)
@@ -24,7 +24,7 @@ def gpus_command(ctx: click.Context, fmt: str) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from iosim import render
+    from iosim.output import render
 
     hardware = list_hardware()
     if fmt == "json":
@@ -39,7 +39,7 @@ def gpus_command(ctx: click.Context, fmt: str) -> None:
               show_default=True)
 def gpus_show(name: str, fmt: str) -> None:
     """Every figure of one GPU (a name, an alias or a YAML path) with its source."""
-    from iosim import render
+    from iosim.output import render
 
     resolved = resolve_hardware(name)
     if fmt == "json":

@@ -21,7 +21,7 @@ from typing import Any
 
 import click
 
-from iosim.units import parse_quantity
+from iosim.inputs.units import parse_quantity
 
 MAX_VALUES = 10_000
 """Values one flag may expand to (guards `1..1000000000:1` before it is built)."""

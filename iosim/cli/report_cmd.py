@@ -9,8 +9,8 @@ import click
 
 from iosim.cli import cli
 from iosim.cli.lists import parse_list, parse_names
-from iosim.units import DTYPE_BYTES
-from iosim.workload import Workload
+from iosim.inputs.units import DTYPE_BYTES
+from iosim.inputs.workload import Workload
 
 DEFAULT_N_RANGE = "256..65536"
 DEFAULT_BLOCK_RANGE = "16..1024"
@@ -53,7 +53,7 @@ def report_command(gpu: str, out_dir: Path, force: bool, n: int, d: int, heads: 
       iosim report --gpu a100 --out reports/a100
       iosim report --gpu h100 --out reports/h100 --n 4096 --d 128 --causal --force
     """
-    from iosim.report import ReportRequest, build_report, default_compare_gpus
+    from iosim.output.report import ReportRequest, build_report, default_compare_gpus
 
     workload = Workload(n, d=d, heads=heads, kv_heads=kv_heads, batch=batch, dtype=dtype,
                         causal=causal)

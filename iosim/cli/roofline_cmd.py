@@ -6,10 +6,10 @@ from pathlib import Path
 
 import click
 
+from iosim.analysis.compare import compare
 from iosim.cli import cli
 from iosim.cli.common import comma_list, gpu_option, tiling_options, workload_options
-from iosim.compare import compare
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 
 @cli.command("roofline")
@@ -46,11 +46,11 @@ def roofline_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     result = compare(workload, gpu, algorithms=comma_list(algo), block_q=block_q,
                      block_kv=block_kv, sram=sram, sram_elements=sram_elements,
                      profile=profile)  # type: ignore[arg-type]
-    from iosim.report import ensure_writable_dir
+    from iosim.output.report import ensure_writable_dir
 
     ensure_writable_dir(out_dir, "--out")
-    from iosim import plot, render
-    from iosim.render_sweep import roofline_table
+    from iosim.output import plot, render
+    from iosim.output.render_sweep import roofline_table
 
     paths = plot.save(plot.roofline(result), out_dir / name, overwrite=force)
     console = render.make_console()

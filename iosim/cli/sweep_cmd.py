@@ -10,6 +10,7 @@ from typing import Any
 import click
 
 from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
+from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.cli import cli
 from iosim.cli.common import FORMATS, comma_list
 from iosim.cli.lists import (
@@ -21,9 +22,8 @@ from iosim.cli.lists import (
     parse_names,
     parse_sizes,
 )
-from iosim.sweep import SweepResult, SweepSpec, sweep
-from iosim.units import DTYPE_BYTES
-from iosim.workload import PASSES, UNFUSED_OPS
+from iosim.inputs.units import DTYPE_BYTES
+from iosim.inputs.workload import PASSES, UNFUSED_OPS
 
 PROGRESS_AFTER_S = 0.3
 """A sweep shows a progress bar (on a terminal) once it has run this long."""
@@ -118,20 +118,20 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         profile=profile,  # type: ignore[arg-type]
     )
     if plot_dir is not None:
-        from iosim.report import ensure_writable_dir
+        from iosim.output.report import ensure_writable_dir
 
         ensure_writable_dir(plot_dir, "--plot")
     result = run_with_progress(spec)
     if plot_dir is not None:
         # the figures first: a refusal to overwrite one then stops before any output
-        from iosim.plot import sweep_figures
+        from iosim.output.plot import sweep_figures
 
         written = sweep_figures(result, plot_dir, overwrite=force)
         if not written:
             click.echo("nothing to plot: vary --n, --block-kv/--block-q or --gpu", err=True)
         for path in written:
             click.echo(f"wrote {path}", err=True)
-    from iosim import render_sweep
+    from iosim.output import render_sweep
 
     if fmt == "json":
         click.echo(render_sweep.sweep_json(result))

@@ -11,11 +11,11 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
+from iosim.analysis.verify import Verification, verify
 from iosim.cli import cli
 from iosim.cli.common import comma_list
 from iosim.execute import EXECUTOR_DTYPES
-from iosim.verify import Verification, verify
-from iosim.workload import PASSES, Workload
+from iosim.inputs.workload import PASSES, Workload
 
 OK, BAD = "✓", "✗"
 
@@ -208,7 +208,7 @@ def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int |
     if fmt == "json":
         click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
-        from iosim import render
+        from iosim.output import render
 
         print_verification(result, render.make_console())
     if not result.ok:

@@ -23,8 +23,8 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms.loopnest import TileAccess
+from iosim.algorithms.traffic import Op
 from iosim.errors import IosimError
-from iosim.traffic import Op
 
 Array = np.ndarray[Any, Any]
 

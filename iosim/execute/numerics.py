@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from iosim.errors import IosimError
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 Array = np.ndarray[Any, Any]
 

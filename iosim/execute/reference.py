@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from iosim.execute.numerics import Problem, dropout_keep, problem_of
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 Array = np.ndarray[Any, Any]
 

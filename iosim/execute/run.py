@@ -8,11 +8,11 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms.loopnest import TileAccess
+from iosim.algorithms.traffic import Op
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.registry import EXECUTORS, Run
-from iosim.traffic import Op
-from iosim.workload import Workload
+from iosim.inputs.workload import Workload
 
 Array = np.ndarray[Any, Any]
 
@@ -48,7 +48,7 @@ def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
 
 def working_set_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
     """The tiles a tiled kernel holds at once: Q_i, O_i, K_j, V_j in the storage dtype and l_i,
-    m_i in the statistics dtype (iosim.workload.working_set_bytes with the run's widths)."""
+    m_i in the statistics dtype (iosim.inputs.workload.working_set_bytes with the run's widths)."""
     return (2 * block_q + 2 * block_kv) * d * prec.storage_bytes + 2 * block_q * prec.stats_bytes
 
 

@@ -16,10 +16,10 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from iosim.compare import AlgorithmEstimate, Comparison
-from iosim.hardware import Figure, Hardware
-from iosim.traffic import CATEGORIES
-from iosim.training import Occupancy, compulsory_backward_bytes
+from iosim.algorithms.traffic import CATEGORIES
+from iosim.analysis.compare import AlgorithmEstimate, Comparison
+from iosim.estimates.training import Occupancy, compulsory_backward_bytes
+from iosim.inputs.hardware import Figure, Hardware
 
 # ---------------------------------------------------------------------------------------------
 # numbers for people

@@ -9,7 +9,7 @@ from typing import Any, Literal
 import numpy as np
 
 from iosim.errors import TilingError, WorkloadError
-from iosim.units import DTYPE_BYTES, STAT_BYTES
+from iosim.inputs.units import DTYPE_BYTES, STAT_BYTES
 
 Pass = Literal["fwd", "bwd", "fwdbwd"]
 PASSES: tuple[str, ...] = ("fwd", "bwd", "fwdbwd")
@@ -241,7 +241,7 @@ def make_tiling(
 
 
 # ---------------------------------------------------------------------------------------------
-# The same rule on numpy arrays, for sweeps (iosim/sweep.py); tests hold it equal to make_tiling.
+# The same rule on numpy arrays, for sweeps (iosim/analysis/sweep.py); tests hold it equal to make_tiling.
 
 
 def tiling_arrays(

@@ -16,20 +16,20 @@ from iosim.algorithms.loopnest import (
     element_bytes,
     kernel_programs,
 )
+from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError
-from iosim.hardware import Hardware, resolve_hardware
-from iosim.l2 import DramEstimate, dram_estimate
-from iosim.roofline import KernelEstimate, Profile, Roofs, estimate_kernels, roofs_for
-from iosim.traffic import Traffic, TrafficTotals
-from iosim.training import (
+from iosim.estimates.l2 import DramEstimate, dram_estimate
+from iosim.estimates.roofline import KernelEstimate, Profile, Roofs, estimate_kernels, roofs_for
+from iosim.estimates.training import (
     IO_TENSORS,
     RNG_STATE_BYTES,
     Occupancy,
     convention_flops,
     saved_for_backward,
 )
-from iosim.units import parse_quantity
-from iosim.workload import Tiling, Workload, make_tiling
+from iosim.inputs.hardware import Hardware, resolve_hardware
+from iosim.inputs.units import parse_quantity
+from iosim.inputs.workload import Tiling, Workload, make_tiling
 
 SCHEMA = "iosim.compare/1"
 

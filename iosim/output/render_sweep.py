@@ -18,9 +18,9 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from iosim.compare import Comparison
-from iosim.render import fmt_binary_bytes, fmt_bytes, fmt_count, fmt_rate, fmt_time, markdown_table
-from iosim.sweep import SweepResult
+from iosim.analysis.compare import Comparison
+from iosim.analysis.sweep import SweepResult
+from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_count, fmt_rate, fmt_time, markdown_table
 
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",
                 "batch": "batch", "heads": "heads", "kv_heads": "kv heads", "d": "d", "n": "N",

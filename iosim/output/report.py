@@ -21,11 +21,11 @@ from typing import Any
 
 from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS
-from iosim.compare import Comparison, compare
+from iosim.analysis.compare import Comparison, compare
+from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
-from iosim.hardware import list_hardware, resolve_hardware
-from iosim.sweep import SweepResult, SweepSpec, sweep
-from iosim.workload import Workload
+from iosim.inputs.hardware import list_hardware, resolve_hardware
+from iosim.inputs.workload import Workload
 
 SCHEMA = "iosim.report/1"
 
@@ -209,8 +209,8 @@ def default_compare_gpus() -> tuple[str, ...]:
 def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -> Report:
     """Compute everything, then write the folder (refusing a non-empty one unless force)."""
     ensure_writable_dir(folder, "--out", must_be_empty=True, force=force)
-    from iosim import plot, render
-    from iosim.render_sweep import roofline_records, sweep_frame
+    from iosim.output import plot, render
+    from iosim.output.render_sweep import roofline_records, sweep_frame
 
     w = request.workload
     comparison = compare(w, request.gpu, sram=request.sram,
@@ -392,7 +392,7 @@ def _summary(request: ReportRequest, c: Comparison, by_gpu: SweepResult, report:
 
 def _portable_path(path: str) -> str:
     """A shipped YAML as configs/gpus/NAME.yaml (no machine-specific prefix in reports)."""
-    from iosim.hardware import config_dir
+    from iosim.inputs.hardware import config_dir
 
     p = Path(path)
     try:

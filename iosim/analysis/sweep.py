@@ -44,10 +44,10 @@ from iosim.algorithms.loopnest import (
 )
 from iosim.algorithms.splitkv import MAX_SPLITS, SplitKV
 from iosim.errors import IosimError
-from iosim.hardware import KERNEL_KINDS, Hardware, resolve_hardware
-from iosim.roofline import Profile, roofline_time, roofs_for
-from iosim.units import DTYPE_BYTES
-from iosim.workload import Tiling, Workload, tiling_arrays
+from iosim.estimates.roofline import Profile, roofline_time, roofs_for
+from iosim.inputs.hardware import KERNEL_KINDS, Hardware, resolve_hardware
+from iosim.inputs.units import DTYPE_BYTES
+from iosim.inputs.workload import Tiling, Workload, tiling_arrays
 
 SCHEMA = "iosim.sweep/1"
 

@@ -29,7 +29,7 @@ from typing import Any
 import yaml
 
 from iosim.errors import ConfigError, IosimError, UnknownGpuError
-from iosim.units import DTYPE_BYTES, parse_quantity
+from iosim.inputs.units import DTYPE_BYTES, parse_quantity
 
 SCHEMA_VERSION = 1
 PEAK_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -320,11 +320,11 @@ def load_hardware(path: str | os.PathLike[str]) -> Hardware:
 
 def config_dir() -> Path:
     """configs/gpus: inside the installed package (wheel), else at the source checkout's top."""
-    here = Path(__file__).resolve().parent
-    for candidate in (here / "configs" / "gpus", here.parent / "configs" / "gpus"):
+    package = Path(__file__).resolve().parent.parent  # iosim/, where the wheel puts configs/
+    for candidate in (package / "configs" / "gpus", package.parent / "configs" / "gpus"):
         if candidate.is_dir():
             return candidate
-    raise IosimError(f"the shipped GPU configs are missing (looked in {here / 'configs' / 'gpus'}); "
+    raise IosimError(f"the shipped GPU configs are missing (looked in {package / 'configs' / 'gpus'}); "
                      "reinstall iosim")
 
 

@@ -55,10 +55,10 @@ from iosim.algorithms.loopnest import (
     element_bytes,
     walk,
 )
+from iosim.algorithms.traffic import Op, ReadWriteTotals
 from iosim.errors import IosimError
-from iosim.hardware import Hardware
-from iosim.traffic import Op, ReadWriteTotals
-from iosim.workload import Tiling, Workload
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.workload import Tiling, Workload
 
 SHARED_COPIES = 2
 """Copies of a tile that programs on both L2 partitions read (see the module docstring)."""

@@ -22,8 +22,9 @@ import numpy as np
 from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
-from iosim.compare import default_algorithms
-from iosim.compare import parse_sram as parse_sram_bytes
+from iosim.algorithms.traffic import Op
+from iosim.analysis.compare import default_algorithms
+from iosim.analysis.compare import parse_sram as parse_sram_bytes
 from iosim.errors import IosimError
 from iosim.execute import (
     EXECUTOR_DTYPES,
@@ -38,8 +39,7 @@ from iosim.execute import (
     refusal,
 )
 from iosim.execute.run import passes_of
-from iosim.traffic import Op
-from iosim.workload import Tiling, Workload
+from iosim.inputs.workload import Tiling, Workload
 
 SCHEMA = "iosim.verify/1"
 

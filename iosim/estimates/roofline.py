@@ -22,10 +22,10 @@ from typing import Any, Literal
 import numpy as np
 
 from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, kernel_sums
+from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError
-from iosim.hardware import KERNEL_KINDS, Hardware
-from iosim.traffic import Traffic, TrafficTotals
-from iosim.workload import Tiling, Workload
+from iosim.inputs.hardware import KERNEL_KINDS, Hardware
+from iosim.inputs.workload import Tiling, Workload
 
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute"]

@@ -21,8 +21,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from iosim.algorithms.loopnest import Access, Kernel
-from iosim.units import STAT_BYTES
-from iosim.workload import Workload
+from iosim.inputs.units import STAT_BYTES
+from iosim.inputs.workload import Workload
 
 RNG_STATE_BYTES = 16
 """flash_api.cpp: `rng_state = torch::empty({2}, ... kInt64)` (Philox seed and offset)."""

@@ -18,10 +18,10 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from iosim.compare import Comparison
+from iosim.analysis.compare import Comparison
+from iosim.analysis.sweep import AlgorithmGrid, SweepResult
 from iosim.errors import IosimError
-from iosim.render import fmt_binary_bytes, fmt_bytes, fmt_rate, fmt_time
-from iosim.sweep import AlgorithmGrid, SweepResult
+from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_rate, fmt_time
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
