@@ -13,14 +13,17 @@ from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
 from iosim.algorithms.tilestream import TileStream, walk_arrays
 from iosim.algorithms.traffic import Term, Traffic
-from iosim.analysis.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, compare
+from iosim.analysis.compare import compare
+from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.analysis.verify import Verification, verify
 from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
+from iosim.estimates.footprint import Footprint
 from iosim.estimates.l2 import DramEstimate, dram_estimate
 from iosim.estimates.roofline import KernelEstimate, Roofs, roofs_for
 from iosim.inputs.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
-from iosim.inputs.workload import Tiling, Workload, make_tiling
+from iosim.inputs.tiling import Tiling, make_tiling
+from iosim.inputs.workload import Workload
 
 __all__ = [
     "ALGORITHMS",

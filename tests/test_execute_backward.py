@@ -25,7 +25,7 @@ from iosim.execute import (
     reference_attention,
     reference_gradients,
 )
-from iosim.inputs.workload import Tiling
+from iosim.inputs.tiling import Tiling
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
 """As iosim.analysis.verify.TOLERANCE: gradients are compared relative to max(1, max |float64 gradient|)."""
@@ -240,7 +240,7 @@ def test_splitkv_counts_equal_closed_form_and_output_equals_the_formula(
     if w.n == 1 and w.group_size > 1:
         w = w.with_(sparsity=1.0)  # packed + sparse is refused (tested below)
     block_q, block_kv = s["block_q"], s["block_kv"]
-    splits = 1 + split_seed % cdiv(w.seq_kv, block_kv)  # type: ignore[operator]
+    splits = 1 + split_seed % cdiv(w.n_kv, block_kv)  # type: ignore[operator]
     x = random_inputs(w, 1, precision(dtype))
     run = execute("splitkv", w, x, dtype=dtype, block_q=block_q, block_kv=block_kv,  # type: ignore[arg-type]
                   splits=splits, dropout_p=0.25, seed=5, record=True)

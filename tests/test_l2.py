@@ -15,7 +15,8 @@ from iosim.algorithms.loopnest import closed_form
 from iosim.errors import IosimError
 from iosim.estimates.l2 import dram_estimate, programs_per_sm_estimate, simulate
 from iosim.inputs.hardware import resolve_hardware
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.workload import Workload
+from iosim.inputs.tiling import Tiling
 
 H200 = resolve_hardware("h200").hardware
 MiB = 2**20

@@ -9,7 +9,8 @@ from hypothesis import strategies as st
 
 from iosim.errors import TilingError
 from iosim.inputs.units import DTYPE_BYTES
-from iosim.inputs.workload import Workload, make_tiling, tiling_arrays, working_set_bytes
+from iosim.inputs.workload import Workload
+from iosim.inputs.tiling import make_tiling, tiling_arrays, working_set_bytes
 
 point = st.tuples(
     st.sampled_from([1, 2, 3, 16, 32, 64, 80, 96, 128, 192, 256, 512]),   # d

@@ -13,9 +13,11 @@ from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
 from iosim.algorithms.tilestream import walk_arrays
-from iosim.analysis.compare import sram_budget, tiling_for
+from iosim.analysis.compare import tiling_for
+from iosim.analysis.requests import sram_budget
 from iosim.inputs.hardware import resolve_hardware
-from iosim.inputs.workload import Tiling, Workload, make_tiling
+from iosim.inputs.workload import Workload
+from iosim.inputs.tiling import Tiling, make_tiling
 from tests.strategies import tilings, workloads
 
 SETTINGS = settings(max_examples=120, deadline=None,

@@ -88,9 +88,9 @@ def test_walk_addresses_stay_inside_their_tensors(s: dict, split_seed: int) -> N
     kernels, tiling = _setup("splitkv", w, s["block_q"], s["block_kv"], splits)
     kv_tensors = {"K", "V"}
     for a in walk(kernels, w, tiling):
-        length = w.seq_kv if a.tensor in kv_tensors else w.n
+        length = w.n_kv if a.tensor in kv_tensors else w.n
         assert 0 <= a.row_start < a.row_stop <= length
-        assert 0 <= a.head < (w.heads_kv if a.tensor in kv_tensors else w.heads)
+        assert 0 <= a.head < (w.kv_heads if a.tensor in kv_tensors else w.heads)
         assert 0 <= a.split < splits
         if a.tensor in {"O_partial", "lse_partial"}:
             assert splits > 1
@@ -123,7 +123,7 @@ def _random_case(rng: np.random.Generator, name: str, packed: bool) -> tuple[Wor
                  causal=bool(rng.random() < 0.5), sparsity=float(rng.choice([1.0, 0.5, 0.3])),
                  pass_="fwd" if name == "splitkv" else "fwdbwd")
     t = make_tiling(w, 10**9, "t", block_q=int(rng.integers(1, 40)), block_kv=block_kv)
-    t_c = cdiv(w.seq_kv, block_kv)
+    t_c = cdiv(w.n_kv, block_kv)
     return w, replace(t, splits=int(rng.integers(2, t_c + 1)),
                       bwd_block_q=int(rng.integers(1, 40)), bwd_block_kv=int(rng.integers(1, 40)))
 

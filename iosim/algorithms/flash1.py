@@ -59,6 +59,7 @@ class Flash1(Algorithm):
     name = "flash1"
     title = "FlashAttention (Algorithm 1): K/V blocks outer, Q/O/l/m re-read every pass"
     tiled = True
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         init = Kernel("init", "init O, l, m", "elementwise", (

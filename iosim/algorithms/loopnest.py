@@ -50,9 +50,11 @@ import numpy as np
 
 from iosim.algorithms.blockmask import kept, sparse_block_sums, split_work_rows
 from iosim.algorithms.blocks import BlockSums, block_sums, cdiv, visited_kv_blocks
+from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Op, Term, Traffic
+from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import STAT_BYTES
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.workload import Workload
 
 Where = Literal["prologue", "outer", "inner", "outer_end", "epilogue"]
 Axis = Literal["q", "kv"]
@@ -131,7 +133,14 @@ class Kernel:
 
 
 def element_bytes(element: ElementType, workload_element_bytes: Any) -> Any:
+    """Bytes of one element of an access: the workload's dtype (io), fp32 or u8."""
     return {"io": workload_element_bytes, "fp32": STAT_BYTES, "u8": 1}[element]
+
+
+def row_width(cols: Cols, d: Any, n_kv: Any) -> Any:
+    """Elements in one row of an access's tensor: d, 1 (a per-row statistic) or n_kv (a row of
+    an N×N matrix). Ints or arrays."""
+    return {"d": d, "1": 1, "kv": n_kv}[cols]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -164,10 +173,10 @@ class Dims:
     @classmethod
     def of(cls, workload: Workload, tiling: Tiling | None) -> Dims:
         num, den = workload.sparsity_fraction
-        return cls(workload.n, workload.seq_kv, workload.d, workload.batch, workload.heads,
-                   workload.heads_kv, workload.element_bytes,
+        return cls(workload.n, workload.n_kv, workload.d, workload.batch, workload.heads,
+                   workload.kv_heads, workload.element_bytes,
                    tiling.block_q if tiling else workload.n,
-                   tiling.block_kv if tiling else workload.seq_kv, workload.causal,
+                   tiling.block_kv if tiling else workload.n_kv, workload.causal,
                    tiling.splits if tiling else 1, num, den,
                    tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None)
 
@@ -179,8 +188,8 @@ def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
         dims = replace(dims, block_q=dims.bwd_block_q, block_kv=dims.bwd_block_kv)
     if not kernel.pack_heads:
         return dims
-    group = dims.heads // dims.kv_heads
-    return replace(dims, n_q=dims.n_q * group, heads=dims.kv_heads, causal=False)
+    rows, heads = packed_problem(dims.n_q, dims.heads, dims.kv_heads, True)
+    return replace(dims, n_q=rows, heads=heads, causal=False)
 
 
 def _is_dense(dims: Dims) -> bool:
@@ -216,7 +225,7 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
     else:
         # whole tensors, or one tile per outer block: every outer block is visited once
         rows = length
-    width = {"d": kd.d, "1": 1, "kv": kd.n_kv}[access.cols]
+    width = row_width(access.cols, kd.d, kd.n_kv)
     instances = kd.batch * (kd.kv_heads if access.per_kv_head else kd.heads)
     return rows * width * instances
 
@@ -314,14 +323,22 @@ def walk(
         yield from _walk_kernel(kernel, workload, tiling)
 
 
-def _walk_kernel(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> Iterator[TileAccess]:
+def walk_problem(kernel: Kernel, workload: Workload, tiling: Tiling | None
+                 ) -> tuple[int, int, int, int, int, bool]:
+    """(query rows, key rows, heads, B_r, B_c, causal) of the problem a kernel's loops walk:
+    the packed problem for a kernel that packs heads (no mask, as kernel_dims), the block
+    sizes of the kernel's pass, whole tensors for an untiled algorithm."""
     packed = kernel.pack_heads
-    n_q = workload.n * (workload.group_size if packed else 1)
-    n_kv = workload.seq_kv
+    n_q, heads = packed_problem(workload.n, workload.heads, workload.kv_heads, packed)
+    n_kv = workload.n_kv
     blocks = (tiling.backward_blocks if kernel.blocks == "backward" else
               (tiling.block_q, tiling.block_kv)) if tiling else (n_q, n_kv)
-    block_q, block_kv = blocks
-    causal = workload.causal and not packed
+    return n_q, n_kv, heads, blocks[0], blocks[1], workload.causal and not packed
+
+
+def _walk_kernel(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> Iterator[TileAccess]:
+    packed = kernel.pack_heads
+    n_q, n_kv, heads, block_q, block_kv, causal = walk_problem(kernel, workload, tiling)
     splits = tiling.splits if tiling else 1
     t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
     n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, causal)
@@ -339,7 +356,6 @@ def _walk_kernel(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> I
     geometry = _WalkGeometry(workload, block_q, block_kv, packed)
     by_place = {where: [a for a in kernel.accesses if a.where == where]
                 for where in ("prologue", "outer", "inner", "outer_end", "epilogue")}
-    heads = workload.heads_kv if packed else workload.heads
     for b in range(workload.batch):
         for h in range(heads):
             for access in by_place["prologue"]:
@@ -381,9 +397,9 @@ class _WalkGeometry:
         self.packed = packed
         self.n_q = workload.n
         self.elt = workload.element_bytes
-        length_q = workload.n * (self.group if packed else 1)
-        self.axes = {"q": (length_q, block_q), "kv": (workload.seq_kv, block_kv)}
-        self.widths = {"d": workload.d, "1": 1, "kv": workload.seq_kv}
+        length_q, _ = packed_problem(workload.n, workload.heads, workload.kv_heads, packed)
+        self.axes = {"q": (length_q, block_q), "kv": (workload.n_kv, block_kv)}
+        self.d, self.n_kv = workload.d, workload.n_kv
 
     def whole(self, kernel: Kernel, access: Access, b: int, h: int,
               splits: int) -> Iterator[TileAccess]:
@@ -401,7 +417,7 @@ class _WalkGeometry:
         start, stop = (0, length) if index is None else (
             index * block, min(length, (index + 1) * block))
         copy = split if access.per_split else 0
-        width = self.widths[access.cols]
+        width = row_width(access.cols, self.d, self.n_kv)
         elt = element_bytes(access.element, self.elt)
         if self.packed and access.rows == "q" and not access.per_kv_head:
             # packed row r of KV head h is row r mod n_q of query head h·g + r div n_q

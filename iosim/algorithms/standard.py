@@ -44,6 +44,7 @@ class Standard(Algorithm):
     name = "standard"
     title = "standard attention (FlashAttention paper, Algorithm 0): S and P written to HBM"
     tiled = False
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         kernels = [Kernel("qk", "S = QKᵀ", "matmul", (

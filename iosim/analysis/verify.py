@@ -23,8 +23,8 @@ from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
 from iosim.algorithms.traffic import Op
-from iosim.analysis.compare import default_algorithms
-from iosim.analysis.compare import parse_sram as parse_sram_bytes
+from iosim.analysis.requests import default_algorithms
+from iosim.analysis.requests import parse_sram as parse_sram_bytes
 from iosim.errors import IosimError
 from iosim.execute import (
     EXECUTOR_DTYPES,
@@ -39,7 +39,8 @@ from iosim.execute import (
     refusal,
 )
 from iosim.execute.run import passes_of
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 SCHEMA = "iosim.verify/1"
 
@@ -169,8 +170,8 @@ class Verification:
             "schema": SCHEMA,
             "iosim_version": __version__,
             "ok": self.ok,
-            "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.heads_kv, "n": w.n,
-                         "n_kv": w.seq_kv, "d": w.d, "causal": w.causal, "pass": w.pass_,
+            "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.kv_heads, "n": w.n,
+                         "n_kv": w.n_kv, "d": w.d, "causal": w.causal, "pass": w.pass_,
                          "unfused": list(w.unfused), "sparsity": w.sparsity},
             "dtype": self.dtype,
             "seed": self.seed,
@@ -233,7 +234,7 @@ def _describe(access: TileAccess | None) -> str:
 def default_splits(workload: Workload, block_kv: int) -> int:
     """Split-KV's splits when not given: two (the smallest split that has a combine kernel), or
     one when there is a single key block."""
-    return min(2, -(-workload.seq_kv // block_kv))
+    return min(2, -(-workload.n_kv // block_kv))
 
 
 def verify(
@@ -283,12 +284,12 @@ def verify(
     if splits is not None and "splitkv" not in names:
         raise IosimError("--splits applies to splitkv; add it to --algo "
                          "(e.g. --algo standard,flash2,splitkv)")
-    key_blocks = -(-model.seq_kv // block_kv)
+    key_blocks = -(-model.n_kv // block_kv)
     if splits is None:
         splits = default_splits(model, block_kv)
     elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
         raise IosimError(f"--splits must be a whole number from 1 to the {key_blocks} key blocks "
-                         f"(N_kv {model.seq_kv} in blocks of B_c = {block_kv}), got {splits!r}")
+                         f"(N_kv {model.n_kv} in blocks of B_c = {block_kv}), got {splits!r}")
     prec = precision(dtype)
     sram_bytes = parse_sram(sram)
     if sram_bytes is None:

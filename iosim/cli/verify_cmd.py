@@ -30,8 +30,8 @@ def _sci(x: float) -> str:
 
 def _header(v: Verification) -> Text:
     w = v.workload
-    heads = f"{w.heads} heads" + (f" / {w.heads_kv} kv" if w.heads_kv != w.heads else "")
-    kv = f" (kv {w.seq_kv})" if w.seq_kv != w.n else ""
+    heads = f"{w.heads} heads" + (f" / {w.kv_heads} kv" if w.kv_heads != w.heads else "")
+    kv = f" (kv {w.n_kv})" if w.n_kv != w.n else ""
     mask = "causal" if w.causal else "non-causal"
     if w.sparsity != 1:
         mask += f", block-sparse s = {w.sparsity:g}"

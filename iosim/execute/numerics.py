@@ -150,8 +150,8 @@ class Problem:
 
 
 def problem_of(workload: Workload) -> Problem:
-    return Problem(workload.batch, workload.heads, workload.heads_kv, workload.n,
-                   workload.seq_kv, workload.d, workload.causal, workload.sparsity_fraction)
+    return Problem(workload.batch, workload.heads, workload.kv_heads, workload.n,
+                   workload.n_kv, workload.d, workload.causal, workload.sparsity_fraction)
 
 
 def blocks(length: int, size: int) -> list[tuple[int, int]]:

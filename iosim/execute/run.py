@@ -29,15 +29,15 @@ numpy calls in a Python loop, about 10-50 µs, so a run stays within seconds."""
 def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
     """Refuse runs too large to execute, pointing to the closed form, which has no such limit."""
     w = workload
-    scores = w.batch * w.heads * w.n * w.seq_kv
-    sizes = f"--n {w.n}" + (f" --n-kv {w.seq_kv}" if w.seq_kv != w.n else "")
+    scores = w.batch * w.heads * w.n * w.n_kv
+    sizes = f"--n {w.n}" + (f" --n-kv {w.n_kv}" if w.n_kv != w.n else "")
     if scores > MAX_SCORES:
         raise ExecutorError(
             f"{sizes} is too large for an executor run: batch × heads × N × N_kv = {scores:,} "
             f"scores, the limit is {MAX_SCORES:,} (e.g. N = N_kv = 4096 for one head); for the "
             f"exact counts at this size use the closed form: iosim compare {sizes} --gpu a100"
         )
-    pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.seq_kv // block_kv)
+    pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.n_kv // block_kv)
     if pairs > MAX_TILE_PAIRS:
         raise ExecutorError(
             f"blocks {block_q} × {block_kv} make {pairs:,} tile pairs (batch × heads × T_r × T_c), "
@@ -100,8 +100,8 @@ def random_inputs(workload: Workload, seed: int, prec: Precision, *,
     like Q when `grad`, rounded to the storage dtype."""
     rng = np.random.default_rng(seed)
     w = workload
-    shapes = {"Q": (w.batch, w.heads, w.n, w.d), "K": (w.batch, w.heads_kv, w.seq_kv, w.d),
-              "V": (w.batch, w.heads_kv, w.seq_kv, w.d)}
+    shapes = {"Q": (w.batch, w.heads, w.n, w.d), "K": (w.batch, w.kv_heads, w.n_kv, w.d),
+              "V": (w.batch, w.kv_heads, w.n_kv, w.d)}
     if grad:
         shapes["dO"] = (w.batch, w.heads, w.n, w.d)
     return {name: rng.standard_normal(shape).astype(prec.storage) for name, shape in shapes.items()}
@@ -179,10 +179,10 @@ def execute(
             raise ExecutorError(f"{flag} must be a whole number of at least 1, got {value!r}")
     if not 0.0 <= dropout_p < 1.0:
         raise ExecutorError(f"--dropout-p must be in [0, 1), got {dropout_p}")
-    key_blocks = -(-workload.seq_kv // block_kv)
+    key_blocks = -(-workload.n_kv // block_kv)
     if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
         raise ExecutorError(f"--splits must be a whole number from 1 to the {key_blocks} key "
-                            f"blocks (N_kv {workload.seq_kv} in blocks of {block_kv}), got {splits!r}")
+                            f"blocks (N_kv {workload.n_kv} in blocks of {block_kv}), got {splits!r}")
     check_limits(workload, block_q, block_kv)
     if workload.pass_ != "fwd":
         check_limits(workload, *bwd_blocks)

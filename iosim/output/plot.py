@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from iosim.analysis.compare import Comparison
+from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
 from iosim.errors import IosimError
 from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_rate, fmt_time

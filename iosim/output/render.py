@@ -17,7 +17,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iosim.algorithms.traffic import CATEGORIES
-from iosim.analysis.compare import AlgorithmEstimate, Comparison
+from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.inputs.hardware import Figure, Hardware
 
@@ -211,7 +211,7 @@ def tensor_rows_table(c: Comparison) -> Table:
 def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
     assert a.tiling is not None
     w = c.workload
-    t_c = -(-w.seq_kv // a.tiling.block_kv)
+    t_c = -(-w.n_kv // a.tiling.block_kv)
     per = -(-t_c // a.tiling.splits)
     packed = (f"; the {w.group_size} query heads of each KV head packed into one tile "
               f"(seqlenq_ngroups_swapped)" if w.n == 1 and w.group_size > 1 else "")

@@ -18,7 +18,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from iosim.analysis.compare import Comparison
+from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult
 from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_count, fmt_rate, fmt_time, markdown_table
 
