@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from iosim.inputs.workload import Workload
 from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 
 @st.composite

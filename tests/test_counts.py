@@ -12,8 +12,8 @@ import iosim
 from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
 from iosim.algorithms.blocks import block_sums, floor_sum, visited_kv_blocks
 from iosim.algorithms.loopnest import closed_form, walk
-from iosim.inputs.workload import Workload
 from iosim.inputs.tiling import Tiling, make_tiling
+from iosim.inputs.workload import Workload
 
 FAST = settings(max_examples=150, deadline=None)
 

@@ -26,9 +26,9 @@ from iosim.execute import (
     register,
     working_set_bytes,
 )
-from iosim.inputs.workload import Workload
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.tiling import working_set_bytes as model_working_set_bytes
+from iosim.inputs.workload import Workload
 from tests.strategies import tilings, workloads
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}

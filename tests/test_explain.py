@@ -6,17 +6,15 @@ import math
 
 import numpy as np
 import pytest
-from click.testing import CliRunner
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim.analysis.explain import ExplainError, online_softmax, parse_scores, parse_values
-from iosim.cli import cli
+from tests.conftest import run_cli
 
 
 def explain(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["explain", "softmax", *args])
-    return result.exit_code, result.stdout, result.stderr
+    return tuple(run_cli("explain", "softmax", *args))  # type: ignore[return-value]
 
 
 def test_seed_000_two_blocks() -> None:

@@ -9,8 +9,6 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim.errors import TilingError
-from iosim.inputs.units import DTYPE_BYTES
-from iosim.inputs.workload import Workload
 from iosim.inputs.tiling import (
     TilingInputs,
     default_blocks,
@@ -19,6 +17,8 @@ from iosim.inputs.tiling import (
     tiles_for,
     working_set_bytes,
 )
+from iosim.inputs.units import DTYPE_BYTES
+from iosim.inputs.workload import Workload
 
 
 def tiling_arrays(sram: object, d: object, elt: object, *, outer: str = "kv", block_q: object = 0,

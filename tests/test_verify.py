@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from iosim.analysis.verify import verify
-from iosim.cli import cli
 from iosim.execute import MAX_SCORES
 from iosim.inputs.workload import Workload
+from tests.conftest import run_cli
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["verify", *args])
+    result = run_cli("verify", *args)
     return result.exit_code, result.stdout, result.stderr
 
 

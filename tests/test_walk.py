@@ -16,8 +16,8 @@ from iosim.algorithms.tilestream import walk_arrays
 from iosim.analysis.compare import tiling_for
 from iosim.analysis.requests import sram_budget
 from iosim.inputs.hardware import resolve_hardware
-from iosim.inputs.workload import Workload
 from iosim.inputs.tiling import Tiling, make_tiling
+from iosim.inputs.workload import Workload
 from tests.strategies import tilings, workloads
 
 SETTINGS = settings(max_examples=120, deadline=None,
