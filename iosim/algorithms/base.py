@@ -4,9 +4,11 @@ workload axes those kernels depend on, and its tiling choices beyond the forward
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from dataclasses import replace
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.errors import IosimError, arg
+from iosim.inputs.code_tiles import CodeTiles
 from iosim.inputs.tiling import Tiles, Tiling, TilingInputs
 from iosim.inputs.workload import Workload
 
@@ -48,6 +50,11 @@ class Algorithm(ABC):
         raise IosimError(f"the backward pass of {self.name} is not modelled yet; use "
                          f"{arg('pass_', 'fwd')}")
 
+    def code_tiles(self, inputs: TilingInputs) -> CodeTiles | None:
+        """The forward's blocks from an implementation's tile table (None: Alg. 1 line 1's
+        rule as printed). Ints or arrays."""
+        return None
+
     def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:
         """Choices beyond the forward's blocks (flash2's backward blocks, splitkv's splits), on
         ints (one workload) or arrays (a sweep) alike. By default the backward tiles with the
@@ -59,7 +66,8 @@ class Algorithm(ABC):
         return tiling
 
     def finish_tiling(self, tiling: Tiling | None, workload: Workload, *, sm_count: int | None,
-                      splits: int | None, blocks_given: bool = False) -> Tiling | None:
+                      splits: int | None, blocks_given: bool = False,
+                      base: TilingInputs | None = None) -> Tiling | None:
         """One workload's tiling, completed by `choose_tiles` (None for an untiled algorithm).
 
         `sm_count` is the GPU's SM count (None: unknown), `splits` a requested KV split count
@@ -71,5 +79,10 @@ class Algorithm(ABC):
                                  block_q=tiling.block_q if blocks_given else None,
                                  block_kv=tiling.block_kv if blocks_given else None,
                                  splits=splits, sm_count=sm_count)
-        tiles = self.choose_tiles(Tiles(tiling.block_q, tiling.block_kv, True), inputs)
+        if base is not None:  # the GPU's and the implementation's inputs, as make_tiling had
+            inputs = replace(inputs, cc=base.cc, sram_per_sm=base.sram_per_sm,
+                             tile_rule=base.tile_rule, impl=base.impl)
+        tiles = self.choose_tiles(Tiles(tiling.block_q, tiling.block_kv, True,
+                                        per_sm=tiling.programs_per_sm,
+                                        bwd_per_sm=tiling.bwd_programs_per_sm), inputs)
         return self.describe_tiles(tiling, tiles, inputs)

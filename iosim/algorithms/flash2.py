@@ -23,10 +23,12 @@ Backward, as FlashAttention-2's CUDA code runs it (flash_bwd_launch_template.h
            and an fp32 write per visited pair.
     18:  Write dK_j, dV_j (per query head into dk/dv_expanded under GQA, then summed: grads.py).
   convert_dQ: read dQaccum (fp32), write dQ in the input dtype.
-Block sizes: the forward's rule is Alg. 1 line 1 for a Q-outer loop (Q_i resident: B_r =
-⌈M/4d⌉, B_c = min(⌈M/4d⌉, d)); the backward keeps K_j, V_j resident, so by default it gets the
-rule for a K/V-outer loop (B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d), Algorithm 1's own sizes), kept in
-Tiling.bwd_block_q/bwd_block_kv. Explicit --block-q/--block-kv hold for both passes.
+Block sizes: the FA2 paper gives no block formula, so by default flash2 tiles as FlashAttention-2's
+code does per head dim (configs/impls/sdpa-flash.yaml: flash_fwd_launch_template.h and
+flash_bwd_launch_template.h, e.g. 128 × 128 forward at d = 64, 128 × 64 at d = 128 on sm80/sm90),
+or as the --impl's table says. `--tiles alg1` keeps the Alg. 1-derived rule: for the forward's
+Q-outer loop B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d); for the backward's K/V-outer loop B_c = ⌈M/4d⌉,
+B_r = min(⌈M/4d⌉, d). Explicit --block-q/--block-kv hold for both passes.
 Per head, with T_c = ⌈N/B_c⌉ of the backward's B_c:
   elements: 8Nd + N + T_c(4Nd + 2N), plus the Nd-element dQaccum initialisation;
   bytes (2-byte dtype, fp32 L, D, dQaccum): 18Nd + 4N + T_c(12Nd + 8N), plus 4Nd init.
@@ -40,8 +42,21 @@ from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+import numpy as np
+
+from iosim.estimates.occupancy import programs_per_sm
+from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
+from iosim.inputs.implementations import SharedMemory, TileRow
 from iosim.inputs.ints import select
-from iosim.inputs.tiling import Tiles, Tiling, TilingInputs, default_blocks, default_rule
+from iosim.inputs.tiling import (
+    ASSUMED_WARPS,
+    Tiles,
+    Tiling,
+    TilingInputs,
+    default_blocks,
+    default_rule,
+    working_set_bytes,
+)
 from iosim.inputs.workload import Workload
 
 _PRE = "flash_bwd_preprocess_kernel.h compute_dot_do_o"
@@ -104,26 +119,60 @@ class Flash2(Algorithm):
         ), (FlopCount("elementwise", "q_d", 1, "scale by the softmax scale"),))
         return (pre, main, convert, *sum_dkdv(workload))
 
-    def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:
-        """The backward's blocks: Alg. 1 line 1's rule for its own (K/V-outer) loop.
+    def code_tiles(self, inputs: TilingInputs) -> CodeTiles | None:
+        """FlashAttention-2's forward tiles per head dim (the implementation's table; by default
+        sdpa-flash's, i.e. flash_fwd_launch_template.h), unless --tiles alg1."""
+        if inputs.tile_rule == "alg1":
+            return None
+        impl = implementation_or_default(inputs.impl)
+        return _lookup(impl.forward_tiles, impl.shared_memory, inputs)
 
-        The forward keeps Q_i resident, so the rule gives B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d);
-        the backward keeps K_j, V_j resident (like Alg. 4), so the same rule gives it Alg. 1's
-        B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d) (FA2's CUDA backward likewise uses its own tiles,
-        e.g. 128 × 128 for d = 64 on A100, flash_bwd_launch_template.h). Block sizes the user
-        gives hold for both passes. Ints or arrays.
+    def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:
+        """The backward's blocks: the implementation's backward tile table (FA2's
+        flash_bwd_launch_template.h by default), or with --tiles alg1 Alg. 1 line 1's rule for
+        the backward's own (K/V-outer) loop (B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d)). Block sizes
+        the user gives hold for both passes. Ints or arrays.
         """
         p = inputs
-        bwd_q, bwd_kv = default_blocks(p.sram_bytes, p.d, p.element_bytes, "kv")
+        alg_q, alg_kv = default_blocks(p.sram_bytes, p.d, p.element_bytes, "kv")
+        alg_per_sm = programs_per_sm(p.limits, shared_bytes=working_set_bytes(
+            alg_q, alg_kv, p.d, p.element_bytes), warps=ASSUMED_WARPS)
+        bwd_q, bwd_kv, bwd_per_sm = alg_q, alg_kv, alg_per_sm
+        if p.tile_rule != "alg1":
+            impl = implementation_or_default(p.impl)
+            if impl.backward_tiles:
+                code = _lookup(impl.backward_tiles, impl.backward_shared_memory, p)
+                per_sm = programs_per_sm(p.limits, shared_bytes=code.shared_bytes,
+                                         warps=code.warps,
+                                         registers_per_thread=code.registers_per_thread)
+                bwd_q = select(code.found, code.block_q, alg_q)
+                bwd_kv = select(code.found, code.block_kv, alg_kv)
+                bwd_per_sm = select(code.found, per_sm, alg_per_sm)
         own = select(p.backward, p.blocks_given, True)  # the forward's blocks serve both passes
         return replace(tiles, bwd_block_q=select(own, tiles.block_q, bwd_q),
-                       bwd_block_kv=select(own, tiles.block_kv, bwd_kv))
+                       bwd_block_kv=select(own, tiles.block_kv, bwd_kv),
+                       bwd_per_sm=select(own, tiles.per_sm, bwd_per_sm))
 
     def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
+        tiling = replace(tiling, bwd_programs_per_sm=int(tiles.bwd_per_sm))
         backward = (int(tiles.bwd_block_q), int(tiles.bwd_block_kv))
-        if backward == (tiling.block_q, tiling.block_kv):
+        if backward == (tiling.block_q, tiling.block_kv) and not inputs.backward:
             return tiling
-        return replace(tiling, bwd_block_q=backward[0], bwd_block_kv=backward[1],
-                       bwd_rule=default_rule(tiling.sram_bytes, inputs.d, inputs.element_bytes,
-                                              "kv", backward)
-                       + " (the backward's K/V-outer loop)")
+        rule = default_rule(tiling.sram_bytes, inputs.d, inputs.element_bytes, "kv", backward
+                            ) + " (the backward's K/V-outer loop)"
+        if inputs.tile_rule != "alg1" and not inputs.blocks_given:
+            impl = implementation_or_default(inputs.impl)
+            if impl.backward_tiles:
+                code = _lookup(impl.backward_tiles, impl.backward_shared_memory, inputs)
+                if code.found:
+                    rule = str(code.source)
+        return replace(tiling, bwd_block_q=backward[0], bwd_block_kv=backward[1], bwd_rule=rule)
+
+
+def _lookup(rows: tuple[TileRow, ...], shared: SharedMemory | None,
+            inputs: TilingInputs) -> CodeTiles:
+    p = inputs
+    return lookup(rows, shared, d=p.d, causal=p.causal, dtype=p.dtype,
+                  element_bytes=p.element_bytes, cc=p.cc, smem_per_block=p.sram_bytes,
+                  smem_per_sm=select(np.asarray(p.sram_per_sm) > 0, p.sram_per_sm,
+                                     p.sram_bytes))

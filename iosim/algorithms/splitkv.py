@@ -38,6 +38,7 @@ from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.errors import IosimError, arg
+from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
 from iosim.inputs.ints import Int, at_first, both, cdiv, is_array, select
 from iosim.inputs.tiling import Tiles, Tiling, TilingInputs
 from iosim.inputs.workload import Workload
@@ -125,6 +126,20 @@ class SplitKV(Algorithm):
         ), (FlopCount("elementwise", "q", 3 * splits, "max, exp and sum of the split LSEs"),
             FlopCount("elementwise", "q_d", 2 * splits, "scale and add each split's output")))
         return split, combine
+
+    def code_tiles(self, inputs: TilingInputs) -> CodeTiles | None:
+        """The split kernel's tiles: flash_fwd_launch_template.h run_mha_fwd_splitkv_dispatch
+        (64 × 256 / 128 / 64 by head dim) via the implementation's split_kv table (sdpa-flash's
+        by default), unless --tiles alg1."""
+        if inputs.tile_rule == "alg1":
+            return None
+        impl = implementation_or_default(inputs.impl)
+        if not impl.split_kv.tiles:
+            impl = implementation_or_default(None)
+        p = inputs
+        return lookup(impl.split_kv.tiles, impl.shared_memory, d=p.d, causal=p.causal,
+                      dtype=p.dtype, element_bytes=p.element_bytes, cc=p.cc,
+                      smem_per_block=p.sram_bytes, smem_per_sm=p.sram_bytes)
 
     def _split_problem(self, tiles: Tiles, inputs: TilingInputs) -> tuple[Int, Int, Int]:
         """(heads, query blocks, key blocks) of one split kernel's problem (packed for GQA

@@ -25,7 +25,17 @@ from iosim.estimates.training import (
     saved_for_backward,
 )
 from iosim.inputs.hardware import Hardware, resolve_hardware
-from iosim.inputs.tiling import Tiling, make_tiling
+from iosim.analysis.impl_kernels import (
+    TILE_RULES,
+    extra_kernels,
+    impl_algorithm,
+    impl_workload,
+)
+from iosim.errors import arg
+from iosim.estimates.occupancy import compute_capability
+from iosim.estimates.roofline import kernel_programs_per_sm
+from iosim.inputs.implementations import Implementation, get_implementation
+from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import Workload
 
 __all__ = ["compare", "default_algorithms", "tiling_for"]
@@ -40,13 +50,25 @@ def _dram_or_none(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
 
 def tiling_for(
     algorithm: Algorithm, workload: Workload, sram_bytes: int, sram_source: str, *,
-    block_q: int | None = None, block_kv: int | None = None,
+    block_q: int | None = None, block_kv: int | None = None, hardware: Hardware | None = None,
+    tile_rule: str = "code", impl: Implementation | None = None,
 ) -> Tiling | None:
-    """The forward's blocks of a tiled algorithm (make_tiling for its loop order), else None."""
+    """The forward's blocks of a tiled algorithm (make_tiling for its loop order and its tile
+    table), else None."""
     if not algorithm.tiled:
         return None
     return make_tiling(workload, sram_bytes, sram_source, block_q=block_q, block_kv=block_kv,
-                       outer=algorithm.outer)
+                       outer=algorithm.outer, code_for=algorithm.code_tiles,
+                       cc=gpu_cc(hardware), sram_per_sm=gpu_sram_per_sm(hardware),
+                       tile_rule=tile_rule, impl=impl)
+
+
+def gpu_cc(hardware: Hardware | None) -> int:
+    return compute_capability(hardware.architecture) if hardware is not None else 0
+
+
+def gpu_sram_per_sm(hardware: Hardware | None) -> int:
+    return int(hardware.sram_per_sm_bytes or 0) if hardware is not None else 0
 
 
 def compare(
@@ -60,15 +82,21 @@ def compare(
     sram_elements: int | None = None,
     profile: Profile = "spec",
     splits: int | None = None,
+    tiles: str = "code",
+    impl: str | Implementation | None = None,
 ) -> Comparison:
     """Count, place on the roofline and time every requested algorithm; returns a Comparison.
 
     Default algorithms: standard, flash1, flash2, and splitkv for a decoding step (N = 1,
     forward). `hardware` is a Hardware, a shipped GPU name or alias, or a path to a YAML file.
-    `block_q`/`block_kv` are B_r/B_c in rows (default: Alg. 1 line 1), `sram` a size ("192KiB"
-    or bytes) and `sram_elements` elements, replacing the GPU's sram_per_block. Speed-ups and
-    traffic ratios are against standard attention, computed even when not listed. `splits` is
-    splitkv's number of KV splits (default: FlashAttention-2's heuristic).
+    `block_q`/`block_kv` are B_r/B_c in rows (default: flash1 Alg. 1 line 1, flash2 and splitkv
+    FlashAttention-2's code per head dim; `tiles="alg1"` gives flash2 Alg. 1's rule too), `sram`
+    a size ("192KiB" or bytes) and `sram_elements` elements, replacing the GPU's sram_per_block.
+    Speed-ups and traffic ratios are against standard attention, computed even when not listed.
+    `splits` is splitkv's number of KV splits (default: FlashAttention-2's heuristic). `impl`
+    (a shipped name or a YAML path, configs/impls) estimates that implementation instead of the
+    algorithms: its loop nest, its tiles, its extra kernels, beside standard attention.
+    Every modelled grid's time is divided by its waves' utilisation (estimates/occupancy.py).
     """
     if isinstance(hardware, str):
         resolved = resolve_hardware(hardware)
@@ -76,47 +104,76 @@ def compare(
     else:
         hw, requested, note = hardware, hardware.name, None
     check_splits([splits])
+    if tiles not in TILE_RULES:
+        raise IosimError(f"unknown tile rule '{tiles}'; use {' or '.join(TILE_RULES)}",
+                         param="tiles")
+    implementation = get_implementation(impl) if isinstance(impl, str) else impl
+    if implementation is not None:
+        if algorithms:
+            raise IosimError(f"{arg('impl')} picks the algorithm ({implementation.name} runs "
+                             f"{implementation.algorithm}); drop {arg('algorithms')}")
+        implementation.check_shape(workload.d, workload.dtype)
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
-                               splits_given=splits is not None)
+                               splits_given=splits is not None) if implementation is None else ()
     roofs = roofs_for(hw, workload.dtype, profile)
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram,
                                           sram_elements=sram_elements)
+    given = block_q is not None or block_kv is not None
 
-    def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None) -> AlgorithmEstimate:
-        tiling = tiling_for(algorithm, workload, sram_bytes, sram_source,
-                            block_q=block_q, block_kv=block_kv)
-        tiling = algorithm.finish_tiling(tiling, workload, sm_count=hw.sm_count, splits=splits,
-                                         blocks_given=block_q is not None or block_kv is not None)
-        kernels = algorithm.kernels(workload, tiling)
-        dram = _dram_or_none(kernels, workload, tiling, hw)
+    def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None, *,
+                 impl_: Implementation | None = None, impl_splits: int | None = None
+                 ) -> AlgorithmEstimate:
+        w = workload if impl_ is None else impl_workload(impl_, workload)
+        tiling = tiling_for(algorithm, w, sram_bytes, sram_source, block_q=block_q,
+                            block_kv=block_kv, hardware=hw, tile_rule=tiles, impl=impl_)
+        base = None if tiling is None else TilingInputs.of(
+            w, sram_bytes, cc=gpu_cc(hw), sram_per_sm=gpu_sram_per_sm(hw), tile_rule=tiles,
+            impl=impl_)
+        tiling = algorithm.finish_tiling(tiling, w, sm_count=hw.sm_count,
+                                         splits=splits if impl_splits is None else impl_splits,
+                                         blocks_given=given, base=base)
+        kernels = algorithm.kernels(w, tiling)
+        if impl_ is not None:
+            kernels = extra_kernels(impl_, w) + kernels
+        dram = _dram_or_none(kernels, w, tiling, hw)
         if profile == "measured" and dram is None:
             raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "
                              f"sm_count in {hw.path}")
         on_roof = None if profile != "measured" or dram is None else {
             k.name: dram.of_kernel(k.name).bytes for k in kernels}
-        kernel_estimates = estimate_kernels(kernels, workload, tiling, roofs, dram_bytes=on_roof)
+        kernel_estimates = estimate_kernels(kernels, w, tiling, roofs, dram_bytes=on_roof,
+                                            sm_count=hw.sm_count)
         time_s = sum(k.time_s for k in kernel_estimates)
         hbm = sum(k.hbm_bytes for k in kernel_estimates)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
         saved: tuple[Access, ...] = ()
         fixed: tuple[tuple[str, int], ...] = ()
-        if workload.pass_ != "fwd":
-            saved = saved_for_backward(algorithm.forward(workload), algorithm.backward(workload))
-            if algorithm.tiled and "dropout" in workload.unfused:
+        if w.pass_ != "fwd":
+            saved = saved_for_backward(algorithm.forward(w), algorithm.backward(w))
+            if algorithm.tiled and "dropout" in w.unfused:
                 fixed = (("R", RNG_STATE_BYTES),)  # Alg. 2 line 1 / Alg. 4: the RNG state
-        dims = Dims.of(workload, tiling)
+        dims = Dims.of(w, tiling)
         occupancy = tuple(
-            Occupancy(k.name, k.label, int(kernel_programs(k, dims)), hw.sm_count)
+            Occupancy(k.name, k.label, int(kernel_programs(k, dims)), hw.sm_count,
+                      kernel_programs_per_sm(k, tiling))
             for k in kernels if k.grid is not None)
         return AlgorithmEstimate(
-            algorithm.name, algorithm.title, tiling, kernel_estimates,
-            footprint(kernels, workload, hw, saved=saved, tiling=tiling, fixed=fixed),
+            impl_.name if impl_ is not None else algorithm.name,
+            f"{impl_.title} — {algorithm.name}'s loop nest" if impl_ is not None
+            else algorithm.title, tiling, kernel_estimates,
+            footprint(kernels, w, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
-            convention_flops(workload, recompute=algorithm.tiled), dram)
+            convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_)
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)
-    results = tuple(standard if a.name == "standard" else estimate(a, baseline) for a in chosen)
+    if implementation is not None:
+        algorithm, impl_splits = impl_algorithm(implementation, workload, hw, sram_bytes, splits)
+        results: tuple[AlgorithmEstimate, ...] = (standard, estimate(
+            algorithm, baseline, impl_=implementation, impl_splits=impl_splits))
+    else:
+        results = tuple(standard if a.name == "standard" else estimate(a, baseline)
+                        for a in chosen)
 
     m = sram_bytes // workload.element_bytes
     n, n_kv, d = workload.n, workload.n_kv, workload.d

@@ -66,7 +66,7 @@ def kernel_dict(k: KernelEstimate) -> dict[str, Any]:
         "intensity_flops_per_byte": k.intensity_flops_per_byte,
         "memory_time_s": k.memory_time_s, "compute_time_s": k.compute_time_s,
         "efficiency": k.efficiency, "time_s": k.time_s, "bound": k.bound,
-        "dram_bytes_on_roof": k.dram_bytes,
+        "dram_bytes_on_roof": k.dram_bytes, "utilisation": k.utilisation,
     }
 
 
@@ -80,9 +80,14 @@ def term_dict(t: Any) -> dict[str, Any]:
 def _algorithm_dict(a: AlgorithmEstimate) -> dict[str, Any]:
     tiling = None if a.tiling is None else {
         "block_q": a.tiling.block_q, "block_kv": a.tiling.block_kv, "rule": a.tiling.rule,
-        "splits": a.tiling.splits, "splits_rule": a.tiling.splits_rule}
+        "splits": a.tiling.splits, "splits_rule": a.tiling.splits_rule,
+        "bwd_block_q": a.tiling.bwd_block_q, "bwd_block_kv": a.tiling.bwd_block_kv,
+        "programs_per_sm": a.tiling.programs_per_sm,
+        "bwd_programs_per_sm": a.tiling.bwd_programs_per_sm, "fits_note": a.tiling.fits_note}
     return {
         "name": a.name,
+        "algorithm": a.algorithm or a.name,
+        "impl": None if a.impl is None else a.impl.name,
         "title": a.title,
         "tiling": tiling,
         "hbm_read_bytes": a.hbm_read_bytes,
@@ -105,8 +110,8 @@ def _algorithm_dict(a: AlgorithmEstimate) -> dict[str, Any]:
             "saved_for_backward": dict(a.footprint.saved),
         },
         "occupancy": [{"kernel": o.kernel, "programs": o.programs, "sm_count": o.sm_count,
-                       "fraction": o.fraction, "waves": o.waves} for o in a.occupancy],
-        "occupancy_time_s": a.occupancy_time_s,
+                       "programs_per_sm": o.per_sm, "utilisation": o.fraction,
+                       "waves": o.waves} for o in a.occupancy],
         "kernels": [kernel_dict(k) for k in a.kernels],
         "bytes_by_tensor": a.traffic.by_category(),
         "terms": [term_dict(t) for t in a.traffic],

@@ -11,6 +11,7 @@ from iosim.estimates.l2 import DramEstimate
 from iosim.estimates.roofline import CostTotals, KernelEstimate, Roofs, total_cost
 from iosim.estimates.training import Occupancy
 from iosim.inputs.hardware import Hardware
+from iosim.inputs.implementations import Implementation
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 
@@ -32,6 +33,9 @@ class AlgorithmEstimate(TrafficTotals):
     """FLOPs by the FA2/FA3 convention (training.convention_flops), beside the executed count."""
     dram: DramEstimate | None = None
     """The L2-aware DRAM estimate (l2.py); None when the GPU's YAML lacks l2_size or sm_count."""
+    algorithm: str = ""
+    """The loop nest counted ('' : the same as `name`); differs when `name` is an --impl."""
+    impl: Implementation | None = None
 
     @property
     def traffic(self) -> Traffic:
@@ -60,11 +64,9 @@ class AlgorithmEstimate(TrafficTotals):
         return "memory" if self.totals.memory_bound else "compute"
 
     @property
-    def occupancy_time_s(self) -> float:
-        """Roofline time if each kernel only gets the share of the GPU its grid occupies (an SM
-        reaching 1/sm_count of the bandwidth and FLOP/s): time ÷ occupancy, kernel by kernel."""
-        share = {o.kernel: o.fraction for o in self.occupancy if o.fraction}
-        return sum(k.time_s / share.get(k.name, 1.0) for k in self.kernels)
+    def underfilled(self) -> tuple[Occupancy, ...]:
+        """The kernels whose grid cannot fill the GPU (utilisation below 1/2)."""
+        return tuple(o for o in self.occupancy if o.fraction is not None and o.fraction < 0.5)
 
     @property
     def speedup_vs_standard(self) -> float:

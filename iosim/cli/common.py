@@ -53,13 +53,31 @@ def workload_options(f: F) -> F:
 def tiling_options(f: F) -> F:
     options = [
         click.option("--block-q", type=int, default=None,
-                     help="B_r, query rows per block (default: Alg. 1 line 1)."),
+                     help="B_r, query rows per block (default: flash1 Alg. 1 line 1, flash2 "
+                          "the FA2 code's)."),
         click.option("--block-kv", type=int, default=None,
-                     help="B_c, key/value rows per block (default: Alg. 1 line 1)."),
+                     help="B_c, key/value rows per block (default: as --block-q)."),
         click.option("--sram", default=None, metavar="SIZE",
                      help="SRAM M as a size, e.g. 192KiB (default: the GPU's sram_per_block)."),
         click.option("--sram-elements", type=int, default=None,
                      help="SRAM M in elements of --dtype, e.g. 98304."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def impl_options(f: F) -> F:
+    """--impl (an implementation profile, configs/impls) and --tiles (the default tile rule)."""
+    options = [
+        click.option("--impl", default=None, metavar="NAME|PATH",
+                     help="Estimate what an implementation runs: iosim-triton, sdpa-flash, "
+                          "sdpa-cudnn, sdpa-efficient, flex, torch-naive, or your own YAML "
+                          "(configs/impls)."),
+        click.option("--tiles", type=click.Choice(["code", "alg1"]), default="code",
+                     show_default=True,
+                     help="Default blocks of flash2/splitkv: the FlashAttention-2 code's per "
+                          "head dim, or Alg. 1 line 1's rule."),
     ]
     for option in reversed(options):
         f = option(f)

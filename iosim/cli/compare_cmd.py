@@ -6,7 +6,14 @@ import click
 
 from iosim.analysis.compare import compare
 from iosim.cli import cli
-from iosim.cli.common import comma_list, format_option, gpu_option, tiling_options, workload_options
+from iosim.cli.common import (
+    comma_list,
+    format_option,
+    gpu_option,
+    impl_options,
+    tiling_options,
+    workload_options,
+)
 from iosim.inputs.workload import PASSES, Workload
 
 
@@ -27,13 +34,14 @@ from iosim.inputs.workload import PASSES, Workload
                    "FlashAttention-2's heuristic for the GPU's SMs).")
 @click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
               show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML.")
+@impl_options
 @format_option
 def compare_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
                     kv_heads: int | None, batch: int, dtype: str, causal: bool,
                     unfused: str | None, block_q: int | None, block_kv: int | None,
                     sram: str | None, sram_elements: int | None, algo: str | None,
                     pass_: str, sparsity: float | None, splits: int | None, profile: str,
-                    fmt: str) -> None:
+                    impl: str | None, tiles: str, fmt: str) -> None:
     """Traffic, FLOPs, roofline bound and time of each algorithm, per kernel and per tensor.
 
     \b
@@ -42,6 +50,7 @@ def compare_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
       iosim compare --n 4096 --gpu my-gpu.yaml --sram-elements 65536 --format json
       iosim compare --n 1024 --heads 16 --batch 64 --gpu a100-40gb-sxm --pass fwdbwd
       iosim compare --n 1 --n-kv 32768 --d 128 --heads 32 --kv-heads 8 --gpu h100
+      iosim compare --n 4096 --d 128 --heads 32 --gpu h200 --impl sdpa-flash
     """
     workload = Workload(n, n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch,
                         dtype=dtype, causal=causal, unfused=tuple(comma_list(unfused) or ()),
@@ -49,7 +58,8 @@ def compare_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
                         sparsity=1.0 if sparsity is None else sparsity)
     result = compare(workload, gpu, algorithms=comma_list(algo), block_q=block_q,
                      block_kv=block_kv, sram=sram, sram_elements=sram_elements,
-                     profile=profile, splits=splits)  # type: ignore[arg-type]
+                     profile=profile, splits=splits, impl=impl,  # type: ignore[arg-type]
+                     tiles=tiles)
     from iosim.output import render
 
     if fmt == "json":

@@ -29,8 +29,10 @@ from iosim.algorithms.loopnest import (
     closed_form,
     element_bytes,
     kernel_flops,
+    kernel_programs,
     kernel_sums,
 )
+from iosim.estimates.occupancy import utilisation
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware
@@ -113,6 +115,8 @@ class KernelEstimate(TrafficTotals):
     bound: Bound
     dram_bytes: int | None = None
     """The L2-aware DRAM estimate the memory roof used (measured profile), else None."""
+    utilisation: float = 1.0
+    """u of the kernel's waves (estimates/occupancy.py): time = roofline time / u."""
 
     @property
     def intensity_flops_per_byte(self) -> float:
@@ -161,11 +165,14 @@ class KernelCost:
 
 def kernel_cost(kernel: Kernel, dims: Dims, *, bandwidth: Any, matmul_peak: Any,
                 vector_peak: Any, efficiency: Any, additive: bool,
-                memory_bytes: Any = None, sums: BlockSums | None = None) -> KernelCost:
+                memory_bytes: Any = None, sums: BlockSums | None = None,
+                per_sm: Any = None, sm_count: Any = None) -> KernelCost:
     """Bytes, FLOPs and times of one kernel over `dims` (ints or a sweep's arrays): the one
     evaluation that `compare` and `sweep` share. Rates in bytes/s and FLOP/s; `memory_bytes`
     replaces the HBM bytes on the memory roof (the measured profile's DRAM estimate); `sums`
-    are the kernel's block sums when the caller already has them."""
+    are the kernel's block sums when the caller already has them. With `per_sm` (programs
+    per SM) and `sm_count` the time is divided by the grid's utilisation u
+    (estimates/occupancy.py); the memory and compute roofs stay full-GPU figures."""
     sums = kernel_sums(kernel, dims) if sums is None else sums
     read: Any = 0
     write: Any = 0
@@ -181,7 +188,15 @@ def kernel_cost(kernel: Kernel, dims: Dims, *, bandwidth: Any, matmul_peak: Any,
         read + write if memory_bytes is None else memory_bytes, matmul, elementwise,
         bandwidth=bandwidth, matmul_peak=matmul_peak, vector_peak=vector_peak,
         efficiency=efficiency, additive=additive)
-    return KernelCost(read, write, matmul, elementwise, memory_time, compute_time, time_s)
+    u = kernel_utilisation(kernel, dims, per_sm, sm_count)
+    return KernelCost(read, write, matmul, elementwise, memory_time, compute_time, time_s / u)
+
+
+def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any) -> Any:
+    """u of the kernel's grid (1 for a grid iosim does not model or an unknown SM count)."""
+    if kernel.grid is None or per_sm is None or sm_count is None:
+        return 1.0
+    return utilisation(kernel_programs(kernel, dims), per_sm, sm_count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -220,20 +235,25 @@ def total_cost(kernels: Iterable[KernelCost | KernelEstimate]) -> CostTotals:
 
 def estimate_kernels(
     kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None, roofs: Roofs,
-    *, dram_bytes: Mapping[str, int] | None = None,
+    *, dram_bytes: Mapping[str, int] | None = None, sm_count: int | None = None,
 ) -> tuple[KernelEstimate, ...]:
     """Every kernel on the roofline; `dram_bytes` (per kernel name) replaces the L2-oblivious
-    bytes on the memory roof (the measured profile passes the L2-aware DRAM estimate)."""
+    bytes on the memory roof (the measured profile passes the L2-aware DRAM estimate); with
+    `sm_count` each modelled grid's time is divided by its utilisation (programs per SM from
+    the tiling)."""
     traffic = closed_form(kernels, workload, tiling)
     dims = Dims.of(workload, tiling)
     estimates = []
     for kernel in kernels:
         dram = None if dram_bytes is None else dram_bytes.get(kernel.name)
         efficiency = roofs.efficiency.get(kernel.kind, 1.0)
+        per_sm = kernel_programs_per_sm(kernel, tiling)
         cost = kernel_cost(kernel, dims, bandwidth=roofs.hbm_bandwidth_bytes_per_s,
                            matmul_peak=roofs.matmul_flops_per_s,
                            vector_peak=roofs.vector_flops_per_s, efficiency=efficiency,
-                           additive=roofs.additive_compute, memory_bytes=dram)
+                           additive=roofs.additive_compute, memory_bytes=dram,
+                           per_sm=per_sm, sm_count=sm_count)
+        u = float(kernel_utilisation(kernel, dims, per_sm, sm_count))
         estimates.append(KernelEstimate(
             name=kernel.name,
             label=kernel.label,
@@ -247,7 +267,15 @@ def estimate_kernels(
             time_s=float(cost.time_s),
             bound="memory" if cost.memory_bound else "compute",
             dram_bytes=dram,
+            utilisation=u,
         ))
     return tuple(estimates)
+
+
+def kernel_programs_per_sm(kernel: Kernel, tiling: Tiling | None) -> int:
+    """Programs per SM of a kernel: its pass's figure from the tiling (1 untiled)."""
+    if tiling is None:
+        return 1
+    return tiling.bwd_programs_per_sm if kernel.blocks == "backward" else tiling.programs_per_sm
 
 

@@ -10,9 +10,10 @@
   mask; backward 2.5 × forward for the recomputing flash backward (5 matmuls against 2) and 2 ×
   for standard attention (4 matmuls). iosim itself reports executed FLOPs, tile-exact: a causal
   tiled kernel computes its diagonal tiles in full, so its count exceeds half of N² slightly.
-- Occupancy: the programs (CTAs) of a kernel's grid against the GPU's SMs, one program per SM
-  at a time (a decode step of FA2 runs batch × heads programs: "With a batch size of 1,
-  FlashAttention will use less than 1% of the GPU!", Flash-Decoding blog).
+- Occupancy: the programs (CTAs) of a kernel's grid against the GPU's SMs and the programs each
+  SM holds (a decode step of FA2 runs batch × heads programs: "With a batch size of 1,
+  FlashAttention will use less than 1% of the GPU!", Flash-Decoding blog); the model of waves
+  and the tail is estimates/occupancy.py.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from iosim.algorithms.loopnest import Access, Kernel
+from iosim.estimates.occupancy import utilisation
 from iosim.inputs.units import STAT_BYTES
 from iosim.inputs.workload import Workload
 
@@ -64,20 +66,28 @@ def compulsory_backward_bytes(workload: Workload) -> int:
 
 @dataclass(frozen=True, slots=True)
 class Occupancy:
-    """One kernel's launch grid against the GPU's SMs."""
+    """One kernel's launch grid against the GPU's SMs (estimates/occupancy.py)."""
 
     kernel: str
     label: str
     programs: int
     sm_count: int | None
+    per_sm: int = 1
+    """Programs one SM holds at once."""
+
+    @property
+    def slots(self) -> int | None:
+        return None if self.sm_count is None else self.per_sm * self.sm_count
 
     @property
     def fraction(self) -> float | None:
-        """Share of the SMs the grid can keep busy (1.0 once it covers every SM)."""
+        """u: the share of the GPU's rate the grid reaches over its waves (1.0 when full)."""
         if self.sm_count is None:
             return None
-        return min(1.0, self.programs / self.sm_count)
+        return float(utilisation(self.programs, self.per_sm, self.sm_count))
 
     @property
     def waves(self) -> float | None:
-        return None if self.sm_count is None else self.programs / self.sm_count
+        """Programs over the programs the GPU holds at once (fractional: 0.15 is part of one)."""
+        slots = self.slots
+        return None if slots is None else self.programs / slots

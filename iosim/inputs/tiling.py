@@ -14,10 +14,18 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
 from iosim.errors import TilingError, arg
-from iosim.inputs.ints import Int, check_count, either, imax, imin, is_array, select
+from iosim.estimates.occupancy import SmLimits, programs_per_sm, sm_limits
+from iosim.inputs.implementations import Implementation, dtype_code
+from iosim.inputs.ints import Int, both, check_count, either, imax, imin, is_array, select
 from iosim.inputs.units import DTYPE_BYTES, STAT_BYTES
 from iosim.inputs.workload import Workload
+
+if TYPE_CHECKING:
+    from iosim.inputs.code_tiles import CodeTiles
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,6 +49,14 @@ class Tiling:
     """Split-KV (flash-decoding): each query block's key blocks are cut into this many programs."""
     splits_rule: str = ""
     """How the split count was chosen ('--splits', or flash_api.cpp's heuristic and its inputs)."""
+    programs_per_sm: int = 1
+    bwd_programs_per_sm: int = 1
+    """Programs one SM holds at once, forward and backward (estimates/occupancy.py)."""
+    occupancy_rule: str = ""
+    """What set the programs per SM (the tiles' shared memory, warps, registers)."""
+    fits_note: str = ""
+    """The separate fits check of a default rule: what it found when the rule's blocks,
+    with everything the program holds, exceed the SRAM ('' when they fit)."""
 
     def sram_elements(self, dtype: str) -> int:
         """The SRAM budget M in elements of `dtype`."""
@@ -137,15 +153,34 @@ class TilingInputs:
     block_kv: Int = 0
     splits: Int = 0
     sm_count: Int = 0
+    causal: Int = False
+    dtype: Int = 0
+    """implementations.dtype_code of the dtype (tile tables may depend on it)."""
+    cc: Int = 0
+    """The GPU's compute capability as an int (80), 0 when unknown."""
+    sram_per_sm: Int = 0
+    """Shared memory per SM in bytes (0: unknown, then the per-block budget)."""
+    tile_rule: str = "code"
+    """"code": the implementation's tile table where it has one; "alg1": Alg. 1 line 1."""
+    impl: Implementation | None = None
+    """The implementation whose tables apply (None: each algorithm's default)."""
 
     @classmethod
     def of(cls, workload: Workload, sram_bytes: int, *, block_q: int | None = None,
            block_kv: int | None = None, splits: int | None = None,
-           sm_count: int | None = None) -> TilingInputs:
+           sm_count: int | None = None, cc: int = 0, sram_per_sm: int = 0,
+           tile_rule: str = "code", impl: Implementation | None = None) -> TilingInputs:
         """One workload's inputs (None → 0: not given, or unknown)."""
         w = workload
         return cls(w.n, w.n_kv, w.d, w.heads, w.kv_heads, w.batch, w.element_bytes, sram_bytes,
-                   w.pass_ != "fwd", block_q or 0, block_kv or 0, splits or 0, sm_count or 0)
+                   w.pass_ != "fwd", block_q or 0, block_kv or 0, splits or 0, sm_count or 0,
+                   w.causal, dtype_code(w.dtype), cc, sram_per_sm, tile_rule, impl)
+
+    @property
+    def limits(self) -> SmLimits:
+        """The SM's limits (shared memory, threads, blocks), ints or arrays."""
+        per_sm = select(np.asarray(self.sram_per_sm) > 0, self.sram_per_sm, self.sram_bytes)
+        return sm_limits(per_sm, self.cc)
 
     @property
     def blocks_given(self) -> Int:
@@ -165,33 +200,70 @@ class Tiles:
     """The backward's blocks where a rule sizes them apart from the forward's (else None)."""
     bwd_block_kv: Int = None
     splits: Int = 1
+    per_sm: Int = 1
+    """Programs per SM of the forward's kernels (estimates/occupancy.py)."""
+    bwd_per_sm: Int = 1
+    code: Any = False
+    """Whether the forward's blocks came from an implementation's tile table."""
 
 
-def tiles_for(inputs: TilingInputs, outer: str) -> Tiles:
-    """The forward's (B_r, B_c): each given size as given, the others by `default_blocks`.
+ASSUMED_WARPS = 4
+"""Warps of a program whose blocks come from Alg. 1's rule (no code to read them from): the
+4 warps FlashAttention's kernels use for most head dims (flash_fwd_launch_template.h)."""
 
-    With one size given the other is Alg. 1 line 1's, not stepped down (the user's block is
-    what must fit). `fits` says whether the working set fits the SRAM.
+
+def tiles_for(inputs: TilingInputs, outer: str, code: CodeTiles | None = None) -> Tiles:
+    """The forward's (B_r, B_c): each given size as given; else the implementation's tile
+    table (`code`, where it has a row for the point) or Alg. 1 line 1 as printed.
+
+    With one size given the other is Alg. 1 line 1's. `fits` says whether the program's
+    shared memory (the table's rule) or Alg. 1's working set fits the SRAM; Alg. 1's blocks
+    are not stepped down when ℓ and m overflow it (the paper's rule does not count them):
+    the fits check says so instead (`fits_note`).
     """
     p = inputs
-    stepped_q, stepped_kv = default_blocks(p.sram_bytes, p.d, p.element_bytes, outer)
     paper_q, paper_kv = paper_blocks(p.sram_bytes // p.element_bytes, p.d, outer)
+    paper_q, paper_kv = imax(paper_q, 1), imax(paper_kv, 1)
     given = p.blocks_given
-    block_q = select(p.block_q > 0, p.block_q, select(given, imax(paper_q, 1), stepped_q))
-    block_kv = select(p.block_kv > 0, p.block_kv, select(given, imax(paper_kv, 1), stepped_kv))
-    fits = working_set_bytes(block_q, block_kv, p.d, p.element_bytes) <= p.sram_bytes
-    return Tiles(block_q, block_kv, fits)
+    use_code: Any = False if code is None else both(np.logical_not(given), code.found)
+    if code is not None and not is_array(use_code):
+        use_code = bool(use_code)
+    block_q = select(p.block_q > 0, p.block_q, select(use_code, code.block_q if code else 0,
+                                                      paper_q))
+    block_kv = select(p.block_kv > 0, p.block_kv, select(use_code, code.block_kv if code else 0,
+                                                         paper_kv))
+    own = working_set_bytes(block_q, block_kv, p.d, p.element_bytes)
+    shared = own if code is None else select(use_code, code.shared_bytes, own)
+    fits = shared <= p.sram_bytes
+    warps = ASSUMED_WARPS if code is None else select(use_code, code.warps, ASSUMED_WARPS)
+    regs = 0 if code is None else select(use_code, code.registers_per_thread, 0)
+    per_sm = programs_per_sm(p.limits, shared_bytes=shared, warps=warps,
+                             registers_per_thread=regs)
+    return Tiles(block_q, block_kv, fits, per_sm=per_sm, bwd_per_sm=per_sm, code=use_code)
 
 
 def default_rule(sram_bytes: int, d: int, element_bytes: int, outer: str,
                  chosen: tuple[int, int]) -> str:
-    """How `default_blocks` chose `chosen` = (B_r, B_c), in words (one workload)."""
+    """How Alg. 1 line 1 chose `chosen` = (B_r, B_c), in words (one workload)."""
     rule = ("Alg. 1 line 1: B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d)" if outer == "kv" else
             "Alg. 1 line 1 for a Q-outer loop: B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d)")
     paper = paper_blocks(sram_bytes // element_bytes, d, outer)
-    if chosen != paper:
+    if chosen != (max(paper[0], 1), max(paper[1], 1)):
         rule += f" = {paper[0]} × {paper[1]}, stepped down to fit the SRAM"
     return rule
+
+
+def fits_note(block_q: int, block_kv: int, sram_bytes: int, sram_source: str, d: int,
+              element_bytes: int, outer: str) -> str:
+    """The fits check of Alg. 1's blocks: '' when Q_i, K_j, V_j, O_i and ℓ_i, m_i fit, else what
+    they need and the blocks, stepped down one row at a time, that would fit."""
+    need = working_set_bytes(block_q, block_kv, d, element_bytes)
+    if need <= sram_bytes:
+        return ""
+    q, kv = default_blocks(sram_bytes, d, element_bytes, outer)
+    return (f"fits check: {block_q} × {block_kv} tiles with fp32 ℓ_i, m_i need {need:,} B, "
+            f"{need - sram_bytes:,} B more than the SRAM ({sram_source}); the paper's rule "
+            f"does not count ℓ and m — {q} × {kv} would fit (--block-q {q} --block-kv {kv})")
 
 
 def make_tiling(
@@ -202,8 +274,14 @@ def make_tiling(
     block_q: int | None = None,
     block_kv: int | None = None,
     outer: str = "kv",
+    code_for: Callable[[TilingInputs], CodeTiles | None] | None = None,
+    cc: int = 0,
+    sram_per_sm: int = 0,
+    tile_rule: str = "code",
+    impl: Implementation | None = None,
 ) -> Tiling:
-    """Block sizes for one workload: Alg. 1's rule by default, or the given ones (rows).
+    """Block sizes for one workload: the implementation's tile table (`code_for` gives it, for
+    algorithms that have one), Alg. 1's rule, or the given ones (rows).
 
     `sram_bytes` is the budget M in bytes and `sram_source` where it came from; `outer` is the
     algorithm's outer-loop axis ("kv" for Algorithm 1, "q" for FlashAttention-2). Raises
@@ -219,11 +297,20 @@ def make_tiling(
     for name, value in (("block_q", block_q), ("block_kv", block_kv)):
         if value is not None:
             check_count(name, value, TilingError)
-    inputs = TilingInputs.of(workload, sram_bytes, block_q=block_q, block_kv=block_kv)
-    tiles = tiles_for(inputs, outer)
+    inputs = TilingInputs.of(workload, sram_bytes, block_q=block_q, block_kv=block_kv, cc=cc,
+                             sram_per_sm=sram_per_sm, tile_rule=tile_rule, impl=impl)
+    code = code_for(inputs) if code_for is not None else None
+    tiles = tiles_for(inputs, outer, code)
     chosen_q, chosen_kv = int(tiles.block_q), int(tiles.block_kv)
+    note = ""
     if block_q is None and block_kv is None:
-        rule = default_rule(sram_bytes, d, elt, outer, (chosen_q, chosen_kv))
+        if tiles.code and code is not None:
+            rule = f"the code's tiles for d = {d}: {code.source}"
+        else:
+            rule = default_rule(sram_bytes, d, elt, outer, (chosen_q, chosen_kv))
+            if code is not None:
+                rule += f" (no tile-table row for d = {d})"
+            note = fits_note(chosen_q, chosen_kv, sram_bytes, sram_source, d, elt, outer)
     else:
         rule = "given" if block_q is not None and block_kv is not None else (
             "given; the other from Alg. 1 line 1")
@@ -235,4 +322,6 @@ def make_tiling(
                 f"need {need:,} bytes, the SRAM ({sram_source}) holds {sram_bytes:,}; "
                 f"use smaller {arg('block_q')}/{arg('block_kv')} or a larger {arg('sram')}",
                 param="block_q" if block_q is not None else "block_kv")
-    return Tiling(chosen_q, chosen_kv, sram_bytes, sram_source, rule)
+    per_sm = int(tiles.per_sm)
+    return Tiling(chosen_q, chosen_kv, sram_bytes, sram_source, rule,
+                  programs_per_sm=per_sm, bwd_programs_per_sm=per_sm, fits_note=note)

@@ -110,8 +110,11 @@ def _header(c: Comparison) -> Text:
         if a.tiling.bwd_block_q is not None:
             lines.append(f"          {a.name} backward: B_r × B_c = {a.tiling.bwd_block_q} × "
                          f"{a.tiling.bwd_block_kv} ({a.tiling.bwd_rule})")
-        if a.name == "splitkv":
+        if a.tiling.fits_note:
+            lines.append(f"          {a.name} {a.tiling.fits_note}")
+        if (a.algorithm or a.name) == "splitkv":
             lines.append(f"splits    {a.name}: {_splits_text(c, a)}")
+    lines.extend(f"occupancy {line}" for line in occupancy_lines(c))
     if w.sparsity != 1:
         num, den = w.sparsity_fraction
         lines.append(f"sparsity  s = {num}/{den}: tiled kernels visit ⌈s·P⌉ of their P block pairs "
@@ -219,36 +222,47 @@ def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
             f"{packed}")
 
 
+def occupancy_lines(c: Comparison) -> list[str]:
+    """One line per algorithm whose grids cannot fill the GPU (utilisation below 1/2)."""
+    lines = []
+    for a in c.algorithms:
+        worst = min(a.underfilled, key=lambda o: o.fraction or 1.0, default=None)
+        if worst is None or worst.fraction is None:
+            continue
+        lines.append(f"{a.name} cannot fill the GPU: {worst.programs:,} programs of "
+                     f"{worst.label} on {worst.sm_count} SMs × {worst.per_sm} per SM reach "
+                     f"{worst.fraction:.0%} of its rate; time = roofline ÷ {worst.fraction:.3g}")
+    return lines
+
+
 def occupancy_table(c: Comparison) -> Table:
-    """Each modelled launch grid against the GPU's SMs, and the time if only those SMs work."""
+    """Each modelled launch grid against the GPU's SMs: programs per SM, waves, utilisation."""
     sms = c.hardware.sm_count
-    table = Table(title=f"Parallelism (launch grid vs {sms if sms else 'unknown'} SMs; one "
-                        f"program per SM at a time)", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
+    table = Table(title=f"Parallelism (launch grid vs {sms if sms else 'unknown'} SMs; time = "
+                        f"roofline time ÷ utilisation)", box=box.SIMPLE_HEAD,
+                  title_justify="left", pad_edge=False)
     for name, justify in (("algorithm", "left"), ("kernel", "left"), ("grid", "left"),
-                          ("time", "right"), ("time ÷ occupancy", "right")):
+                          ("per SM", "right"), ("utilisation", "right"), ("time", "right")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     for a in c.algorithms:
         if not a.occupancy:
-            table.add_row(a.name, "all", "library kernels: grid not modelled", fmt_time(a.time_s),
-                          fmt_time(a.occupancy_time_s), end_section=True)
+            table.add_row(a.name, "all", "library kernels: grid not modelled", "", "",
+                          fmt_time(a.time_s), end_section=True)
             continue
         for i, o in enumerate(a.occupancy):
             k = next(k for k in a.kernels if k.name == o.kernel)
-            table.add_row(a.name if i == 0 else "", o.label, grid_text(o), fmt_time(k.time_s),
-                          fmt_time(k.time_s / (o.fraction or 1.0)),
+            table.add_row(a.name if i == 0 else "", o.label, grid_text(o), str(o.per_sm),
+                          "?" if o.fraction is None else f"{o.fraction:.0%}", fmt_time(k.time_s),
                           end_section=i == len(a.occupancy) - 1)
     return table
 
 
 def grid_text(o: Occupancy) -> str:
-    """'grid 32 CTAs on 132 SMs: 24%' (or the number of waves once the grid covers the GPU)."""
-    head = f"grid {o.programs:,} CTAs"
-    if o.sm_count is None or o.fraction is None or o.waves is None:
+    """'32 CTAs: 0.15 waves' (the programs against what the GPU holds at once)."""
+    head = f"{o.programs:,} CTAs"
+    if o.waves is None:
         return head + " (SM count unknown)"
-    if o.fraction < 1:
-        return f"{head} on {o.sm_count} SMs: {o.fraction:.0%}"
-    return f"{head} on {o.sm_count} SMs: 100% ({o.waves:.1f} waves)"
+    return f"{head}: {o.waves:.2f} waves" if o.waves < 10 else f"{head}: {o.waves:,.0f} waves"
 
 
 def _show_training(c: Comparison) -> bool:

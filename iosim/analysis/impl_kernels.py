@@ -1,0 +1,73 @@
+"""What an implementation (configs/impls) changes in an estimate: which loop nest runs (FA2's
+split-KV rule picks the split kernel when the grid is small), the extra kernels it launches
+(GQA expansion, a separate scale or mask pass), and the workload its loop nest sees."""
+
+from __future__ import annotations
+
+from iosim.algorithms import ALGORITHMS, Algorithm
+from iosim.algorithms.loopnest import Access, Kernel
+from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
+from iosim.algorithms.packing import packed_problem, packs_heads
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.implementations import Implementation
+from iosim.inputs.ints import cdiv
+from iosim.inputs.workload import UNFUSED_OPS, Workload
+
+TILE_RULES = ("code", "alg1")
+"""--tiles: the implementation's tile tables (FlashAttention-2's code by default), or Alg. 1."""
+
+
+def impl_workload(impl: Implementation, workload: Workload) -> Workload:
+    """The workload the implementation's loop nest runs: an eager pipeline's separate scale and
+    mask passes are standard attention's unfused ops (standard.py)."""
+    ops = {k.kind for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
+                                                  causal=workload.causal)}
+    unfused = tuple(op for op in UNFUSED_OPS if op in ops or op in workload.unfused)
+    return workload.with_(unfused=unfused) if unfused != workload.unfused else workload
+
+
+def extra_kernels(impl: Implementation, workload: Workload) -> tuple[Kernel, ...]:
+    """Kernels launched before the attention: K, V repeated per query head (repeat_interleave:
+    read per KV head, written per query head) when the implementation expands GQA."""
+    extras = impl.extra_kernels_for(gqa=workload.group_size > 1, causal=workload.causal)
+    expand = [k for k in extras if k.kind == "gqa_expand"]
+    if not expand:
+        return ()
+    cite = f"{impl.name}: {expand[0].source}"
+    return (Kernel("gqa_expand", "K, V repeated per query head", "elementwise", (
+        Access("K", "read", "prologue", "kv", "d", f"{cite}: read K", per_kv_head=True),
+        Access("V", "read", "prologue", "kv", "d", f"{cite}: read V", per_kv_head=True),
+        Access("K_rep", "write", "prologue", "kv", "d", f"{cite}: write K per query head"),
+        Access("V_rep", "write", "prologue", "kv", "d", f"{cite}: write V per query head"),
+    )),)
+
+
+def impl_algorithm(impl: Implementation, workload: Workload, hardware: Hardware,
+                   sram_bytes: int, splits: int | None) -> tuple[Algorithm, int | None]:
+    """The loop nest the implementation runs for this workload, and the split count to use.
+
+    FlashAttention-2's mha_fwd (flash_api.cpp set_params_splitkv, run_mha_fwd) computes
+    num_splits_heuristic whenever dropout is 0 and runs the split kernel only when it gives
+    more than one split; --splits forces the split kernel."""
+    base = ALGORITHMS[impl.algorithm]
+    if workload.pass_ != "fwd" or impl.split_kv.rule != "fa2-heuristic":
+        return base, None
+    splitkv = ALGORITHMS["splitkv"]
+    if splits is not None:
+        return splitkv, splits
+    if hardware.sm_count is None:
+        return base, None
+    from iosim.inputs.code_tiles import lookup
+    from iosim.inputs.implementations import dtype_code
+
+    code = lookup(impl.split_kv.tiles, impl.shared_memory, d=workload.d, causal=workload.causal,
+                  dtype=dtype_code(workload.dtype), element_bytes=workload.element_bytes, cc=0,
+                  smem_per_block=sram_bytes, smem_per_sm=sram_bytes)
+    if not code.found:
+        return base, None
+    rows, heads = packed_problem(workload.n, workload.heads, workload.kv_heads,
+                                 packs_heads(workload.n, workload.heads, workload.kv_heads))
+    chosen = num_splits_heuristic(workload.batch * heads * cdiv(rows, 64),
+                                  2 * hardware.sm_count, cdiv(workload.n_kv, code.block_kv),
+                                  MAX_SPLITS)
+    return (splitkv, None) if chosen > 1 else (base, None)
