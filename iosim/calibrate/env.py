@@ -13,14 +13,15 @@ from iosim.calibrate import CalibrationError
 INSTALL_HINT = 'pip install -e ".[gpu]"'
 
 
-def require_gpu() -> None:
-    """Raise CalibrationError naming the first missing piece: torch, triton, or a CUDA GPU."""
+def require_gpu(what: str = "calibrate") -> None:
+    """Raise CalibrationError naming the first missing piece: torch, triton, or a CUDA GPU
+    (`what` is the command, for the message)."""
     for module in ("torch", "triton"):
         try:
             importlib.import_module(module)
         except ImportError:
             raise CalibrationError(
-                f"calibrate needs {module}, which is not installed; on a machine with an NVIDIA "
+                f"{what} needs {module}, which is not installed; on a machine with an NVIDIA "
                 f"GPU run {INSTALL_HINT}"
             ) from None
     import os
@@ -32,7 +33,7 @@ def require_gpu() -> None:
                                "to time kernels on the GPU")
     if not torch.cuda.is_available():
         raise CalibrationError(
-            f"calibrate needs a CUDA GPU and torch found none (torch {torch.__version__}, "
+            f"{what} needs a CUDA GPU and torch found none (torch {torch.__version__}, "
             f"torch.cuda.is_available() is False); run it on the GPU you want to calibrate"
         )
 

@@ -16,6 +16,7 @@ COMMAND_MODULES = {
     "compare": "iosim.cli.compare_cmd",
     "explain": "iosim.cli.explain_cmd",
     "gpus": "iosim.cli.gpus_cmd",
+    "measure": "iosim.cli.measure_cmd",
     "report": "iosim.cli.report_cmd",
     "roofline": "iosim.cli.roofline_cmd",
     "sweep": "iosim.cli.sweep_cmd",

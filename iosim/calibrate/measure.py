@@ -1,0 +1,158 @@
+"""`iosim measure`: run one implementation at the user's shape on this GPU, check it against a
+reference, time it, and set the measurement beside iosim's prediction (imports torch).
+
+Runs: torch SDPA with one backend forced (sdpa-flash, sdpa-cudnn, sdpa-efficient), FlexAttention
+compiled (flex), eager PyTorch (torch-naive) and the project's Triton kernel (iosim-triton).
+The output is checked on fresh random data against attention computed in fp32 before anything is
+timed; timing is `triton.testing.do_bench`'s median; the kernels one call launches (names and
+device times) come from torch.profiler. DRAM and L2 bytes need Nsight Compute and are read only
+with --counters (iosim calibrate's ncu path), else shown as not measured.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from typing import Any
+
+from iosim.calibrate import CalibrationError
+from iosim.inputs.implementations import Implementation
+from iosim.inputs.workload import Workload
+
+TOLERANCE = {"fp16": 2e-2, "bf16": 5e-2, "fp32": 1e-3}
+"""Largest max-abs error against the fp32 reference, relative to the reference's max-abs."""
+
+_SDPA_BACKENDS = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-cudnn": "CUDNN_ATTENTION",
+                  "sdpa-efficient": "EFFICIENT_ATTENTION"}
+
+
+def _tensors(w: Workload, torch: Any, *, batch: int | None = None) -> tuple[Any, Any, Any]:
+    dtype = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}[w.dtype]
+    b = w.batch if batch is None else batch
+    q = torch.randn(b, w.heads, w.n, w.d, device="cuda", dtype=dtype)
+    k = torch.randn(b, w.kv_heads, w.n_kv, w.d, device="cuda", dtype=dtype)
+    v = torch.randn(b, w.kv_heads, w.n_kv, w.d, device="cuda", dtype=dtype)
+    return q, k, v
+
+
+def _causal_mask(w: Workload, torch: Any) -> Any:
+    """Bottom-right aligned (query i sees keys j <= i + n_kv - n), as iosim's Workload."""
+    i = torch.arange(w.n, device="cuda")[:, None]
+    j = torch.arange(w.n_kv, device="cuda")[None, :]
+    return j <= i + (w.n_kv - w.n)
+
+
+def reference(q: Any, k: Any, v: Any, w: Workload, torch: Any) -> Any:
+    g = w.group_size
+    kf = k.float().repeat_interleave(g, 1)
+    vf = v.float().repeat_interleave(g, 1)
+    s = q.float() @ kf.transpose(-2, -1) / math.sqrt(w.d)
+    if w.causal:
+        s = s.masked_fill(~_causal_mask(w, torch), float("-inf"))
+    return torch.softmax(s, -1) @ vf
+
+
+def make_runner(impl: Implementation, w: Workload, q: Any, k: Any, v: Any) -> Callable[[], Any]:
+    """A no-argument function that runs the implementation once and returns O (b, h, n, d)."""
+    import torch
+
+    g, scale = w.group_size, 1.0 / math.sqrt(w.d)
+    if impl.runs == "sdpa":
+        from torch.nn.attention import SDPBackend, sdpa_kernel
+        from torch.nn.functional import scaled_dot_product_attention as sdpa
+
+        backend = getattr(SDPBackend, _SDPA_BACKENDS.get(impl.name, "FLASH_ATTENTION"))
+        mask = None
+        causal = w.causal and w.n == w.n_kv
+        if w.causal and w.n != w.n_kv:
+            from torch.nn.attention.bias import causal_lower_right
+
+            mask = causal_lower_right(w.n, w.n_kv)
+
+        def run() -> Any:
+            with sdpa_kernel(backend):
+                return sdpa(q, k, v, attn_mask=mask, is_causal=causal, enable_gqa=g > 1)
+        return run
+    if impl.runs == "eager":
+        keep = _causal_mask(w, torch) if w.causal else None
+
+        def run() -> Any:
+            kk = k.repeat_interleave(g, 1) if g > 1 else k
+            vv = v.repeat_interleave(g, 1) if g > 1 else v
+            s = q @ kk.transpose(-2, -1) * scale
+            if keep is not None:
+                s = s.masked_fill(~keep, float("-inf"))
+            return s.softmax(-1) @ vv
+        return run
+    if impl.runs == "flex":
+        from torch.nn.attention.flex_attention import create_block_mask, flex_attention
+
+        block = None
+        if w.causal:
+            offset = w.n_kv - w.n
+            block = create_block_mask(lambda b, h, i, j: j <= i + offset, None, None, w.n, w.n_kv)
+        compiled = torch.compile(flex_attention)
+        return lambda: compiled(q, k, v, block_mask=block, enable_gqa=g > 1)
+    if impl.runs == "iosim-triton":
+        from iosim.calibrate import kernels as K
+
+        row = next((r for r in impl.forward_tiles if w.d <= r.d_max), None)
+        if row is None or w.n != w.n_kv or w.n % row.block_q:
+            raise CalibrationError(f"iosim-triton runs N = N_kv, a multiple of its BLOCK_M "
+                                   f"({row.block_q if row else '?'}); got N {w.n}, N_kv {w.n_kv}")
+        config = K.AttentionConfig(row.block_q, row.block_kv, row.warps, row.stages or 3)
+        bh = w.batch * w.heads
+        o = torch.empty(bh, w.n, w.d, device="cuda", dtype=q.dtype)
+        lse = torch.empty(bh, w.n, device="cuda", dtype=torch.float32)
+
+        def run() -> Any:
+            kk = (k.repeat_interleave(g, 1) if g > 1 else k).reshape(bh, w.n, w.d)
+            vv = (v.repeat_interleave(g, 1) if g > 1 else v).reshape(bh, w.n, w.d)
+            K.attention_fwd(q.reshape(bh, w.n, w.d), kk, vv, o, lse, causal=w.causal,
+                            config=config)
+            return o.view(w.batch, w.heads, w.n, w.d)
+        return run
+    raise CalibrationError(f"{impl.name}: iosim cannot run '{impl.runs}' implementations")
+
+
+def check(impl: Implementation, w: Workload) -> float:
+    """Run on fresh data (one batch) against the fp32 reference; raise unless it is close."""
+    import torch
+
+    small = w.with_(batch=1)
+    q, k, v = _tensors(small, torch)
+    try:
+        out = make_runner(impl, small, q, k, v)()
+    except (RuntimeError, ValueError, TypeError) as exc:
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+        raise CalibrationError(f"{impl.name} refuses this shape on this machine: {first[:200]}"
+                               ) from None
+    ref = reference(q, k, v, small, torch)
+    err = float((out.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6))
+    if not math.isfinite(err) or err > TOLERANCE[w.dtype]:
+        raise CalibrationError(f"{impl.name} computed wrongly at this shape: max error {err:.3g} "
+                               f"of the output's scale (tolerance {TOLERANCE[w.dtype]:g}); "
+                               f"nothing timed")
+    return err
+
+
+def time_and_kernels(impl: Implementation, w: Workload, *, rep_ms: int = 60
+                     ) -> tuple[float, list[dict[str, Any]]]:
+    """(median seconds of one call, the kernels it launches: name and device seconds)."""
+    import torch
+    import triton
+
+    q, k, v = _tensors(w, torch)
+    run = make_runner(impl, w, q, k, v)
+    run()
+    torch.cuda.synchronize()
+    median_ms = triton.testing.do_bench(run, warmup=10, rep=rep_ms, return_mode="median")
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        run()
+        torch.cuda.synchronize()
+    kernels = [{"name": e.name, "time_s": e.device_time * 1e-6}
+               for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+               and e.device_time > 0]
+    return median_ms * 1e-3, kernels
