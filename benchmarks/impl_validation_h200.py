@@ -1,6 +1,8 @@
 """One H200 run: every shipped implementation over the validation set, checked, timed, recorded.
 
-    cd <repo> && PYTHONPATH=$PWD python3 benchmarks/impl_validation_h200.py OUT.json [SECONDS]
+    cd <repo> && PYTHONPATH=$PWD python3 benchmarks/impl_validation_h200.py OUT.json [SECONDS [SET]]
+
+SET is `validation` (default) or `fit` (the per-implementation fit set, FIT).
 
 For each point of VALIDATION (none of them used by any fit: the fitted profile in
 configs/gpus/h200.yaml comes from tests/data/h200-calibration.json's grid, batch·heads 16-256
@@ -63,17 +65,31 @@ VALIDATION = (
 FLEX_POINTS = (0, 7, 13, 16, 20, 28)
 """FlexAttention compiles per shape (tens of seconds): it runs a subset."""
 
+FIT = (
+    # the per-implementation fit set: shapes none of VALIDATION has (benchmarks/impl_fit.py)
+    _w(2048, heads=8), _w(8192, heads=4, d=64), _w(4096, heads=32, batch=2, d=64),
+    _w(2048, heads=16, batch=4, causal=True), _w(16384, heads=4, d=128, causal=True),
+    _w(4096, heads=16, kv=4, d=128), _w(1536, heads=24, batch=2, d=128, dtype="bf16"),
+    _w(1, 24576, heads=32, kv=8, batch=2), _w(1, 49152, heads=16, kv=2, d=64),
+    _w(768, 12288, heads=16, d=128), _w(2048, heads=16, d=256, causal=True),
+    _w(49152, heads=4, d=64),
+)
+FIT_FLEX = (0, 5, 10)
+SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX)}
+
 
 def main() -> None:
     out_path = sys.argv[1]
     budget = float(sys.argv[2]) if len(sys.argv) > 2 else 200.0
+    points, flex_points = SETS[sys.argv[3] if len(sys.argv) > 3 else "validation"]
     start = time.monotonic()
     record = {"schema": "iosim.validation/1", "device": device_info(),
+              "set": sys.argv[3] if len(sys.argv) > 3 else "validation",
               "command": " ".join(sys.argv), "points": []}
     for impl_name in IMPLS:
         impl = get_implementation(impl_name)
-        for i, w in enumerate(VALIDATION):
-            if impl_name == "flex" and i not in FLEX_POINTS:
+        for i, w in enumerate(points):
+            if impl_name == "flex" and i not in flex_points:
                 continue
             if time.monotonic() - start > budget:
                 record["stopped_early"] = f"budget of {budget:.0f} s reached at {impl_name} #{i}"

@@ -1,0 +1,54 @@
+"""The launch data of each implementation's kernels, for Nsight Compute to record (one process).
+
+    ncu --csv --metrics launch__grid_size,launch__block_size,launch__registers_per_thread,\\
+        launch__shared_mem_per_block_dynamic,launch__shared_mem_per_block_static,\\
+        dram__bytes_read.sum,dram__bytes_write.sum,lts__t_bytes.sum \\
+        python3 benchmarks/impl_launches.py
+
+Runs each of LAUNCHES once (after one warm-up call outside the profiled range is not possible
+under ncu, so every launch is recorded; the printed markers say which rows belong to which
+implementation and shape). tests/test_implementations.py holds each profile's declared tiles,
+warps and split rule to these rows.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import torch
+
+from iosim.calibrate.measure import _tensors, make_runner
+from iosim.inputs.implementations import get_implementation
+from iosim.inputs.workload import Workload
+
+LAUNCHES = (
+    ("sdpa-flash", Workload(4096, d=64, heads=16)),
+    ("sdpa-flash", Workload(4096, d=128, heads=16, causal=True)),
+    ("sdpa-flash", Workload(4096, d=256, heads=16)),
+    ("sdpa-flash", Workload(1, n_kv=32768, d=128, heads=32, kv_heads=8)),
+    ("sdpa-flash", Workload(4096, d=128, heads=1)),
+    ("sdpa-efficient", Workload(4096, d=64, heads=16)),
+    ("sdpa-efficient", Workload(4096, d=128, heads=16)),
+    ("sdpa-cudnn", Workload(4096, d=64, heads=16)),
+    ("sdpa-cudnn", Workload(4096, d=128, heads=16, causal=True)),
+    ("torch-naive", Workload(2048, d=64, heads=8, kv_heads=2, causal=True)),
+)
+
+
+def main() -> None:
+    for name, w in LAUNCHES:
+        impl = get_implementation(name)
+        q, k, v = _tensors(w, torch)
+        run = make_runner(impl, w, q, k, v)
+        print(f"@@ {name} n={w.n} n_kv={w.n_kv} d={w.d} heads={w.heads} kv={w.kv_heads} "
+              f"causal={w.causal}", flush=True)
+        torch.cuda.nvtx.range_push(name)
+        run()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+        print("@@ end", flush=True)
+    sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,115 @@
+"""Predicted against measured for every point of a validation record (no GPU needed).
+
+    python benchmarks/impl_validation_report.py tests/data/h200-impl-validation.json OUTDIR
+
+Writes OUTDIR/validation.md (every point's predicted and measured time and % error, per
+implementation, with median and worst) and OUTDIR/validation.png (predicted vs measured, log-log).
+The prediction is `compare(workload, "h200", impl=..., profile="measured")`: the measured profile
+fitted on tests/data/h200-calibration.json (a disjoint grid), nothing fitted on this record.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import sys
+from pathlib import Path
+from typing import Any
+
+from iosim.analysis.compare import compare
+from iosim.inputs.workload import Workload
+
+
+def predictions(record: dict[str, Any], profile: str = "measured") -> list[dict[str, Any]]:
+    rows = []
+    for p in record["points"]:
+        if "time_s" not in p:
+            continue
+        w = Workload(**p["workload"])
+        est = compare(w, "h200", impl=p["impl"], profile=profile).algorithms[-1]  # type: ignore[arg-type]
+        rows.append({**p, "predicted_s": est.time_s, "algorithm": est.algorithm,
+                     "error": (est.time_s - p["time_s"]) / p["time_s"],
+                     "kernels_predicted": len(est.kernels),
+                     "kernels_measured": len(p["kernels"])})
+    return rows
+
+
+def describe(w: dict[str, Any]) -> str:
+    kv = f"/{w['n_kv']}" if w["n_kv"] != w["n"] else ""
+    gqa = f"/{w['kv_heads']}" if w["kv_heads"] != w["heads"] else ""
+    return (f"b{w['batch']} h{w['heads']}{gqa} N{w['n']}{kv} d{w['d']} {w['dtype']}"
+            f"{' causal' if w['causal'] else ''}")
+
+
+def summary(rows: list[dict[str, Any]]) -> dict[str, tuple[int, float, float]]:
+    out = {}
+    for impl in dict.fromkeys(r["impl"] for r in rows):
+        errs = [abs(r["error"]) for r in rows if r["impl"] == impl]
+        out[impl] = (len(errs), statistics.median(errs), max(errs))
+    return out
+
+
+def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
+    lines = [f"# Validation on {record['device']['name']} (torch {record['device']['torch']})", "",
+             "| impl | points | median abs error | worst |", "| --- | ---: | ---: | ---: |"]
+    for impl, (n, med, worst) in summary(rows).items():
+        lines.append(f"| {impl} | {n} | {med:.0%} | {worst:.0%} |")
+    lines += ["", "| impl | # | workload | loop nest | predicted | measured | error | kernels "
+              "pred/meas |", "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
+    for r in rows:
+        lines.append(f"| {r['impl']} | {r['index']} | {describe(r['workload'])} | "
+                     f"{r['algorithm']} | {r['predicted_s'] * 1e6:,.1f} µs | "
+                     f"{r['time_s'] * 1e6:,.1f} µs | {r['error']:+.0%} | "
+                     f"{r['kernels_predicted']}/{r['kernels_measured']} |")
+    refused = [p for p in record["points"] if "refused" in p]
+    if refused:
+        lines += ["", "Not timed (refused by the implementation or out of memory in the check):",
+                  ""]
+        lines += [f"- {p['impl']} #{p['index']} {describe(p['workload'])}: {p['refused'][:120]}"
+                  for p in refused]
+    return "\n".join(lines) + "\n"
+
+
+def plot(rows: list[dict[str, Any]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7.5, 6.5))
+    for impl in dict.fromkeys(r["impl"] for r in rows):
+        pts = [r for r in rows if r["impl"] == impl]
+        ax.scatter([r["time_s"] * 1e6 for r in pts], [r["predicted_s"] * 1e6 for r in pts],
+                   label=impl, s=18, alpha=0.8)
+    lo = min(min(r["time_s"], r["predicted_s"]) for r in rows) * 1e6 / 1.5
+    hi = max(max(r["time_s"], r["predicted_s"]) for r in rows) * 1e6 * 1.5
+    ax.plot([lo, hi], [lo, hi], color="black", lw=0.8, label="predicted = measured")
+    for f, style in ((1.2, ":"), (1 / 1.2, ":")):
+        ax.plot([lo, hi], [lo * f, hi * f], color="gray", lw=0.6, ls=style)
+    ax.set_xscale("log")
+    ax.set_yscale("log")
+    ax.set_xlim(lo, hi)
+    ax.set_ylim(lo, hi)
+    ax.set_xlabel("measured time (µs, do_bench median, H200)")
+    ax.set_ylabel("iosim predicted time (µs, measured profile)")
+    ax.set_title("Validation set: predicted vs measured (dotted: ±20 %)")
+    ax.legend(loc="upper left", fontsize=8)
+    fig.tight_layout()
+    if path.exists():
+        raise SystemExit(f"{path} exists; remove it first")
+    fig.savefig(path, dpi=110)
+
+
+def main() -> None:
+    record = json.loads(Path(sys.argv[1]).read_text())
+    out = Path(sys.argv[2])
+    out.mkdir(parents=True, exist_ok=True)
+    rows = predictions(record)
+    (out / "validation.md").write_text(markdown(rows, record))
+    plot(rows, out / "validation.png")
+    for impl, (n, med, worst) in summary(rows).items():
+        print(f"{impl:15} {n:3} points  median {med:6.1%}  worst {worst:6.1%}")
+
+
+if __name__ == "__main__":
+    main()
