@@ -29,6 +29,7 @@ from iosim.analysis.impl_kernels import (
     TILE_RULES,
     extra_kernels,
     impl_algorithm,
+    impl_roofs,
     impl_workload,
 )
 from iosim.errors import arg
@@ -112,10 +113,12 @@ def compare(
         if algorithms:
             raise IosimError(f"{arg('impl')} picks the algorithm ({implementation.name} runs "
                              f"{implementation.algorithm}); drop {arg('algorithms')}")
-        implementation.check_shape(workload.d, workload.dtype)
+        implementation.check_shape(workload.d, workload.dtype, gqa=workload.group_size > 1)
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
                                splits_given=splits is not None) if implementation is None else ()
     roofs = roofs_for(hw, workload.dtype, profile)
+    if implementation is not None and profile == "measured":
+        roofs = impl_roofs(roofs, implementation, hw)
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram,
                                           sram_elements=sram_elements)
     given = block_q is not None or block_kv is not None

@@ -4,10 +4,14 @@ split-KV rule picks the split kernel when the grid is small), the extra kernels 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Access, Kernel
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.algorithms.packing import packed_problem, packs_heads
+from iosim.errors import IosimError
+from iosim.estimates.roofline import Roofs
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.ints import cdiv
@@ -40,6 +44,24 @@ def extra_kernels(impl: Implementation, workload: Workload) -> tuple[Kernel, ...
         Access("K_rep", "write", "prologue", "kv", "d", f"{cite}: write K per query head"),
         Access("V_rep", "write", "prologue", "kv", "d", f"{cite}: write V per query head"),
     )),)
+
+
+def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
+    """The measured roofs with the implementation's own fitted efficiencies (its profile's
+    `calibration` entry for this GPU); refused when it has none."""
+    fitted = impl.calibration.get(hardware.name)
+    if fitted is None:
+        have = ", ".join(impl.calibration) or "none"
+        raise IosimError(
+            f"{impl.name} has no measured efficiencies for {hardware.name} (its profile "
+            f"{impl.path} has calibration for: {have}); run `python "
+            f"benchmarks/impl_validation_h200.py FIT.json 120 fit` on that GPU and "
+            f"`python benchmarks/impl_fit.py FIT.json`, or use --profile spec")
+    efficiency = {**roofs.efficiency, **{k: v for k, v in fitted.items() if k != "memory"}}
+    note = (f"{impl.name}'s efficiencies fitted on {hardware.name}: "
+            + ", ".join(f"{k} {v:.3g}" for k, v in fitted.items()))
+    return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
+                   memory_efficiency=fitted.get("memory"))
 
 
 def impl_algorithm(impl: Implementation, workload: Workload, hardware: Hardware,

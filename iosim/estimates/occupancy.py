@@ -1,16 +1,19 @@
 """Occupancy and waves: how many programs an SM holds at once, and what a partial wave costs.
 
 The roofline times assume the whole GPU is busy. A kernel of P programs (CTAs) on S SMs, each
-holding c of them at once (its occupancy), runs in ⌈P / (c·S)⌉ waves; an SM reaches its full
-rate only with c programs resident (c is the occupancy the kernel was built for: fewer resident
-programs hide less latency), so a program takes one wave's time whether its wave is full or
-not. The kernel's time is therefore its full-GPU roofline time divided by
+holding c of them at once (its occupancy: shared memory, registers, threads and resident-block
+limits, as CUDA's occupancy calculator computes it), runs in ⌈P / (c·S)⌉ waves. Its time is its
+full-GPU roofline time divided by the utilisation
 
-    utilisation u = P / (⌈P / (c·S)⌉ · c·S)       (1 when the waves are full)
+    u = P / (S · ⌈P / S⌉)      (1 when every SM gets the same number of programs)
 
-and a grid of 13 programs on 108 SMs (c = 1) runs at 13/108 of the GPU's rate. c comes from the
-per-SM limits of the kernel's resources (shared memory, registers, threads, resident blocks) as
-CUDA's occupancy calculator computes it.
+because an SM reaches its full rate with one resident program and shares it among the
+programs it holds: the busiest SM runs ⌈P/S⌉ programs' work while the GPU's rate assumes P/S.
+That is what the H200 measured (tests/data/h200-impl-validation.json): FlashAttention-2 with
+128 programs on 132 SMs, 2 per SM possible, ran at the full-GPU rate (points 1, 16), and a grid
+of 13 programs on 108 SMs runs at 13/108 of the GPU's rate. So c sets the waves the output
+reports and how many programs are resident, not the rate (a model where an SM needs c programs
+to reach its rate predicted those points 2× too slow).
 
 Per-SM limits, CUDA C++ Programming Guide, "Technical Specifications per Compute Capability":
 65,536 32-bit registers per SM (every 7.x-9.x part); 2,048 resident threads per SM on 7.0, 8.0,
@@ -81,14 +84,14 @@ def waves(programs: Int, per_sm: Int, sm_count: Int) -> Int:
     return cdiv(programs, imax(per_sm * sm_count, 1))
 
 
-def utilisation(programs: Any, per_sm: Any, sm_count: Any) -> Any:
-    """u = P / (⌈P/(c·S)⌉·c·S), the share of the GPU's rate a grid reaches over its waves; 1
-    where the grid or the SM count is unknown (0 or None). Floats or float arrays."""
+def utilisation(programs: Any, sm_count: Any) -> Any:
+    """u = P / (S·⌈P/S⌉), the share of the GPU's rate a grid reaches; 1 where the grid or the
+    SM count is unknown (0 or None). Floats or float arrays."""
     if programs is None or sm_count is None:
         return 1.0
     p = np.asarray(programs, dtype=np.float64)
-    slots = np.asarray(per_sm, dtype=np.float64) * np.asarray(sm_count, dtype=np.float64)
-    known = (p > 0) & (slots > 0)
-    safe_slots = np.where(known, slots, 1.0)
-    u = np.where(known, p / (np.ceil(p / safe_slots) * safe_slots), 1.0)
+    sms = np.asarray(sm_count, dtype=np.float64)
+    known = (p > 0) & (sms > 0)
+    safe = np.where(known, sms, 1.0)
+    u = np.where(known, p / (np.ceil(p / safe) * safe), 1.0)
     return float(u) if u.ndim == 0 else u

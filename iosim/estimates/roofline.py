@@ -55,6 +55,10 @@ class Roofs:
     notes: tuple[str, ...] = ()
     additive_compute: bool = False
     """Matmul and elementwise times add (measured profile) instead of overlapping (spec)."""
+    memory_efficiency: float | None = None
+    """An implementation's fitted share of the measured bandwidth its memory roof reaches
+    (configs/impls calibration `memory`); then the kind's efficiency divides only the compute
+    roof. None: both roofs are divided by the kind's efficiency (the GPU's own fit)."""
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
@@ -125,7 +129,7 @@ class KernelEstimate(TrafficTotals):
 
 def roofline_time(memory_bytes: Any, matmul_flops: Any, elementwise_flops: Any, *,
                   bandwidth: Any, matmul_peak: Any, vector_peak: Any, efficiency: Any,
-                  additive: bool) -> tuple[Any, Any, Any]:
+                  additive: bool, memory_efficiency: Any = None) -> tuple[Any, Any, Any]:
     """(memory time, compute time, time) of a kernel, on numbers or numpy arrays alike: the one
     roofline that `compare` and the vectorised `sweep` both use.
 
@@ -136,6 +140,8 @@ def roofline_time(memory_bytes: Any, matmul_flops: Any, elementwise_flops: Any, 
     matmul_time = matmul_flops / matmul_peak
     elementwise_time = elementwise_flops / vector_peak
     compute = matmul_time + elementwise_time if additive else np.maximum(matmul_time, elementwise_time)
+    if memory_efficiency is not None:  # an implementation's own memory and compute rates
+        return memory, compute, np.maximum(memory / memory_efficiency, compute / efficiency)
     return memory, compute, np.maximum(memory, compute) / efficiency
 
 
@@ -166,13 +172,15 @@ class KernelCost:
 def kernel_cost(kernel: Kernel, dims: Dims, *, bandwidth: Any, matmul_peak: Any,
                 vector_peak: Any, efficiency: Any, additive: bool,
                 memory_bytes: Any = None, sums: BlockSums | None = None,
-                per_sm: Any = None, sm_count: Any = None) -> KernelCost:
+                per_sm: Any = None, sm_count: Any = None,
+                memory_efficiency: Any = None) -> KernelCost:
     """Bytes, FLOPs and times of one kernel over `dims` (ints or a sweep's arrays): the one
     evaluation that `compare` and `sweep` share. Rates in bytes/s and FLOP/s; `memory_bytes`
     replaces the HBM bytes on the memory roof (the measured profile's DRAM estimate); `sums`
-    are the kernel's block sums when the caller already has them. With `per_sm` (programs
-    per SM) and `sm_count` the time is divided by the grid's utilisation u
-    (estimates/occupancy.py); the memory and compute roofs stay full-GPU figures."""
+    are the kernel's block sums when the caller already has them. With `sm_count` the time is
+    divided by the grid's utilisation u (estimates/occupancy.py; `per_sm`, the programs per
+    SM, only says whether the grid is modelled); the memory and compute roofs stay full-GPU
+    figures."""
     sums = kernel_sums(kernel, dims) if sums is None else sums
     read: Any = 0
     write: Any = 0
@@ -187,7 +195,7 @@ def kernel_cost(kernel: Kernel, dims: Dims, *, bandwidth: Any, matmul_peak: Any,
     memory_time, compute_time, time_s = roofline_time(
         read + write if memory_bytes is None else memory_bytes, matmul, elementwise,
         bandwidth=bandwidth, matmul_peak=matmul_peak, vector_peak=vector_peak,
-        efficiency=efficiency, additive=additive)
+        efficiency=efficiency, additive=additive, memory_efficiency=memory_efficiency)
     u = kernel_utilisation(kernel, dims, per_sm, sm_count)
     return KernelCost(read, write, matmul, elementwise, memory_time, compute_time, time_s / u)
 
@@ -196,7 +204,7 @@ def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any) -
     """u of the kernel's grid (1 for a grid iosim does not model or an unknown SM count)."""
     if kernel.grid is None or per_sm is None or sm_count is None:
         return 1.0
-    return utilisation(kernel_programs(kernel, dims), per_sm, sm_count)
+    return utilisation(kernel_programs(kernel, dims), sm_count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -252,7 +260,8 @@ def estimate_kernels(
                            matmul_peak=roofs.matmul_flops_per_s,
                            vector_peak=roofs.vector_flops_per_s, efficiency=efficiency,
                            additive=roofs.additive_compute, memory_bytes=dram,
-                           per_sm=per_sm, sm_count=sm_count)
+                           per_sm=per_sm, sm_count=sm_count,
+                           memory_efficiency=roofs.memory_efficiency)
         u = float(kernel_utilisation(kernel, dims, per_sm, sm_count))
         estimates.append(KernelEstimate(
             name=kernel.name,

@@ -84,7 +84,7 @@ class Occupancy:
         """u: the share of the GPU's rate the grid reaches over its waves (1.0 when full)."""
         if self.sm_count is None:
             return None
-        return float(utilisation(self.programs, self.per_sm, self.sm_count))
+        return float(utilisation(self.programs, self.sm_count))
 
     @property
     def waves(self) -> float | None:

@@ -16,7 +16,7 @@ The lookup works on ints (one workload) and arrays (a sweep) alike.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -36,7 +36,7 @@ RUNS = ("iosim-triton", "sdpa", "flex", "eager")
 
 _TOP = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
         "forward_tiles", "backward_tiles", "shared_memory", "backward_shared_memory", "launch_order", "split_kv",
-        "backward", "gqa", "extra_kernels", "notes"}
+        "backward", "gqa", "extra_kernels", "notes", "persistent", "calibration"}
 _REQUIRED = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
              "launch_order", "split_kv", "backward", "gqa"}
 _ROW_MATCH = {"d_max", "causal", "dtype", "cc", "smem_per_block_min", "smem_per_sm_below"}
@@ -129,9 +129,23 @@ class Implementation:
     extra_kernels: tuple[ExtraKernel, ...]
     path: str
     notes: str = ""
+    persistent: Trait | None = None
+    """A persistent kernel (one program per SM, looping over tiles): its grid always fills
+    the GPU, so waves do not apply."""
+    calibration: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per GPU name: fitted efficiency per kernel class (the measured profile uses them)."""
+    calibration_source: dict[str, str] = field(default_factory=dict)
 
-    def check_shape(self, d: int, dtype: str) -> None:
-        """Refuse (one line) a head dim or dtype this implementation does not run."""
+    @property
+    def refuses_gqa(self) -> bool:
+        return self.gqa.value.startswith("refused")
+
+    def check_shape(self, d: int, dtype: str, *, gqa: bool = False) -> None:
+        """Refuse (one line) a head dim, dtype or GQA this implementation does not run."""
+        if gqa and self.refuses_gqa:
+            raise IosimError(f"{self.name} does not run GQA ({self.gqa.value}; "
+                             f"{self.gqa.source}); use --kv-heads equal to --heads or another "
+                             f"--impl")
         if dtype not in self.dtypes:
             raise IosimError(f"{self.name} runs {', '.join(self.dtypes)}, not {dtype} "
                              f"({self.head_dim_source}); use --dtype {self.dtypes[0]} or "
@@ -357,7 +371,28 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         if when not in ("always", "gqa", "causal"):
             raise ConfigError(path, where + ".when", "must be always, gqa or causal")
         extras.append(ExtraKernel(kind, when, _need(m, "source", str, path, where + ".")))
+    persistent = _trait(data, "persistent", path) if "persistent" in data else None
+    if persistent is not None and persistent.value not in ("true", "false"):
+        raise ConfigError(path, "persistent.value", 'must be "true" or "false"')
+    if persistent is not None and persistent.value == "false":
+        persistent = None
+    calibration: dict[str, dict[str, float]] = {}
+    calibration_source: dict[str, str] = {}
+    for gpu, raw in _mapping(data.get("calibration") or {}, path, "calibration",
+                             set(data.get("calibration") or {})).items():
+        where = f"calibration.{gpu}"
+        m = _mapping(raw, path, where, {"efficiency", "source"})
+        eff = _mapping(_need(m, "efficiency", dict, path, where + "."), path,
+                       where + ".efficiency", {"fused", "matmul", "elementwise", "memory"})
+        for kind, value in eff.items():
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    0 < value <= 1.5):
+                raise ConfigError(path, f"{where}.efficiency.{kind}",
+                                  f"must be a number in (0, 1.5], got {value!r}")
+        calibration[str(gpu)] = {k: float(v) for k, v in eff.items()}
+        calibration_source[str(gpu)] = _need(m, "source", str, path, where + ".")
     return Implementation(
+        persistent=persistent, calibration=calibration, calibration_source=calibration_source,
         name=name, title=_need(data, "title", str, path), runs=runs, algorithm=algorithm,
         dtypes=tuple(dtypes), head_dim_max=_need(hd, "max", int, path, "head_dim."),
         head_dim_multiple=int(hd.get("multiple_of", 1)),

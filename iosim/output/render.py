@@ -230,8 +230,8 @@ def occupancy_lines(c: Comparison) -> list[str]:
         if worst is None or worst.fraction is None:
             continue
         lines.append(f"{a.name} cannot fill the GPU: {worst.programs:,} programs of "
-                     f"{worst.label} on {worst.sm_count} SMs × {worst.per_sm} per SM reach "
-                     f"{worst.fraction:.0%} of its rate; time = roofline ÷ {worst.fraction:.3g}")
+                     f"{worst.label} on {worst.sm_count} SMs reach {worst.fraction:.0%} of its "
+                     f"rate; time = roofline time ÷ {worst.fraction:.3g}")
     return lines
 
 
