@@ -55,7 +55,8 @@ def _check_against_compare(result: SweepResult) -> int:
             assert not cols["fits_sram"][row], (row, name)
             continue
         a = c.algorithm(name)
-        assert cols["fits_sram"][row]
+        # a default rule's blocks that overflow the SRAM by ℓ, m are kept, with a fits note
+        assert cols["fits_sram"][row] == (a.tiling is None or not a.tiling.fits_note)
         assert cols["sram_bytes"][row] == c.sram_bytes
         if a.tiling is not None:
             assert (cols["block_q"][row], cols["block_kv"][row]) == (a.tiling.block_q,
@@ -98,9 +99,10 @@ def test_backward_passes_gqa_and_sparsity_equal_compare() -> None:
     flash2 = result.algorithm("flash2")
     passes = result.axis_values("pass_")
     given = result.index["block_kv"] == 1
-    # FA2's backward tiles K/V-outer by Alg. 1 line 1 (B_c = ⌈M/4d⌉ = 326 on the A100's 163 KiB)
+    # FA2's code at d = 64 with 163 KiB opt-in shared memory (A100): 128 × 128 backward tiles
+    # (flash_bwd_launch_template.h:178-179, configs/impls/sdpa-flash.yaml)
     assert set(flash2.bwd_block_kv[(passes == "bwd") & ~given
-                                   & (result.index["gpu"] == 0)].tolist()) == {326}
+                                   & (result.index["gpu"] == 0)].tolist()) == {128}
     assert set(flash2.bwd_block_q[passes == "fwd"].tolist()) == {0}
 
 

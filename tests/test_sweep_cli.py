@@ -46,7 +46,8 @@ def test_json_has_metadata_and_every_row() -> None:
     assert data["axes"]["n"] == [512, 1024, 2048, 4096]
     assert data["axes"]["block_q"] == [None, 64]
     assert len(data["rows"]) == 8 and {r["algorithm"] for r in data["rows"]} == {"flash2"}
-    assert [r["block_q"] for r in data["rows"][:2]] == [326, 64]  # auto = ⌈M/4d⌉ for Q outer
+    # auto = FA2's code at d = 64: 128 rows (flash_fwd_launch_template.h:210)
+    assert [r["block_q"] for r in data["rows"][:2]] == [128, 64]
 
 
 def test_table_shows_varying_axes_and_limits_rows() -> None:

@@ -20,6 +20,8 @@ import numpy as np
 from iosim.analysis.sweep_spec import AXES, SweepSpec, int_values, spec_workload
 from iosim.estimates.roofline import roofs_for
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware
+from iosim.estimates.occupancy import compute_capability
+from iosim.inputs.implementations import dtype_code
 from iosim.inputs.tiling import TilingInputs
 from iosim.inputs.units import DTYPE_BYTES
 
@@ -61,6 +63,8 @@ class Grid:
     """The profile's compute rule (Roofs.additive_compute), the same for every point."""
     tiling: TilingInputs | None = None
     """What the tiling rules read, over the whole grid (not cut by `take` or `subset`)."""
+    sm_count: Any = None
+    """The GPU's SMs along the gpu axis (0: unknown), for the grids' utilisation."""
 
     def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> Grid:
         def apply(value: Any) -> Any:
@@ -123,11 +127,19 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
     sms = along("gpu", np.array([hw.sm_count or 0 for hw in hardware], dtype=np.int64))
     tiling = TilingInputs(n, n_kv, ints("d"), heads, kv_heads, ints("batch"), elt, sram,
                           along("pass_", np.array([p != "fwd" for p in spec.pass_])),
-                          ints("block_q"), ints("block_kv"), ints("splits"), sms)
+                          ints("block_q"), ints("block_kv"), ints("splits"), sms,
+                          causal=along("causal", np.array(spec.causal, dtype=bool)),
+                          dtype=along("dtype", np.array([dtype_code(t) for t in spec.dtype])),
+                          cc=along("gpu", np.array([compute_capability(hw.architecture)
+                                                    for hw in hardware], dtype=np.int64)),
+                          sram_per_sm=along("gpu", np.array(
+                              [int(hw.sram_per_sm_bytes or 0) for hw in hardware],
+                              dtype=np.int64)))
     grid = Grid(n=n, n_kv=n_kv, d=ints("d"), batch=ints("batch"), heads=heads,
                 kv_heads=kv_heads, element_bytes=elt, sram_bytes=sram, sparsity_num=num,
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
-                efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling)
+                efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling,
+                sm_count=sms)
     return grid, list(dict.fromkeys(notes))
 
 

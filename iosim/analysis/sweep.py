@@ -96,7 +96,8 @@ def _tiles(algorithm: Algorithm, grid: Grid) -> Tiles:
     if not algorithm.tiled:
         return Tiles(0, 0, True)
     assert grid.tiling is not None
-    return algorithm.choose_tiles(tiles_for(grid.tiling, algorithm.outer), grid.tiling)
+    code = algorithm.code_tiles(grid.tiling)
+    return algorithm.choose_tiles(tiles_for(grid.tiling, algorithm.outer, code), grid.tiling)
 
 
 def _outputs(algorithm: Algorithm, t: Tiles, has_backward: np.ndarray,
@@ -241,7 +242,8 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
     totals = total_cost(
         kernel_cost(kernel, dims, bandwidth=g.bandwidth, matmul_peak=g.matmul_peak,
                     vector_peak=g.vector_peak, efficiency=g.efficiency[kernel.kind],
-                    additive=g.additive_compute, sums=sums_of(kernel))
+                    additive=g.additive_compute, sums=sums_of(kernel), per_sm=1,
+                    sm_count=g.sm_count)
         for kernel in kernels)
     for key in ("hbm_read_bytes", "hbm_write_bytes", "matmul_flops", "elementwise_flops",
                 "time_s", "memory_time_s", "compute_time_s", "memory_bound_time_s"):

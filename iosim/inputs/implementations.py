@@ -162,7 +162,7 @@ class Implementation:
         return tuple(k for k in self.extra_kernels if on[k.when])
 
 
-_DTYPE_CODES = {"fp16": 0, "bf16": 1, "fp32": 2}
+_DTYPE_CODES = {"fp16": 0, "bf16": 1, "fp32": 2, "fp8": 3}
 
 
 def dtype_code(dtype: str) -> int:
@@ -296,7 +296,7 @@ def _rows(value: Any, path: str, key: str) -> tuple[TileRow, ...]:
         if not isinstance(cc, list) or not all(isinstance(c, str) and c.isdigit() for c in cc):
             raise ConfigError(path, w + "cc", 'must be a list of compute capabilities like "86"')
         dtypes = m.get("dtype", [])
-        if not isinstance(dtypes, list) or not all(t in _DTYPE_CODES for t in dtypes):
+        if not isinstance(dtypes, list) or not all(t in ("fp16", "bf16", "fp32") for t in dtypes):
             raise ConfigError(path, w + "dtype", "must be a list of fp16, bf16, fp32")
         causal = m.get("causal")
         if causal is not None and not isinstance(causal, bool):

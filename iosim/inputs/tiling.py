@@ -225,7 +225,10 @@ def tiles_for(inputs: TilingInputs, outer: str, code: CodeTiles | None = None) -
     paper_q, paper_kv = paper_blocks(p.sram_bytes // p.element_bytes, p.d, outer)
     paper_q, paper_kv = imax(paper_q, 1), imax(paper_kv, 1)
     given = p.blocks_given
-    use_code: Any = False if code is None else both(np.logical_not(given), code.found)
+    use_code: Any = False if code is None else both(
+        both(np.logical_not(given), code.found), code.shared_bytes <= p.sram_bytes)
+    # the code's tiles where its table has a row for the point and they fit the SRAM; else
+    # Alg. 1 line 1 (a GPU or --sram the implementation was not written for)
     if code is not None and not is_array(use_code):
         use_code = bool(use_code)
     block_q = select(p.block_q > 0, p.block_q, select(use_code, code.block_q if code else 0,
@@ -309,7 +312,8 @@ def make_tiling(
         else:
             rule = default_rule(sram_bytes, d, elt, outer, (chosen_q, chosen_kv))
             if code is not None:
-                rule += f" (no tile-table row for d = {d})"
+                rule += (f" (the code's tiles for d = {d} do not fit the SRAM)" if code.found
+                         else f" (no tile-table row for d = {d})")
             note = fits_note(chosen_q, chosen_kv, sram_bytes, sram_source, d, elt, outer)
     else:
         rule = "given" if block_q is not None and block_kv is not None else (
