@@ -110,9 +110,10 @@ def test_fwdbwd_is_fwd_plus_bwd(name: str, causal: bool, heads: int, kv_heads: i
 
 
 def test_flash2_backward_uses_alg1_rule_for_its_kv_outer_loop() -> None:
-    """Forward Q-outer: B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d); backward K/V-outer: swapped."""
+    """--tiles alg1: forward Q-outer: B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d); backward K/V-outer:
+    swapped."""
     w = Workload(1024, d=64, pass_="fwdbwd")
-    c = compare(w, "a100-40gb-sxm", algorithms=["flash1", "flash2"])
+    c = compare(w, "a100-40gb-sxm", algorithms=["flash1", "flash2"], tiles="alg1")
     f1, f2 = c.algorithm("flash1").tiling, c.algorithm("flash2").tiling
     assert f1 is not None and f2 is not None
     assert (f2.block_q, f2.block_kv) == (326, 64)  # M = 83,456 elements: ⌈M/256⌉ = 326
@@ -120,6 +121,20 @@ def test_flash2_backward_uses_alg1_rule_for_its_kv_outer_loop() -> None:
     given = compare(w, "a100-40gb-sxm", algorithms=["flash2"], block_q=128, block_kv=128)
     tiling = given.algorithm("flash2").tiling
     assert tiling is not None and tiling.backward_blocks == (128, 128)
+
+
+def test_flash2_default_tiles_are_the_fa2_codes() -> None:
+    """By default flash2 tiles as FlashAttention-2's code does, each pass its own: d = 64 on
+    an A100 (163 KiB opt-in shared memory) runs 128 × 128 forward (flash_fwd_launch_template.h
+    :210) and 128 × 128 backward (flash_bwd_launch_template.h:178-179, >= 144 KiB); d = 128,
+    128 × 64 forward (:262) and 64 × 128 backward (:247-248)."""
+    for d, fwd, bwd in ((64, (128, 128), (128, 128)), (128, (128, 64), (64, 128))):
+        c = compare(Workload(1024, d=d, pass_="fwdbwd"), "a100-40gb-sxm", algorithms=["flash2"])
+        tiling = c.algorithm("flash2").tiling
+        assert tiling is not None
+        assert (tiling.block_q, tiling.block_kv) == fwd and tiling.backward_blocks == bwd
+        assert "flash_fwd_launch_template.h" in tiling.rule
+        assert "flash_bwd_launch_template.h" in tiling.bwd_rule
 
 
 def test_gqa_backward_sums_expanded_dk_dv() -> None:

@@ -65,15 +65,18 @@ def test_backward_tensor_table_lists_gradients() -> None:
     for row in ("dO ", "dP ", "dS ", "dQ ", "dQaccum ", "dK ", "dV ", "stats (D, L, l, m)"):
         assert f"\n {row}" in out, row
     assert "Kept from forward to backward by standard: P 2 GiB" in out
-    assert "flash2 backward: B_r × B_c = 64 × 326" in out
+    # FA2's code, d = 64 on 163 KiB: 128 × 128 (flash_bwd_launch_template.h:178-179)
+    assert "flash2 backward: B_r × B_c = 128 × 128" in out
 
 
 def test_decode_table_shows_occupancy_and_splits() -> None:
     result = _run(*DECODE, "--gpu", "h100")
     assert result.exit_code == 0, result.output
     out = result.output
-    assert "grid 32 CTAs on 132 SMs: 24%" in out  # flash2: batch × heads × ⌈1/B_r⌉
-    assert "grid 232 CTAs on 132 SMs: 100% (1.8 waves)" in out  # split-KV: 8 KV heads × 29
+    # flash2: batch × heads × ⌈1/B_r⌉ = 32 programs, 2 per SM (255 registers × 128 threads)
+    assert "32 CTAs: 0.12 waves" in out and "24%" in out
+    assert "flash2 cannot fill the GPU: 32 programs of fused attention on 132 SMs" in out
+    assert "232 CTAs: 0.88 waves" in out  # split-KV: 8 KV heads × 29 splits, 2 per SM
     assert "29 KV splits of 9 key blocks" in out
     assert "library kernels: grid not modelled" in out
 

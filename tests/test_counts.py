@@ -201,8 +201,11 @@ def test_default_tiling_is_algorithm_1_line_1():
     assert (q_outer.block_q, q_outer.block_kv) == (326, 64)
 
 
-def test_default_tiling_steps_down_when_the_ceiling_overflows():
-    # d = 256 on 163 KiB: ⌈83456/1024⌉ = 82 for both blocks, but 4·82·256·2 bytes + stats > 166,912
+def test_default_tiling_keeps_the_paper_rule_and_reports_the_fits_check():
+    # d = 256 on 163 KiB: ⌈83456/1024⌉ = 82 for both blocks (Alg. 1 line 1 as printed), but
+    # 4·82·256·2 bytes + ℓ, m (8·82) = 168,592 > 166,912: the fits check says so and what fits
     tiling = make_tiling(Workload(1024, d=256), 163 * 1024, "a100")
-    assert "stepped down" in tiling.rule
-    assert (2 * tiling.block_q + 2 * tiling.block_kv) * 256 * 2 + 8 * tiling.block_q <= 163 * 1024
+    assert (tiling.block_q, tiling.block_kv) == (82, 82) and "stepped down" not in tiling.rule
+    assert "168,592 B, 1,680 B more than the SRAM" in tiling.fits_note
+    assert "81 × 81 would fit" in tiling.fits_note
+    assert (2 * 81 + 2 * 81) * 256 * 2 + 8 * 81 <= 163 * 1024

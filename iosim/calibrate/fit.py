@@ -33,6 +33,8 @@ from iosim.calibrate import CalibrationError
 from iosim.calibrate.plan import FIT_N, FUSED_CONFIGS
 from iosim.calibrate.records import Calibration, Measurement
 from iosim.estimates.l2 import DramEstimate, dram_estimate
+from iosim.estimates.occupancy import compute_capability, sm_limits
+from iosim.estimates.occupancy import programs_per_sm as occupancy_per_sm
 from iosim.estimates.roofline import estimate_kernels, roofs_for
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware, MeasuredProfile
 from iosim.inputs.tiling import Tiling
@@ -41,9 +43,6 @@ from iosim.inputs.workload import Workload
 ATTENTION_KERNELS = {"qk": "standard", "softmax": "standard", "pv": "standard",
                      "attn_fwd": "flash2"}
 MODEL_KERNEL = {"qk": "qk", "softmax": "softmax", "pv": "pv", "attn_fwd": "attn"}
-REGISTERS_PER_SM = 65536
-WARPS_PER_SM = 64
-PROGRAMS_PER_SM = 32
 
 
 @dataclass(frozen=True, slots=True)
@@ -269,16 +268,14 @@ def tiling_of(block_m: int, block_n: int, hardware: Hardware) -> Tiling:
 
 
 def programs_per_sm(m: Measurement, hardware: Hardware) -> int | None:
-    """Programs one SM holds at once, from the compiled kernel's registers and shared memory."""
+    """Programs one SM holds at once, from the compiled kernel's registers and shared memory
+    (estimates/occupancy.py, the rule compare uses)."""
     if not m.regs or not m.num_warps:
         return None
-    threads = 32 * m.num_warps
-    regs = -(-m.regs // 8) * 8  # registers are allocated 8 per thread at a time
-    limits = [REGISTERS_PER_SM // (regs * threads), WARPS_PER_SM // m.num_warps, PROGRAMS_PER_SM]
-    if m.shared_bytes:
-        per_sm = hardware.sram_per_sm_bytes or hardware.sram_per_block_bytes
-        limits.append(int(per_sm // (m.shared_bytes + 1024)))  # 1 KiB per block is reserved
-    return max(1, min(limits))
+    per_sm = hardware.sram_per_sm_bytes or hardware.sram_per_block_bytes
+    limits = sm_limits(int(per_sm), compute_capability(hardware.architecture))
+    return int(occupancy_per_sm(limits, shared_bytes=m.shared_bytes, warps=m.num_warps,
+                                registers_per_thread=m.regs))
 
 
 def _is_main(m: Measurement) -> bool:
@@ -375,8 +372,11 @@ def fit(calibration: Calibration, hardware: Hardware) -> FitResult:
     def roof(m: Measurement) -> float:
         model = models[m.id]
         roofs = roofs_for(measured_hw, m.dtype, "measured")
-        return estimate_kernels((model.kernel,), model.workload, model.tiling, roofs,
-                                dram_bytes={model.kernel.name: model.dram.bytes})[0].time_s
+        tiling = model.tiling if model.tiling is None or model.per_sm is None else replace(
+            model.tiling, programs_per_sm=model.per_sm)
+        return estimate_kernels((model.kernel,), model.workload, tiling, roofs,
+                                dram_bytes={model.kernel.name: model.dram.bytes},
+                                sm_count=hardware.sm_count)[0].time_s
 
     roofs_s = {mid: roof(m) for m in calibration.measurements if (mid := m.id) in models}
     efficiency: dict[str, float] = {}

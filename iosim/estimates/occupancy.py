@@ -64,19 +64,26 @@ def sm_limits(shared_per_sm: Int, cc: Int) -> SmLimits:
     return SmLimits(shared_per_sm, REGISTERS_PER_SM, threads, blocks)  # type: ignore[arg-type]
 
 
+RESERVED_SHARED_BYTES = 1024
+"""Shared memory the driver reserves per block on compute capability 8.x/9.x (CUDA C++
+Programming Guide, "Shared Memory", cudaDevAttrReservedSharedMemoryPerBlock)."""
+REGISTER_GRANULE = 8
+"""Registers are allocated to a thread 8 at a time (the occupancy calculator's granularity)."""
+
+
 def programs_per_sm(limits: SmLimits, *, shared_bytes: Int, warps: Int,
                     registers_per_thread: Int = 0) -> Int:
-    """Programs one SM holds at once: the tightest of its shared memory, threads, registers
-    (0 = not declared: not a limit) and resident-block limits; at least 1 (a program that
-    launches at all runs one at a time). Ints or arrays."""
+    """Programs one SM holds at once: the tightest of its shared memory (each block's plus the
+    reserved 1 KiB), threads, registers (rounded up to 8 per thread; 0 = not declared: not a
+    limit) and resident-block limits; at least 1 (a program that launches at all runs one at a
+    time). Ints or arrays."""
     threads = 32 * imax(warps, 1)
-    by_smem = limits.shared_bytes // imax(shared_bytes, 1)
+    by_smem = limits.shared_bytes // (imax(shared_bytes, 0) + RESERVED_SHARED_BYTES)
     by_threads = limits.threads // threads
-    by_regs = np.where(np.asarray(registers_per_thread) > 0,
-                       limits.registers // imax(np.asarray(registers_per_thread) * threads, 1),
-                       limits.blocks)
+    regs = -(-np.asarray(registers_per_thread) // REGISTER_GRANULE) * REGISTER_GRANULE
+    by_regs = np.where(regs > 0, limits.registers // imax(regs * threads, 1), limits.blocks)
     per_sm = imax(imin(imin(imin(by_smem, by_threads), by_regs), limits.blocks), 1)
-    return per_sm if isinstance(per_sm, np.ndarray) else int(per_sm)
+    return per_sm if isinstance(per_sm, np.ndarray) and per_sm.ndim else int(per_sm)
 
 
 def waves(programs: Int, per_sm: Int, sm_count: Int) -> Int:
