@@ -165,7 +165,7 @@ class Flash2(Algorithm):
             if impl.backward_tiles:
                 code = _lookup(impl.backward_tiles, impl.backward_shared_memory, inputs)
                 if code.found:
-                    rule = str(code.source)
+                    rule = f"the code's backward tiles: {str(code.source).split(';')[0]}"
         return replace(tiling, bwd_block_q=backward[0], bwd_block_kv=backward[1], bwd_rule=rule)
 
 

@@ -308,7 +308,7 @@ def make_tiling(
     note = ""
     if block_q is None and block_kv is None:
         if tiles.code and code is not None:
-            rule = f"the code's tiles for d = {d}: {code.source}"
+            rule = f"the code's tiles for d = {d}: {str(code.source).split(';')[0]}"
         else:
             rule = default_rule(sram_bytes, d, elt, outer, (chosen_q, chosen_kv))
             if code is not None:

@@ -229,8 +229,9 @@ def occupancy_lines(c: Comparison) -> list[str]:
         worst = min(a.underfilled, key=lambda o: o.fraction or 1.0, default=None)
         if worst is None or worst.fraction is None:
             continue
-        lines.append(f"{a.name} cannot fill the GPU: {worst.programs:,} programs of "
-                     f"{worst.label} on {worst.sm_count} SMs reach {worst.fraction:.0%} of its "
+        programs = "1 program" if worst.programs == 1 else f"{worst.programs:,} programs"
+        lines.append(f"{a.name} cannot fill the GPU: {programs} of "
+                     f"{worst.label} on {worst.sm_count} SMs: {worst.fraction:.0%} of the GPU's "
                      f"rate; time = roofline time ÷ {worst.fraction:.3g}")
     return lines
 

@@ -1,0 +1,236 @@
+"""Implementation profiles (configs/impls): strict loading, the traits each declares against the
+launch data Nsight Compute recorded on the H200, bad input, and --impl in compare."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+
+import pytest
+
+from iosim.analysis.compare import compare
+from iosim.errors import ConfigError, IosimError
+from iosim.estimates.occupancy import programs_per_sm, sm_limits, utilisation
+from iosim.inputs.implementations import get_implementation, shipped_implementations
+from iosim.inputs.workload import Workload
+from tests.conftest import DATA
+from tests.conftest import run_cli as run
+
+LAUNCHES = DATA / "h200-impl-launches.csv"
+"""ncu --csv --page raw of benchmarks/impl_launches.py on the H200 (benchmarks/NOTES.md)."""
+
+
+def _launch_rows() -> list[dict[str, str]]:
+    rows = list(csv.reader(LAUNCHES.open()))
+    at = next(i for i, r in enumerate(rows) if "Kernel Name" in r)
+    header = rows[at]
+    return [dict(zip(header, r, strict=True)) for r in rows[at + 2:]]
+
+
+def _int(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def _attention_rows() -> list[dict[str, str]]:
+    """The attention kernels' launches, in benchmarks/impl_launches.py's LAUNCHES order (the
+    random-number kernels that build each input are left out)."""
+    return [r for r in _launch_rows() if "distribution_" not in r["Kernel Name"]]
+
+
+def test_every_shipped_profile_loads_with_a_source_for_every_tile() -> None:
+    names = shipped_implementations()
+    assert set(names) == {"iosim-triton", "sdpa-flash", "sdpa-cudnn", "sdpa-efficient", "flex",
+                          "torch-naive"}
+    for name in names:
+        impl = get_implementation(name)
+        for row in impl.forward_tiles + impl.backward_tiles + impl.split_kv.tiles:
+            assert row.source.strip(), (name, row)
+        for trait in (impl.launch_order, impl.backward, impl.gqa):
+            assert trait.source.strip(), (name, trait)
+
+
+def test_sdpa_flash_tiles_match_the_recorded_launches() -> None:
+    """flash_fwd_kernel at 16 heads × N 4096: grid = heads × ⌈N/B_r⌉, 32·warps threads, shared
+    memory = (B_r + 2·B_c)·d·2 (kernel_traits.h kSmemSize) — for d = 64, 128 (causal), 256 — and
+    the split kernel of a decode step: grid = KV heads × splits, as iosim chose them."""
+    rows = _attention_rows()
+    impl = get_implementation("sdpa-flash")
+    for row, (d, causal) in zip(rows[:3], ((64, False), (128, True), (256, False)), strict=True):
+        assert "flash_fwd_kernel" in row["Kernel Name"]
+        c = compare(Workload(4096, d=d, heads=16, causal=causal), "h200", impl="sdpa-flash")
+        tiling = c.algorithms[-1].tiling
+        assert tiling is not None
+        assert _int(row["launch__grid_size"]) == 16 * (4096 // tiling.block_q)
+        shared = impl.shared_memory.bytes(tiling.block_q, tiling.block_kv, d, 2)  # type: ignore[union-attr]
+        assert _int(row["launch__shared_mem_per_block_dynamic"]) == shared
+        assert _int(row["launch__block_size"]) == 128  # 4 warps
+    split, combine = rows[3], rows[4]
+    assert "splitkv_kernel" in split["Kernel Name"] and "combine" in combine["Kernel Name"]
+    c = compare(Workload(1, n_kv=32768, d=128, heads=32, kv_heads=8), "h200", impl="sdpa-flash")
+    a = c.algorithms[-1]
+    assert a.algorithm == "splitkv" and a.tiling is not None
+    assert _int(split["launch__grid_size"]) == 8 * a.tiling.splits  # 8 KV heads × 29 splits
+    assert _int(split["launch__shared_mem_per_block_dynamic"]) == (64 + 2 * 128) * 128 * 2
+
+
+def test_small_grids_take_the_split_kernel_as_fa2_does() -> None:
+    """One head of N 4096 at d 128: flash_api.cpp's heuristic gives splits (64 query blocks of
+    64 rows are under 80 % of 2 × 132): the recorded launch is the split kernel, 64 × 4 splits."""
+    split = _attention_rows()[5]
+    assert "splitkv_kernel" in split["Kernel Name"]
+    c = compare(Workload(4096, d=128, heads=1), "h200", impl="sdpa-flash")
+    a = c.algorithms[-1]
+    assert a.algorithm == "splitkv" and a.tiling is not None
+    assert _int(split["launch__grid_size"]) == 64 * a.tiling.splits
+
+
+def test_efficient_tiles_match_the_recorded_launches() -> None:
+    rows = [r for r in _attention_rows() if "fmha_cutlassF" in r["Kernel Name"]]
+    for row, d in zip(rows, (64, 128), strict=True):
+        c = compare(Workload(4096, d=d, heads=16), "h200", impl="sdpa-efficient")
+        tiling = c.algorithms[-1].tiling
+        assert tiling is not None
+        assert f"_{tiling.block_q}x{tiling.block_kv}_" in row["Kernel Name"]
+        assert _int(row["launch__grid_size"]) == 16 * (4096 // tiling.block_q)
+
+
+def test_cudnn_is_persistent_and_torch_naive_launches_its_extra_kernels() -> None:
+    cudnn = [r for r in _attention_rows() if "cudnn" in r["Kernel Name"]]
+    assert {_int(r["launch__grid_size"]) for r in cudnn} == {132}  # one program per SM
+    assert get_implementation("sdpa-cudnn").persistent is not None
+    # torch-naive, 8 query heads / 2 KV heads, causal: expand K and V, QKᵀ, scale, mask, softmax, PV
+    c = compare(Workload(2048, d=64, heads=8, kv_heads=2, causal=True), "h200",
+                impl="torch-naive")
+    names = [k.name for k in c.algorithms[-1].kernels]
+    assert names == ["gqa_expand", "qk", "scale", "mask", "softmax", "pv"]
+    eager = [r["Kernel Name"] for r in _launch_rows()[-9:]]
+    assert sum("gemm" in n or "nvjet" in n for n in eager) == 2  # QKᵀ and PV (cuBLAS)
+    assert any("softmax_warp_forward" in n for n in eager)
+
+
+def test_iosim_triton_declares_its_recorded_resources() -> None:
+    """Shared memory and registers of the project's kernel as Triton compiled them on the H200
+    (tests/data/h200-calibration.json, the main configuration of each head dim)."""
+    record = json.loads((DATA / "h200-calibration.json").read_text())
+    impl = get_implementation("iosim-triton")
+    for row in impl.forward_tiles[:2]:
+        label = f"{row.block_q}x{row.block_kv}/w{row.warps}/s{row.stages}"
+        recorded = [m for m in record["measurements"]
+                    if m["kernel"] == "attn_fwd" and m["d"] == row.d_max and label in m["id"]]
+        assert recorded
+        assert {m["shared_bytes"] for m in recorded} == {row.shared_bytes}
+        assert row.registers_per_thread == max(m["regs"] for m in recorded)
+
+
+def test_programs_per_sm_follow_the_cuda_limits() -> None:
+    h200 = sm_limits(233_472, 90)
+    # FA2 d = 64 forward: 49,152 B shared, 4 warps, 255 registers -> registers limit it to 2
+    assert programs_per_sm(h200, shared_bytes=49_152, warps=4, registers_per_thread=255) == 2
+    # iosim-triton d = 128: 163,840 B shared -> 1
+    assert programs_per_sm(h200, shared_bytes=163_840, warps=8, registers_per_thread=181) == 1
+    assert sm_limits(102_400, 86).threads == 1536
+
+
+def test_a100_one_head_speedup_and_occupancy_are_one_number() -> None:
+    """compare --n 4096 --gpu a100 (one head): flash2's 32 programs on 108 SMs run at
+    u = 32/108 of the GPU's rate; the table's speed-up is standard's time over flash2's
+    full-GPU roofline time divided by that u — the same number, not the 4.86× of before."""
+    c = compare(Workload(4096), "a100")
+    flash2 = c.algorithm("flash2")
+    (o,) = flash2.occupancy
+    assert (o.programs, o.sm_count) == (32, 108) and o.fraction == pytest.approx(32 / 108)
+    (k,) = flash2.kernels
+    full_gpu = max(k.memory_time_s, k.compute_time_s)
+    assert flash2.speedup_vs_standard == pytest.approx(
+        c.algorithm("standard").time_s / (full_gpu / utilisation(32, 108)), rel=1e-12)
+    assert flash2.speedup_vs_standard < 4.86 * 32 / 108 * 1.01
+    code, out, _ = run("compare", "--n", "4096", "--gpu", "a100")
+    assert code == 0 and "flash2 cannot fill the GPU: 32 programs" in out and "30% of" in out
+
+
+def test_bad_profiles_are_refused_with_file_and_key(tmp_path: Path) -> None:
+    source = (Path(get_implementation("sdpa-flash").path)).read_text()
+    cases = {
+        "unknown key": (source + "\nbogus: 1\n", "bogus"),
+        "bad algorithm": (source.replace("algorithm: flash2", "algorithm: flash9"), "algorithm"),
+        "tile without source": (source.replace(
+            ', source: "flash-attention csrc/flash_attn/src/flash_fwd_launch_template.h:198 '
+            'run_mha_fwd_hdim32"', ""), "forward_tiles[0].source"),
+        "negative block": (source.replace("{d_max: 32, block_q: 128", "{d_max: 32, block_q: -1"),
+                           "forward_tiles[0].block_q"),
+    }
+    for what, (text, key) in cases.items():
+        path = tmp_path / f"{what.replace(' ', '-')}.yaml"
+        path.write_text(text)
+        with pytest.raises(ConfigError) as err:
+            get_implementation(str(path))
+        assert key in str(err.value), what
+        code, _, stderr = run("compare", "--n", "1024", "--gpu", "h200", "--impl", str(path))
+        assert code == 2 and stderr.count("\n") == 1 and key in stderr, what
+
+
+def test_user_profile_in_one_file(tmp_path: Path) -> None:
+    text = Path(get_implementation("sdpa-flash").path).read_text().replace(
+        "name: sdpa-flash", "name: my-fa2")
+    path = tmp_path / "my-fa2.yaml"
+    path.write_text(text)
+    c = compare(Workload(4096, d=128, heads=16), "h200", impl=str(path))
+    assert c.algorithms[-1].name == "my-fa2"
+
+
+def test_bad_input_is_one_line_exit_2() -> None:
+    cases = [
+        (("--n", "128", "--d", "512", "--impl", "sdpa-flash"), "at most 256"),
+        (("--n", "128", "--heads", "8", "--kv-heads", "2", "--impl", "sdpa-efficient"),
+         "does not run GQA"),
+        (("--n", "128", "--impl", "sdpa-fash"), "unknown implementation"),
+        (("--n", "128", "--impl", "sdpa-flash", "--algo", "flash1"), "picks the algorithm"),
+        (("--n", "128", "--dtype", "fp32", "--impl", "sdpa-flash"), "not fp32"),
+    ]
+    for args, text in cases:
+        code, _, stderr = run("compare", "--gpu", "h200", *args)
+        assert code == 2 and stderr.count("\n") == 1 and text in stderr, (args, stderr)
+
+
+def test_measured_profile_needs_the_implementations_calibration() -> None:
+    code, _, stderr = run("compare", "--n", "1024", "--gpu", "a100", "--impl", "sdpa-flash",
+                          "--profile", "measured")
+    assert code == 2 and stderr.count("\n") == 1
+
+
+def test_measure_without_a_gpu_is_one_line_exit_2() -> None:
+    pytest.importorskip("click")
+    try:
+        import torch
+
+        if torch.cuda.is_available():
+            pytest.skip("a GPU is present: measure would run")
+    except ImportError:
+        pass
+    code, _, stderr = run("measure", "--gpu", "h200", "--impl", "sdpa-flash", "--n", "1024")
+    assert code == 2 and stderr.count("\n") == 1 and "measure needs" in stderr
+    code, _, stderr = run("measure", "--gpu", "h200", "--impl", "sdpa-flash", "--n", "64",
+                          "--d", "512")
+    assert code == 2 and "at most 256" in stderr
+
+
+def test_measure_lines_explain_a_large_error() -> None:
+    from iosim.cli.measure_cmd import measurement_lines
+
+    point = {"impl": "x", "gpu": "h200", "profile": "measured", "predicted_time_s": 1e-4,
+             "measured_time_s": 2e-4,
+             "predicted_kernels": [{"name": "attn", "label": "fused attention", "time_s": 1e-4,
+                                    "hbm_bytes": 10, "utilisation": 0.5}],
+             "measured_kernels": [{"name": "flash_fwd_kernel", "time_s": 2e-4}]}
+    lines = measurement_lines(point)
+    assert any("-50%" in line for line in lines)
+    assert lines[-1].startswith("model: -50% overall, predicted too fast")
+
+
+def test_tiles_alg1_keeps_the_old_rule() -> None:
+    c = compare(Workload(4096), "a100", algorithms=["flash2"], tiles="alg1")
+    tiling = c.algorithm("flash2").tiling
+    assert tiling is not None and (tiling.block_q, tiling.block_kv) == (326, 64)
+    with pytest.raises(IosimError, match="unknown tile rule"):
+        compare(Workload(4096), "a100", tiles="paper")
