@@ -2,14 +2,16 @@
 
     python benchmarks/impl_fit.py tests/data/h200-impl-fit.json
 
-For every implementation the record times, the prediction is split by kernel class with every
-efficiency 1 (the measured profile's roofs, occupancy and DRAM estimate as usual): R_fused,
-R_matmul, R_elementwise per point. The measured time T is modelled as
-Σ_kind R_kind / e_kind; fused implementations fit e_fused alone (their few elementwise
-microseconds keep the GPU's fitted elementwise efficiency), torch-naive fits e_matmul and
-e_elementwise with cuBLAS's matmuls at the GPU's own fitted matmul efficiency (a joint fit is
-not identifiable: the two parts grow together). Each is a geometric mean over the points. The printed `calibration:` blocks go into configs/impls/NAME.yaml; none of the points
-of tests/data/h200-impl-validation.json is used.
+For every implementation the record times, the prediction is split with every efficiency 1
+(the measured profile's roofs, occupancy and DRAM estimate as usual) into its compute-bound
+kernels' time by class (R_fused, R_matmul, R_elementwise) and its memory-bound kernels' time
+(R_memory). The measured time T is modelled as Σ R / e. Each implementation fits one compute
+efficiency (e_fused; for the eager torch-naive e_elementwise, its cuBLAS matmuls kept at the
+GPU's own matmul efficiency, since the two grow together and a joint fit is not identifiable)
+on the points its compute-bound kernels dominate, and one memory efficiency (the share of the
+measured bandwidth reached) on the points its memory-bound kernels dominate; geometric means.
+The printed `calibration:` blocks go into configs/impls/NAME.yaml; no point of
+tests/data/h200-impl-validation.json is used.
 """
 
 from __future__ import annotations

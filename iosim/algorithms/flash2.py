@@ -38,12 +38,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
-import numpy as np
-
 from iosim.estimates.occupancy import programs_per_sm
 from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
 from iosim.inputs.implementations import SharedMemory, TileRow

@@ -13,18 +13,6 @@ from collections.abc import Sequence
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Access, Dims, Kernel, kernel_programs
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
-from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
-from iosim.errors import IosimError
-from iosim.estimates.footprint import footprint
-from iosim.estimates.l2 import DramEstimate, dram_estimate
-from iosim.estimates.roofline import Profile, estimate_kernels, roofs_for
-from iosim.estimates.training import (
-    RNG_STATE_BYTES,
-    Occupancy,
-    convention_flops,
-    saved_for_backward,
-)
-from iosim.inputs.hardware import Hardware, resolve_hardware
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
     extra_kernels,
@@ -32,9 +20,19 @@ from iosim.analysis.impl_kernels import (
     impl_roofs,
     impl_workload,
 )
-from iosim.errors import arg
+from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
+from iosim.errors import IosimError, arg
+from iosim.estimates.footprint import footprint
+from iosim.estimates.l2 import DramEstimate, dram_estimate
 from iosim.estimates.occupancy import compute_capability
-from iosim.estimates.roofline import kernel_programs_per_sm
+from iosim.estimates.roofline import Profile, estimate_kernels, kernel_programs_per_sm, roofs_for
+from iosim.estimates.training import (
+    RNG_STATE_BYTES,
+    Occupancy,
+    convention_flops,
+    saved_for_backward,
+)
+from iosim.inputs.hardware import Hardware, resolve_hardware
 from iosim.inputs.implementations import Implementation, get_implementation
 from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import Workload

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 
 from iosim.analysis.sweep_spec import AXES, SweepSpec, int_values, spec_workload
+from iosim.estimates.occupancy import compute_capability
 from iosim.estimates.roofline import roofs_for
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware
-from iosim.estimates.occupancy import compute_capability
 from iosim.inputs.implementations import dtype_code
 from iosim.inputs.tiling import TilingInputs
 from iosim.inputs.units import DTYPE_BYTES

@@ -8,8 +8,8 @@ from dataclasses import replace
 
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Access, Kernel
-from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.algorithms.packing import packed_problem, packs_heads
+from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.errors import IosimError
 from iosim.estimates.roofline import Roofs
 from iosim.inputs.hardware import Hardware

@@ -32,9 +32,9 @@ from iosim.algorithms.loopnest import (
     kernel_programs,
     kernel_sums,
 )
-from iosim.estimates.occupancy import utilisation
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError
+from iosim.estimates.occupancy import utilisation
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload

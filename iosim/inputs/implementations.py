@@ -35,8 +35,8 @@ SPLIT_RULES = ("none", "fa2-heuristic")
 RUNS = ("iosim-triton", "sdpa", "flex", "eager")
 
 _TOP = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
-        "forward_tiles", "backward_tiles", "shared_memory", "backward_shared_memory", "launch_order", "split_kv",
-        "backward", "gqa", "extra_kernels", "notes", "persistent", "calibration"}
+        "forward_tiles", "backward_tiles", "shared_memory", "backward_shared_memory",
+        "launch_order", "split_kv", "backward", "gqa", "extra_kernels", "notes", "persistent", "calibration"}
 _REQUIRED = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
              "launch_order", "split_kv", "backward", "gqa"}
 _ROW_MATCH = {"d_max", "causal", "dtype", "cc", "smem_per_block_min", "smem_per_sm_below"}
@@ -258,7 +258,7 @@ def _need(data: dict[str, Any], key: str, kind: type | tuple[type, ...], path: s
     if key not in data:
         raise ConfigError(path, full, "missing")
     value = data[key]
-    if isinstance(value, bool) and kind is not bool or not isinstance(value, kind):
+    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
         raise ConfigError(path, full, f"must be {names}, got {value!r}"[:120])
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:

@@ -10,12 +10,11 @@ its `choose_tiles`, which takes the `TilingInputs` and `Tiles` defined here.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-
-from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
 
 from iosim.errors import TilingError, arg
 from iosim.estimates.occupancy import SmLimits, programs_per_sm, sm_limits
