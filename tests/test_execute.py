@@ -44,7 +44,7 @@ def closed_terms(algorithm: str, workload: Workload,
     return dict(out)
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), algorithm=st.sampled_from(FORWARD),
        dtype=st.sampled_from(["float64", "float32", "float16"]))
 def test_executor_counts_equal_closed_form_and_output_equals_standard(

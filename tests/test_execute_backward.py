@@ -30,7 +30,7 @@ from iosim.inputs.tiling import Tiling
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
 """As iosim.analysis.verify.TOLERANCE: gradients are compared relative to max(1, max |float64 gradient|)."""
 BACKWARD = sorted(a for a, p in EXECUTORS if p == "bwd")
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
 
 
 def model_tiling(name: str, w: Workload, block_q: int, block_kv: int, *, splits: int = 1,
