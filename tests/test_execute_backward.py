@@ -18,7 +18,7 @@ from iosim.execute import (
     ExecutorError,
     InstrumentedHBM,
     SramExceededError,
-    backward_working_set_bytes,
+    backward_sram_bytes,
     execute,
     precision,
     random_inputs,
@@ -200,7 +200,7 @@ def test_backward_sram_peak_and_one_byte_less_raises() -> None:
     """The backward holds K_j, V_j, dK_j, dV_j and Q_i, O_i, dO_i, dQ_i, l_i, m_i (flash1, the
     larger in float32); flash2 holds Q_i, dO_i and an fp32 dQ_i, L_i, D_i instead."""
     prec = precision("float32")
-    need = backward_working_set_bytes(16, 32, 8, prec)
+    need = backward_sram_bytes(16, 32, 8, prec)
     assert need == (4 * 32 + 4 * 16) * 8 * 4 + 2 * 16 * 4
     w = Workload(64, d=8, pass_="bwd")
     x = random_inputs(w, 0, prec, grad=True)

@@ -298,7 +298,7 @@ def verify(
         if model.pass_ == "fwd":
             sram_source = (f"the working set of {block_q}×{block_kv} blocks in {dtype}: Q_i, O_i, "
                            f"K_j, V_j and l_i, m_i")
-        else:  # the backward holds more tiles (execute.backward_working_set_bytes)
+        else:  # the backward holds more tiles (execute.backward_sram_bytes)
             sram_source = (f"the backward's working set of {block_q}×{block_kv} blocks in {dtype} "
                            f"(the larger pass)")
     else:

@@ -12,6 +12,7 @@ from iosim.algorithms.traffic import Op
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.registry import EXECUTORS, Run
+from iosim.inputs.tiling import working_set_bytes
 from iosim.inputs.workload import Workload
 
 Array = np.ndarray[Any, Any]
@@ -46,19 +47,20 @@ def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
         )
 
 
-def working_set_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
-    """The tiles a tiled kernel holds at once: Q_i, O_i, K_j, V_j in the storage dtype and l_i,
-    m_i in the statistics dtype (iosim.inputs.workload.working_set_bytes with the run's widths)."""
-    return (2 * block_q + 2 * block_kv) * d * prec.storage_bytes + 2 * block_q * prec.stats_bytes
+def forward_sram_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
+    """Bytes of the tiles a tiled forward kernel holds at once: the model's working set
+    (inputs/tiling.py:working_set_bytes) at the run's storage and statistics widths."""
+    return int(working_set_bytes(block_q, block_kv, d, prec.storage_bytes,
+                                 stat_bytes=prec.stats_bytes))
 
 
-def backward_working_set_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
+def backward_sram_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
     """The tiles a tiled backward kernel holds at once, the larger of the two:
 
     Alg. 4 (flash1): K_j, V_j, dK_j, dV_j (B_c × d), Q_i, O_i, dO_i, dQ_i (B_r × d), l_i, m_i;
     FlashAttention-2: K_j, V_j, dK_j, dV_j, Q_i, dO_i, an fp32 dQ_i, and L_i, D_i.
     The dK_j, dV_j accumulators are charged at the storage width, as O_i is in the forward; the
-    scores' tiles (S, P, dP, dS) live in registers and are not charged, as in working_set_bytes.
+    scores' tiles (S, P, dP, dS) live in registers and are not charged, as in the forward.
     """
     s, t = prec.storage_bytes, prec.stats_bytes
     flash1 = (4 * block_kv + 4 * block_q) * d * s + 2 * block_q * t
@@ -69,9 +71,9 @@ def backward_working_set_bytes(block_q: int, block_kv: int, d: int, prec: Precis
 def default_sram_bytes(pass_: str, block_q: int, block_kv: int, bwd_blocks: tuple[int, int],
                        d: int, prec: Precision) -> int:
     """The budget a run gets by default: the working set of every pass it runs."""
-    need = working_set_bytes(block_q, block_kv, d, prec)
+    need = forward_sram_bytes(block_q, block_kv, d, prec)
     if pass_ != "fwd":
-        need = max(need, backward_working_set_bytes(*bwd_blocks, d, prec))
+        need = max(need, backward_sram_bytes(*bwd_blocks, d, prec))
     return need
 
 

@@ -7,14 +7,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from iosim.calibrate.fit import BytesCheck, FitResult, Point, sdpa_ratios
 from iosim.errors import IosimError
 from iosim.output.plot import new_figure, save
-from iosim.output.render import fmt_bytes, fmt_rate, fmt_time, markdown_table, records_csv
+from iosim.output.render import fmt_bytes, fmt_rate, fmt_time, records_csv
+from iosim.output.tables import markdown_table, simple_table
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -80,10 +80,7 @@ def bytes_records(result: FitResult) -> list[dict[str, Any]]:
 
 
 def _table(title: str, columns: Sequence[str], left: Sequence[str]) -> Table:
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for col in columns:
-        table.add_column(col, justify="left" if col in left else "right")
-    return table
+    return simple_table(title, [(c, "left" if c in left else "right") for c in columns])
 
 
 def print_summary(result: FitResult, console: Console, *, out: Path, record: Path | None,

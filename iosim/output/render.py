@@ -20,6 +20,7 @@ from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.inputs.hardware import Figure, Hardware
+from iosim.output.tables import rich_markdown
 
 # ---------------------------------------------------------------------------------------------
 # numbers for people
@@ -372,15 +373,6 @@ def comparison_csv(c: Comparison) -> str:
     return records_csv(rows)
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
-                   right: Sequence[bool] | None = None) -> str:
-    right = right or [False] * len(headers)
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join("---:" if r else "---" for r in right) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def comparison_markdown(c: Comparison) -> str:
     """The rich output's tables as GitHub Markdown (for reports and READMEs)."""
     parts = [f"**{c.hardware.display_name}** ({c.roofs.profile} profile) · {c.workload.describe()}"
@@ -389,11 +381,7 @@ def comparison_markdown(c: Comparison) -> str:
     if _show_parallelism(c):
         tables.append(occupancy_table(c))
     for table in tables:
-        headers = [str(col.header).replace("\n", " ") for col in table.columns]
-        cells = [[str(x) for x in col.cells] for col in table.columns]
-        rows = [list(r) for r in zip(*cells, strict=True)]
-        right = [col.justify == "right" for col in table.columns]
-        parts += [f"*{table.title}*", "", markdown_table(headers, rows, right), ""]
+        parts += [f"*{table.title}*", "", rich_markdown(table), ""]
     parts.append(_footer(c).plain.replace("\n", "  \n"))
     return "\n".join(parts) + "\n"
 

@@ -5,12 +5,12 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
-from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from iosim.analysis.explain import SoftmaxTrace
+from iosim.output.tables import simple_table
 
 
 def _g(x: float) -> str:
@@ -30,13 +30,10 @@ def _diff(x: float) -> str:
 
 
 def _blocks_table(t: SoftmaxTrace) -> Table:
-    table = Table(title=f"Online softmax: {len(t.scores)} scores in blocks of {t.block}",
-                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for name, justify in (("block", "right"), ("scores", "left"), ("block max", "right"),
-                          ("m_old → m_new", "left"), ("rescale", "right"),
-                          ("l_old × rescale", "right"), ("+ block sum", "right"),
-                          ("= running sum l", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = simple_table(f"Online softmax: {len(t.scores)} scores in blocks of {t.block}", (
+        ("block", "right"), ("scores", "left"), ("block max", "right"),
+        ("m_old → m_new", "left"), ("rescale", "right"), ("l_old × rescale", "right"),
+        ("+ block sum", "right"), ("= running sum l", "right")))
     for s in t.steps:
         first = s.max_before == -math.inf
         table.add_row(str(s.index), ", ".join(_g(x) for x in s.scores), _g(s.block_max),
@@ -47,21 +44,18 @@ def _blocks_table(t: SoftmaxTrace) -> Table:
 
 
 def _output_table(t: SoftmaxTrace) -> Table:
-    table = Table(title="Partial output after each block",
-                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for name, justify in (("block", "right"), ("Õ = rescale·Õ_old + Σ exp(s − m_new)·v", "left"),
-                          ("O = Õ / l", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = simple_table("Partial output after each block", (
+        ("block", "right"), ("Õ = rescale·Õ_old + Σ exp(s − m_new)·v", "left"),
+        ("O = Õ / l", "left")))
     for s in t.steps:
         table.add_row(str(s.index), _vec(s.unnormalised), _vec(s.output))
     return table
 
 
 def _weights_table(t: SoftmaxTrace) -> Table:
-    table = Table(title="Final weights next to a one-pass softmax", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False)
-    for name in ("score", "online exp(s − m) / l", "one-pass softmax", "|difference|"):
-        table.add_column(name, justify="right")
+    table = simple_table("Final weights next to a one-pass softmax", [
+        (name, "right") for name in ("score", "online exp(s − m) / l", "one-pass softmax",
+                                     "|difference|")])
     for s, w, o in zip(t.scores, t.weights, t.one_pass_weights, strict=True):
         table.add_row(_g(s), _f(w), _f(o), _diff(abs(w - o)))
     return table

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from rich import box
 from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
 from iosim.analysis.verify import Verification
+from iosim.output.tables import simple_table
 
 OK, BAD = "✓", "✗"
 
@@ -48,12 +48,10 @@ def _header(v: Verification) -> Text:
 
 
 def _output_table(v: Verification) -> Table:
-    table = Table(title="Output and what is held at once", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False)
-    for name, justify in (("algorithm", "left"), ("max |x − standard|", "right"),
-                          ("max |x − float64 formula|", "right"),
-                          ("scores held at once", "right"), ("SRAM peak", "right"), ("", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = simple_table("Output and what is held at once", (
+        ("algorithm", "left"), ("max |x − standard|", "right"),
+        ("max |x − float64 formula|", "right"), ("scores held at once", "right"),
+        ("SRAM peak", "right"), ("", "left")))
     if all(a.name != "standard" for a in v.algorithms):
         table.add_row("standard (reference)", "", _sci(v.standard_max_abs_err_vs_float64),
                       f"{v.standard_peak_scores:,}", "—", "")
@@ -65,12 +63,9 @@ def _output_table(v: Verification) -> Table:
 
 
 def _gradients_table(v: Verification) -> Table:
-    table = Table(title="Gradients (backward pass)", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
-    for name, justify in (("algorithm", "left"), ("gradient", "left"),
-                          ("max |x − standard|", "right"), ("max |x − float64 formula|", "right"),
-                          ("largest |float64|", "right"), ("", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = simple_table("Gradients (backward pass)", (
+        ("algorithm", "left"), ("gradient", "left"), ("max |x − standard|", "right"),
+        ("max |x − float64 formula|", "right"), ("largest |float64|", "right"), ("", "left")))
     for a in v.algorithms:
         for i, g in enumerate(a.gradients):
             table.add_row(a.name if i == 0 else "", g.name, _sci(g.max_abs_diff_vs_standard),
@@ -80,12 +75,9 @@ def _gradients_table(v: Verification) -> Table:
 
 
 def _counts_table(v: Verification) -> Table:
-    table = Table(title="HBM traffic in elements, counted three ways", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False)
-    for name, justify in (("algorithm", "left"), ("kernel", "left"), ("tensor", "left"),
-                          ("op", "left"), ("closed form", "right"), ("tile walk", "right"),
-                          ("executor", "right"), ("", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = simple_table("HBM traffic in elements, counted three ways", (
+        ("algorithm", "left"), ("kernel", "left"), ("tensor", "left"), ("op", "left"),
+        ("closed form", "right"), ("tile walk", "right"), ("executor", "right"), ("", "left")))
     for a in v.algorithms:
         for i, t in enumerate(a.terms):
             table.add_row(a.name if i == 0 else "", t.kernel, t.tensor, t.op,
