@@ -127,19 +127,10 @@ class SweepResult:
         cols["sram_bytes"] = per_point(self.sram_bytes)
         points = len(self.sram_bytes[cut])
         cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), points)
-        cols["block_q"] = interleave([a.block_q for a in chosen])
-        cols["block_kv"] = interleave([a.block_kv for a in chosen])
-        cols["fits_sram"] = interleave([a.fits_sram for a in chosen])
-        cols["bwd_block_q"] = interleave([a.bwd_block_q for a in chosen])
-        cols["bwd_block_kv"] = interleave([a.bwd_block_kv for a in chosen])
-        cols["splits"] = interleave([a.splits for a in chosen])
-        cols["hbm_read_bytes"] = interleave([a.hbm_read_bytes for a in chosen])
-        cols["hbm_write_bytes"] = interleave([a.hbm_write_bytes for a in chosen])
-        cols["hbm_bytes"] = interleave([a.hbm_bytes for a in chosen])
-        cols["flops"] = interleave([a.flops for a in chosen])
-        cols["matmul_flops"] = interleave([a.matmul_flops for a in chosen])
-        cols["elementwise_flops"] = interleave([a.elementwise_flops for a in chosen])
-        cols["time_s"] = interleave([a.time_s for a in chosen])
+        for name in ("block_q", "block_kv", "fits_sram", "bwd_block_q", "bwd_block_kv", "splits",
+                     "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "flops", "matmul_flops",
+                     "elementwise_flops", "time_s"):
+            cols[name] = interleave([getattr(a, name) for a in chosen])
         cols["bound"] = np.where(interleave([a.memory_bound for a in chosen]), "memory", "compute"
                                  ).astype(object)
         cols["traffic_ratio_vs_standard"] = interleave(

@@ -20,12 +20,12 @@ from typing import Any
 import numpy as np
 
 from iosim._version import __version__
-from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+from iosim.algorithms.splitkv import refuse_too_many_splits
 from iosim.algorithms.traffic import Op
-from iosim.analysis.requests import default_algorithms
+from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms
 from iosim.analysis.requests import parse_sram as parse_sram_bytes
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 from iosim.execute import (
     EXECUTOR_DTYPES,
     EXECUTORS,
@@ -39,6 +39,7 @@ from iosim.execute import (
     refusal,
 )
 from iosim.execute.run import passes_of
+from iosim.inputs.ints import check_count
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 
@@ -262,11 +263,11 @@ def verify(
     splitkv's (default_splits when None).
     """
     if dtype not in EXECUTOR_DTYPES:
-        raise IosimError(f"unknown --dtype '{dtype}'; use one of {', '.join(EXECUTOR_DTYPES)}")
+        raise IosimError(f"unknown {arg('dtype')} '{dtype}'; use one of "
+                         f"{', '.join(EXECUTOR_DTYPES)}")
     model = workload.with_(dtype=MODEL_DTYPE[dtype])
-    for flag, value in (("--block-q", block_q), ("--block-kv", block_kv)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise IosimError(f"{flag} must be a whole number of at least 1, got {value!r}")
+    check_count("block_q", block_q)
+    check_count("block_kv", block_kv)
     check_limits(model, block_q, block_kv)  # before any array is made
     blocks: dict[str, Any] = {"block_q": block_q, "block_kv": block_kv,
                               "bwd_blocks": (block_q, block_kv)}
@@ -275,21 +276,14 @@ def verify(
                       if all((a, step) in EXECUTORS for step, _ in passes_of(model.pass_))
                       and refusal(a, model, **blocks) is None]
         if not algorithms:
-            raise IosimError(f"no algorithm has an executor for --pass {model.pass_} yet; "
-                             f"use --pass fwd")
-    names = list(dict.fromkeys(a.strip().lower() for a in algorithms))
-    if not names or any(not n for n in names):
-        raise IosimError(f"--algo needs a comma-separated list of {', '.join(ALGORITHMS)}")
-    chosen = [get_algorithm(n) for n in names]
-    if splits is not None and "splitkv" not in names:
-        raise IosimError("--splits applies to splitkv; add it to --algo "
-                         "(e.g. --algo standard,flash2,splitkv)")
-    key_blocks = -(-model.n_kv // block_kv)
+            raise IosimError(f"no algorithm has an executor for {arg('pass_', model.pass_)} yet; "
+                             f"use {arg('pass_', 'fwd')}")
+    check_splits([splits])
+    chosen = choose_algorithms(algorithms, splits_given=splits is not None)
+    names = [a.name for a in chosen]
     if splits is None:
         splits = default_splits(model, block_kv)
-    elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
-        raise IosimError(f"--splits must be a whole number from 1 to the {key_blocks} key blocks "
-                         f"(N_kv {model.n_kv} in blocks of B_c = {block_kv}), got {splits!r}")
+    refuse_too_many_splits(splits, model.n_kv, block_kv)
     prec = precision(dtype)
     sram_bytes = parse_sram(sram)
     if sram_bytes is None:
