@@ -32,7 +32,7 @@ from iosim.algorithms.loopnest import (
     kernel_sums,
 )
 from iosim.algorithms.traffic import Traffic, TrafficTotals
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -70,12 +70,12 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
     if profile == "spec":
         return Roofs("spec", hardware.hbm_bandwidth_bytes_per_s, matmul, vector, {}, tuple(notes))
     if profile != "measured":
-        raise IosimError(f"unknown profile '{profile}'; use spec or measured")
+        raise IosimError(f"unknown profile '{profile}'; use spec or measured", param="profile")
     measured = hardware.measured
     if measured is None:
         raise IosimError(
             f"{hardware.name} has no measured section; run `iosim calibrate` on that GPU "
-            f"(or use --profile spec)"
+            f"(or use {arg('profile', 'spec')})"
         )
     bandwidth = measured.hbm_bandwidth_bytes_per_s
     if bandwidth is None:

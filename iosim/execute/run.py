@@ -9,9 +9,11 @@ import numpy as np
 
 from iosim.algorithms.loopnest import TileAccess
 from iosim.algorithms.traffic import Op
+from iosim.errors import arg
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.registry import EXECUTORS, Run
+from iosim.inputs.ints import check_count
 from iosim.inputs.tiling import working_set_bytes
 from iosim.inputs.workload import Workload
 
@@ -32,9 +34,10 @@ def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
     w = workload
     scores = w.batch * w.heads * w.n * w.n_kv
     sizes = f"--n {w.n}" + (f" --n-kv {w.n_kv}" if w.n_kv != w.n else "")
+    named = arg("n", w.n) + (f" {arg('n_kv', w.n_kv)}" if w.n_kv != w.n else "")
     if scores > MAX_SCORES:
         raise ExecutorError(
-            f"{sizes} is too large for an executor run: batch × heads × N × N_kv = {scores:,} "
+            f"{named} is too large for an executor run: batch × heads × N × N_kv = {scores:,} "
             f"scores, the limit is {MAX_SCORES:,} (e.g. N = N_kv = 4096 for one head); for the "
             f"exact counts at this size use the closed form: iosim compare {sizes} --gpu a100"
         )
@@ -42,7 +45,8 @@ def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
     if pairs > MAX_TILE_PAIRS:
         raise ExecutorError(
             f"blocks {block_q} × {block_kv} make {pairs:,} tile pairs (batch × heads × T_r × T_c), "
-            f"the executor's limit is {MAX_TILE_PAIRS:,}; use larger --block-q/--block-kv, or "
+            f"the executor's limit is {MAX_TILE_PAIRS:,}; use larger {arg('block_q')}/"
+            f"{arg('block_kv')}, or "
             f"the closed form (iosim compare) for counts at this size"
         )
 
@@ -91,8 +95,8 @@ def refusal(algorithm: str, workload: Workload, *, block_q: int, block_kv: int,
     if algorithm == "splitkv" and workload.n == 1 and workload.group_size > 1:
         return ("splitkv packs the query heads of a KV head into one tile when N = 1 "
                 "(seqlenq_ngroups_swapped), which puts its block-sparse mask on another block grid "
-                "than the other algorithms'; verify it with --sparsity 1, or --kv-heads equal to "
-                "--heads")
+                f"than the other algorithms'; verify it with {arg('sparsity', 1)}, or "
+                f"{arg('kv_heads')} equal to {arg('heads')}")
     return None
 
 
@@ -174,16 +178,14 @@ def execute(
     prec = precision(dtype)
     bwd_blocks = (block_q if bwd_block_q is None else bwd_block_q,
                   block_kv if bwd_block_kv is None else bwd_block_kv)
-    for flag, value in (("--block-q", block_q), ("--block-kv", block_kv),
-                        ("the backward's block_q", bwd_blocks[0]),
-                        ("the backward's block_kv", bwd_blocks[1])):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ExecutorError(f"{flag} must be a whole number of at least 1, got {value!r}")
+    for name, value in (("block_q", block_q), ("block_kv", block_kv),
+                        ("bwd_block_q", bwd_blocks[0]), ("bwd_block_kv", bwd_blocks[1])):
+        check_count(name, value, ExecutorError)
     if not 0.0 <= dropout_p < 1.0:
-        raise ExecutorError(f"--dropout-p must be in [0, 1), got {dropout_p}")
+        raise ExecutorError(f"{arg('dropout_p')} must be in [0, 1), got {dropout_p}")
     key_blocks = -(-workload.n_kv // block_kv)
     if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
-        raise ExecutorError(f"--splits must be a whole number from 1 to the {key_blocks} key "
+        raise ExecutorError(f"{arg('splits')} must be a whole number from 1 to the {key_blocks} key "
                             f"blocks (N_kv {workload.n_kv} in blocks of {block_kv}), got {splits!r}")
     check_limits(workload, block_q, block_kv)
     if workload.pass_ != "fwd":
@@ -195,7 +197,7 @@ def execute(
             raise ExecutorError(
                 f"no {'backward' if step == 'bwd' else 'forward'} executor for {algorithm}"
                 + (f" (there is one for {', '.join(have)})" if have else "")
-                + ("; use --pass fwd" if step == "bwd" else "")
+                + (f"; use {arg('pass_', 'fwd')}" if step == "bwd" else "")
             )
     why = refusal(algorithm, workload, block_q=block_q, block_kv=block_kv, bwd_blocks=bwd_blocks)
     if why is not None:

@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from iosim.errors import ConfigError, IosimError, UnknownGpuError
+from iosim.errors import ConfigError, IosimError, UnknownGpuError, arg
 from iosim.inputs.units import DTYPE_BYTES, parse_quantity
 
 SCHEMA_VERSION = 1
@@ -114,7 +114,7 @@ class Hardware:
             listed = ", ".join(self.peak_flops_per_s)
             raise IosimError(
                 f"{self.name} has no {dtype} peak in its YAML (it lists {listed}); "
-                f"pick another --dtype or add peak_flops.{dtype} to {self.path}"
+                f"pick another {arg('dtype')} or add peak_flops.{dtype} to {self.path}"
             ) from None
 
     def sram_elements(self, dtype: str) -> int:
