@@ -11,7 +11,8 @@ from hypothesis import strategies as st
 import iosim
 from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
 from iosim.algorithms.blocks import block_sums, floor_sum, visited_kv_blocks
-from iosim.algorithms.loopnest import closed_form, walk
+from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.tilewalk import walk
 from iosim.inputs.tiling import Tiling, make_tiling
 from iosim.inputs.workload import Workload
 

@@ -10,7 +10,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iosim.algorithms import ALGORITHMS
-from iosim.algorithms.loopnest import closed_form, walk
+from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.tilewalk import walk
 from iosim.errors import IosimError
 from iosim.execute import (
     EXECUTORS,

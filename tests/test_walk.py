@@ -11,8 +11,9 @@ from hypothesis import strategies as st
 
 from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.blocks import cdiv
-from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+from iosim.algorithms.loopnest import closed_form
 from iosim.algorithms.tilestream import walk_arrays
+from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.analysis.compare import tiling_for
 from iosim.analysis.requests import sram_budget
 from iosim.inputs.hardware import resolve_hardware

@@ -28,14 +28,8 @@ import numpy as np
 
 from iosim.algorithms.blockmask import kept_between
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import (
-    KV_HEAD_TENSORS,
-    Kernel,
-    TileAccess,
-    element_bytes,
-    row_width,
-    walk_problem,
-)
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, element_bytes, row_width
+from iosim.algorithms.tilewalk import TileAccess, walk_problem
 from iosim.algorithms.traffic import Op
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload

@@ -20,8 +20,9 @@ from typing import Any
 import numpy as np
 
 from iosim._version import __version__
-from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+from iosim.algorithms.loopnest import closed_form
 from iosim.algorithms.splitkv import refuse_too_many_splits
+from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.traffic import Op
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms
 from iosim.analysis.requests import parse_sram as parse_sram_bytes

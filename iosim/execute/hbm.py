@@ -22,7 +22,7 @@ from typing import Any
 
 import numpy as np
 
-from iosim.algorithms.loopnest import TileAccess
+from iosim.algorithms.tilewalk import TileAccess
 from iosim.algorithms.traffic import Op
 from iosim.errors import IosimError, arg
 

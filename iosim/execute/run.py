@@ -7,7 +7,8 @@ from typing import Any
 
 import numpy as np
 
-from iosim.algorithms.loopnest import TileAccess
+from iosim.algorithms.packing import packs_heads
+from iosim.algorithms.tilewalk import TileAccess
 from iosim.algorithms.traffic import Op
 from iosim.errors import arg
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
@@ -92,7 +93,7 @@ def refusal(algorithm: str, workload: Workload, *, block_q: int, block_kv: int,
                 f"{bwd_blocks[0]} × {bwd_blocks[1]} blocks are not the forward's {block_q} × "
                 f"{block_kv}: the two passes would mask different scores; give both passes the "
                 f"same blocks")
-    if algorithm == "splitkv" and workload.n == 1 and workload.group_size > 1:
+    if algorithm == "splitkv" and packs_heads(workload.n, workload.heads, workload.kv_heads):
         return ("splitkv packs the query heads of a KV head into one tile when N = 1 "
                 "(seqlenq_ngroups_swapped), which puts its block-sparse mask on another block grid "
                 f"than the other algorithms'; verify it with {arg('sparsity', 1)}, or "

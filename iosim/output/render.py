@@ -16,6 +16,7 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from iosim.algorithms.packing import packs_heads
 from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
@@ -215,7 +216,7 @@ def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
     t_c = -(-w.n_kv // a.tiling.block_kv)
     per = -(-t_c // a.tiling.splits)
     packed = (f"; the {w.group_size} query heads of each KV head packed into one tile "
-              f"(seqlenq_ngroups_swapped)" if w.n == 1 and w.group_size > 1 else "")
+              f"(seqlenq_ngroups_swapped)" if packs_heads(w.n, w.heads, w.kv_heads) else "")
     return (f"{a.tiling.splits} KV splits of {per} key blocks ({a.tiling.splits_rule})"
             f"{packed}")
 
