@@ -175,6 +175,7 @@ class Dims:
 
     @classmethod
     def of(cls, workload: Workload, tiling: Tiling | None) -> Dims:
+        """One workload's dims: its sizes and the tiling's blocks (whole tensors for an untiled algorithm)."""
         num, den = workload.sparsity_fraction
         return cls(workload.n, workload.n_kv, workload.d, workload.batch, workload.heads,
                    workload.kv_heads, workload.element_bytes,
@@ -201,6 +202,8 @@ def _is_dense(dims: Dims) -> bool:
 
 
 def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
+    """Exact sums over the block pairs a kernel visits (its pass's blocks, the causal skip, the
+    block-sparse mask); ints or arrays."""
     kd = kernel_dims(kernel, dims)
     if kernel.loop is None:
         return BlockSums(1, 1, 1, kd.n_q, kd.n_kv, kd.n_q * kd.n_kv)

@@ -93,12 +93,14 @@ class SplitKV(Algorithm):
     kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits"})  # packing, combine
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
+        """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""
         if workload.pass_ != "fwd":
             raise IosimError(f"splitkv is an inference (forward-only) kernel; use "
                              f"{arg('pass_', 'fwd')}, or flash2 for the backward pass")
         return self.forward(workload, tiling.splits if tiling else 1)
 
     def forward(self, workload: Workload, splits: int = 1) -> tuple[Kernel, ...]:
+        """The split-KV kernels for `splits` KV splits per query block."""
         if splits > 1:
             outputs = (
                 Access("O_partial", "write", "outer_end", "q", "d",
@@ -160,6 +162,7 @@ class SplitKV(Algorithm):
         return replace(tiles, splits=select(p.splits > 0, p.splits, auto))
 
     def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
+        """The split count and how it was chosen ('--splits', or the heuristic's inputs)."""
         if inputs.splits:
             return replace(tiling, splits=int(tiles.splits), splits_rule="--splits")
         heads, m_blocks, n_blocks = self._split_problem(tiles, inputs)

@@ -68,10 +68,12 @@ class TileStream:
 
     @property
     def elements(self) -> IntArray:
+        """Elements of every access, as an int64 array."""
         return (self.row_stop - self.row_start) * self.cols
 
     @property
     def bytes(self) -> IntArray:
+        """Bytes of every access, as an int64 array."""
         return self.elements * self.element_bytes
 
     def records(self) -> Iterator[TileAccess]:

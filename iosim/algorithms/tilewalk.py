@@ -40,10 +40,12 @@ class TileAccess:
 
     @property
     def elements(self) -> int:
+        """Elements the access moves (rows × columns)."""
         return (self.row_stop - self.row_start) * self.cols
 
     @property
     def bytes(self) -> int:
+        """Bytes the access moves."""
         return self.elements * self.element_bytes
 
 
@@ -135,6 +137,7 @@ class _WalkGeometry:
 
     def whole(self, kernel: Kernel, access: Access, b: int, h: int,
               splits: int) -> Iterator[TileAccess]:
+        """A whole-tensor access (every split's copy of a per-split tensor)."""
         for k in range(splits if access.per_split else 1):
             yield from self.emit(kernel, access, b, h, None, k)
 

@@ -45,10 +45,12 @@ class AlgorithmGrid:
 
     @property
     def hbm_bytes(self) -> np.ndarray:
+        """HBM bytes read + written at each point."""
         return np.asarray(self.hbm_read_bytes + self.hbm_write_bytes)
 
     @property
     def flops(self) -> np.ndarray:
+        """FLOPs (matmul + elementwise) at each point."""
         return np.asarray(self.matmul_flops + self.elementwise_flops)
 
     @property
@@ -74,6 +76,7 @@ class SweepResult:
 
     @property
     def points(self) -> int:
+        """Grid points."""
         return int(self.sram_bytes.shape[0])
 
     @property
@@ -82,6 +85,7 @@ class SweepResult:
         return _Index(self.spec, self._index)
 
     def algorithm(self, name: str) -> AlgorithmGrid:
+        """The grid of the algorithm named `name` (KeyError if it was not swept)."""
         for a in self.algorithms:
             if a.name == name:
                 return a
@@ -176,6 +180,7 @@ class SweepResult:
         return out
 
     def metadata(self) -> dict[str, Any]:
+        """The sweep's description for JSON and reports: schema, axes, GPUs, algorithms, notes."""
         spec = self.spec
         return {
             "schema": SCHEMA,

@@ -78,6 +78,7 @@ class TermCheck:
 
     @property
     def agree(self) -> bool:
+        """Whether closed form, walk and executor count the same elements."""
         return self.closed_form == self.walk == self.executor
 
 
@@ -94,6 +95,7 @@ class GradientCheck:
 
     @property
     def agrees(self) -> bool:
+        """Whether the gradient equals standard's and the float64 formula's within tolerance."""
         return self.max_abs_diff_vs_standard <= self.tolerance * self.scale
 
 
@@ -123,23 +125,28 @@ class AlgorithmCheck:
 
     @property
     def counts_agree(self) -> bool:
+        """Whether every term agrees three ways."""
         return all(t.agree for t in self.terms) and self.stream_equal and self.bytes_agree
 
     @property
     def bytes_agree(self) -> bool:
+        """Whether every stored tensor has the model's bytes per element."""
         return not self.bytes_checked or all(
             t.executor_element_bytes == t.element_bytes for t in self.terms)
 
     @property
     def output_agrees(self) -> bool:
+        """Whether the output equals standard's and the float64 formula's within tolerance."""
         return self.max_abs_diff_vs_standard <= self.tolerance
 
     @property
     def gradients_agree(self) -> bool:
+        """Whether every gradient agrees."""
         return all(g.agrees for g in self.gradients)
 
     @property
     def ok(self) -> bool:
+        """Whether everything checked agrees."""
         return self.counts_agree and self.output_agrees and self.gradients_agree
 
     def totals(self) -> tuple[int, int, int]:
@@ -164,9 +171,11 @@ class Verification:
 
     @property
     def ok(self) -> bool:
+        """Whether everything checked agrees."""
         return all(a.ok for a in self.algorithms)
 
     def to_dict(self) -> dict[str, Any]:
+        """The stable JSON (schema iosim.verify/1)."""
         w = self.workload
         return {
             "schema": SCHEMA,
@@ -216,6 +225,7 @@ class Verification:
 
 
 def parse_sram(sram: str | int | None) -> int | None:
+    """An SRAM size in bytes (None: the default working set)."""
     return None if sram is None else parse_sram_bytes(sram)
 
 

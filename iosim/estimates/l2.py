@@ -81,6 +81,7 @@ class DramEstimate(ReadWriteTotals):
 
     @property
     def oblivious_bytes(self) -> int:
+        """The L2-oblivious count of the same accesses, in bytes."""
         return sum(t.oblivious_bytes for t in self.terms)
 
     @property
@@ -89,6 +90,7 @@ class DramEstimate(ReadWriteTotals):
         return tuple(dict.fromkeys(t.kernel for t in self.terms if t.note.startswith("not modelled")))
 
     def of_kernel(self, kernel: str) -> DramEstimate:
+        """The estimate's terms of one kernel."""
         return DramEstimate(tuple(t for t in self.terms if t.kernel == kernel), self.l2_bytes,
                             self.concurrent_programs, self.model)
 

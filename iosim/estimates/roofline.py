@@ -56,10 +56,13 @@ class Roofs:
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
+        """Intensity (FLOP/byte) where the matmul roof meets the memory roof."""
         return self.matmul_flops_per_s / self.hbm_bandwidth_bytes_per_s
 
 
 def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roofs:
+    """The ceilings (bytes/s, FLOP/s) for `dtype` on `hardware` under `profile`, with notes on
+    any fallback."""
     notes: list[str] = []
     matmul = hardware.peak_flops(dtype)
     vector = hardware.peak_flops_per_s.get("fp32")
@@ -116,6 +119,7 @@ class KernelEstimate(TrafficTotals):
 
     @property
     def intensity_flops_per_byte(self) -> float:
+        """FLOPs per HBM byte (inf for a kernel that moves none)."""
         return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
 
 
@@ -201,6 +205,7 @@ class CostTotals:
 
     @property
     def memory_bound(self) -> Any:
+        """Memory-bound when the memory-bound kernels hold at least half the time."""
         return mostly_memory_bound(self.memory_bound_time_s, self.time_s)
 
 

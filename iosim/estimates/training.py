@@ -80,4 +80,5 @@ class Occupancy:
 
     @property
     def waves(self) -> float | None:
+        """Programs per SM (None when the SM count is unknown)."""
         return None if self.sm_count is None else self.programs / self.sm_count

@@ -329,6 +329,7 @@ def config_dir() -> Path:
 
 
 def shipped_config_paths() -> list[Path]:
+    """The GPU YAML files that ship with iosim, sorted by name."""
     return sorted(config_dir().glob("*.yaml"))
 
 
@@ -351,6 +352,7 @@ class ResolvedHardware:
 
     @property
     def note(self) -> str | None:
+        """How the requested name resolved (an alias, a path), or None when it was a name."""
         if self.how == "alias":
             return f"'{self.requested}' is an alias of {self.hardware.name}"
         return None

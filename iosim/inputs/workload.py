@@ -97,6 +97,7 @@ class Workload:
 
     @property
     def element_bytes(self) -> int:
+        """Bytes per element of the workload's dtype."""
         return DTYPE_BYTES[self.dtype]
 
     @property
@@ -105,6 +106,7 @@ class Workload:
         return self.heads // self.kv_heads
 
     def describe(self) -> str:
+        """One line for headers: batch, heads, N, d, dtype, pass, mask, sparsity."""
         kv = f" (kv {self.n_kv})" if self.n_kv != self.n else ""
         heads = f"{self.heads} heads" + (f" / {self.kv_heads} kv" if self.kv_heads != self.heads else "")
         mask = "causal" if self.causal else "non-causal"
@@ -113,6 +115,7 @@ class Workload:
                 f"{_PASS_NAMES[self.pass_]}, {mask}{sparse}")
 
     def with_(self, **changes: object) -> Workload:
+        """A copy with the given fields changed (validated again)."""
         return replace(self, **changes)  # type: ignore[arg-type]
 
 
