@@ -1,7 +1,7 @@
 """Checks every algorithm in ALGORITHMS gets without a test of its own (docs/contributing.md).
 
 A new algorithm listed in iosim/algorithms/__init__.py is held here, for each pass it models, to
-  1. closed form = tile walk, term by term (loopnest.closed_form against loopnest.walk);
+  1. closed form = tile walk, term by term (loopnest.closed_form against tilewalk.walk);
   2. closed form = walk = NumPy executor, through `verify`, where it has an executor;
   3. its declared `kernel_axes`: the Workload fields (and tiling.splits) that `kernels` reads,
      recorded by a Workload whose every attribute read is noted;

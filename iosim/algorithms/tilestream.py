@@ -1,4 +1,4 @@
-"""The tile walk as arrays: the same access stream as `loopnest.walk`, built without a Python loop.
+"""The tile walk as arrays: the same access stream as `tilewalk.walk`, built without a Python loop.
 
 `walk` yields one `TileAccess` per tile load or store, in loop order; that is exact and simple, and
 fast enough for one head at N = 16,384 (benchmarks/walk_speed.py). A model that consumes millions
@@ -272,7 +272,7 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         instances = batch * heads
         b_col = np.repeat(np.arange(batch, dtype=np.int64), heads * per)
         h_col = np.tile(np.repeat(np.arange(heads, dtype=np.int64), per), batch)
-        # once per KV head: done by the group's last query head (loopnest._WalkGeometry.emit)
+        # once per KV head: done by the group's last query head (tilewalk._WalkGeometry.emit)
         keep = ~(np.tile(a_once, instances) & ((h_col + 1) % group != 0))
         if packed:
             head = np.where(np.tile(split_rows, instances), h_col * group

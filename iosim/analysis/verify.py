@@ -1,7 +1,7 @@
 """`verify`: count one workload three ways — closed form, tile walk, executor — and run it.
 
 For each algorithm: the closed form's terms (loopnest.closed_form), the tile walk's accesses summed
-per term (loopnest.walk), and the NumPy executor's instrumented counts (iosim.execute), side by
+per term (tilewalk.walk), and the NumPy executor's instrumented counts (iosim.execute), side by
 side in elements; the executor's access stream against the walk's, access by access; its output
 against standard attention (run by the same executor) and against a float64 formula; with a
 backward pass, its gradients dQ, dK, dV likewise (the float64 formula is the analytic backward,
