@@ -133,7 +133,7 @@ def test_sram_peak_is_the_working_set_and_one_byte_less_raises() -> None:
     for algorithm in ("flash1", "flash2"):
         run = execute(algorithm, w, inputs, dtype="float16", block_q=32, block_kv=64)
         assert run.sram_peak_bytes == need == run.sram_budget_bytes
-        with pytest.raises(SramExceededError, match=r"raise --sram"):
+        with pytest.raises(SramExceededError, match=r"raise sram or use smaller block_q/block_kv"):
             execute(algorithm, w, inputs, dtype="float16", block_q=32, block_kv=64,
                     sram_bytes=need - 1)
 
@@ -186,7 +186,7 @@ def test_a_pass_without_an_executor_is_refused_with_a_hint() -> None:
     w = Workload(16, d=4, pass_="bwd")
     assert ("splitkv", "bwd") not in EXECUTORS
     with pytest.raises(ExecutorError, match=r"no backward executor for splitkv \(there is one for "
-                                            r"flash1, flash2, standard\); use --pass fwd"):
+                                            r"flash1, flash2, standard\); use pass_=fwd"):
         execute("splitkv", w, random_inputs(w, 0, precision("float64"), grad=True))
 
 
@@ -203,7 +203,7 @@ def test_a_run_too_large_names_the_limit_and_the_closed_form() -> None:
 @pytest.mark.parametrize("bad", [0, -3, 2.5, True])
 def test_bad_blocks_are_refused(bad: object) -> None:
     w = Workload(16, d=4)
-    with pytest.raises(IosimError, match="--block-q must be a whole number of at least 1"):
+    with pytest.raises(IosimError, match="block_q must be a whole number of at least 1"):
         execute("flash1", w, random_inputs(w, 0, precision("float64")), block_q=bad)  # type: ignore[arg-type]
 
 
