@@ -71,12 +71,11 @@ def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
 
 
 def plot(rows: list[dict[str, Any]], path: Path) -> None:
-    import matplotlib
+    """Predicted against measured, log-log, one colour per implementation (output/plot.py's
+    Agg figure and save, which never overwrites)."""
+    from iosim.output.plot import new_figure, save
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7.5, 6.5))
+    fig, ax = new_figure(7.5, 6.5)
     for impl in dict.fromkeys(r["impl"] for r in rows):
         pts = [r for r in rows if r["impl"] == impl]
         ax.scatter([r["time_s"] * 1e6 for r in pts], [r["predicted_s"] * 1e6 for r in pts],
@@ -84,8 +83,8 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     lo = min(min(r["time_s"], r["predicted_s"]) for r in rows) * 1e6 / 1.5
     hi = max(max(r["time_s"], r["predicted_s"]) for r in rows) * 1e6 * 1.5
     ax.plot([lo, hi], [lo, hi], color="black", lw=0.8, label="predicted = measured")
-    for f, style in ((1.2, ":"), (1 / 1.2, ":")):
-        ax.plot([lo, hi], [lo * f, hi * f], color="gray", lw=0.6, ls=style)
+    for f in (1.2, 1 / 1.2):
+        ax.plot([lo, hi], [lo * f, hi * f], color="gray", lw=0.6, ls=":")
     ax.set_xscale("log")
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
@@ -94,10 +93,7 @@ def plot(rows: list[dict[str, Any]], path: Path) -> None:
     ax.set_ylabel("iosim predicted time (µs, measured profile)")
     ax.set_title("Validation set: predicted vs measured (dotted: ±20 %)")
     ax.legend(loc="upper left", fontsize=8)
-    fig.tight_layout()
-    if path.exists():
-        raise SystemExit(f"{path} exists; remove it first")
-    fig.savefig(path, dpi=110)
+    save(fig, path.with_suffix(""), ("png",))
 
 
 def main() -> None:

@@ -27,7 +27,7 @@ _PUBLIC = {
     "SweepSpec": "iosim.analysis.sweep",
     "Term": "iosim.algorithms.traffic",
     "Theorem2": "iosim.analysis.comparison",
-    "TileAccess": "iosim.algorithms.loopnest",
+    "TileAccess": "iosim.algorithms.tilewalk",
     "TileStream": "iosim.algorithms.tilestream",
     "Tiling": "iosim.inputs.tiling",
     "TilingError": "iosim.errors",
@@ -47,7 +47,7 @@ _PUBLIC = {
     "roofs_for": "iosim.estimates.roofline",
     "sweep": "iosim.analysis.sweep",
     "verify": "iosim.analysis.verify",
-    "walk": "iosim.algorithms.loopnest",
+    "walk": "iosim.algorithms.tilewalk",
     "walk_arrays": "iosim.algorithms.tilestream",
 }
 """Each public name and the module it lives in: imported on first use (PEP 562), so that
@@ -55,8 +55,9 @@ _PUBLIC = {
 
 if TYPE_CHECKING:
     from iosim.algorithms import ALGORITHMS, get_algorithm
-    from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+    from iosim.algorithms.loopnest import closed_form
     from iosim.algorithms.tilestream import TileStream, walk_arrays
+    from iosim.algorithms.tilewalk import TileAccess, walk
     from iosim.algorithms.traffic import Term, Traffic
     from iosim.analysis.compare import compare
     from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2

@@ -26,10 +26,10 @@ from iosim.calibrate.records import (
     load_calibration,
     save_calibration,
 )
-from iosim.calibrate.report import write_report
 from iosim.calibrate.yaml_out import strip_measured, write_measured_yaml
 from iosim.inputs.hardware import load_hardware, resolve_hardware
 from iosim.inputs.workload import Workload
+from iosim.output.calibration_report import write_report
 from tests.conftest import run_cli as run
 
 RECORD = Path(__file__).parent / "data" / "h200-calibration.json"

@@ -58,7 +58,7 @@ def test_closed_form_is_the_simulation_in_clear_regimes(
     assert closed.write_bytes == pytest.approx(simulated.write_bytes, rel=0.01)
 
 
-@settings(max_examples=40, deadline=None, derandomize=True,
+@settings(derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(algorithm=st.sampled_from(["standard", "flash2", "flash1"]),
        n=st.sampled_from([128, 256, 384, 512]), d=st.sampled_from([16, 32, 64]),
@@ -83,7 +83,7 @@ def test_closed_form_follows_the_simulation(algorithm: str, n: int, d: int, head
 # --- invariants ---------------------------------------------------------------------------------
 
 
-@settings(max_examples=60, deadline=None, derandomize=True)
+@settings(derandomize=True)
 @given(algorithm=st.sampled_from(["standard", "flash2", "flash1"]),
        n=st.sampled_from([256, 1024, 4096, 16384]), d=st.sampled_from([64, 128]),
        heads=st.sampled_from([1, 8, 32]), causal=st.booleans(),

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from iosim import IosimError, Workload, compare
@@ -51,7 +51,6 @@ def _flash_api_heuristic(batch_nheads_mblocks: int, num_sms: int, num_n_blocks: 
     return 1
 
 
-@settings(max_examples=200, deadline=None)
 @given(grid=st.lists(st.integers(1, 600), min_size=1, max_size=8), sms=st.integers(1, 300),
        blocks=st.integers(1, 400))
 def test_vectorised_heuristic_equals_flash_api(grid: list[int], sms: int, blocks: int) -> None:

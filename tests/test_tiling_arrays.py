@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from iosim.errors import TilingError
@@ -51,7 +51,6 @@ def _scalar(d: int, dtype: str, sram: int, block_q: int, block_kv: int,
     return t.block_q, t.block_kv, not t.fits_note
 
 
-@settings(max_examples=60, deadline=None)
 @given(points=st.lists(point, min_size=1, max_size=60), outer=st.sampled_from(["kv", "q"]))
 def test_vector_rule_equals_make_tiling(points: list[tuple[int, str, int, int, int]],
                                         outer: str) -> None:
@@ -104,7 +103,6 @@ def _literal_step_down(sram: int, d: int, elt: int, outer: str) -> tuple[int, in
     return q, kv
 
 
-@settings(max_examples=40, deadline=None)
 @given(sram=st.lists(st.integers(1, 300_000), min_size=1, max_size=40),
        d=st.sampled_from([1, 8, 64, 128, 256]), elt=st.sampled_from([1, 2, 4]),
        outer=st.sampled_from(["kv", "q"]))

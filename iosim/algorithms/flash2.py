@@ -75,6 +75,7 @@ class Flash2(Algorithm):
     kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """FA2 Alg. 1's one fused Q-outer kernel."""
         return (Kernel("attn", "fused attention", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i"),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j"),
@@ -85,6 +86,8 @@ class Flash2(Algorithm):
         ), FORWARD_FLOPS, loop="q", grid="blocks"),)
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """FA2's three backward kernels (dot_do_o, the K/V-outer main kernel, convert_dQ) and
+        GQA's group sums."""
         dk, dv = dkv_names(workload)
         pre = Kernel("bwd_dot_do_o", "D = rowsum(dO∘O)", "elementwise", (
             Access("dO", "read", "prologue", "q", "d", f"FA2 Alg. 2 line 4 ({_PRE}): read dO"),
@@ -154,6 +157,7 @@ class Flash2(Algorithm):
                        bwd_per_sm=select(own, tiles.per_sm, bwd_per_sm))
 
     def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
+        """The backward's blocks, their rule and programs per SM (with a backward pass)."""
         tiling = replace(tiling, bwd_programs_per_sm=int(tiles.bwd_per_sm))
         backward = (int(tiles.bwd_block_q), int(tiles.bwd_block_kv))
         if backward == (tiling.block_q, tiling.block_kv) and not inputs.backward:

@@ -74,6 +74,17 @@ def num_splits_heuristic(batch_nheads_mblocks: Int, num_sms: Int, num_n_blocks: 
     return int(result) if scalar else result
 
 
+def refuse_too_many_splits(splits: Int, n_kv: Int, block_kv: Int) -> None:
+    """Raises unless every given split count (0: not given) is at most the key blocks ⌈N_kv/B_c⌉
+    it splits (ints or arrays; the message quotes the first point that has too many)."""
+    n_blocks = cdiv(n_kv, block_kv)
+    too_many = both(splits > 0, splits > n_blocks)
+    if np.any(too_many):
+        given, blocks, kv, bkv = at_first(too_many, splits, n_blocks, n_kv, block_kv)
+        raise IosimError(f"{arg('splits', given)} is more than the {blocks} key blocks (N_kv {kv} "
+                         f"in blocks of B_c = {bkv}); use 1 to {blocks}")
+
+
 class SplitKV(Algorithm):
     name = "splitkv"
     title = ("Flash-Decoding (split-KV FlashAttention-2): K/V split across programs, partial "
@@ -83,12 +94,14 @@ class SplitKV(Algorithm):
     kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits"})  # packing, combine
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
+        """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""
         if workload.pass_ != "fwd":
             raise IosimError(f"splitkv is an inference (forward-only) kernel; use "
                              f"{arg('pass_', 'fwd')}, or flash2 for the backward pass")
         return self.forward(workload, tiling.splits if tiling else 1)
 
     def forward(self, workload: Workload, splits: int = 1) -> tuple[Kernel, ...]:
+        """The split-KV kernels for `splits` KV splits per query block."""
         if splits > 1:
             outputs = (
                 Access("O_partial", "write", "outer_end", "q", "d",
@@ -153,13 +166,7 @@ class SplitKV(Algorithm):
         """The number of splits: the requested one (checked) or flash_api.cpp's heuristic."""
         p = inputs
         heads, m_blocks, n_blocks = self._split_problem(tiles, p)
-        too_many = both(p.splits > 0, p.splits > n_blocks)
-        if np.any(too_many):
-            splits, blocks, n_kv, block_kv = at_first(too_many, p.splits, n_blocks, p.n_kv,
-                                                      tiles.block_kv)
-            raise IosimError(
-                f"{arg('splits', splits)} is more than the {blocks} key blocks (N_kv {n_kv} in "
-                f"blocks of B_c = {block_kv}); use 1 to {blocks}")
+        refuse_too_many_splits(p.splits, p.n_kv, tiles.block_kv)
         if np.all(np.asarray(p.splits) > 0):
             return replace(tiles, splits=p.splits)
         if np.any(both(np.asarray(p.splits) == 0, np.asarray(p.sm_count) == 0)):
@@ -170,6 +177,7 @@ class SplitKV(Algorithm):
         return replace(tiles, splits=select(p.splits > 0, p.splits, auto))
 
     def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
+        """The split count and how it was chosen ('--splits', or the heuristic's inputs)."""
         if inputs.splits:
             return replace(tiling, splits=int(tiles.splits), splits_rule="--splits")
         heads, m_blocks, n_blocks = self._split_problem(tiles, inputs)

@@ -1,4 +1,4 @@
-"""The tile walk as arrays: the same access stream as `loopnest.walk`, built without a Python loop.
+"""The tile walk as arrays: the same access stream as `tilewalk.walk`, built without a Python loop.
 
 `walk` yields one `TileAccess` per tile load or store, in loop order; that is exact and simple, and
 fast enough for one head at N = 16,384 (benchmarks/walk_speed.py). A model that consumes millions
@@ -28,14 +28,8 @@ import numpy as np
 
 from iosim.algorithms.blockmask import kept_between
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import (
-    KV_HEAD_TENSORS,
-    Kernel,
-    TileAccess,
-    element_bytes,
-    row_width,
-    walk_problem,
-)
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, element_bytes, row_width
+from iosim.algorithms.tilewalk import TileAccess, walk_problem
 from iosim.algorithms.traffic import Op
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -74,10 +68,12 @@ class TileStream:
 
     @property
     def elements(self) -> IntArray:
+        """Elements of every access, as an int64 array."""
         return (self.row_stop - self.row_start) * self.cols
 
     @property
     def bytes(self) -> IntArray:
+        """Bytes of every access, as an int64 array."""
         return self.elements * self.element_bytes
 
     def records(self) -> Iterator[TileAccess]:
@@ -276,7 +272,7 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         instances = batch * heads
         b_col = np.repeat(np.arange(batch, dtype=np.int64), heads * per)
         h_col = np.tile(np.repeat(np.arange(heads, dtype=np.int64), per), batch)
-        # once per KV head: done by the group's last query head (loopnest._WalkGeometry.emit)
+        # once per KV head: done by the group's last query head (tilewalk._WalkGeometry.emit)
         keep = ~(np.tile(a_once, instances) & ((h_col + 1) % group != 0))
         if packed:
             head = np.where(np.tile(split_rows, instances), h_col * group

@@ -39,6 +39,7 @@ class AlgorithmEstimate(TrafficTotals):
 
     @property
     def traffic(self) -> Traffic:
+        """Every kernel's traffic terms, in launch order."""
         return Traffic(tuple(t for k in self.kernels for t in k.traffic))
 
     @property
@@ -48,14 +49,17 @@ class AlgorithmEstimate(TrafficTotals):
 
     @property
     def matmul_flops(self) -> int:
+        """Matmul FLOPs, summed over the kernels."""
         return int(self.totals.matmul_flops)
 
     @property
     def elementwise_flops(self) -> int:
+        """Elementwise (fp32 vector) FLOPs, summed over the kernels."""
         return int(self.totals.elementwise_flops)
 
     @property
     def time_s(self) -> float:
+        """Roofline time in seconds, summed over the kernels."""
         return float(self.totals.time_s)
 
     @property
@@ -70,6 +74,7 @@ class AlgorithmEstimate(TrafficTotals):
 
     @property
     def speedup_vs_standard(self) -> float:
+        """Standard attention's time over this algorithm's."""
         return self.baseline_time_s / self.time_s
 
     @property
@@ -90,6 +95,7 @@ class Theorem2:
 
     @property
     def ratio(self) -> float:
+        """Standard's leading term over FlashAttention's: Θ(M/d²) up to N_kv/N terms."""
         return self.standard_elements / self.flash_elements
 
 
@@ -121,6 +127,7 @@ class Comparison:
         return (q_o + k_v) * w.element_bytes
 
     def algorithm(self, name: str) -> AlgorithmEstimate:
+        """The estimate of the algorithm named `name` (KeyError if it was not run)."""
         for a in self.algorithms:
             if a.name == name:
                 return a

@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from iosim.analysis.requests import sram_bytes_of
 from iosim.analysis.sweep_spec import AXES, SweepSpec, int_values, spec_workload
 from iosim.estimates.occupancy import compute_capability
 from iosim.estimates.roofline import roofs_for
@@ -97,8 +98,7 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
     elt = along("dtype", [DTYPE_BYTES[t] for t in spec.dtype]).astype(np.int64)
     gpu_sram = along("gpu", [int(hw.sram_per_block_bytes) for hw in hardware]).astype(np.int64)
     sram_given, elements_given = ints("sram_bytes"), ints("sram_elements")
-    sram = np.where(sram_given > 0, sram_given,
-                    np.where(elements_given > 0, elements_given * elt, gpu_sram))
+    sram = sram_bytes_of(gpu_sram, elt, sram_given, elements_given)
     if all(v == 1 for v in spec.sparsity):
         num: Any = 1
         den: Any = 1

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Sequence
 from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS, Algorithm, get_algorithm
 from iosim.errors import IosimError, arg
 from iosim.inputs.hardware import Hardware
-from iosim.inputs.ints import check_count
+from iosim.inputs.ints import Int, check_count, select
 from iosim.inputs.units import parse_quantity
 from iosim.inputs.workload import Workload
 
@@ -59,18 +59,34 @@ def parse_sram(sram: str | int) -> int:
     return int(value)
 
 
+def refuse_both_sram(sram_given: bool, elements_given: bool, *, sram_name: str = "sram") -> None:
+    """The SRAM budget is given as a size or in elements, not both."""
+    if sram_given and elements_given:
+        raise IosimError(f"give {arg(sram_name)} or {arg('sram_elements')}, not both")
+
+
+def sram_bytes_of(gpu_sram_bytes: Int, element_bytes: Int, sram_bytes: Int = 0,
+                  sram_elements: Int = 0) -> Int:
+    """The SRAM M in bytes: the given size, else the given elements × bytes per element, else the
+    GPU's sram_per_block (0 = not given; ints or a sweep's arrays)."""
+    return select(sram_bytes > 0, sram_bytes,
+                  select(sram_elements > 0, sram_elements * element_bytes, gpu_sram_bytes))
+
+
 def sram_budget(
     hardware: Hardware, element_bytes: int, *, sram: str | int | None = None,
     sram_elements: int | None = None,
 ) -> tuple[int, str]:
     """(bytes, where they came from) of the SRAM M the blocks are sized for: `sram` (a size),
     `sram_elements` (elements of `element_bytes` bytes), or the GPU's sram_per_block."""
-    if sram is not None and sram_elements is not None:
-        raise IosimError(f"give {arg('sram')} or {arg('sram_elements')}, not both")
+    refuse_both_sram(sram is not None, sram_elements is not None)
+    gpu_sram = int(hardware.sram_per_block_bytes)
     if sram_elements is not None:
         check_count("sram_elements", sram_elements)
-        return sram_elements * element_bytes, f"--sram-elements {sram_elements}"
-    if sram is not None:
-        return parse_sram(sram), f"--sram {sram}"
-    kib = hardware.sram_per_block_bytes / 1024
-    return int(hardware.sram_per_block_bytes), f"sram_per_block of {hardware.name} ({kib:g} KiB)"
+        source = f"--sram-elements {sram_elements}"
+    elif sram is not None:
+        source = f"--sram {sram}"
+    else:
+        source = f"sram_per_block of {hardware.name} ({gpu_sram / 1024:g} KiB)"
+    size = 0 if sram is None else parse_sram(sram)
+    return int(sram_bytes_of(gpu_sram, element_bytes, size, sram_elements or 0)), source

@@ -211,7 +211,11 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Gri
         mask = which == index
         if not mask.any():
             continue
-        sub_t = _cut_tiles(t, lambda v, mask=mask: np.broadcast_to(v, part_shape)[mask])
+
+        def pick(v: np.ndarray, mask: np.ndarray = mask) -> np.ndarray:
+            return np.asarray(np.broadcast_to(v, part_shape)[mask])
+
+        sub_t = _cut_tiles(t, pick)
 
         def put(key: str, value: Any, mask: np.ndarray = mask) -> None:
             out[key][where][mask] = value

@@ -45,10 +45,12 @@ class AlgorithmGrid:
 
     @property
     def hbm_bytes(self) -> np.ndarray:
+        """HBM bytes read + written at each point."""
         return np.asarray(self.hbm_read_bytes + self.hbm_write_bytes)
 
     @property
     def flops(self) -> np.ndarray:
+        """FLOPs (matmul + elementwise) at each point."""
         return np.asarray(self.matmul_flops + self.elementwise_flops)
 
     @property
@@ -74,6 +76,7 @@ class SweepResult:
 
     @property
     def points(self) -> int:
+        """Grid points."""
         return int(self.sram_bytes.shape[0])
 
     @property
@@ -82,6 +85,7 @@ class SweepResult:
         return _Index(self.spec, self._index)
 
     def algorithm(self, name: str) -> AlgorithmGrid:
+        """The grid of the algorithm named `name` (KeyError if it was not swept)."""
         for a in self.algorithms:
             if a.name == name:
                 return a
@@ -127,19 +131,10 @@ class SweepResult:
         cols["sram_bytes"] = per_point(self.sram_bytes)
         points = len(self.sram_bytes[cut])
         cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), points)
-        cols["block_q"] = interleave([a.block_q for a in chosen])
-        cols["block_kv"] = interleave([a.block_kv for a in chosen])
-        cols["fits_sram"] = interleave([a.fits_sram for a in chosen])
-        cols["bwd_block_q"] = interleave([a.bwd_block_q for a in chosen])
-        cols["bwd_block_kv"] = interleave([a.bwd_block_kv for a in chosen])
-        cols["splits"] = interleave([a.splits for a in chosen])
-        cols["hbm_read_bytes"] = interleave([a.hbm_read_bytes for a in chosen])
-        cols["hbm_write_bytes"] = interleave([a.hbm_write_bytes for a in chosen])
-        cols["hbm_bytes"] = interleave([a.hbm_bytes for a in chosen])
-        cols["flops"] = interleave([a.flops for a in chosen])
-        cols["matmul_flops"] = interleave([a.matmul_flops for a in chosen])
-        cols["elementwise_flops"] = interleave([a.elementwise_flops for a in chosen])
-        cols["time_s"] = interleave([a.time_s for a in chosen])
+        for name in ("block_q", "block_kv", "fits_sram", "bwd_block_q", "bwd_block_kv", "splits",
+                     "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "flops", "matmul_flops",
+                     "elementwise_flops", "time_s"):
+            cols[name] = interleave([getattr(a, name) for a in chosen])
         cols["bound"] = np.where(interleave([a.memory_bound for a in chosen]), "memory", "compute"
                                  ).astype(object)
         cols["traffic_ratio_vs_standard"] = interleave(
@@ -185,6 +180,7 @@ class SweepResult:
         return out
 
     def metadata(self) -> dict[str, Any]:
+        """The sweep's description for JSON and reports: schema, axes, GPUs, algorithms, notes."""
         spec = self.spec
         return {
             "schema": SCHEMA,

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms import DEFAULT_ALGORITHMS, Algorithm
-from iosim.analysis.requests import choose_algorithms
+from iosim.analysis.requests import choose_algorithms, refuse_both_sram
 from iosim.errors import IosimError, arg
 from iosim.estimates.roofline import Profile, roofs_for
 from iosim.inputs.hardware import Hardware, resolve_hardware
@@ -114,10 +114,8 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
         raise IosimError(
             f"the sweep has {points:,} grid points ({' × '.join(map(str, spec.shape))}); at most "
             f"{MAX_POINTS:,} are evaluated at once: narrow a range or split the sweep")
-    sram_given = [v for v in spec.sram_bytes if v is not None]
-    elements_given = [v for v in spec.sram_elements if v is not None]
-    if sram_given and elements_given:
-        raise IosimError(f"give {arg('sram_bytes')} or {arg('sram_elements')}, not both")
+    refuse_both_sram(any(v is not None for v in spec.sram_bytes),
+                     any(v is not None for v in spec.sram_elements), sram_name="sram_bytes")
     for axis in ("sram_bytes", "sram_elements", "block_q", "block_kv", "splits"):
         for v in spec.values(axis):
             if v is not None:

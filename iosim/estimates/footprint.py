@@ -27,14 +27,17 @@ class Footprint:
 
     @property
     def extra_bytes(self) -> int:
+        """Bytes held beyond the inputs and outputs."""
         return sum(b for _, b in self.extra)
 
     @property
     def total_bytes(self) -> int:
+        """Inputs, outputs and extra bytes."""
         return self.io_bytes + self.extra_bytes
 
     @property
     def fits(self) -> bool:
+        """Whether the footprint fits the GPU's HBM capacity."""
         return self.total_bytes <= self.capacity_bytes
 
 

@@ -46,15 +46,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import (
-    KV_HEAD_TENSORS,
-    Access,
-    Kernel,
-    TileAccess,
-    closed_form,
-    element_bytes,
-    walk,
-)
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, closed_form, element_bytes, row_width
+from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.traffic import Op, ReadWriteTotals
 from iosim.errors import IosimError
 from iosim.inputs.hardware import Hardware
@@ -88,6 +81,7 @@ class DramEstimate(ReadWriteTotals):
 
     @property
     def oblivious_bytes(self) -> int:
+        """The L2-oblivious count of the same accesses, in bytes."""
         return sum(t.oblivious_bytes for t in self.terms)
 
     @property
@@ -96,6 +90,7 @@ class DramEstimate(ReadWriteTotals):
         return tuple(dict.fromkeys(t.kernel for t in self.terms if t.note.startswith("not modelled")))
 
     def of_kernel(self, kernel: str) -> DramEstimate:
+        """The estimate's terms of one kernel."""
         return DramEstimate(tuple(t for t in self.terms if t.kernel == kernel), self.l2_bytes,
                             self.concurrent_programs, self.model)
 
@@ -120,7 +115,7 @@ def programs_per_sm_estimate(workload: Workload, tiling: Tiling | None, hardware
 def _tensor_bytes(access: Access, workload: Workload, *, per_head: bool) -> int:
     """Bytes of the whole tensor an access touches (one head's, or all heads')."""
     length = workload.n if access.rows == "q" else workload.n_kv
-    width = {"d": workload.d, "1": 1, "kv": workload.n_kv}[access.cols]
+    width = row_width(access.cols, workload.d, workload.n_kv)
     size = length * width * element_bytes(access.element, workload.element_bytes)
     if per_head:
         return int(size)
@@ -285,7 +280,7 @@ class _ClosedForm:
         read = write = 0.0
         for a in kernel.accesses:
             if a.where in ("outer", "outer_end") or (a.where == "inner" and a.rows == kernel.loop):
-                width = {"d": self.w.d, "1": 1, "kv": self.w.n_kv}[a.cols]
+                width = row_width(a.cols, self.w.d, self.w.n_kv)
                 tile = block * width * element_bytes(a.element, self.w.element_bytes)
                 if a.op == "read":
                     read += tile
@@ -382,7 +377,7 @@ class _ClosedForm:
         for a in kernel.accesses:
             if a.where == "inner" and a.rows != kernel.loop and a.tensor not in seen:
                 seen.add(a.tensor)
-                width = {"d": self.w.d, "1": 1, "kv": self.w.n_kv}[a.cols]
+                width = row_width(a.cols, self.w.d, self.w.n_kv)
                 row_bytes += width * element_bytes(a.element, self.w.element_bytes)
         tile = self.tiling.block_q * row_bytes
         outer_tile = sum(_tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses

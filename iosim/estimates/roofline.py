@@ -33,7 +33,7 @@ from iosim.algorithms.loopnest import (
     kernel_sums,
 )
 from iosim.algorithms.traffic import Traffic, TrafficTotals
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 from iosim.estimates.occupancy import utilisation
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware
 from iosim.inputs.tiling import Tiling
@@ -62,10 +62,13 @@ class Roofs:
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
+        """Intensity (FLOP/byte) where the matmul roof meets the memory roof."""
         return self.matmul_flops_per_s / self.hbm_bandwidth_bytes_per_s
 
 
 def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roofs:
+    """The ceilings (bytes/s, FLOP/s) for `dtype` on `hardware` under `profile`, with notes on
+    any fallback."""
     notes: list[str] = []
     matmul = hardware.peak_flops(dtype)
     vector = hardware.peak_flops_per_s.get("fp32")
@@ -76,12 +79,12 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
     if profile == "spec":
         return Roofs("spec", hardware.hbm_bandwidth_bytes_per_s, matmul, vector, {}, tuple(notes))
     if profile != "measured":
-        raise IosimError(f"unknown profile '{profile}'; use spec or measured")
+        raise IosimError(f"unknown profile '{profile}'; use spec or measured", param="profile")
     measured = hardware.measured
     if measured is None:
         raise IosimError(
             f"{hardware.name} has no measured section; run `iosim calibrate` on that GPU "
-            f"(or use --profile spec)"
+            f"(or use {arg('profile', 'spec')})"
         )
     bandwidth = measured.hbm_bandwidth_bytes_per_s
     if bandwidth is None:
@@ -124,6 +127,7 @@ class KernelEstimate(TrafficTotals):
 
     @property
     def intensity_flops_per_byte(self) -> float:
+        """FLOPs per HBM byte (inf for a kernel that moves none)."""
         return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
 
 
@@ -224,6 +228,7 @@ class CostTotals:
 
     @property
     def memory_bound(self) -> Any:
+        """Memory-bound when the memory-bound kernels hold at least half the time."""
         return mostly_memory_bound(self.memory_bound_time_s, self.time_s)
 
 

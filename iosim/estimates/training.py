@@ -88,6 +88,7 @@ class Occupancy:
 
     @property
     def waves(self) -> float | None:
-        """Programs over the programs the GPU holds at once (fractional: 0.15 is part of one)."""
+        """Programs over the programs the GPU holds at once (fractional: 0.15 is part of one;
+        None when the SM count is unknown)."""
         slots = self.slots
         return None if slots is None else self.programs / slots

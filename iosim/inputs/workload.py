@@ -21,7 +21,7 @@ MAX_LENGTH = 1 << 26
 """Sequence lengths beyond 64M tokens are refused: counts would leave int64 in sweeps."""
 
 
-@dataclass(frozen=True, slots=True)
+@dataclass(frozen=True, slots=True, init=False)
 class Workload:
     """One attention call: batch × query heads of (n × n_kv) attention with head dimension d.
 
@@ -30,29 +30,38 @@ class Workload:
     """
 
     n: int
-    n_kv: int = None  # type: ignore[assignment]  # None (the default) becomes n
-    d: int = 64
-    heads: int = 1
-    kv_heads: int = None  # type: ignore[assignment]  # None (the default) becomes heads
-    batch: int = 1
-    dtype: str = "fp16"
-    causal: bool = False
-    pass_: Pass = "fwd"
-    unfused: tuple[str, ...] = ()
-    sparsity: float = 1.0
+    n_kv: int
+    """Key/value length (None, the default, becomes n)."""
+    d: int
+    heads: int
+    kv_heads: int
+    """Key/value heads for GQA/MQA (None, the default, becomes heads)."""
+    batch: int
+    dtype: str
+    causal: bool
+    pass_: Pass
+    unfused: tuple[str, ...]
+    sparsity: float
     """Block-sparse FlashAttention (Prop. 4): the fraction s of non-zero blocks, 0 < s <= 1.
     Tiled kernels visit only the blocks of the mask in iosim/algorithms/blockmask.py; standard
     attention stays dense."""
 
-    def __post_init__(self) -> None:
-        for name in ("n", "d", "heads", "batch"):
+    def __init__(self, n: int, n_kv: int | None = None, d: int = 64, heads: int = 1,
+                 kv_heads: int | None = None, batch: int = 1, dtype: str = "fp16",
+                 causal: bool = False, pass_: Pass = "fwd", unfused: tuple[str, ...] = (),
+                 sparsity: float = 1.0) -> None:
+        """Sizes in tokens and heads, `dtype` of Q, K, V, O; raises WorkloadError, naming the
+        parameter, for a workload that cannot exist."""
+        values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
+                      kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
+                      causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity)
+        for name, value in values.items():
+            object.__setattr__(self, name, value)
+        self._validate()
+
+    def _validate(self) -> None:
+        for name in ("n", "d", "heads", "batch", "n_kv", "kv_heads"):
             _check_positive_int(name, getattr(self, name))
-        if self.n_kv is None:
-            object.__setattr__(self, "n_kv", self.n)
-        _check_positive_int("n_kv", self.n_kv)
-        if self.kv_heads is None:
-            object.__setattr__(self, "kv_heads", self.heads)
-        _check_positive_int("kv_heads", self.kv_heads)
         for name in ("n", "n_kv"):
             if getattr(self, name) > MAX_LENGTH:
                 raise WorkloadError(f"{arg(name, getattr(self, name))} is beyond the "
@@ -88,6 +97,7 @@ class Workload:
 
     @property
     def element_bytes(self) -> int:
+        """Bytes per element of the workload's dtype."""
         return DTYPE_BYTES[self.dtype]
 
     @property
@@ -96,6 +106,7 @@ class Workload:
         return self.heads // self.kv_heads
 
     def describe(self) -> str:
+        """One line for headers: batch, heads, N, d, dtype, pass, mask, sparsity."""
         kv = f" (kv {self.n_kv})" if self.n_kv != self.n else ""
         heads = f"{self.heads} heads" + (f" / {self.kv_heads} kv" if self.kv_heads != self.heads else "")
         mask = "causal" if self.causal else "non-causal"
@@ -104,6 +115,7 @@ class Workload:
                 f"{_PASS_NAMES[self.pass_]}, {mask}{sparse}")
 
     def with_(self, **changes: object) -> Workload:
+        """A copy with the given fields changed (validated again)."""
         return replace(self, **changes)  # type: ignore[arg-type]
 
 

@@ -27,6 +27,7 @@ from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
 from iosim.inputs.hardware import list_hardware, resolve_hardware
 from iosim.inputs.workload import Workload
+from iosim.output.tables import table_cells
 
 SCHEMA = "iosim.report/1"
 
@@ -357,10 +358,7 @@ def render_rows(c: Comparison) -> list[dict[str, Any]]:
 
 
 def _rich_table(table: Any) -> TableBlock:
-    headers = [str(col.header) for col in table.columns]
-    cells = [[str(x) for x in col.cells] for col in table.columns]
-    rows = [list(r) for r in zip(*cells, strict=True)]
-    right = [col.justify == "right" for col in table.columns]
+    headers, rows, right = table_cells(table)
     return TableBlock(headers, rows, right, str(table.title or ""))
 
 
