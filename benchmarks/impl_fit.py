@@ -1,6 +1,7 @@
 """Fit each implementation's efficiencies on the fit set (no GPU needed), print its calibration.
 
     python benchmarks/impl_fit.py tests/data/h200-impl-fit.json
+    python benchmarks/impl_fit.py points.jsonl      # what `iosim measure --record` appended
 
 For every implementation the record times, the prediction is split with every efficiency 1
 (the measured profile's roofs, occupancy and DRAM estimate as usual) into its compute-bound
@@ -73,8 +74,21 @@ def fit(points: list[tuple[dict[str, float], float]], elementwise: float,
     return out
 
 
+def load_points(path: Path) -> dict[str, Any]:
+    """A record of benchmarks/impl_validation_h200.py, or the JSON Lines `iosim measure
+    --record FILE` appends (one measured point a line), as one record."""
+    if path.suffix != ".jsonl":
+        return dict(json.loads(path.read_text()))
+    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+    if not lines:
+        raise SystemExit(f"{path} holds no points")
+    return {"device": {"name": lines[0]["gpu"], "torch": "see each point"},
+            "points": [{"impl": p["impl"], "workload": p["workload"],
+                        "time_s": p["measured_time_s"]} for p in lines]}
+
+
 def main() -> None:
-    record = json.loads(Path(sys.argv[1]).read_text())
+    record = load_points(Path(sys.argv[1]))
     gpu = record["device"]["name"].split()[-1].lower()
     hardware = resolve_hardware(gpu).hardware
     assert hardware.measured is not None

@@ -187,6 +187,7 @@ def test_bad_input_is_one_line_exit_2() -> None:
         (("--n", "128", "--impl", "sdpa-fash"), "unknown implementation"),
         (("--n", "128", "--impl", "sdpa-flash", "--algo", "flash1"), "picks the algorithm"),
         (("--n", "128", "--dtype", "fp32", "--impl", "sdpa-flash"), "not fp32"),
+        (("--n", "128", "--pass", "bwd", "--impl", "iosim-triton"), "declares no backward"),
     ]
     for args, text in cases:
         code, _, stderr = run("compare", "--gpu", "h200", *args)
@@ -265,3 +266,25 @@ def test_fused_kernels_dram_reads_match_ncu() -> None:
         assert abs(predicted - measured) / measured < 0.08, (name, w, predicted, measured)
         checked += 1
     assert checked == 8
+
+
+def test_measure_records_feed_the_implementation_fit(tmp_path: Path) -> None:
+    """`iosim measure --record FILE` appends JSON Lines that benchmarks/impl_fit.py fits from:
+    points measured at twice the unit-efficiency prediction fit an efficiency of 0.5."""
+    import importlib
+
+    from iosim.cli.measure_cmd import measurement_point
+
+    impl_fit = importlib.import_module("benchmarks.impl_fit")
+    unit = impl_fit.replace(get_implementation("sdpa-flash"),
+                            calibration={"h200": {"fused": 1.0, "memory": 1.0}})
+    path = tmp_path / "points.jsonl"
+    with path.open("w") as out:
+        for w in (Workload(4096, d=128, heads=32, batch=2), Workload(2048, d=64, heads=64)):
+            est = compare(w, "h200", impl=unit, profile="measured").algorithms[-1]
+            point = measurement_point("sdpa-flash", w, "h200", "measured", est, 2 * est.time_s,
+                                      [], 0.0)
+            out.write(json.dumps(point) + "\n")
+    record = impl_fit.load_points(path)
+    (points,) = impl_fit.raw_times(record, "h200").values()
+    assert impl_fit.fit(points, 1.0, 1.0) == {"fused": 0.5}

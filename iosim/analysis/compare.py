@@ -111,7 +111,8 @@ def compare(
         if algorithms:
             raise IosimError(f"{arg('impl')} picks the algorithm ({implementation.name} runs "
                              f"{implementation.algorithm}); drop {arg('algorithms')}")
-        implementation.check_shape(workload.d, workload.dtype, gqa=workload.group_size > 1)
+        implementation.check_shape(workload.d, workload.dtype, gqa=workload.group_size > 1,
+                                   backward=workload.pass_ != "fwd")
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
                                splits_given=splits is not None) if implementation is None else ()
     roofs = roofs_for(hw, workload.dtype, profile)

@@ -140,8 +140,14 @@ class Implementation:
     def refuses_gqa(self) -> bool:
         return self.gqa.value.startswith("refused")
 
-    def check_shape(self, d: int, dtype: str, *, gqa: bool = False) -> None:
-        """Refuse (one line) a head dim, dtype or GQA this implementation does not run."""
+    def check_shape(self, d: int, dtype: str, *, gqa: bool = False,
+                    backward: bool = False) -> None:
+        """Refuse (one line) a head dim, dtype, GQA or backward pass this implementation does
+        not run or whose backward its profile does not declare."""
+        if backward and self.algorithm != "standard" and not self.backward_tiles:
+            raise IosimError(f"{self.name}'s profile declares no backward tiles ({self.backward.value}; "
+                             f"{self.backward.source}); use --pass fwd, or --impl sdpa-flash for "
+                             f"FlashAttention-2's backward")
         if gqa and self.refuses_gqa:
             raise IosimError(f"{self.name} does not run GQA ({self.gqa.value}; "
                              f"{self.gqa.source}); use --kv-heads equal to --heads or another "
