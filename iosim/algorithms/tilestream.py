@@ -28,7 +28,13 @@ import numpy as np
 
 from iosim.algorithms.blockmask import kept_between
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, TileAccess, element_bytes
+from iosim.algorithms.loopnest import (
+    KV_HEAD_TENSORS,
+    Kernel,
+    TileAccess,
+    element_bytes,
+    kernel_blocks,
+)
 from iosim.algorithms.traffic import Op
 from iosim.inputs.workload import Tiling, Workload
 
@@ -226,12 +232,7 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         n_q = workload.n * (group if packed else 1)
         n_kv = workload.seq_kv
         causal = workload.causal and not packed
-        if tiling is None:
-            block_q, block_kv = n_q, n_kv
-        elif kernel.blocks == "backward":
-            block_q, block_kv = tiling.backward_blocks
-        else:
-            block_q, block_kv = tiling.block_q, tiling.block_kv
+        block_q, block_kv = kernel_blocks(kernel, tiling, n_q, n_kv)
         t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
         n_i = np.asarray(visited_kv_blocks(n_q, n_kv, block_q, block_kv, causal), dtype=np.int64)
         access, tile, copy = _template(kernel, _Grid(t_r, t_c, n_i, splits, sparsity))
