@@ -63,6 +63,18 @@ def backward_tiles(d: int) -> BackwardTiles:
     return TRITON_BWD_TILES.get(d, TRITON_BWD_TILES[64])
 
 
+def triton_unsupported(workload: Workload) -> str | None:
+    """Why the Triton kernels cannot run this workload (None if they can)."""
+    if workload.seq_kv != workload.n:
+        return (f"the Triton kernels are self-attention only (N_kv = N); got N = {workload.n}, "
+                f"N_kv = {workload.seq_kv}: use --n-kv {workload.n} or another algorithm")
+    if workload.sparsity != 1:
+        return "the Triton kernels have no block-sparse mask: use --sparsity 1 or flash2"
+    if "dropout" in workload.unfused:
+        return "the Triton kernels have no dropout: drop 'dropout' from --unfused or use flash2"
+    return None
+
+
 _K = "kernels_bwd.py"
 DKDV_FLOPS = (
     FlopCount("matmul", "score_d", 8, f"{_K} bwd_dkdv: Sᵀ = K Qᵀ, dV += Pᵀ dO, dPᵀ = V dOᵀ, "
@@ -81,10 +93,16 @@ class TritonKernels(Flash2):
     title = ("iosim's Triton kernels: FA2 forward; backward as a D pre-pass, a K/V-outer dK/dV "
              "kernel and a Q-outer dQ kernel (no atomics)")
 
+    def forward(self, workload: Workload) -> tuple[Kernel, ...]:
+        why = triton_unsupported(workload)
+        if why is not None:
+            raise IosimError(why)
+        return super().forward(workload)
+
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
-        if workload.seq_kv != workload.n:
-            raise IosimError(f"the Triton backward is self-attention only (N_kv = N); got N = "
-                             f"{workload.n}, N_kv = {workload.seq_kv}")
+        why = triton_unsupported(workload)
+        if why is not None:
+            raise IosimError(why)
         t = backward_tiles(workload.d)
         dk, dv = dkv_names(workload)
         pre = Kernel("bwd_preprocess", "D = rowsum(dO∘O)", "elementwise", (
