@@ -25,13 +25,13 @@ Per head, with T_c = ⌈N/block_n1⌉ and T_r = ⌈N/block_m2⌉ and no mask:
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from iosim.algorithms.flash2 import Flash2
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.errors import IosimError
-from iosim.inputs.workload import Workload
+from iosim.inputs.workload import Tiling, Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,6 +57,10 @@ total time at N = 8,192, 2 × 16 heads, causal and not, fp16, on the H200
 (`benchmarks/backward_h200.py --quick --tune`, tests/data/backward-h200-tune.json): d = 128
 10.9 ms against 12.6–31.4 ms (4 warps spill there: 23.6 ms); d = 64 6.39 ms, all five within
 6 %. A d not in the table takes the d = 64 tiles."""
+
+
+FORWARD_TILE = (128, 64)
+"""BLOCK_M × BLOCK_N of the Triton forward: calibrate/plan.py's main FUSED_CONFIGS at d = 64, 128."""
 
 
 def backward_tiles(d: int) -> BackwardTiles:
@@ -98,6 +102,20 @@ class TritonKernels(Flash2):
         if why is not None:
             raise IosimError(why)
         return super().forward(workload)
+
+    def finish_tiling(self, tiling: Tiling | None, workload: Workload, *, sm_count: int | None,
+                      splits: int | None, blocks_given: bool = False) -> Tiling | None:
+        """The kernels' own tiles, whatever the SRAM rule or --block-q/--block-kv say: the
+        forward's FORWARD_TILE, the dK/dV kernel's block_m1 × block_n1 as the backward's
+        (the dQ kernel's block_m2 × block_n2 ride on the kernel, Kernel.tile)."""
+        if tiling is None:
+            return None
+        t = backward_tiles(workload.d)
+        return replace(tiling, block_q=FORWARD_TILE[0], block_kv=FORWARD_TILE[1],
+                       rule="the Triton forward's launch configuration (BLOCK_M × BLOCK_N)",
+                       bwd_block_q=t.block_m1, bwd_block_kv=t.block_n1,
+                       bwd_rule=(f"the Triton dK/dV kernel's; dQ: {t.block_m2} × {t.block_n2} "
+                                 "(their launch configuration)"))
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         why = triton_unsupported(workload)

@@ -13,9 +13,8 @@ kernel is compared with ncu's DRAM bytes, two ways:
     holds at its end). DIRTY_SHARE is fitted on the isolated runs' residues of FIT_N points and
     judged on everything else.
 Time. The fused kernels (dK/dV, dQ) are timed by list scheduling their programs in launch order
-on SM count × PROGRAMS_PER_SM slots: a program of s inner steps takes s · (matmul FLOPs per step
-/ matmul peak + elementwise FLOPs per step / vector rate) · slots / efficiency + overhead; the
-small kernels at their DRAM bytes over the measured bandwidth and the elementwise efficiency.
+on SM count × PROGRAMS_PER_SM slots (estimates/schedule.py); the small kernels at their DRAM
+bytes over the measured bandwidth and the elementwise efficiency.
 Efficiency and overhead are fitted on FIT_N (least squares of the relative error, points above
 LAUNCH_BOUND_S) and judged on the rest.
 """
@@ -23,10 +22,8 @@ LAUNCH_BOUND_S) and judged on the rest.
 from __future__ import annotations
 
 import argparse
-import heapq
 import json
 import sys
-from bisect import bisect_right
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,13 +31,12 @@ from statistics import median
 from typing import Any
 
 from iosim.algorithms import get_algorithm
-from iosim.algorithms.blocks import cdiv, visited_kv_blocks
 from iosim.algorithms.loopnest import Kernel
-from iosim.algorithms.triton_bwd import DKDV_FLOPS, DQ_FLOPS, backward_tiles
 from iosim.calibrate import CalibrationError
 from iosim.errors import IosimError
 from iosim.estimates.l2 import dram_estimate
-from iosim.inputs.hardware import Hardware
+from iosim.estimates.schedule import scheduled_compute_s
+from iosim.inputs.hardware import BackwardSchedule, Hardware
 from iosim.inputs.workload import Workload
 
 FIT_N = (1024, 4096, 16384)
@@ -174,57 +170,36 @@ def dram_comparison(record: dict[str, Any], hardware: Hardware, share: float = D
 # time
 
 
-def makespan(lengths: Sequence[float], slots: int) -> float:
-    """Programs in launch order, each taking the first free slot (a GPU's block scheduler)."""
-    if len(lengths) <= slots:
-        return max(lengths, default=0.0)
-    if min(lengths) == max(lengths):
-        return -(-len(lengths) // slots) * lengths[0]
-    free = [0.0] * slots
-    for length in lengths:
-        heapq.heappush(free, heapq.heappop(free) + length)
-    return max(free)
-
-
 @dataclass(frozen=True, slots=True)
 class TimeModel:
     efficiency: float
     overhead_s: float
     """Per program (prologue, epilogue, pipeline fill)."""
 
-
-def _fused_programs(p: dict[str, Any], kernel: str) -> tuple[list[int], int, int]:
-    """(inner steps of each program in launch order, rows × cols of a step's tile, matmul
-    FLOPs per score)."""
-    t = backward_tiles(p["d"])
-    n = p["n"]
-    if kernel == "bwd_dkdv":
-        n_i = visited_kv_blocks(n, n, t.block_m1, t.block_n1, p["causal"])
-        steps = [len(n_i) - bisect_right(n_i, j) for j in range(cdiv(n, t.block_n1))]
-        return steps, t.block_m1 * t.block_n1, DKDV_FLOPS[0].coefficient * p["d"]
-    steps = list(visited_kv_blocks(n, n, t.block_m2, t.block_n2, p["causal"]))
-    return steps, t.block_m2 * t.block_n2, DQ_FLOPS[0].coefficient * p["d"]
+    def schedule(self) -> BackwardSchedule:
+        return BackwardSchedule(self.efficiency, self.overhead_s, dict(PROGRAMS_PER_SM))
 
 
 def predict_time(p: dict[str, Any], hardware: Hardware, model: TimeModel) -> float:
+    """The backward's time: the small kernels at their DRAM bytes over the measured bandwidth
+    and the elementwise efficiency; the fused ones by estimates/schedule.py (or their memory
+    time, if longer)."""
     m = hardware.measured
     assert m is not None and m.hbm_bandwidth_bytes_per_s and m.vector_flops_per_s
     assert hardware.sm_count is not None
-    bandwidth = m.hbm_bandwidth_bytes_per_s
-    per_sm = PROGRAMS_PER_SM.get(p["d"], 1)
-    slots = hardware.sm_count * per_sm
-    peak = m.peak_flops_per_s[p["dtype"]]
+    w = workload_of(p)
+    kernels = {k.name: k for k in kernels_of(w)}
     total = 0.0
-    for name, read, write in estimate_per_kernel(workload_of(p), hardware):
-        memory = (read + write) / bandwidth
-        if name not in ("bwd_dkdv", "bwd_dq"):
+    for name, read, write in estimate_per_kernel(w, hardware):
+        memory = (read + write) / m.hbm_bandwidth_bytes_per_s
+        kernel = kernels[name]
+        if kernel.kind != "fused":
             total += memory / m.kernel_efficiency.get("elementwise", 1.0)
             continue
-        steps, tile, matmul_per_score = _fused_programs(p, name)
-        ew_per_score = DKDV_FLOPS[1].coefficient
-        step_s = (matmul_per_score * tile / peak + ew_per_score * tile / m.vector_flops_per_s) * slots
-        lengths = [s * step_s / model.efficiency + model.overhead_s for s in steps]
-        compute = makespan(lengths * (p["batch"] * p["heads"]), slots)
+        compute = scheduled_compute_s(kernel, w, None, model.schedule(),
+                                      sm_count=hardware.sm_count,
+                                      matmul_peak=m.peak_flops_per_s[p["dtype"]],
+                                      vector_peak=m.vector_flops_per_s)
         total += max(memory, compute)
     return total
 
@@ -238,9 +213,10 @@ def fit_time(record: dict[str, Any], hardware: Hardware) -> TimeModel:
     fit = [p for p in record["points"] if _fitted(p)]
     if not fit:
         raise CalibrationError("no timed points at the fit N in the record")
+
     def loss(model: TimeModel) -> float:
-        return sum(((predict_time(p, hardware, model) - p["triton_s"]) / p["triton_s"]) ** 2
-                   for p in fit)
+        return float(sum(((predict_time(p, hardware, model) - p["triton_s"]) / p["triton_s"]) ** 2
+                         for p in fit))
 
     # coarse grid (efficiency 0.70-1.30 by 0.06, overhead 0-20 µs by 4), then 0.01 and 1 µs
     grid = [TimeModel(e / 100, o * 1e-6) for e in range(70, 131, 6) for o in range(0, 21, 4)]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass
 from typing import Any
@@ -187,7 +187,7 @@ def bench(fn: Callable[[], Any], warmup_ms: int = 25, rep_ms: int = 100) -> tupl
     return median, p20, p80
 
 
-def _rotated(fns: list[Callable[[], Any]]) -> Callable[[], Any]:
+def _rotated(fns: Sequence[Callable[..., Any]]) -> Callable[[], Any]:
     cycle = itertools.cycle(fns)
     return lambda: next(cycle)()
 

@@ -24,7 +24,8 @@ import numpy as np
 from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, kernel_sums
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError
-from iosim.inputs.hardware import KERNEL_KINDS, Hardware
+from iosim.estimates.schedule import scheduled_compute_s
+from iosim.inputs.hardware import KERNEL_KINDS, BackwardSchedule, Hardware
 from iosim.inputs.workload import Tiling, Workload
 
 Profile = Literal["spec", "measured"]
@@ -43,6 +44,9 @@ class Roofs:
     notes: tuple[str, ...] = ()
     additive_compute: bool = False
     """Matmul and elementwise times add (measured profile) instead of overlapping (spec)."""
+    schedule: BackwardSchedule | None = None
+    """Measured profile: the scheduled time of iosim's Triton backward kernels (schedule.py)."""
+    sm_count: int | None = None
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
@@ -82,8 +86,20 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
         notes.append(f"no fitted efficiency for {', '.join(missing)} kernels: using 1.0")
     notes.append("measured profile: the memory roof charges the L2-aware DRAM estimate and a "
                  "kernel's matmul and elementwise times add (README, calibration)")
+    schedule = measured.backward_schedule if hardware.sm_count is not None else None
+    if schedule is not None:
+        notes.append("iosim's Triton backward kernels are timed by scheduling their programs on "
+                     f"the SMs (efficiency {schedule.efficiency:g}, "
+                     f"{schedule.program_overhead_s * 1e6:g} µs per program; estimates/schedule.py)")
     return Roofs("measured", bandwidth, matmul, vector, efficiency, tuple(notes),
-                 additive_compute=True)
+                 additive_compute=True, schedule=schedule, sm_count=hardware.sm_count)
+
+
+def scheduled(kernel: Kernel, roofs: Roofs) -> bool:
+    """Whether the kernel is timed by schedule.py: the fitted kernels only (fixed tiles of the
+    Triton backward), with the measured profile's schedule."""
+    return (roofs.schedule is not None and kernel.tile is not None and kernel.kind == "fused"
+            and kernel.name.startswith("bwd_"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,6 +160,13 @@ def estimate_kernels(
             bandwidth=roofs.hbm_bandwidth_bytes_per_s, matmul_peak=roofs.matmul_flops_per_s,
             vector_peak=roofs.vector_flops_per_s, efficiency=efficiency,
             additive=roofs.additive_compute))
+        if scheduled(kernel, roofs):
+            assert roofs.schedule is not None and roofs.sm_count is not None
+            efficiency = roofs.schedule.efficiency
+            compute_time = scheduled_compute_s(
+                kernel, workload, tiling, roofs.schedule, sm_count=roofs.sm_count,
+                matmul_peak=roofs.matmul_flops_per_s, vector_peak=roofs.vector_flops_per_s)
+            time_s = max(memory_time, compute_time)
         estimates.append(KernelEstimate(
             name=kernel.name,
             label=kernel.label,

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms.loopnest import TileAccess
-from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.algorithms.traffic import Op
+from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.registry import EXECUTORS, Run

@@ -43,7 +43,8 @@ def triton_backward(run: Run) -> None:
         s = pc.matmul(q, k.T) * tau
         s = np.where(pr.causal_allowed(q0, q1, k0, k1), s, -np.inf)
         run.scores.hold(q1 - q0, k1 - k0)
-        return np.exp(s - lse[:, None]).astype(cdt)
+        p: np.ndarray = np.exp(s - lse[:, None]).astype(cdt)
+        return p
 
     with hbm.kernel("bwd_dkdv"):  # _iosim_bwd_dkdv_kernel: grid (key blocks, query heads)
         visited = pr.nonzero_blocks(tiles.block_m1, tiles.block_n1)
