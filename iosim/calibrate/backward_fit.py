@@ -45,10 +45,12 @@ DIRTY_SHARE = 0.64
 """Fitted (`fit_dirty_share`, the median over the FIT_N isolated runs of tests/data/backward-h200.json;
 their ratios lie between 0.43 and 0.81); the report shows every error at 0.5 and 0.9 as well."""
 PROGRAMS_PER_SM = {64: 2, 128: 1}
-"""Programs of the dK/dV and dQ kernels one SM runs at once, by head dim: not measured (the
-record has no register counts). d = 128: 8 warps whose dK_j, dV_j accumulators alone are
-2 × 128 × 128 fp32 = 128 registers per thread, so one program per SM; d = 64: 4 warps with
-64 × 64 accumulators, two fit."""
+"""Programs of the dK/dV and dQ kernels one SM holds at once, by head dim, from the compiled
+kernels (tests/data/backward-h200-resources.json, `benchmarks/backward_resources.py` on the
+H200; 65,536 registers and 227 KiB of shared memory per SM): d = 128, 8 warps: dK/dV 222-255
+registers and 161 KiB, dQ 168-238 registers and 160 KiB, one each; d = 64, 4 warps: dK/dV
+176-202 registers and 65 KiB, two; dQ 127-144 registers and 64 KiB, three. The table keeps
+one number per d (two at d = 64): the dQ kernel at three moves no hold-out time by 1 %."""
 LAUNCH_BOUND_S = 2e-4
 """Below this the Python launcher of four kernels (about 0.07-0.12 ms) dominates the GPU time;
 such points are reported but neither fitted nor judged."""

@@ -63,7 +63,10 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.workload import Tiling, Workload
 
 SHARED_COPIES = 2
-"""Copies of a tile that programs on both L2 partitions read (see the module docstring)."""
+"""Copies of a tile that programs on both L2 partitions read (see the module docstring).
+Re-derived on data the forward's choice did not use, the Triton backward's H200 record
+(benchmarks/NOTES.md, issue 10): of its 161 kernels of ≥ 50 MB, 14 / 6 / 3 / 6 / 12 fall outside
+±10 % of ncu with 1 / 1.5 / 2 / 2.5 / 3 copies."""
 
 Model = Literal["closed form", "simulation"]
 
