@@ -91,7 +91,8 @@ def main(argv: list[str]) -> int:
         print(f"backward_h200: {exc.name} is not installed; run on the GPU machine", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
-        print("backward_h200: no CUDA GPU", file=sys.stderr)
+        print("backward_h200: no CUDA GPU (torch.cuda.is_available() is False); run it on the "
+              "GPU to be measured", file=sys.stderr)
         return 2
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

@@ -108,3 +108,19 @@ def test_a_wrong_kernel_fails_its_check_before_timing(monkeypatch: pytest.Monkey
     monkeypatch.setattr(KB, "attention_bwd", off_by_a_bit)
     with pytest.raises(CalibrationError, match=r"dV at .* failed its check .*relative error"):
         BB.check_triton(BB.BwdPoint(64, 16, 1, 1, 1, False), SMALL)
+
+
+@pytest.mark.skipif(GPU, reason="the refusal of a machine without a CUDA GPU")
+def test_the_h200_script_refuses_without_a_gpu_in_one_line(tmp_path, capsys) -> None:  # type: ignore[no-untyped-def]
+    import importlib.util
+    from pathlib import Path
+
+    path = Path(__file__).resolve().parents[1] / "benchmarks" / "backward_h200.py"
+    spec = importlib.util.spec_from_file_location("backward_h200", path)
+    assert spec is not None and spec.loader is not None
+    script = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(script)
+    assert script.main([str(tmp_path / "out")]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].startswith("backward_h200: no CUDA GPU")
+    assert not any((tmp_path / "out").iterdir())  # nothing written
