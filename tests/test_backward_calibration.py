@@ -43,8 +43,9 @@ def test_dirty_share_is_its_fit_on_the_fit_points(record: dict, h200) -> None:  
 
 def test_dram_estimate_within_ten_percent_of_ncu_for_the_large_kernels(record: dict, h200) -> None:  # type: ignore[no-untyped-def]
     """Kernels of ≥ 50 MB of DRAM traffic: every isolated run but one (bf16 N = 16,384 dK/dV,
-    −10.4 %) and all launch-order runs but two (GQA N = 16,384 dK/dV −19.5 %, N = 65,536 causal
-    4 heads dK/dV −14.8 %) within ±10 %; the misses are listed so that a change shows."""
+    −10.4 %) and all launch-order runs but three (GQA N = 16,384 dK/dV −19.5 %, N = 65,536 causal
+    4 heads dK/dV −14.8 %, N = 8,192 4 heads dQ −15 %) within ±10 %; the misses are listed so
+    that a change shows. Smaller kernels: all but 5 of 38 within ±10 %."""
     misses = []
     large = 0
     for p, how, rows in F.dram_comparison(record, h200):
@@ -53,12 +54,15 @@ def test_dram_estimate_within_ten_percent_of_ncu_for_the_large_kernels(record: d
                 large += 1
                 if abs(k.error) > 0.10:
                     misses.append((p["id"], how, k.kernel))
-    assert large >= 150
+    assert large >= 160
     assert sorted(misses) == sorted([
         ("bf16/n16384/d128/b2h16kv16/full", "isolated", "bwd_dkdv"),
         ("fp16/n16384/d128/b1h32kv8/full", "launch order", "bwd_dkdv"),
         ("fp16/n65536/d128/b1h4kv4/causal", "launch order", "bwd_dkdv"),
+        ("fp16/n8192/d128/b1h4kv4/full", "launch order", "bwd_dq"),
     ])
+    small = [k for _, _, rows in F.dram_comparison(record, h200) for k in rows if k.measured < 50e6]
+    assert len(small) >= 38 and sum(abs(k.error) > 0.10 for k in small) <= 5
 
 
 def test_time_fit_and_its_hold_out(record: dict, h200) -> None:  # type: ignore[no-untyped-def]

@@ -260,7 +260,11 @@ class _ClosedForm:
                             f"; {merged:.0%} merges with dirty lines still in L2" if merged else "")
                 elif shared is not None and _shared(kernel, access):
                     passes, note = shared
-                    dram = round(size * passes)
+                    # the first pass finds what an earlier kernel left in L2 (the backward's
+                    # dK/dV kernel reads the dO that the D pre-pass just read)
+                    dram = round(size * max(0.0, passes - hit))
+                    if hit:
+                        note += f"; {hit:.0%} of the first pass still in L2 from an earlier kernel"
                 else:
                     dram = round(size * (1 - hit))
                     note = "read once" + (f"; {hit:.0%} still in L2 from an earlier kernel"
