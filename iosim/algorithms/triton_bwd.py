@@ -30,8 +30,10 @@ from dataclasses import dataclass, replace
 from iosim.algorithms.flash2 import Flash2
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
-from iosim.errors import IosimError
-from iosim.inputs.workload import Tiling, Workload
+from iosim.errors import IosimError, arg
+from iosim.inputs.ints import select
+from iosim.inputs.tiling import Tiles, Tiling, TilingInputs, working_set_bytes
+from iosim.inputs.workload import Workload
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,13 +71,15 @@ def backward_tiles(d: int) -> BackwardTiles:
 
 def triton_unsupported(workload: Workload) -> str | None:
     """Why the Triton kernels cannot run this workload (None if they can)."""
-    if workload.seq_kv != workload.n:
+    if workload.n_kv != workload.n:
         return (f"the Triton kernels are self-attention only (N_kv = N); got N = {workload.n}, "
-                f"N_kv = {workload.seq_kv}: use --n-kv {workload.n} or another algorithm")
+                f"N_kv = {workload.n_kv}: use {arg('n_kv', workload.n)} or another algorithm")
     if workload.sparsity != 1:
-        return "the Triton kernels have no block-sparse mask: use --sparsity 1 or flash2"
+        return (f"the Triton kernels have no block-sparse mask: use {arg('sparsity', 1)} or "
+                "flash2")
     if "dropout" in workload.unfused:
-        return "the Triton kernels have no dropout: drop 'dropout' from --unfused or use flash2"
+        return (f"the Triton kernels have no dropout: drop 'dropout' from {arg('unfused')} or "
+                "use flash2")
     return None
 
 
@@ -94,6 +98,8 @@ DQ_FLOPS = (
 
 class TritonKernels(Flash2):
     name = "triton"
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "n_kv", "d", "sparsity"})
+    """The refusals read n, n_kv, sparsity (and unfused); the tiles, d; GQA adds the group sum."""
     title = ("iosim's Triton kernels: FA2 forward; backward as a D pre-pass, a K/V-outer dK/dV "
              "kernel and a Q-outer dQ kernel (no atomics)")
 
@@ -103,17 +109,25 @@ class TritonKernels(Flash2):
             raise IosimError(why)
         return super().forward(workload)
 
-    def finish_tiling(self, tiling: Tiling | None, workload: Workload, *, sm_count: int | None,
-                      splits: int | None, blocks_given: bool = False) -> Tiling | None:
-        """The kernels' own tiles, whatever the SRAM rule or --block-q/--block-kv say: the
-        forward's FORWARD_TILE, the dK/dV kernel's block_m1 × block_n1 as the backward's
-        (the dQ kernel's block_m2 × block_n2 ride on the kernel, Kernel.tile)."""
-        if tiling is None:
-            return None
-        t = backward_tiles(workload.d)
-        return replace(tiling, block_q=FORWARD_TILE[0], block_kv=FORWARD_TILE[1],
+    def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:
+        """The kernels' own tiles, whatever the SRAM rule or the given blocks say: the forward's
+        FORWARD_TILE, the dK/dV kernel's block_m1 × block_n1 as the backward's (the dQ kernel's
+        block_m2 × block_n2 ride on the kernel, Kernel.tile). Ints or arrays of d."""
+        bwd_q: object = TRITON_BWD_TILES[64].block_m1
+        bwd_kv: object = TRITON_BWD_TILES[64].block_n1
+        for d, t in TRITON_BWD_TILES.items():
+            bwd_q = select(inputs.d == d, t.block_m1, bwd_q)
+            bwd_kv = select(inputs.d == d, t.block_n1, bwd_kv)
+        fits = working_set_bytes(FORWARD_TILE[0], FORWARD_TILE[1], inputs.d,
+                                 inputs.element_bytes) <= inputs.sram_bytes
+        return replace(tiles, block_q=FORWARD_TILE[0], block_kv=FORWARD_TILE[1], fits=fits,
+                       bwd_block_q=bwd_q, bwd_block_kv=bwd_kv)
+
+    def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
+        t = backward_tiles(int(inputs.d))
+        return replace(tiling, block_q=int(tiles.block_q), block_kv=int(tiles.block_kv),
                        rule="the Triton forward's launch configuration (BLOCK_M × BLOCK_N)",
-                       bwd_block_q=t.block_m1, bwd_block_kv=t.block_n1,
+                       bwd_block_q=int(tiles.bwd_block_q), bwd_block_kv=int(tiles.bwd_block_kv),
                        bwd_rule=(f"the Triton dK/dV kernel's; dQ: {t.block_m2} × {t.block_n2} "
                                  "(their launch configuration)"))
 

@@ -22,7 +22,8 @@ from collections.abc import Sequence
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
 from iosim.algorithms.loopnest import Kernel, kernel_blocks
 from iosim.inputs.hardware import BackwardSchedule
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 
 def makespan(lengths: Sequence[float], slots: int) -> float:
@@ -39,7 +40,7 @@ def makespan(lengths: Sequence[float], slots: int) -> float:
 
 def program_steps(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> list[int]:
     """Inner steps of each program of one head, in launch order (outer block order)."""
-    n_q, n_kv = workload.n, workload.seq_kv
+    n_q, n_kv = workload.n, workload.n_kv
     block_q, block_kv = kernel_blocks(kernel, tiling, n_q, n_kv)
     n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
     if kernel.loop == "q":
@@ -50,7 +51,7 @@ def program_steps(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> 
 def scheduled_compute_s(kernel: Kernel, workload: Workload, tiling: Tiling | None, schedule: BackwardSchedule,
                         *, sm_count: int, matmul_peak: float, vector_peak: float) -> float:
     """The kernel's compute time by the list schedule (see the module docstring)."""
-    block_q, block_kv = kernel_blocks(kernel, tiling, workload.n, workload.seq_kv)
+    block_q, block_kv = kernel_blocks(kernel, tiling, workload.n, workload.n_kv)
     tile = block_q * block_kv
     matmul = sum(f.coefficient * (workload.d if f.per == "score_d" else 1)
                  for f in kernel.flops if f.kind == "matmul" and f.per in ("score", "score_d"))
