@@ -287,4 +287,4 @@ def test_measure_records_feed_the_implementation_fit(tmp_path: Path) -> None:
             out.write(json.dumps(point) + "\n")
     record = impl_fit.load_points(path)
     (points,) = impl_fit.raw_times(record, "h200").values()
-    assert impl_fit.fit(points, 1.0, 1.0) == {"fused": 0.5}
+    assert impl_fit.fit(points, 1.0, 1.0) == {"fused": 0.5, "call_overhead_s": 0.0}

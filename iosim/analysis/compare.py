@@ -15,6 +15,7 @@ from iosim.algorithms.loopnest import Access, Dims, Kernel, kernel_programs
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
+    call_overhead,
     extra_kernels,
     impl_algorithm,
     impl_roofs,
@@ -165,7 +166,8 @@ def compare(
             else algorithm.title, tiling, kernel_estimates,
             footprint(kernels, w, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
-            convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_)
+            convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_,
+            call_overhead(impl_, hw, profile))
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)

@@ -88,6 +88,7 @@ def _algorithm_dict(a: AlgorithmEstimate) -> dict[str, Any]:
         "name": a.name,
         "algorithm": a.algorithm or a.name,
         "impl": None if a.impl is None else a.impl.name,
+        "call_overhead_s": a.call_overhead_s,
         "title": a.title,
         "tiling": tiling,
         "hbm_read_bytes": a.hbm_read_bytes,

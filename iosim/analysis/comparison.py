@@ -36,6 +36,9 @@ class AlgorithmEstimate(TrafficTotals):
     algorithm: str = ""
     """The loop nest counted ('' : the same as `name`); differs when `name` is an --impl."""
     impl: Implementation | None = None
+    call_overhead_s: float = 0.0
+    """An implementation's fitted host time per call before its first kernel starts (measured
+    profile, configs/impls calibration `call_overhead_s`); added to the kernels' time."""
 
     @property
     def traffic(self) -> Traffic:

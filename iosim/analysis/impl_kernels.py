@@ -57,11 +57,23 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
             f"{impl.path} has calibration for: {have}); run `python "
             f"benchmarks/impl_validation_h200.py FIT.json 120 fit` on that GPU and "
             f"`python benchmarks/impl_fit.py FIT.json`, or use --profile spec")
-    efficiency = {**roofs.efficiency, **{k: v for k, v in fitted.items() if k != "memory"}}
+    efficiency = {**roofs.efficiency, **{k: v for k, v in fitted.items()
+                                         if k not in ("memory", "call_overhead_s")}}
     note = (f"{impl.name}'s efficiencies fitted on {hardware.name}: "
             + ", ".join(f"{k} {v:.3g}" for k, v in fitted.items()))
+    if "call_overhead_s" in fitted:
+        note = note.replace(f"call_overhead_s {fitted['call_overhead_s']:.3g}",
+                            f"{fitted['call_overhead_s'] * 1e6:.1f} µs host time per call")
     return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
                    memory_efficiency=fitted.get("memory"))
+
+
+def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str) -> float:
+    """Seconds of host time per call the implementation's calibration fitted on this GPU (0
+    for the spec profile, an algorithm, or a calibration without it)."""
+    if impl is None or profile != "measured":
+        return 0.0
+    return impl.calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
 
 
 def impl_algorithm(impl: Implementation, workload: Workload, hardware: Hardware,

@@ -387,7 +387,7 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     for gpu, raw in _mapping(data.get("calibration") or {}, path, "calibration",
                              set(data.get("calibration") or {})).items():
         where = f"calibration.{gpu}"
-        m = _mapping(raw, path, where, {"efficiency", "source"})
+        m = _mapping(raw, path, where, {"efficiency", "call_overhead_s", "source"})
         eff = _mapping(_need(m, "efficiency", dict, path, where + "."), path,
                        where + ".efficiency", {"fused", "matmul", "elementwise", "memory"})
         for kind, value in eff.items():
@@ -396,6 +396,13 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
                 raise ConfigError(path, f"{where}.efficiency.{kind}",
                                   f"must be a number in (0, 1.5], got {value!r}")
         calibration[str(gpu)] = {k: float(v) for k, v in eff.items()}
+        if "call_overhead_s" in m:
+            overhead = m["call_overhead_s"]
+            if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or not (
+                    0 <= overhead < 0.01):
+                raise ConfigError(path, where + ".call_overhead_s",
+                                  f"must be seconds in [0, 0.01), got {overhead!r}")
+            calibration[str(gpu)]["call_overhead_s"] = float(overhead)
         calibration_source[str(gpu)] = _need(m, "source", str, path, where + ".")
     return Implementation(
         persistent=persistent, calibration=calibration, calibration_source=calibration_source,
