@@ -15,6 +15,17 @@ of 13 programs on 108 SMs runs at 13/108 of the GPU's rate. So c sets the waves 
 reports and how many programs are resident, not the rate (a model where an SM needs c programs
 to reach its rate predicted those points 2× too slow).
 
+Causal kernels' programs are unequal: query block i of a causal FlashAttention-2 forward visits
+about i + 1 key blocks, and the grid launches the blocks of a head in ascending order, so the
+longest programs come last. Their list schedule (each program to the first free SM, in launch
+order: estimates/schedule.py:makespan) ends at about
+
+    makespan ≈ W/S + 0.62 · ℓ_max      (P > S;  ℓ_max when P ≤ S)
+
+in units of one key block's step, W the steps of all programs and ℓ_max those of the longest;
+the 0.62 was read off the exact list schedule over triangular grids of 128-2,048 programs on 132
+SMs (3 % at most; tests/test_occupancy.py holds it to the schedule), and u = W / (S · makespan).
+
 Per-SM limits, CUDA C++ Programming Guide, "Technical Specifications per Compute Capability":
 65,536 32-bit registers per SM (every 7.x-9.x part); 2,048 resident threads per SM on 7.0, 8.0,
 9.0 and 10.0 (1,024 on 7.5, 1,536 on 8.6/8.9); 32 resident blocks per SM on 7.x/8.0/9.0/10.0
@@ -84,6 +95,26 @@ def programs_per_sm(limits: SmLimits, *, shared_bytes: Int, warps: Int,
     by_regs = np.where(regs > 0, limits.registers // imax(regs * threads, 1), limits.blocks)
     per_sm = imax(imin(imin(imin(by_smem, by_threads), by_regs), limits.blocks), 1)
     return per_sm if isinstance(per_sm, np.ndarray) and per_sm.ndim else int(per_sm)
+
+
+CAUSAL_TAIL = 0.62
+"""The launch-order tail of ascending causal programs, in units of the longest (see above)."""
+
+
+def causal_utilisation(programs: Any, steps: Any, longest: Any, sm_count: Any) -> Any:
+    """u of P programs of `steps` key-block steps in total, the longest `longest` steps,
+    launched shortest first on `sm_count` SMs: W / (S · makespan) with the makespan above.
+    Floats or float arrays; 1 where the SM count is unknown."""
+    if sm_count is None:
+        return 1.0
+    p, w, lmax = (np.asarray(v, dtype=np.float64) for v in (programs, steps, longest))
+    sms = np.asarray(sm_count, dtype=np.float64)
+    known = (p > 0) & (sms > 0) & (lmax > 0)
+    safe = np.where(known, sms, 1.0)
+    span = np.where(p <= safe, lmax, np.maximum(lmax, w / safe + CAUSAL_TAIL * lmax))
+    u = np.where(known, w / (safe * np.where(known, span, 1.0)), 1.0)
+    u = np.minimum(u, 1.0)
+    return float(u) if u.ndim == 0 else u
 
 
 def waves(programs: Int, per_sm: Int, sm_count: Int) -> Int:

@@ -28,13 +28,14 @@ from iosim.algorithms.loopnest import (
     access_elements,
     closed_form,
     element_bytes,
+    kernel_dims,
     kernel_flops,
     kernel_programs,
     kernel_sums,
 )
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError, arg
-from iosim.estimates.occupancy import utilisation
+from iosim.estimates.occupancy import causal_utilisation, utilisation
 from iosim.estimates.schedule import scheduled_compute_s
 from iosim.inputs.hardware import KERNEL_KINDS, BackwardSchedule, Hardware
 from iosim.inputs.tiling import Tiling
@@ -216,15 +217,25 @@ def kernel_cost(kernel: Kernel, dims: Dims, *, bandwidth: Any, matmul_peak: Any,
         read + write if memory_bytes is None else memory_bytes, matmul, elementwise,
         bandwidth=bandwidth, matmul_peak=matmul_peak, vector_peak=vector_peak,
         efficiency=efficiency, additive=additive, memory_efficiency=memory_efficiency)
-    u = kernel_utilisation(kernel, dims, per_sm, sm_count)
+    u = kernel_utilisation(kernel, dims, per_sm, sm_count, sums)
     return KernelCost(read, write, matmul, elementwise, memory_time, compute_time, time_s / u)
 
 
-def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any) -> Any:
-    """u of the kernel's grid (1 for a grid iosim does not model or an unknown SM count)."""
+def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any,
+                       sums: BlockSums | None = None) -> Any:
+    """u of the kernel's grid (1 for a grid iosim does not model or an unknown SM count): the
+    equal-program rule, or for a causal query-outer kernel the launch-order tail
+    (estimates/occupancy.py:causal_utilisation)."""
     if kernel.grid is None or per_sm is None or sm_count is None:
         return 1.0
-    return utilisation(kernel_programs(kernel, dims), sm_count)
+    programs = kernel_programs(kernel, dims)
+    causal = dims.causal if not isinstance(dims.causal, np.ndarray) else bool(dims.causal.any())
+    if causal and kernel.loop == "q" and not kernel.split and kernel.grid == "blocks":
+        sums = kernel_sums(kernel, dims) if sums is None else sums
+        kd = kernel_dims(kernel, dims)
+        return causal_utilisation(programs, kd.batch * kd.heads * sums.pairs, sums.kv_blocks,
+                                  sm_count)
+    return utilisation(programs, sm_count)
 
 
 @dataclass(frozen=True, slots=True)
@@ -283,7 +294,7 @@ def estimate_kernels(
                            additive=roofs.additive_compute, memory_bytes=dram,
                            per_sm=per_sm, sm_count=sm_count,
                            memory_efficiency=roofs.memory_efficiency)
-        u = float(kernel_utilisation(kernel, dims, per_sm, sm_count))
+        u = float(kernel_utilisation(kernel, dims, per_sm, sm_count))  # as kernel_cost has it
         memory_time, compute_time, time_s = (float(x) for x in (
             cost.memory_time_s, cost.compute_time_s, cost.time_s))
         if scheduled(kernel, roofs):
