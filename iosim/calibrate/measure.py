@@ -125,8 +125,9 @@ def check(impl: Implementation, w: Workload) -> float:
         out = make_runner(impl, small, q, k, v)()
     except (RuntimeError, ValueError, TypeError) as exc:
         first = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
-        raise CalibrationError(f"{impl.name} refuses this shape on this machine: {first[:200]}"
-                               ) from None
+        raise CalibrationError(f"{impl.name} refuses this shape on this machine (torch: "
+                               f"{first[:160]}); its backend may be missing from this torch "
+                               f"build: try another --impl, e.g. sdpa-flash") from None
     ref = reference(q, k, v, small, torch)
     err = float((out.float() - ref).abs().max() / ref.abs().max().clamp_min(1e-6))
     if not math.isfinite(err) or err > TOLERANCE[w.dtype]:
