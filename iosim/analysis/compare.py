@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +29,7 @@ from iosim.estimates.training import (
     saved_for_backward,
 )
 from iosim.inputs.hardware import Hardware, resolve_hardware
+from iosim.inputs.limits import check_sram_bytes, excerpt
 from iosim.inputs.units import parse_quantity
 from iosim.inputs.workload import Tiling, Workload, make_tiling
 
@@ -338,9 +340,9 @@ def parse_sram(sram: str | int) -> int:
         value = parse_quantity(sram, "bytes")
     except ValueError as exc:
         raise IosimError(f"--sram: {exc}") from None
-    if value < 1 or value != int(value):
-        raise IosimError(f"--sram must be a positive whole number of bytes, got {sram!r}")
-    return int(value)
+    if not math.isfinite(value) or value < 1 or value != int(value):
+        raise IosimError(f"--sram must be a positive whole number of bytes, got {excerpt(sram)}")
+    return check_sram_bytes("--sram", int(value))
 
 
 def sram_budget(
@@ -352,7 +354,9 @@ def sram_budget(
         raise IosimError("give --sram or --sram-elements, not both")
     if sram_elements is not None:
         if isinstance(sram_elements, bool) or not isinstance(sram_elements, int) or sram_elements < 1:
-            raise IosimError(f"--sram-elements must be a whole number of at least 1, got {sram_elements!r}")
+            raise IosimError(f"--sram-elements must be a whole number of at least 1, got "
+                             f"{excerpt(sram_elements)}")
+        check_sram_bytes("--sram-elements", sram_elements * element_bytes)
         return sram_elements * element_bytes, f"--sram-elements {sram_elements}"
     if sram is not None:
         return parse_sram(sram), f"--sram {sram}"

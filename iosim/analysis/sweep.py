@@ -45,7 +45,15 @@ from iosim.algorithms.loopnest import (
 from iosim.algorithms.splitkv import MAX_SPLITS, SplitKV
 from iosim.errors import IosimError
 from iosim.estimates.roofline import Profile, roofline_time, roofs_for
+from iosim.inputs import limits
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware, resolve_hardware
+from iosim.inputs.limits import (
+    MAX_BLOCK,
+    MAX_SCORE_PRODUCT,
+    check_int,
+    check_sram_bytes,
+    excerpt,
+)
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import Tiling, Workload, tiling_arrays
 
@@ -68,9 +76,10 @@ MAX_POINTS = 5_000_000
 CHUNK_POINTS = 1 << 18
 """Points evaluated per step (bounds the temporaries; one progress tick each)."""
 
-INT64_HEADROOM = 2**53
-"""N·N_kv·d·batch·heads must stay below this, leaving a factor 1024 for bytes per element,
-FLOP coefficients and summed terms before int64 (2^63) could overflow."""
+INT64_HEADROOM = MAX_SCORE_PRODUCT
+"""N·N_kv·d·batch·heads must stay below this (iosim/inputs/limits.py, as for compare)."""
+
+_INT64_BOUNDS = {"block_q": MAX_BLOCK, "block_kv": MAX_BLOCK, "splits": limits.MAX_SPLITS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -357,7 +366,13 @@ def _check(spec: SweepSpec) -> tuple[list[Algorithm], tuple[Hardware, ...], list
         for v in spec.values(axis):
             if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < 1):
                 raise IosimError(f"--{_flag(axis)} values must be whole numbers of at least 1, "
-                                 f"got {v!r}")
+                                 f"got {excerpt(v)}")
+            if v is not None and axis == "sram_bytes":  # int64 grids must not wrap (limits.py)
+                check_sram_bytes("--sram", v)
+            elif v is not None and axis != "sram_elements":
+                check_int(f"--{_flag(axis)}", v, high=_INT64_BOUNDS[axis])
+    for elements, dtype in itertools.product(elements_given, spec.dtype):
+        check_sram_bytes("--sram-elements", elements * DTYPE_BYTES[dtype])
     for axis in ("dtype", "pass_", "causal", "batch", "d", "n", "sparsity"):
         for v in spec.values(axis):
             _workload(spec, **{axis: v})

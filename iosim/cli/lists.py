@@ -15,12 +15,14 @@ factor below 2, a non-number or an empty item is refused with one line naming th
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
+from iosim.inputs.limits import excerpt
 from iosim.inputs.units import parse_quantity
 
 MAX_VALUES = 10_000
@@ -35,7 +37,7 @@ HELP = ("N, a list 1024,4096 or a range: a..b doubles (512..65536), a..b:s steps
 def _integer(text: str) -> int:
     text = text.strip().replace("_", "")
     if not re.fullmatch(r"[+-]?\d+", text):
-        raise ValueError(f"'{text}' is not a whole number")
+        raise ValueError(f"{excerpt(text)} is not a whole number")
     return int(text)
 
 
@@ -45,8 +47,8 @@ def _size(text: str) -> int:
         value = parse_quantity(text.strip(), "bytes")
     except ValueError as exc:
         raise ValueError(str(exc)) from None
-    if value != int(value):
-        raise ValueError(f"'{text.strip()}' is not a whole number of bytes")
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"{excerpt(text.strip())} is not a whole number of bytes")
     return int(value)
 
 
@@ -78,7 +80,7 @@ def _expand(text: str, *, number: Callable[[str], int], minimum: int,
     for raw in text.split(","):
         item = raw.strip()
         if not item:
-            raise ValueError(f"empty item in '{text}'")
+            raise ValueError(f"empty item in {excerpt(text)}")
         if item.lower() == "auto":
             if not auto:
                 raise ValueError("'auto' is not allowed here")

@@ -9,9 +9,11 @@ import numpy as np
 
 from iosim.algorithms.loopnest import TileAccess
 from iosim.algorithms.traffic import Op
+from iosim.errors import IosimError
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.registry import EXECUTORS, Run
+from iosim.inputs.limits import check_executor_memory
 from iosim.inputs.workload import Workload
 
 Array = np.ndarray[Any, Any]
@@ -37,6 +39,10 @@ def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
             f"scores, the limit is {MAX_SCORES:,} (e.g. N = N_kv = 4096 for one head); for the "
             f"exact counts at this size use the closed form: iosim compare {sizes} --gpu a100"
         )
+    try:  # before any array is made: --d alone can ask for gigabytes
+        check_executor_memory(w.batch, w.heads, w.heads_kv, w.n, w.seq_kv, w.d)
+    except IosimError as exc:
+        raise ExecutorError(str(exc)) from None
     pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.seq_kv // block_kv)
     if pairs > MAX_TILE_PAIRS:
         raise ExecutorError(

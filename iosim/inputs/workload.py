@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Any, Literal
@@ -9,15 +10,14 @@ from typing import Any, Literal
 import numpy as np
 
 from iosim.errors import TilingError, WorkloadError
+from iosim.inputs import limits
+from iosim.inputs.limits import MAX_LENGTH
 from iosim.inputs.units import DTYPE_BYTES, STAT_BYTES
 
 Pass = Literal["fwd", "bwd", "fwdbwd"]
 PASSES: tuple[str, ...] = ("fwd", "bwd", "fwdbwd")
 UNFUSED_OPS: tuple[str, ...] = ("scale", "mask", "dropout")
 """Extra N×N elementwise kernels of an unfused standard pipeline (FlashAttention fuses them)."""
-
-MAX_LENGTH = 1 << 26
-"""Sequence lengths beyond 64M tokens are refused: counts would leave int64 in sweeps."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,10 +52,13 @@ class Workload:
         if self.kv_heads is None:
             object.__setattr__(self, "kv_heads", self.heads)
         _check_positive_int("kv_heads", self.kv_heads)
-        for name in ("n", "n_kv"):
-            if getattr(self, name) > MAX_LENGTH:
-                raise WorkloadError(f"--{name.replace('_', '-')} {getattr(self, name)} is beyond "
-                                    f"the {MAX_LENGTH:,} tokens iosim models")
+        for name, high in (("n", MAX_LENGTH), ("n_kv", MAX_LENGTH), ("d", limits.MAX_HEAD_DIM),
+                           ("heads", limits.MAX_HEADS), ("kv_heads", limits.MAX_HEADS),
+                           ("batch", limits.MAX_BATCH)):
+            limits.check_int("--" + name.replace("_", "-"), getattr(self, name), high=high,
+                             error=WorkloadError)
+        limits.check_workload_size(self.n, self.seq_kv, self.d, self.batch, self.heads,
+                                   error=WorkloadError)
         if self.heads % self.heads_kv:
             raise WorkloadError(
                 f"--kv-heads {self.kv_heads} does not divide --heads {self.heads}; GQA/MQA "
@@ -73,7 +76,7 @@ class Workload:
         if (isinstance(self.sparsity, bool) or not isinstance(self.sparsity, (int, float))
                 or not 0 < self.sparsity <= 1):
             raise WorkloadError(f"--sparsity must be a fraction of non-zero blocks in (0, 1], got "
-                                f"{self.sparsity!r}; e.g. --sparsity 0.25")
+                                f"{limits.excerpt(self.sparsity)}; e.g. --sparsity 0.25")
         object.__setattr__(self, "sparsity", float(self.sparsity))
 
     @property
@@ -125,7 +128,8 @@ def _check_positive_int(name: str, value: object) -> None:
 
 
 def _a_divisor(heads: int, near: int) -> int:
-    divisors = [k for k in range(1, heads + 1) if heads % k == 0]
+    small = [k for k in range(1, math.isqrt(heads) + 1) if heads % k == 0]
+    divisors = small + [heads // k for k in small]
     return min(divisors, key=lambda k: (abs(k - near), k))
 
 
@@ -210,7 +214,11 @@ def make_tiling(
         )
     for flag, value in (("--block-q", block_q), ("--block-kv", block_kv)):
         if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 1):
-            raise TilingError(f"{flag} must be a whole number of at least 1, got {value!r}")
+            raise TilingError(f"{flag} must be a whole number of at least 1, got "
+                              f"{limits.excerpt(value)}")
+        if value is not None:
+            limits.check_int(flag, value, high=limits.MAX_BLOCK, error=TilingError)
+    limits.check_sram_bytes(sram_source, sram_bytes)
     paper_q, paper_kv = _paper_blocks(m, d, outer)
     chosen_q = block_q if block_q is not None else paper_q
     chosen_kv = block_kv if block_kv is not None else paper_kv
@@ -218,12 +226,10 @@ def make_tiling(
         rule = ("Alg. 1 line 1: B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d)" if outer == "kv" else
                 "Alg. 1 line 1 for a Q-outer loop: B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d)")
         # ⌈M/4d⌉ rounds up, and the fp32 statistics need room too: when that overflows the SRAM
-        # step the blocks down until they fit, and say so.
-        while working_set_bytes(chosen_q, chosen_kv, d, elt) > sram_bytes:
-            if chosen_kv >= chosen_q:
-                chosen_kv -= 1
-            else:
-                chosen_q -= 1
+        # step the blocks down until they fit (one row off the larger block at a time, found by
+        # bisection: _step_down_array), and say so.
+        stepped = _step_down_array(*(np.int64(v) for v in (paper_q, paper_kv, d, elt, sram_bytes)))
+        chosen_q, chosen_kv = (int(v) for v in stepped)
         if (chosen_q, chosen_kv) != (paper_q, paper_kv):
             rule += f" = {paper_q} × {paper_kv}, stepped down to fit the SRAM"
     else:

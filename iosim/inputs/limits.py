@@ -1,0 +1,186 @@
+"""The input boundary: the range of every value iosim accepts, and why, checked in one place.
+
+Every number from a flag, a YAML file or the Python API passes one of the checks below before
+any model code runs. The bounds are where the model stays exact and fast (docs/input-limits.md
+lists them with their reasons):
+
+* Counts in `compare`, `verify` and `roofline` are Python ints, exact at any size; sweeps and
+  reports count in numpy int64. So that a one-point sweep accepts exactly what `compare` does,
+  both refuse a workload whose N·N_kv·d·batch·heads reaches `MAX_SCORE_PRODUCT` (2^53): the
+  largest count (the FLOPs of a forward+backward with recomputation, the bytes of an unfused
+  standard pipeline) stays below 2^63 with a margin of 2^10 (bytes per element, FLOP
+  coefficients, summed terms).
+* Every value that a sweep turns into int64 (block sizes, SRAM bytes and elements, splits) has
+  an upper bound here, far below 2^63, so that the products the tiling forms (working sets,
+  elements × bytes) cannot wrap.
+* Hardware figures are finite numbers within physical reason (at least 1 in their base unit,
+  at most `MAX_FIGURE`), so that no time, ratio or ridge point can be 0, infinite or NaN.
+* `verify` sizes its arrays before allocating them against `MAX_EXECUTOR_BYTES`.
+
+Messages follow the CLI's style: what is wrong (naming the flag, or the file and key), then
+how to fix it; values are quoted through `excerpt`, never whole.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from iosim.errors import IosimError
+
+MAX_LENGTH: Final = 1 << 26
+"""Sequence lengths N and N_kv: 64M tokens."""
+
+MAX_HEAD_DIM: Final = 1 << 20
+"""Head dimension d (real models use 64 to 256)."""
+
+MAX_HEADS: Final = 1 << 20
+"""Query (and KV) heads."""
+
+MAX_BATCH: Final = 1 << 40
+"""Batch size (the product bound below is the one that binds in practice)."""
+
+MAX_SCORE_PRODUCT: Final = 1 << 53
+"""N·N_kv·d·batch·heads: below it every count of every algorithm fits int64 with 2^10 spare."""
+
+MAX_SRAM_BYTES: Final = 1 << 40
+"""An SRAM budget M (--sram, --sram-elements × element size, a YAML's sram_per_block): 1 TiB,
+some 10^6 times any real one; Alg. 1's default blocks then stay below 2^38 rows."""
+
+MAX_BLOCK: Final = MAX_LENGTH
+"""A given block size B_r or B_c (a block longer than the sequence is one block)."""
+
+MAX_SPLITS: Final = MAX_LENGTH
+"""splitkv's --splits (it must also be at most the number of key blocks)."""
+
+MAX_SM_COUNT: Final = 1 << 12
+"""A YAML's sm_count (today's largest GPUs have 100 to 300)."""
+
+MAX_FIGURE: Final = 1e24
+"""Any hardware figure in its base unit (bytes, bytes/s, FLOP/s): 10^24 is 10^6 times the
+largest real one; the smallest accepted is 1."""
+
+MAX_EXECUTOR_BYTES: Final = 1 << 30
+"""Memory `verify` may allocate for one executor run's arrays (inputs, outputs, gradients)."""
+
+EXECUTOR_ARRAYS: Final = 12
+"""Arrays of B·H·(N or N_kv)·d float64 values a run holds at most (Q, K, V, O, dO, dQ, dK, dV,
+the reference's copies), counted against MAX_EXECUTOR_BYTES."""
+
+MAX_FILE_NAME_BYTES: Final = 255
+"""Longest file name (one path component) the common file systems take (ext4, APFS, NTFS)."""
+
+EXCERPT_CHARS: Final = 60
+"""Longest excerpt of a user's value quoted in an error message."""
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """repr(value), cut to `limit` characters (with '…') so a message never embeds a whole
+    large value (a 2 GB alias expansion, a 300-character name)."""
+    text = _short_repr(value, limit)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clip(text: object, limit: int = EXCERPT_CHARS) -> str:
+    """str(text) cut to `limit` characters (with '…'): a key or name quoted in a message."""
+    shown = str(text) if not isinstance(text, str) or len(text) <= 4 * limit else text[: 4 * limit]
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def _short_repr(value: object, limit: int) -> str:
+    if isinstance(value, (str, bytes)) and len(value) > 4 * limit:
+        value = value[: 4 * limit]
+    elif isinstance(value, (list, tuple, dict, set)) and len(value) > limit:
+        return f"<{type(value).__name__} of {len(value):,} items>"
+    try:
+        return repr(value)
+    except (RecursionError, ValueError):  # a self-referencing YAML structure, a huge int
+        return f"<{type(value).__name__}>"
+
+
+def check_int(flag: str, value: object, *, low: int = 1, high: int, what: str = "",
+              error: type[IosimError] = IosimError) -> int:
+    """A whole number in [low, high]; `flag` names it (--n, or 'file: key')."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise error(f"{flag} must be a whole number, got {excerpt(value)}")
+    if value < low:
+        raise error(f"{flag} must be at least {low}, got {excerpt(value)}")
+    if value > high:
+        reason = f" ({what})" if what else ""
+        raise error(f"{flag} {excerpt(value)} is beyond the {high:,} iosim models{reason}; "
+                         f"use a value of at most {high:,}")
+    return value
+
+
+def check_fraction(flag: str, value: object, example: str) -> float:
+    """A finite number in (0, 1]."""
+    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
+            or not 0 < value <= 1):
+        raise IosimError(f"{flag} must be a fraction in (0, 1], got {excerpt(value)}; "
+                         f"e.g. {flag} {example}")
+    return float(value)
+
+
+def check_workload_size(n: int, n_kv: int, d: int, batch: int, heads: int, *,
+                        error: type[IosimError] = IosimError) -> None:
+    """Refuse a workload whose counts could leave int64 in a sweep (see MAX_SCORE_PRODUCT)."""
+    product = n * n_kv * d * batch * heads
+    if product >= MAX_SCORE_PRODUCT:
+        raise error(
+            f"N·N_kv·d·batch·heads = {product:.3g} reaches {MAX_SCORE_PRODUCT:.3g} (2^53), "
+            f"beyond which sweeps cannot keep exact 64-bit counts (and compare refuses the "
+            f"same); lower --n, --n-kv, --d, --batch or --heads")
+
+
+def check_sram_bytes(flag: str, value: int) -> int:
+    """An SRAM budget in bytes (from --sram, --sram-elements × element bytes, or a YAML)."""
+    if value > MAX_SRAM_BYTES:
+        raise IosimError(f"{flag} gives an SRAM of {value:.3g} bytes, beyond the "
+                         f"{MAX_SRAM_BYTES:,} (1 TiB) iosim models; use a smaller {flag}")
+    return value
+
+
+def check_figure(value: float, shown: object) -> str | None:
+    """Why a hardware figure (in its base unit) is refused, or None."""
+    if not math.isfinite(value):
+        return f"must be a finite number, got {excerpt(shown)}"
+    if value < 1:
+        return f"must be at least 1 in its base unit (bytes, B/s, FLOP/s), got {excerpt(shown)}"
+    if value > MAX_FIGURE:
+        return f"{excerpt(shown)} is beyond the {MAX_FIGURE:.0e} iosim accepts for any figure"
+    return None
+
+
+def check_executor_memory(batch: int, heads: int, kv_heads: int, n: int, n_kv: int,
+                          d: int) -> None:
+    """Refuse an executor run whose arrays would exceed MAX_EXECUTOR_BYTES, before allocating."""
+    rows = batch * (heads * n + kv_heads * n_kv)
+    need = EXECUTOR_ARRAYS * rows * d * 8
+    if need > MAX_EXECUTOR_BYTES:
+        raise IosimError(
+            f"--d {d} with these sizes needs about {need / 2**30:,.1f} GiB of arrays for an "
+            f"executor run, beyond its {MAX_EXECUTOR_BYTES / 2**30:g} GiB cap; lower --d, --n "
+            f"or --heads (for exact counts at any size use iosim compare)")
+
+
+def check_output_files(paths: Sequence[Path], flag: str, *, overwrite: bool) -> None:
+    """Every target file can be written: a plain name that the file system takes, not a folder,
+    not an existing file unless `overwrite` (--force). Checked before the first file is written."""
+    for path in paths:
+        if len(path.name.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
+            raise IosimError(f"{flag}: the file name {excerpt(path.name)} is longer than the "
+                             f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter "
+                             f"name")
+        if path.is_dir():
+            raise IosimError(f"{excerpt(str(path))} is a folder, not a file; remove it or choose "
+                             f"another {flag}")
+        if path.exists() and not overwrite:
+            raise IosimError(f"{excerpt(str(path))} exists; pass --force to overwrite it, or "
+                             f"choose another folder or name")
+        parent = path.parent
+        if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
+            raise IosimError(f"cannot write to {excerpt(str(parent))}: permission denied; choose "
+                             f"a folder you can write to")
