@@ -166,10 +166,36 @@ def check_executor_memory(batch: int, heads: int, kv_heads: int, n: int, n_kv: i
             f"or --heads (for exact counts at any size use iosim compare)")
 
 
+def check_folder(path: Path, flag: str) -> None:
+    """A folder that exists, or can be made, and can be written in; nothing is created here."""
+    _check_path_text(path, flag)
+    for part in path.parts:
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
+            raise IosimError(f"{flag}: the name {excerpt(part)} is longer than the "
+                             f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter one")
+    if path.exists() and not path.is_dir():
+        raise IosimError(f"{flag} {excerpt(str(path))} is a file, not a folder; choose a folder")
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise IosimError(f"{flag} {excerpt(str(path))}: {excerpt(str(existing))} is a file, not a "
+                         f"folder; choose another {flag}")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise IosimError(f"cannot write to {flag} {excerpt(str(path))}: permission denied on "
+                         f"{excerpt(str(existing))}; choose a folder you can write to")
+
+
+def _check_path_text(path: Path, flag: str) -> None:
+    if "\x00" in str(path):
+        raise IosimError(f"{flag} contains a NUL character; give a plain path")
+
+
 def check_output_files(paths: Sequence[Path], flag: str, *, overwrite: bool) -> None:
     """Every target file can be written: a plain name that the file system takes, not a folder,
     not an existing file unless `overwrite` (--force). Checked before the first file is written."""
     for path in paths:
+        _check_path_text(path, flag)
         if len(path.name.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
             raise IosimError(f"{flag}: the file name {excerpt(path.name)} is longer than the "
                              f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter "
@@ -180,7 +206,4 @@ def check_output_files(paths: Sequence[Path], flag: str, *, overwrite: bool) -> 
         if path.exists() and not overwrite:
             raise IosimError(f"{excerpt(str(path))} exists; pass --force to overwrite it, or "
                              f"choose another folder or name")
-        parent = path.parent
-        if parent.exists() and not os.access(parent, os.W_OK | os.X_OK):
-            raise IosimError(f"cannot write to {excerpt(str(parent))}: permission denied; choose "
-                             f"a folder you can write to")
+        check_folder(path.parent, "--out")

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.compare import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.inputs.hardware import Figure, Hardware
+from iosim.output import strict_json
 
 # ---------------------------------------------------------------------------------------------
 # numbers for people
@@ -340,7 +340,7 @@ def make_console() -> Console:
 
 
 def comparison_json(c: Comparison) -> str:
-    return json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
+    return strict_json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
 
 
 def records_csv(records: Sequence[dict[str, Any]]) -> str:
