@@ -39,6 +39,7 @@ from iosim.execute import (
     refusal,
 )
 from iosim.execute.run import passes_of
+from iosim.inputs.limits import check_int
 from iosim.inputs.workload import Tiling, Workload
 
 SCHEMA = "iosim.verify/1"
@@ -266,6 +267,7 @@ def verify(
     for flag, value in (("--block-q", block_q), ("--block-kv", block_kv)):
         if isinstance(value, bool) or not isinstance(value, int) or value < 1:
             raise IosimError(f"{flag} must be a whole number of at least 1, got {value!r}")
+    check_int("--seed", seed, low=0, high=2**64 - 1)  # numpy's generators take no negative seed
     check_limits(model, block_q, block_kv)  # before any array is made
     blocks: dict[str, Any] = {"block_q": block_q, "block_kv": block_kv,
                               "bwd_blocks": (block_q, block_kv)}

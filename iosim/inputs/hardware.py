@@ -353,8 +353,13 @@ def resolve_hardware(spec: str) -> ResolvedHardware:
     text = spec.strip()
     looks_like_path = text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
     if looks_like_path:
-        if not Path(text).is_file():
-            raise UnknownGpuError(f"no such hardware file: {text}")
+        try:
+            is_file = Path(text).is_file()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise UnknownGpuError(f"cannot use hardware file {excerpt(text)}: {reason}") from None
+        if not is_file:
+            raise UnknownGpuError(f"no such hardware file: {excerpt(text)}")
         return ResolvedHardware(load_hardware(text), spec, "file")
     key = text.lower()
     paths = {p.stem: p for p in shipped_config_paths()}
@@ -365,6 +370,6 @@ def resolve_hardware(spec: str) -> ResolvedHardware:
             return ResolvedHardware(hw, spec, "alias")
     known = ", ".join(sorted(paths))
     raise UnknownGpuError(
-        f"unknown GPU '{spec}'; known: {known} (or pass a path to your own YAML; "
+        f"unknown GPU {excerpt(spec)}; known: {known} (or pass a path to your own YAML; "
         "`iosim gpus` lists aliases)"
     )

@@ -73,6 +73,12 @@ the reference's copies), counted against MAX_EXECUTOR_BYTES."""
 MAX_FILE_NAME_BYTES: Final = 255
 """Longest file name (one path component) the common file systems take (ext4, APFS, NTFS)."""
 
+MAX_EXPLAIN_SCORES: Final = 1024
+"""`iosim explain softmax --scores`: numbers in one row (its tables have a line per score)."""
+
+MAX_EXPLAIN_VALUE_DIM: Final = 64
+"""`iosim explain softmax --values`: components of each value vector."""
+
 EXCERPT_CHARS: Final = 60
 """Longest excerpt of a user's value quoted in an error message."""
 
