@@ -228,3 +228,22 @@ def test_flops_fa_convention_is_an_exact_int_at_odd_sizes():
         # FA2/FA3 convention: 4·N·N_kv·d·heads halved when causal, × 3.5 (3 without recompute)
         forward = 4 * 1001 * 999 * 65 * 3 // 2
         assert value == (forward * 7 // 2 if a["name"] != "standard" else forward * 3)
+
+
+@pytest.mark.parametrize("args", [
+    ["compare", "--gpu", "a100", "--n", "4096"],
+    ["compare", "--gpu", "h100", "--n", "1", "--n-kv", "32768", "--d", "128", "--heads", "32",
+     "--kv-heads", "8"],
+    ["compare", "--gpu", "a100", "--n", "1000", "--causal", "--pass", "fwdbwd", "--unfused",
+     "scale,mask,dropout", "--sparsity", "0.3"],
+    ["compare", "--gpu", "h200", "--n", "4096", "--d", "128", "--profile", "measured"],
+    ["sweep", "--gpu", "a100,h100", "--n", "1,512..4096", "--causal", "no,yes",
+     "--pass", "fwd,fwdbwd", "--block-kv", "auto,16,100000"],
+    ["verify", "--n", "100", "--d", "8", "--causal", "--pass", "fwdbwd"],
+    ["gpus"], ["gpus", "show", "mi300x"],
+])
+def test_every_json_output_is_strict(args):
+    """A NaN or Infinity anywhere would make strict parsers (and jq) refuse the output."""
+    outcome = invoke([*args, "--format", "json"])
+    assert outcome.code == 0, outcome.err
+    assert strict_json(outcome.out)

@@ -201,7 +201,7 @@ def calibration_from_dict(raw: Any, where: str = "measurement file") -> Calibrat
     counters_raw = raw.get("counters") or {"status": "not recorded"}
     for key, kind in (("device", dict), ("notes", list), ("measurements", list),
                       ("counters", dict)):
-        if key in raw and raw[key] is not None and not isinstance(raw[key], kind):
+        if key in raw and not (isinstance(raw[key], kind) or (key == "counters" and raw[key] is None)):
             raise CalibrationError(f"{where}: {key} must be a {'mapping' if kind is dict else 'list'}"
                                    f", got {excerpt(raw[key])}")
     if not isinstance(counters_raw, dict) or not isinstance(counters_raw.get("rows", []), list) \

@@ -10,6 +10,7 @@ import click
 
 from iosim.cli import cli
 from iosim.errors import IosimError
+from iosim.inputs.limits import excerpt
 
 
 def _refuse_existing(path: Path, force: bool, flag: str) -> None:
@@ -109,7 +110,16 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
                                   ncu_log=record.with_suffix(".ncu.log") if record else None)
     if record is not None:
         save_calibration(calibration, record)
-    result = fit(calibration, hardware)
+    try:
+        result = fit(calibration, hardware)
+    except (IosimError, ArithmeticError, ValueError) as exc:
+        if from_ is None:
+            raise
+        # a recorded file is checked value by value (records.load_calibration); values that are
+        # each plausible but together unfittable (a block of 0 rows) are named here, in one line
+        raise IosimError(f"{excerpt(str(from_))}: its measurements cannot be fitted "
+                         f"({excerpt(str(exc), 120)}); record them again with iosim calibrate"
+                         ) from None
     out.write_text(write_measured_yaml(source_text, result.profile_yaml()), encoding="utf-8")
     if report is not None:
         from iosim.calibrate.report import write_report
