@@ -150,11 +150,12 @@ class VisitedKvBlocks:
     models over every row block (iosim/estimates/l2.py) take the same time at any N."""
 
     def __init__(self, n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool) -> None:
-        self.t_r, self.t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
+        self.t_r: int = int(cdiv(n_q, block_q))
+        self.t_c: int = int(cdiv(n_kv, block_kv))
         self.block_q, self.block_kv, self.causal = block_q, block_kv, causal
         self.offset = n_kv - n_q
         # row blocks before `first` see no key (x_i < 0); as in block_sums
-        self.first = max(0, cdiv(1 - self.offset, block_q) - 1)
+        self.first: int = max(0, int(cdiv(1 - self.offset, block_q)) - 1)
 
     def __len__(self) -> int:
         return self.t_r
