@@ -247,3 +247,14 @@ def test_every_json_output_is_strict(args):
     outcome = invoke([*args, "--format", "json"])
     assert outcome.code == 0, outcome.err
     assert strict_json(outcome.out)
+
+
+def test_sweep_plot_refusal_writes_no_figure(tmp_path, monkeypatch):
+    """The last figure exists: before, the first ones were written and then the run refused."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "figs").mkdir()
+    (tmp_path / "figs" / "gpu_comparison.png").write_bytes(b"mine")
+    before = snapshot(tmp_path)
+    _refused(["sweep", "--gpu", "a100,h100", "--n", "512..2048", "--plot", "figs"],
+             "gpu_comparison.png exists")
+    assert snapshot(tmp_path) == before

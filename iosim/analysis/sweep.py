@@ -45,15 +45,9 @@ from iosim.algorithms.loopnest import (
 from iosim.algorithms.splitkv import MAX_SPLITS, SplitKV
 from iosim.errors import IosimError
 from iosim.estimates.roofline import Profile, roofline_time, roofs_for
-from iosim.inputs import limits
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware, resolve_hardware
-from iosim.inputs.limits import (
-    MAX_BLOCK,
-    MAX_SCORE_PRODUCT,
-    check_int,
-    check_sram_bytes,
-    excerpt,
-)
+from iosim.inputs.limits import MAX_BLOCK, MAX_SCORE_PRODUCT, check_int, check_sram_bytes, excerpt
+from iosim.inputs.limits import MAX_SPLITS as MAX_SPLITS_GIVEN
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import Tiling, Workload, tiling_arrays
 
@@ -79,7 +73,7 @@ CHUNK_POINTS = 1 << 18
 INT64_HEADROOM = MAX_SCORE_PRODUCT
 """N·N_kv·d·batch·heads must stay below this (iosim/inputs/limits.py, as for compare)."""
 
-_INT64_BOUNDS = {"block_q": MAX_BLOCK, "block_kv": MAX_BLOCK, "splits": limits.MAX_SPLITS}
+_INT64_BOUNDS = {"block_q": MAX_BLOCK, "block_kv": MAX_BLOCK, "splits": MAX_SPLITS_GIVEN}
 
 
 @dataclass(frozen=True, slots=True)

@@ -177,19 +177,19 @@ def check_folder(path: Path, flag: str) -> None:
     _check_path_text(path, flag)
     for part in path.parts:
         if len(part.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
-            raise IosimError(f"{flag}: the name {excerpt(part)} is longer than the "
+            raise IosimError(f"{flag}: the name {clip(part)} is longer than the "
                              f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter one")
     if path.exists() and not path.is_dir():
-        raise IosimError(f"{flag} {excerpt(str(path))} is a file, not a folder; choose a folder")
+        raise IosimError(f"{flag} {clip(str(path))} is a file, not a folder; choose a folder")
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise IosimError(f"{flag} {excerpt(str(path))}: {excerpt(str(existing))} is a file, not a "
+        raise IosimError(f"{flag} {clip(str(path))}: {clip(str(existing))} is a file, not a "
                          f"folder; choose another {flag}")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise IosimError(f"cannot write to {flag} {excerpt(str(path))}: permission denied on "
-                         f"{excerpt(str(existing))}; choose a folder you can write to")
+        raise IosimError(f"cannot write to {flag} {clip(str(path))}: permission denied on "
+                         f"{clip(str(existing))}; choose a folder you can write to")
 
 
 def _check_path_text(path: Path, flag: str) -> None:
@@ -203,13 +203,13 @@ def check_output_files(paths: Sequence[Path], flag: str, *, overwrite: bool) -> 
     for path in paths:
         _check_path_text(path, flag)
         if len(path.name.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
-            raise IosimError(f"{flag}: the file name {excerpt(path.name)} is longer than the "
+            raise IosimError(f"{flag}: the file name {clip(path.name)} is longer than the "
                              f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter "
                              f"name")
         if path.is_dir():
-            raise IosimError(f"{excerpt(str(path))} is a folder, not a file; remove it or choose "
+            raise IosimError(f"{clip(str(path))} is a folder, not a file; remove it or choose "
                              f"another {flag}")
         if path.exists() and not overwrite:
-            raise IosimError(f"{excerpt(str(path))} exists; pass --force to overwrite it, or "
+            raise IosimError(f"{clip(str(path))} exists; pass --force to overwrite it, or "
                              f"choose another folder or name")
         check_folder(path.parent, "--out")

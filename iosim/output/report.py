@@ -44,10 +44,11 @@ def ensure_writable_dir(path: Path, flag: str, *, must_be_empty: bool = False,
     if not create:
         return path
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".iosim-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
+        if not path.is_dir():  # a folder already there was checked by check_folder (os.access);
+            path.mkdir(parents=True)  # a probe file in it would change its mtime for nothing
+            probe = path / ".iosim-write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise IosimError(f"cannot write to {flag} {path}: {reason}; choose a folder you can "
