@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 
 from iosim._version import __version__
-from iosim.algorithms import ALGORITHMS, get_algorithm
+from iosim.algorithms import ALGORITHMS, Algorithm, get_algorithm
 from iosim.algorithms.loopnest import TileAccess, closed_form, walk
 from iosim.algorithms.traffic import Op
 from iosim.analysis.compare import default_algorithms
@@ -237,6 +237,26 @@ def default_splits(workload: Workload, block_kv: int) -> int:
     return min(2, -(-workload.seq_kv // block_kv))
 
 
+VERIFY_TILE_WORK = 1 << 14
+"""Tile pairs × tiled algorithms × passes one `verify` may execute: each costs a few numpy calls
+in Python loops (measured: `iosim verify --n 1000 --block-kv 1`, 16,000 pairs × 2 algorithms,
+6.2 s on a shared 2-core machine), so a run stays within a few seconds (issue 12)."""
+
+
+def check_work(workload: Workload, chosen: Sequence[Algorithm], block_q: int,
+               block_kv: int) -> None:
+    """Refuse a verification whose executors would run for minutes, before running any."""
+    w = workload
+    pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.seq_kv // block_kv)
+    runs = sum(1 for a in chosen if a.tiled) * (2 if w.pass_ == "fwdbwd" else 1)
+    if pairs * runs > VERIFY_TILE_WORK:
+        raise IosimError(
+            f"blocks {block_q} × {block_kv} make {pairs:,} tile pairs, × {runs} tiled "
+            f"algorithm runs = {pairs * runs:,}, beyond the {VERIFY_TILE_WORK:,} verify executes "
+            f"(a run of seconds); use larger --block-q/--block-kv, fewer --algo, or the closed "
+            f"form (iosim compare)")
+
+
 def verify(
     workload: Workload,
     *,
@@ -291,6 +311,7 @@ def verify(
     elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
         raise IosimError(f"--splits must be a whole number from 1 to the {key_blocks} key blocks "
                          f"(N_kv {model.seq_kv} in blocks of B_c = {block_kv}), got {splits!r}")
+    check_work(model, chosen, block_q, block_kv)
     prec = precision(dtype)
     sram_bytes = parse_sram(sram)
     if sram_bytes is None:

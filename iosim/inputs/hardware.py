@@ -359,7 +359,7 @@ def resolve_hardware(spec: str) -> ResolvedHardware:
             reason = getattr(exc, "strerror", None) or str(exc)
             raise UnknownGpuError(f"cannot use hardware file {excerpt(text)}: {reason}") from None
         if not is_file:
-            raise UnknownGpuError(f"no such hardware file: {excerpt(text)}")
+            raise UnknownGpuError(f"no such hardware file: {clip(text, 200)}")
         return ResolvedHardware(load_hardware(text), spec, "file")
     key = text.lower()
     paths = {p.stem: p for p in shipped_config_paths()}

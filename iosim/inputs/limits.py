@@ -8,8 +8,8 @@ lists them with their reasons):
   reports count in numpy int64. So that a one-point sweep accepts exactly what `compare` does,
   both refuse a workload whose N·N_kv·d·batch·heads reaches `MAX_SCORE_PRODUCT` (2^53): the
   largest count (the FLOPs of a forward+backward with recomputation, the bytes of an unfused
-  standard pipeline) stays below 2^63 with a margin of 2^10 (bytes per element, FLOP
-  coefficients, summed terms).
+  standard pipeline) is below 2^10 times that product (bytes per element, FLOP coefficients,
+  summed terms), so below 2^63.
 * Every value that a sweep turns into int64 (block sizes, SRAM bytes and elements, splits) has
   an upper bound here, far below 2^63, so that the products the tiling forms (working sets,
   elements × bytes) cannot wrap.
@@ -121,15 +121,6 @@ def check_int(flag: str, value: object, *, low: int = 1, high: int, what: str = 
     return value
 
 
-def check_fraction(flag: str, value: object, example: str) -> float:
-    """A finite number in (0, 1]."""
-    if (isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value)
-            or not 0 < value <= 1):
-        raise IosimError(f"{flag} must be a fraction in (0, 1], got {excerpt(value)}; "
-                         f"e.g. {flag} {example}")
-    return float(value)
-
-
 def check_workload_size(n: int, n_kv: int, d: int, batch: int, heads: int, *,
                         error: type[IosimError] = IosimError) -> None:
     """Refuse a workload whose counts could leave int64 in a sweep (see MAX_SCORE_PRODUCT)."""
@@ -180,16 +171,16 @@ def check_folder(path: Path, flag: str) -> None:
             raise IosimError(f"{flag}: the name {clip(part)} is longer than the "
                              f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter one")
     if path.exists() and not path.is_dir():
-        raise IosimError(f"{flag} {clip(str(path))} is a file, not a folder; choose a folder")
+        raise IosimError(f"{flag} {path} is a file, not a folder; choose a folder")
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise IosimError(f"{flag} {clip(str(path))}: {clip(str(existing))} is a file, not a "
-                         f"folder; choose another {flag}")
+        raise IosimError(f"cannot write to {flag} {path}: Not a directory; choose a folder you "
+                         f"can write to")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise IosimError(f"cannot write to {flag} {clip(str(path))}: permission denied on "
-                         f"{clip(str(existing))}; choose a folder you can write to")
+        raise IosimError(f"cannot write to {flag} {path}: permission denied on "
+                         f"{existing}; choose a folder you can write to")
 
 
 def _check_path_text(path: Path, flag: str) -> None:
@@ -207,9 +198,9 @@ def check_output_files(paths: Sequence[Path], flag: str, *, overwrite: bool) -> 
                              f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter "
                              f"name")
         if path.is_dir():
-            raise IosimError(f"{clip(str(path))} is a folder, not a file; remove it or choose "
+            raise IosimError(f"{path} is a folder, not a file; remove it or choose "
                              f"another {flag}")
         if path.exists() and not overwrite:
-            raise IosimError(f"{clip(str(path))} exists; pass --force to overwrite it, or "
+            raise IosimError(f"{path} exists; pass --force to overwrite it, or "
                              f"choose another folder or name")
         check_folder(path.parent, "--out")

@@ -39,7 +39,7 @@ def ensure_writable_dir(path: Path, flag: str, *, must_be_empty: bool = False,
     With create=False only check (nothing is made): a refusal leaves the disk as it was."""
     check_folder(path, flag)
     if must_be_empty and not force and path.is_dir() and any(path.iterdir()):
-        raise IosimError(f"{flag} {clip(str(path))} is not empty; choose a new folder or add "
+        raise IosimError(f"{flag} {path} is not empty; choose a new folder or add "
                          f"--force to write over it")
     if not create:
         return path
