@@ -5,11 +5,13 @@ from __future__ import annotations
 import io
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import matplotlib
 import pytest
-from hypothesis import settings
+from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, settings
 from rich.console import Console
 
 matplotlib.use("Agg")
@@ -18,14 +20,6 @@ matplotlib.use("Agg")
 # set before triton is first imported (its own jit functions are decorated at import).
 if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
-
-# Hypothesis profiles (docs/input-limits.md): `ci`, the default under `pytest -q`, keeps
-# hypothesis's own defaults for every test (the fuzz suite takes a quarter of max_examples per
-# property); `thorough` (HYPOTHESIS_PROFILE=thorough pytest tests/test_fuzz.py) runs ≥ 3,000
-# fuzz cases. Deadlines are off in both: the fuzz suite times each case itself.
-settings.register_profile("ci", deadline=None)
-settings.register_profile("thorough", max_examples=1200, deadline=None)
-settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))
 
 DATA = Path(__file__).parent / "data"
 SEED_ACCELERATOR = DATA / "seed-accelerator.yaml"
@@ -43,3 +37,39 @@ def render_plain(renderable: object, width: int = 110) -> str:
     console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
     console.print(renderable)
     return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+class CliOutcome:
+    """What one `iosim` invocation did: unpacks as (exit_code, stdout, stderr)."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        self.exit_code = result.exit_code
+        self.stdout = result.stdout
+        self.stderr = result.stderr
+        self.output = result.output
+
+    def __iter__(self) -> Iterator[object]:
+        return iter((self.exit_code, self.stdout, self.stderr))
+
+
+def run_cli(*args: str) -> CliOutcome:
+    """Run `iosim ARGS...` in-process through click's CliRunner (the one CLI helper of the tests)."""
+    from iosim.cli import cli
+
+    return CliOutcome(CliRunner().invoke(cli, list(args)))
+
+
+@pytest.fixture
+def iosim_cli() -> Callable[..., CliOutcome]:
+    """`iosim_cli("compare", "--n", "64", ...)` → CliOutcome (exit_code, stdout, stderr)."""
+    return run_cli
+
+
+# Hypothesis: `ci` (the default, what `pytest -q` and CI run) keeps the README's test command
+# under two minutes on a 2-core machine; HYPOTHESIS_PROFILE=thorough runs ten times the examples
+# (the fuzz suite, tests/test_fuzz.py, scales its properties from max_examples: docs/input-limits.md).
+settings.register_profile("ci", max_examples=30, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

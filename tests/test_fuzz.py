@@ -7,9 +7,9 @@ JSON output is strict (no NaN/Infinity) and its numbers finite; every case under
 accepted `roofline`/`report` cases, whose matplotlib rendering alone takes longer on a loaded
 machine (their refusals are held to 5 s).
 
-Profiles (tests/conftest.py): `ci`, the default, gives each property a share of hypothesis's
-max_examples (about 430 cases in all, ~6 s); `thorough` (HYPOTHESIS_PROFILE=thorough) twelve
-times as many (4,568); docs/input-limits.md records its last run.
+Profiles (tests/conftest.py): `ci`, the default, gives each property a share of FUZZ_SCALE ×
+max_examples (about 350 cases in all, a few seconds); `thorough` (HYPOTHESIS_PROFILE=thorough)
+about 5,800; docs/input-limits.md records its last run.
 """
 
 from __future__ import annotations
@@ -37,9 +37,14 @@ SLOW_WHEN_ACCEPTED = {"roofline", "report"}
 BUDGET = settings.default.max_examples
 
 
+FUZZ_SCALE = 3
+"""Fuzz cases per example of the profile: ci's 30 examples give ~350 cases (a few seconds),
+thorough's 500 give ~5,800."""
+
+
 def _examples(share: float) -> int:
-    """This property's examples: `share` of the profile's max_examples (ci: 100 → share·100)."""
-    return max(3, round(BUDGET * share))
+    """This property's cases: `share` × FUZZ_SCALE × the profile's max_examples."""
+    return max(3, round(BUDGET * FUZZ_SCALE * share))
 
 
 def fuzz_settings(share: float) -> settings:

@@ -49,7 +49,7 @@ def roofline_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
                      profile=profile)  # type: ignore[arg-type]
     from iosim.output.report import ensure_writable_dir
 
-    check_output_files([out_dir / f"{name}.{fmt}" for fmt in ("png", "svg")], "--name",
+    check_output_files([out_dir / f"{name}.{fmt}" for fmt in ("png", "svg")], "name",
                        overwrite=force)  # before the folder is made
     ensure_writable_dir(out_dir, "--out")
     from iosim.output import plot, render

@@ -47,7 +47,7 @@ def convention_flops(workload: Workload, *, recompute: bool) -> int:
     """FLOPs by the FA2/FA3 convention for the workload's pass (see the module docstring), as
     an exact integer: 4·N·N_kv·d·heads·batch (halved when causal) is even, so ×2.5 is exact."""
     w = workload
-    forward = 4 * w.n * w.seq_kv * w.d * w.heads * w.batch // (2 if w.causal else 1)
+    forward = 4 * w.n * w.n_kv * w.d * w.heads * w.batch // (2 if w.causal else 1)
     backward = forward * 5 // 2 if recompute else forward * 2
     return {"fwd": forward, "bwd": backward, "fwdbwd": forward + backward}[w.pass_]
 
@@ -58,7 +58,7 @@ def compulsory_backward_bytes(workload: Workload) -> int:
     implementation adds for itself)."""
     w = workload
     q_rows = w.batch * w.heads * w.n
-    kv_rows = w.batch * w.heads_kv * w.seq_kv
+    kv_rows = w.batch * w.kv_heads * w.n_kv
     return (3 * q_rows + 2 * kv_rows) * w.d * w.element_bytes + q_rows * STAT_BYTES + (
         q_rows + 2 * kv_rows) * w.d * w.element_bytes
 
@@ -81,4 +81,5 @@ class Occupancy:
 
     @property
     def waves(self) -> float | None:
+        """Programs per SM (None when the SM count is unknown)."""
         return None if self.sm_count is None else self.programs / self.sm_count

@@ -29,7 +29,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Final
 
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 
 MAX_LENGTH: Final = 1 << 26
 """Sequence lengths N and N_kv: 64M tokens."""
@@ -107,17 +107,18 @@ def _short_repr(value: object, limit: int) -> str:
         return f"<{type(value).__name__}>"
 
 
-def check_int(flag: str, value: object, *, low: int = 1, high: int, what: str = "",
+def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = "",
               error: type[IosimError] = IosimError) -> int:
-    """A whole number in [low, high]; `flag` names it (--n, or 'file: key')."""
+    """A whole number in [low, high]; `name` is the parameter (n, block_kv, seed, ...), which
+    the CLI spells as its flag."""
     if isinstance(value, bool) or not isinstance(value, int):
-        raise error(f"{flag} must be a whole number, got {excerpt(value)}")
+        raise error(f"{arg(name)} must be a whole number, got {excerpt(value)}")
     if value < low:
-        raise error(f"{flag} must be at least {low}, got {excerpt(value)}")
+        raise error(f"{arg(name)} must be at least {low}, got {excerpt(value)}")
     if value > high:
         reason = f" ({what})" if what else ""
-        raise error(f"{flag} {excerpt(value)} is beyond the {high:,} iosim models{reason}; "
-                         f"use a value of at most {high:,}")
+        raise error(f"{arg(name, excerpt(value))} is beyond the {high:,} iosim models{reason}; "
+                    f"use a value of at most {high:,}")
     return value
 
 
@@ -129,14 +130,15 @@ def check_workload_size(n: int, n_kv: int, d: int, batch: int, heads: int, *,
         raise error(
             f"N·N_kv·d·batch·heads = {product:.3g} reaches {MAX_SCORE_PRODUCT:.3g} (2^53), "
             f"beyond which sweeps cannot keep exact 64-bit counts (and compare refuses the "
-            f"same); lower --n, --n-kv, --d, --batch or --heads")
+            f"same); lower {arg('n')}, {arg('n_kv')}, {arg('d')}, {arg('batch')} or "
+            f"{arg('heads')}", param="n")
 
 
-def check_sram_bytes(flag: str, value: int) -> int:
-    """An SRAM budget in bytes (from --sram, --sram-elements × element bytes, or a YAML)."""
+def check_sram_bytes(name: str, value: int) -> int:
+    """An SRAM budget in bytes (from sram, sram_elements × element bytes, or a YAML)."""
     if value > MAX_SRAM_BYTES:
-        raise IosimError(f"{flag} gives an SRAM of {value:.3g} bytes, beyond the "
-                         f"{MAX_SRAM_BYTES:,} (1 TiB) iosim models; use a smaller {flag}")
+        raise IosimError(f"{arg(name)} gives an SRAM of {value:.3g} bytes, beyond the "
+                         f"{MAX_SRAM_BYTES:,} (1 TiB) iosim models; use a smaller {arg(name)}")
     return value
 
 
@@ -158,49 +160,50 @@ def check_executor_memory(batch: int, heads: int, kv_heads: int, n: int, n_kv: i
     need = EXECUTOR_ARRAYS * rows * d * 8
     if need > MAX_EXECUTOR_BYTES:
         raise IosimError(
-            f"--d {d} with these sizes needs about {need / 2**30:,.1f} GiB of arrays for an "
-            f"executor run, beyond its {MAX_EXECUTOR_BYTES / 2**30:g} GiB cap; lower --d, --n "
-            f"or --heads (for exact counts at any size use iosim compare)")
+            f"{arg('d', d)} with these sizes needs about {need / 2**30:,.1f} GiB of arrays for "
+            f"an executor run, beyond its {MAX_EXECUTOR_BYTES / 2**30:g} GiB cap; lower "
+            f"{arg('d')}, {arg('n')} or {arg('heads')} (for exact counts at any size use iosim "
+            f"compare)", param="d")
 
 
-def check_folder(path: Path, flag: str) -> None:
+def check_folder(path: Path, name: str) -> None:
     """A folder that exists, or can be made, and can be written in; nothing is created here."""
-    _check_path_text(path, flag)
+    _check_path_text(path, name)
     for part in path.parts:
         if len(part.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
-            raise IosimError(f"{flag}: the name {clip(part)} is longer than the "
+            raise IosimError(f"{arg(name)}: the name {clip(part)} is longer than the "
                              f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter one")
     if path.exists() and not path.is_dir():
-        raise IosimError(f"{flag} {path} is a file, not a folder; choose a folder")
+        raise IosimError(f"{arg(name)} {path} is a file, not a folder; choose a folder")
     existing = path
     while not existing.exists() and existing != existing.parent:
         existing = existing.parent
     if not existing.is_dir():
-        raise IosimError(f"cannot write to {flag} {path}: Not a directory; choose a folder you "
+        raise IosimError(f"cannot write to {arg(name)} {path}: Not a directory; choose a folder you "
                          f"can write to")
     if not os.access(existing, os.W_OK | os.X_OK):
-        raise IosimError(f"cannot write to {flag} {path}: permission denied on "
+        raise IosimError(f"cannot write to {arg(name)} {path}: permission denied on "
                          f"{existing}; choose a folder you can write to")
 
 
-def _check_path_text(path: Path, flag: str) -> None:
+def _check_path_text(path: Path, name: str) -> None:
     if "\x00" in str(path):
-        raise IosimError(f"{flag} contains a NUL character; give a plain path")
+        raise IosimError(f"{arg(name)} contains a NUL character; give a plain path")
 
 
-def check_output_files(paths: Sequence[Path], flag: str, *, overwrite: bool) -> None:
+def check_output_files(paths: Sequence[Path], name: str, *, overwrite: bool) -> None:
     """Every target file can be written: a plain name that the file system takes, not a folder,
     not an existing file unless `overwrite` (--force). Checked before the first file is written."""
     for path in paths:
-        _check_path_text(path, flag)
+        _check_path_text(path, name)
         if len(path.name.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
-            raise IosimError(f"{flag}: the file name {clip(path.name)} is longer than the "
+            raise IosimError(f"{arg(name)}: the file name {clip(path.name)} is longer than the "
                              f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter "
                              f"name")
         if path.is_dir():
             raise IosimError(f"{path} is a folder, not a file; remove it or choose "
-                             f"another {flag}")
+                             f"another {arg(name)}")
         if path.exists() and not overwrite:
             raise IosimError(f"{path} exists; pass --force to overwrite it, or "
                              f"choose another folder or name")
-        check_folder(path.parent, "--out")
+        check_folder(path.parent, "out")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from iosim.analysis.compare import Comparison
+from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
 from iosim.errors import IosimError
 from iosim.inputs.limits import check_output_files
@@ -45,15 +45,16 @@ def color_of(algorithm: str) -> str:
 # figure plumbing
 
 
-def _figure(width: float, height: float, rows: int = 1, *, sharex: bool = False
-            ) -> tuple[Figure, Any]:
-    """A Figure on an Agg canvas, and its axes (one, or a column of `rows`)."""
+def new_figure(width: float, height: float, rows: int = 1, cols: int = 1, *,
+               sharex: bool = False, squeeze: bool = True) -> tuple[Figure, Any]:
+    """A Figure (width × height inches) on an Agg canvas — no pyplot, no global state — and its
+    axes: one, a row or column of them, or (squeeze=False) always a 2-D array."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, 1, sharex=sharex)
+    axes = fig.subplots(rows, cols, sharex=sharex, squeeze=squeeze)
     return fig, axes
 
 
@@ -66,7 +67,7 @@ def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg"),
     import matplotlib
 
     targets = [Path(f"{stem}.{fmt}") for fmt in formats]
-    check_output_files(targets, "--name", overwrite=overwrite)  # before the first file
+    check_output_files(targets, "name", overwrite=overwrite)  # before the first file
     paths: list[Path] = []
     try:
         for fmt, path in zip(formats, targets, strict=True):
@@ -251,7 +252,7 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
     hw, roofs, w = c.hardware, c.roofs, c.workload
     bandwidth, peak = roofs.hbm_bandwidth_bytes_per_s, roofs.matmul_flops_per_s
     ridge = roofs.ridge_point_flops_per_byte
-    fig, ax = _figure(9.0, 6.2)
+    fig, ax = new_figure(9.0, 6.2)
 
     points = []
     skipped = []
@@ -360,7 +361,7 @@ def traffic_vs_n(result: SweepResult, *, title_note: str | None = None) -> Figur
     and the compulsory traffic (read Q, K, V and write O once), slope 1.
     """
     series, note = series_along(result, "n")
-    fig, ax = _figure(9.0, 6.2)
+    fig, ax = new_figure(9.0, 6.2)
     n_all = result.axis_values("n")
     n_kv_all = result.axis_values("n_kv")
     for s_index, s in enumerate(series):
@@ -433,7 +434,7 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
         raise ValueError("the sweep varies no block size")
     series, note = series_along(result, axis, max_series=3)
     tiled = [a for a in result.algorithms if a.tiled]
-    fig, (top, bottom) = _figure(9.0, 8.0, rows=2, sharex=True)
+    fig, (top, bottom) = new_figure(9.0, 8.0, rows=2, sharex=True)
     all_blocks: list[int] = []
     not_fitting: list[float] = []
     fitting: list[float] = []
@@ -551,7 +552,7 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
     gpus = [result.hardware[int(g)] for g in result.index["gpu"][pos]]
     algos = list(result.algorithms)
     height = 1.6 + 0.22 * len(gpus) * len(algos)
-    fig, ax = _figure(9.5, max(4.0, height))
+    fig, ax = new_figure(9.5, max(4.0, height))
     bar = 0.8 / len(algos)
     times_all = []
     for j, a in enumerate(algos):
@@ -603,7 +604,7 @@ def sweep_figures(result: SweepResult, out_dir: Path, *, overwrite: bool = False
              + (["gpu_comparison"] if "gpu" in varying else []))
     # every figure checked before the first is written: a refusal writes none
     check_output_files([out_dir / f"{stem}.{fmt}" for stem in stems for fmt in ("png", "svg")],
-                       "--plot", overwrite=overwrite)
+                       "plot", overwrite=overwrite)
     if "n" in varying:
         written += save(traffic_vs_n(result), out_dir / "traffic_vs_n", overwrite=overwrite)
     if axis is not None and any(a.tiled for a in result.algorithms):

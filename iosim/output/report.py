@@ -20,13 +20,15 @@ from typing import Any
 
 from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS
-from iosim.analysis.compare import Comparison, compare
+from iosim.analysis.compare import compare
+from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
 from iosim.inputs.hardware import list_hardware, resolve_hardware
 from iosim.inputs.limits import check_folder, clip
 from iosim.inputs.workload import Workload
 from iosim.output import strict_json
+from iosim.output.tables import table_cells
 
 SCHEMA = "iosim.report/1"
 REPORT_SUFFIXES = (".png", ".svg", ".csv", ".json", ".md", ".html")
@@ -37,7 +39,7 @@ def ensure_writable_dir(path: Path, flag: str, *, must_be_empty: bool = False,
                         force: bool = False, create: bool = True) -> Path:
     """Create `path` if needed and check that files can be written in it; one-line errors.
     With create=False only check (nothing is made): a refusal leaves the disk as it was."""
-    check_folder(path, flag)
+    check_folder(path, flag.lstrip("-").replace("-", "_"))  # a parameter name, as limits names it
     if must_be_empty and not force and path.is_dir() and any(path.iterdir()):
         raise IosimError(f"{flag} {path} is not empty; choose a new folder or add "
                          f"--force to write over it")
@@ -214,7 +216,7 @@ def default_compare_gpus() -> tuple[str, ...]:
 
 def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -> Report:
     """Compute everything, then write the folder (refusing a non-empty one unless force)."""
-    check_folder(folder, "--out")  # early, creating nothing: the folder is made once all is computed
+    check_folder(folder, "out")  # early, creating nothing: the folder is made once all is computed
     if force and folder.is_dir():
         # with --force files are replaced, but never a folder in their place: refuse before the
         # first file, not after nineteen
@@ -230,7 +232,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     comparison = compare(w, request.gpu, sram=request.sram,
                          profile=request.profile)  # type: ignore[arg-type]
     hw = comparison.hardware
-    kv_heads = None if w.heads_kv == w.heads else w.heads_kv
+    kv_heads = None if w.kv_heads == w.heads else w.kv_heads
     common = {"d": (w.d,), "heads": (w.heads,), "kv_heads": (kv_heads,), "batch": (w.batch,),
               "dtype": (w.dtype,), "causal": (w.causal,), "pass_": (w.pass_,),
               "unfused": w.unfused, "profile": request.profile,
@@ -371,10 +373,7 @@ def render_rows(c: Comparison) -> list[dict[str, Any]]:
 
 
 def _rich_table(table: Any) -> TableBlock:
-    headers = [str(col.header) for col in table.columns]
-    cells = [[str(x) for x in col.cells] for col in table.columns]
-    rows = [list(r) for r in zip(*cells, strict=True)]
-    right = [col.justify == "right" for col in table.columns]
+    headers, rows, right = table_cells(table)
     return TableBlock(headers, rows, right, str(table.title or ""))
 
 
