@@ -5,18 +5,14 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from hypothesis import given, settings
+from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, visited_kv_blocks
 from iosim.estimates.l2 import _hit_fraction
 from iosim.estimates.l2_waves import sum_where, wave_rereads
-from iosim.inputs.workload import (
-    Workload,
-    _paper_blocks,
-    make_tiling,
-    working_set_bytes,
-)
+from iosim.inputs.tiling import make_tiling, paper_blocks, working_set_bytes
+from iosim.inputs.workload import Workload
 
 
 def _old_wave_loop(units: int, unit_programs: int, p: int, unit_bytes: float, own_read: float,
@@ -88,9 +84,9 @@ def test_visited_blocks_and_sums_equal_the_lists(n_q, n_kv, block_q, block_kv, c
 
 
 def _old_step_down(workload: Workload, sram_bytes: int, outer: str) -> tuple[int, int]:
-    """make_tiling's row-by-row loop, as it was at 722acfe."""
+    """make_tiling's row-by-row loop, as it was at 722acfe (main now bisects, inputs/tiling.py)."""
     d, elt = workload.d, workload.element_bytes
-    q, kv = _paper_blocks(sram_bytes // elt, d, outer)
+    q, kv = paper_blocks(sram_bytes // elt, d, outer)
     while working_set_bytes(q, kv, d, elt) > sram_bytes:
         if kv >= q:
             kv -= 1
@@ -104,7 +100,6 @@ def _old_step_down(workload: Workload, sram_bytes: int, outer: str) -> tuple[int
        outer=st.sampled_from(["kv", "q"]))
 def test_default_blocks_equal_the_step_down_loop(d, sram, dtype, outer):
     w = Workload(64, d=d, dtype=dtype)
-    if sram < working_set_bytes(1, 1, d, w.element_bytes):
-        return  # make_tiling refuses (tested in test_tiling_arrays)
+    assume(sram >= working_set_bytes(1, 1, d, w.element_bytes))  # else make_tiling refuses
     t = make_tiling(w, sram, "--sram", outer=outer)
     assert (t.block_q, t.block_kv) == _old_step_down(w, sram, outer)

@@ -47,7 +47,7 @@ def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
     try:  # before any array is made: --d alone can ask for gigabytes
         check_executor_memory(w.batch, w.heads, w.kv_heads, w.n, w.n_kv, w.d)
     except IosimError as exc:
-        raise ExecutorError(str(exc)) from None
+        raise ExecutorError(exc.problem, param=exc.param) from None
     pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.n_kv // block_kv)
     if pairs > MAX_TILE_PAIRS:
         raise ExecutorError(
