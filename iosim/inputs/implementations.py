@@ -25,6 +25,7 @@ import numpy as np
 
 from iosim.errors import ConfigError, IosimError
 from iosim.inputs.ints import Int
+from iosim.inputs.limits import excerpt
 
 SCHEMA_VERSION = 1
 ALGORITHMS = ("standard", "flash2", "splitkv")
@@ -249,10 +250,10 @@ def get_implementation(name_or_path: str) -> Implementation:
 
 @cache
 def _load(path: str) -> Implementation:
-    from iosim.inputs.hardware import _read_yaml  # the one strict YAML reader (no tags, no
-    # duplicate keys), shared with the GPU files
+    from iosim.inputs.safe_yaml import read_yaml  # the one bounded, strict YAML reader, as
+    # for the GPU files
 
-    data = _read_yaml(Path(path))
+    data = read_yaml(Path(path))
     if not isinstance(data, dict):
         raise ConfigError(path, None, "expected a mapping of keys at the top level")
     return parse_implementation(data, path)
@@ -266,7 +267,7 @@ def _need(data: dict[str, Any], key: str, kind: type | tuple[type, ...], path: s
     value = data[key]
     if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
         names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise ConfigError(path, full, f"must be {names}, got {value!r}"[:120])
+        raise ConfigError(path, full, f"must be {names}, got {excerpt(value)}")
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         raise ConfigError(path, full, f"must not be negative, got {value}")
     return value
@@ -306,7 +307,7 @@ def _rows(value: Any, path: str, key: str) -> tuple[TileRow, ...]:
             raise ConfigError(path, w + "dtype", "must be a list of fp16, bf16, fp32")
         causal = m.get("causal")
         if causal is not None and not isinstance(causal, bool):
-            raise ConfigError(path, w + "causal", f"must be true or false, got {causal!r}")
+            raise ConfigError(path, w + "causal", f"must be true or false, got {excerpt(causal)}")
         optional = {k: _need(m, k, int, path, w) for k in
                     ("smem_per_block_min", "smem_per_sm_below", "stages", "shared_bytes",
                      "registers_per_thread") if k in m}
@@ -339,7 +340,7 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     name = _need(data, "name", str, path)
     runs = _need(data, "runs", str, path)
     if runs not in RUNS:
-        raise ConfigError(path, "runs", f"must be one of {', '.join(RUNS)}, got {runs!r}")
+        raise ConfigError(path, "runs", f"must be one of {', '.join(RUNS)}, got {excerpt(runs)}")
     algorithm = _need(data, "algorithm", str, path)
     if algorithm not in ALGORITHMS:
         raise ConfigError(path, "algorithm", f"must be one of {', '.join(ALGORITHMS)}")
@@ -394,14 +395,14 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                     0 < value <= 1.5):
                 raise ConfigError(path, f"{where}.efficiency.{kind}",
-                                  f"must be a number in (0, 1.5], got {value!r}")
+                                  f"must be a number in (0, 1.5], got {excerpt(value)}")
         calibration[str(gpu)] = {k: float(v) for k, v in eff.items()}
         if "call_overhead_s" in m:
             overhead = m["call_overhead_s"]
             if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or not (
                     0 <= overhead < 0.01):
                 raise ConfigError(path, where + ".call_overhead_s",
-                                  f"must be seconds in [0, 0.01), got {overhead!r}")
+                                  f"must be seconds in [0, 0.01), got {excerpt(overhead)}")
             calibration[str(gpu)]["call_overhead_s"] = float(overhead)
         calibration_source[str(gpu)] = _need(m, "source", str, path, where + ".")
     return Implementation(
