@@ -14,122 +14,39 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosim.analysis.compare import Comparison
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
-from iosim.errors import IosimError
-from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_rate, fmt_time
+from iosim.output.plot_kit import (
+    _BYTE_PREFIXES,
+    _RATE_PREFIXES,
+    _SERIES_STYLES,
+    _TIME_PREFIXES,
+    ALGORITHM_COLORS,
+    GUIDE_COLOR,
+    _bytes_axis,
+    _figure,
+    _label_ticks,
+    _log_block_axis,
+    _si_formatter,
+    _time_axis,
+    color_of,
+    save,
+    tick_text,
+)
+from iosim.output.plot_roofline import roofline
+from iosim.output.render import fmt_binary_bytes, fmt_time
+
+__all__ = ["ALGORITHM_COLORS", "GUIDE_COLOR", "_BYTE_PREFIXES", "_RATE_PREFIXES", "_TIME_PREFIXES",
+           "_bytes_axis", "_figure", "_label_ticks", "_log_block_axis", "_si_formatter",
+           "_time_axis", "block_sweep", "color_of", "gpu_comparison", "roofline", "save",
+           "sweep_figures", "tick_text", "traffic_vs_n"]
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-ALGORITHM_COLORS = {"standard": "#d62728", "flash1": "#1f77b4", "flash2": "#2ca02c"}
-_EXTRA_COLORS = ("#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-_SERIES_STYLES = ("-", "--", ":", "-.")
-_KERNEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-GUIDE_COLOR = "#555555"
-
-
-def color_of(algorithm: str) -> str:
-    if algorithm in ALGORITHM_COLORS:
-        return ALGORITHM_COLORS[algorithm]
-    return _EXTRA_COLORS[sum(map(ord, algorithm)) % len(_EXTRA_COLORS)]
-
-
-# ---------------------------------------------------------------------------------------------
-# figure plumbing
-
-
-def _figure(width: float, height: float, rows: int = 1, *, sharex: bool = False
-            ) -> tuple[Figure, Any]:
-    """A Figure on an Agg canvas, and its axes (one, or a column of `rows`)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, 1, sharex=sharex)
-    return fig, axes
-
-
-def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg"), *,
-         overwrite: bool = False) -> list[Path]:
-    """Write `stem.png` and `stem.svg` with no timestamps (the PNG of a figure is the same bytes
-    every time; SVG clip-path ids still vary, matplotlib derives them from object ids).
-
-    An existing file is never replaced unless `overwrite` (the commands' --force)."""
-    import matplotlib
-
-    targets = [Path(f"{stem}.{fmt}") for fmt in formats]
-    existing = [str(t) for t in targets if t.exists()]
-    if existing and not overwrite:
-        raise IosimError(f"{existing[0]} exists; pass --force to overwrite it, or choose another "
-                         f"folder or name")
-    paths = []
-    for fmt, path in zip(formats, targets, strict=True):
-        metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-        # text as paths: the SVG looks the same without matplotlib's fonts installed
-        with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "path"}):
-            fig.savefig(path, format=fmt, dpi=150, metadata=metadata)
-        paths.append(path)
-    return paths
-
-
-def _si_formatter(unit: str, fmt: Any) -> Any:
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda value, _pos: fmt(value) if value > 0 else "0")
-
-
-_BYTE_PREFIXES = (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1.0))
-_TIME_PREFIXES = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
-_RATE_PREFIXES = (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("MFLOP/s", 1e6),
-                  ("FLOP/s", 1.0))
-
-
-def tick_text(value: float, prefixes: Sequence[tuple[str, float]]) -> str:
-    """A tick label in the largest unit that keeps the number ≥ 1: 2e9 B → '2 GB'."""
-    for unit, scale in prefixes:
-        if value >= scale * 0.999:
-            return f"{value / scale:.3g} {unit}"
-    unit, scale = prefixes[-1]
-    return f"{value / scale:.3g} {unit}"
-
-
-def _bytes_axis(axis: Any) -> None:
-    _label_ticks(axis, lambda v: tick_text(v, _BYTE_PREFIXES))
-
-
-def _time_axis(axis: Any) -> None:
-    _label_ticks(axis, lambda v: tick_text(v, _TIME_PREFIXES))
-
-
-def _label_ticks(axis: Any, fmt: Any) -> None:
-    """Major ticks in human units; on a log axis spanning less than ~2 decades, minor ticks too
-    (else matplotlib writes them as 6×10⁻³)."""
-    from matplotlib.ticker import LogLocator, NullFormatter
-
-    axis.set_major_formatter(_si_formatter("", fmt))
-    low, high = sorted(axis.get_view_interval())
-    if axis.get_scale() == "log" and low > 0 and high / low < 100:
-        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-        axis.set_minor_formatter(_si_formatter("", fmt))
-    else:
-        axis.set_minor_formatter(NullFormatter())
-
-
-def _log_block_axis(ax: Axes, values: Sequence[int]) -> None:
-    from matplotlib.ticker import FixedLocator, NullLocator
-
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(sorted(set(values))))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(_si_formatter("", lambda v: f"{v:.0f}"))
-
 
 # ---------------------------------------------------------------------------------------------
 # selections of a sweep
@@ -228,119 +145,6 @@ def _blocks_text(result: SweepResult, positions: np.ndarray) -> str:
 def _gpu_text(result: SweepResult, positions: np.ndarray) -> str:
     gpus = sorted(set(result.index["gpu"][positions].tolist()))
     return ", ".join(result.hardware[g].display_name for g in gpus)
-
-
-# ---------------------------------------------------------------------------------------------
-# 1. roofline
-
-
-def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure:
-    """Every kernel of every algorithm on the GPU's roofline.
-
-    Ceilings: HBM bandwidth × intensity up to the dtype's matmul peak, the fp32 vector peak
-    (where elementwise FLOPs run), and the L2 and SRAM bandwidth roofs where the YAML has them
-    (drawn against the same FLOP per HBM byte axis: the roof a kernel would reach if its bytes
-    came at that level's speed). A kernel's point: x = FLOPs / HBM bytes, y = FLOPs / its
-    roofline time. Zero-FLOP kernels (initialisations) cannot sit on a log axis: listed below.
-    """
-    c = comparison
-    hw, roofs, w = c.hardware, c.roofs, c.workload
-    bandwidth, peak = roofs.hbm_bandwidth_bytes_per_s, roofs.matmul_flops_per_s
-    ridge = roofs.ridge_point_flops_per_byte
-    fig, ax = _figure(9.0, 6.2)
-
-    points = []
-    skipped = []
-    for a in c.algorithms:
-        for k in a.kernels:
-            if k.flops > 0 and k.hbm_bytes > 0:
-                points.append((a.name, k, k.intensity_flops_per_byte, k.flops / k.time_s))
-            else:
-                skipped.append(f"{a.name} {k.label} ({fmt_bytes(k.hbm_bytes)}, {k.flops} FLOPs)")
-    xs = [p[2] for p in points] or [ridge]
-    x_lo = 10 ** math.floor(math.log10(min(min(xs), ridge) / 3))
-    x_hi = 10 ** math.ceil(math.log10(max(max(xs), ridge) * 3))
-    grid = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
-
-    ax.plot(grid, np.minimum(grid * bandwidth, peak), color="black", lw=2,
-            label=f"HBM {fmt_rate(bandwidth, 'B/s')} → {w.dtype} matmul peak "
-                  f"{fmt_rate(peak, 'FLOP/s')}")
-    ax.axhline(roofs.vector_flops_per_s, color=GUIDE_COLOR, lw=1.2, ls=(0, (6, 3)),
-               label=f"fp32 vector peak {fmt_rate(roofs.vector_flops_per_s, 'FLOP/s')} "
-                     f"(elementwise: softmax)")
-    if hw.l2_bandwidth_bytes_per_s:
-        ax.plot(grid, np.minimum(grid * hw.l2_bandwidth_bytes_per_s, peak), color="#8c564b",
-                lw=1.2, ls="-.",
-                label=f"L2 {fmt_rate(hw.l2_bandwidth_bytes_per_s, 'B/s')} (if the bytes came "
-                      f"from L2)")
-    if hw.sram_bandwidth_bytes_per_s:
-        est = " est." if hw.figures.get("sram_bandwidth") and hw.figures[
-            "sram_bandwidth"].estimate else ""
-        ax.plot(grid, np.minimum(grid * hw.sram_bandwidth_bytes_per_s, peak), color="#9467bd",
-                lw=1.2, ls=":",
-                label=f"SRAM {fmt_rate(hw.sram_bandwidth_bytes_per_s, 'B/s')}{est} (if the "
-                      f"bytes came from SRAM)")
-    ax.axvline(ridge, color=GUIDE_COLOR, lw=0.8, ls=":")
-    ax.plot([ridge], [peak], marker="*", ms=12, color="black", ls="none", zorder=5,
-            label=f"ridge point {ridge:.0f} FLOP/B")
-
-    # coincident kernels (standard's QKᵀ and PV move and compute the same) share one point
-    groups: dict[tuple[float, float], list[tuple[str, Any, float, float]]] = {}
-    for p in points:
-        groups.setdefault((round(math.log10(p[2]), 3), round(math.log10(p[3]), 3)), []).append(p)
-    names = list(dict.fromkeys(a.name for a in c.algorithms))
-    labelled: set[str] = set()
-    for i, group in enumerate(sorted(groups.values(), key=lambda g: g[0][2])):
-        for name in dict.fromkeys(m[0] for m in group):
-            x, y = group[0][2], group[0][3]
-            ax.plot([x], [y], marker=_KERNEL_MARKERS[names.index(name) % len(_KERNEL_MARKERS)],
-                    ms=9, ls="none", color=color_of(name), markeredgecolor="black",
-                    markeredgewidth=0.6, zorder=6, label=None if name in labelled else name)
-            labelled.add(name)
-        above = i % 2 == 0
-        # labels of points in the right third of the axis go to their left
-        left = math.log(group[0][2] / x_lo) / math.log(x_hi / x_lo) > 0.66
-        ax.annotate(_point_label(group), (group[0][2], group[0][3]),
-                    xytext=(-10 if left else 10, 16 if above else -16), textcoords="offset points",
-                    fontsize=8, va="bottom" if above else "top", ha="right" if left else "left",
-                    zorder=7, arrowprops={"arrowstyle": "-", "color": "#777777", "lw": 0.6,
-                                          "shrinkA": 0, "shrinkB": 5},
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
-                          "alpha": 0.8})
-
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    y_lo = 10 ** math.floor(math.log10(min([p[3] for p in points] + [x_lo * bandwidth,
-                                                                      roofs.vector_flops_per_s])))
-    ax.set_ylim(y_lo, peak * 4)
-    ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
-    ax.set_ylabel("performance (FLOP/s)")
-    _label_ticks(ax.yaxis, lambda v: tick_text(v, _RATE_PREFIXES))
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
-    blocks = "; ".join(f"{a.name} B_r×B_c {a.tiling.block_q}×{a.tiling.block_kv}"
-                       for a in c.algorithms if a.tiling is not None)
-    lines = [f"Roofline — {hw.display_name} ({roofs.profile} profile)", w.describe(),
-             f"SRAM M = {c.sram_bytes // w.element_bytes:,} {w.dtype} elements "
-             f"({fmt_binary_bytes(c.sram_bytes)})" + (f"; {blocks}" if blocks else "")]
-    if title_note:
-        lines.append(title_note)
-    ax.set_title("\n".join(lines), fontsize=10)
-    ax.xaxis.set_major_formatter(_si_formatter("", lambda v: f"{v:g}"))
-    footer = ["y = all FLOPs / roofline time: elementwise FLOPs run on the vector units beside "
-              "the tensor cores, so a compute-bound kernel can sit a few % above the matmul peak."]
-    if skipped:
-        footer.append("Not on the plot (no FLOPs): " + "; ".join(skipped) + ".")
-    fig.supxlabel("\n".join(footer), fontsize=7, color=GUIDE_COLOR, x=0.01, ha="left")
-    return fig
-
-
-def _point_label(group: Sequence[tuple[str, Any, float, float]]) -> str:
-    by_algo: dict[str, list[str]] = {}
-    for name, k, _, _ in group:
-        by_algo.setdefault(name, []).append(k.label)
-    return "\n".join(f"{name}: {', '.join(labels)}" for name, labels in by_algo.items())
 
 
 # ---------------------------------------------------------------------------------------------

@@ -1,0 +1,122 @@
+"""Figures a person can read (issue 13, item 3), checked on the rendered layout: every text's
+box from the renderer (`get_window_extent`) against the figure, the axes, the roofs, the
+markers and the other labels."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+import pytest
+from matplotlib.text import Text
+
+from iosim.analysis.compare import compare
+from iosim.inputs.workload import Workload
+from iosim.output import plot, plot_kit
+
+
+def rendered(fig: Any) -> Any:
+    fig.canvas.draw()
+    return plot_kit.renderer_of(fig)
+
+
+def number_labels(ax: Any) -> list[Any]:
+    return [t for t in ax.texts if t.get_text().isdigit()]
+
+
+def markers(ax: Any) -> list[Any]:
+    return [line for line in ax.get_lines()
+            if len(line.get_xdata()) == 1 and line.get_marker() not in (None, "None", "")]
+
+
+def roof_lines(ax: Any) -> list[Any]:
+    return [line for line in ax.get_lines() if line not in markers(ax)]
+
+
+def assert_inside_figure(fig: Any, text: Any, renderer: Any) -> None:
+    box, frame = text.get_window_extent(renderer), fig.bbox
+    assert frame.x0 <= box.x0 and box.x1 <= frame.x1, f"cut off: {text.get_text()!r}"
+    assert frame.y0 <= box.y0 and box.y1 <= frame.y1, f"cut off: {text.get_text()!r}"
+
+
+def assert_readable_roofline(fig: Any) -> None:
+    """No label over a label, a roof or a marker; labels inside the axes; the title and the
+    legend inside the figure; the legend clear of the axes; no marker hidden by another."""
+    renderer = rendered(fig)
+    (ax,) = fig.axes
+    assert_inside_figure(fig, ax.title, renderer)
+    (legend,) = fig.legends
+    legend_box = legend.get_window_extent(renderer)
+    assert not plot_kit.boxes_overlap(legend_box, ax.get_window_extent(renderer))
+    assert fig.bbox.y0 <= legend_box.y0 and legend_box.y1 <= fig.bbox.y1
+    labels = number_labels(ax)
+    assert labels
+    boxes = [Text.get_window_extent(t, renderer) for t in labels]  # the text, not its leader
+    frame = ax.get_window_extent(renderer)
+    for i, box in enumerate(boxes):
+        name = labels[i].get_text()
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 <= frame.y1
+        for other in boxes[i + 1:]:
+            assert not plot_kit.boxes_overlap(box, other), f"label {name} over another label"
+        for line in roof_lines(ax):
+            assert not plot_kit.bbox_hits_points(box, plot_kit.display_polyline(line), pad=0), (
+                f"label {name} over {line.get_label()}")
+        for m in markers(ax):
+            x, y = m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0]))
+            r = plot_kit.marker_radius_px(fig, m.get_markersize())
+            near_x, near_y = min(max(x, box.x0), box.x1), min(max(y, box.y0), box.y1)
+            assert math.hypot(x - near_x, y - near_y) >= r, f"label {name} over a marker"
+    # a marker is hidden when one drawn above it covers its whole disc
+    drawn = sorted(markers(ax), key=lambda m: m.get_zorder())
+    for i, below in enumerate(drawn):
+        xb, yb = below.get_transform().transform((below.get_xdata()[0], below.get_ydata()[0]))
+        rb = plot_kit.marker_radius_px(fig, below.get_markersize())
+        for above in drawn[i + 1:]:
+            xa, ya = above.get_transform().transform((above.get_xdata()[0],
+                                                      above.get_ydata()[0]))
+            ra = plot_kit.marker_radius_px(fig, above.get_markersize())
+            assert math.hypot(xa - xb, ya - yb) + rb > ra * 1.05, "a marker hides another"
+
+
+CASES = {
+    # the newcomer's three figures (issue 13 item 3) and the README's
+    "decode": (Workload(1, n_kv=8192), "a100", "spec"),
+    "h100": (Workload(8192, d=128, heads=32, causal=True), "h100", "spec"),
+    "measured": (Workload(4096), "h200", "measured"),
+    "a100": (Workload(4096), "a100", "spec"),
+}
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_roofline_labels_roofs_and_points_do_not_collide(case: str) -> None:
+    workload, gpu, profile = CASES[case]
+    assert_readable_roofline(plot.roofline(compare(workload, gpu, profile=profile)))
+
+
+def test_decode_points_that_stack_are_nested_and_numbered() -> None:
+    c = compare(Workload(1, n_kv=8192), "a100")
+    fig = plot.roofline(c)
+    (ax,) = fig.axes
+    # standard's QKᵀ/PV, splitkv's attention and both fused kernels sit within 4 % of 1 FLOP/B
+    near_one = [m for m in markers(ax) if 0.95 < m.get_xdata()[0] < 1.05]
+    assert len(near_one) == 4
+    assert len({m.get_markersize() for m in near_one}) == 4  # nested: every size differs
+    key = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert len([k for k in key if k[:1].isdigit()]) == len(number_labels(ax)) == 6
+
+
+def test_measured_roofline_places_kernels_by_the_dram_bytes_it_charged() -> None:
+    c = compare(Workload(4096), "h200", profile="measured")
+    fig = plot.roofline(c)
+    (ax,) = fig.axes
+    expected = sorted((k.flops / k.dram_bytes, k.flops / k.time_s)
+                      for a in c.algorithms for k in a.kernels if k.flops)
+    assert all(k.dram_bytes is not None for a in c.algorithms for k in a.kernels)
+    drawn = sorted((float(m.get_xdata()[0]), float(m.get_ydata()[0])) for m in markers(ax)
+                   if m.get_marker() != "*")
+    # one marker per (point, algorithm): standard's three kernels and the two fused ones
+    assert np.allclose(sorted(set(drawn)), sorted(set(expected)), rtol=1e-12)
+    assert "DRAM" in ax.get_xlabel()
+    assert any(label.get_text().startswith("DRAM 4.27 TB/s measured")
+               for label in fig.legends[0].get_texts())
