@@ -123,8 +123,11 @@ def test_traffic_vs_n_one_series_per_other_value() -> None:
     result = sweep(SweepSpec(n=(512, 1024, 2048), d=(64, 128), gpu=("a100",)))
     (ax,) = plot.traffic_vs_n(result).axes
     labels = [line.get_label() for line in ax.get_lines()]
-    assert sum(label.startswith("flash1 (d 64)") for label in labels) == 1
-    assert sum(label.startswith("flash1 (d 128)") for label in labels) == 1
+    # blocks differ between the series, so each series' legend entry says its own: Alg. 1
+    # line 1 with M = 83,456 (163 KiB of fp16): B_c = ⌈M/4d⌉, B_r = min(B_c, d)
+    assert sum(label.startswith("flash1 (d 64; B_r×B_c 64×326)") for label in labels) == 1
+    assert sum(label.startswith("flash1 (d 128; B_r×B_c 128×163)") for label in labels) == 1
+    assert "B_r×B_c" not in ax.get_title()
 
 
 def test_many_series_are_held_at_the_first_value() -> None:

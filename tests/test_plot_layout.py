@@ -12,6 +12,7 @@ import pytest
 from matplotlib.text import Text
 
 from iosim.analysis.compare import compare
+from iosim.analysis.sweep import SweepSpec, sweep
 from iosim.inputs.workload import Workload
 from iosim.output import plot, plot_kit
 
@@ -120,3 +121,57 @@ def test_measured_roofline_places_kernels_by_the_dram_bytes_it_charged() -> None
     assert "DRAM" in ax.get_xlabel()
     assert any(label.get_text().startswith("DRAM 4.27 TB/s measured")
                for label in fig.legends[0].get_texts())
+
+
+# ---------------------------------------------------------------------------------------------
+# against N
+
+
+def assert_legend_outside(fig: Any) -> None:
+    renderer = rendered(fig)
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    for ax in fig.axes:
+        assert not plot_kit.boxes_overlap(box, ax.get_window_extent(renderer))
+        assert_inside_figure(fig, ax.title, renderer)
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0
+
+
+def test_many_series_keep_the_legend_off_the_data() -> None:
+    result = sweep(SweepSpec(n=(256, 1024, 4096), d=(64, 128), gpu=("a100", "h100")))
+    for figure in (plot.traffic_vs_n, plot.time_vs_n):
+        fig = figure(result)
+        assert_legend_outside(fig)
+        assert len(fig.legends[0].get_texts()) >= 12
+        # two GPUs, two SRAM sizes: the title names both, not the first series' alone
+        title = fig.axes[0].get_title()
+        assert "NVIDIA A100 80GB SXM4" in title and "NVIDIA H100 SXM5 80GB" in title
+        assert "163 KiB" in title and "227 KiB" in title
+
+
+def hollow_ns(ax: Any, color: str) -> list[int]:
+    return sorted(int(x) for line in ax.get_lines() if line.get_markerfacecolor() == "white"
+                  and line.get_color() == color for x in line.get_xdata())
+
+
+def test_standard_is_hollow_where_it_needs_more_hbm_than_the_gpu() -> None:
+    # Figure 2's shape on an 80 GB A100: standard's softmax holds S and P (N² fp16 each) for
+    # 64 × 16 heads: 2 · 2 B · N² · 1024 = 68.7 GB at N 4096 (fits with Q, K, V, O's 2.1 GB),
+    # 275 GB at N 8192 (does not)
+    ns = (1024, 2048, 4096, 8192, 16384)
+    result = sweep(SweepSpec(n=ns, heads=(16,), batch=(64,), gpu=("a100",)))
+    for figure in (plot.traffic_vs_n, plot.time_vs_n):
+        fig = figure(result)
+        (ax,) = fig.axes
+        assert hollow_ns(ax, plot.color_of("standard")) == [8192, 16384]
+        assert hollow_ns(ax, plot.color_of("flash1")) == []
+        key = [t.get_text() for t in fig.legends[0].get_texts()]
+        assert any(k.startswith("standard") and "> 80.0 GB HBM from N = 8,192" in k for k in key)
+        assert "hollow markers: more HBM than the GPU has" in key
+    times = lines_by_label(plot.time_vs_n(result).axes[0])
+    standard = next(line for label, line in times.items() if label.startswith("standard —"))
+    assert list(standard.get_ydata()) == result.algorithm("standard").time_s.tolist()
+
+
+def lines_by_label(ax: Any) -> dict[str, Any]:
+    return {line.get_label(): line for line in ax.get_lines()}

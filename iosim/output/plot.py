@@ -36,13 +36,14 @@ from iosim.output.plot_kit import (
     save,
     tick_text,
 )
+from iosim.output.plot_n import time_vs_n, traffic_vs_n
 from iosim.output.plot_roofline import roofline
 from iosim.output.render import fmt_binary_bytes, fmt_time
 
 __all__ = ["ALGORITHM_COLORS", "GUIDE_COLOR", "_BYTE_PREFIXES", "_RATE_PREFIXES", "_TIME_PREFIXES",
            "_bytes_axis", "_figure", "_label_ticks", "_log_block_axis", "_si_formatter",
            "_time_axis", "block_sweep", "color_of", "gpu_comparison", "roofline", "save",
-           "sweep_figures", "tick_text", "traffic_vs_n"]
+           "sweep_figures", "tick_text", "time_vs_n", "traffic_vs_n"]
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -145,66 +146,6 @@ def _blocks_text(result: SweepResult, positions: np.ndarray) -> str:
 def _gpu_text(result: SweepResult, positions: np.ndarray) -> str:
     gpus = sorted(set(result.index["gpu"][positions].tolist()))
     return ", ".join(result.hardware[g].display_name for g in gpus)
-
-
-# ---------------------------------------------------------------------------------------------
-# 2. traffic vs sequence length
-
-
-def traffic_vs_n(result: SweepResult, *, title_note: str | None = None) -> Figure:
-    """HBM bytes of every algorithm against N, log-log, with slope guides.
-
-    Guides (grey, from the first series): ∝ N² through standard attention's largest-N point
-    (Theorem 2: Θ(Nd + N²)); Theorem 2's FlashAttention leading term N·N_kv·d²/M (in bytes, over
-    every batch and head), whose slope the tiled algorithms follow once N spans several blocks;
-    and the compulsory traffic (read Q, K, V and write O once), slope 1.
-    """
-    series, note = series_along(result, "n")
-    fig, ax = _figure(9.0, 6.2)
-    n_all = result.axis_values("n")
-    n_kv_all = result.axis_values("n_kv")
-    for s_index, s in enumerate(series):
-        style = _SERIES_STYLES[s_index % len(_SERIES_STYLES)]
-        n = n_all[s.positions]
-        for a in result.algorithms:
-            y = a.hbm_bytes[s.positions]
-            label = a.name + (f" ({s.label})" if s.label else "")
-            if len(n) >= 2:
-                slope = math.log(y[-1] / y[-2]) / math.log(n[-1] / n[-2])
-                label += f" — slope {slope:.2f} at N = {n[-1]:,}"
-            ax.plot(n, y, ls=style, marker="o", ms=4, color=color_of(a.name), label=label)
-
-    first = series[0].positions
-    n, n_kv = n_all[first].astype(float), n_kv_all[first].astype(float)
-    d = result.axis_values("d")[first].astype(float)
-    elt = np.array([{"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}[t]
-                    for t in result.axis_values("dtype")[first]], dtype=float)
-    instances = (result.axis_values("batch")[first] * result.axis_values("heads")[first]
-                 ).astype(float)
-    m = result.sram_bytes[first] / elt
-    base = result.baseline.hbm_bytes[first].astype(float)
-    ax.plot(n, base[-1] * (n * n_kv) / (n[-1] * n_kv[-1]), color=GUIDE_COLOR, ls=(0, (1, 2)),
-            lw=1.5, label="∝ N² through standard's last point (Theorem 2: Θ(Nd + N²))")
-    ax.plot(n, n * n_kv * d**2 / m * elt * instances, color=GUIDE_COLOR, ls=(0, (5, 3)), lw=1.2,
-            label="N²d²/M bytes (Theorem 2's FlashAttention term, constant 1)")
-    ax.plot(n, (2 * n + 2 * n_kv) * d * elt * instances, color=GUIDE_COLOR, ls="-.", lw=1.0,
-            label="compulsory: read Q, K, V, write O once (∝ N)")
-
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("sequence length N (tokens)")
-    ax.set_ylabel("HBM traffic (bytes)")
-    _bytes_axis(ax.yaxis)
-    ax.xaxis.set_major_formatter(_si_formatter("", lambda v: f"{v:,.0f}"))
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
-    lines = [f"HBM traffic vs sequence length — {_gpu_text(result, first)}",
-             _fixed_text(result, skip=("N ", "N_kv")),
-             f"{_sram_text(result, first)}; M = {int(m[0]):,} elements"
-             + (f"; {_blocks_text(result, first)}" if _blocks_text(result, first) else "")]
-    lines += [t for t in (note, title_note) if t]
-    ax.set_title("\n".join(lines), fontsize=10)
-    return fig
 
 
 # ---------------------------------------------------------------------------------------------
@@ -398,6 +339,7 @@ def sweep_figures(result: SweepResult, out_dir: Path, *, overwrite: bool = False
     varying = result.spec.varying
     if "n" in varying:
         written += save(traffic_vs_n(result), out_dir / "traffic_vs_n", overwrite=overwrite)
+        written += save(time_vs_n(result), out_dir / "time_vs_n", overwrite=overwrite)
     axis = block_axis(result)
     if axis is not None and any(a.tiled for a in result.algorithms):
         written += save(block_sweep(result, axis=axis), out_dir / f"{axis.replace('_', '-')}_sweep",
