@@ -175,3 +175,34 @@ def test_standard_is_hollow_where_it_needs_more_hbm_than_the_gpu() -> None:
 
 def lines_by_label(ax: Any) -> dict[str, Any]:
     return {line.get_label(): line for line in ax.get_lines()}
+
+
+# ---------------------------------------------------------------------------------------------
+# 2-D block sweep
+
+
+def test_two_block_axes_draw_a_heatmap_with_the_cells_that_do_not_fit_hatched(
+        tmp_path: Any) -> None:
+    bq, bkv = (16, 64, 256), (32, 128, 512, 1024)
+    result = sweep(SweepSpec(n=(4096,), heads=(16,), batch=(8,), gpu=("a100",),
+                             algorithms=("flash2",), block_q=bq, block_kv=bkv))
+    fig = plot.block_heatmap(result, "flash2")
+    traffic, time = fig.axes[:2]  # the two panels (their colour bars follow)
+    a = result.algorithm("flash2")
+    grid = traffic.images[0].get_array()
+    assert grid.shape == (len(bq), len(bkv))
+    for p in range(result.points):
+        i, j = bq.index(int(a.block_q[p])), bkv.index(int(a.block_kv[p]))
+        assert grid[i, j] == a.hbm_bytes[p]
+        assert time.images[0].get_array()[i, j] == a.time_s[p]
+    for panel in (traffic, time):
+        hatched = {(round(r.get_y() + 0.5), round(r.get_x() + 0.5)) for r in panel.patches
+                   if r.get_gid() == "no-fit"}
+        expected = {(bq.index(int(a.block_q[p])), bkv.index(int(a.block_kv[p])))
+                    for p in range(result.points) if not a.fits_sram[p]}
+        assert hatched == expected and expected  # some pairs overflow 163 KiB
+        assert [t.get_text() for t in panel.get_xticklabels()] == [str(v) for v in bkv]
+    # sweep --plot writes the heatmap, not a 1-D plot of the first B_r
+    plot.sweep_figures(result, tmp_path)
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["blocks_flash2.png", "blocks_flash2.svg"]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
+from iosim.output.plot_heatmap import block_heatmap, is_two_dimensional
 from iosim.output.plot_kit import (
     _BYTE_PREFIXES,
     _RATE_PREFIXES,
@@ -40,10 +41,29 @@ from iosim.output.plot_n import time_vs_n, traffic_vs_n
 from iosim.output.plot_roofline import roofline
 from iosim.output.render import fmt_binary_bytes, fmt_time
 
-__all__ = ["ALGORITHM_COLORS", "GUIDE_COLOR", "_BYTE_PREFIXES", "_RATE_PREFIXES", "_TIME_PREFIXES",
-           "_bytes_axis", "_figure", "_label_ticks", "_log_block_axis", "_si_formatter",
-           "_time_axis", "block_sweep", "color_of", "gpu_comparison", "roofline", "save",
-           "sweep_figures", "tick_text", "time_vs_n", "traffic_vs_n"]
+__all__ = [
+    "ALGORITHM_COLORS",
+    "GUIDE_COLOR",
+    "_BYTE_PREFIXES",
+    "_RATE_PREFIXES",
+    "_TIME_PREFIXES",
+    "_bytes_axis",
+    "_figure",
+    "_label_ticks",
+    "_log_block_axis",
+    "_si_formatter",
+    "_time_axis",
+    "block_heatmap",
+    "block_sweep",
+    "color_of",
+    "gpu_comparison",
+    "roofline",
+    "save",
+    "sweep_figures",
+    "tick_text",
+    "time_vs_n",
+    "traffic_vs_n",
+]
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -341,7 +361,12 @@ def sweep_figures(result: SweepResult, out_dir: Path, *, overwrite: bool = False
         written += save(traffic_vs_n(result), out_dir / "traffic_vs_n", overwrite=overwrite)
         written += save(time_vs_n(result), out_dir / "time_vs_n", overwrite=overwrite)
     axis = block_axis(result)
-    if axis is not None and any(a.tiled for a in result.algorithms):
+    if axis is not None and is_two_dimensional(result):
+        for a in result.algorithms:
+            if a.tiled:
+                written += save(block_heatmap(result, a.name), out_dir / f"blocks_{a.name}",
+                                overwrite=overwrite)
+    elif axis is not None and any(a.tiled for a in result.algorithms):
         written += save(block_sweep(result, axis=axis), out_dir / f"{axis.replace('_', '-')}_sweep",
                         overwrite=overwrite)
     if "gpu" in varying:

@@ -143,7 +143,7 @@ def _finish(drawn: _Drawn, result: SweepResult, what: str, title_note: str | Non
 
     from iosim.output.plot import _fixed_text, _gpu_text, _sram_text
 
-    fig, ax, first = drawn.fig, drawn.ax, drawn.first
+    fig, ax = drawn.fig, drawn.ax
     ax.set_xlabel("sequence length N (tokens)")
     ax.xaxis.set_major_formatter(_si_formatter("", lambda v: f"{v:,.0f}"))
     ax.grid(True, which="major", alpha=0.3)
