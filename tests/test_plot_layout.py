@@ -206,3 +206,30 @@ def test_two_block_axes_draw_a_heatmap_with_the_cells_that_do_not_fit_hatched(
     plot.sweep_figures(result, tmp_path)
     names = sorted(p.name for p in tmp_path.iterdir())
     assert names == ["blocks_flash2.png", "blocks_flash2.svg"]
+
+
+# ---------------------------------------------------------------------------------------------
+# GPU comparison and block sweep: the same legend rule, and HBM
+
+
+def test_gpu_comparison_says_which_bars_need_more_hbm_than_the_gpu() -> None:
+    # N 16,384, 16 heads, batch 8: standard's S and P are 2 · 2 B · 16,384² · 128 = 137 GB,
+    # more than any of these GPUs has (80, 80, 24, 16 GB); FlashAttention holds O(N d)
+    result = sweep(SweepSpec(n=(16384,), heads=(16,), batch=(8,), gpu=("a100", "h100", "l4",
+                                                                          "t4")))
+    fig = plot.gpu_comparison(result)
+    (ax,) = fig.axes
+    texts = [t.get_text() for t in ax.texts]
+    assert len(texts) == 12
+    over = [t for t in texts if t.endswith("more HBM than the GPU has")]
+    assert over == texts[:4]  # the bars are drawn algorithm by algorithm: standard first
+    assert_legend_outside(fig)
+
+
+def test_block_sweep_legend_is_below_both_panels() -> None:
+    result = sweep(SweepSpec(n=(1024,), heads=(16,), batch=(64,), gpu=("a100-40gb-sxm",),
+                             algorithms=("flash1",), block_kv=(32, 128, 512, 1024)))
+    fig = plot.block_sweep(result)
+    assert_legend_outside(fig)
+    key = [t.get_text() for t in fig.legends[0].get_texts()]
+    assert "does not fit the SRAM" in key and "standard attention (no tiles)" in key

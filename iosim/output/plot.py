@@ -33,7 +33,10 @@ from iosim.output.plot_kit import (
     _log_block_axis,
     _si_formatter,
     _time_axis,
+    axes_handles,
     color_of,
+    hbm_fits,
+    legend_below,
     save,
     tick_text,
 )
@@ -243,8 +246,7 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
     bottom.set_xlabel(f"block size {name}")
     for panel in (top, bottom):
         panel.grid(True, which="major", alpha=0.3)
-    _shape_legend(top)
-    bottom.legend(loc="best", fontsize=8, framealpha=0.9)
+    _shape_legend(fig, top, bottom)
     first = series[0].positions
     other = "block_q" if axis == "block_kv" else "block_kv"
     other_text = _other_block_text(result, tiled, first, other)
@@ -287,18 +289,17 @@ def _fit_line(ax: Axes, x: np.ndarray, y: np.ndarray, fits: np.ndarray, memory_b
                 markeredgecolor=color, markeredgewidth=1.5, zorder=5)
 
 
-def _shape_legend(ax: Axes) -> None:
+def _shape_legend(fig: Figure, *axes: Axes) -> None:
     from matplotlib.lines import Line2D
 
-    handles, labels = ax.get_legend_handles_labels()
+    handles, labels = axes_handles(*axes)
     proxies = [
         Line2D([], [], marker="o", ls="none", color="black", label="memory-bound"),
         Line2D([], [], marker="s", ls="none", color="black", label="compute-bound"),
         Line2D([], [], marker="o", ls="none", color="black", markerfacecolor="white",
                label="does not fit the SRAM"),
     ]
-    ax.legend(handles=handles + proxies, labels=labels + [p.get_label() for p in proxies],
-              loc="best", fontsize=8, framealpha=0.9)
+    legend_below(fig, handles + proxies, labels + [str(p.get_label()) for p in proxies])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -320,11 +321,14 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
         times = a.time_s[pos]
         times_all += times.tolist()
         ax.barh(y, times, height=bar * 0.92, color=color_of(a.name), label=a.name)
-        for yi, t, mem, fits in zip(y, times, a.memory_bound[pos], a.fits_sram[pos],
-                                    strict=True):
+        in_hbm = hbm_fits(result, a.name, pos)
+        for yi, t, mem, fits, held in zip(y, times, a.memory_bound[pos], a.fits_sram[pos],
+                                          in_hbm, strict=True):
             text = f" {fmt_time(float(t))} · {'memory' if mem else 'compute'}-bound"
             if not fits:
                 text += " · blocks do not fit"
+            if not held:
+                text += " · more HBM than the GPU has"
             ax.text(t, yi, text, va="center", ha="left", fontsize=7)
     ax.set_yticks(np.arange(len(gpus)), [g.display_name for g in gpus], fontsize=8)
     ax.invert_yaxis()
@@ -338,7 +342,7 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
                   else "estimated time (roofline, measured ceilings)")
     _time_axis(ax.xaxis)
     ax.grid(True, axis="x", which="major", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
+    legend_below(fig, *axes_handles(ax), max_columns=len(algos))
     lines = ["Time per GPU — " + _fixed_text(result),
              "SRAM: each GPU's sram_per_block" if result.spec.sram_bytes == (None,)
              and result.spec.sram_elements == (None,) else _sram_text(result, pos),
