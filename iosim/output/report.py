@@ -289,11 +289,13 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
                                                  "roofline_points.csv"))])]
 
     # 3. traffic vs N
-    blocks += [Heading(2, "3. HBM traffic vs sequence length"),
+    blocks += [Heading(2, "3. HBM traffic and time vs sequence length"),
                Para("Standard attention moves Θ(Nd + N²) bytes, FlashAttention Θ(N²d²/M) "
                     "(Theorem 2): both grow as N² at large N, FlashAttention's a factor ≈ d²/M "
                     "lower. Grey guides: N², Theorem 2's N²d²/M term and the compulsory traffic."),
                figure(plot.traffic_vs_n(by_n), "traffic_vs_n", "HBM traffic vs N"),
+               Para(_hbm_sentence(by_n, hw.hbm_capacity_bytes)),
+               figure(plot.time_vs_n(by_n), "time_vs_n", "roofline time vs N"),
                Links([("data (CSV)", table_csv(sweep_frame(by_n), "traffic_vs_n.csv"))])]
 
     # 4. block sizes
@@ -326,6 +328,29 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     report.files += [folder / "index.md", folder / "index.html"]
     report.summary = summary
     return report
+
+
+def _hbm_sentence(by_n: SweepResult, capacity_bytes: float) -> str:
+    """Where along N each algorithm stops fitting the GPU's memory (the plots' hollow markers)."""
+    import numpy as np
+
+    from iosim.output.plot_kit import hbm_fits
+    from iosim.output.render import fmt_bytes
+
+    order = np.argsort(by_n.axis_values("n"), kind="stable")
+    ns = by_n.axis_values("n")[order]
+    over = []
+    for a in by_n.algorithms:
+        fits = hbm_fits(by_n, a.name, order)
+        if not fits.all():
+            over.append(f"{a.name} from N = {int(ns[np.argmin(fits)]):,}")
+    if not over:
+        return (f"Every point fits the GPU's {fmt_bytes(capacity_bytes)} of HBM (inputs, outputs "
+                f"and what each algorithm holds beside them).")
+    return (f"Hollow markers need more than the GPU's {fmt_bytes(capacity_bytes)} of HBM "
+            f"(inputs, outputs and what the algorithm holds beside them): "
+            + "; ".join(over) + ". Their counts are what the GPU would move if it had the "
+            "memory.")
 
 
 def _wrap_command(command: str, width: int = 88) -> str:
