@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 import click
 
@@ -25,11 +26,19 @@ from iosim.inputs.workload import Workload
 @click.option("--name", default="roofline", show_default=True,
               help="File name without extension: writes NAME.png and NAME.svg.")
 @click.option("--force", is_flag=True, help="Overwrite NAME.png / NAME.svg if they exist.")
+@click.option("--hierarchical", is_flag=True,
+              help="Draw the hierarchical roofline: DRAM, L2 and SRAM ceilings, each kernel "
+                   "once per level.")
+@click.option("--record", "record", default=None, metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False),
+              help="A calibration record (iosim calibrate --record): its measured kernels at "
+                   "this shape beside the predicted ones (implies --hierarchical).")
 def roofline_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
                      kv_heads: int | None, batch: int, dtype: str, causal: bool,
                      unfused: str | None, block_q: int | None, block_kv: int | None,
                      sram: str | None, sram_elements: int | None, algo: str | None,
-                     profile: str, out_dir: Path, name: str, force: bool) -> None:
+                     profile: str, out_dir: Path, name: str, force: bool, hierarchical: bool,
+                     record: Path | None) -> None:
     """Draw the roofline: HBM, compute, vector (and L2/SRAM) ceilings, ridge point, and every
     kernel as a labelled point; print the points as a table.
 
@@ -37,6 +46,8 @@ def roofline_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     Example:
       iosim roofline --gpu a100 --n 4096
       iosim roofline --gpu h100 --n 8192 --d 128 --heads 32 --causal --out figures/
+      iosim roofline --gpu h200 --n 4096 --batch 4 --heads 16 --block-q 128 --block-kv 64 \\
+          --profile measured --record tests/data/h200-calibration.json
     """
     if not name or "/" in name or name.startswith("."):
         raise click.BadParameter("give a plain file name without folders or extension",
@@ -52,8 +63,28 @@ def roofline_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     from iosim.output import plot, render
     from iosim.output.render_sweep import roofline_table
 
-    paths = plot.save(plot.roofline(result), out_dir / name, overwrite=force)
+    if record is not None or hierarchical:
+        figure = plot.hierarchical_roofline(result, _measured(record, workload))
+    else:
+        figure = plot.roofline(result)
+    paths = plot.save(figure, out_dir / name, overwrite=force)
     console = render.make_console()
     console.print(roofline_table(result))
     for path in paths:
         click.echo(f"wrote {path}", err=True)
+
+
+def _measured(record: Path | None, workload: Workload) -> list[Any]:
+    """The record's measured kernels at the workload's shape ([] without a record)."""
+    if record is None:
+        return []
+    from iosim.calibrate.points import measured_kernels
+    from iosim.calibrate.records import load_calibration
+
+    found = measured_kernels(load_calibration(record), workload)
+    if not found:
+        click.echo(f"{record} has no counted kernel at N {workload.n}, d {workload.d}, batch "
+                   f"{workload.batch}, {workload.heads} heads, {workload.dtype}"
+                   f"{', causal' if workload.causal else ''}: plotting the predictions alone",
+                   err=True)
+    return found

@@ -20,6 +20,7 @@ import numpy as np
 
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
 from iosim.output.plot_heatmap import block_heatmap, is_two_dimensional
+from iosim.output.plot_hierarchy import hierarchical_roofline
 from iosim.output.plot_kit import (
     _BYTE_PREFIXES,
     _RATE_PREFIXES,
@@ -60,6 +61,7 @@ __all__ = [
     "block_sweep",
     "color_of",
     "gpu_comparison",
+    "hierarchical_roofline",
     "roofline",
     "save",
     "sweep_figures",

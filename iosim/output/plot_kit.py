@@ -306,6 +306,19 @@ def marker_radius_px(fig: Figure, size_pt: float) -> float:
     return size_pt / 2 * fig.dpi / 72
 
 
+def nest_markers(fig: Figure, markers: Sequence[Any], base: float, *,
+                 smallest: float = 3.0) -> None:
+    """Single-point markers closer than a marker's width nest: each later one smaller and
+    drawn above, so none hides another (call after freeze_layout)."""
+    centres = [tuple(m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0])))
+               for m in markers]
+    sizes = nested_sizes(centres, base, near_px=marker_radius_px(fig, base) * 1.6,
+                         smallest=smallest)
+    for order, (marker, size) in enumerate(zip(markers, sizes, strict=True)):
+        marker.set_markersize(size)
+        marker.set_zorder(6 + order * 0.001 + (base - size) * 0.1)
+
+
 def nested_sizes(centres_px: Sequence[tuple[float, float]], base: float, *,
                  near_px: float, smallest: float = 3.0) -> list[float]:
     """Marker sizes (points) so that markers drawn within `near_px` of an earlier one nest:

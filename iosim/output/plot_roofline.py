@@ -151,24 +151,13 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
     plot_kit.footnote(ax, "\n".join(footer))
 
     plot_kit.freeze_layout(fig)
-    nest(fig, [d[0] for d in drawn])
+    plot_kit.nest_markers(fig, [d[0] for d in drawn], POINT_SIZE + 2)
     anchors = [(g[0][2], g[0][3]) for g in ordered]
     discs = [(*d[0].get_transform().transform((d[1], d[2])),
               plot_kit.marker_radius_px(fig, d[0].get_markersize())) for d in drawn]
     plot_kit.place_labels(ax, anchors, [str(i) for i in range(1, len(ordered) + 1)],
                           markers_px=discs, avoid_lines=roofs_drawn)
     return fig
-
-
-def nest(fig: Figure, markers: Sequence[Any]) -> None:
-    """Markers closer than a marker's width nest: each later one smaller and drawn above."""
-    centres = [tuple(m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0])))
-               for m in markers]
-    base_px = plot_kit.marker_radius_px(fig, POINT_SIZE) * 2
-    sizes = plot_kit.nested_sizes(centres, POINT_SIZE + 2, near_px=base_px)
-    for order, (marker, size) in enumerate(zip(markers, sizes, strict=True)):
-        marker.set_markersize(size)
-        marker.set_zorder(6 + order * 0.001 + (POINT_SIZE + 2 - size) * 0.1)
 
 
 def point_label(group: Sequence[tuple[str, Any, float, float]]) -> str:
