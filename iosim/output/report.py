@@ -286,7 +286,14 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
                     f"{w.dtype} compute roof."),
                figure(plot.roofline(comparison), "roofline", "roofline"),
                Links([("points (CSV)", table_csv(pd.DataFrame(roofline_records(comparison)),
-                                                 "roofline_points.csv"))])]
+                                                 "roofline_points.csv"))]),
+               Para("The same kernels once per memory level (a hierarchical roofline): at one "
+                    "performance, FLOPs over the bytes each moves at DRAM (the L2-aware "
+                    "estimate), between L2 and the SMs (the L2-oblivious count) and in SRAM "
+                    "(resident tiles re-read at every block pair). A dot under a ceiling "
+                    "far from it says that level is not what limits the kernel."),
+               figure(plot.hierarchical_roofline(comparison), "roofline_levels",
+                      "hierarchical roofline")]
 
     # 3. traffic vs N
     blocks += [Heading(2, "3. HBM traffic and time vs sequence length"),
