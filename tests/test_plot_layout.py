@@ -233,3 +233,16 @@ def test_block_sweep_legend_is_below_both_panels() -> None:
     assert_legend_outside(fig)
     key = [t.get_text() for t in fig.legends[0].get_texts()]
     assert "does not fit the SRAM" in key and "standard attention (no tiles)" in key
+
+
+def test_the_bisection_along_n_agrees_with_every_point() -> None:
+    from iosim.analysis.hbm_fit import hbm_fits
+
+    ns = tuple(2**k for k in range(8, 17))
+    result = sweep(SweepSpec(n=ns, heads=(16,), batch=(64,), gpu=("a100",)))
+    every = np.arange(result.points)
+    for name in ("standard", "flash1", "flash2"):
+        assert (hbm_fits(result, name, every, along_n=True)
+                == hbm_fits(result, name, every)).all()
+    # and it does find the edge: standard stops fitting at N 8,192 (the test above)
+    assert hbm_fits(result, "standard", every, along_n=True).tolist() == [True] * 5 + [False] * 4

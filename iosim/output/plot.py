@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from iosim.analysis.hbm_fit import hbm_fits
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
 from iosim.output.plot_heatmap import block_heatmap, is_two_dimensional
 from iosim.output.plot_hierarchy import hierarchical_roofline
@@ -36,7 +37,6 @@ from iosim.output.plot_kit import (
     _time_axis,
     axes_handles,
     color_of,
-    hbm_fits,
     legend_below,
     save,
     tick_text,

@@ -29,7 +29,6 @@ if TYPE_CHECKING:
     from matplotlib.text import Annotation
     from matplotlib.transforms import Bbox
 
-    from iosim.analysis.sweep import SweepResult
 
 LABEL_GAP_PX = 2.0
 """Clearance kept between a label's box and anything else."""
@@ -335,31 +334,3 @@ def nested_sizes(centres_px: Sequence[tuple[float, float]], base: float, *,
         step = (base - smallest) / (len(members) - 1) if len(members) > 1 else 0.0
         sizes.append(base - rank * step)
     return sizes
-
-
-# ---------------------------------------------------------------------------------------------
-# does a sweep point fit the GPU's HBM?
-
-
-def hbm_fits(result: SweepResult, algorithm: str, positions: np.ndarray) -> np.ndarray:
-    """Whether the algorithm's HBM footprint (inputs, outputs and what it holds beside them:
-    `compare`'s Footprint) fits the GPU's memory at each of the points."""
-    from iosim.analysis.compare import compare
-    from iosim.analysis.sweep import WORKLOAD_AXES
-    from iosim.inputs.workload import Workload
-
-    columns = {a: result.axis_values(a)[positions] for a in WORKLOAD_AXES}
-    gpus = result.index["gpu"][positions]
-    out = np.ones(len(positions), dtype=bool)
-    for k, i in enumerate(positions):
-        values = {a: _plain(columns[a][k]) for a in WORKLOAD_AXES}
-        pass_ = values.pop("pass_")
-        workload = Workload(values.pop("n"), pass_=pass_, unfused=result.spec.unfused, **values)
-        c = compare(workload, result.hardware[int(gpus[k])], algorithms=(algorithm,),
-                    sram=int(result.sram_bytes[i]))
-        out[k] = c.algorithm(algorithm).footprint.fits
-    return out
-
-
-def _plain(value: Any) -> Any:
-    return value.item() if isinstance(value, np.generic) else value

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from iosim.analysis.hbm_fit import hbm_fits
 from iosim.analysis.sweep import SweepResult
 from iosim.output import plot_kit
 from iosim.output.plot_kit import (
@@ -115,7 +116,7 @@ def _n_figure(result: SweepResult, quantity: str) -> _Drawn:
         n = n_all[s.positions]
         for a in result.algorithms:
             y = (a.hbm_bytes if quantity == "traffic" else a.time_s)[s.positions]
-            fits = plot_kit.hbm_fits(result, a.name, s.positions)
+            fits = hbm_fits(result, a.name, s.positions, along_n=True)
             words = [w for w in (s.label, "" if shared_blocks else _own_blocks(blocks[s.label],
                                                                                   a.name)) if w]
             label = a.name + (f" ({'; '.join(words)})" if words else "")

@@ -341,14 +341,14 @@ def _hbm_sentence(by_n: SweepResult, capacity_bytes: float) -> str:
     """Where along N each algorithm stops fitting the GPU's memory (the plots' hollow markers)."""
     import numpy as np
 
-    from iosim.output.plot_kit import hbm_fits
+    from iosim.analysis.hbm_fit import hbm_fits
     from iosim.output.render import fmt_bytes
 
     order = np.argsort(by_n.axis_values("n"), kind="stable")
     ns = by_n.axis_values("n")[order]
     over = []
     for a in by_n.algorithms:
-        fits = hbm_fits(by_n, a.name, order)
+        fits = hbm_fits(by_n, a.name, order, along_n=True)
         if not fits.all():
             over.append(f"{a.name} from N = {int(ns[np.argmin(fits)]):,}")
     if not over:
