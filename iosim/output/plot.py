@@ -37,6 +37,7 @@ from iosim.output.plot_kit import (
     _time_axis,
     axes_handles,
     color_of,
+    fitted_title,
     legend_below,
     save,
     tick_text,
@@ -199,7 +200,7 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
         raise ValueError("the sweep varies no block size")
     series, note = series_along(result, axis, max_series=3)
     tiled = [a for a in result.algorithms if a.tiled]
-    fig, (top, bottom) = _figure(9.0, 8.0, rows=2, sharex=True)
+    fig, (top, bottom) = _figure(9.0, 7.2, rows=2, sharex=True)  # and the legend's height
     all_blocks: list[int] = []
     not_fitting: list[float] = []
     fitting: list[float] = []
@@ -257,7 +258,7 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
              _fixed_text(result),
              f"{_sram_text(result, first)}; {other_text}"]
     lines += [t for t in (note, title_note) if t]
-    top.set_title("\n".join(lines), fontsize=10)
+    fitted_title(top, lines)
     return fig
 
 
@@ -351,7 +352,7 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
              "blocks: Alg. 1 line 1 for each GPU's SRAM" if result.spec.block_q == (None,)
              and result.spec.block_kv == (None,) else _blocks_text(result, pos)]
     lines += [t for t in (note, title_note) if t]
-    ax.set_title("\n".join(lines), fontsize=10)
+    fitted_title(ax, lines)
     return fig
 
 

@@ -76,7 +76,7 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
     hw, roofs, w = c.hardware, c.roofs, c.workload
     peak = roofs.matmul_flops_per_s
     roofs_at = ceilings(c)
-    fig, ax = _figure(9.0, 8.0)
+    fig, ax = _figure(9.0, 5.8)  # and the legend's height (legend_below)
 
     kernels = [(a, k) for a in c.algorithms for k in a.kernels if k.flops > 0]
     predicted = [(a.name, k.label, k.flops / k.time_s, level_bytes(a, k, w), k)
@@ -129,7 +129,7 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
                              markerfacecolor="white" if hollow else color_of(name), zorder=6,
                              gid=f"{'measured' if hollow else 'predicted'}:{level}")
             discs.append(dot)
-        anchors.append((points[-1][0], y))
+        anchors.append((points[0][0], y))  # the DRAM dot: rightmost, least crowded
         texts.append(str(number))
         by_algo: dict[str, list[str]] = {}
         for g in group:

@@ -154,15 +154,29 @@ def freeze_layout(fig: Figure) -> None:
 
 
 def legend_below(fig: Figure, handles: Sequence[Any], labels: Sequence[str], *,
-                 max_columns: int = 2, fontsize: float = 8) -> Any:
-    """The one legend placement: outside the axes, centred below them."""
+                 max_columns: int = 2, fontsize: float = 8, grow: bool = True) -> Any:
+    """The one legend placement: outside the axes, centred below them. `grow`: the figure
+    grows by the legend's height, so a long key never squeezes the axes."""
     if not handles:
         return None
     longest = max(len(text) for text in labels)
     width_chars = fig.get_figwidth() * 72 / (fontsize * 0.55)
     columns = max(1, min(max_columns, int(width_chars // (longest + 6)), len(handles)))
+    if grow:
+        rows = math.ceil(len(handles) / columns)
+        grow_figure(fig, 0.2 + rows * fontsize * 1.45 / 72)
     return fig.legend(handles, labels, loc="outside lower center", ncols=columns,
                       fontsize=fontsize, frameon=False)
+
+
+def grow_figure(fig: Figure, inches: float, dpi: int = 150) -> None:
+    """Make the figure taller by about `inches`, to a whole number of pixels at `dpi` (a
+    truncated float would make the PNG a pixel shorter than its stated size)."""
+    pixels = round((fig.get_figheight() + inches) * dpi)
+    height = pixels / dpi
+    while int(height * dpi) < pixels:
+        height = math.nextafter(height, math.inf)
+    fig.set_figheight(height)
 
 
 def axes_handles(*axes: Axes) -> tuple[list[Any], list[str]]:
@@ -213,6 +227,9 @@ def wrap_line(line: str, width: int) -> str:
 def footnote(ax: Axes, text: str) -> Any:
     """Small grey text under the axes' x label, inside the layout (the legend goes below it)."""
     text = "\n".join(textwrap.fill(line, 150) for line in text.split("\n"))
+    fig = ax.get_figure(root=True)
+    assert fig is not None
+    grow_figure(fig, (text.count("\n") + 1) * 7 * 1.3 / 72)
     note = ax.annotate(text, xy=(0, 0), xycoords=("axes fraction", ax.xaxis.label),
                        xytext=(0, -4), textcoords="offset points", ha="left", va="top",
                        fontsize=7, color="#555555", annotation_clip=False)

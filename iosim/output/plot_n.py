@@ -104,7 +104,7 @@ def _n_figure(result: SweepResult, quantity: str) -> _Drawn:
     from iosim.output.plot import series_along
 
     series, note = series_along(result, "n")
-    fig, ax = _figure(9.0, 7.6)
+    fig, ax = _figure(9.0, 5.6)  # and the legend's height (legend_below)
     ax.set_xscale("log", base=2)  # before the tick formatters: a new scale resets them
     ax.set_yscale("log")
     n_all = result.axis_values("n")

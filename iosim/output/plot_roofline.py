@@ -75,7 +75,7 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
     c = comparison
     hw, roofs, w = c.hardware, c.roofs, c.workload
     peak, ridge = roofs.matmul_flops_per_s, roofs.ridge_point_flops_per_byte
-    fig, ax = _figure(9.0, 7.6)
+    fig, ax = _figure(9.0, 5.6)  # and the legend's height (legend_below)
 
     points: list[tuple[str, KernelEstimate, float, float]] = []
     skipped = []
