@@ -119,3 +119,12 @@ def test_a_record_without_the_shape_says_so(capsys: pytest.CaptureFixture[str]) 
 
     assert _measured(RECORD, Workload(333)) == []
     assert "has no counted kernel at N 333, d 64, batch 1, 1 heads" in capsys.readouterr().err
+
+
+def test_without_an_l2_model_there_are_no_dram_dots_and_the_plot_says_why() -> None:
+    seed = Path(__file__).parent / "data" / "seed-accelerator.yaml"  # no l2_size, no sm_count
+    fig = plot.hierarchical_roofline(compare(Workload(4096), str(seed)))
+    (ax,) = fig.axes
+    assert set(dots(ax, "predicted")) == {"L2", "SRAM"}
+    assert any("No DRAM estimate" in t.get_text() for t in ax.texts)
+    assert not any(t.get_text().startswith("DRAM bytes") for t in fig.legends[0].get_texts())

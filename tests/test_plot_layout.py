@@ -160,15 +160,15 @@ def test_standard_is_hollow_where_it_needs_more_hbm_than_the_gpu() -> None:
     # 275 GB at N 8192 (does not)
     ns = (1024, 2048, 4096, 8192, 16384)
     result = sweep(SweepSpec(n=ns, heads=(16,), batch=(64,), gpu=("a100",)))
-    for figure in (plot.traffic_vs_n, plot.time_vs_n):
-        fig = figure(result)
+    figures = [plot.traffic_vs_n(result), plot.time_vs_n(result)]
+    for fig in figures:
         (ax,) = fig.axes
         assert hollow_ns(ax, plot.color_of("standard")) == [8192, 16384]
         assert hollow_ns(ax, plot.color_of("flash1")) == []
         key = [t.get_text() for t in fig.legends[0].get_texts()]
         assert any(k.startswith("standard") and "> 80.0 GB HBM from N = 8,192" in k for k in key)
         assert "hollow markers: more HBM than the GPU has" in key
-    times = lines_by_label(plot.time_vs_n(result).axes[0])
+    times = lines_by_label(figures[1].axes[0])
     standard = next(line for label, line in times.items() if label.startswith("standard —"))
     assert list(standard.get_ydata()) == result.algorithm("standard").time_s.tolist()
 

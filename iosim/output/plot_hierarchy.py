@@ -149,7 +149,8 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
     ax.grid(True, which="major", alpha=0.3)
 
     handles, labels = plot_kit.axes_handles(ax)
-    for level in LEVELS:
+    drawn_levels = {level for _, _, _, bytes_, _ in predicted for level in bytes_}
+    for level in (lv for lv in LEVELS if lv in drawn_levels):
         handles.append(Line2D([], [], marker=LEVEL_MARKERS[level], ls="none", color="#777777",
                               markeredgecolor="black", ms=7))
         labels.append({"DRAM": "DRAM bytes (L2-aware estimate)",
@@ -179,6 +180,9 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
             "ceiling.")
     if missing:
         note += f" No {' or '.join(missing)} bandwidth in {hw.name}'s YAML: no ceiling drawn."
+    if "DRAM" not in drawn_levels:
+        note += (f" No DRAM estimate ({hw.name}'s YAML lacks l2_size or sm_count): no DRAM "
+                 f"dots; the HBM roof times the L2↔SM count.")
     plot_kit.footnote(ax, note)
 
     plot_kit.freeze_layout(fig)
