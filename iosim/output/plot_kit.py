@@ -232,7 +232,7 @@ def footnote(ax: Axes, text: str) -> Any:
     grow_figure(fig, (text.count("\n") + 1) * 7 * 1.3 / 72)
     note = ax.annotate(text, xy=(0, 0), xycoords=("axes fraction", ax.xaxis.label),
                        xytext=(0, -4), textcoords="offset points", ha="left", va="top",
-                       fontsize=7, color="#555555", annotation_clip=False)
+                       fontsize=7, color="#555555", annotation_clip=False, gid="footnote")
     note.set_in_layout(True)
     return note
 
