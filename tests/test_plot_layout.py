@@ -53,7 +53,21 @@ def assert_readable_roofline(fig: Any) -> None:
     legend inside the figure; the legend clear of the axes; no marker hidden by another."""
     renderer = rendered(fig)
     (ax,) = fig.axes
+    insets = ax.child_axes  # a magnified inset where points crowd (plot_zoom)
     assert_inside_figure(fig, ax.title, renderer)
+    for panel in (ax, *insets):
+        assert_labels_clear(fig, panel, renderer)
+    for inset in insets:
+        box = inset.get_window_extent(renderer)
+        for t in point_labels(ax):
+            assert not plot_kit.boxes_overlap(Text.get_window_extent(t, renderer), box)
+    (legend,) = fig.legends
+    legend_box = legend.get_window_extent(renderer)
+    assert not plot_kit.boxes_overlap(legend_box, ax.get_window_extent(renderer))
+    assert fig.bbox.y0 <= legend_box.y0 and legend_box.y1 <= fig.bbox.y1
+
+
+def assert_labels_clear(fig: Any, ax: Any, renderer: Any) -> None:
     labels = point_labels(ax)
     assert labels
     boxes = [Text.get_window_extent(t, renderer) for t in labels]  # the text, not its leader
@@ -81,10 +95,6 @@ def assert_readable_roofline(fig: Any) -> None:
                                                       above.get_ydata()[0]))
             ra = plot_kit.marker_radius_px(fig, above.get_markersize())
             assert math.hypot(xa - xb, ya - yb) + rb > ra * 1.05, "a marker hides another"
-    (legend,) = fig.legends
-    legend_box = legend.get_window_extent(renderer)
-    assert not plot_kit.boxes_overlap(legend_box, ax.get_window_extent(renderer))
-    assert fig.bbox.y0 <= legend_box.y0 and legend_box.y1 <= fig.bbox.y1
 
 
 CASES = {
@@ -106,12 +116,26 @@ def test_decode_points_that_stack_are_nested_and_numbered() -> None:
     c = compare(Workload(1, n_kv=8192), "a100")
     fig = plot.roofline(c)
     (ax,) = fig.axes
+    (inset,) = ax.child_axes
+    renderer = rendered(fig)
     # standard's QKᵀ/PV, splitkv's attention and both fused kernels sit within 4 % of 1 FLOP/B
     near_one = [m for m in markers(ax) if 0.95 < m.get_xdata()[0] < 1.05]
     assert len(near_one) == 4
     assert len({m.get_markersize() for m in near_one}) == 4  # nested: every size differs
+    # ... and the inset draws them apart: no two of its markers touch
+    zoomed = markers(inset)
+    assert len(zoomed) == 4
+    for i, a in enumerate(zoomed):
+        for b in zoomed[i + 1:]:
+            pa = a.get_transform().transform((a.get_xdata()[0], a.get_ydata()[0]))
+            pb = b.get_transform().transform((b.get_xdata()[0], b.get_ydata()[0]))
+            assert math.dist(pa, pb) >= (plot_kit.marker_radius_px(fig, a.get_markersize())
+                                         + plot_kit.marker_radius_px(fig, b.get_markersize()))
+    assert inset.get_window_extent(renderer).width > 200
     key = [t.get_text() for t in fig.legends[0].get_texts()]
-    assert len([k for k in key if k[:1].isdigit()]) == len(number_labels(ax)) == 6
+    numbers = sorted(int(t.get_text()) for panel in (ax, inset) for t in number_labels(panel))
+    assert numbers == list(range(1, 7)) and len([k for k in key if k[:1].isdigit()]) == 6
+    assert sorted(t.get_text() for t in number_labels(inset)) == ["2", "3", "4", "5"]
 
 
 def test_measured_roofline_places_kernels_by_the_dram_bytes_it_charged() -> None:

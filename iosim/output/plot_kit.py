@@ -270,7 +270,8 @@ def boxes_overlap(a: Bbox, b: Bbox, pad: float = 0.0) -> bool:
 
 def place_labels(ax: Axes, anchors: Sequence[tuple[float, float]], texts: Sequence[str], *,
                  markers_px: Sequence[tuple[float, float, float]] = (),
-                 avoid_lines: Sequence[Any] = (), fontsize: float = 8) -> list[Annotation]:
+                 avoid_lines: Sequence[Any] = (), avoid_boxes: Sequence[Bbox] = (),
+                 fontsize: float = 8) -> list[Annotation]:
     """Annotate each anchor (data coordinates) with its text where the text's box overlaps no
     earlier label, no sampled point of `avoid_lines`, no marker disc (x, y, radius in px) and
     stays inside the axes; the first such offset of `_OFFSETS_PT` wins (else the least bad)."""
@@ -279,7 +280,7 @@ def place_labels(ax: Axes, anchors: Sequence[tuple[float, float]], texts: Sequen
     renderer = renderer_of(fig)
     frame = ax.get_window_extent(renderer)
     line_pts = [display_polyline(line) for line in avoid_lines]
-    placed: list[Bbox] = []
+    placed: list[Bbox] = list(avoid_boxes)
     out = []
     style: dict[str, Any] = {"fontsize": fontsize, "fontweight": "bold", "ha": "center", "va": "center",
              "zorder": 8, "annotation_clip": False, "textcoords": "offset points"}

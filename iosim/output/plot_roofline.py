@@ -26,6 +26,7 @@ from iosim.output.plot_kit import (
     color_of,
     tick_text,
 )
+from iosim.output.plot_zoom import zoom_cluster
 from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_rate
 
 if TYPE_CHECKING:
@@ -101,14 +102,14 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
     def marker_of(name: str) -> str:
         return KERNEL_MARKERS[names.index(name) % len(KERNEL_MARKERS)]
 
-    drawn: list[tuple[Any, float, float]] = []
-    for group in ordered:
+    drawn: list[tuple[Any, float, float, int]] = []
+    for index, group in enumerate(ordered):
         for name in dict.fromkeys(m[0] for m in group):
             x, y = group[0][2], group[0][3]
             (line,) = ax.plot([x], [y], marker=marker_of(name), ms=POINT_SIZE, ls="none",
                               color=color_of(name), markeredgecolor="black",
                               markeredgewidth=0.7)
-            drawn.append((line, x, y))
+            drawn.append((line, x, y, index))
 
     ax.set_xscale("log")
     ax.set_yscale("log")
@@ -152,12 +153,25 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
 
     plot_kit.freeze_layout(fig)
     plot_kit.nest_markers(fig, [d[0] for d in drawn], POINT_SIZE + 2)
-    anchors = [(g[0][2], g[0][3]) for g in ordered]
-    discs = [(*d[0].get_transform().transform((d[1], d[2])),
-              plot_kit.marker_radius_px(fig, d[0].get_markersize())) for d in drawn]
-    plot_kit.place_labels(ax, anchors, [str(i) for i in range(1, len(ordered) + 1)],
-                          markers_px=discs, avoid_lines=roofs_drawn)
+    zoom = zoom_cluster(ax, [d[0] for d in drawn], roofs_drawn, base_size=POINT_SIZE)
+    zoomed = {drawn[i][3] for i in zoom.members} if zoom else set()
+    if zoom:  # the crowd's numbers go in the inset, the others around the inset
+        _number(zoom.inset, fig, ordered, zoomed, zoom.inset.get_lines())
+    boxes = [zoom.inset.get_window_extent(plot_kit.renderer_of(fig))] if zoom else []
+    _number(ax, fig, ordered, set(range(len(ordered))) - zoomed, roofs_drawn, boxes)
     return fig
+
+
+def _number(ax: Any, fig: Figure, ordered: Sequence[Sequence[Any]], which: set[int],
+            lines: Sequence[Any], boxes: Sequence[Any] = ()) -> None:
+    """Number the groups `which` (1-based, in `ordered`'s order) on ax, clear of its markers."""
+    markers = [m for m in ax.get_lines() if len(m.get_xdata()) == 1]
+    discs = [(*m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0])),
+              plot_kit.marker_radius_px(fig, m.get_markersize())) for m in markers]
+    chosen = sorted(which)
+    plot_kit.place_labels(ax, [(ordered[i][0][2], ordered[i][0][3]) for i in chosen],
+                          [str(i + 1) for i in chosen], markers_px=discs, avoid_lines=lines,
+                          avoid_boxes=boxes)
 
 
 def point_label(group: Sequence[tuple[str, Any, float, float]]) -> str:
