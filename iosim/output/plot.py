@@ -1,10 +1,13 @@
-"""Figures: roofline, HBM traffic vs sequence length, block-size sweep, GPU comparison.
+"""Figures, one import for all: the roofline (plot_roofline) and its hierarchical form
+(plot_hierarchy), traffic and time vs N (plot_n), the block-size sweep and its 2-D heatmap
+(here and plot_heatmap), the GPU comparison (here), and what a sweep's axes allow
+(`sweep_figures`).
 
 matplotlib is imported inside the functions (`iosim --help` and `iosim compare` never load it),
 and figures are drawn on an Agg canvas attached to a bare `matplotlib.figure.Figure`: no pyplot,
 no global backend switch. Every function returns the Figure; `save` writes it as PNG and SVG.
 Each figure's title names the GPU, the workload and the SRAM/block sizes; axes carry units; a
-quantity spanning decades is drawn on a log scale.
+quantity spanning decades is drawn on a log scale; legends, labels and titles follow plot_kit.
 """
 
 from __future__ import annotations
