@@ -233,6 +233,16 @@ def test_two_block_axes_draw_a_heatmap_with_the_cells_that_do_not_fit_hatched(
                     for p in range(result.points) if not a.fits_sram[p]}
         assert hatched == expected and expected  # some pairs overflow 163 KiB
         assert [t.get_text() for t in panel.get_xticklabels()] == [str(v) for v in bkv]
+    # every cell's text fits inside its cell
+    renderer = rendered(fig)
+    for panel in (traffic, time):
+        for t in panel.texts:
+            x, y = t.get_position()
+            cell = panel.transData.transform([(x - 0.5, y - 0.5), (x + 0.5, y + 0.5)])
+            box = t.get_window_extent(renderer)
+            assert cell[0][0] <= box.x0 and box.x1 <= cell[1][0], t.get_text()
+            assert cell[0][1] <= box.y0 and box.y1 <= cell[1][1], t.get_text()
+    assert_legend_outside(fig)
     # sweep --plot writes the heatmap, not a 1-D plot of the first B_r
     plot.sweep_figures(result, tmp_path)
     names = sorted(p.name for p in tmp_path.iterdir())
