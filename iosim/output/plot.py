@@ -12,10 +12,8 @@ quantity spanning decades is drawn on a log scale; legends, labels and titles fo
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -47,7 +45,14 @@ from iosim.output.plot_kit import (
 )
 from iosim.output.plot_n import time_vs_n, traffic_vs_n
 from iosim.output.plot_roofline import roofline
-from iosim.output.render import fmt_binary_bytes, fmt_time
+from iosim.output.plot_select import (
+    blocks_text,
+    fixed_text,
+    gpu_text,
+    series_along,
+    sram_text,
+)
+from iosim.output.render import fmt_time
 
 __all__ = [
     "ALGORITHM_COLORS",
@@ -77,105 +82,6 @@ __all__ = [
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-# ---------------------------------------------------------------------------------------------
-# selections of a sweep
-
-
-@dataclass(frozen=True)
-class Series:
-    """Grid points along one axis, the other varying axes held at one combination."""
-
-    label: str
-    """'' for the only series, else e.g. 'd 128, GPU h100-sxm'."""
-    positions: np.ndarray
-    """Point indices, sorted by the x axis."""
-
-
-_AXIS_LABELS = {"gpu": "GPU", "dtype": "", "pass_": "", "causal": "causal", "batch": "batch",
-                "heads": "heads", "kv_heads": "kv heads", "d": "d", "n": "N", "n_kv": "N_kv",
-                "sram_bytes": "SRAM", "sram_elements": "M", "block_q": "B_r",
-                "block_kv": "B_c"}
-
-
-def _value_text(result: SweepResult, axis: str, i: int) -> str:
-    value = result.spec.values(axis)[i]
-    if axis == "gpu":
-        return f"GPU {result.hardware[i].name}"
-    if axis == "causal":
-        return "causal" if value else "non-causal"
-    if value is None:
-        return f"{_AXIS_LABELS[axis]} auto"
-    if axis == "sram_bytes":
-        return f"SRAM {fmt_binary_bytes(value)}"
-    label = _AXIS_LABELS[axis]
-    return f"{label} {value}" if label else str(value)
-
-
-def series_along(result: SweepResult, x_axis: str, *, max_series: int = 4
-                 ) -> tuple[list[Series], str | None]:
-    """One series per combination of the other varying axes (at most `max_series`; past that
-    the others are held at their first value, and the note says so)."""
-    others = [a for a in result.spec.varying if a != x_axis]
-    sizes = [len(result.spec.values(a)) for a in others]
-    combos = list(itertools.product(*(range(s) for s in sizes)))
-    note = None
-    if len(combos) > max_series:
-        combos = [tuple(0 for _ in others)]
-        note = ("other varying axes held at their first value: "
-                + ", ".join(_value_text(result, a, 0) for a in others))
-    x_values = result.axis_values(x_axis) if x_axis != "gpu" else result.index["gpu"]
-    out = []
-    for combo in combos:
-        mask = np.ones(result.points, dtype=bool)
-        for axis, i in zip(others, combo, strict=True):
-            mask &= result.index[axis] == i
-        positions = np.flatnonzero(mask)
-        order = np.argsort(_sortable(x_values[positions]), kind="stable")
-        label = ", ".join(_value_text(result, a, i) for a, i in zip(others, combo, strict=True))
-        out.append(Series(label, positions[order]))
-    return out, note
-
-
-def _sortable(values: np.ndarray) -> np.ndarray:
-    if values.dtype == object:
-        return np.asarray([0 if v is None else v for v in values])
-    return values
-
-
-def _fixed_text(result: SweepResult, skip: Sequence[str] = ()) -> str:
-    """The workload part of a title: the axes that do not vary (GPU and SRAM left out)."""
-    words = [w for w in result.describe_fixed()
-             if not w.startswith(("GPU ", "SRAM", "M ", "B_r", "B_c"))
-             and w not in ("kv heads = heads", "N_kv = N")]
-    for s in skip:
-        words = [w for w in words if not w.startswith(s)]
-    return ", ".join(words)
-
-
-def _sram_text(result: SweepResult, positions: np.ndarray) -> str:
-    values = sorted(set(result.sram_bytes[positions].tolist()))
-    if len(values) == 1:
-        return f"SRAM {fmt_binary_bytes(values[0])} per block"
-    return "SRAM " + ", ".join(fmt_binary_bytes(v) for v in values)
-
-
-def _blocks_text(result: SweepResult, positions: np.ndarray) -> str:
-    parts = []
-    for a in result.algorithms:
-        if not a.tiled:
-            continue
-        pairs = sorted(set(zip(a.block_q[positions].tolist(), a.block_kv[positions].tolist(),
-                               strict=True)))
-        if len(pairs) == 1:
-            parts.append(f"{a.name} B_r×B_c {pairs[0][0]}×{pairs[0][1]}")
-    return "; ".join(parts)
-
-
-def _gpu_text(result: SweepResult, positions: np.ndarray) -> str:
-    gpus = sorted(set(result.index["gpu"][positions].tolist()))
-    return ", ".join(result.hardware[g].display_name for g in gpus)
-
 
 # ---------------------------------------------------------------------------------------------
 # 3. block-size sweep
@@ -257,9 +163,9 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
     other = "block_q" if axis == "block_kv" else "block_kv"
     other_text = _other_block_text(result, tiled, first, other)
     lines = [f"Block-size sweep — {', '.join(a.name for a in tiled)} on "
-             f"{_gpu_text(result, first)}",
-             _fixed_text(result),
-             f"{_sram_text(result, first)}; {other_text}"]
+             f"{gpu_text(result, first)}",
+             fixed_text(result),
+             f"{sram_text(result, first)}; {other_text}"]
     lines += [t for t in (note, title_note) if t]
     fitted_title(top, lines)
     return fig
@@ -349,11 +255,11 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
     _time_axis(ax.xaxis)
     ax.grid(True, axis="x", which="major", alpha=0.3)
     legend_below(fig, *axes_handles(ax), max_columns=len(algos))
-    lines = ["Time per GPU — " + _fixed_text(result),
+    lines = ["Time per GPU — " + fixed_text(result),
              "SRAM: each GPU's sram_per_block" if result.spec.sram_bytes == (None,)
-             and result.spec.sram_elements == (None,) else _sram_text(result, pos),
+             and result.spec.sram_elements == (None,) else sram_text(result, pos),
              "blocks: Alg. 1 line 1 for each GPU's SRAM" if result.spec.block_q == (None,)
-             and result.spec.block_kv == (None,) else _blocks_text(result, pos)]
+             and result.spec.block_kv == (None,) else blocks_text(result, pos)]
     lines += [t for t in (note, title_note) if t]
     fitted_title(ax, lines)
     return fig

@@ -16,6 +16,7 @@ import numpy as np
 from iosim.analysis.sweep import SweepResult
 from iosim.output import plot_kit
 from iosim.output.plot_kit import _bytes_axis, _time_axis
+from iosim.output.plot_select import fixed_text, gpu_text, sram_text, value_text
 from iosim.output.render import fmt_bytes, fmt_time
 
 if TYPE_CHECKING:
@@ -35,8 +36,6 @@ def block_heatmap(result: SweepResult, algorithm: str, *, title_note: str | None
     from matplotlib.colors import LogNorm
     from matplotlib.figure import Figure
     from matplotlib.patches import Patch, Rectangle
-
-    from iosim.output.plot import _fixed_text, _gpu_text, _sram_text, _value_text
 
     a = result.algorithm(algorithm)
     positions, held = _plane(result)
@@ -79,11 +78,11 @@ def block_heatmap(result: SweepResult, algorithm: str, *, title_note: str | None
         plot_kit.legend_below(fig, [Patch(facecolor="white", edgecolor="#555555",
                                           hatch=NO_FIT_HATCH)],
                               ["hatched: the blocks do not fit the SRAM (counts as if they did)"])
-    lines = [f"Block sizes — {algorithm} on {_gpu_text(result, positions)}",
-             _fixed_text(result), _sram_text(result, positions)]
+    lines = [f"Block sizes — {algorithm} on {gpu_text(result, positions)}",
+             fixed_text(result), sram_text(result, positions)]
     if held:
         lines.append("other varying axes held at their first value: "
-                     + ", ".join(_value_text(result, axis, 0) for axis in held))
+                     + ", ".join(value_text(result, axis, 0) for axis in held))
     if title_note:
         lines.append(title_note)
     fig.suptitle("\n".join(plot_kit.wrap_line(line, 120) for line in lines), fontsize=10)

@@ -27,6 +27,7 @@ from iosim.output.plot_kit import (
     _time_axis,
     color_of,
 )
+from iosim.output.plot_select import blocks_text, fixed_text, gpu_text, series_along, sram_text
 from iosim.output.render import fmt_bytes
 
 if TYPE_CHECKING:
@@ -101,14 +102,12 @@ def time_vs_n(result: SweepResult, *, title_note: str | None = None) -> Figure:
 
 def _n_figure(result: SweepResult, quantity: str) -> _Drawn:
     """The figure and its axes with one line per (series, algorithm)."""
-    from iosim.output.plot import series_along
-
     series, note = series_along(result, "n")
     fig, ax = _figure(9.0, 5.6)  # and the legend's height (legend_below)
     ax.set_xscale("log", base=2)  # before the tick formatters: a new scale resets them
     ax.set_yscale("log")
     n_all = result.axis_values("n")
-    blocks = {s.label: _blocks_text(result, s.positions) for s in series}
+    blocks = {s.label: blocks_text(result, s.positions) for s in series}
     shared_blocks = len(set(blocks.values())) == 1
     hollow_any = False
     for s_index, s in enumerate(series):
@@ -142,8 +141,6 @@ def _finish(drawn: _Drawn, result: SweepResult, what: str, title_note: str | Non
             extra: str = "") -> None:
     from matplotlib.lines import Line2D
 
-    from iosim.output.plot import _fixed_text, _gpu_text, _sram_text
-
     fig, ax = drawn.fig, drawn.ax
     ax.set_xlabel("sequence length N (tokens)")
     ax.xaxis.set_major_formatter(_si_formatter("", lambda v: f"{v:,.0f}"))
@@ -156,21 +153,15 @@ def _finish(drawn: _Drawn, result: SweepResult, what: str, title_note: str | Non
     plot_kit.legend_below(fig, handles, labels, max_columns=1 if max(map(len, labels)) > 70
                           else 2)
     every = np.arange(result.points)
-    sram = _sram_text(result, every)
+    sram = sram_text(result, every)
     if len(set(result.sram_bytes.tolist())) > 1:
         sram = f"{sram} (each series its own; guides: the first series')"
     elif extra:
         sram += f"; {extra}"
-    lines = [f"{what} — {_gpu_text(result, every)}", _fixed_text(result, skip=("N ", "N_kv")),
+    lines = [f"{what} — {gpu_text(result, every)}", fixed_text(result, skip=("N ", "N_kv")),
              sram + (f"; {drawn.shared_blocks}" if drawn.shared_blocks else "")]
     lines += [t for t in (drawn.note, title_note) if t]
     plot_kit.fitted_title(ax, lines)
-
-
-def _blocks_text(result: SweepResult, positions: np.ndarray) -> str:
-    from iosim.output.plot import _blocks_text as text
-
-    return text(result, positions)
 
 
 def _own_blocks(text: str, name: str) -> str:
