@@ -128,3 +128,21 @@ def test_without_an_l2_model_there_are_no_dram_dots_and_the_plot_says_why() -> N
     assert set(dots(ax, "predicted")) == {"L2", "SRAM"}
     assert any("No DRAM estimate" in t.get_text() for t in ax.texts)
     assert not any(t.get_text().startswith("DRAM bytes") for t in fig.legends[0].get_texts())
+
+
+@pytest.mark.parametrize("case", ["h100 causal", "a100 figure 2"])
+def test_labels_clear_of_each_other_the_ceilings_and_the_dots(case: str) -> None:
+    from tests.test_plot_layout import assert_readable_roofline
+
+    workload, gpu, profile, blocks = CASES[case]
+    assert_readable_roofline(plot.hierarchical_roofline(compare(workload, gpu, profile=profile,
+                                                                **blocks)))
+
+
+def test_a_crowd_of_dots_is_magnified() -> None:
+    # causal d 128 on the A100: standard's QKᵀ/PV dots, flash1's DRAM dot and flash2's L2 dot
+    # all near 100 FLOP/B and 200 TFLOP/s
+    c = compare(Workload(1024, d=128, heads=16, batch=64, causal=True), "a100")
+    (ax,) = plot.hierarchical_roofline(c).axes
+    (inset,) = ax.child_axes
+    assert len([m for m in inset.get_lines() if len(m.get_xdata()) == 1]) >= 3

@@ -31,6 +31,7 @@ from iosim.output.plot_kit import (
     color_of,
     tick_text,
 )
+from iosim.output.plot_zoom import zoom_cluster
 from iosim.output.render import fmt_binary_bytes, fmt_rate
 
 if TYPE_CHECKING:
@@ -115,7 +116,7 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
         key = (p[1].startswith("measured"), round(math.log10(p[2]), 3),
                *(round(math.log10(p[4].flops / b), 3) for b in p[3].values()))
         groups.setdefault(key, []).append(p)
-    anchors, texts, discs, key_labels = [], [], [], []
+    anchors, texts, discs, key_labels, anchor_dot = [], [], [], [], []
     for number, group in enumerate(groups.values(), start=1):
         name, label, y, bytes_, k = group[0]
         hollow = label.startswith("measured")
@@ -129,6 +130,7 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
                              markerfacecolor="white" if hollow else color_of(name), zorder=6,
                              gid=f"{'measured' if hollow else 'predicted'}:{level}")
             discs.append(dot)
+        anchor_dot.append(len(discs) - len(points))  # its first (DRAM) dot
         anchors.append((points[0][0], y))  # the DRAM dot: rightmost, least crowded
         texts.append(str(number))
         by_algo: dict[str, list[str]] = {}
@@ -187,10 +189,10 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
 
     plot_kit.freeze_layout(fig)
     plot_kit.nest_markers(fig, discs, 11.0, smallest=5.0)
-    markers_px = [(*d.get_transform().transform((d.get_xdata()[0], d.get_ydata()[0])),
-                   plot_kit.marker_radius_px(fig, d.get_markersize())) for d in discs]
-    plot_kit.place_labels(ax, anchors, texts, markers_px=markers_px,
-                          avoid_lines=roof_lines + [line for line in ax.get_lines()
-                                                    if len(line.get_xdata()) > 1
-                                                    and line not in roof_lines])
+    lines = roof_lines + [line for line in ax.get_lines()
+                          if len(line.get_xdata()) > 1 and line not in roof_lines]
+    zoom = zoom_cluster(ax, discs, lines, base_size=9.0)
+    members = set(zoom.members) if zoom else set()
+    zoomed = {i for i, dot in enumerate(anchor_dot) if dot in members}
+    plot_kit.number_with_zoom(ax, zoom, list(zip(anchors, texts, strict=True)), zoomed, lines)
     return fig

@@ -313,6 +313,33 @@ def place_labels(ax: Axes, anchors: Sequence[tuple[float, float]], texts: Sequen
     return out
 
 
+def number_points(ax: Axes, anchors: Sequence[tuple[float, float]], texts: Sequence[str],
+                  lines: Sequence[Any], boxes: Sequence[Bbox] = ()) -> None:
+    """place_labels clear of every single-point marker drawn on ax."""
+    fig = ax.get_figure(root=True)
+    assert fig is not None
+    markers: list[Any] = [m for m in ax.get_lines() if np.size(m.get_xdata()) == 1]
+    discs = [(*m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0])),
+              marker_radius_px(fig, m.get_markersize())) for m in markers]
+    place_labels(ax, anchors, texts, markers_px=discs, avoid_lines=lines, avoid_boxes=boxes)
+
+
+def number_with_zoom(ax: Axes, zoom: Any, numbered: Sequence[tuple[tuple[float, float], str]],
+                     zoomed: set[int], lines: Sequence[Any]) -> None:
+    """Number the points: those of `zoomed` (indices into `numbered`) in the zoom's inset, the
+    others on ax clear of the inset."""
+    outside = [i for i in range(len(numbered)) if i not in zoomed]
+    boxes = []
+    if zoom is not None:
+        inset_lines = [line for line in zoom.inset.get_lines() if len(line.get_xdata()) > 1]
+        inside = sorted(zoomed)
+        number_points(zoom.inset, [numbered[i][0] for i in inside],
+                      [numbered[i][1] for i in inside], inset_lines)
+        boxes = [zoom.inset.get_window_extent(renderer_of(ax.get_figure(root=True)))]
+    number_points(ax, [numbered[i][0] for i in outside], [numbered[i][1] for i in outside],
+                  lines, boxes)
+
+
 def _hits_disc(box: Bbox, x: float, y: float, r: float) -> bool:
     nearest_x = min(max(x, box.x0), box.x1)
     nearest_y = min(max(y, box.y0), box.y1)

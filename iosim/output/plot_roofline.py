@@ -156,23 +156,9 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
     plot_kit.nest_markers(fig, [d[0] for d in drawn], POINT_SIZE + 2)
     zoom = zoom_cluster(ax, [d[0] for d in drawn], roofs_drawn, base_size=POINT_SIZE)
     zoomed = {drawn[i][3] for i in zoom.members} if zoom else set()
-    if zoom:  # the crowd's numbers go in the inset, the others around the inset
-        _number(zoom.inset, fig, ordered, zoomed, zoom.inset.get_lines())
-    boxes = [zoom.inset.get_window_extent(plot_kit.renderer_of(fig))] if zoom else []
-    _number(ax, fig, ordered, set(range(len(ordered))) - zoomed, roofs_drawn, boxes)
+    numbered = [((g[0][2], g[0][3]), str(i + 1)) for i, g in enumerate(ordered)]
+    plot_kit.number_with_zoom(ax, zoom, numbered, zoomed, roofs_drawn)
     return fig
-
-
-def _number(ax: Any, fig: Figure, ordered: Sequence[Sequence[Any]], which: set[int],
-            lines: Sequence[Any], boxes: Sequence[Any] = ()) -> None:
-    """Number the groups `which` (1-based, in `ordered`'s order) on ax, clear of its markers."""
-    markers = [m for m in ax.get_lines() if len(m.get_xdata()) == 1]
-    discs = [(*m.get_transform().transform((m.get_xdata()[0], m.get_ydata()[0])),
-              plot_kit.marker_radius_px(fig, m.get_markersize())) for m in markers]
-    chosen = sorted(which)
-    plot_kit.place_labels(ax, [(ordered[i][0][2], ordered[i][0][3]) for i in chosen],
-                          [str(i + 1) for i in chosen], markers_px=discs, avoid_lines=lines,
-                          avoid_boxes=boxes)
 
 
 def point_label(group: Sequence[tuple[str, Any, float, float]]) -> str:

@@ -76,11 +76,15 @@ def zoom_cluster(ax: Any, markers: Sequence[Any], lines: Sequence[Any], *,
                    ls=line.get_linestyle(), lw=line.get_linewidth(),
                    transform=inset.get_xaxis_transform() if _is_axvline(line, ax) else
                    inset.get_yaxis_transform() if _is_axhline(line, ax) else inset.transData)
+    copies = []
     for i in members:
         m = markers[i]
-        inset.plot(m.get_xdata(), m.get_ydata(), marker=m.get_marker(), ms=base_size * 0.8,
-                   ls="none", color=m.get_color(), markeredgecolor=m.get_markeredgecolor(),
-                   markeredgewidth=m.get_markeredgewidth(), zorder=6)
+        copies += inset.plot(m.get_xdata(), m.get_ydata(), marker=m.get_marker(),
+                             ms=base_size * 0.8, ls="none", color=m.get_color(),
+                             markeredgecolor=m.get_markeredgecolor(),
+                             markerfacecolor=m.get_markerfacecolor(),
+                             markeredgewidth=m.get_markeredgewidth(), zorder=6)
+    plot_kit.nest_markers(fig, copies, base_size * 0.8)  # points the zoom cannot part still nest
     ax.indicate_inset_zoom(inset, edgecolor="#888888", alpha=0.9)
     return Zoom(inset, tuple(members))
 
