@@ -3,6 +3,7 @@ per level at one performance; measured kernels from a calibration record beside 
 
 from __future__ import annotations
 
+import functools
 from pathlib import Path
 from typing import Any
 
@@ -49,11 +50,18 @@ CASES = {
 }
 
 
-@pytest.mark.parametrize("case", list(CASES))
-def test_no_predicted_dot_sits_above_its_ceiling(case: str) -> None:
+@functools.cache
+def figure_of(case: str) -> tuple[Any, Any]:
+    """Each case's comparison and figure, drawn once for the tests that read them."""
     workload, gpu, profile, blocks = CASES[case]
     c = compare(workload, gpu, profile=profile, **blocks)
-    (ax,) = plot.hierarchical_roofline(c).axes
+    return c, plot.hierarchical_roofline(c)
+
+
+@pytest.mark.parametrize("case", list(CASES))
+def test_no_predicted_dot_sits_above_its_ceiling(case: str) -> None:
+    c, fig = figure_of(case)
+    (ax,) = fig.axes
     ceilings = bandwidths(ax)
     peak = c.roofs.matmul_flops_per_s
     predicted = dots(ax, "predicted")
@@ -134,9 +142,7 @@ def test_without_an_l2_model_there_are_no_dram_dots_and_the_plot_says_why() -> N
 def test_labels_clear_of_each_other_the_ceilings_and_the_dots(case: str) -> None:
     from tests.test_plot_layout import assert_readable_roofline
 
-    workload, gpu, profile, blocks = CASES[case]
-    assert_readable_roofline(plot.hierarchical_roofline(compare(workload, gpu, profile=profile,
-                                                                **blocks)))
+    assert_readable_roofline(figure_of(case)[1])
 
 
 def test_a_crowd_of_dots_is_magnified() -> None:
