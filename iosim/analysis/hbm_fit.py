@@ -12,7 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from iosim.analysis.sweep import WORKLOAD_AXES, SweepResult
+from iosim.analysis.sweep import SweepResult
+from iosim.analysis.sweep_spec import WORKLOAD_AXES
 from iosim.errors import IosimError
 
 

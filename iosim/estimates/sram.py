@@ -18,7 +18,8 @@ from dataclasses import replace
 
 from iosim.algorithms import get_algorithm
 from iosim.algorithms.loopnest import Dims, access_elements, element_bytes, kernel_sums
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 
 def resident_rereads(kernel_name: str, algorithm: str, workload: Workload,

@@ -17,6 +17,7 @@ runs all three; reference.py has the float64 formulas the outputs and gradients 
 from iosim.execute import backward as _backward  # noqa: F401
 from iosim.execute import forward as _forward  # noqa: F401
 from iosim.execute import splitkv as _splitkv  # noqa: F401
+from iosim.execute import triton_bwd as _triton_bwd  # noqa: F401
 from iosim.execute.hbm import (
     ExecutorError,
     InstrumentedHBM,
@@ -31,13 +32,13 @@ from iosim.execute.run import (
     MAX_SCORES,
     MAX_TILE_PAIRS,
     Execution,
-    backward_working_set_bytes,
+    backward_sram_bytes,
     check_limits,
     default_sram_bytes,
     execute,
+    forward_sram_bytes,
     random_inputs,
     refusal,
-    working_set_bytes,
 )
 
 __all__ = [
@@ -55,10 +56,11 @@ __all__ = [
     "ScoreMeter",
     "SramBudget",
     "SramExceededError",
-    "backward_working_set_bytes",
+    "backward_sram_bytes",
     "check_limits",
     "default_sram_bytes",
     "execute",
+    "forward_sram_bytes",
     "precision",
     "problem_of",
     "random_inputs",
@@ -66,5 +68,4 @@ __all__ = [
     "reference_gradients",
     "refusal",
     "register",
-    "working_set_bytes",
 ]

@@ -31,7 +31,6 @@ from iosim.output.plot_kit import (
     ALGORITHM_COLORS,
     GUIDE_COLOR,
     _bytes_axis,
-    _figure,
     _label_ticks,
     _log_block_axis,
     _si_formatter,
@@ -40,6 +39,7 @@ from iosim.output.plot_kit import (
     color_of,
     fitted_title,
     legend_below,
+    new_figure,
     save,
     tick_text,
 )
@@ -61,7 +61,6 @@ __all__ = [
     "_RATE_PREFIXES",
     "_TIME_PREFIXES",
     "_bytes_axis",
-    "_figure",
     "_label_ticks",
     "_log_block_axis",
     "_si_formatter",
@@ -71,6 +70,7 @@ __all__ = [
     "color_of",
     "gpu_comparison",
     "hierarchical_roofline",
+    "new_figure",
     "roofline",
     "save",
     "sweep_figures",
@@ -109,7 +109,7 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
         raise ValueError("the sweep varies no block size")
     series, note = series_along(result, axis, max_series=3)
     tiled = [a for a in result.algorithms if a.tiled]
-    fig, (top, bottom) = _figure(9.0, 7.2, rows=2, sharex=True)  # and the legend's height
+    fig, (top, bottom) = new_figure(9.0, 7.2, rows=2, sharex=True)  # and the legend's height
     all_blocks: list[int] = []
     not_fitting: list[float] = []
     fitting: list[float] = []
@@ -225,7 +225,7 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
     gpus = [result.hardware[int(g)] for g in result.index["gpu"][pos]]
     algos = list(result.algorithms)
     height = 1.6 + 0.22 * len(gpus) * len(algos)
-    fig, ax = _figure(9.5, max(4.0, height))
+    fig, ax = new_figure(9.5, max(4.0, height))
     bar = 0.8 / len(algos)
     times_all = []
     for j, a in enumerate(algos):

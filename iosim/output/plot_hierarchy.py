@@ -19,16 +19,16 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from iosim.analysis.compare import AlgorithmEstimate, Comparison
+from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.sram import resident_rereads
 from iosim.output import plot_kit
 from iosim.output.plot_kit import (
     _RATE_PREFIXES,
     GUIDE_COLOR,
-    _figure,
     _label_ticks,
     _si_formatter,
     color_of,
+    new_figure,
     tick_text,
 )
 from iosim.output.plot_zoom import zoom_cluster
@@ -77,7 +77,7 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
     hw, roofs, w = c.hardware, c.roofs, c.workload
     peak = roofs.matmul_flops_per_s
     roofs_at = ceilings(c)
-    fig, ax = _figure(9.0, 5.8)  # and the legend's height (legend_below)
+    fig, ax = new_figure(9.0, 5.8)  # and the legend's height (legend_below)
 
     kernels = [(a, k) for a in c.algorithms for k in a.kernels if k.flops > 0]
     predicted = [(a.name, k.label, k.flops / k.time_s, level_bytes(a, k, w), k)

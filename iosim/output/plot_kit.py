@@ -51,15 +51,16 @@ def color_of(algorithm: str) -> str:
     return _EXTRA_COLORS[sum(map(ord, algorithm)) % len(_EXTRA_COLORS)]
 
 
-def _figure(width: float, height: float, rows: int = 1, *, sharex: bool = False
-            ) -> tuple[Figure, Any]:
-    """A Figure on an Agg canvas, and its axes (one, or a column of `rows`)."""
+def new_figure(width: float, height: float, rows: int = 1, cols: int = 1, *,
+               sharex: bool = False, squeeze: bool = True) -> tuple[Figure, Any]:
+    """A Figure (width × height inches) on an Agg canvas — no pyplot, no global state — and its
+    axes: one, a row or column of them, or (squeeze=False) always a 2-D array."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, 1, sharex=sharex)
+    axes = fig.subplots(rows, cols, sharex=sharex, squeeze=squeeze)
     return fig, axes
 
 

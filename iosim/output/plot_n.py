@@ -22,10 +22,10 @@ from iosim.output.plot_kit import (
     _SERIES_STYLES,
     GUIDE_COLOR,
     _bytes_axis,
-    _figure,
     _si_formatter,
     _time_axis,
     color_of,
+    new_figure,
 )
 from iosim.output.plot_select import blocks_text, fixed_text, gpu_text, series_along, sram_text
 from iosim.output.render import fmt_bytes
@@ -103,7 +103,7 @@ def time_vs_n(result: SweepResult, *, title_note: str | None = None) -> Figure:
 def _n_figure(result: SweepResult, quantity: str) -> _Drawn:
     """The figure and its axes with one line per (series, algorithm)."""
     series, note = series_along(result, "n")
-    fig, ax = _figure(9.0, 5.6)  # and the legend's height (legend_below)
+    fig, ax = new_figure(9.0, 5.6)  # and the legend's height (legend_below)
     ax.set_xscale("log", base=2)  # before the tick formatters: a new scale resets them
     ax.set_yscale("log")
     n_all = result.axis_values("n")

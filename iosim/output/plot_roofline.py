@@ -15,15 +15,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from iosim.analysis.compare import Comparison
+from iosim.analysis.comparison import Comparison
 from iosim.output import plot_kit
 from iosim.output.plot_kit import (
     _RATE_PREFIXES,
     GUIDE_COLOR,
-    _figure,
     _label_ticks,
     _si_formatter,
     color_of,
+    new_figure,
     tick_text,
 )
 from iosim.output.plot_zoom import zoom_cluster
@@ -77,7 +77,7 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
     c = comparison
     hw, roofs, w = c.hardware, c.roofs, c.workload
     peak, ridge = roofs.matmul_flops_per_s, roofs.ridge_point_flops_per_byte
-    fig, ax = _figure(9.0, 5.6)  # and the legend's height (legend_below)
+    fig, ax = new_figure(9.0, 5.6)  # and the legend's height (legend_below)
 
     points: list[tuple[str, KernelEstimate, float, float]] = []
     skipped = []

@@ -16,10 +16,12 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from iosim.algorithms.packing import packs_heads
 from iosim.algorithms.traffic import CATEGORIES
-from iosim.analysis.compare import AlgorithmEstimate, Comparison
+from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.inputs.hardware import Figure, Hardware
+from iosim.output.tables import rich_markdown
 
 # ---------------------------------------------------------------------------------------------
 # numbers for people
@@ -211,10 +213,10 @@ def tensor_rows_table(c: Comparison) -> Table:
 def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
     assert a.tiling is not None
     w = c.workload
-    t_c = -(-w.seq_kv // a.tiling.block_kv)
+    t_c = -(-w.n_kv // a.tiling.block_kv)
     per = -(-t_c // a.tiling.splits)
     packed = (f"; the {w.group_size} query heads of each KV head packed into one tile "
-              f"(seqlenq_ngroups_swapped)" if w.n == 1 and w.group_size > 1 else "")
+              f"(seqlenq_ngroups_swapped)" if packs_heads(w.n, w.heads, w.kv_heads) else "")
     return (f"{a.tiling.splits} KV splits of {per} key blocks ({a.tiling.splits_rule})"
             f"{packed}")
 
@@ -318,8 +320,33 @@ def dram_line(c: Comparison) -> str:
     return f"DRAM estimate (L2-aware, {fmt_binary_bytes(l2)} L2): {parts}; {roof}{scope}"
 
 
+def dram_table(c: Comparison) -> Table:
+    """Per kernel: the L2-oblivious count beside the L2-aware DRAM estimate, and which of the
+    two the time used (issue 10: the backward's counts are where the two differ most)."""
+    used = ("the time above used the DRAM estimate" if c.roofs.profile == "measured" else
+            "the time above used the L2-oblivious count (--profile measured uses the estimate)")
+    table = Table(title=f"DRAM per kernel: L2-oblivious vs L2-aware estimate; {used}",
+                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+                  collapse_padding=True)
+    for name, justify in (("algorithm", "left"), ("kernel", "left"), ("L2-oblivious", "right"),
+                          ("DRAM est.", "right"), ("est. ÷ obl.", "right"), ("note", "left")):
+        table.add_column(name, justify=justify, no_wrap=name != "note")  # type: ignore[arg-type]
+    for a in c.algorithms:
+        if a.dram is None:
+            continue
+        for i, k in enumerate(a.kernels):
+            est = a.dram.of_kernel(k.name)
+            ratio = f"{est.bytes / k.hbm_bytes:.2f}" if k.hbm_bytes else "·"
+            note = "not modelled" if k.name in a.dram.unmodelled_kernels else ""
+            table.add_row(a.name if i == 0 else "", k.label, fmt_bytes(k.hbm_bytes),
+                          fmt_bytes(est.bytes), ratio, note, end_section=i == len(a.kernels) - 1)
+    return table
+
+
 def comparison_renderable(c: Comparison) -> RenderableType:
     tables: list[RenderableType] = [kernel_table(c), summary_table(c), tensor_table(c)]
+    if c.workload.pass_ != "fwd" and any(a.dram is not None for a in c.algorithms):
+        tables.append(dram_table(c))
     if _show_parallelism(c):
         tables.append(occupancy_table(c))
     return Group(_header(c), Text(""), *tables, _footer(c))
@@ -372,15 +399,6 @@ def comparison_csv(c: Comparison) -> str:
     return records_csv(rows)
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
-                   right: Sequence[bool] | None = None) -> str:
-    right = right or [False] * len(headers)
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join("---:" if r else "---" for r in right) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def comparison_markdown(c: Comparison) -> str:
     """The rich output's tables as GitHub Markdown (for reports and READMEs)."""
     parts = [f"**{c.hardware.display_name}** ({c.roofs.profile} profile) · {c.workload.describe()}"
@@ -389,11 +407,7 @@ def comparison_markdown(c: Comparison) -> str:
     if _show_parallelism(c):
         tables.append(occupancy_table(c))
     for table in tables:
-        headers = [str(col.header).replace("\n", " ") for col in table.columns]
-        cells = [[str(x) for x in col.cells] for col in table.columns]
-        rows = [list(r) for r in zip(*cells, strict=True)]
-        right = [col.justify == "right" for col in table.columns]
-        parts += [f"*{table.title}*", "", markdown_table(headers, rows, right), ""]
+        parts += [f"*{table.title}*", "", rich_markdown(table), ""]
     parts.append(_footer(c).plain.replace("\n", "  \n"))
     return "\n".join(parts) + "\n"
 
