@@ -21,6 +21,7 @@ import numpy as np
 
 from iosim.analysis.hbm_fit import hbm_fits
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
+from iosim.inputs.limits import check_output_files
 from iosim.output.plot_heatmap import block_heatmap, is_two_dimensional
 from iosim.output.plot_hierarchy import hierarchical_roofline
 from iosim.output.plot_kit import (
@@ -273,16 +274,25 @@ def sweep_figures(result: SweepResult, out_dir: Path, *, overwrite: bool = False
     """The figures that the sweep's varying axes allow, written into out_dir (PNG and SVG)."""
     written: list[Path] = []
     varying = result.spec.varying
+    axis = block_axis(result)
+    tiled = [a.name for a in result.algorithms if a.tiled]
+    heatmaps = axis is not None and is_two_dimensional(result)
+    stems = ((["traffic_vs_n", "time_vs_n"] if "n" in varying else [])
+             + ([f"blocks_{name}" for name in tiled] if heatmaps else [])
+             + ([f"{axis.replace('_', '-')}_sweep"] if axis is not None and not heatmaps
+                and tiled else [])
+             + (["gpu_comparison"] if "gpu" in varying else []))
+    # every figure checked before the first is written: a refusal writes none
+    check_output_files([out_dir / f"{stem}.{fmt}" for stem in stems for fmt in ("png", "svg")],
+                       "plot", overwrite=overwrite)
     if "n" in varying:
         written += save(traffic_vs_n(result), out_dir / "traffic_vs_n", overwrite=overwrite)
         written += save(time_vs_n(result), out_dir / "time_vs_n", overwrite=overwrite)
-    axis = block_axis(result)
-    if axis is not None and is_two_dimensional(result):
-        for a in result.algorithms:
-            if a.tiled:
-                written += save(block_heatmap(result, a.name), out_dir / f"blocks_{a.name}",
-                                overwrite=overwrite)
-    elif axis is not None and any(a.tiled for a in result.algorithms):
+    if heatmaps:
+        for name in tiled:
+            written += save(block_heatmap(result, name), out_dir / f"blocks_{name}",
+                            overwrite=overwrite)
+    elif axis is not None and tiled:
         written += save(block_sweep(result, axis=axis), out_dir / f"{axis.replace('_', '-')}_sweep",
                         overwrite=overwrite)
     if "gpu" in varying:

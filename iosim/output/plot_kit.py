@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from iosim.errors import IosimError
+from iosim.inputs.limits import check_output_files
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -73,17 +74,20 @@ def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg"),
     import matplotlib
 
     targets = [Path(f"{stem}.{fmt}") for fmt in formats]
-    existing = [str(t) for t in targets if t.exists()]
-    if existing and not overwrite:
-        raise IosimError(f"{existing[0]} exists; pass --force to overwrite it, or choose another "
-                         f"folder or name")
-    paths = []
-    for fmt, path in zip(formats, targets, strict=True):
-        metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-        # text as paths: the SVG looks the same without matplotlib's fonts installed
-        with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "path"}):
-            fig.savefig(path, format=fmt, dpi=150, metadata=metadata)
-        paths.append(path)
+    check_output_files(targets, "name", overwrite=overwrite)  # before the first file
+    paths: list[Path] = []
+    try:
+        for fmt, path in zip(formats, targets, strict=True):
+            metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+            # text as paths: the SVG looks the same without matplotlib's fonts installed
+            with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "path"}):
+                fig.savefig(path, format=fmt, dpi=150, metadata=metadata)
+            paths.append(path)
+    except OSError as exc:  # a full disk, a folder removed meanwhile: no half-written figure
+        for path in [*paths, targets[len(paths)]]:
+            path.unlink(missing_ok=True)
+        raise IosimError(f"cannot write {targets[len(paths)]}: {exc.strerror or exc}; choose a "
+                         f"folder you can write to") from None
     return paths
 
 
