@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.errors import IosimError
@@ -35,6 +36,12 @@ class Algorithm(ABC):
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         raise IosimError(f"the backward pass of {self.name} is not modelled yet; use --pass fwd")
+
+    def split_class(self, splits: Any) -> Any:
+        """A representative of the split counts (int or array) whose kernel lists are equal to
+        this one's. Sweeps ask `kernels` once per class, not once per count (test_splitkv holds
+        every count equal to its representative)."""
+        return splits
 
     def finish_tiling(self, tiling: Tiling | None, workload: Workload, *, sm_count: int | None,
                       splits: int | None, blocks_given: bool = False) -> Tiling | None:

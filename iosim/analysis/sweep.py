@@ -724,12 +724,15 @@ def _kernel_plan(spec: SweepSpec, algorithm: Algorithm, tiles: _Tiles) -> _Kerne
                          f"yet; use `iosim compare` for it")
     split_values: list[int] = [1]
     split_index: Any = 0
-    if "splits" in tiling_reads and isinstance(tiles.splits, np.ndarray):
-        unique, inverse = np.unique(tiles.splits, return_inverse=True)
+    # one probe per class of split counts, not per count: a product of every N with every
+    # count made a sweep including N = 1 (which adds splitkv) ~30× slower (issue 13 item 5)
+    classes = algorithm.split_class(tiles.splits)
+    if "splits" in tiling_reads and isinstance(classes, np.ndarray):
+        unique, inverse = np.unique(classes, return_inverse=True)
         split_values = [int(v) for v in unique]
-        split_index = inverse.reshape(tiles.splits.shape)
+        split_index = inverse.reshape(classes.shape)
     elif "splits" in tiling_reads:
-        split_values = [int(tiles.splits)]
+        split_values = [int(classes)]
     # 2. one kernels() call per combination of those axes' values and split counts
     lists: dict[tuple[Kernel, ...], int] = {}
     sizes = [len(spec.values(a)) for a in read_axes] + [len(split_values)]
