@@ -20,14 +20,41 @@ from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.compare import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.inputs.hardware import Figure, Hardware
+from iosim.output.console import make_console
 
 # ---------------------------------------------------------------------------------------------
 # numbers for people
 
 
+SI_PREFIXES = (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
+
+
+def fmt_si(value: float, unit: str = "", *, space: bool = True) -> str:
+    """Three significant digits and an SI prefix, never e-notation: 2.67e5, 'FLOP' ->
+    '267 kFLOP'; 1.1479e15 -> '1.15 P'; whole numbers under 1000 as they are ('512 FLOP').
+    The one rule behind fmt_flops, fmt_rate and fmt_count."""
+    if value != value or value in (float("inf"), float("-inf")):
+        return "—"
+    prefix, scaled = "", float(value)
+    for name, scale in reversed(SI_PREFIXES):  # k, M, G, ...: the largest that keeps |x| ≥ 1
+        if abs(value) >= scale * 0.9995:
+            prefix, scaled = name, value / scale
+    if prefix == "" and float(value).is_integer():
+        text = f"{int(value)}"
+    elif abs(scaled) >= 99.95:
+        text = f"{scaled:.0f}"
+    elif abs(scaled) >= 9.995:
+        text = f"{scaled:.1f}"
+    else:
+        text = f"{scaled:.2f}"
+    sep = " " if space and (prefix or unit) else ""
+    return f"{text}{sep}{prefix}{unit}"
+
+
 def fmt_bytes(n: float) -> str:
-    """Decimal (SI) bytes: 136314880 -> '136.3 MB' (the seed articles' unit)."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
+    """Decimal (SI) bytes with one decimal: 136314880 -> '136.3 MB' (the seed articles' unit)."""
+    for unit, scale in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6),
+                        ("kB", 1e3)):
         if abs(n) >= scale:
             return f"{n / scale:.1f} {unit}"
     return f"{n:.0f} B"
@@ -42,41 +69,39 @@ def fmt_binary_bytes(n: float) -> str:
 
 
 def fmt_time(seconds: float) -> str:
+    """'68.2 µs', '273 ns'; zero is '0 s' and under a nanosecond keeps its digits ('0.42 ns')."""
+    if seconds == 0:
+        return "0 s"
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
         if seconds >= scale:
             return f"{seconds / scale:.1f} {unit}"
-    return f"{seconds / 1e-9:.0f} ns"
+    return f"{seconds / 1e-9:.3g} ns"
 
 
 def fmt_flops(n: float) -> str:
-    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
-        if n >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{n:.0f} FLOP"
+    """Three significant digits: '4.38 GFLOP', '83.9 MFLOP', '240 kFLOP', '0 FLOP'."""
+    return "0 FLOP" if n == 0 else fmt_si(n, "FLOP")
 
 
-def fmt_flops_fit(n: float, width: int = 10) -> str:
-    """fmt_flops, cut to three significant digits when longer than `width` ('834 GFLOP')."""
-    text = fmt_flops(n)
-    if len(text) <= width:
-        return text
-    value, unit = text.split(" ")
-    return f"{float(value):.3g} {unit}"
+fmt_flops_fit = fmt_flops
+"""Kept for callers of the old name: fmt_flops is at most 10 characters now."""
 
 
 def fmt_rate(value: float, unit: str) -> str:
     """4.8e12, 'B/s' -> '4.80 TB/s'; 3.12e14, 'FLOP/s' -> '312 TFLOP/s'."""
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
+    return f"0 {unit}" if value == 0 else fmt_si(value, unit)
 
 
 def fmt_count(n: float) -> str:
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f}{unit}"
-    return f"{n:.0f}"
+    """A bare count: '17.0M', '1.15P', '512'."""
+    return "0" if n == 0 else fmt_si(n, space=False)
+
+
+def fmt_intensity(flops_per_byte: float) -> str:
+    """FLOP per HBM byte: '62.1', '0' for a kernel without FLOPs, '—' without bytes."""
+    if flops_per_byte in (float("inf"), float("-inf")) or flops_per_byte != flops_per_byte:
+        return "—"
+    return "0" if flops_per_byte == 0 else f"{flops_per_byte:.1f}"
 
 
 def _tiling(a: AlgorithmEstimate) -> str:
@@ -87,66 +112,96 @@ def _tiling(a: AlgorithmEstimate) -> str:
 # compare: rich
 
 
-def _header(c: Comparison) -> Text:
+def label_grid(rows: Sequence[tuple[str, str]]) -> Table:
+    """'label     value' lines whose values wrap under themselves (not under the label) when
+    the terminal is narrow: the header of compare and sweep."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, min_width=9)
+    grid.add_column(overflow="fold")
+    for label, value in rows:
+        grid.add_row(label, value)
+    return grid
+
+
+def _header(c: Comparison) -> Table:
     hw, w, roofs = c.hardware, c.workload, c.roofs
     gpu = hw.display_name + (f" ({c.gpu_note})" if c.gpu_note else "")
-    lines = [
-        f"GPU       {gpu} · {roofs.profile} profile",
-        f"workload  {w.describe()}"
-        + (f" · unfused {', '.join(w.unfused)}" if w.unfused else ""),
-        f"roofs     HBM {fmt_rate(roofs.hbm_bandwidth_bytes_per_s, 'B/s')} · {w.dtype} matmul "
-        f"{fmt_rate(roofs.matmul_flops_per_s, 'FLOP/s')} · "
-        f"{'fp32 vector' if roofs.profile == 'spec' else 'elementwise'} "
-        f"{fmt_rate(roofs.vector_flops_per_s, 'FLOP/s')} · ridge "
-        f"{roofs.ridge_point_flops_per_byte:.0f} FLOP/B",
-        f"SRAM      M = {c.sram_bytes // w.element_bytes:,} {w.dtype} elements "
-        f"({c.sram_source})",
+    rows = [
+        ("GPU", f"{gpu} · {roofs.profile} profile"),
+        ("workload", w.describe() + (f" · unfused {', '.join(w.unfused)}" if w.unfused else "")),
+        ("roofs", f"HBM {fmt_rate(roofs.hbm_bandwidth_bytes_per_s, 'B/s')} · {w.dtype} matmul "
+                  f"{fmt_rate(roofs.matmul_flops_per_s, 'FLOP/s')} · "
+                  f"{'fp32 vector' if roofs.profile == 'spec' else 'elementwise'} "
+                  f"{fmt_rate(roofs.vector_flops_per_s, 'FLOP/s')} · ridge "
+                  f"{roofs.ridge_point_flops_per_byte:.0f} FLOP/B"),
+        ("SRAM", f"M = {c.sram_bytes // w.element_bytes:,} {w.dtype} elements ({c.sram_source})"),
     ]
-    tiled = [a for a in c.algorithms if a.tiling is not None]
-    for a in tiled:
-        assert a.tiling is not None
-        lines.append(f"blocks    {a.name}: B_r × B_c = {a.tiling.block_q} × {a.tiling.block_kv} "
-                     f"({a.tiling.rule})")
+    for a in c.algorithms:
+        if a.tiling is None:
+            continue
+        rows.append(("blocks", f"{a.name}: B_r × B_c = {a.tiling.block_q} × {a.tiling.block_kv} "
+                               f"({a.tiling.rule})"))
         if a.tiling.bwd_block_q is not None:
-            lines.append(f"          {a.name} backward: B_r × B_c = {a.tiling.bwd_block_q} × "
-                         f"{a.tiling.bwd_block_kv} ({a.tiling.bwd_rule})")
+            rows.append(("", f"{a.name} backward: B_r × B_c = {a.tiling.bwd_block_q} × "
+                             f"{a.tiling.bwd_block_kv} ({a.tiling.bwd_rule})"))
         if a.name == "splitkv":
-            lines.append(f"splits    {a.name}: {_splits_text(c, a)}")
+            rows.append(("splits", f"{a.name}: {_splits_text(c, a)}"))
     if w.sparsity != 1:
         num, den = w.sparsity_fraction
-        lines.append(f"sparsity  s = {num}/{den}: tiled kernels visit ⌈s·P⌉ of their P block pairs "
-                     f"(evenly spread, blockmask.py); standard attention stays dense")
-    lines.extend(f"note      {n}" for n in c.roofs.notes)
-    return Text("\n".join(lines))
+        rows.append(("sparsity", f"s = {num}/{den}: tiled kernels visit ⌈s·P⌉ of their P block "
+                                 f"pairs (evenly spread, blockmask.py); standard attention stays "
+                                 f"dense"))
+    rows.extend(("note", n) for n in c.roofs.notes)
+    return label_grid(rows)
 
 
-def kernel_table(c: Comparison) -> Table:
-    table = Table(title="Kernels (HBM traffic, FLOPs and roofline time)", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False, collapse_padding=True)
-    for name, justify in (("algorithm", "left"), ("kernel", "left"), ("read", "right"),
-                          ("write", "right"), ("total", "right"), ("FLOPs", "right"),
-                          ("FLOP/B", "right"), ("bound", "left"), ("time", "right")):
+def _table(title: str, columns: Sequence[tuple[str, str]]) -> Table:
+    """A compact table: one space between columns, nothing at the edges, cells never cut."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+                  padding=0)
+    for name, justify in columns:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    for a in c.algorithms:
-        for i, k in enumerate(a.kernels):
-            table.add_row(a.name if i == 0 else "", k.label, fmt_bytes(k.hbm_read_bytes),
-                          fmt_bytes(k.hbm_write_bytes), fmt_bytes(k.hbm_bytes), fmt_flops(k.flops),
-                          f"{k.intensity_flops_per_byte:.1f}", k.bound, fmt_time(k.time_s),
-                          end_section=i == len(a.kernels) - 1)
     return table
 
 
-def summary_table(c: Comparison) -> Table:
-    table = Table(title="Per algorithm", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False, collapse_padding=True)
-    for name, justify in (("algorithm", "left"), ("blocks", "right"), ("HBM", "right"),
-                          ("÷ std", "right"), ("FLOPs", "right"), ("time", "right"),
-                          ("speed-up", "right"), ("bound", "left"), ("extra HBM", "right"),
-                          ("fits", "left")):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+def kernel_table(c: Comparison, *, wide: bool = False) -> Table:
+    """One row per kernel. HBM read and write columns only with `wide` (the total, FLOPs,
+    bound and time fit 80 columns; the tensor table splits reads from writes anyway)."""
+    columns = [("algorithm", "left"), ("kernel", "left"),
+               *([("read", "right"), ("write", "right")] if wide else []),
+               ("HBM", "right"), ("FLOPs", "right"), ("FLOP/B", "right"), ("bound", "left"),
+               ("time", "right")]
+    table = _table("Kernels (HBM bytes, executed FLOPs, roofline time)", columns)
     for a in c.algorithms:
+        for i, k in enumerate(a.kernels):
+            rw = [fmt_bytes(k.hbm_read_bytes), fmt_bytes(k.hbm_write_bytes)] if wide else []
+            table.add_row(a.name if i == 0 else "", k.label, *rw, fmt_bytes(k.hbm_bytes),
+                          fmt_flops_fit(k.flops), fmt_intensity(k.intensity_flops_per_byte),
+                          k.bound, fmt_time(k.time_s), end_section=i == len(a.kernels) - 1)
+    return table
+
+
+def kernel_legend(c: Comparison) -> Text:
+    """What the kernel table's columns count, and why FLOPs ÷ peak need not be the time."""
+    roofs = c.roofs
+    compute = ("matmul ÷ matmul peak + elementwise ÷ elementwise rate" if roofs.additive_compute
+               else "max(matmul ÷ matmul peak, elementwise ÷ vector peak)")
+    return Text(f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
+                f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = max(HBM ÷ "
+                f"bandwidth, {compute}), so FLOPs ÷ the matmul peak is not the time: the "
+                f"elementwise FLOPs run on other units.")
+
+
+def summary_table(c: Comparison, *, wide: bool = False) -> Table:
+    """One row per algorithm; its FLOPs only with `wide` (they are the kernel table's sums)."""
+    table = _table("Per algorithm", (
+        ("algorithm", "left"), ("blocks", "right"), ("HBM", "right"), ("÷ std", "right"),
+        *([("FLOPs", "right")] if wide else []), ("time", "right"), ("speed-up", "right"),
+        ("bound", "left"), ("extra HBM", "right"), ("fits HBM", "left")))
+    for a in c.algorithms:
+        flops = [fmt_flops(a.flops)] if wide else []
         table.add_row(a.name, _tiling(a), fmt_bytes(a.hbm_bytes),
-                      f"{a.traffic_ratio_vs_standard:.2f}×", fmt_flops_fit(a.flops),
+                      f"{a.traffic_ratio_vs_standard:.2f}×", *flops,
                       fmt_time(a.time_s), f"{a.speedup_vs_standard:.2f}×", a.bound,
                       fmt_bytes(a.footprint.extra_bytes), "yes" if a.footprint.fits else "NO")
     return table
@@ -164,48 +219,58 @@ def _categories(c: Comparison) -> list[str]:
     return [cat for cat in order if cat in present] + sorted(present - set(order))
 
 
-def tensor_table(c: Comparison) -> Table:
-    if c.workload.pass_ != "fwd":
-        return tensor_rows_table(c)
-    cats = _categories(c)
-    table = Table(title="HBM bytes by tensor", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False, collapse_padding=True)
-    table.add_column("algorithm", no_wrap=True)
-    table.add_column("op", no_wrap=True)
-    for cat in cats:
-        table.add_column("stats" if cat == "statistics" else cat, justify="right", no_wrap=True)
-    for a in c.algorithms:
-        by = a.traffic.by_category()
-        for op in ("read", "write"):
-            table.add_row(a.name if op == "read" else "", op,
-                          *(fmt_bytes(by[cat][op]) if cat in by and by[cat][op] else "·"
-                            for cat in cats),
-                          end_section=op == "write")
-    return table
+IO_TENSORS = ("Q", "K", "V", "O")
+"""The inputs and output: their subtotal is what the papers (and the seed articles) count."""
 
 
-def tensor_rows_table(c: Comparison) -> Table:
-    """HBM bytes by tensor, one row per tensor and a read/write column pair per algorithm: a
-    backward pass moves too many tensors (dO, dP, dS, dQ, dQaccum, dK, dV, ...) for columns."""
+def tensor_table(c: Comparison, *, wide: bool = False) -> Table:
+    """HBM bytes by tensor: one row per (tensor, read or write), one column per algorithm, then
+    the Q/K/V/O subtotal, the rest (fp32 statistics, initialisation, ...) and the total. This
+    shape fits 80 columns whatever the pass moves (a backward has a dozen tensors)."""
+    del wide
     cats = _categories(c)
     stats = sorted({t.tensor for a in c.algorithms for t in a.traffic
                     if t.category == "statistics"})
-    table = Table(title="HBM bytes by tensor", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
-    table.add_column("tensor", no_wrap=True)
-    for a in c.algorithms:
-        table.add_column(f"{a.name}\nread", justify="right")
-        table.add_column(f"{a.name}\nwrite", justify="right")
+    table = _table("HBM bytes by tensor", [("tensor", "left"), ("op", "left"),
+                                           *((a.name, "right") for a in c.algorithms)])
     by = [a.traffic.by_category() for a in c.algorithms]
     for cat in cats:
         name = f"stats ({', '.join(stats)})" if cat == "statistics" else cat
-        cells = []
-        for entry in by:
-            for op in ("read", "write"):
-                value = entry.get(cat, {}).get(op, 0)
-                cells.append(fmt_bytes(value) if value else "·")
-        table.add_row(name, *cells)
+        for op in ("read", "write"):
+            values = [entry.get(cat, {}).get(op, 0) for entry in by]
+            if any(values):
+                table.add_row(name if op == "read" or not any(
+                    e.get(cat, {}).get("read", 0) for e in by) else "", op,
+                    *(fmt_bytes(v) if v else "·" for v in values))
+    io = [sum(sum(entry.get(t, {}).values()) for t in IO_TENSORS) for entry in by]
+    totals = [a.hbm_bytes for a in c.algorithms]
+    table.add_section()
+    table.add_row("Q, K, V, O", "both", *(fmt_bytes(v) for v in io))
+    table.add_row("the rest", "both", *(fmt_bytes(t - v) if t - v else "·"
+                                        for t, v in zip(totals, io, strict=True)))
+    table.add_row("total", "both", *(fmt_bytes(t) for t in totals))
     return table
+
+
+def rest_line(c: Comparison) -> str:
+    """What 'the rest' of the tensor table is, per algorithm that has any."""
+    parts = []
+    for a in c.algorithms:
+        by = a.traffic.by_category()
+        rest = {cat: sum(ops.values()) for cat, ops in by.items()
+                if cat not in IO_TENSORS and sum(ops.values())}
+        if rest:
+            parts.append(f"{a.name} " + " + ".join(
+                f"{_rest_name(cat)} {fmt_bytes(v)}" for cat, v in rest.items()))
+    if not parts:
+        return ""
+    return ("The rest beyond Q, K, V, O: " + "; ".join(parts) + " (the papers' and the seed "
+            "articles' figures count Q, K, V, O alone)")
+
+
+def _rest_name(cat: str) -> str:
+    return {"statistics": "fp32 statistics", "init": "initialisation",
+            "S": "scores S", "P": "probabilities P"}.get(cat, cat)
 
 
 def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
@@ -293,6 +358,9 @@ def _footer(c: Comparison) -> Text:
         lines.append(f"Compulsory backward traffic (read Q, K, V, O, dO and the logsumexp L once; "
                      f"write dQ, dK, dV once): {fmt_bytes(compulsory_backward_bytes(c.workload))}")
         lines.extend(_training_lines(c))
+    rest = rest_line(c)
+    if rest:
+        lines.append(rest)
     lines.append(dram_line(c))
     del w
     return Text("\n".join(lines))
@@ -318,21 +386,16 @@ def dram_line(c: Comparison) -> str:
     return f"DRAM estimate (L2-aware, {fmt_binary_bytes(l2)} L2): {parts}; {roof}{scope}"
 
 
-def comparison_renderable(c: Comparison) -> RenderableType:
-    tables: list[RenderableType] = [kernel_table(c), summary_table(c), tensor_table(c)]
+def comparison_renderable(c: Comparison, *, wide: bool = False) -> RenderableType:
+    tables: list[RenderableType] = [kernel_table(c, wide=wide), kernel_legend(c), Text(""),
+                                    summary_table(c, wide=wide), tensor_table(c, wide=wide)]
     if _show_parallelism(c):
         tables.append(occupancy_table(c))
     return Group(_header(c), Text(""), *tables, _footer(c))
 
 
-def print_comparison(c: Comparison, console: Console) -> None:
-    console.print(comparison_renderable(c))
-
-
-def make_console() -> Console:
-    """A terminal keeps its own width; a pipe or file gets 110 columns so tables never wrap."""
-    probe = Console()
-    return probe if probe.is_terminal else Console(width=110)
+def print_comparison(c: Comparison, console: Console, *, wide: bool = False) -> None:
+    console.print(comparison_renderable(c, wide=wide))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -385,7 +448,7 @@ def comparison_markdown(c: Comparison) -> str:
     """The rich output's tables as GitHub Markdown (for reports and READMEs)."""
     parts = [f"**{c.hardware.display_name}** ({c.roofs.profile} profile) · {c.workload.describe()}"
              f" · M = {c.sram_bytes // c.workload.element_bytes:,} elements ({c.sram_source})", ""]
-    tables = [kernel_table(c), summary_table(c), tensor_table(c)]
+    tables = [kernel_table(c, wide=True), summary_table(c, wide=True), tensor_table(c, wide=True)]
     if _show_parallelism(c):
         tables.append(occupancy_table(c))
     for table in tables:
@@ -394,6 +457,7 @@ def comparison_markdown(c: Comparison) -> str:
         rows = [list(r) for r in zip(*cells, strict=True)]
         right = [col.justify == "right" for col in table.columns]
         parts += [f"*{table.title}*", "", markdown_table(headers, rows, right), ""]
+    parts.append(kernel_legend(c).plain + "  ")
     parts.append(_footer(c).plain.replace("\n", "  \n"))
     return "\n".join(parts) + "\n"
 
