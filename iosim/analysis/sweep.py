@@ -205,14 +205,15 @@ class SweepResult:
         return np.asarray(_int_values(values)[self.index[axis]])
 
     def columns(self, algorithms: Sequence[str] | None = None, *,
-                max_points: int | None = None) -> dict[str, np.ndarray]:
+                max_points: int | None = None, start: int = 0) -> dict[str, np.ndarray]:
         """The long table: one row per (point, algorithm), points in grid order.
 
-        `max_points` keeps only the first points (a table's first rows without building all).
+        `start` and `max_points` keep the points start .. start + max_points (a table's first
+        rows, or one chunk of a streamed file, without building all).
         """
         chosen = [self.algorithm(a) for a in algorithms] if algorithms else list(self.algorithms)
         k = len(chosen)
-        cut = slice(None) if max_points is None else slice(0, max_points)
+        cut = slice(start, None if max_points is None else start + max_points)
         base = self.baseline
 
         def per_point(values: np.ndarray) -> np.ndarray:

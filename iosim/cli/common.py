@@ -69,3 +69,9 @@ def tiling_options(f: F) -> F:
 def format_option(f: F) -> F:
     return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
                         show_default=True, help="Output format.")(f)
+
+
+def wide_option(f: F) -> F:
+    return click.option("--wide", is_flag=True,
+                        help="Every column (HBM reads and writes apart, FLOPs per algorithm); "
+                             "the default layout fits an 80-column terminal.")(f)

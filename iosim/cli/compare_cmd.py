@@ -6,7 +6,14 @@ import click
 
 from iosim.analysis.compare import compare
 from iosim.cli import cli
-from iosim.cli.common import comma_list, format_option, gpu_option, tiling_options, workload_options
+from iosim.cli.common import (
+    comma_list,
+    format_option,
+    gpu_option,
+    tiling_options,
+    wide_option,
+    workload_options,
+)
 from iosim.inputs.workload import PASSES, Workload
 
 
@@ -28,12 +35,13 @@ from iosim.inputs.workload import PASSES, Workload
 @click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
               show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML.")
 @format_option
+@wide_option
 def compare_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
                     kv_heads: int | None, batch: int, dtype: str, causal: bool,
                     unfused: str | None, block_q: int | None, block_kv: int | None,
                     sram: str | None, sram_elements: int | None, algo: str | None,
                     pass_: str, sparsity: float | None, splits: int | None, profile: str,
-                    fmt: str) -> None:
+                    fmt: str, wide: bool) -> None:
     """Traffic, FLOPs, roofline bound and time of each algorithm, per kernel and per tensor.
 
     \b
@@ -59,4 +67,4 @@ def compare_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     elif fmt == "markdown":
         click.echo(render.comparison_markdown(result), nl=False)
     else:
-        render.print_comparison(result, render.make_console())
+        render.print_comparison(result, render.make_console(), wide=wide)

@@ -358,7 +358,7 @@ def _footer(c: Comparison) -> Text:
         lines.append(f"Compulsory backward traffic (read Q, K, V, O, dO and the logsumexp L once; "
                      f"write dQ, dK, dV once): {fmt_bytes(compulsory_backward_bytes(c.workload))}")
         lines.extend(_training_lines(c))
-    rest = rest_line(c)
+    rest = rest_line(c) if c.workload.pass_ == "fwd" else ""
     if rest:
         lines.append(rest)
     lines.append(dram_line(c))
@@ -474,12 +474,10 @@ def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str
 
 
 def gpus_table(hardware: Sequence[Hardware]) -> Table:
-    table = Table(title="GPU models (configs/gpus; `iosim gpus show NAME` for sources)",
-                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
-    for name, justify in (("name", "left"), ("aliases", "left"), ("HBM BW", "right"),
-                          ("HBM", "right"), ("SRAM/block", "right"), ("SMs", "right"),
-                          ("peak fp16", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = _table("GPU models (configs/gpus; `iosim gpus show NAME` for sources)", (
+        ("name", "left"), ("aliases", "left"), ("HBM BW", "right"), ("HBM", "right"),
+        ("SRAM/block", "right"), ("SMs", "right"), ("peak fp16", "right")))
+    table.columns[1].no_wrap = False  # aliases wrap; a name is never cut
     for hw in hardware:
         f = hw.figures
         sms = f.get("sm_count")
