@@ -65,6 +65,25 @@ def _csv_text(value: Any) -> str:
     return '"' + s.replace('"', '""') + '"' if any(c in s for c in ',"\n') else s
 
 
+PER_POINT = ("gpu", "dtype", "pass", "causal", "batch", "heads", "kv_heads", "d", "n", "n_kv",
+             "sparsity", "sram_bytes")
+"""The leading columns, equal on the rows of one point's algorithms: formatted once per point."""
+
+
+def _rows_text(result: SweepResult, columns: dict[str, np.ndarray], template: str,
+               codes: list[str], lists: list[list[Any]], sep: str) -> list[str]:
+    """Every row of a chunk through `template`, the per-point columns formatted once a point."""
+    k = len(result.algorithms)
+    lead = len(PER_POINT)
+    assert list(columns)[:lead] == list(PER_POINT)
+    head = sep.join(template.split(sep)[:lead])
+    tail = sep.join(template.split(sep)[lead:])
+    heads = [head % row for row in zip(*(values[::k] for values in lists[:lead]), strict=True)]
+    tails = [tail % row for row in zip(*lists[lead:], strict=True)]
+    del codes
+    return [heads[i // k] + sep + t for i, t in enumerate(tails)]
+
+
 def write_csv(result: SweepResult, stream: IO[str]) -> None:
     """Every row as CSV, the header first; booleans True/False, missing blocks empty."""
     header_written = False
@@ -73,8 +92,8 @@ def write_csv(result: SweepResult, stream: IO[str]) -> None:
             stream.write(",".join(columns) + "\n")
             header_written = True
         codes, lists = _column_lists(columns, empty="", text=_csv_text, boolean=str)
-        template = ",".join(codes) + "\n"
-        stream.write("".join([template % row for row in zip(*lists, strict=True)]))
+        rows = _rows_text(result, columns, ",".join(codes), codes, lists, ",")
+        stream.write("\n".join(rows) + "\n")
 
 
 def _json_rows(result: SweepResult) -> Any:
@@ -82,9 +101,10 @@ def _json_rows(result: SweepResult) -> Any:
     for columns in _chunks(result):
         codes, lists = _column_lists(columns, empty="null", text=json.dumps,
                                      boolean=lambda v: "true" if v else "false")
-        template = "{" + ", ".join(f"{json.dumps(name)}: {code}"
-                                   for name, code in zip(columns, codes, strict=True)) + "}"
-        yield [template % row for row in zip(*lists, strict=True)]
+        template = ", ".join(f"{json.dumps(name)}: {code}"
+                             for name, code in zip(columns, codes, strict=True))
+        yield ["{" + row + "}" for row in _rows_text(result, columns, template, codes, lists,
+                                                     ", ")]
 
 
 def write_jsonl(result: SweepResult, stream: IO[str]) -> None:
