@@ -75,8 +75,9 @@ def bytes_records(result: FitResult) -> list[dict[str, Any]]:
 
 
 def _table(title: str, columns: Sequence[str], left: Sequence[str]) -> Table:
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for col in columns:
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+                  padding=0)
+    for col in columns:  # one space apart, headers wrap rather than values being cut
         table.add_column(col, justify="left" if col in left else "right")
     return table
 

@@ -41,8 +41,8 @@ def workload_options(f: F | None = None, *, n: int | None = None, heads: int = 1
 
 def _workload_options(f: F, *, n: int | None, heads: int, batch: int) -> F:
     options = [
-        click.option("--n", "n", type=int, required=n is None, default=n,
-                     show_default=n is not None, help="Query sequence length N."),
+        click.option("--n", "n", type=int, help="Query sequence length N.",
+                     **({"required": True} if n is None else {"default": n, "show_default": True})),
         click.option("--n-kv", type=int, default=None, help="Key/value length (default: --n)."),
         click.option("--d", "d", type=int, default=64, show_default=True, help="Head dimension."),
         click.option("--heads", type=int, default=heads, show_default=True, help="Query heads."),

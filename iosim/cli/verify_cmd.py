@@ -89,11 +89,11 @@ def _gradients_table(v: Verification) -> Table:
 
 def _counts_table(v: Verification) -> Table:
     table = Table(title="HBM traffic in elements, counted three ways", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False)
+                  title_justify="left", pad_edge=False, padding=0)
     for name, justify in (("algorithm", "left"), ("kernel", "left"), ("tensor", "left"),
                           ("op", "left"), ("closed form", "right"), ("tile walk", "right"),
                           ("executor", "right"), ("", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for a in v.algorithms:
         for i, t in enumerate(a.terms):
             table.add_row(a.name if i == 0 else "", t.kernel, t.tensor, t.op,

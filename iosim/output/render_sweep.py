@@ -73,7 +73,8 @@ def _rows(result: SweepResult, limit: int | None, *, wide: bool = False
             str(columns["algorithm"][i]),
             f"{columns['block_q'][i]}×{columns['block_kv'][i]}" if tiled else "—",
             _fits_text(bool(columns["fits_sram"][i]), _fits_hbm(columns, i)),
-            *([str(columns["splits"][i]) if tiled else "—"] if _has_splits(result) else []),
+            *([str(columns["splits"][i]) if tiled else "—"] if wide and _has_splits(result)
+              else []),
             *([fmt_bytes(float(columns["hbm_read_bytes"][i])),
                fmt_bytes(float(columns["hbm_write_bytes"][i]))] if wide else []),
             fmt_bytes(float(columns["hbm_bytes"][i])),
@@ -106,7 +107,7 @@ def _headers(result: SweepResult, *, wide: bool = False) -> list[tuple[str, str]
     axes = [(AXIS_HEADERS[a], "left" if a in ("gpu", "dtype", "pass_", "causal") else "right")
             for a in _shown_axes(result)]
     values = [("algorithm", "left"), ("B_r×B_c", "right"), ("fits", "left"),
-              *([("splits", "right")] if _has_splits(result) else []),
+              *([("splits", "right")] if wide and _has_splits(result) else []),
               *([("read", "right"), ("write", "right")] if wide else []),
               ("HBM", "right"), ("÷ std", "right"), *([("FLOP", "right")] if wide else []),
               ("time", "right"), ("speed-up", "right"), ("bound", "left")]

@@ -21,7 +21,7 @@ import numpy as np
 
 from iosim.analysis.sweep import SweepResult
 
-CHUNK_POINTS = 1 << 16
+CHUNK_POINTS = 1 << 14
 """Points per written block: bounds the memory to a few tens of MB whatever the sweep's size."""
 
 BLOCK_COLUMNS = ("block_q", "block_kv", "bwd_block_q", "bwd_block_kv")
