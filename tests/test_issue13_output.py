@@ -129,6 +129,7 @@ def test_compare_says_why_flops_over_peak_is_not_the_time() -> None:
 def test_verify_takes_every_commands_dtype_names(dtype: str) -> None:
     code, out, err = run("verify", "--n", "32", "--d", "8", "--block", "16", "--dtype", dtype)
     assert code == 0, err
+    assert f"data      {dtype.replace('fp', 'float')}" in out
 
 
 def test_verify_bf16_says_why_not() -> None:
@@ -161,7 +162,7 @@ def test_sram_beyond_the_gpu_is_refused_unless_forced() -> None:
     assert code == 2 and err.count("\n") == 1
     assert "166,912 B of shared memory a block may use" in err and "--force" in err
     code, out, _ = run("compare", "--n", "4096", "--gpu", "a100", "--sram", "1MiB", "--force")
-    assert code == 0 and "1,048,576" in out.replace(" ", "") or code == 0
+    assert code == 0 and "M = 524,288 fp16 elements (--sram 1MiB)" in " ".join(out.split())
 
 
 # item 6: compare's workload flags on roofline and report

@@ -114,13 +114,19 @@ def algorithm_options(f: F) -> F:
     return f
 
 
-def comparison_options(f: F | None = None, **defaults: Any) -> Any:
+def comparison_options(f: F) -> F:
     """Every flag of one comparison: --gpu, the workload, the tiling and the algorithms. One
-    option set for compare, roofline and report (issue 13 item 6); `defaults` as
-    workload_options'. The command then calls `workload_from` and `compare_arguments`."""
+    option set for compare, roofline and report (issue 13 item 6). The command then calls
+    `workload_from` and `compare_arguments`."""
+    return comparison_options_with()(f)
+
+
+def comparison_options_with(**defaults: Any) -> Callable[[F], F]:
+    """comparison_options with other workload defaults (as workload_options takes them)."""
     def apply(g: F) -> F:
-        return gpu_option(workload_options(tiling_options(algorithm_options(g)), **defaults))
-    return apply if f is None else apply(f)
+        with_workload: F = workload_options(tiling_options(algorithm_options(g)), **defaults)
+        return gpu_option(with_workload)
+    return apply
 
 
 WORKLOAD_PARAMS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal", "unfused",

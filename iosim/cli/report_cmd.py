@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from iosim.cli import cli
-from iosim.cli.common import comparison_options, compare_arguments, command_words, workload_from
+from iosim.cli.common import command_words, compare_arguments, comparison_options_with, workload_from
 from iosim.cli.lists import parse_list, parse_names
 
 DEFAULT_N_RANGE = "256..65536"
@@ -17,7 +17,7 @@ DEFAULT_BLOCK_RANGE = "16..1024"
 
 
 @cli.command("report")
-@comparison_options(n=1024, heads=16, batch=64)
+@comparison_options_with(n=1024, heads=16, batch=64)
 @click.option("--out", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
               help="Report folder (created; must be empty unless --force).")
 @click.option("--n-range", default=DEFAULT_N_RANGE, show_default=True, metavar="RANGE",
@@ -27,7 +27,7 @@ DEFAULT_BLOCK_RANGE = "16..1024"
 @click.option("--compare-gpus", default=None, metavar="LIST",
               help="GPUs for the comparison (default: every shipped GPU).")
 @click.pass_context
-def report_command(ctx: click.Context, out_dir: Path, n_range: str, block_range: str,
+def report_command(ctx: click.Context, /, out_dir: Path, n_range: str, block_range: str,
                    compare_gpus: str | None, **params: Any) -> None:
     """Write a report folder: index.md, index.html, PNG+SVG plots, CSV tables, summary.json.
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -143,8 +144,13 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
     if fmt in STREAMED:
         from iosim.output import sweep_stream
 
-        stream = click.get_text_stream("stdout")
-        getattr(sweep_stream, f"write_{fmt}")(result, stream)
+        stream = sys.stdout
+        if fmt == "csv":
+            sweep_stream.write_csv(result, stream)
+        elif fmt == "jsonl":
+            sweep_stream.write_jsonl(result, stream)
+        else:
+            sweep_stream.write_json(result, stream)
         stream.flush()
     elif fmt == "markdown":
         click.echo(render_sweep.sweep_markdown(result, limit=limit), nl=False)

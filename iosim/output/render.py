@@ -20,7 +20,7 @@ from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.compare import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.inputs.hardware import Figure, Hardware
-from iosim.output.console import make_console
+from iosim.output.console import make_console as make_console  # re-exported for the commands
 
 # ---------------------------------------------------------------------------------------------
 # numbers for people
@@ -257,8 +257,8 @@ def rest_line(c: Comparison) -> str:
     parts = []
     for a in c.algorithms:
         by = a.traffic.by_category()
-        rest = {cat: sum(ops.values()) for cat, ops in by.items()
-                if cat not in IO_TENSORS and sum(ops.values())}
+        moved = {cat: ops["read"] + ops["write"] for cat, ops in by.items()}
+        rest = {cat: b for cat, b in moved.items() if cat not in IO_TENSORS and b}
         if rest:
             parts.append(f"{a.name} " + " + ".join(
                 f"{_rest_name(cat)} {fmt_bytes(v)}" for cat, v in rest.items()))

@@ -259,7 +259,8 @@ def roofline_note(c: Comparison) -> str:
     if not above:
         return ""
     names = ", ".join(f"{r['algorithm']} {r['label']}" for r in above)
-    return (f"FLOP/s = every FLOP (matmul + elementwise) ÷ time. {names} show{'s' if len(above) == 1 else ''} more than the "
+    verb = "shows" if len(above) == 1 else "show"
+    return (f"FLOP/s = every FLOP (matmul + elementwise) ÷ time. {names} {verb} more than the "
             f"{fmt_rate(peak, 'FLOP/s')} matmul peak because its elementwise (softmax) FLOPs run "
             f"on the vector units at the same time as the tensor cores; its matmul FLOPs alone "
             f"stay under the peak.")
