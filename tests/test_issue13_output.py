@@ -195,3 +195,20 @@ def test_sweep_jsonl_is_metadata_then_one_row_per_line() -> None:
     assert lines[0]["metadata"]["points"] == 3
     assert len(lines) == 1 + 3 * 4  # splitkv joins for N = 1
     assert {row["algorithm"] for row in lines[1:]} == {"standard", "flash1", "flash2", "splitkv"}
+
+
+# item 12: why FlashAttention is slower, where it is
+@pytest.mark.parametrize(("gpu", "d", "algorithm"), [("mi300x", "128", "flash1"),
+                                                       ("t4", "256", "flash2"),
+                                                       ("a100", "1024", "flash1")])
+def test_a_slower_flashattention_says_why(gpu: str, d: str, algorithm: str) -> None:
+    code, out, _ = run("compare", "--n", "4096", "--d", d, "--gpu", gpu)
+    assert code == 0
+    text = " ".join(out.split())
+    assert f"Why {algorithm} is slower here" in text
+    assert "leave blocks of only" in text and "real kernels" in text
+
+
+def test_no_why_line_where_flashattention_wins() -> None:
+    _, out, _ = run("compare", "--n", "4096", "--gpu", "a100")
+    assert "is slower here" not in out
