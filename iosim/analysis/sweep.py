@@ -43,6 +43,7 @@ from iosim.algorithms.loopnest import (
     kernel_sums,
 )
 from iosim.algorithms.splitkv import MAX_SPLITS, SplitKV
+from iosim.analysis.compare import footprint_bytes, kept_for_backward
 from iosim.errors import IosimError
 from iosim.estimates.roofline import Profile, roofline_time, roofs_for
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware, resolve_hardware
@@ -128,6 +129,8 @@ class AlgorithmGrid:
     block_kv: np.ndarray
     fits_sram: np.ndarray
     """Whether the tiles fit the SRAM (always True for an untiled algorithm)."""
+    fits_in_hbm: np.ndarray
+    """Whether what the algorithm holds (Footprint.total_bytes) fits the GPU's HBM."""
     hbm_read_bytes: np.ndarray
     hbm_write_bytes: np.ndarray
     matmul_flops: np.ndarray
@@ -232,6 +235,7 @@ class SweepResult:
         cols["block_q"] = interleave([a.block_q for a in chosen])
         cols["block_kv"] = interleave([a.block_kv for a in chosen])
         cols["fits_sram"] = interleave([a.fits_sram for a in chosen])
+        cols["fits_in_hbm"] = interleave([a.fits_in_hbm for a in chosen])
         cols["bwd_block_q"] = interleave([a.bwd_block_q for a in chosen])
         cols["bwd_block_kv"] = interleave([a.bwd_block_kv for a in chosen])
         cols["splits"] = interleave([a.splits for a in chosen])
@@ -459,6 +463,7 @@ class _Grid:
     kv_heads: np.ndarray
     element_bytes: np.ndarray
     sram_bytes: np.ndarray
+    hbm_capacity: np.ndarray
     sparsity_num: Any
     sparsity_den: Any
     """Python 1, 1 when every point is dense (block_sums' dense path), else arrays."""
@@ -523,7 +528,9 @@ def _grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[_Grid, list[st
     grid = _Grid(n=n, n_kv=np.where(n_kv_given > 0, n_kv_given, n), d=ints("d"),
                  batch=ints("batch"), heads=heads,
                  kv_heads=np.where(kv_given > 0, kv_given, heads), element_bytes=elt,
-                 sram_bytes=sram, sparsity_num=num, sparsity_den=den, bandwidth=bandwidth,
+                 sram_bytes=sram,
+                 hbm_capacity=_along("gpu", [float(hw.hbm_capacity_bytes) for hw in hardware]),
+                 sparsity_num=num, sparsity_den=den, bandwidth=bandwidth,
                  matmul_peak=matmul, vector_peak=vector, efficiency=efficiency,
                  additive_compute=roofs.additive_compute)
     return grid, list(dict.fromkeys(notes))
@@ -680,6 +687,9 @@ class _KernelPlan:
     lists: tuple[tuple[Kernel, ...], ...]
     which: Any
     """Index into `lists`: an int (one list everywhere) or a broadcastable array."""
+    kept: tuple[tuple[Any, Any, str], ...] = ()
+    """Per list: (saved accesses, fixed buffers, pass) of compare.kept_for_backward, for the
+    HBM footprint (the pass decides the kernel list, so one pass per list)."""
 
 
 def _probe_workload(spec: SweepSpec, values: dict[str, Any]) -> Workload:
@@ -736,18 +746,21 @@ def _kernel_plan(spec: SweepSpec, algorithm: Algorithm, tiles: _Tiles) -> _Kerne
         split_values = [int(classes)]
     # 2. one kernels() call per combination of those axes' values and split counts
     lists: dict[tuple[Kernel, ...], int] = {}
+    kept: list[tuple[Any, Any, str]] = []
     sizes = [len(spec.values(a)) for a in read_axes] + [len(split_values)]
     table = np.zeros(sizes, dtype=np.int64)
     for combo in itertools.product(*(range(k) for k in sizes)):
         values = {a: spec.values(a)[i] for a, i in zip(read_axes, combo, strict=False)}
-        kernels = _kernels(algorithm, _probe_workload(spec, values), split_values[combo[-1]],
-                           set())
+        probe = _probe_workload(spec, values)
+        kernels = _kernels(algorithm, probe, split_values[combo[-1]], set())
+        if kernels not in lists:
+            kept.append((*kept_for_backward(algorithm, _workload(spec, **values)), probe.pass_))
         table[combo] = lists.setdefault(kernels, len(lists))
     if len(lists) == 1:
-        return _KernelPlan(tuple(lists), 0)
+        return _KernelPlan(tuple(lists), 0, tuple(kept))
     index = tuple(_along(a, np.arange(len(spec.values(a)))) for a in read_axes)
     which = table[(*index, split_index)]
-    return _KernelPlan(tuple(lists), which)
+    return _KernelPlan(tuple(lists), which, tuple(kept))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -779,7 +792,7 @@ def sweep(
         t = tiles[a.name]
         out = {**{k: np.zeros(shape, dtype=np.int64) for k in _OUTPUTS_INT},
                **{k: np.zeros(shape, dtype=np.float64) for k in _OUTPUTS_FLOAT},
-               "fits_sram": np.ones(shape, dtype=bool)}
+               "fits_sram": np.ones(shape, dtype=bool), "fits_in_hbm": np.ones(shape, dtype=bool)}
         if a.tiled:
             out["block_q"][...] = t.block_q
             out["block_kv"][...] = t.block_kv
@@ -846,7 +859,7 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: _Tiles, g: _G
         tiles.splits)))
     if len(plan.lists) == 1:
         _evaluate(algorithm, plan.lists[0], g, t, causal, lambda key, value: out[key].__setitem__(
-            where, value))
+            where, value), plan.kept[0])
         return
     part_shape = _part_shape(shape, where)
     which = np.broadcast_to(_take(plan.which, where), part_shape)
@@ -861,12 +874,33 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: _Tiles, g: _G
         def put(key: str, value: Any, mask: np.ndarray = mask) -> None:
             out[key][where][mask] = value
 
-        _evaluate(algorithm, kernels, g.subset(part_shape, mask), sub_t, causal, put)
+        _evaluate(algorithm, kernels, g.subset(part_shape, mask), sub_t, causal, put,
+                  plan.kept[index])
+
+
+@dataclass(frozen=True, slots=True)
+class _ArrayWorkload:
+    """The Workload fields that compare.footprint_bytes reads, as a sweep's arrays."""
+
+    n: Any
+    seq_kv: Any
+    d: Any
+    batch: Any
+    heads: Any
+    heads_kv: Any
+    element_bytes: Any
+    pass_: str
 
 
 def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: _Grid, t: _Tiles,
-              causal: bool, put: Callable[[str, Any], None]) -> None:
+              causal: bool, put: Callable[[str, Any], None],
+              kept: tuple[Any, Any, str]) -> None:
     """One kernel list over a slice (or a masked subset) of the grid."""
+    saved, fixed, pass_ = kept
+    held = footprint_bytes(kernels, _ArrayWorkload(g.n, g.n_kv, g.d, g.batch, g.heads,
+                                                   g.kv_heads, g.element_bytes, pass_),
+                           saved=saved, splits=t.splits, fixed=fixed)
+    put("fits_in_hbm", held <= g.hbm_capacity)
     if algorithm.tiled:
         block_q, block_kv = t.block_q, t.block_kv
     else:
