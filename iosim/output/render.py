@@ -184,12 +184,12 @@ def kernel_table(c: Comparison, *, wide: bool = False) -> Table:
 def kernel_legend(c: Comparison) -> Text:
     """What the kernel table's columns count, and why FLOPs ÷ peak need not be the time."""
     roofs = c.roofs
-    compute = ("matmul ÷ matmul peak + elementwise ÷ elementwise rate" if roofs.additive_compute
-               else "max(matmul ÷ matmul peak, elementwise ÷ vector peak)")
+    rule = ("max(DRAM ÷ bandwidth, matmul ÷ matmul peak + elementwise ÷ elementwise rate) ÷ "
+            "efficiency" if roofs.additive_compute else
+            "max(HBM ÷ bandwidth, matmul ÷ matmul peak, elementwise ÷ vector peak)")
     return Text(f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
-                f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = max(HBM ÷ "
-                f"bandwidth, {compute}), so FLOPs ÷ the matmul peak is not the time: the "
-                f"elementwise FLOPs run on other units.")
+                f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = {rule}, so FLOPs "
+                f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units.")
 
 
 def summary_table(c: Comparison, *, wide: bool = False) -> Table:
