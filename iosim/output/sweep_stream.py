@@ -70,17 +70,24 @@ PER_POINT = ("gpu", "dtype", "pass", "causal", "batch", "heads", "kv_heads", "d"
 """The leading columns, equal on the rows of one point's algorithms: formatted once per point."""
 
 
-def _rows_text(result: SweepResult, columns: dict[str, np.ndarray], template: str,
-               codes: list[str], lists: list[list[Any]], sep: str) -> list[str]:
-    """Every row of a chunk through `template`, the per-point columns formatted once a point."""
+def _per_point(result: SweepResult, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """The chunk's columns with the PER_POINT ones once per point instead of once per row."""
+    k = len(result.algorithms)
+    assert list(columns)[:len(PER_POINT)] == list(PER_POINT)
+    return {name: values[::k] if name in PER_POINT else values
+            for name, values in columns.items()}
+
+
+def _rows_text(result: SweepResult, template: str, lists: list[list[Any]], sep: str
+               ) -> list[str]:
+    """Every row of a chunk through `template`; the per-point columns (`lists` from
+    `_per_point`) formatted once a point and joined to each of its algorithms' rows."""
     k = len(result.algorithms)
     lead = len(PER_POINT)
-    assert list(columns)[:lead] == list(PER_POINT)
     head = sep.join(template.split(sep)[:lead])
     tail = sep.join(template.split(sep)[lead:])
-    heads = [head % row for row in zip(*(values[::k] for values in lists[:lead]), strict=True)]
+    heads = [head % row for row in zip(*lists[:lead], strict=True)]
     tails = [tail % row for row in zip(*lists[lead:], strict=True)]
-    del codes
     return [heads[i // k] + sep + t for i, t in enumerate(tails)]
 
 
@@ -91,20 +98,20 @@ def write_csv(result: SweepResult, stream: IO[str]) -> None:
         if not header_written:
             stream.write(",".join(columns) + "\n")
             header_written = True
-        codes, lists = _column_lists(columns, empty="", text=_csv_text, boolean=str)
-        rows = _rows_text(result, columns, ",".join(codes), codes, lists, ",")
+        codes, lists = _column_lists(_per_point(result, columns), empty="", text=_csv_text,
+                                     boolean=str)
+        rows = _rows_text(result, ",".join(codes), lists, ",")
         stream.write("\n".join(rows) + "\n")
 
 
 def _json_rows(result: SweepResult) -> Any:
     """Each chunk's rows as JSON objects, one per line (no trailing newline)."""
     for columns in _chunks(result):
-        codes, lists = _column_lists(columns, empty="null", text=json.dumps,
-                                     boolean=lambda v: "true" if v else "false")
+        codes, lists = _column_lists(_per_point(result, columns), empty="null",
+                                     text=json.dumps, boolean=lambda v: "true" if v else "false")
         template = ", ".join(f"{json.dumps(name)}: {code}"
                              for name, code in zip(columns, codes, strict=True))
-        yield ["{" + row + "}" for row in _rows_text(result, columns, template, codes, lists,
-                                                     ", ")]
+        yield ["{" + row + "}" for row in _rows_text(result, template, lists, ", ")]
 
 
 def write_jsonl(result: SweepResult, stream: IO[str]) -> None:
