@@ -26,10 +26,13 @@ GRID = ["--n", "512..10240:512", "--block-kv", "auto,16,32,48,64,96,128,256,512,
 FORMATS = ("table", "csv", "jsonl", "json")
 
 
-def run(fmt: str) -> tuple[float, float, int]:
-    """(seconds, peak RSS in MB, bytes written) of one `iosim sweep --format fmt`."""
+def run(fmt: str) -> tuple[float, float, float, int]:
+    """(wall seconds, CPU seconds, peak RSS in MB, bytes written) of one `iosim sweep --format
+    fmt`. CPU seconds (user + system of the child) are the figure to compare on a shared
+    machine, where the wall time also counts the other processes' turns."""
     command = [sys.executable, "-m", "iosim", "sweep", *GRID, "--format", fmt]
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before, cpu_before = usage.ru_maxrss, usage.ru_utime + usage.ru_stime
     start = time.perf_counter()
     with open(os.devnull, "w") as sink:
         proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=sink)
@@ -41,17 +44,19 @@ def run(fmt: str) -> tuple[float, float, int]:
     seconds = time.perf_counter() - start
     if proc.returncode != 0:
         raise SystemExit(f"{' '.join(command)} failed with status {proc.returncode}")
-    peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    cpu = usage.ru_utime + usage.ru_stime - cpu_before
     # ru_maxrss of the children is the largest of any child so far: runs go smallest first
-    return seconds, max(peak_kb, before) / 1024, size
+    return seconds, cpu, max(usage.ru_maxrss, before) / 1024, size
 
 
 def main(formats: list[str]) -> None:
-    print(f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs")
+    print(f"Python {platform.python_version()}, {platform.machine()}, {os.cpu_count()} CPUs, "
+          f"load {os.getloadavg()[0]:.1f}", flush=True)
     for fmt in formats:
-        seconds, peak_mb, size = run(fmt)
-        print(f"--format {fmt:<6} {seconds:6.1f} s  peak RSS {peak_mb:6.0f} MB  "
-              f"{size / 1e6:8.1f} MB written")
+        seconds, cpu, peak_mb, size = run(fmt)
+        print(f"--format {fmt:<6} {seconds:6.1f} s wall  {cpu:6.1f} s CPU  peak RSS "
+              f"{peak_mb:6.0f} MB  {size / 1e6:8.1f} MB written", flush=True)
 
 
 if __name__ == "__main__":
