@@ -19,89 +19,37 @@ from rich.text import Text
 from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.compare import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
-from iosim.inputs.hardware import Figure, Hardware
 from iosim.output.console import make_console as make_console  # re-exported for the commands
-
-# ---------------------------------------------------------------------------------------------
-# numbers for people
-
-
-SI_PREFIXES = (("E", 1e18), ("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6), ("k", 1e3))
-
-
-def fmt_si(value: float, unit: str = "", *, space: bool = True) -> str:
-    """Three significant digits and an SI prefix, never e-notation: 2.67e5, 'FLOP' ->
-    '267 kFLOP'; 1.1479e15 -> '1.15 P'; whole numbers under 1000 as they are ('512 FLOP').
-    The one rule behind fmt_flops, fmt_rate and fmt_count."""
-    if value != value or value in (float("inf"), float("-inf")):
-        return "—"
-    prefix, scaled = "", float(value)
-    for name, scale in reversed(SI_PREFIXES):  # k, M, G, ...: the largest that keeps |x| ≥ 1
-        if abs(value) >= scale * 0.9995:
-            prefix, scaled = name, value / scale
-    if prefix == "" and float(value).is_integer():
-        text = f"{int(value)}"
-    elif abs(scaled) >= 99.95:
-        text = f"{scaled:.0f}"
-    elif abs(scaled) >= 9.995:
-        text = f"{scaled:.1f}"
-    else:
-        text = f"{scaled:.2f}"
-    sep = " " if space and (prefix or unit) else ""
-    return f"{text}{sep}{prefix}{unit}"
-
-
-def fmt_bytes(n: float) -> str:
-    """Decimal (SI) bytes with one decimal: 136314880 -> '136.3 MB' (the seed articles' unit)."""
-    for unit, scale in (("EB", 1e18), ("PB", 1e15), ("TB", 1e12), ("GB", 1e9), ("MB", 1e6),
-                        ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def fmt_binary_bytes(n: float) -> str:
-    """Binary bytes: 134217728 -> '128 MiB'."""
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.4g} {unit}"
-    return f"{n:.0f} B"
-
-
-def fmt_time(seconds: float) -> str:
-    """'68.2 µs', '273 ns'; zero is '0 s' and under a nanosecond keeps its digits ('0.42 ns')."""
-    if seconds == 0:
-        return "0 s"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.1f} {unit}"
-    return f"{seconds / 1e-9:.3g} ns"
-
-
-def fmt_flops(n: float) -> str:
-    """Three significant digits: '4.38 GFLOP', '83.9 MFLOP', '240 kFLOP', '0 FLOP'."""
-    return "0 FLOP" if n == 0 else fmt_si(n, "FLOP")
-
-
-fmt_flops_fit = fmt_flops
-"""Kept for callers of the old name: fmt_flops is at most 10 characters now."""
-
-
-def fmt_rate(value: float, unit: str) -> str:
-    """4.8e12, 'B/s' -> '4.80 TB/s'; 3.12e14, 'FLOP/s' -> '312 TFLOP/s'."""
-    return f"0 {unit}" if value == 0 else fmt_si(value, unit)
-
-
-def fmt_count(n: float) -> str:
-    """A bare count: '17.0M', '1.15P', '512'."""
-    return "0" if n == 0 else fmt_si(n, space=False)
-
-
-def fmt_intensity(flops_per_byte: float) -> str:
-    """FLOP per HBM byte: '62.1', '0' for a kernel without FLOPs, '—' without bytes."""
-    if flops_per_byte in (float("inf"), float("-inf")) or flops_per_byte != flops_per_byte:
-        return "—"
-    return "0" if flops_per_byte == 0 else f"{flops_per_byte:.1f}"
+from iosim.output.numbers import (  # re-exported: render.fmt_bytes etc. stay where they were
+    SI_PREFIXES as SI_PREFIXES,
+)
+from iosim.output.numbers import (
+    fmt_binary_bytes as fmt_binary_bytes,
+)
+from iosim.output.numbers import (
+    fmt_bytes as fmt_bytes,
+)
+from iosim.output.numbers import (
+    fmt_count as fmt_count,
+)
+from iosim.output.numbers import (
+    fmt_flops as fmt_flops,
+)
+from iosim.output.numbers import (
+    fmt_flops_fit as fmt_flops_fit,
+)
+from iosim.output.numbers import (
+    fmt_intensity as fmt_intensity,
+)
+from iosim.output.numbers import (
+    fmt_rate as fmt_rate,
+)
+from iosim.output.numbers import (
+    fmt_si as fmt_si,
+)
+from iosim.output.numbers import (
+    fmt_time as fmt_time,
+)
 
 
 def _tiling(a: AlgorithmEstimate) -> str:
@@ -155,7 +103,7 @@ def _header(c: Comparison) -> Table:
     return label_grid(rows)
 
 
-def _table(title: str, columns: Sequence[tuple[str, str]]) -> Table:
+def compact_table(title: str, columns: Sequence[tuple[str, str]]) -> Table:
     """A compact table: one space between columns, nothing at the edges, cells never cut."""
     table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
                   padding=0)
@@ -171,7 +119,7 @@ def kernel_table(c: Comparison, *, wide: bool = False) -> Table:
                *([("read", "right"), ("write", "right")] if wide else []),
                ("HBM", "right"), ("FLOPs", "right"), ("FLOP/B", "right"), ("bound", "left"),
                ("time", "right")]
-    table = _table("Kernels (HBM bytes, executed FLOPs, roofline time)", columns)
+    table = compact_table("Kernels (HBM bytes, executed FLOPs, roofline time)", columns)
     for a in c.algorithms:
         for i, k in enumerate(a.kernels):
             rw = [fmt_bytes(k.hbm_read_bytes), fmt_bytes(k.hbm_write_bytes)] if wide else []
@@ -194,7 +142,7 @@ def kernel_legend(c: Comparison) -> Text:
 
 def summary_table(c: Comparison, *, wide: bool = False) -> Table:
     """One row per algorithm; its FLOPs only with `wide` (they are the kernel table's sums)."""
-    table = _table("Per algorithm", (
+    table = compact_table("Per algorithm", (
         ("algorithm", "left"), ("blocks", "right"), ("HBM", "right"), ("÷ std", "right"),
         *([("FLOPs", "right")] if wide else []), ("time", "right"), ("speed-up", "right"),
         ("bound", "left"), ("extra HBM", "right"), ("fits HBM", "left")))
@@ -231,7 +179,7 @@ def tensor_table(c: Comparison, *, wide: bool = False) -> Table:
     cats = _categories(c)
     stats = sorted({t.tensor for a in c.algorithms for t in a.traffic
                     if t.category == "statistics"})
-    table = _table("HBM bytes by tensor", [("tensor", "left"), ("op", "left"),
+    table = compact_table("HBM bytes by tensor", [("tensor", "left"), ("op", "left"),
                                            *((a.name, "right") for a in c.algorithms)])
     by = [a.traffic.by_category() for a in c.algorithms]
     for cat in cats:
@@ -486,91 +434,3 @@ def comparison_markdown(c: Comparison) -> str:
     parts.append(kernel_legend(c).plain + "  ")
     parts.append(_footer(c).plain.replace("\n", "  \n"))
     return "\n".join(parts) + "\n"
-
-
-# ---------------------------------------------------------------------------------------------
-# gpus
-
-
-def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str:
-    if fig is None:
-        return "—"
-    text = fmt_binary_bytes(fig.value) if binary else fmt_rate(fig.value, unit)
-    return text + (" (est.)" if fig.estimate else "")
-
-
-def gpus_table(hardware: Sequence[Hardware]) -> Table:
-    table = _table("GPU models (configs/gpus; `iosim gpus show NAME` for sources)", (
-        ("name", "left"), ("aliases", "left"), ("HBM BW", "right"), ("HBM", "right"),
-        ("SRAM/block", "right"), ("SMs", "right"), ("peak fp16", "right")))
-    table.columns[1].no_wrap = False  # aliases wrap; a name is never cut
-    for hw in hardware:
-        f = hw.figures
-        sms = f.get("sm_count")
-        table.add_row(hw.name, ", ".join(hw.aliases),
-                      _figure_value(f["hbm_bandwidth"], "B/s"),
-                      _figure_value(f["hbm_capacity"], "B"),
-                      _figure_value(f["sram_per_block"], "B", binary=True),
-                      "—" if sms is None else f"{sms.value:.0f}" + (" (est.)" if sms.estimate else ""),
-                      _figure_value(f.get("peak_flops.fp16"), "FLOP/s"))
-    return table
-
-
-_FIGURE_UNITS = {"hbm_capacity": ("B", False), "hbm_bandwidth": ("B/s", False),
-                 "l2_size": ("B", True), "l2_bandwidth": ("B/s", False),
-                 "sram_per_sm": ("B", True), "sram_per_block": ("B", True),
-                 "sram_bandwidth": ("B/s", False)}
-
-
-def figure_text(key: str, fig: Figure) -> str:
-    if key == "sm_count":
-        return f"{fig.value:.0f}"
-    if key.startswith("peak_flops") or key == "vector_flops":
-        return fmt_rate(fig.value, "FLOP/s")
-    unit, binary = _FIGURE_UNITS[key]
-    return fmt_binary_bytes(fig.value) if binary else fmt_rate(fig.value, unit)
-
-
-def gpu_detail(hw: Hardware) -> RenderableType:
-    head = Text("\n".join(line for line in (
-        f"{hw.display_name}  ({hw.name})",
-        f"aliases: {', '.join(hw.aliases) or '—'}",
-        f"vendor: {hw.vendor}" + (f" · {hw.architecture}" if hw.architecture else "")
-        if hw.vendor else "",
-        f"file: {hw.path}",
-        f"notes: {hw.notes}" if hw.notes else "",
-    ) if line))
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_lines=False)
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_column("source", overflow="fold")
-    for key, fig in hw.figures.items():
-        value = figure_text(key, fig) + (" (estimate)" if fig.estimate else "")
-        table.add_row(key, value, fig.source + (f" — {fig.note}" if fig.note else ""))
-    parts: list[RenderableType] = [head, table]
-    if hw.measured is not None:
-        m = hw.measured
-        measured = Table(title="measured (iosim calibrate)", box=box.SIMPLE_HEAD,
-                         title_justify="left", pad_edge=False, collapse_padding=True)
-        measured.add_column("figure")
-        measured.add_column("value", justify="right")
-        for key, fig in m.figures.items():
-            measured.add_row(key, figure_text(key, fig))
-        for kind, eff in m.kernel_efficiency.items():
-            measured.add_row(f"efficiency.{kind}", f"{eff:.3f}")
-        parts += [measured, Text(f"provenance: {m.provenance}")]
-    return Group(*parts)
-
-
-def gpu_dict(hw: Hardware) -> dict[str, Any]:
-    return {
-        "name": hw.name, "display_name": hw.display_name, "aliases": list(hw.aliases),
-        "path": hw.path, "vendor": hw.vendor, "architecture": hw.architecture,
-        "figures": {k: {"value": f.value, "source": f.source, "estimate": f.estimate}
-                    for k, f in hw.figures.items()},
-        "measured": None if hw.measured is None else {
-            "provenance": hw.measured.provenance,
-            "figures": {k: f.value for k, f in hw.measured.figures.items()},
-            "kernel_efficiency": dict(hw.measured.kernel_efficiency),
-        },
-    }
