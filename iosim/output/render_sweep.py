@@ -9,6 +9,7 @@ one row per (grid point, algorithm).
 from __future__ import annotations
 
 import io
+import itertools
 import textwrap
 from typing import Any
 
@@ -145,15 +146,46 @@ def header_text(result: SweepResult) -> str:
     return "\n".join(lines)
 
 
-def sweep_renderable(result: SweepResult, *, limit: int | None = 100,
-                     wide: bool = False) -> RenderableType:
-    rows, total = _rows(result, limit, wide=wide)
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, padding=0)
-    for name, justify in _headers(result, wide=wide):
+def _sweep_table(headers: list[tuple[str, str]], rows: list[list[str]],
+                 title: str | None = None) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  padding=0)
+    for name, justify in headers:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*row)
-    parts: list[RenderableType] = [label_grid(header_rows(result)), Text(""), table]
+    return table
+
+
+def _width(renderable: RenderableType) -> int:
+    from rich.console import Console
+
+    return Console(width=1000).measure(renderable).maximum
+
+
+def _stacked(headers: list[tuple[str, str]], rows: list[list[str]], axes: int,
+             width: int | None, title: str) -> list[RenderableType]:
+    """One table, or, when it is wider than `width`, one per value of its first axis column
+    (named in the title), as many axes deep as it takes to fit."""
+    table = _sweep_table(headers, rows, title or None)
+    if width is None or axes == 0 or _width(table) <= width:
+        return [table]
+    name = headers[0][0]
+    out: list[RenderableType] = []
+    for value, group in itertools.groupby(rows, key=lambda r: r[0]):
+        out += _stacked(headers[1:], [r[1:] for r in group], axes - 1, width,
+                        f"{title} · {name} {value}" if title else f"{name} {value}")
+    return out
+
+
+def sweep_renderable(result: SweepResult, *, limit: int | None = 100, wide: bool = False,
+                     width: int | None = None) -> RenderableType:
+    """The header and the rows; wider than `width`, the rows stack into one table per value of
+    the first varying axis (its value in the table's title) rather than being cut."""
+    rows, total = _rows(result, limit, wide=wide)
+    headers = _headers(result, wide=wide)
+    tables = _stacked(headers, rows, len(_shown_axes(result)), width, "")
+    parts: list[RenderableType] = [label_grid(header_rows(result)), Text(""), *tables]
     if len(rows) < total:
         parts.append(Text(f"… {total - len(rows):,} more rows; use --limit, or --format "
                           f"csv/jsonl/json for all {total:,}"))
@@ -161,12 +193,11 @@ def sweep_renderable(result: SweepResult, *, limit: int | None = 100,
 
 
 def print_sweep(result: SweepResult, *, limit: int | None = 100, wide: bool = False) -> None:
-    """To stdout: a terminal keeps its width; a pipe or file gets as wide as the table needs."""
-    from rich.console import Console
-
-    renderable = sweep_renderable(result, limit=limit, wide=wide)
-    needed = Console(width=1000).measure(renderable).maximum
-    make_console(pipe_width=max(PIPE_WIDTH, needed)).print(renderable)
+    """To stdout: a terminal keeps its width (the table stacks by its first axis when it is too
+    wide); a pipe or file gets $COLUMNS, else as wide as the table needs."""
+    needed = _width(sweep_renderable(result, limit=limit, wide=wide))
+    console = make_console(pipe_width=max(PIPE_WIDTH, needed))
+    console.print(sweep_renderable(result, limit=limit, wide=wide, width=console.width))
 
 
 def sweep_markdown(result: SweepResult, *, limit: int | None = 100) -> str:
