@@ -104,7 +104,7 @@ def test_seed_figure_is_reconciled() -> None:
 
 # item 9: SI formatting everywhere, and the tables say what they count
 @pytest.mark.parametrize(("value", "text"), [
-    (1_147_890.1e9, "1.15P"), (2.67e5, "267k"), (240_352, "240k"), (17.0e6, "17.0M"), (512, "512"),
+    (1_147_890.1e9, "1.15P"), (2.67e5, "267k"), (240_352, "240k"), (17.0e6, "17M"), (1.05e6, "1.05M"), (512, "512"),
 ])
 def test_counts_use_si_prefixes_without_exponents(value: float, text: str) -> None:
     assert render.fmt_count(value) == text
@@ -116,7 +116,8 @@ def test_flops_and_times_have_one_format() -> None:
     assert render.fmt_flops(4.38e9) == "4.38 GFLOP"
     assert render.fmt_time(0) == "0 s"
     assert render.fmt_time(4e-10) == "0.4 ns"
-    assert render.fmt_rate(4.8e18, "FLOP/s") == "4.80 EFLOP/s"
+    assert render.fmt_rate(4.8e18, "FLOP/s") == "4.8 EFLOP/s"
+    assert render.fmt_flops(4.0e9) == "4 GFLOP"
 
 
 def test_compare_says_why_flops_over_peak_is_not_the_time() -> None:

@@ -155,14 +155,14 @@ def compare_arguments(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def command_words(ctx: click.Context, params: dict[str, Any]) -> list[str]:
-    """The flags a user gave that differ from their defaults, as words of a command line (a
-    report records the command that remakes it)."""
+    """Every option with a value (defaults spelled out; unset options and flags left off), as
+    words of the command line that remakes a report."""
     words: list[str] = []
     for param in ctx.command.params:
         if not isinstance(param, click.Option) or param.name not in params:
             continue
         value = params[param.name]
-        if value is None or value == param.default or value is False:
+        if value is None or value is False:
             continue
         flag = max(param.opts, key=len)
         words += [flag] if param.is_flag else [flag, str(value)]

@@ -1,7 +1,7 @@
 """Numbers for people: SI prefixes with units, one rule for every command and format.
 
 Bytes keep one decimal (the seed articles' '136.3 MB'); FLOPs, rates and counts three significant
-digits ('4.38 GFLOP', '312 TFLOP/s', '17.0M'); never e-notation, never '0 ns'.
+digits at most ('4.38 GFLOP', '312 TFLOP/s', '17M'); never e-notation, never '0 ns'.
 """
 
 from __future__ import annotations
@@ -27,6 +27,8 @@ def fmt_si(value: float, unit: str = "", *, space: bool = True) -> str:
         text = f"{scaled:.1f}"
     else:
         text = f"{scaled:.2f}"
+    if "." in text:  # '4.80' -> '4.8', '19.0' -> '19': three significant digits at most
+        text = text.rstrip("0").rstrip(".")
     sep = " " if space and (prefix or unit) else ""
     return f"{text}{sep}{prefix}{unit}"
 
@@ -68,12 +70,12 @@ fmt_flops_fit = fmt_flops
 
 
 def fmt_rate(value: float, unit: str) -> str:
-    """4.8e12, 'B/s' -> '4.80 TB/s'; 3.12e14, 'FLOP/s' -> '312 TFLOP/s'."""
+    """4.8e12, 'B/s' -> '4.8 TB/s'; 3.12e14, 'FLOP/s' -> '312 TFLOP/s'."""
     return f"0 {unit}" if value == 0 else fmt_si(value, unit)
 
 
 def fmt_count(n: float) -> str:
-    """A bare count: '17.0M', '1.15P', '512'."""
+    """A bare count: '17M', '1.15P', '512'."""
     return "0" if n == 0 else fmt_si(n, space=False)
 
 
