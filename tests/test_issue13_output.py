@@ -104,7 +104,8 @@ def test_seed_figure_is_reconciled() -> None:
 
 # item 9: SI formatting everywhere, and the tables say what they count
 @pytest.mark.parametrize(("value", "text"), [
-    (1_147_890.1e9, "1.15P"), (2.67e5, "267k"), (240_352, "240k"), (17.0e6, "17M"), (1.05e6, "1.05M"), (512, "512"),
+    (1_147_890.1e9, "1.15P"), (2.67e5, "267k"), (240_352, "240k"), (17.0e6, "17M"),
+    (1.05e6, "1.05M"), (512, "512"),
 ])
 def test_counts_use_si_prefixes_without_exponents(value: float, text: str) -> None:
     assert render.fmt_count(value) == text
