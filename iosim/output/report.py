@@ -280,8 +280,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
 
     # 1. the comparison
     blocks += [Heading(2, "1. Standard attention vs FlashAttention")]
-    for table in (render.summary_table(comparison), render.kernel_table(comparison),
-                  render.tensor_table(comparison)):
+    for table in (render.summary_table(comparison, wide=True),
+                  render.kernel_table(comparison, wide=True), render.tensor_table(comparison)):
         blocks.append(_rich_table(table))
     kernels = table_csv(pd.DataFrame(render_rows(comparison)), "compare_kernels.csv")
     terms = table_csv(pd.DataFrame(comparison.term_records()), "compare_terms.csv")
