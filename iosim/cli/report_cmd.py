@@ -50,10 +50,9 @@ def report_command(ctx: click.Context, /, out_dir: Path, n_range: str, block_ran
     gpus = parse_names(compare_gpus, "--compare-gpus") if compare_gpus else default_compare_gpus()
     arguments = compare_arguments(params)
     sram, profile = arguments.pop("sram"), arguments.pop("profile")
-    words = ["iosim", "report", *command_words(ctx, {**params, "out_dir": out_dir,
-                                                      "n_range": n_range,
-                                                      "block_range": block_range,
-                                                      "compare_gpus": compare_gpus})]
+    rest = command_words(ctx, {**params, "n_range": n_range, "block_range": block_range,
+                               "compare_gpus": compare_gpus, "gpu": None})
+    words = ["iosim", "report", "--gpu", params["gpu"], "--out", str(out_dir), *rest]
     request = ReportRequest(params["gpu"], workload, ns, block_values, gpus, sram, profile,
                             shlex.join(words), arguments)
     report = build_report(request, out_dir, force=params["force"])
