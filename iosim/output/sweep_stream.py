@@ -34,7 +34,7 @@ def _chunks(result: SweepResult) -> Any:
 
 
 def _column_lists(columns: dict[str, np.ndarray], *, empty: str,
-                  text: Callable[[Any], str], boolean: Callable[[bool], str]
+                  text: Callable[[Any], str], boolean: tuple[str, str]
                   ) -> tuple[list[str], list[list[Any]]]:
     """Per column its %-code and its values as Python objects ready for that code."""
     codes, lists = [], []
@@ -44,7 +44,8 @@ def _column_lists(columns: dict[str, np.ndarray], *, empty: str,
             lists.append([v if v else empty for v in values.tolist()])
         elif values.dtype.kind == "b":
             codes.append("%s")
-            lists.append([boolean(v) for v in values.tolist()])
+            yes, no = boolean
+            lists.append([yes if v else no for v in values.tolist()])
         elif values.dtype.kind in "iu":
             codes.append("%d")
             lists.append(values.tolist())
@@ -99,7 +100,7 @@ def write_csv(result: SweepResult, stream: IO[str]) -> None:
             stream.write(",".join(columns) + "\n")
             header_written = True
         codes, lists = _column_lists(_per_point(result, columns), empty="", text=_csv_text,
-                                     boolean=str)
+                                     boolean=("True", "False"))
         rows = _rows_text(result, ",".join(codes), lists, ",")
         stream.write("\n".join(rows) + "\n")
 
@@ -108,7 +109,7 @@ def _json_rows(result: SweepResult) -> Any:
     """Each chunk's rows as JSON objects, one per line (no trailing newline)."""
     for columns in _chunks(result):
         codes, lists = _column_lists(_per_point(result, columns), empty="null",
-                                     text=json.dumps, boolean=lambda v: "true" if v else "false")
+                                     text=json.dumps, boolean=("true", "false"))
         template = ", ".join(f"{json.dumps(name)}: {code}"
                              for name, code in zip(columns, codes, strict=True))
         yield ["{" + row + "}" for row in _rows_text(result, template, lists, ", ")]
