@@ -169,6 +169,14 @@ def test_sram_beyond_the_gpu_is_refused_unless_forced() -> None:
     assert code == 0 and "M = 524,288 fp16 elements (--sram 1MiB)" in " ".join(out.split())
 
 
+@pytest.mark.parametrize("command", ["roofline", "report"])
+def test_roofline_and_report_refuse_it_too(command: str, tmp_path: Path) -> None:
+    code, _, err = run(command, "--gpu", "t4", "--n", "1024", "--sram-elements", "100000",
+                       "--out", str(tmp_path / "out"))
+    assert code == 2 and err.count("\n") == 1 and "--force" in err
+    assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
 # item 6: compare's workload flags on roofline and report
 def test_roofline_takes_pass_and_splitkv(tmp_path: Path) -> None:
     code, out, err = run("roofline", "--gpu", "h100", "--n", "1024", "--pass", "fwdbwd",

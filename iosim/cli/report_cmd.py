@@ -8,8 +8,15 @@ from typing import Any
 
 import click
 
+from iosim.analysis.compare import compare
 from iosim.cli import cli
-from iosim.cli.common import command_words, compare_arguments, comparison_options_with, workload_from
+from iosim.cli.common import (
+    command_words,
+    compare_arguments,
+    comparison_options_with,
+    refuse_impossible_sram,
+    workload_from,
+)
 from iosim.cli.lists import parse_list, parse_names
 
 DEFAULT_N_RANGE = "256..65536"
@@ -49,6 +56,8 @@ def report_command(ctx: click.Context, /, out_dir: Path, n_range: str, block_ran
     block_values = tuple(v for v in parse_list(block_range, "--block-range") if v is not None)
     gpus = parse_names(compare_gpus, "--compare-gpus") if compare_gpus else default_compare_gpus()
     arguments = compare_arguments(params)
+    # a physically impossible SRAM is refused before anything is written (one compare: ms)
+    refuse_impossible_sram(compare(workload, params["gpu"], **arguments), params["force"])
     sram, profile = arguments.pop("sram"), arguments.pop("profile")
     rest = command_words(ctx, {**params, "n_range": n_range, "block_range": block_range,
                                "compare_gpus": compare_gpus, "gpu": None})
