@@ -191,21 +191,22 @@ class SweepResult:
                 return a
         raise KeyError(name)
 
-    def axis_values(self, axis: str) -> np.ndarray:
-        """Each point's value on an axis, defaults resolved (kv_heads = heads, n_kv = n)."""
+    def axis_values(self, axis: str, cut: slice = slice(None)) -> np.ndarray:
+        """Each point's value on an axis, defaults resolved (kv_heads = heads, n_kv = n); `cut`
+        keeps those points only (a streamed chunk indexes its own points, not all)."""
+        index = self.index[axis][cut]
         if axis == "gpu":
-            return np.asarray(np.array([h.name for h in self.hardware], dtype=object)[self.index["gpu"]])
+            return np.asarray(np.array([h.name for h in self.hardware], dtype=object)[index])
         if axis == "kv_heads" or axis == "n_kv":
-            own = _int_values(self.spec.values(axis))[self.index[axis]]
-            other = self.axis_values("heads" if axis == "kv_heads" else "n")
+            own = _int_values(self.spec.values(axis))[index]
+            other = self.axis_values("heads" if axis == "kv_heads" else "n", cut)
             return np.asarray(np.where(own > 0, own, other))
         values = self.spec.values(axis)
         if axis == "sparsity":
-            return np.asarray(np.array(values, dtype=np.float64)[self.index[axis]])
+            return np.asarray(np.array(values, dtype=np.float64)[index])
         if axis in ("dtype", "pass_", "causal"):
-            return np.asarray(np.array(values, dtype=object if axis != "causal" else bool)[
-                self.index[axis]])
-        return np.asarray(_int_values(values)[self.index[axis]])
+            return np.asarray(np.array(values, dtype=object if axis != "causal" else bool)[index])
+        return np.asarray(_int_values(values)[index])
 
     def columns(self, algorithms: Sequence[str] | None = None, *,
                 max_points: int | None = None, start: int = 0) -> dict[str, np.ndarray]:
@@ -220,16 +221,21 @@ class SweepResult:
         base = self.baseline
 
         def per_point(values: np.ndarray) -> np.ndarray:
-            return np.repeat(values[cut], k)
+            return np.repeat(values, k)
 
         def interleave(arrays: list[np.ndarray]) -> np.ndarray:
-            return np.stack([a[cut] for a in arrays], axis=1).reshape(-1)
+            return np.stack(arrays, axis=1).reshape(-1)
 
+        # every array cut to the chosen points first: a chunk costs its own size, not the grid's
+        cut_grids = [_cut(a, cut) for a in chosen]
+        base_cut = _cut(base, cut)
         cols: dict[str, np.ndarray] = {}
         for axis in ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
                      "n_kv", "sparsity"):
-            cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis))
-        cols["sram_bytes"] = per_point(self.sram_bytes)
+            cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis, cut))
+        cols["sram_bytes"] = per_point(self.sram_bytes[cut])
+        chosen = cut_grids
+        base = base_cut
         points = len(self.sram_bytes[cut])
         cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), points)
         cols["block_q"] = interleave([a.block_q for a in chosen])
@@ -303,6 +309,13 @@ class SweepResult:
             "profile": spec.profile,
             "notes": list(self.notes),
         }
+
+
+def _cut(grid: AlgorithmGrid, cut: slice) -> AlgorithmGrid:
+    """The grid's arrays at the points `cut` keeps (views, no copy)."""
+    arrays: dict[str, Any] = {f: getattr(grid, f)[cut] for f in AlgorithmGrid.__dataclass_fields__
+                              if f not in ("name", "tiled")}
+    return AlgorithmGrid(name=grid.name, tiled=grid.tiled, **arrays)
 
 
 _LABELS = {"n": "N", "n_kv": "N_kv", "kv_heads": "kv heads", "block_q": "B_r", "block_kv": "B_c",
