@@ -8,7 +8,7 @@ from typing import Any, TypeVar
 import click
 
 from iosim.algorithms import ALGORITHMS
-from iosim.analysis.compare import Comparison
+from iosim.analysis.comparison import Comparison
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import PASSES, UNFUSED_OPS, Workload
 

@@ -16,40 +16,22 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from iosim.algorithms.packing import packs_heads
 from iosim.algorithms.traffic import CATEGORIES
-from iosim.analysis.compare import AlgorithmEstimate, Comparison
+from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.output.console import make_console as make_console  # re-exported for the commands
-from iosim.output.numbers import (  # re-exported: render.fmt_bytes etc. stay where they were
-    SI_PREFIXES as SI_PREFIXES,
-)
-from iosim.output.numbers import (
-    fmt_binary_bytes as fmt_binary_bytes,
-)
-from iosim.output.numbers import (
-    fmt_bytes as fmt_bytes,
-)
-from iosim.output.numbers import (
-    fmt_count as fmt_count,
-)
-from iosim.output.numbers import (
-    fmt_flops as fmt_flops,
-)
-from iosim.output.numbers import (
-    fmt_flops_fit as fmt_flops_fit,
-)
-from iosim.output.numbers import (
-    fmt_intensity as fmt_intensity,
-)
-from iosim.output.numbers import (
-    fmt_rate as fmt_rate,
-)
-from iosim.output.numbers import (
-    fmt_si as fmt_si,
-)
-from iosim.output.numbers import (
-    fmt_time as fmt_time,
-)
+from iosim.output.numbers import SI_PREFIXES as SI_PREFIXES  # re-exported: render.fmt_* stay
+from iosim.output.numbers import fmt_binary_bytes as fmt_binary_bytes
+from iosim.output.numbers import fmt_bytes as fmt_bytes
+from iosim.output.numbers import fmt_count as fmt_count
+from iosim.output.numbers import fmt_flops as fmt_flops
+from iosim.output.numbers import fmt_flops_fit as fmt_flops_fit
+from iosim.output.numbers import fmt_intensity as fmt_intensity
+from iosim.output.numbers import fmt_rate as fmt_rate
+from iosim.output.numbers import fmt_si as fmt_si
+from iosim.output.numbers import fmt_time as fmt_time
+from iosim.output.tables import compact_table, rich_markdown
 
 
 def _tiling(a: AlgorithmEstimate) -> str:
@@ -101,15 +83,6 @@ def _header(c: Comparison) -> Table:
                                  f"dense"))
     rows.extend(("note", n) for n in c.roofs.notes)
     return label_grid(rows)
-
-
-def compact_table(title: str, columns: Sequence[tuple[str, str]]) -> Table:
-    """A compact table: one space between columns, nothing at the edges, cells never cut."""
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
-                  padding=0)
-    for name, justify in columns:
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
-    return table
 
 
 def kernel_table(c: Comparison, *, wide: bool = False) -> Table:
@@ -210,7 +183,7 @@ def slower_lines(c: Comparison) -> list[str]:
         if a.tiling is None or a.speedup_vs_standard >= 1:
             continue
         if a.name == "flash1":
-            rereads = (f"Q and O are re-read in each of {-(-w.seq_kv // a.tiling.block_kv)} "
+            rereads = (f"Q and O are re-read in each of {-(-w.n_kv // a.tiling.block_kv)} "
                        f"K/V passes")
         else:
             rereads = f"K and V are re-read in each of {-(-w.n // a.tiling.block_q)} query passes"
@@ -249,10 +222,10 @@ def _rest_name(cat: str) -> str:
 def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
     assert a.tiling is not None
     w = c.workload
-    t_c = -(-w.seq_kv // a.tiling.block_kv)
+    t_c = -(-w.n_kv // a.tiling.block_kv)
     per = -(-t_c // a.tiling.splits)
     packed = (f"; the {w.group_size} query heads of each KV head packed into one tile "
-              f"(seqlenq_ngroups_swapped)" if w.n == 1 and w.group_size > 1 else "")
+              f"(seqlenq_ngroups_swapped)" if packs_heads(w.n, w.heads, w.kv_heads) else "")
     return (f"{a.tiling.splits} KV splits of {per} key blocks ({a.tiling.splits_rule})"
             f"{packed}")
 
@@ -409,15 +382,6 @@ def comparison_csv(c: Comparison) -> str:
     return records_csv(rows)
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
-                   right: Sequence[bool] | None = None) -> str:
-    right = right or [False] * len(headers)
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join("---:" if r else "---" for r in right) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def comparison_markdown(c: Comparison) -> str:
     """The rich output's tables as GitHub Markdown (for reports and READMEs)."""
     parts = [f"**{c.hardware.display_name}** ({c.roofs.profile} profile) · {c.workload.describe()}"
@@ -426,11 +390,7 @@ def comparison_markdown(c: Comparison) -> str:
     if _show_parallelism(c):
         tables.append(occupancy_table(c))
     for table in tables:
-        headers = [str(col.header).replace("\n", " ") for col in table.columns]
-        cells = [[str(x) for x in col.cells] for col in table.columns]
-        rows = [list(r) for r in zip(*cells, strict=True)]
-        right = [col.justify == "right" for col in table.columns]
-        parts += [f"*{table.title}*", "", markdown_table(headers, rows, right), ""]
+        parts += [f"*{table.title}*", "", rich_markdown(table), ""]
     parts.append(kernel_legend(c).plain + "  ")
     parts.append(_footer(c).plain.replace("\n", "  \n"))
     return "\n".join(parts) + "\n"

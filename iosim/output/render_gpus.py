@@ -12,7 +12,7 @@ from rich.text import Text
 
 from iosim.inputs.hardware import Figure, Hardware
 from iosim.output.numbers import fmt_binary_bytes, fmt_rate
-from iosim.output.render import compact_table
+from iosim.output.tables import compact_table
 
 
 def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str:

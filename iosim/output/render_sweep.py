@@ -19,7 +19,7 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from iosim.analysis.compare import Comparison
+from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult
 from iosim.output.console import PIPE_WIDTH, make_console
 from iosim.output.render import (
@@ -30,8 +30,8 @@ from iosim.output.render import (
     fmt_rate,
     fmt_time,
     label_grid,
-    markdown_table,
 )
+from iosim.output.tables import markdown_table
 
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",
                 "batch": "batch", "heads": "heads", "kv_heads": "kv heads", "d": "d", "n": "N",
