@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from iosim.cli import cli
 from iosim.inputs.hardware import list_hardware, resolve_hardware
+from iosim.output import strict_json
 
 
 @cli.group("gpus", invoke_without_command=True)
@@ -28,7 +27,8 @@ def gpus_command(ctx: click.Context, fmt: str) -> None:
 
     hardware = list_hardware()
     if fmt == "json":
-        click.echo(json.dumps([render_gpus.gpu_dict(h) for h in hardware], indent=2, ensure_ascii=False))
+        click.echo(strict_json.dumps([render_gpus.gpu_dict(h) for h in hardware], indent=2,
+                                     ensure_ascii=False))
         return
     render.make_console().print(render_gpus.gpus_table(hardware))
 
@@ -43,7 +43,8 @@ def gpus_show(name: str, fmt: str) -> None:
 
     resolved = resolve_hardware(name)
     if fmt == "json":
-        click.echo(json.dumps(render_gpus.gpu_dict(resolved.hardware), indent=2, ensure_ascii=False))
+        click.echo(strict_json.dumps(render_gpus.gpu_dict(resolved.hardware), indent=2,
+                                     ensure_ascii=False))
         return
     console = render.make_console()
     if resolved.note:

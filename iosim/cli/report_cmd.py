@@ -18,6 +18,7 @@ from iosim.cli.common import (
     workload_from,
 )
 from iosim.cli.lists import parse_list, parse_names
+from iosim.inputs.limits import MAX_BLOCK, MAX_LENGTH, check_int
 
 DEFAULT_N_RANGE = "256..65536"
 DEFAULT_BLOCK_RANGE = "16..1024"
@@ -54,6 +55,10 @@ def report_command(ctx: click.Context, /, out_dir: Path, n_range: str, block_ran
     workload = workload_from(params)
     ns = tuple(v for v in parse_list(n_range, "--n-range") if v is not None)
     block_values = tuple(v for v in parse_list(block_range, "--block-range") if v is not None)
+    for flag, values, high in (("--n-range", ns, MAX_LENGTH), ("--block-range", block_values,
+                                                                MAX_BLOCK)):
+        for value in values:
+            check_int(flag, value, high=high)
     gpus = parse_names(compare_gpus, "--compare-gpus") if compare_gpus else default_compare_gpus()
     arguments = compare_arguments(params)
     # a physically impossible SRAM is refused before anything is written (one compare: ms)

@@ -15,6 +15,7 @@ from iosim.cli.common import (
     refuse_impossible_sram,
     workload_from,
 )
+from iosim.inputs.limits import check_output_files
 
 
 @cli.command("roofline")
@@ -41,6 +42,8 @@ def roofline_command(out_dir: Path, name: str, **params: Any) -> None:
     refuse_impossible_sram(result, params["force"])
     from iosim.output.report import ensure_writable_dir
 
+    check_output_files([out_dir / f"{name}.{fmt}" for fmt in ("png", "svg")], "name",
+                       overwrite=params["force"])  # before the folder is made
     ensure_writable_dir(out_dir, "--out")
     from iosim.output import plot, render
     from iosim.output.render_sweep import roofline_note, roofline_table

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -20,6 +19,7 @@ from iosim.algorithms.packing import packs_heads
 from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
+from iosim.output import strict_json
 from iosim.output.console import make_console as make_console  # re-exported for the commands
 from iosim.output.numbers import SI_PREFIXES as SI_PREFIXES  # re-exported: render.fmt_* stay
 from iosim.output.numbers import fmt_binary_bytes as fmt_binary_bytes
@@ -372,7 +372,7 @@ def print_comparison(c: Comparison, console: Console, *, wide: bool = False) -> 
 
 
 def comparison_json(c: Comparison) -> str:
-    return json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
+    return strict_json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
 
 
 def records_csv(records: Sequence[dict[str, Any]]) -> str:

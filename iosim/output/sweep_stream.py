@@ -20,6 +20,7 @@ from typing import IO, Any
 import numpy as np
 
 from iosim.analysis.sweep import SweepResult
+from iosim.output import strict_json
 
 CHUNK_POINTS = 1 << 14
 """Points per written block: bounds the memory to a few tens of MB whatever the sweep's size."""
@@ -118,14 +119,14 @@ def _json_rows(result: SweepResult) -> Any:
 def write_jsonl(result: SweepResult, stream: IO[str]) -> None:
     """JSON Lines: the sweep's metadata on the first line ({"metadata": ...}), then one object
     per row."""
-    stream.write(json.dumps({"metadata": result.metadata()}, ensure_ascii=False) + "\n")
+    stream.write(strict_json.dumps({"metadata": result.metadata()}, ensure_ascii=False) + "\n")
     for rows in _json_rows(result):
         stream.write("\n".join(rows) + "\n")
 
 
 def write_json(result: SweepResult, stream: IO[str]) -> None:
     """One JSON document {metadata..., "rows": [...]}, written incrementally."""
-    head = json.dumps(result.metadata(), indent=1, ensure_ascii=False)
+    head = strict_json.dumps(result.metadata(), indent=1, ensure_ascii=False)
     stream.write(head[:-2] + ',\n "rows": [')
     first = True
     for rows in _json_rows(result):
