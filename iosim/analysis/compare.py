@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from iosim.algorithms import ALGORITHMS, Algorithm
-from iosim.algorithms.loopnest import Access, Dims, Kernel, kernel_programs
+from iosim.algorithms.loopnest import Dims, Kernel, kernel_programs
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
@@ -23,15 +23,13 @@ from iosim.analysis.impl_kernels import (
 )
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
 from iosim.errors import IosimError, arg
-from iosim.estimates.footprint import footprint
+from iosim.estimates.footprint import footprint, kept_for_backward
 from iosim.estimates.l2 import DramEstimate, dram_estimate
 from iosim.estimates.occupancy import compute_capability
 from iosim.estimates.roofline import Profile, estimate_kernels, kernel_programs_per_sm, roofs_for
 from iosim.estimates.training import (
-    RNG_STATE_BYTES,
     Occupancy,
     convention_flops,
-    saved_for_backward,
 )
 from iosim.inputs.hardware import Hardware, resolve_hardware
 from iosim.inputs.implementations import Implementation, get_implementation
@@ -149,12 +147,7 @@ def compare(
         time_s = sum(k.time_s for k in kernel_estimates)
         hbm = sum(k.hbm_bytes for k in kernel_estimates)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
-        saved: tuple[Access, ...] = ()
-        fixed: tuple[tuple[str, int], ...] = ()
-        if w.pass_ != "fwd":
-            saved = saved_for_backward(algorithm.forward(w), algorithm.backward(w))
-            if algorithm.tiled and "dropout" in w.unfused:
-                fixed = (("R", RNG_STATE_BYTES),)  # Alg. 2 line 1 / Alg. 4: the RNG state
+        saved, fixed = kept_for_backward(algorithm, w)
         dims = Dims.of(w, tiling)
         occupancy = tuple(
             Occupancy(k.name, k.label, int(kernel_programs(k, dims)), hw.sm_count,

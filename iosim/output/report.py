@@ -13,7 +13,7 @@ the same byte for byte.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,6 +199,9 @@ class ReportRequest:
     sram: str | None = None
     profile: str = "spec"
     command: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """compare's other arguments: algorithms, block_q, block_kv, sram_elements, splits (the
+    flags `iosim report` shares with `iosim compare`); the sweeps follow them too."""
 
 
 @dataclass
@@ -229,22 +232,28 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     from iosim.output.render_sweep import roofline_records, sweep_frame
 
     w = request.workload
-    comparison = compare(w, request.gpu, sram=request.sram,
-                         profile=request.profile)  # type: ignore[arg-type]
+    options = dict(request.options)
+    comparison = compare(w, request.gpu, sram=request.sram, profile=request.profile,  # type: ignore[arg-type]
+                         **options)
     hw = comparison.hardware
     kv_heads = None if w.kv_heads == w.heads else w.kv_heads
+    sram_given = request.sram or options.get("sram_elements")
     common = {"d": (w.d,), "heads": (w.heads,), "kv_heads": (kv_heads,), "batch": (w.batch,),
               "dtype": (w.dtype,), "causal": (w.causal,), "pass_": (w.pass_,),
               "unfused": w.unfused, "profile": request.profile,
-              "sram_bytes": (comparison.sram_bytes if request.sram else None,)}
+              "n_kv": (None if w.n_kv == w.n else w.n_kv,),
+              "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
+              "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
+              "algorithms": tuple(a.name for a in comparison.algorithms),
+              "sram_bytes": (comparison.sram_bytes if sram_given else None,)}
     gpu = (request.gpu,)
     by_n = sweep(SweepSpec(n=request.n_range, gpu=gpu, **common))  # type: ignore[arg-type]
     tiled = [a for a in comparison.algorithms if a.tiling is not None]
     block_sweeps: list[tuple[str, str, SweepResult]] = []
     for a in tiled:
         axis = "block_kv" if ALGORITHMS[a.name].outer == "kv" else "block_q"
-        spec = SweepSpec(n=(w.n,), gpu=gpu, algorithms=(a.name,),
-                         **{axis: request.block_range}, **common)  # type: ignore[arg-type]
+        spec = SweepSpec(n=(w.n,), gpu=gpu, **{**common, "algorithms": (a.name,),  # type: ignore[arg-type]
+                                                 axis: request.block_range})
         block_sweeps.append((a.name, axis, sweep(spec)))
     # the report's GPU first, then the others, each once; each GPU with its own SRAM
     others = {resolve_hardware(g).hardware.name: g for g in request.compare_gpus}
@@ -288,8 +297,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
 
     # 1. the comparison
     blocks += [Heading(2, "1. Standard attention vs FlashAttention")]
-    for table in (render.summary_table(comparison), render.kernel_table(comparison),
-                  render.tensor_table(comparison)):
+    for table in (render.summary_table(comparison, wide=True),
+                  render.kernel_table(comparison, wide=True), render.tensor_table(comparison)):
         blocks.append(_rich_table(table))
     kernels = table_csv(pd.DataFrame(render_rows(comparison)), "compare_kernels.csv")
     terms = table_csv(pd.DataFrame(comparison.term_records()), "compare_terms.csv")
@@ -303,14 +312,23 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
                     f"{w.dtype} compute roof."),
                figure(plot.roofline(comparison), "roofline", "roofline"),
                Links([("points (CSV)", table_csv(pd.DataFrame(roofline_records(comparison)),
-                                                 "roofline_points.csv"))])]
+                                                 "roofline_points.csv"))]),
+               Para("The same kernels once per memory level (a hierarchical roofline): at one "
+                    "performance, FLOPs over the bytes each moves at DRAM (the L2-aware "
+                    "estimate), between L2 and the SMs (the L2-oblivious count) and in SRAM "
+                    "(resident tiles re-read at every block pair). A dot under a ceiling "
+                    "far from it says that level is not what limits the kernel."),
+               figure(plot.hierarchical_roofline(comparison), "roofline_levels",
+                      "hierarchical roofline")]
 
     # 3. traffic vs N
-    blocks += [Heading(2, "3. HBM traffic vs sequence length"),
+    blocks += [Heading(2, "3. HBM traffic and time vs sequence length"),
                Para("Standard attention moves Θ(Nd + N²) bytes, FlashAttention Θ(N²d²/M) "
                     "(Theorem 2): both grow as N² at large N, FlashAttention's a factor ≈ d²/M "
                     "lower. Grey guides: N², Theorem 2's N²d²/M term and the compulsory traffic."),
                figure(plot.traffic_vs_n(by_n), "traffic_vs_n", "HBM traffic vs N"),
+               Para(_hbm_sentence(by_n, hw.hbm_capacity_bytes)),
+               figure(plot.time_vs_n(by_n), "time_vs_n", "roofline time vs N"),
                Links([("data (CSV)", table_csv(sweep_frame(by_n), "traffic_vs_n.csv"))])]
 
     # 4. block sizes
@@ -343,6 +361,29 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     report.files += [folder / "index.md", folder / "index.html"]
     report.summary = summary
     return report
+
+
+def _hbm_sentence(by_n: SweepResult, capacity_bytes: float) -> str:
+    """Where along N each algorithm stops fitting the GPU's memory (the plots' hollow markers)."""
+    import numpy as np
+
+    from iosim.analysis.hbm_fit import hbm_fits
+    from iosim.output.render import fmt_bytes
+
+    order = np.argsort(by_n.axis_values("n"), kind="stable")
+    ns = by_n.axis_values("n")[order]
+    over = []
+    for a in by_n.algorithms:
+        fits = hbm_fits(by_n, a.name, order, along_n=True)
+        if not fits.all():
+            over.append(f"{a.name} from N = {int(ns[np.argmin(fits)]):,}")
+    if not over:
+        return (f"Every point fits the GPU's {fmt_bytes(capacity_bytes)} of HBM (inputs, outputs "
+                f"and what each algorithm holds beside them).")
+    return (f"Hollow markers need more than the GPU's {fmt_bytes(capacity_bytes)} of HBM "
+            f"(inputs, outputs and what the algorithm holds beside them): "
+            + "; ".join(over) + ". Their counts are what the GPU would move if it had the "
+            "memory.")
 
 
 def _wrap_command(command: str, width: int = 88) -> str:
