@@ -101,7 +101,10 @@ def assert_labels_clear(fig: Any, ax: Any, renderer: Any) -> None:
 
 CASES = {
     # the newcomer's three figures (issue 13 item 3) and the README's
-    "decode": (Workload(1, n_kv=8192), "a100", "spec"),
+    # a decode step whose points stack: 108 heads put one flash1/flash2 program on each SM
+    # (one head would fill 1 % of the A100 and sit 100× lower, estimates/occupancy.py), and a
+    # short KV (768) keeps split-KV's partials visible so its point is not flash2's
+    "decode": (Workload(1, n_kv=768, heads=108), "a100", "spec"),
     "h100": (Workload(8192, d=128, heads=32, causal=True), "h100", "spec"),
     "measured": (Workload(4096), "h200", "measured"),
     "a100": (Workload(4096), "a100", "spec"),
