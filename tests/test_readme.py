@@ -10,7 +10,7 @@ ROOT = Path(__file__).parents[1]
 
 
 def test_readme_outputs_are_current():
-    out = subprocess.run([sys.executable, "tools/readme_sync.py", "--check"], cwd=ROOT,
+    out = subprocess.run([sys.executable, "tools/readme_sync.py", "--check", "README.md"], cwd=ROOT,
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr
 

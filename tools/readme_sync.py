@@ -26,7 +26,7 @@ import shlex
 import sys
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 ROOT = Path(__file__).parents[1]
@@ -55,7 +55,7 @@ class Output:
         return self.text.splitlines()
 
 
-@lru_cache(maxsize=None)
+@cache
 def run(command: str) -> Output:
     """What `command` (a line starting with `iosim `) prints, through click's test runner.
 
@@ -85,10 +85,11 @@ def _segments(lines: list[str]) -> list[list[str] | None]:
     """Split an excerpt at its `...` lines; None stands for an elision."""
     parts: list[list[str] | None] = []
     for line in lines:
+        last = parts[-1] if parts else None
         if line.strip() == ELISION:
             parts.append(None)
-        elif parts and parts[-1] is not None:
-            parts[-1].append(line)  # type: ignore[union-attr]
+        elif last is not None:
+            last.append(line)
         else:
             parts.append([line])
     return parts
@@ -109,8 +110,9 @@ def _closest(segment: list[str], real: list[str], start: int, anchored: bool) ->
     stop = start + 1 if anchored else len(real) - len(segment) + 1
     for i in range(start, max(stop, start)):
         window = real[i:i + len(segment)]
-        score = sum(difflib.SequenceMatcher(None, a, b).ratio() for a, b in zip(segment, window))
-        score /= len(segment)
+        # a window cut short by the end of the output scores its missing lines as 0
+        pairs = zip(segment, window, strict=False)
+        score = sum(difflib.SequenceMatcher(None, a, b).ratio() for a, b in pairs) / len(segment)
         if score > best_score:
             best, best_score = i, score
     return best
