@@ -55,6 +55,7 @@ def run(*args: str) -> tuple[int, str, str]:
 # --- refusals -----------------------------------------------------------------------------------
 
 
+@pytest.mark.interpreter
 def test_without_a_gpu_it_says_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     pytest.importorskip("torch")

@@ -12,6 +12,8 @@ import os
 
 import pytest
 
+# .ci/run installs torch and triton after the README's commands and runs these with `-m interpreter`
+pytestmark = pytest.mark.interpreter
 torch = pytest.importorskip("torch")
 GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
 if not GPU:
