@@ -161,3 +161,14 @@ def test_the_python_examples_run(page: Path):
     pytest.importorskip("pandas")
     for block in _python_blocks(page):
         exec(compile(block, f"{page.name} example", "exec"), {})
+
+
+def test_shown_commands_read_the_repository_and_write_outside_it():
+    # what a page shows must not depend on an earlier run (`--plot DIR` refuses an existing figure)
+    # nor leave files in the repository
+    for _ in range(2):
+        with sync._scratch_copy_of_the_repository():
+            assert Path("configs/gpus/a100-80gb-sxm.yaml").is_file()
+            assert not Path("readme-sync-output").exists()
+            Path("readme-sync-output").mkdir()
+    assert not (ROOT / "readme-sync-output").exists()

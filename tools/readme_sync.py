@@ -21,10 +21,13 @@ A fenced block that shows `$ iosim` anywhere but on its first line is refused: i
 from __future__ import annotations
 
 import difflib
+import os
 import re
 import shlex
 import sys
+import tempfile
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -55,6 +58,23 @@ class Output:
         return self.text.splitlines()
 
 
+@contextmanager
+def _scratch_copy_of_the_repository() -> Iterator[None]:
+    """Run in a fresh folder that links to everything at the top of the repository: a command reads
+    `configs/...` or `tests/data/...` as a user in a clone would, and what it writes (`--out DIR`,
+    `--plot DIR`) lands in the scratch folder, never in the repository, and is new every run."""
+    here = Path.cwd()
+    with tempfile.TemporaryDirectory(prefix="readme_sync-") as scratch:
+        for entry in ROOT.iterdir():
+            if entry.name != ".git":
+                (Path(scratch) / entry.name).symlink_to(entry)
+        os.chdir(scratch)
+        try:
+            yield
+        finally:
+            os.chdir(here)
+
+
 @cache
 def run(command: str) -> Output:
     """What `command` (a line starting with `iosim `) prints, through click's test runner.
@@ -65,7 +85,8 @@ def run(command: str) -> Output:
     from iosim.cli import cli
 
     args = shlex.split(command)[1:]
-    result = CliRunner().invoke(cli, args, prog_name="iosim", env={"COLUMNS": COLUMNS})
+    with _scratch_copy_of_the_repository():
+        result = CliRunner().invoke(cli, args, prog_name="iosim", env={"COLUMNS": COLUMNS})
     if result.exception is not None and not isinstance(result.exception, SystemExit):
         raise StaleBlock(f"`{command}` raised {type(result.exception).__name__}: {result.exception}")
     text = "".join(line.rstrip() + "\n" for line in result.output.splitlines())
