@@ -172,3 +172,9 @@ def test_shown_commands_read_the_repository_and_write_outside_it():
             assert not Path("readme-sync-output").exists()
             Path("readme-sync-output").mkdir()
     assert not (ROOT / "readme-sync-output").exists()
+
+
+def test_write_closes_an_excerpt_that_stops_short_instead_of_pasting_the_rest():
+    rows = _gpus_rows()
+    fixed, problems = sync.synced(_transcript("$ iosim gpus", rows[0], "...", rows[4]), fix=True)
+    assert problems == [] and fixed == _transcript("$ iosim gpus", rows[0], "...", rows[4], "...")

@@ -9,7 +9,8 @@ Two kinds of block are kept, in README.md and every docs/**/*.md page:
   by what that command prints; a line `...` stands for any number of the real output's lines, so a
   transcript may show an excerpt. Every other line must be a line of the real output, in order, with
   the lines between two `...` contiguous. `--write` rewrites a full transcript and, in an excerpt,
-  replaces each run of lines that changed with the real lines that match it best at that place.
+  replaces each run of lines that changed with the real lines that match it best at that place
+  (and closes an excerpt with `...` where the output goes on).
 
 A fenced block that shows `$ iosim` anywhere but on its first line is refused: it would go unchecked.
 
@@ -174,7 +175,7 @@ def excerpt(command: str, shown: list[str], *, fix: bool) -> list[str]:
             if not fix:
                 raise StaleBlock(f"`{command}`: its output goes on after {part[-1]!r}; "
                                  f"end the excerpt with a `{ELISION}` line")
-            out.extend(real[at:])
+            out.extend([*real[at:at + len(part)], ELISION])  # still an excerpt, now saying so
             break
         out.extend(real[at:at + len(part)])
         position, after_elision = at + len(part), False
