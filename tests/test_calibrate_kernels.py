@@ -12,7 +12,8 @@ import os
 
 import pytest
 
-# .ci/run installs torch and triton after the README's commands and runs these with `-m interpreter`
+# without torch these skip; .ci/run installs torch and triton after the README's commands and runs
+# again every file whose tests skipped for want of them
 pytestmark = pytest.mark.interpreter
 torch = pytest.importorskip("torch")
 GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
