@@ -10,7 +10,8 @@ It three-way merges, for each page made from the old README, the branch's change
 -> BRANCH's README) into the page, with git merge-file. A change to a part of the old README that
 another page holds is left to that page. It then lists what is left to do by hand: conflicts
 (marked in the page as git does) and every line the branch added to its README that is now on no
-page and not in the README. Review the result with `git diff docs/`, then run
+page and not in the README. Run it once per merged branch (a second run applies the edits
+again, as conflicts). Review the result with `git diff docs/`, then run
 `python tools/readme_sync.py --write`. Delete this file once no branch predates the docs site.
 """
 
@@ -42,15 +43,16 @@ CONFLICT = re.compile(r"<<<<<<< [^\n]*\n(.*?)\|{7} [^\n]*\n(.*?)=======\n(.*?)>>
 
 
 def as_pages_write_it(lines: list[str]) -> list[str]:
-    """Old README lines with the mechanical edits of the move: headings one level up, reports
-    linked from docs/, a blank line before every list (Python-Markdown needs it)."""
+    """Old README lines with the mechanical edits of the move: headings one level up, links made
+    relative to docs/, a blank line before every list (Python-Markdown needs it)."""
     out: list[str] = []
     fenced = False
     for line in lines:
         if re.match(r"^\s*(```|~~~)", line):
             fenced = not fenced
         if not fenced:
-            line = re.sub(r"^##(#*) ", r"#\1 ", line).replace("](reports/", "](../reports/")
+            line = re.sub(r"^##(#*) ", r"#\1 ", line)
+            line = line.replace("](reports/", "](../reports/").replace("](docs/", "](")
             if (re.match(r"^(- |\d+\. )", line) and out and out[-1].strip()
                     and not re.match(r"^(- |\d+\. |\s)", out[-1])):
                 out.append("")
