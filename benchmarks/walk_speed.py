@@ -16,9 +16,10 @@ import time
 from collections.abc import Callable
 
 from iosim.algorithms import ALGORITHMS
-from iosim.algorithms.loopnest import walk
 from iosim.algorithms.tilestream import walk_arrays
-from iosim.analysis.compare import sram_budget, tiling_for
+from iosim.algorithms.tilewalk import walk
+from iosim.analysis.compare import tiling_for
+from iosim.analysis.requests import sram_budget
 from iosim.inputs.hardware import resolve_hardware
 from iosim.inputs.workload import Workload
 

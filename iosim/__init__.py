@@ -8,19 +8,85 @@
 The core never imports click, rich, matplotlib, pandas, torch or triton.
 """
 
+from typing import TYPE_CHECKING, Any
+
 from iosim._version import __version__
-from iosim.algorithms import ALGORITHMS, get_algorithm
-from iosim.algorithms.loopnest import TileAccess, closed_form, walk
-from iosim.algorithms.tilestream import TileStream, walk_arrays
-from iosim.algorithms.traffic import Term, Traffic
-from iosim.analysis.compare import AlgorithmEstimate, Comparison, Footprint, Theorem2, compare
-from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
-from iosim.analysis.verify import Verification, verify
-from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
-from iosim.estimates.l2 import DramEstimate, dram_estimate
-from iosim.estimates.roofline import KernelEstimate, Roofs, roofs_for
-from iosim.inputs.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
-from iosim.inputs.workload import Tiling, Workload, make_tiling
+
+_PUBLIC = {
+    "ALGORITHMS": "iosim.algorithms",
+    "AlgorithmEstimate": "iosim.analysis.comparison",
+    "Comparison": "iosim.analysis.comparison",
+    "ConfigError": "iosim.errors",
+    "DramEstimate": "iosim.estimates.l2",
+    "Footprint": "iosim.estimates.footprint",
+    "Hardware": "iosim.inputs.hardware",
+    "IosimError": "iosim.errors",
+    "KernelEstimate": "iosim.estimates.roofline",
+    "Roofs": "iosim.estimates.roofline",
+    "SweepResult": "iosim.analysis.sweep",
+    "SweepSpec": "iosim.analysis.sweep",
+    "Term": "iosim.algorithms.traffic",
+    "Theorem2": "iosim.analysis.comparison",
+    "TileAccess": "iosim.algorithms.tilewalk",
+    "TileStream": "iosim.algorithms.tilestream",
+    "Tiling": "iosim.inputs.tiling",
+    "TilingError": "iosim.errors",
+    "Traffic": "iosim.algorithms.traffic",
+    "UnknownGpuError": "iosim.errors",
+    "Verification": "iosim.analysis.verify",
+    "Workload": "iosim.inputs.workload",
+    "WorkloadError": "iosim.errors",
+    "closed_form": "iosim.algorithms.loopnest",
+    "compare": "iosim.analysis.compare",
+    "dram_estimate": "iosim.estimates.l2",
+    "get_algorithm": "iosim.algorithms",
+    "list_hardware": "iosim.inputs.hardware",
+    "load_hardware": "iosim.inputs.hardware",
+    "make_tiling": "iosim.inputs.tiling",
+    "resolve_hardware": "iosim.inputs.hardware",
+    "roofs_for": "iosim.estimates.roofline",
+    "sweep": "iosim.analysis.sweep",
+    "verify": "iosim.analysis.verify",
+    "walk": "iosim.algorithms.tilewalk",
+    "walk_arrays": "iosim.algorithms.tilestream",
+}
+"""Each public name and the module it lives in: imported on first use (PEP 562), so that
+`import iosim` loads none of the executor, sweeps or plots until a caller asks for them."""
+
+if TYPE_CHECKING:
+    from iosim.algorithms import ALGORITHMS, get_algorithm
+    from iosim.algorithms.loopnest import closed_form
+    from iosim.algorithms.tilestream import TileStream, walk_arrays
+    from iosim.algorithms.tilewalk import TileAccess, walk
+    from iosim.algorithms.traffic import Term, Traffic
+    from iosim.analysis.compare import compare
+    from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
+    from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
+    from iosim.analysis.verify import Verification, verify
+    from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
+    from iosim.estimates.footprint import Footprint
+    from iosim.estimates.l2 import DramEstimate, dram_estimate
+    from iosim.estimates.roofline import KernelEstimate, Roofs, roofs_for
+    from iosim.inputs.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
+    from iosim.inputs.tiling import Tiling, make_tiling
+    from iosim.inputs.workload import Workload
+
+
+def __getattr__(name: str) -> Any:
+    """The public name `name`, imported from its module on first use."""
+    module = _PUBLIC.get(name)
+    if module is None:
+        raise AttributeError(f"module 'iosim' has no attribute {name!r}")
+    import importlib
+
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(__all__))
+
 
 __all__ = [
     "ALGORITHMS",

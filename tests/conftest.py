@@ -5,10 +5,13 @@ from __future__ import annotations
 import io
 import os
 import shutil
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 import matplotlib
 import pytest
+from click.testing import CliRunner, Result
+from hypothesis import HealthCheck, settings
 from rich.console import Console
 
 matplotlib.use("Agg")
@@ -34,3 +37,38 @@ def render_plain(renderable: object, width: int = 110) -> str:
     console = Console(file=io.StringIO(), width=width, color_system=None, legacy_windows=False)
     console.print(renderable)
     return console.file.getvalue()  # type: ignore[attr-defined]
+
+
+class CliOutcome:
+    """What one `iosim` invocation did: unpacks as (exit_code, stdout, stderr)."""
+
+    def __init__(self, result: Result) -> None:
+        self.result = result
+        self.exit_code = result.exit_code
+        self.stdout = result.stdout
+        self.stderr = result.stderr
+        self.output = result.output
+
+    def __iter__(self) -> Iterator[object]:
+        return iter((self.exit_code, self.stdout, self.stderr))
+
+
+def run_cli(*args: str) -> CliOutcome:
+    """Run `iosim ARGS...` in-process through click's CliRunner (the one CLI helper of the tests)."""
+    from iosim.cli import cli
+
+    return CliOutcome(CliRunner().invoke(cli, list(args)))
+
+
+@pytest.fixture
+def iosim_cli() -> Callable[..., CliOutcome]:
+    """`iosim_cli("compare", "--n", "64", ...)` → CliOutcome (exit_code, stdout, stderr)."""
+    return run_cli
+
+
+# Hypothesis: `ci` (the default, what `pytest -q` and CI run) keeps the README's test command
+# under two minutes on a 2-core machine; HYPOTHESIS_PROFILE=thorough runs ten times the examples.
+settings.register_profile("ci", max_examples=30, deadline=None, derandomize=True,
+                          suppress_health_check=[HealthCheck.too_slow])
+settings.register_profile("thorough", max_examples=500, deadline=None)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci"))

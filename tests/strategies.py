@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from hypothesis import strategies as st
 
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 
 @st.composite
@@ -27,5 +28,5 @@ def workloads(draw: st.DrawFn, *, max_n: int = 300, max_instances: int = 4,
 def tilings(draw: st.DrawFn, workload: Workload, *, min_block: int = 1) -> Tiling:
     """Block sizes from 1 row to past the sequence, so last blocks are often uneven."""
     block_q = draw(st.integers(min_block, max(min_block, workload.n + 5)))
-    block_kv = draw(st.integers(min_block, max(min_block, workload.seq_kv + 5)))
+    block_kv = draw(st.integers(min_block, max(min_block, workload.n_kv + 5)))
     return Tiling(block_q, block_kv, 0, "test", "given")

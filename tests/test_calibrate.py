@@ -12,7 +12,6 @@ import types
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from iosim.analysis.compare import compare
 from iosim.calibrate import CalibrationError
@@ -27,11 +26,11 @@ from iosim.calibrate.records import (
     load_calibration,
     save_calibration,
 )
-from iosim.calibrate.report import write_report
 from iosim.calibrate.yaml_out import strip_measured, write_measured_yaml
-from iosim.cli import cli
 from iosim.inputs.hardware import load_hardware, resolve_hardware
 from iosim.inputs.workload import Workload
+from iosim.output.calibration_report import write_report
+from tests.conftest import run_cli as run
 
 RECORD = Path(__file__).parent / "data" / "h200-calibration.json"
 H200 = resolve_hardware("h200").hardware
@@ -47,9 +46,6 @@ def result(calibration: Calibration):  # type: ignore[no-untyped-def]
     return fit(calibration, H200)
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    out = CliRunner().invoke(cli, list(args))
-    return out.exit_code, out.stdout, out.stderr
 
 
 # --- refusals -----------------------------------------------------------------------------------

@@ -9,14 +9,10 @@ import subprocess
 import sys
 
 import pytest
-from click.testing import CliRunner
 
 from iosim.cli import cli
 from tests.conftest import SEED_ACCELERATOR
-
-
-def run(*args: str):
-    return CliRunner().invoke(cli, list(args))
+from tests.conftest import run_cli as run
 
 
 def test_compare_default_table():
@@ -107,7 +103,7 @@ def test_gpus_list_and_show():
 def test_compare_bad_input_is_one_line_exit_2(args, message):
     if "--gpu" not in args:
         args = [*args, "--gpu", "a100"]
-    result = CliRunner().invoke(cli, ["compare", *args])
+    result = run("compare", *args)
     assert result.exit_code == 2
     lines = result.output.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: ")

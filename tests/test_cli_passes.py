@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
-from iosim.cli import cli
+from tests.conftest import CliOutcome, run_cli
 
 DECODE = ["--n", "1", "--n-kv", "32768", "--d", "128", "--heads", "32", "--kv-heads", "8"]
 FIG2 = ["--n", "1024", "--d", "64", "--heads", "16", "--batch", "64", "--gpu", "a100-40gb-sxm"]
 
 
-def _run(*args: str):
-    return CliRunner().invoke(cli, ["compare", *args])
+def _run(*args: str) -> CliOutcome:
+    return run_cli("compare", *args)
 
 
 @pytest.mark.parametrize(("args", "message"), [

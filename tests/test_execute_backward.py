@@ -18,19 +18,19 @@ from iosim.execute import (
     ExecutorError,
     InstrumentedHBM,
     SramExceededError,
-    backward_working_set_bytes,
+    backward_sram_bytes,
     execute,
     precision,
     random_inputs,
     reference_attention,
     reference_gradients,
 )
-from iosim.inputs.workload import Tiling
+from iosim.inputs.tiling import Tiling
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
 """As iosim.analysis.verify.TOLERANCE: gradients are compared relative to max(1, max |float64 gradient|)."""
 BACKWARD = sorted(a for a, p in EXECUTORS if p == "bwd")
-SETTINGS = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
 
 
 def model_tiling(name: str, w: Workload, block_q: int, block_kv: int, *, splits: int = 1,
@@ -200,7 +200,7 @@ def test_backward_sram_peak_and_one_byte_less_raises() -> None:
     """The backward holds K_j, V_j, dK_j, dV_j and Q_i, O_i, dO_i, dQ_i, l_i, m_i (flash1, the
     larger in float32); flash2 holds Q_i, dO_i and an fp32 dQ_i, L_i, D_i instead."""
     prec = precision("float32")
-    need = backward_working_set_bytes(16, 32, 8, prec)
+    need = backward_sram_bytes(16, 32, 8, prec)
     assert need == (4 * 32 + 4 * 16) * 8 * 4 + 2 * 16 * 4
     w = Workload(64, d=8, pass_="bwd")
     x = random_inputs(w, 0, prec, grad=True)
@@ -240,7 +240,7 @@ def test_splitkv_counts_equal_closed_form_and_output_equals_the_formula(
     if w.n == 1 and w.group_size > 1:
         w = w.with_(sparsity=1.0)  # packed + sparse is refused (tested below)
     block_q, block_kv = s["block_q"], s["block_kv"]
-    splits = 1 + split_seed % cdiv(w.seq_kv, block_kv)  # type: ignore[operator]
+    splits = 1 + split_seed % cdiv(w.n_kv, block_kv)  # type: ignore[operator]
     x = random_inputs(w, 1, precision(dtype))
     run = execute("splitkv", w, x, dtype=dtype, block_q=block_q, block_kv=block_kv,  # type: ignore[arg-type]
                   splits=splits, dropout_p=0.25, seed=5, record=True)
@@ -319,9 +319,9 @@ def test_runs_that_cannot_be_done_are_refused_in_one_line() -> None:
     with pytest.raises(ExecutorError, match="packs the query heads"):
         execute("splitkv", decode, random_inputs(decode, 0, precision("float64")), block_kv=8,
                 splits=2)
-    with pytest.raises(ExecutorError, match=r"no backward executor for splitkv.*--pass fwd"):
+    with pytest.raises(ExecutorError, match=r"no backward executor for splitkv.*pass_=fwd"):
         execute("splitkv", Workload(8, d=2, pass_="bwd"), {})
-    with pytest.raises(ExecutorError, match="--splits must be a whole number from 1 to the 2 key"):
+    with pytest.raises(ExecutorError, match="^splits must be a whole number from 1 to the 2 key"):
         execute("splitkv", Workload(16, d=2), {}, block_kv=8, splits=3)
 
 

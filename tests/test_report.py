@@ -11,18 +11,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from click.testing import CliRunner
 
 from iosim.analysis.compare import compare
-from iosim.cli import cli
 from iosim.inputs.workload import Workload
+from tests.conftest import run_cli as run
 
 SMALL = ["--n-range", "256..2048", "--block-range", "32..512", "--compare-gpus", "h100,l4"]
 
 
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.stdout, result.stderr
 
 
 @pytest.fixture(scope="module")

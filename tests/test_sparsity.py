@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from iosim import Workload, closed_form, compare, get_algorithm, make_tiling, walk
@@ -21,7 +21,6 @@ def test_mask_is_an_even_bresenham_pattern() -> None:
     assert all(kept(0, num, 1000) for num in (1, 7, 999))  # pair 0 always kept
 
 
-@settings(max_examples=200, deadline=None)
 @given(start=st.integers(0, 500), length=st.integers(0, 500), num=st.integers(1, 50),
        extra=st.integers(0, 50))
 def test_kept_between_counts_the_mask(start: int, length: int, num: int, extra: int) -> None:
@@ -30,7 +29,6 @@ def test_kept_between_counts_the_mask(start: int, length: int, num: int, extra: 
     assert kept_between(start, stop, num, den) == sum(kept(k, num, den) for k in range(start, stop))
 
 
-@settings(max_examples=150, deadline=None)
 @given(n_q=st.integers(1, 60), n_kv=st.integers(1, 60), block_q=st.integers(1, 12),
        block_kv=st.integers(1, 12), causal=st.booleans(),
        s=st.sampled_from([0.01, 0.1, 0.25, 1 / 3, 0.5, 0.9, 1.0]))

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import numpy as np
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from iosim import IosimError, Workload, compare
-from iosim.algorithms.splitkv import num_splits_heuristic
+from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 
 # The issue's acceptance shape: N_kv = 32,768, d = 128, 32 query heads, 8 KV heads, batch 1, H100.
 DECODE = Workload(1, n_kv=32768, d=128, heads=32, kv_heads=8)
@@ -25,6 +28,36 @@ def test_heuristic_fills_the_gpu_or_stays_at_one() -> None:
     assert num_splits_heuristic(8, 264, 256, 128) == 29
     # never more splits than key blocks
     assert num_splits_heuristic(1, 264, 5, 128) <= 5
+
+
+def _flash_api_heuristic(batch_nheads_mblocks: int, num_sms: int, num_n_blocks: int,
+                         max_splits: int) -> int:
+    """flash_api.cpp `num_splits_heuristic` transcribed line for line (loops, not arrays)."""
+    if batch_nheads_mblocks >= 0.8 * num_sms:
+        return 1
+    max_splits = min(max_splits, num_sms, num_n_blocks)
+
+    def eligible(s: int) -> bool:
+        return s == 1 or -(-num_n_blocks // s) != -(-num_n_blocks // (s - 1))
+
+    efficiency = []
+    for s in range(1, max_splits + 1):
+        n_waves = batch_nheads_mblocks * s / num_sms
+        efficiency.append(n_waves / -(-n_waves // 1) if eligible(s) else 0.0)
+    best = max(efficiency, default=0.0)
+    for s in range(1, max_splits + 1):
+        if eligible(s) and efficiency[s - 1] >= 0.85 * best:
+            return s
+    return 1
+
+
+@given(grid=st.lists(st.integers(1, 600), min_size=1, max_size=8), sms=st.integers(1, 300),
+       blocks=st.integers(1, 400))
+def test_vectorised_heuristic_equals_flash_api(grid: list[int], sms: int, blocks: int) -> None:
+    """The one heuristic, on ints (compare) and on arrays (sweep), equals the C++ loop."""
+    expected = [_flash_api_heuristic(g, sms, blocks, MAX_SPLITS) for g in grid]
+    assert num_splits_heuristic(np.array(grid), sms, blocks, MAX_SPLITS).tolist() == expected
+    assert [num_splits_heuristic(g, sms, blocks, MAX_SPLITS) for g in grid] == expected
 
 
 def test_decode_acceptance_h100() -> None:
@@ -85,7 +118,7 @@ def test_packing_needs_one_query_and_gqa() -> None:
 def test_decode_is_forward_only_and_splits_need_splitkv() -> None:
     with pytest.raises(IosimError, match="forward-only"):
         compare(Workload(1, n_kv=4096, pass_="fwdbwd"), "h100", algorithms=["splitkv"])
-    with pytest.raises(IosimError, match="--splits applies to splitkv"):
+    with pytest.raises(IosimError, match="splits applies to splitkv"):
         compare(DECODE, "h100", algorithms=["flash2"], splits=4)
     with pytest.raises(IosimError, match="more than the 256 key blocks"):
         compare(DECODE, "h100", algorithms=["splitkv"], splits=257)

@@ -10,16 +10,10 @@ import sys
 from pathlib import Path
 
 import pytest
-from click.testing import CliRunner
 
 from iosim.analysis.compare import compare
-from iosim.cli import cli
 from iosim.inputs.workload import Workload
-
-
-def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, list(args))
-    return result.exit_code, result.stdout, result.stderr
+from tests.conftest import run_cli as run
 
 
 def test_csv_rows_equal_compare() -> None:
@@ -174,31 +168,27 @@ def test_compare_and_sweep_tables_do_not_load_matplotlib_or_pandas() -> None:
 
 def test_plot_never_overwrites_without_force(tmp_path):
     # issue standard: nothing a user wrote is overwritten without their asking
-    from click.testing import CliRunner
 
-    from iosim.cli import cli
 
     args = ["sweep", "--gpu", "a100", "--n", "512..2048", "--plot", str(tmp_path)]
-    assert CliRunner().invoke(cli, args).exit_code == 0
+    assert run(*args).exit_code == 0
     before = (tmp_path / "traffic_vs_n.png").read_bytes()
     (tmp_path / "traffic_vs_n.png").write_bytes(b"mine")
-    again = CliRunner().invoke(cli, args)
+    again = run(*args)
     assert again.exit_code == 2
     assert again.output.strip().splitlines() == [
         f"Error: {tmp_path / 'traffic_vs_n.png'} exists; pass --force to overwrite it, or choose "
         "another folder or name"]
     assert (tmp_path / "traffic_vs_n.png").read_bytes() == b"mine"
-    forced = CliRunner().invoke(cli, [*args, "--force"])
+    forced = run(*[*args, "--force"])
     assert forced.exit_code == 0 and (tmp_path / "traffic_vs_n.png").read_bytes() == before
 
 
 def test_roofline_never_overwrites_without_force(tmp_path):
-    from click.testing import CliRunner
 
-    from iosim.cli import cli
 
     args = ["roofline", "--gpu", "a100", "--n", "1024", "--out", str(tmp_path)]
-    assert CliRunner().invoke(cli, args).exit_code == 0
-    second = CliRunner().invoke(cli, args)
+    assert run(*args).exit_code == 0
+    second = run(*args)
     assert second.exit_code == 2 and "roofline.png exists; pass --force" in second.output
-    assert CliRunner().invoke(cli, [*args, "--force"]).exit_code == 0
+    assert run(*[*args, "--force"]).exit_code == 0

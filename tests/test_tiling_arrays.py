@@ -1,15 +1,34 @@
-"""The vectorised block-size rule (workload.tiling_arrays) equals the scalar make_tiling."""
+"""The block-size rules (inputs/tiling.py) on arrays equal them on one workload, and the
+closed-form step-down equals the literal loop it replaces."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from iosim.errors import TilingError
+from iosim.inputs.tiling import (
+    TilingInputs,
+    default_blocks,
+    make_tiling,
+    paper_blocks,
+    tiles_for,
+    working_set_bytes,
+)
 from iosim.inputs.units import DTYPE_BYTES
-from iosim.inputs.workload import Workload, make_tiling, tiling_arrays, working_set_bytes
+from iosim.inputs.workload import Workload
+
+
+def tiling_arrays(sram: object, d: object, elt: object, *, outer: str = "kv", block_q: object = 0,
+                  block_kv: object = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """tiles_for over arrays of SRAM, d and element sizes (the other inputs do not matter)."""
+    sram, d, elt, block_q, block_kv = (np.asarray(v, dtype=np.int64) for v in np.broadcast_arrays(
+        sram, d, elt, block_q, block_kv))
+    t = tiles_for(TilingInputs(1, 1, d, 1, 1, 1, elt, sram, False, block_q, block_kv), outer)
+    return (np.broadcast_to(t.block_q, sram.shape), np.broadcast_to(t.block_kv, sram.shape),
+            np.broadcast_to(t.fits, sram.shape))
 
 point = st.tuples(
     st.sampled_from([1, 2, 3, 16, 32, 64, 80, 96, 128, 192, 256, 512]),   # d
@@ -30,7 +49,6 @@ def _scalar(d: int, dtype: str, sram: int, block_q: int, block_kv: int,
     return t.block_q, t.block_kv
 
 
-@settings(max_examples=60, deadline=None)
 @given(points=st.lists(point, min_size=1, max_size=60), outer=st.sampled_from(["kv", "q"]))
 def test_vector_rule_equals_make_tiling(points: list[tuple[int, str, int, int, int]],
                                         outer: str) -> None:
@@ -69,3 +87,25 @@ def test_given_blocks_that_overflow_are_kept_and_marked() -> None:
 def test_sram_smaller_than_one_row_falls_back_to_1x1() -> None:
     q, kv, fits = tiling_arrays(100, 64, 2)
     assert (int(q), int(kv), bool(fits)) == (1, 1, False)
+
+
+def _literal_step_down(sram: int, d: int, elt: int, outer: str) -> tuple[int, int]:
+    """The rule as first written: take one row off the larger block (B_c on a tie) until fit."""
+    q, kv = (max(1, b) for b in paper_blocks(sram // elt, d, outer))
+    while working_set_bytes(q, kv, d, elt) > sram and (q, kv) != (1, 1):
+        if kv >= q:
+            kv -= 1
+        else:
+            q -= 1
+    return q, kv
+
+
+@given(sram=st.lists(st.integers(1, 300_000), min_size=1, max_size=40),
+       d=st.sampled_from([1, 8, 64, 128, 256]), elt=st.sampled_from([1, 2, 4]),
+       outer=st.sampled_from(["kv", "q"]))
+def test_bisection_step_down_equals_the_literal_loop(sram: list[int], d: int, elt: int,
+                                                     outer: str) -> None:
+    q, kv = default_blocks(np.array(sram), d, elt, outer)
+    for i, s in enumerate(sram):
+        assert (int(q[i]), int(kv[i])) == _literal_step_down(s, d, elt, outer)
+        assert default_blocks(s, d, elt, outer) == _literal_step_down(s, d, elt, outer)

@@ -5,16 +5,15 @@ from __future__ import annotations
 import json
 
 import pytest
-from click.testing import CliRunner
 
 from iosim.analysis.verify import verify
-from iosim.cli import cli
 from iosim.execute import MAX_SCORES
 from iosim.inputs.workload import Workload
+from tests.conftest import run_cli
 
 
 def run(*args: str) -> tuple[int, str, str]:
-    result = CliRunner().invoke(cli, ["verify", *args])
+    result = run_cli("verify", *args)
     return result.exit_code, result.stdout, result.stderr
 
 
@@ -202,7 +201,7 @@ def test_verify_reports_a_backward_mismatch(monkeypatch: pytest.MonkeyPatch) -> 
 
 @pytest.mark.parametrize("args,message", [
     (["--n", "64", "--block", "16", "--algo", "splitkv", "--splits", "5"],
-     "--splits must be a whole number from 1 to the 4 key blocks"),
+     "--splits 5 is more than the 4 key blocks (N_kv 64 in blocks of B_c = 16); use 1 to 4"),
     (["--n", "64", "--algo", "splitkv", "--splits", "0"], "--splits must be a whole number"),
     (["--n", "64", "--splits", "2"], "--splits applies to splitkv; add it to --algo"),
     (["--n", "64", "--algo", "splitkv", "--pass", "bwd"],

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import given, settings
+from hypothesis import given
 from hypothesis import strategies as st
 
 from iosim import Workload, closed_form, get_algorithm, make_tiling, walk
@@ -58,7 +58,6 @@ def _workload(s: dict, pass_: str) -> Workload:
                     sparsity=s["sparsity"], unfused=s["unfused"])
 
 
-@settings(max_examples=150, deadline=None)
 @given(s=shapes, bq2=st.integers(1, 9), bkv2=st.integers(1, 9))
 def test_backward_closed_form_equals_walk(s: dict, bq2: int, bkv2: int) -> None:
     for name in ("standard", "flash1", "flash2"):
@@ -68,7 +67,6 @@ def test_backward_closed_form_equals_walk(s: dict, bq2: int, bkv2: int) -> None:
         assert closed == walked, name
 
 
-@settings(max_examples=150, deadline=None)
 @given(s=shapes, split_seed=st.integers(0, 10**6))
 def test_splitkv_closed_form_equals_walk(s: dict, split_seed: int) -> None:
     w = _workload(s, "fwd")
@@ -79,7 +77,6 @@ def test_splitkv_closed_form_equals_walk(s: dict, split_seed: int) -> None:
     assert closed == walked
 
 
-@settings(max_examples=60, deadline=None)
 @given(s=shapes, split_seed=st.integers(0, 10**6))
 def test_walk_addresses_stay_inside_their_tensors(s: dict, split_seed: int) -> None:
     """Every tile the walk emits lies inside its tensor: rows, heads (query or KV), split copy."""
@@ -88,9 +85,9 @@ def test_walk_addresses_stay_inside_their_tensors(s: dict, split_seed: int) -> N
     kernels, tiling = _setup("splitkv", w, s["block_q"], s["block_kv"], splits)
     kv_tensors = {"K", "V"}
     for a in walk(kernels, w, tiling):
-        length = w.seq_kv if a.tensor in kv_tensors else w.n
+        length = w.n_kv if a.tensor in kv_tensors else w.n
         assert 0 <= a.row_start < a.row_stop <= length
-        assert 0 <= a.head < (w.heads_kv if a.tensor in kv_tensors else w.heads)
+        assert 0 <= a.head < (w.kv_heads if a.tensor in kv_tensors else w.heads)
         assert 0 <= a.split < splits
         if a.tensor in {"O_partial", "lse_partial"}:
             assert splits > 1
@@ -123,7 +120,7 @@ def _random_case(rng: np.random.Generator, name: str, packed: bool) -> tuple[Wor
                  causal=bool(rng.random() < 0.5), sparsity=float(rng.choice([1.0, 0.5, 0.3])),
                  pass_="fwd" if name == "splitkv" else "fwdbwd")
     t = make_tiling(w, 10**9, "t", block_q=int(rng.integers(1, 40)), block_kv=block_kv)
-    t_c = cdiv(w.seq_kv, block_kv)
+    t_c = cdiv(w.n_kv, block_kv)
     return w, replace(t, splits=int(rng.integers(2, t_c + 1)),
                       bwd_block_q=int(rng.integers(1, 40)), bwd_block_kv=int(rng.integers(1, 40)))
 

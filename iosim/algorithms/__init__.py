@@ -16,6 +16,7 @@ DEFAULT_ALGORITHMS: tuple[str, ...] = ("standard", "flash1", "flash2")
 
 
 def get_algorithm(name: str) -> Algorithm:
+    """The registered algorithm named `name` (case and spaces ignored); IosimError if none."""
     try:
         return ALGORITHMS[name.strip().lower()]
     except KeyError:

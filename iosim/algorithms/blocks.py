@@ -21,30 +21,10 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-Int = Any  # a Python int or a numpy integer array (broadcast together)
+from iosim.inputs.ints import Int, cdiv, imax, imin, is_array, select
 
-
-def cdiv(a: Int, b: Int) -> Int:
-    """⌈a/b⌉ for positive b."""
-    return -(-a // b)
-
-
-def _is_array(*values: Int) -> bool:
-    return any(isinstance(v, np.ndarray) for v in values)
-
-
-def imax(a: Int, b: Int) -> Int:
-    return np.maximum(a, b) if _is_array(a, b) else max(a, b)
-
-
-def imin(a: Int, b: Int) -> Int:
-    return np.minimum(a, b) if _is_array(a, b) else min(a, b)
-
-
-def select(condition: Any, a: Int, b: Int) -> Int:
-    if _is_array(condition, a, b):
-        return np.where(condition, a, b)
-    return a if condition else b
+__all__ = ["BlockSums", "Int", "block_sums", "cdiv", "floor_sum", "imax", "imin", "select",
+           "visited_kv_blocks"]
 
 
 def floor_sum(n: Int, m: Int, a: Int, b: Int) -> Int:
@@ -52,7 +32,7 @@ def floor_sum(n: Int, m: Int, a: Int, b: Int) -> Int:
 
     The Euclid-like reduction of AtCoder Library's floor_sum_unsigned; vectorised for arrays.
     """
-    if not _is_array(n, m, a, b):
+    if not is_array(n, m, a, b):
         total: Int = 0
         while n > 0:
             if a >= m:
@@ -105,7 +85,7 @@ def block_sums(n_q: Int, n_kv: Int, block_q: Int, block_kv: Int, causal: Any) ->
     t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
     r_last = n_q - (t_r - 1) * block_q
     full = BlockSums(t_r, t_c, t_r * t_c, n_q * t_c, n_kv * t_r, n_q * n_kv)
-    if not _is_array(causal) and not causal:
+    if not is_array(causal) and not causal:
         return full
 
     offset = n_kv - n_q
@@ -129,7 +109,7 @@ def block_sums(n_q: Int, n_kv: Int, block_q: Int, block_kv: Int, causal: Any) ->
         pair_kv_rows=kv_rows_full + n_kv,
         scores=block_q * kv_rows_full + r_last * n_kv,
     )
-    if not _is_array(causal):
+    if not is_array(causal):
         return causal_sums
     return BlockSums(*(select(causal, c, f) for c, f in zip(causal_sums, full, strict=True)))
 

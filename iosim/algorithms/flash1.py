@@ -59,8 +59,10 @@ class Flash1(Algorithm):
     name = "flash1"
     title = "FlashAttention (Algorithm 1): K/V blocks outer, Q/O/l/m re-read every pass"
     tiled = True
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """Alg. 1's kernels: the initialisation of O, l, m and the fused K/V-outer kernel."""
         init = Kernel("init", "init O, l, m", "elementwise", (
             Access("O", "write", "prologue", "q", "d", "Alg. 1 line 2: O = (0) in HBM", init=True),
             Access("l", "write", "prologue", "q", "1", "Alg. 1 line 2: l = (0) in HBM",
@@ -82,6 +84,8 @@ class Flash1(Algorithm):
         return init, fused
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """Alg. 4's kernels: the initialisation of dQ, dK, dV and the fused backward (plus
+        GQA's dK/dV group sums)."""
         dk, dv = dkv_names(workload)
         init = Kernel("bwd_init", "init dQ, dK, dV", "elementwise", (
             Access("dQ", "write", "prologue", "q", "d", "Alg. 4 line 5: dQ = (0) in HBM", init=True),

@@ -40,7 +40,9 @@ from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
-from iosim.inputs.workload import Tiling, Workload, make_tiling
+from iosim.inputs.ints import select
+from iosim.inputs.tiling import Tiles, Tiling, TilingInputs, default_blocks, default_rule
+from iosim.inputs.workload import Workload
 
 _PRE = "flash_bwd_preprocess_kernel.h compute_dot_do_o"
 BACKWARD_FLOPS = (
@@ -55,8 +57,10 @@ class Flash2(Algorithm):
     title = "FlashAttention-2: Q blocks outer, K/V re-read per query block, O and L written once"
     tiled = True
     outer = "q"
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """FA2 Alg. 1's one fused Q-outer kernel."""
         return (Kernel("attn", "fused attention", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i"),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j"),
@@ -67,6 +71,8 @@ class Flash2(Algorithm):
         ), FORWARD_FLOPS, loop="q", grid="blocks"),)
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """FA2's three backward kernels (dot_do_o, the K/V-outer main kernel, convert_dQ) and
+        GQA's group sums."""
         dk, dv = dkv_names(workload)
         pre = Kernel("bwd_dot_do_o", "D = rowsum(dO∘O)", "elementwise", (
             Access("dO", "read", "prologue", "q", "d", f"FA2 Alg. 2 line 4 ({_PRE}): read dO"),
@@ -101,20 +107,27 @@ class Flash2(Algorithm):
         ), (FlopCount("elementwise", "q_d", 1, "scale by the softmax scale"),))
         return (pre, main, convert, *sum_dkdv(workload))
 
-    def finish_tiling(self, tiling: Tiling | None, workload: Workload, *, sm_count: int | None,
-                      splits: int | None, blocks_given: bool = False) -> Tiling | None:
+    def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:
         """The backward's blocks: Alg. 1 line 1's rule for its own (K/V-outer) loop.
 
         The forward keeps Q_i resident, so the rule gives B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d);
         the backward keeps K_j, V_j resident (like Alg. 4), so the same rule gives it Alg. 1's
         B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d) (FA2's CUDA backward likewise uses its own tiles,
         e.g. 128 × 128 for d = 64 on A100, flash_bwd_launch_template.h). Block sizes the user
-        gives hold for both passes.
+        gives hold for both passes. Ints or arrays.
         """
-        if tiling is None or blocks_given or workload.pass_ == "fwd":
+        p = inputs
+        bwd_q, bwd_kv = default_blocks(p.sram_bytes, p.d, p.element_bytes, "kv")
+        own = select(p.backward, p.blocks_given, True)  # the forward's blocks serve both passes
+        return replace(tiles, bwd_block_q=select(own, tiles.block_q, bwd_q),
+                       bwd_block_kv=select(own, tiles.block_kv, bwd_kv))
+
+    def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
+        """The backward's blocks and their rule, when they differ from the forward's."""
+        backward = (int(tiles.bwd_block_q), int(tiles.bwd_block_kv))
+        if backward == (tiling.block_q, tiling.block_kv):
             return tiling
-        bwd = make_tiling(workload, tiling.sram_bytes, tiling.sram_source, outer="kv")
-        if (bwd.block_q, bwd.block_kv) == (tiling.block_q, tiling.block_kv):
-            return tiling
-        return replace(tiling, bwd_block_q=bwd.block_q, bwd_block_kv=bwd.block_kv,
-                       bwd_rule=bwd.rule + " (the backward's K/V-outer loop)")
+        return replace(tiling, bwd_block_q=backward[0], bwd_block_kv=backward[1],
+                       bwd_rule=default_rule(tiling.sram_bytes, inputs.d, inputs.element_bytes,
+                                              "kv", backward)
+                       + " (the backward's K/V-outer loop)")

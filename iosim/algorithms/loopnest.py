@@ -32,7 +32,7 @@ Three refinements, each a flag on the Kernel or the Dims (issue 3):
 From that one description come
   1. `closed_form`: exact element counts as sums over the loop (block sums in blocks.py),
      vectorised so that sweeps evaluate grids without a Python loop per point;
-  2. `walk`: the literal tile-by-tile access stream (every load and store, in order),
+  2. `walk` (tilewalk.py): the literal tile-by-tile access stream (every load and store),
      which tests hold equal to the closed form and which feeds the L2 model
      (tilestream.walk_arrays builds the same stream as numpy columns, for long ones).
 The NumPy executor (iosim/execute/) runs the same loops on real numbers through an instrumented HBM,
@@ -41,18 +41,19 @@ written by hand and independently of this module, so that its counts check both.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from itertools import accumulate
 from typing import Any, Literal
 
 import numpy as np
 
-from iosim.algorithms.blockmask import kept, sparse_block_sums, split_work_rows
-from iosim.algorithms.blocks import BlockSums, block_sums, cdiv, visited_kv_blocks
+from iosim.algorithms.blockmask import sparse_block_sums, split_work_rows
+from iosim.algorithms.blocks import BlockSums, block_sums, cdiv
+from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Op, Term, Traffic
+from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import STAT_BYTES
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.workload import Workload
 
 Where = Literal["prologue", "outer", "inner", "outer_end", "epilogue"]
 Axis = Literal["q", "kv"]
@@ -130,8 +131,19 @@ class Kernel:
                 raise ValueError(f"{self.name}: outer tile {access.tensor} must run along {self.loop}")
 
 
+KV_HEAD_TENSORS = frozenset({"K", "V", "dK", "dV"})
+"""Tensors that exist once per KV head (GQA/MQA), not once per query head."""
+
+
 def element_bytes(element: ElementType, workload_element_bytes: Any) -> Any:
+    """Bytes of one element of an access: the workload's dtype (io), fp32 or u8."""
     return {"io": workload_element_bytes, "fp32": STAT_BYTES, "u8": 1}[element]
+
+
+def row_width(cols: Cols, d: Any, n_kv: Any) -> Any:
+    """Elements in one row of an access's tensor: d, 1 (a per-row statistic) or n_kv (a row of
+    an N×N matrix). Ints or arrays."""
+    return {"d": d, "1": 1, "kv": n_kv}[cols]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -163,11 +175,12 @@ class Dims:
 
     @classmethod
     def of(cls, workload: Workload, tiling: Tiling | None) -> Dims:
+        """One workload's dims: its sizes and the tiling's blocks (whole tensors for an untiled algorithm)."""
         num, den = workload.sparsity_fraction
-        return cls(workload.n, workload.seq_kv, workload.d, workload.batch, workload.heads,
-                   workload.heads_kv, workload.element_bytes,
+        return cls(workload.n, workload.n_kv, workload.d, workload.batch, workload.heads,
+                   workload.kv_heads, workload.element_bytes,
                    tiling.block_q if tiling else workload.n,
-                   tiling.block_kv if tiling else workload.seq_kv, workload.causal,
+                   tiling.block_kv if tiling else workload.n_kv, workload.causal,
                    tiling.splits if tiling else 1, num, den,
                    tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None)
 
@@ -179,8 +192,8 @@ def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
         dims = replace(dims, block_q=dims.bwd_block_q, block_kv=dims.bwd_block_kv)
     if not kernel.pack_heads:
         return dims
-    group = dims.heads // dims.kv_heads
-    return replace(dims, n_q=dims.n_q * group, heads=dims.kv_heads, causal=False)
+    rows, heads = packed_problem(dims.n_q, dims.heads, dims.kv_heads, True)
+    return replace(dims, n_q=rows, heads=heads, causal=False)
 
 
 def _is_dense(dims: Dims) -> bool:
@@ -189,6 +202,8 @@ def _is_dense(dims: Dims) -> bool:
 
 
 def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
+    """Exact sums over the block pairs a kernel visits (its pass's blocks, the causal skip, the
+    block-sparse mask); ints or arrays."""
     kd = kernel_dims(kernel, dims)
     if kernel.loop is None:
         return BlockSums(1, 1, 1, kd.n_q, kd.n_kv, kd.n_q * kd.n_kv)
@@ -216,7 +231,7 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
     else:
         # whole tensors, or one tile per outer block: every outer block is visited once
         rows = length
-    width = {"d": kd.d, "1": 1, "kv": kd.n_kv}[access.cols]
+    width = row_width(access.cols, kd.d, kd.n_kv)
     instances = kd.batch * (kd.kv_heads if access.per_kv_head else kd.heads)
     return rows * width * instances
 
@@ -270,150 +285,3 @@ def closed_form(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
                 init=access.init,
             ))
     return Traffic(tuple(terms))
-
-
-# ---------------------------------------------------------------------------------------------
-# 2. tile walk
-
-
-@dataclass(frozen=True, slots=True)
-class TileAccess:
-    """One load or store of one tile, in the order the algorithm issues it."""
-
-    kernel: str
-    tensor: str
-    op: Op
-    batch: int
-    head: int
-    """Query head, or KV head for tensors that only exist per KV head (K, V and their grads)."""
-    row_start: int
-    row_stop: int
-    cols: int
-    element_bytes: int
-    init: bool = False
-    split: int = 0
-    """Which copy of a per-split tensor (split-KV partial outputs); 0 for every other tensor."""
-
-    @property
-    def elements(self) -> int:
-        return (self.row_stop - self.row_start) * self.cols
-
-    @property
-    def bytes(self) -> int:
-        return self.elements * self.element_bytes
-
-
-KV_HEAD_TENSORS = frozenset({"K", "V", "dK", "dV"})
-
-
-def walk(
-    kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None
-) -> Iterator[TileAccess]:
-    """Every tile load and store of the algorithm, kernel by kernel, head by head, in loop order."""
-    for kernel in kernels:
-        yield from _walk_kernel(kernel, workload, tiling)
-
-
-def _walk_kernel(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> Iterator[TileAccess]:
-    packed = kernel.pack_heads
-    n_q = workload.n * (workload.group_size if packed else 1)
-    n_kv = workload.seq_kv
-    blocks = (tiling.backward_blocks if kernel.blocks == "backward" else
-              (tiling.block_q, tiling.block_kv)) if tiling else (n_q, n_kv)
-    block_q, block_kv = blocks
-    causal = workload.causal and not packed
-    splits = tiling.splits if tiling else 1
-    t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
-    n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, causal)
-    # row-major index of pair (i, 0) among the visited pairs: the block mask numbers pairs so
-    start = [0, *accumulate(n_i)]
-    num, den = workload.sparsity_fraction
-
-    def nonzero(i: int, j: int) -> bool:
-        return num == den or kept(start[i] + j, num, den)
-
-    # rows visited with each key block j: row blocks i with n_i > j (n_i never decreases with i)
-    first_row = [next(i for i in range(t_r) if n_i[i] > j) for j in range(t_c)]
-    per_block = cdiv(t_c, splits) if kernel.split else t_c
-    programs = splits if kernel.split else 1
-    geometry = _WalkGeometry(workload, block_q, block_kv, packed)
-    by_place = {where: [a for a in kernel.accesses if a.where == where]
-                for where in ("prologue", "outer", "inner", "outer_end", "epilogue")}
-    heads = workload.heads_kv if packed else workload.heads
-    for b in range(workload.batch):
-        for h in range(heads):
-            for access in by_place["prologue"]:
-                yield from geometry.whole(kernel, access, b, h, splits)
-            if kernel.loop == "q":
-                for o in range(t_r):
-                    for k in range(programs):
-                        lo, hi = k * per_block, min((k + 1) * per_block, n_i[o])
-                        if not kernel.split or lo < hi:
-                            for access in by_place["outer"]:
-                                yield from geometry.emit(kernel, access, b, h, o, k)
-                        for p in range(lo, hi):
-                            if nonzero(o, p):
-                                for access in by_place["inner"]:
-                                    index = o if access.rows == "q" else p
-                                    yield from geometry.emit(kernel, access, b, h, index, k)
-                        for access in by_place["outer_end"]:
-                            yield from geometry.emit(kernel, access, b, h, o, k)
-            elif kernel.loop == "kv":
-                for o in range(t_c):
-                    for access in by_place["outer"]:
-                        yield from geometry.emit(kernel, access, b, h, o, 0)
-                    for p in range(first_row[o], t_r):
-                        if nonzero(p, o):
-                            for access in by_place["inner"]:
-                                index = o if access.rows == "kv" else p
-                                yield from geometry.emit(kernel, access, b, h, index, 0)
-                    for access in by_place["outer_end"]:
-                        yield from geometry.emit(kernel, access, b, h, o, 0)
-            for access in by_place["epilogue"]:
-                yield from geometry.whole(kernel, access, b, h, splits)
-
-
-class _WalkGeometry:
-    """Turns (access, batch, head, tile index, split) into TileAccesses with their row ranges."""
-
-    def __init__(self, workload: Workload, block_q: int, block_kv: int, packed: bool) -> None:
-        self.group = workload.group_size
-        self.packed = packed
-        self.n_q = workload.n
-        self.elt = workload.element_bytes
-        length_q = workload.n * (self.group if packed else 1)
-        self.axes = {"q": (length_q, block_q), "kv": (workload.seq_kv, block_kv)}
-        self.widths = {"d": workload.d, "1": 1, "kv": workload.seq_kv}
-
-    def whole(self, kernel: Kernel, access: Access, b: int, h: int,
-              splits: int) -> Iterator[TileAccess]:
-        for k in range(splits if access.per_split else 1):
-            yield from self.emit(kernel, access, b, h, None, k)
-
-    def emit(self, kernel: Kernel, access: Access, b: int, h: int, index: int | None,
-             split: int) -> Iterator[TileAccess]:
-        """`h` is the program's head: a query head, or a KV head when the kernel packs heads."""
-        if access.per_kv_head and (h + 1) % self.group and not self.packed:
-            # once per KV head, by the group's last query head: a group sum (grads.py) writes
-            # dK, dV after it has read every query head's share
-            return
-        length, block = self.axes[access.rows]
-        start, stop = (0, length) if index is None else (
-            index * block, min(length, (index + 1) * block))
-        copy = split if access.per_split else 0
-        width = self.widths[access.cols]
-        elt = element_bytes(access.element, self.elt)
-        if self.packed and access.rows == "q" and not access.per_kv_head:
-            # packed row r of KV head h is row r mod n_q of query head h·g + r div n_q
-            row = start
-            while row < stop:
-                head, offset = divmod(row, self.n_q)
-                end = min(stop, (head + 1) * self.n_q)
-                yield TileAccess(kernel.name, access.tensor, access.op, b, h * self.group + head,
-                                 offset, offset + end - row, width, elt, access.init, copy)
-                row = end
-            return
-        per_kv = access.tensor in KV_HEAD_TENSORS or access.per_kv_head
-        head = h if self.packed else (h // self.group if per_kv else h)
-        yield TileAccess(kernel.name, access.tensor, access.op, b, head, start, stop, width, elt,
-                         access.init, copy)

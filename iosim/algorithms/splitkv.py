@@ -31,51 +31,57 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+import numpy as np
+
 from iosim.algorithms.base import Algorithm
-from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
-from iosim.errors import IosimError
-from iosim.inputs.workload import Tiling, Workload
+from iosim.algorithms.packing import packed_problem, packs_heads
+from iosim.errors import IosimError, arg
+from iosim.inputs.ints import Int, at_first, both, cdiv, is_array, select
+from iosim.inputs.tiling import Tiles, Tiling, TilingInputs
+from iosim.inputs.workload import Workload
 
 MAX_SPLITS = 128
 """flash_api.cpp: num_splits_heuristic(..., 128) and TORCH_CHECK(num_splits <= 128)."""
 
 
-def num_splits_heuristic(batch_nheads_mblocks: int, num_sms: int, num_n_blocks: int,
-                         max_splits: int) -> int:
-    """flash_api.cpp `num_splits_heuristic`, line for line.
+def num_splits_heuristic(batch_nheads_mblocks: Int, num_sms: Int, num_n_blocks: Int,
+                         max_splits: int) -> Int:
+    """flash_api.cpp `num_splits_heuristic`, on ints (one workload) or arrays (a sweep).
 
     "If we have enough to almost fill the SMs, then just use 1 split"; otherwise the smallest
     eligible split count whose wave efficiency n_waves/⌈n_waves⌉ is within 85% of the best.
-    A count is not eligible when it leaves the blocks per split unchanged from one split fewer.
-    The caller passes num_sms = 2 × the SM count ("We multiply number of SMs by 2 to hard-code
-    the fact that we're using 128 threads per block").
+    A count is not eligible when it leaves the blocks per split unchanged from one split fewer,
+    or exceeds min(max_splits, num_sms, num_n_blocks). The caller passes num_sms = 2 × the SM
+    count ("We multiply number of SMs by 2 to hard-code the fact that we're using 128 threads
+    per block"). Every candidate 1..max_splits is one row of an array, so a grid of points is
+    decided at once.
     """
-    if batch_nheads_mblocks >= 0.8 * num_sms:
-        return 1
-    max_splits = min(max_splits, num_sms, num_n_blocks)
-
-    def eligible(splits: int) -> bool:
-        return splits == 1 or cdiv(num_n_blocks, splits) != cdiv(num_n_blocks, splits - 1)
-
-    efficiency = []
-    for splits in range(1, max_splits + 1):
-        if not eligible(splits):
-            efficiency.append(0.0)
-            continue
-        n_waves = batch_nheads_mblocks * splits / num_sms
-        efficiency.append(n_waves / -(-n_waves // 1))
-    best = max(efficiency, default=0.0)
-    for splits in range(1, max_splits + 1):
-        if eligible(splits) and efficiency[splits - 1] >= 0.85 * best:
-            return splits
-    return 1
+    scalar = not is_array(batch_nheads_mblocks, num_sms, num_n_blocks)
+    grid, sms, blocks = (np.asarray(v, dtype=np.int64) for v in np.broadcast_arrays(
+        batch_nheads_mblocks, num_sms, num_n_blocks))
+    splits = np.arange(1, max_splits + 1).reshape(-1, *([1] * grid.ndim))
+    limit = np.minimum(np.minimum(max_splits, sms), blocks)
+    eligible = (splits <= limit) & (
+        (splits == 1) | (cdiv(blocks, splits) != cdiv(blocks, np.maximum(splits - 1, 1))))
+    n_waves = grid * splits / sms
+    efficiency = np.where(eligible, n_waves / np.ceil(n_waves), 0.0)
+    good = eligible & (efficiency >= 0.85 * efficiency.max(axis=0))
+    chosen = np.where(good.any(axis=0), good.argmax(axis=0) + 1, 1)
+    result = np.where(grid >= 0.8 * sms, 1, chosen)
+    return int(result) if scalar else result
 
 
-def packs_heads(workload: Workload) -> bool:
-    """flash_api.cpp `seqlenq_ngroups_swapped`: one query token and more query than KV heads."""
-    return workload.n == 1 and workload.group_size > 1
+def refuse_too_many_splits(splits: Int, n_kv: Int, block_kv: Int) -> None:
+    """Raises unless every given split count (0: not given) is at most the key blocks ⌈N_kv/B_c⌉
+    it splits (ints or arrays; the message quotes the first point that has too many)."""
+    n_blocks = cdiv(n_kv, block_kv)
+    too_many = both(splits > 0, splits > n_blocks)
+    if np.any(too_many):
+        given, blocks, kv, bkv = at_first(too_many, splits, n_blocks, n_kv, block_kv)
+        raise IosimError(f"{arg('splits', given)} is more than the {blocks} key blocks (N_kv {kv} "
+                         f"in blocks of B_c = {bkv}); use 1 to {blocks}")
 
 
 class SplitKV(Algorithm):
@@ -84,14 +90,17 @@ class SplitKV(Algorithm):
              "outputs combined; GQA heads packed when N = 1")
     tiled = True
     outer = "q"
+    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits"})  # packing, combine
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
+        """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""
         if workload.pass_ != "fwd":
-            raise IosimError("splitkv is an inference (forward-only) kernel; use --pass fwd, "
-                             "or flash2 for the backward pass")
+            raise IosimError(f"splitkv is an inference (forward-only) kernel; use "
+                             f"{arg('pass_', 'fwd')}, or flash2 for the backward pass")
         return self.forward(workload, tiling.splits if tiling else 1)
 
     def forward(self, workload: Workload, splits: int = 1) -> tuple[Kernel, ...]:
+        """The split-KV kernels for `splits` KV splits per query block."""
         if splits > 1:
             outputs = (
                 Access("O_partial", "write", "outer_end", "q", "d",
@@ -112,7 +121,8 @@ class SplitKV(Algorithm):
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j (of this split)"),
             Access("V", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load V_j (of this split)"),
             *outputs,
-        ), FORWARD_FLOPS, loop="q", split=True, pack_heads=packs_heads(workload), grid="blocks")
+        ), FORWARD_FLOPS, loop="q", split=True, grid="blocks",
+            pack_heads=packs_heads(workload.n, workload.heads, workload.kv_heads))
         if splits == 1:
             return (split,)
         combine = Kernel("splitkv_combine", "combine splits", "elementwise", (
@@ -129,27 +139,34 @@ class SplitKV(Algorithm):
             FlopCount("elementwise", "q_d", 2 * splits, "scale and add each split's output")))
         return split, combine
 
-    def finish_tiling(self, tiling: Tiling | None, workload: Workload, *, sm_count: int | None,
-                      splits: int | None, blocks_given: bool = False) -> Tiling | None:
-        """The number of splits: --splits (checked) or flash_api.cpp's heuristic."""
-        assert tiling is not None
-        rows = workload.n * (workload.group_size if packs_heads(workload) else 1)
-        heads = workload.heads_kv if packs_heads(workload) else workload.heads
-        m_blocks = cdiv(rows, tiling.block_q)
-        n_blocks = cdiv(workload.seq_kv, tiling.block_kv)
-        if splits is not None:
-            if isinstance(splits, bool) or not isinstance(splits, int) or splits < 1:
-                raise IosimError(f"--splits must be a whole number of at least 1, got {splits!r}")
-            if splits > n_blocks:
-                raise IosimError(
-                    f"--splits {splits} is more than the {n_blocks} key blocks (N_kv "
-                    f"{workload.seq_kv} in blocks of B_c = {tiling.block_kv}); use 1 to {n_blocks}")
-            return replace(tiling, splits=splits, splits_rule="--splits")
-        if sm_count is None:
-            raise IosimError("the GPU's YAML has no sm_count, which the split heuristic needs; "
-                             "give --splits")
-        grid = workload.batch * heads * m_blocks
-        chosen = num_splits_heuristic(grid, 2 * sm_count, n_blocks, MAX_SPLITS)
-        rule = (f"flash_api.cpp num_splits_heuristic({workload.batch}·{heads}·{m_blocks} = {grid} "
-                f"programs, 2 × {sm_count} SMs, {n_blocks} key blocks, max {MAX_SPLITS})")
-        return replace(tiling, splits=chosen, splits_rule=rule)
+    def _split_problem(self, tiles: Tiles, inputs: TilingInputs) -> tuple[Int, Int, Int]:
+        """(heads, query blocks, key blocks) of one split kernel's problem (packed for GQA
+        decoding): what the split rule reads."""
+        p = inputs
+        rows, heads = packed_problem(p.n, p.heads, p.kv_heads,
+                                     packs_heads(p.n, p.heads, p.kv_heads))
+        return heads, cdiv(rows, tiles.block_q), cdiv(p.n_kv, tiles.block_kv)
+
+    def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:
+        """The number of splits: the requested one (checked) or flash_api.cpp's heuristic."""
+        p = inputs
+        heads, m_blocks, n_blocks = self._split_problem(tiles, p)
+        refuse_too_many_splits(p.splits, p.n_kv, tiles.block_kv)
+        if np.all(np.asarray(p.splits) > 0):
+            return replace(tiles, splits=p.splits)
+        if np.any(both(np.asarray(p.splits) == 0, np.asarray(p.sm_count) == 0)):
+            raise IosimError(f"the GPU's YAML has no sm_count, which the split heuristic needs; "
+                             f"give {arg('splits')}")
+        auto = num_splits_heuristic(p.batch * heads * m_blocks, 2 * p.sm_count, n_blocks,
+                                    MAX_SPLITS)
+        return replace(tiles, splits=select(p.splits > 0, p.splits, auto))
+
+    def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
+        """The split count and how it was chosen ('--splits', or the heuristic's inputs)."""
+        if inputs.splits:
+            return replace(tiling, splits=int(tiles.splits), splits_rule="--splits")
+        heads, m_blocks, n_blocks = self._split_problem(tiles, inputs)
+        grid = inputs.batch * heads * m_blocks
+        rule = (f"flash_api.cpp num_splits_heuristic({inputs.batch}·{heads}·{m_blocks} = {grid} "
+                f"programs, 2 × {inputs.sm_count} SMs, {n_blocks} key blocks, max {MAX_SPLITS})")
+        return replace(tiling, splits=int(tiles.splits), splits_rule=rule)

@@ -44,8 +44,10 @@ class Standard(Algorithm):
     name = "standard"
     title = "standard attention (FlashAttention paper, Algorithm 0): S and P written to HBM"
     tiled = False
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """Alg. 0's kernels: S = QKᵀ, softmax (and the unfused scale/mask/dropout), O = PV."""
         kernels = [Kernel("qk", "S = QKᵀ", "matmul", (
             _whole("Q", "read", "q", "d", "Alg. 0 line 1: load Q by blocks"),
             _whole("K", "read", "kv", "d", "Alg. 0 line 1: load K by blocks"),
@@ -76,6 +78,7 @@ class Standard(Algorithm):
         return tuple(kernels)
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """Alg. 3's kernels, in the order they run, and GQA's dK/dV group sums."""
         dropout = "dropout" in workload.unfused
         p = "P_drop" if dropout else "P"
         dk, dv = dkv_names(workload)

@@ -1,4 +1,4 @@
-"""The tile walk as arrays: the same access stream as `loopnest.walk`, built without a Python loop.
+"""The tile walk as arrays: the same access stream as `tilewalk.walk`, built without a Python loop.
 
 `walk` yields one `TileAccess` per tile load or store, in loop order; that is exact and simple, and
 fast enough for one head at N = 16,384 (benchmarks/walk_speed.py). A model that consumes millions
@@ -28,9 +28,11 @@ import numpy as np
 
 from iosim.algorithms.blockmask import kept_between
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, TileAccess, element_bytes
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, element_bytes, row_width
+from iosim.algorithms.tilewalk import TileAccess, walk_problem
 from iosim.algorithms.traffic import Op
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
@@ -66,10 +68,12 @@ class TileStream:
 
     @property
     def elements(self) -> IntArray:
+        """Elements of every access, as an int64 array."""
         return (self.row_stop - self.row_start) * self.cols
 
     @property
     def bytes(self) -> IntArray:
+        """Bytes of every access, as an int64 array."""
         return self.elements * self.element_bytes
 
     def records(self) -> Iterator[TileAccess]:
@@ -222,16 +226,7 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
     columns: dict[str, list[np.ndarray[Any, Any]]] = {c: [] for c in names}
     for k, kernel in enumerate(kernels):
         packed = kernel.pack_heads
-        # the packed problem: g·n_q rows per KV head, no causal mask (loopnest.kernel_dims)
-        n_q = workload.n * (group if packed else 1)
-        n_kv = workload.seq_kv
-        causal = workload.causal and not packed
-        if tiling is None:
-            block_q, block_kv = n_q, n_kv
-        elif kernel.blocks == "backward":
-            block_q, block_kv = tiling.backward_blocks
-        else:
-            block_q, block_kv = tiling.block_q, tiling.block_kv
+        n_q, n_kv, heads, block_q, block_kv, causal = walk_problem(kernel, workload, tiling)
         t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
         n_i = np.asarray(visited_kv_blocks(n_q, n_kv, block_q, block_kv, causal), dtype=np.int64)
         access, tile, copy = _template(kernel, _Grid(t_r, t_c, n_i, splits, sparsity))
@@ -263,10 +258,9 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         start = np.where(split_rows, np.maximum(start, sub_head * n) - sub_head * n, start)
         stop = np.where(split_rows, np.minimum(stop, (sub_head + 1) * n) - sub_head * n, stop)
 
-        width = {"d": workload.d, "1": 1, "kv": n_kv}
         a_tensor = prop([tensor_id[a.tensor] for a in acc], np.int64, access)
         a_write = prop([a.op == "write" for a in acc], np.bool_, access)
-        a_cols = prop([width[a.cols] for a in acc], np.int64, access)
+        a_cols = prop([row_width(a.cols, workload.d, n_kv) for a in acc], np.int64, access)
         a_elt = prop([element_bytes(a.element, workload.element_bytes) for a in acc], np.int64,
                      access)
         a_init = prop([a.init for a in acc], np.bool_, access)
@@ -275,11 +269,10 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
                         access)
 
         per = access.shape[0]
-        heads = workload.heads_kv if packed else workload.heads
         instances = batch * heads
         b_col = np.repeat(np.arange(batch, dtype=np.int64), heads * per)
         h_col = np.tile(np.repeat(np.arange(heads, dtype=np.int64), per), batch)
-        # once per KV head: done by the group's last query head (loopnest._WalkGeometry.emit)
+        # once per KV head: done by the group's last query head (tilewalk._WalkGeometry.emit)
         keep = ~(np.tile(a_once, instances) & ((h_col + 1) % group != 0))
         if packed:
             head = np.where(np.tile(split_rows, instances), h_col * group

@@ -33,10 +33,12 @@ class Term:
 
     @property
     def bytes(self) -> int:
+        """Bytes the term moves: elements × bytes per element."""
         return self.elements * self.element_bytes
 
     @property
     def category(self) -> str:
+        """The tensor the term is reported under in per-tensor tables."""
         if self.init:
             return "init"
         if self.tensor in STATISTICS:
@@ -56,14 +58,17 @@ class ReadWriteTotals:
 
     @property
     def read_bytes(self) -> int:
+        """Bytes read by all terms."""
         return sum(t.bytes for t in self.terms if t.op == "read")
 
     @property
     def write_bytes(self) -> int:
+        """Bytes written by all terms."""
         return sum(t.bytes for t in self.terms if t.op == "write")
 
     @property
     def bytes(self) -> int:
+        """Bytes the term moves: elements × bytes per element."""
         return self.read_bytes + self.write_bytes
 
 
@@ -85,18 +90,22 @@ class TrafficTotals:
 
     @property
     def hbm_read_bytes(self) -> int:
+        """HBM bytes read (the sum of the read terms)."""
         return self.traffic.read_bytes
 
     @property
     def hbm_write_bytes(self) -> int:
+        """HBM bytes written (the sum of the write terms)."""
         return self.traffic.write_bytes
 
     @property
     def hbm_bytes(self) -> int:
+        """HBM bytes moved, read + written."""
         return self.traffic.bytes
 
     @property
     def flops(self) -> int:
+        """FLOPs executed: matmul + elementwise."""
         return self.matmul_flops + self.elementwise_flops
 
 
@@ -114,15 +123,19 @@ class Traffic(ReadWriteTotals):
 
     @property
     def elements(self) -> int:
+        """Elements moved by all terms."""
         return sum(t.elements for t in self.terms)
 
     def kernels(self) -> list[str]:
+        """The kernels' names, in order of first appearance."""
         return list(dict.fromkeys(t.kernel for t in self.terms))
 
     def of_kernel(self, kernel: str) -> Traffic:
+        """The terms of one kernel."""
         return Traffic(tuple(t for t in self.terms if t.kernel == kernel))
 
     def where(self, *, tensors: Iterable[str] | None = None, init: bool | None = None) -> Traffic:
+        """The terms for which `keep(term)` holds."""
         wanted = set(tensors) if tensors is not None else None
         return Traffic(tuple(
             t for t in self.terms

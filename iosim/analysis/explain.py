@@ -21,9 +21,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 
 Vector = tuple[float, ...]
+
+
+_VALUES_EXAMPLE = "'1,0;0,1'"
 
 
 class ExplainError(IosimError):
@@ -93,19 +96,20 @@ def online_softmax(scores: Sequence[float], block: int,
     """Run the online softmax over `scores` in blocks of `block`, with optional value vectors."""
     s = np.asarray(scores, dtype=np.float64)
     if s.ndim != 1 or s.size == 0:
-        raise ExplainError("--scores is empty; give comma-separated numbers, e.g. --scores 2,1,0,3")
+        raise ExplainError(f"{arg('scores')} is empty; give comma-separated numbers, e.g. "
+                           f"{arg('scores', '2,1,0,3')}")
     if not np.all(np.isfinite(s)):
-        raise ExplainError("--scores must be finite numbers (no nan or inf)")
+        raise ExplainError(f"{arg('scores')} must be finite numbers (no nan or inf)")
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
-        raise ExplainError(f"--block must be a whole number of at least 1, got {block!r}")
+        raise ExplainError(f"{arg('block')} must be a whole number of at least 1, got {block!r}")
     v = None
     if values is not None:
         v = np.asarray(values, dtype=np.float64)
         if v.ndim != 2 or v.shape[0] != s.size:
-            raise ExplainError(f"--values needs one vector per score: {s.size} scores, "
+            raise ExplainError(f"{arg('values')} needs one vector per score: {s.size} scores, "
                                f"{len(values)} vectors")
         if not np.all(np.isfinite(v)):
-            raise ExplainError("--values must be finite numbers (no nan or inf)")
+            raise ExplainError(f"{arg('values')} must be finite numbers (no nan or inf)")
 
     m, l_sum = -math.inf, 0.0
     acc = np.zeros(v.shape[1]) if v is not None else None
@@ -140,26 +144,27 @@ def online_softmax(scores: Sequence[float], block: int,
                         out, one_pass_out)
 
 
-def _number(text: str, flag: str, example: str) -> float:
+def _number(text: str, name: str, example: str) -> float:
     item = text.strip().replace("−", "-")  # accept the typographic minus of the articles
     if not item:
-        raise ExplainError(f"{flag} has an empty entry (two commas in a row, or one at an end); "
-                           f"give comma-separated numbers, e.g. {flag} {example}")
+        raise ExplainError(f"{arg(name)} has an empty entry (two commas in a row, or one at an "
+                           f"end); give comma-separated numbers, e.g. {arg(name, example)}")
     try:
         value = float(item)
     except ValueError:
-        raise ExplainError(f"{flag}: {text.strip()!r} is not a number; give comma-separated "
-                           f"numbers, e.g. {flag} {example}") from None
+        raise ExplainError(f"{arg(name)}: {text.strip()!r} is not a number; give comma-separated "
+                           f"numbers, e.g. {arg(name, example)}") from None
     if not math.isfinite(value):
-        raise ExplainError(f"{flag}: {text.strip()!r} is not a finite number")
+        raise ExplainError(f"{arg(name)}: {text.strip()!r} is not a finite number")
     return value
 
 
 def parse_scores(text: str) -> tuple[float, ...]:
     """'2,1,0,3' → (2.0, 1.0, 0.0, 3.0); negative numbers and '−' (U+2212) are fine."""
     if not text.strip():
-        raise ExplainError("--scores is empty; give comma-separated numbers, e.g. --scores 2,1,0,3")
-    return tuple(_number(part, "--scores", "2,1,0,3") for part in text.split(","))
+        raise ExplainError(f"{arg('scores')} is empty; give comma-separated numbers, e.g. "
+                           f"{arg('scores', '2,1,0,3')}")
+    return tuple(_number(part, "scores", "2,1,0,3") for part in text.split(","))
 
 
 def parse_values(text: str, count: int) -> tuple[tuple[float, ...], ...]:
@@ -169,18 +174,19 @@ def parse_values(text: str, count: int) -> tuple[tuple[float, ...], ...]:
     scalar value per score ('10,20,30,40' for four scores).
     """
     if not text.strip():
-        raise ExplainError("--values is empty; give one vector per score, e.g. --values '1,0;0,1'")
+        raise ExplainError(f"{arg('values')} is empty; give one vector per score, e.g. "
+                           f"{arg('values', _VALUES_EXAMPLE)}")
     if ";" not in text and len(text.split(",")) == count:
-        rows: list[tuple[float, ...]] = [(_number(x, "--values", "'1,0;0,1'"),)
+        rows: list[tuple[float, ...]] = [(_number(x, "values", _VALUES_EXAMPLE),)
                                          for x in text.split(",")]
     else:
-        rows = [tuple(_number(x, "--values", "'1,0;0,1'") for x in part.split(","))
+        rows = [tuple(_number(x, "values", _VALUES_EXAMPLE) for x in part.split(","))
                 for part in text.split(";")]
     if len(rows) != count:
-        raise ExplainError(f"--values needs one vector per score: {count} scores, {len(rows)} "
+        raise ExplainError(f"{arg('values')} needs one vector per score: {count} scores, {len(rows)} "
                            f"vectors (separate vectors with ';', their components with ',')")
     sizes = sorted({len(r) for r in rows})
     if len(sizes) > 1:
-        raise ExplainError(f"--values: every vector needs the same length, got lengths "
+        raise ExplainError(f"{arg('values')}: every vector needs the same length, got lengths "
                            f"{', '.join(map(str, sizes))}")
     return tuple(rows)

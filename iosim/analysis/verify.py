@@ -1,7 +1,7 @@
 """`verify`: count one workload three ways — closed form, tile walk, executor — and run it.
 
 For each algorithm: the closed form's terms (loopnest.closed_form), the tile walk's accesses summed
-per term (loopnest.walk), and the NumPy executor's instrumented counts (iosim.execute), side by
+per term (tilewalk.walk), and the NumPy executor's instrumented counts (iosim.execute), side by
 side in elements; the executor's access stream against the walk's, access by access; its output
 against standard attention (run by the same executor) and against a float64 formula; with a
 backward pass, its gradients dQ, dK, dV likewise (the float64 formula is the analytic backward,
@@ -20,12 +20,13 @@ from typing import Any
 import numpy as np
 
 from iosim._version import __version__
-from iosim.algorithms import ALGORITHMS, get_algorithm
-from iosim.algorithms.loopnest import TileAccess, closed_form, walk
+from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.splitkv import refuse_too_many_splits
+from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.traffic import Op
-from iosim.analysis.compare import default_algorithms
-from iosim.analysis.compare import parse_sram as parse_sram_bytes
-from iosim.errors import IosimError
+from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms
+from iosim.analysis.requests import parse_sram as parse_sram_bytes
+from iosim.errors import IosimError, arg
 from iosim.execute import (
     EXECUTOR_DTYPES,
     EXECUTORS,
@@ -39,7 +40,9 @@ from iosim.execute import (
     refusal,
 )
 from iosim.execute.run import passes_of
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.ints import check_count
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 SCHEMA = "iosim.verify/1"
 
@@ -75,6 +78,7 @@ class TermCheck:
 
     @property
     def agree(self) -> bool:
+        """Whether closed form, walk and executor count the same elements."""
         return self.closed_form == self.walk == self.executor
 
 
@@ -91,6 +95,7 @@ class GradientCheck:
 
     @property
     def agrees(self) -> bool:
+        """Whether the gradient equals standard's and the float64 formula's within tolerance."""
         return self.max_abs_diff_vs_standard <= self.tolerance * self.scale
 
 
@@ -120,23 +125,28 @@ class AlgorithmCheck:
 
     @property
     def counts_agree(self) -> bool:
+        """Whether every term agrees three ways."""
         return all(t.agree for t in self.terms) and self.stream_equal and self.bytes_agree
 
     @property
     def bytes_agree(self) -> bool:
+        """Whether every stored tensor has the model's bytes per element."""
         return not self.bytes_checked or all(
             t.executor_element_bytes == t.element_bytes for t in self.terms)
 
     @property
     def output_agrees(self) -> bool:
+        """Whether the output equals standard's and the float64 formula's within tolerance."""
         return self.max_abs_diff_vs_standard <= self.tolerance
 
     @property
     def gradients_agree(self) -> bool:
+        """Whether every gradient agrees."""
         return all(g.agrees for g in self.gradients)
 
     @property
     def ok(self) -> bool:
+        """Whether everything checked agrees."""
         return self.counts_agree and self.output_agrees and self.gradients_agree
 
     def totals(self) -> tuple[int, int, int]:
@@ -161,16 +171,18 @@ class Verification:
 
     @property
     def ok(self) -> bool:
+        """Whether everything checked agrees."""
         return all(a.ok for a in self.algorithms)
 
     def to_dict(self) -> dict[str, Any]:
+        """The stable JSON (schema iosim.verify/1)."""
         w = self.workload
         return {
             "schema": SCHEMA,
             "iosim_version": __version__,
             "ok": self.ok,
-            "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.heads_kv, "n": w.n,
-                         "n_kv": w.seq_kv, "d": w.d, "causal": w.causal, "pass": w.pass_,
+            "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.kv_heads, "n": w.n,
+                         "n_kv": w.n_kv, "d": w.d, "causal": w.causal, "pass": w.pass_,
                          "unfused": list(w.unfused), "sparsity": w.sparsity},
             "dtype": self.dtype,
             "seed": self.seed,
@@ -213,6 +225,7 @@ class Verification:
 
 
 def parse_sram(sram: str | int | None) -> int | None:
+    """An SRAM size in bytes (None: the default working set)."""
     return None if sram is None else parse_sram_bytes(sram)
 
 
@@ -233,7 +246,7 @@ def _describe(access: TileAccess | None) -> str:
 def default_splits(workload: Workload, block_kv: int) -> int:
     """Split-KV's splits when not given: two (the smallest split that has a combine kernel), or
     one when there is a single key block."""
-    return min(2, -(-workload.seq_kv // block_kv))
+    return min(2, -(-workload.n_kv // block_kv))
 
 
 def verify(
@@ -261,11 +274,11 @@ def verify(
     splitkv's (default_splits when None).
     """
     if dtype not in EXECUTOR_DTYPES:
-        raise IosimError(f"unknown --dtype '{dtype}'; use one of {', '.join(EXECUTOR_DTYPES)}")
+        raise IosimError(f"unknown {arg('dtype')} '{dtype}'; use one of "
+                         f"{', '.join(EXECUTOR_DTYPES)}")
     model = workload.with_(dtype=MODEL_DTYPE[dtype])
-    for flag, value in (("--block-q", block_q), ("--block-kv", block_kv)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise IosimError(f"{flag} must be a whole number of at least 1, got {value!r}")
+    check_count("block_q", block_q)
+    check_count("block_kv", block_kv)
     check_limits(model, block_q, block_kv)  # before any array is made
     blocks: dict[str, Any] = {"block_q": block_q, "block_kv": block_kv,
                               "bwd_blocks": (block_q, block_kv)}
@@ -274,21 +287,14 @@ def verify(
                       if all((a, step) in EXECUTORS for step, _ in passes_of(model.pass_))
                       and refusal(a, model, **blocks) is None]
         if not algorithms:
-            raise IosimError(f"no algorithm has an executor for --pass {model.pass_} yet; "
-                             f"use --pass fwd")
-    names = list(dict.fromkeys(a.strip().lower() for a in algorithms))
-    if not names or any(not n for n in names):
-        raise IosimError(f"--algo needs a comma-separated list of {', '.join(ALGORITHMS)}")
-    chosen = [get_algorithm(n) for n in names]
-    if splits is not None and "splitkv" not in names:
-        raise IosimError("--splits applies to splitkv; add it to --algo "
-                         "(e.g. --algo standard,flash2,splitkv)")
-    key_blocks = -(-model.seq_kv // block_kv)
+            raise IosimError(f"no algorithm has an executor for {arg('pass_', model.pass_)} yet; "
+                             f"use {arg('pass_', 'fwd')}")
+    check_splits([splits])
+    chosen = choose_algorithms(algorithms, splits_given=splits is not None)
+    names = [a.name for a in chosen]
     if splits is None:
         splits = default_splits(model, block_kv)
-    elif isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
-        raise IosimError(f"--splits must be a whole number from 1 to the {key_blocks} key blocks "
-                         f"(N_kv {model.seq_kv} in blocks of B_c = {block_kv}), got {splits!r}")
+    refuse_too_many_splits(splits, model.n_kv, block_kv)
     prec = precision(dtype)
     sram_bytes = parse_sram(sram)
     if sram_bytes is None:
@@ -297,7 +303,7 @@ def verify(
         if model.pass_ == "fwd":
             sram_source = (f"the working set of {block_q}×{block_kv} blocks in {dtype}: Q_i, O_i, "
                            f"K_j, V_j and l_i, m_i")
-        else:  # the backward holds more tiles (execute.backward_working_set_bytes)
+        else:  # the backward holds more tiles (execute.backward_sram_bytes)
             sram_source = (f"the backward's working set of {block_q}×{block_kv} blocks in {dtype} "
                            f"(the larger pass)")
     else:

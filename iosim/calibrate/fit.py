@@ -35,7 +35,8 @@ from iosim.calibrate.records import Calibration, Measurement
 from iosim.estimates.l2 import DramEstimate, dram_estimate
 from iosim.estimates.roofline import estimate_kernels, roofs_for
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware, MeasuredProfile
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 ATTENTION_KERNELS = {"qk": "standard", "softmax": "standard", "pv": "standard",
                      "attn_fwd": "flash2"}

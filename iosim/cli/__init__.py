@@ -49,12 +49,22 @@ class IosimGroup(click.Group):
         except click.ClickException as exc:
             _fail(exc.format_message(), 2 if exc.exit_code == 1 else exc.exit_code)
         except IosimError as exc:
-            _fail(str(exc), 2)
+            _fail(exc.message_for(flag_style), 2)
         except click.Abort:
             _fail("aborted", 1)
         if not standalone_mode:
             return result
         sys.exit(result if isinstance(result, int) else 0)
+
+
+FLAG_NAMES = {"pass_": "pass", "sram_bytes": "sram", "algorithms": "algo"}
+"""Core parameters whose flag is not the parameter's name with dashes for underscores."""
+
+
+def flag_style(name: str, value: str | None) -> str:
+    """A core error's parameter as the CLI spells it: `--kv-heads 3`, or `--kv-heads` alone."""
+    flag = "--" + FLAG_NAMES.get(name, name).replace("_", "-")
+    return flag if value is None else f"{flag} {value}"
 
 
 def _fail(message: str, status: int) -> None:
@@ -79,4 +89,4 @@ def main() -> None:
     cli()
 
 
-__all__ = ["COMMAND_MODULES", "cli", "main"]
+__all__ = ["COMMAND_MODULES", "FLAG_NAMES", "cli", "flag_style", "main"]

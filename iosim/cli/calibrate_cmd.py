@@ -112,9 +112,9 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
     result = fit(calibration, hardware)
     out.write_text(write_measured_yaml(source_text, result.profile_yaml()), encoding="utf-8")
     if report is not None:
-        from iosim.calibrate.report import write_report
+        from iosim.output.calibration_report import write_report
 
-        write_report(result, report)
-    from iosim.calibrate.report import print_summary
+        write_report(result, report, overwrite=force)
+    from iosim.output.calibration_report import print_summary
 
     print_summary(result, console, out=out, record=record, report=report)

@@ -46,19 +46,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import (
-    KV_HEAD_TENSORS,
-    Access,
-    Kernel,
-    TileAccess,
-    closed_form,
-    element_bytes,
-    walk,
-)
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, closed_form, element_bytes, row_width
+from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.traffic import Op, ReadWriteTotals
 from iosim.errors import IosimError
 from iosim.inputs.hardware import Hardware
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 SHARED_COPIES = 2
 """Copies of a tile that programs on both L2 partitions read (see the module docstring)."""
@@ -87,6 +81,7 @@ class DramEstimate(ReadWriteTotals):
 
     @property
     def oblivious_bytes(self) -> int:
+        """The L2-oblivious count of the same accesses, in bytes."""
         return sum(t.oblivious_bytes for t in self.terms)
 
     @property
@@ -95,6 +90,7 @@ class DramEstimate(ReadWriteTotals):
         return tuple(dict.fromkeys(t.kernel for t in self.terms if t.note.startswith("not modelled")))
 
     def of_kernel(self, kernel: str) -> DramEstimate:
+        """The estimate's terms of one kernel."""
         return DramEstimate(tuple(t for t in self.terms if t.kernel == kernel), self.l2_bytes,
                             self.concurrent_programs, self.model)
 
@@ -118,13 +114,13 @@ def programs_per_sm_estimate(workload: Workload, tiling: Tiling | None, hardware
 
 def _tensor_bytes(access: Access, workload: Workload, *, per_head: bool) -> int:
     """Bytes of the whole tensor an access touches (one head's, or all heads')."""
-    length = workload.n if access.rows == "q" else workload.seq_kv
-    width = {"d": workload.d, "1": 1, "kv": workload.seq_kv}[access.cols]
+    length = workload.n if access.rows == "q" else workload.n_kv
+    width = row_width(access.cols, workload.d, workload.n_kv)
     size = length * width * element_bytes(access.element, workload.element_bytes)
     if per_head:
         return int(size)
     kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
-    return int(size * workload.batch * (workload.heads_kv if kv else workload.heads))
+    return int(size * workload.batch * (workload.kv_heads if kv else workload.heads))
 
 
 def modelled(kernel: Kernel) -> bool:
@@ -268,10 +264,10 @@ class _ClosedForm:
         """(inner steps of each outer block, outer blocks per head, inner blocks per sweep)."""
         assert self.tiling is not None
         w, t = self.w, self.tiling
-        n_i = visited_kv_blocks(w.n, w.seq_kv, t.block_q, t.block_kv, w.causal)
+        n_i = visited_kv_blocks(w.n, w.n_kv, t.block_q, t.block_kv, w.causal)
         if kernel.loop == "q":
-            return n_i, len(n_i), cdiv(w.seq_kv, t.block_kv)
-        t_c = cdiv(w.seq_kv, t.block_kv)
+            return n_i, len(n_i), cdiv(w.n_kv, t.block_kv)
+        t_c = cdiv(w.n_kv, t.block_kv)
         # n_i never decreases with i: the rows that key block j sees are those after the last
         # n_i <= j
         rows = [len(n_i) - bisect_right(n_i, j) for j in range(t_c)]
@@ -284,7 +280,7 @@ class _ClosedForm:
         read = write = 0.0
         for a in kernel.accesses:
             if a.where in ("outer", "outer_end") or (a.where == "inner" and a.rows == kernel.loop):
-                width = {"d": self.w.d, "1": 1, "kv": self.w.seq_kv}[a.cols]
+                width = row_width(a.cols, self.w.d, self.w.n_kv)
                 tile = block * width * element_bytes(a.element, self.w.element_bytes)
                 if a.op == "read":
                     read += tile
@@ -381,7 +377,7 @@ class _ClosedForm:
         for a in kernel.accesses:
             if a.where == "inner" and a.rows != kernel.loop and a.tensor not in seen:
                 seen.add(a.tensor)
-                width = {"d": self.w.d, "1": 1, "kv": self.w.seq_kv}[a.cols]
+                width = row_width(a.cols, self.w.d, self.w.n_kv)
                 row_bytes += width * element_bytes(a.element, self.w.element_bytes)
         tile = self.tiling.block_q * row_bytes
         outer_tile = sum(_tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
@@ -500,7 +496,7 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
                 programs.append([pieces(take(places["prologue"], h))])
         return programs
     assert tiling is not None
-    n_q, n_kv = workload.n, workload.seq_kv
+    n_q, n_kv = workload.n, workload.n_kv
     n_i = visited_kv_blocks(n_q, n_kv, tiling.block_q, tiling.block_kv, workload.causal)
     t_r, t_c = len(n_i), cdiv(n_kv, tiling.block_kv)
     serial = _serial(kernel)
@@ -566,7 +562,7 @@ def simulate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | Non
     if tiling is not None:
         granularity = {"q": tiling.block_q, "kv": tiling.block_kv}
     else:
-        granularity = {"q": cdiv(workload.n, pieces), "kv": cdiv(workload.seq_kv, pieces)}
+        granularity = {"q": cdiv(workload.n, pieces), "kv": cdiv(workload.n_kv, pieces)}
     cache = _LRU(l2_bytes, granularity)
     for kernel in kernels:
         stream = walk([kernel], workload, tiling)

@@ -15,17 +15,27 @@ warps, so the tensor cores wait for it; FA3's ping-pong scheduling exists to rem
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
 
-from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, kernel_sums
+from iosim.algorithms.blocks import BlockSums
+from iosim.algorithms.loopnest import (
+    Dims,
+    Kernel,
+    access_elements,
+    closed_form,
+    element_bytes,
+    kernel_flops,
+    kernel_sums,
+)
 from iosim.algorithms.traffic import Traffic, TrafficTotals
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware
-from iosim.inputs.workload import Tiling, Workload
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
 
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute"]
@@ -46,10 +56,13 @@ class Roofs:
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
+        """Intensity (FLOP/byte) where the matmul roof meets the memory roof."""
         return self.matmul_flops_per_s / self.hbm_bandwidth_bytes_per_s
 
 
 def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roofs:
+    """The ceilings (bytes/s, FLOP/s) for `dtype` on `hardware` under `profile`, with notes on
+    any fallback."""
     notes: list[str] = []
     matmul = hardware.peak_flops(dtype)
     vector = hardware.peak_flops_per_s.get("fp32")
@@ -60,12 +73,12 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
     if profile == "spec":
         return Roofs("spec", hardware.hbm_bandwidth_bytes_per_s, matmul, vector, {}, tuple(notes))
     if profile != "measured":
-        raise IosimError(f"unknown profile '{profile}'; use spec or measured")
+        raise IosimError(f"unknown profile '{profile}'; use spec or measured", param="profile")
     measured = hardware.measured
     if measured is None:
         raise IosimError(
             f"{hardware.name} has no measured section; run `iosim calibrate` on that GPU "
-            f"(or use --profile spec)"
+            f"(or use {arg('profile', 'spec')})"
         )
     bandwidth = measured.hbm_bandwidth_bytes_per_s
     if bandwidth is None:
@@ -106,6 +119,7 @@ class KernelEstimate(TrafficTotals):
 
     @property
     def intensity_flops_per_byte(self) -> float:
+        """FLOPs per HBM byte (inf for a kernel that moves none)."""
         return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
 
 
@@ -125,6 +139,90 @@ def roofline_time(memory_bytes: Any, matmul_flops: Any, elementwise_flops: Any, 
     return memory, compute, np.maximum(memory, compute) / efficiency
 
 
+def mostly_memory_bound(memory_bound_time_s: Any, time_s: Any) -> Any:
+    """The "bound" rule of an algorithm: memory-bound when its memory-bound kernels hold at
+    least half of its time (bool, or a bool array over a sweep's points)."""
+    return memory_bound_time_s >= time_s - memory_bound_time_s
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCost:
+    """One kernel's HBM bytes, FLOPs and roofline times (s): numbers, or arrays over a sweep."""
+
+    hbm_read_bytes: Any
+    hbm_write_bytes: Any
+    matmul_flops: Any
+    elementwise_flops: Any
+    memory_time_s: Any
+    compute_time_s: Any
+    time_s: Any
+
+    @property
+    def memory_bound(self) -> Any:
+        """The "bound" rule of a kernel: memory-bound when its memory roof is the higher one."""
+        return self.memory_time_s >= self.compute_time_s
+
+
+def kernel_cost(kernel: Kernel, dims: Dims, *, bandwidth: Any, matmul_peak: Any,
+                vector_peak: Any, efficiency: Any, additive: bool,
+                memory_bytes: Any = None, sums: BlockSums | None = None) -> KernelCost:
+    """Bytes, FLOPs and times of one kernel over `dims` (ints or a sweep's arrays): the one
+    evaluation that `compare` and `sweep` share. Rates in bytes/s and FLOP/s; `memory_bytes`
+    replaces the HBM bytes on the memory roof (the measured profile's DRAM estimate); `sums`
+    are the kernel's block sums when the caller already has them."""
+    sums = kernel_sums(kernel, dims) if sums is None else sums
+    read: Any = 0
+    write: Any = 0
+    for access in kernel.accesses:
+        moved = access_elements(access, kernel, dims, sums) * element_bytes(
+            access.element, dims.element_bytes)
+        if access.op == "read":
+            read = read + moved
+        else:
+            write = write + moved
+    matmul, elementwise = kernel_flops(kernel, dims, sums)
+    memory_time, compute_time, time_s = roofline_time(
+        read + write if memory_bytes is None else memory_bytes, matmul, elementwise,
+        bandwidth=bandwidth, matmul_peak=matmul_peak, vector_peak=vector_peak,
+        efficiency=efficiency, additive=additive)
+    return KernelCost(read, write, matmul, elementwise, memory_time, compute_time, time_s)
+
+
+@dataclass(frozen=True, slots=True)
+class CostTotals:
+    """An algorithm's kernels summed (numbers, or arrays over a sweep's points)."""
+
+    hbm_read_bytes: Any
+    hbm_write_bytes: Any
+    matmul_flops: Any
+    elementwise_flops: Any
+    time_s: Any
+    memory_time_s: Any
+    """Σ over kernels of HBM bytes / bandwidth (each kernel's memory roof)."""
+    compute_time_s: Any
+    memory_bound_time_s: Any
+    """Time of the memory-bound kernels."""
+
+    @property
+    def memory_bound(self) -> Any:
+        """Memory-bound when the memory-bound kernels hold at least half the time."""
+        return mostly_memory_bound(self.memory_bound_time_s, self.time_s)
+
+
+def total_cost(kernels: Iterable[KernelCost | KernelEstimate]) -> CostTotals:
+    """The per-kernel figures summed in launch order: the totals of `compare` and `sweep`."""
+    totals: list[Any] = [0] * 8
+    for k in kernels:
+        memory_bound = k.memory_time_s >= k.compute_time_s
+        for i, value in enumerate((
+                k.hbm_read_bytes, k.hbm_write_bytes, k.matmul_flops, k.elementwise_flops,
+                k.time_s, k.memory_time_s, k.compute_time_s,
+                np.where(memory_bound, k.time_s, 0.0) if isinstance(memory_bound, np.ndarray)
+                else (k.time_s if memory_bound else 0))):
+            totals[i] = totals[i] + value
+    return CostTotals(*totals)
+
+
 def estimate_kernels(
     kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None, roofs: Roofs,
     *, dram_bytes: Mapping[str, int] | None = None,
@@ -135,27 +233,26 @@ def estimate_kernels(
     dims = Dims.of(workload, tiling)
     estimates = []
     for kernel in kernels:
-        mine = traffic.of_kernel(kernel.name)
-        matmul, elementwise = (int(x) for x in kernel_flops(kernel, dims, kernel_sums(kernel, dims)))
         dram = None if dram_bytes is None else dram_bytes.get(kernel.name)
         efficiency = roofs.efficiency.get(kernel.kind, 1.0)
-        memory_time, compute_time, time_s = (float(x) for x in roofline_time(
-            mine.bytes if dram is None else dram, matmul, elementwise,
-            bandwidth=roofs.hbm_bandwidth_bytes_per_s, matmul_peak=roofs.matmul_flops_per_s,
-            vector_peak=roofs.vector_flops_per_s, efficiency=efficiency,
-            additive=roofs.additive_compute))
+        cost = kernel_cost(kernel, dims, bandwidth=roofs.hbm_bandwidth_bytes_per_s,
+                           matmul_peak=roofs.matmul_flops_per_s,
+                           vector_peak=roofs.vector_flops_per_s, efficiency=efficiency,
+                           additive=roofs.additive_compute, memory_bytes=dram)
         estimates.append(KernelEstimate(
             name=kernel.name,
             label=kernel.label,
             kind=kernel.kind,
-            traffic=mine,
-            matmul_flops=matmul,
-            elementwise_flops=elementwise,
-            memory_time_s=memory_time,
-            compute_time_s=compute_time,
+            traffic=traffic.of_kernel(kernel.name),
+            matmul_flops=int(cost.matmul_flops),
+            elementwise_flops=int(cost.elementwise_flops),
+            memory_time_s=float(cost.memory_time_s),
+            compute_time_s=float(cost.compute_time_s),
             efficiency=efficiency,
-            time_s=time_s,
-            bound="memory" if memory_time >= compute_time else "compute",
+            time_s=float(cost.time_s),
+            bound="memory" if cost.memory_bound else "compute",
             dram_bytes=dram,
         ))
     return tuple(estimates)
+
+

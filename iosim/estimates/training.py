@@ -46,7 +46,7 @@ def saved_for_backward(forward: Sequence[Kernel], backward: Sequence[Kernel]) ->
 def convention_flops(workload: Workload, *, recompute: bool) -> float:
     """FLOPs by the FA2/FA3 convention for the workload's pass (see the module docstring)."""
     w = workload
-    forward = 4.0 * w.n * w.seq_kv * w.d * w.heads * w.batch * (0.5 if w.causal else 1.0)
+    forward = 4.0 * w.n * w.n_kv * w.d * w.heads * w.batch * (0.5 if w.causal else 1.0)
     backward = forward * (2.5 if recompute else 2.0)
     return {"fwd": forward, "bwd": backward, "fwdbwd": forward + backward}[w.pass_]
 
@@ -57,7 +57,7 @@ def compulsory_backward_bytes(workload: Workload) -> int:
     implementation adds for itself)."""
     w = workload
     q_rows = w.batch * w.heads * w.n
-    kv_rows = w.batch * w.heads_kv * w.seq_kv
+    kv_rows = w.batch * w.kv_heads * w.n_kv
     return (3 * q_rows + 2 * kv_rows) * w.d * w.element_bytes + q_rows * STAT_BYTES + (
         q_rows + 2 * kv_rows) * w.d * w.element_bytes
 
@@ -80,4 +80,5 @@ class Occupancy:
 
     @property
     def waves(self) -> float | None:
+        """Programs per SM (None when the SM count is unknown)."""
         return None if self.sm_count is None else self.programs / self.sm_count

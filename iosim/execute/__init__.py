@@ -31,13 +31,13 @@ from iosim.execute.run import (
     MAX_SCORES,
     MAX_TILE_PAIRS,
     Execution,
-    backward_working_set_bytes,
+    backward_sram_bytes,
     check_limits,
     default_sram_bytes,
     execute,
+    forward_sram_bytes,
     random_inputs,
     refusal,
-    working_set_bytes,
 )
 
 __all__ = [
@@ -55,10 +55,11 @@ __all__ = [
     "ScoreMeter",
     "SramBudget",
     "SramExceededError",
-    "backward_working_set_bytes",
+    "backward_sram_bytes",
     "check_limits",
     "default_sram_bytes",
     "execute",
+    "forward_sram_bytes",
     "precision",
     "problem_of",
     "random_inputs",
@@ -66,5 +67,4 @@ __all__ = [
     "reference_gradients",
     "refusal",
     "register",
-    "working_set_bytes",
 ]

@@ -210,7 +210,7 @@ def flash2_forward(run: Run) -> None:
                 rows = q1 - q0
                 q = hbm.read("Q", b, h, q0, q1)  # line 4: load Q_i
                 # line 5: O_i = (0), l_i = (0), m_i = (−∞) on chip; the accumulator is kept in
-                # the compute dtype but charged to the SRAM at O's width, as working_set_bytes does
+                # the compute dtype but charged to the SRAM at O's width, as the working set does
                 acc = np.zeros((rows, d), dtype=cdt)
                 l_i = np.zeros(rows, dtype=cdt)
                 m_i = np.full(rows, -np.inf, dtype=cdt)

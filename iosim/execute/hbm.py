@@ -22,9 +22,9 @@ from typing import Any
 
 import numpy as np
 
-from iosim.algorithms.loopnest import TileAccess
+from iosim.algorithms.tilewalk import TileAccess
 from iosim.algorithms.traffic import Op
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 
 Array = np.ndarray[Any, Any]
 
@@ -167,8 +167,8 @@ class SramBudget:
             owner = f"{self.owner} " if self.owner else ""
             raise SramExceededError(
                 f"{owner}tiles do not fit in the SRAM: {parts} = {total:,} bytes held at once, "
-                f"the budget ({self.source}) is {self.capacity_bytes:,}; raise --sram or use "
-                f"smaller --block-q/--block-kv"
+                f"the budget ({self.source}) is {self.capacity_bytes:,}; raise {arg('sram')} or "
+                f"use smaller {arg('block_q')}/{arg('block_kv')}"
             )
         self.peak_bytes = max(self.peak_bytes, total)
 

@@ -44,10 +44,12 @@ class Precision:
 
     @property
     def storage_bytes(self) -> int:
+        """Bytes per stored element."""
         return int(np.dtype(self.storage).itemsize)
 
     @property
     def stats_bytes(self) -> int:
+        """Bytes per statistics element."""
         return int(np.dtype(self.stats).itemsize)
 
     def matmul(self, a: Array, b: Array) -> Array:
@@ -57,6 +59,7 @@ class Precision:
 
 
 def precision(name: str) -> Precision:
+    """The storage, compute and statistics dtypes of an executor dtype name."""
     if name == "float64":
         return Precision(name, np.float64, np.float64, np.float64)
     if name == "float32":
@@ -150,8 +153,9 @@ class Problem:
 
 
 def problem_of(workload: Workload) -> Problem:
-    return Problem(workload.batch, workload.heads, workload.heads_kv, workload.n,
-                   workload.seq_kv, workload.d, workload.causal, workload.sparsity_fraction)
+    """The executor's view of a workload (sizes and the head grouping)."""
+    return Problem(workload.batch, workload.heads, workload.kv_heads, workload.n,
+                   workload.n_kv, workload.d, workload.causal, workload.sparsity_fraction)
 
 
 def blocks(length: int, size: int) -> list[tuple[int, int]]:

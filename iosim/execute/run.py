@@ -7,11 +7,15 @@ from typing import Any
 
 import numpy as np
 
-from iosim.algorithms.loopnest import TileAccess
+from iosim.algorithms.packing import packs_heads
+from iosim.algorithms.tilewalk import TileAccess
 from iosim.algorithms.traffic import Op
+from iosim.errors import arg
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.registry import EXECUTORS, Run
+from iosim.inputs.ints import check_count
+from iosim.inputs.tiling import working_set_bytes
 from iosim.inputs.workload import Workload
 
 Array = np.ndarray[Any, Any]
@@ -29,36 +33,39 @@ numpy calls in a Python loop, about 10-50 µs, so a run stays within seconds."""
 def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
     """Refuse runs too large to execute, pointing to the closed form, which has no such limit."""
     w = workload
-    scores = w.batch * w.heads * w.n * w.seq_kv
-    sizes = f"--n {w.n}" + (f" --n-kv {w.seq_kv}" if w.seq_kv != w.n else "")
+    scores = w.batch * w.heads * w.n * w.n_kv
+    sizes = f"--n {w.n}" + (f" --n-kv {w.n_kv}" if w.n_kv != w.n else "")
+    named = arg("n", w.n) + (f" {arg('n_kv', w.n_kv)}" if w.n_kv != w.n else "")
     if scores > MAX_SCORES:
         raise ExecutorError(
-            f"{sizes} is too large for an executor run: batch × heads × N × N_kv = {scores:,} "
+            f"{named} is too large for an executor run: batch × heads × N × N_kv = {scores:,} "
             f"scores, the limit is {MAX_SCORES:,} (e.g. N = N_kv = 4096 for one head); for the "
             f"exact counts at this size use the closed form: iosim compare {sizes} --gpu a100"
         )
-    pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.seq_kv // block_kv)
+    pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.n_kv // block_kv)
     if pairs > MAX_TILE_PAIRS:
         raise ExecutorError(
             f"blocks {block_q} × {block_kv} make {pairs:,} tile pairs (batch × heads × T_r × T_c), "
-            f"the executor's limit is {MAX_TILE_PAIRS:,}; use larger --block-q/--block-kv, or "
+            f"the executor's limit is {MAX_TILE_PAIRS:,}; use larger {arg('block_q')}/"
+            f"{arg('block_kv')}, or "
             f"the closed form (iosim compare) for counts at this size"
         )
 
 
-def working_set_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
-    """The tiles a tiled kernel holds at once: Q_i, O_i, K_j, V_j in the storage dtype and l_i,
-    m_i in the statistics dtype (iosim.inputs.workload.working_set_bytes with the run's widths)."""
-    return (2 * block_q + 2 * block_kv) * d * prec.storage_bytes + 2 * block_q * prec.stats_bytes
+def forward_sram_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
+    """Bytes of the tiles a tiled forward kernel holds at once: the model's working set
+    (inputs/tiling.py:working_set_bytes) at the run's storage and statistics widths."""
+    return int(working_set_bytes(block_q, block_kv, d, prec.storage_bytes,
+                                 stat_bytes=prec.stats_bytes))
 
 
-def backward_working_set_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
+def backward_sram_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
     """The tiles a tiled backward kernel holds at once, the larger of the two:
 
     Alg. 4 (flash1): K_j, V_j, dK_j, dV_j (B_c × d), Q_i, O_i, dO_i, dQ_i (B_r × d), l_i, m_i;
     FlashAttention-2: K_j, V_j, dK_j, dV_j, Q_i, dO_i, an fp32 dQ_i, and L_i, D_i.
     The dK_j, dV_j accumulators are charged at the storage width, as O_i is in the forward; the
-    scores' tiles (S, P, dP, dS) live in registers and are not charged, as in working_set_bytes.
+    scores' tiles (S, P, dP, dS) live in registers and are not charged, as in the forward.
     """
     s, t = prec.storage_bytes, prec.stats_bytes
     flash1 = (4 * block_kv + 4 * block_q) * d * s + 2 * block_q * t
@@ -69,9 +76,9 @@ def backward_working_set_bytes(block_q: int, block_kv: int, d: int, prec: Precis
 def default_sram_bytes(pass_: str, block_q: int, block_kv: int, bwd_blocks: tuple[int, int],
                        d: int, prec: Precision) -> int:
     """The budget a run gets by default: the working set of every pass it runs."""
-    need = working_set_bytes(block_q, block_kv, d, prec)
+    need = forward_sram_bytes(block_q, block_kv, d, prec)
     if pass_ != "fwd":
-        need = max(need, backward_working_set_bytes(*bwd_blocks, d, prec))
+        need = max(need, backward_sram_bytes(*bwd_blocks, d, prec))
     return need
 
 
@@ -86,11 +93,11 @@ def refusal(algorithm: str, workload: Workload, *, block_q: int, block_kv: int,
                 f"{bwd_blocks[0]} × {bwd_blocks[1]} blocks are not the forward's {block_q} × "
                 f"{block_kv}: the two passes would mask different scores; give both passes the "
                 f"same blocks")
-    if algorithm == "splitkv" and workload.n == 1 and workload.group_size > 1:
+    if algorithm == "splitkv" and packs_heads(workload.n, workload.heads, workload.kv_heads):
         return ("splitkv packs the query heads of a KV head into one tile when N = 1 "
                 "(seqlenq_ngroups_swapped), which puts its block-sparse mask on another block grid "
-                "than the other algorithms'; verify it with --sparsity 1, or --kv-heads equal to "
-                "--heads")
+                f"than the other algorithms'; verify it with {arg('sparsity', 1)}, or "
+                f"{arg('kv_heads')} equal to {arg('heads')}")
     return None
 
 
@@ -100,8 +107,8 @@ def random_inputs(workload: Workload, seed: int, prec: Precision, *,
     like Q when `grad`, rounded to the storage dtype."""
     rng = np.random.default_rng(seed)
     w = workload
-    shapes = {"Q": (w.batch, w.heads, w.n, w.d), "K": (w.batch, w.heads_kv, w.seq_kv, w.d),
-              "V": (w.batch, w.heads_kv, w.seq_kv, w.d)}
+    shapes = {"Q": (w.batch, w.heads, w.n, w.d), "K": (w.batch, w.kv_heads, w.n_kv, w.d),
+              "V": (w.batch, w.kv_heads, w.n_kv, w.d)}
     if grad:
         shapes["dO"] = (w.batch, w.heads, w.n, w.d)
     return {name: rng.standard_normal(shape).astype(prec.storage) for name, shape in shapes.items()}
@@ -172,17 +179,15 @@ def execute(
     prec = precision(dtype)
     bwd_blocks = (block_q if bwd_block_q is None else bwd_block_q,
                   block_kv if bwd_block_kv is None else bwd_block_kv)
-    for flag, value in (("--block-q", block_q), ("--block-kv", block_kv),
-                        ("the backward's block_q", bwd_blocks[0]),
-                        ("the backward's block_kv", bwd_blocks[1])):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ExecutorError(f"{flag} must be a whole number of at least 1, got {value!r}")
+    for name, value in (("block_q", block_q), ("block_kv", block_kv),
+                        ("bwd_block_q", bwd_blocks[0]), ("bwd_block_kv", bwd_blocks[1])):
+        check_count(name, value, ExecutorError)
     if not 0.0 <= dropout_p < 1.0:
-        raise ExecutorError(f"--dropout-p must be in [0, 1), got {dropout_p}")
-    key_blocks = -(-workload.seq_kv // block_kv)
+        raise ExecutorError(f"{arg('dropout_p')} must be in [0, 1), got {dropout_p}")
+    key_blocks = -(-workload.n_kv // block_kv)
     if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
-        raise ExecutorError(f"--splits must be a whole number from 1 to the {key_blocks} key "
-                            f"blocks (N_kv {workload.seq_kv} in blocks of {block_kv}), got {splits!r}")
+        raise ExecutorError(f"{arg('splits')} must be a whole number from 1 to the {key_blocks} key "
+                            f"blocks (N_kv {workload.n_kv} in blocks of {block_kv}), got {splits!r}")
     check_limits(workload, block_q, block_kv)
     if workload.pass_ != "fwd":
         check_limits(workload, *bwd_blocks)
@@ -193,7 +198,7 @@ def execute(
             raise ExecutorError(
                 f"no {'backward' if step == 'bwd' else 'forward'} executor for {algorithm}"
                 + (f" (there is one for {', '.join(have)})" if have else "")
-                + ("; use --pass fwd" if step == "bwd" else "")
+                + (f"; use {arg('pass_', 'fwd')}" if step == "bwd" else "")
             )
     why = refusal(algorithm, workload, block_q=block_q, block_kv=block_kv, bwd_blocks=bwd_blocks)
     if why is not None:

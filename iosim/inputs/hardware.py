@@ -28,7 +28,7 @@ from typing import Any
 
 import yaml
 
-from iosim.errors import ConfigError, IosimError, UnknownGpuError
+from iosim.errors import ConfigError, IosimError, UnknownGpuError, arg
 from iosim.inputs.units import DTYPE_BYTES, parse_quantity
 
 SCHEMA_VERSION = 1
@@ -114,7 +114,7 @@ class Hardware:
             listed = ", ".join(self.peak_flops_per_s)
             raise IosimError(
                 f"{self.name} has no {dtype} peak in its YAML (it lists {listed}); "
-                f"pick another --dtype or add peak_flops.{dtype} to {self.path}"
+                f"pick another {arg('dtype')} or add peak_flops.{dtype} to {self.path}"
             ) from None
 
     def sram_elements(self, dtype: str) -> int:
@@ -329,6 +329,7 @@ def config_dir() -> Path:
 
 
 def shipped_config_paths() -> list[Path]:
+    """The GPU YAML files that ship with iosim, sorted by name."""
     return sorted(config_dir().glob("*.yaml"))
 
 
@@ -351,6 +352,7 @@ class ResolvedHardware:
 
     @property
     def note(self) -> str | None:
+        """How the requested name resolved (an alias, a path), or None when it was a name."""
         if self.how == "alias":
             return f"'{self.requested}' is an alias of {self.hardware.name}"
         return None

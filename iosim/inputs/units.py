@@ -67,6 +67,7 @@ def parse_quantity(text: str | int | float, dimension: str) -> float:
 
 
 def accepted_units(dimension: str) -> str:
+    """The unit suffixes accepted for `dimension`, for messages."""
     suffix = _UNITS[dimension][0]
     return ", ".join(p + suffix for p in _PREFIX if p in ("", "K", "Ki", "M", "Mi", "G", "Gi", "T"))
 

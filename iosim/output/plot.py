@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from iosim.analysis.compare import Comparison
+from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
 from iosim.errors import IosimError
 from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_rate, fmt_time
@@ -44,15 +44,16 @@ def color_of(algorithm: str) -> str:
 # figure plumbing
 
 
-def _figure(width: float, height: float, rows: int = 1, *, sharex: bool = False
-            ) -> tuple[Figure, Any]:
-    """A Figure on an Agg canvas, and its axes (one, or a column of `rows`)."""
+def new_figure(width: float, height: float, rows: int = 1, cols: int = 1, *,
+               sharex: bool = False, squeeze: bool = True) -> tuple[Figure, Any]:
+    """A Figure (width × height inches) on an Agg canvas — no pyplot, no global state — and its
+    axes: one, a row or column of them, or (squeeze=False) always a 2-D array."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg
     from matplotlib.figure import Figure
 
     fig = Figure(figsize=(width, height), layout="constrained")
     FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, 1, sharex=sharex)
+    axes = fig.subplots(rows, cols, sharex=sharex, squeeze=squeeze)
     return fig, axes
 
 
@@ -247,7 +248,7 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
     hw, roofs, w = c.hardware, c.roofs, c.workload
     bandwidth, peak = roofs.hbm_bandwidth_bytes_per_s, roofs.matmul_flops_per_s
     ridge = roofs.ridge_point_flops_per_byte
-    fig, ax = _figure(9.0, 6.2)
+    fig, ax = new_figure(9.0, 6.2)
 
     points = []
     skipped = []
@@ -356,7 +357,7 @@ def traffic_vs_n(result: SweepResult, *, title_note: str | None = None) -> Figur
     and the compulsory traffic (read Q, K, V and write O once), slope 1.
     """
     series, note = series_along(result, "n")
-    fig, ax = _figure(9.0, 6.2)
+    fig, ax = new_figure(9.0, 6.2)
     n_all = result.axis_values("n")
     n_kv_all = result.axis_values("n_kv")
     for s_index, s in enumerate(series):
@@ -429,7 +430,7 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
         raise ValueError("the sweep varies no block size")
     series, note = series_along(result, axis, max_series=3)
     tiled = [a for a in result.algorithms if a.tiled]
-    fig, (top, bottom) = _figure(9.0, 8.0, rows=2, sharex=True)
+    fig, (top, bottom) = new_figure(9.0, 8.0, rows=2, sharex=True)
     all_blocks: list[int] = []
     not_fitting: list[float] = []
     fitting: list[float] = []
@@ -547,7 +548,7 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
     gpus = [result.hardware[int(g)] for g in result.index["gpu"][pos]]
     algos = list(result.algorithms)
     height = 1.6 + 0.22 * len(gpus) * len(algos)
-    fig, ax = _figure(9.5, max(4.0, height))
+    fig, ax = new_figure(9.5, max(4.0, height))
     bar = 0.8 / len(algos)
     times_all = []
     for j, a in enumerate(algos):

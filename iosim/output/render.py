@@ -16,10 +16,12 @@ from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
+from iosim.algorithms.packing import packs_heads
 from iosim.algorithms.traffic import CATEGORIES
-from iosim.analysis.compare import AlgorithmEstimate, Comparison
+from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.inputs.hardware import Figure, Hardware
+from iosim.output.tables import rich_markdown
 
 # ---------------------------------------------------------------------------------------------
 # numbers for people
@@ -211,10 +213,10 @@ def tensor_rows_table(c: Comparison) -> Table:
 def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
     assert a.tiling is not None
     w = c.workload
-    t_c = -(-w.seq_kv // a.tiling.block_kv)
+    t_c = -(-w.n_kv // a.tiling.block_kv)
     per = -(-t_c // a.tiling.splits)
     packed = (f"; the {w.group_size} query heads of each KV head packed into one tile "
-              f"(seqlenq_ngroups_swapped)" if w.n == 1 and w.group_size > 1 else "")
+              f"(seqlenq_ngroups_swapped)" if packs_heads(w.n, w.heads, w.kv_heads) else "")
     return (f"{a.tiling.splits} KV splits of {per} key blocks ({a.tiling.splits_rule})"
             f"{packed}")
 
@@ -372,15 +374,6 @@ def comparison_csv(c: Comparison) -> str:
     return records_csv(rows)
 
 
-def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
-                   right: Sequence[bool] | None = None) -> str:
-    right = right or [False] * len(headers)
-    lines = ["| " + " | ".join(headers) + " |",
-             "|" + "|".join("---:" if r else "---" for r in right) + "|"]
-    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
 def comparison_markdown(c: Comparison) -> str:
     """The rich output's tables as GitHub Markdown (for reports and READMEs)."""
     parts = [f"**{c.hardware.display_name}** ({c.roofs.profile} profile) · {c.workload.describe()}"
@@ -389,11 +382,7 @@ def comparison_markdown(c: Comparison) -> str:
     if _show_parallelism(c):
         tables.append(occupancy_table(c))
     for table in tables:
-        headers = [str(col.header).replace("\n", " ") for col in table.columns]
-        cells = [[str(x) for x in col.cells] for col in table.columns]
-        rows = [list(r) for r in zip(*cells, strict=True)]
-        right = [col.justify == "right" for col in table.columns]
-        parts += [f"*{table.title}*", "", markdown_table(headers, rows, right), ""]
+        parts += [f"*{table.title}*", "", rich_markdown(table), ""]
     parts.append(_footer(c).plain.replace("\n", "  \n"))
     return "\n".join(parts) + "\n"
 

@@ -21,11 +21,13 @@ from typing import Any
 
 from iosim._version import __version__
 from iosim.algorithms import ALGORITHMS
-from iosim.analysis.compare import Comparison, compare
+from iosim.analysis.compare import compare
+from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
 from iosim.inputs.hardware import list_hardware, resolve_hardware
 from iosim.inputs.workload import Workload
+from iosim.output.tables import table_cells
 
 SCHEMA = "iosim.report/1"
 
@@ -216,7 +218,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     comparison = compare(w, request.gpu, sram=request.sram,
                          profile=request.profile)  # type: ignore[arg-type]
     hw = comparison.hardware
-    kv_heads = None if w.heads_kv == w.heads else w.heads_kv
+    kv_heads = None if w.kv_heads == w.heads else w.kv_heads
     common = {"d": (w.d,), "heads": (w.heads,), "kv_heads": (kv_heads,), "batch": (w.batch,),
               "dtype": (w.dtype,), "causal": (w.causal,), "pass_": (w.pass_,),
               "unfused": w.unfused, "profile": request.profile,
@@ -356,10 +358,7 @@ def render_rows(c: Comparison) -> list[dict[str, Any]]:
 
 
 def _rich_table(table: Any) -> TableBlock:
-    headers = [str(col.header) for col in table.columns]
-    cells = [[str(x) for x in col.cells] for col in table.columns]
-    rows = [list(r) for r in zip(*cells, strict=True)]
-    right = [col.justify == "right" for col in table.columns]
+    headers, rows, right = table_cells(table)
     return TableBlock(headers, rows, right, str(table.title or ""))
 
 

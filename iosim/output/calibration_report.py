@@ -1,18 +1,23 @@
 """The calibration report: predicted vs measured for every point (CSV, Markdown, plots) and the
-summary `iosim calibrate` prints. Output layer: matplotlib is imported lazily, for the plots."""
+summary `iosim calibrate` prints. Figures go through output/plot.py (Agg canvas, `save`)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from rich import box
 from rich.console import Console
 from rich.table import Table
 
 from iosim.calibrate.fit import BytesCheck, FitResult, Point, sdpa_ratios
-from iosim.output.render import fmt_bytes, fmt_rate, fmt_time, markdown_table, records_csv
+from iosim.errors import IosimError
+from iosim.output.plot import new_figure, save
+from iosim.output.render import fmt_bytes, fmt_rate, fmt_time, records_csv
+from iosim.output.tables import markdown_table, simple_table
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 REGENERATE = ("iosim calibrate --gpu h200 --from tests/data/h200-calibration.json "
               "--out configs/gpus/h200.yaml --force --report reports/calibration-h200")
@@ -75,10 +80,7 @@ def bytes_records(result: FitResult) -> list[dict[str, Any]]:
 
 
 def _table(title: str, columns: Sequence[str], left: Sequence[str]) -> Table:
-    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
-    for col in columns:
-        table.add_column(col, justify="left" if col in left else "right")
-    return table
+    return simple_table(title, [(c, "left" if c in left else "right") for c in columns])
 
 
 def print_summary(result: FitResult, console: Console, *, out: Path, record: Path | None,
@@ -142,13 +144,19 @@ def _time(p: Point) -> str:
 # report folder
 
 
-def write_report(result: FitResult, folder: Path) -> list[Path]:
-    """points.csv, bytes.csv, three plots and README.md into `folder`; returns the files."""
+def write_report(result: FitResult, folder: Path, *, overwrite: bool = False) -> list[Path]:
+    """points.csv, bytes.csv, three plots and README.md into `folder`; returns the files.
+    Refuses to replace any of them unless `overwrite` (--force)."""
     folder.mkdir(parents=True, exist_ok=True)
+    names = ("points.csv", "bytes.csv", "time.png", "dram.png", "throughput.png", "README.md")
+    existing = [folder / n for n in names if (folder / n).exists()]
+    if existing and not overwrite:
+        raise IosimError(f"{existing[0]} exists; pass --force to overwrite it, or choose another "
+                         f"folder")
     files = [folder / "points.csv", folder / "bytes.csv"]
     files[0].write_text(records_csv(point_records(result)), encoding="utf-8")
     files[1].write_text(records_csv(bytes_records(result)), encoding="utf-8")
-    files += plot_all(result, folder)
+    files += plot_all(result, folder, overwrite=True)
     readme = folder / "README.md"
     readme.write_text(markdown(result), encoding="utf-8")
     return [*files, readme]
@@ -271,20 +279,13 @@ def _bytes_table(checks: Sequence[BytesCheck]) -> str:
 # plots
 
 
-def plot_all(result: FitResult, folder: Path) -> list[Path]:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
+def plot_all(result: FitResult, folder: Path, *, overwrite: bool = False) -> list[Path]:
+    """time.png, dram.png and throughput.png into `folder`, through plot.save (Agg, never
+    replacing a file unless `overwrite`); returns the files."""
     files = []
-    for name, draw in (("time.png", _plot_time), ("dram.png", _plot_dram),
-                       ("throughput.png", _plot_throughput)):
-        fig = draw(result, plt)
-        path = folder / name
-        fig.savefig(path, dpi=130, bbox_inches="tight")
-        plt.close(fig)
-        files.append(path)
+    for name, draw in (("time", _plot_time), ("dram", _plot_dram),
+                       ("throughput", _plot_throughput)):
+        files += save(draw(result), folder / name, ("png",), overwrite=overwrite)
     return files
 
 
@@ -296,8 +297,8 @@ def _diagonal(ax: Any, lo: float, hi: float, band: float) -> None:
     ax.set_yscale("log")
 
 
-def _plot_time(result: FitResult, plt: Any) -> Any:
-    fig, ax = plt.subplots(figsize=(6.4, 5.2))
+def _plot_time(result: FitResult) -> Figure:
+    fig, ax = new_figure(6.4, 5.2)
     points = [p for p in result.points if p.predicted_time_s is not None]
     styles = {"qk": ("tab:blue", "s"), "softmax": ("tab:green", "^"), "pv": ("tab:purple", "D"),
               "attn_fwd": ("tab:red", "o")}
@@ -318,8 +319,8 @@ def _plot_time(result: FitResult, plt: Any) -> Any:
     return fig
 
 
-def _plot_dram(result: FitResult, plt: Any) -> Any:
-    fig, ax = plt.subplots(figsize=(6.4, 5.2))
+def _plot_dram(result: FitResult) -> Figure:
+    fig, ax = new_figure(6.4, 5.2)
     checks = list(result.bytes_checks)
     if not checks:
         ax.text(0.5, 0.5, "no hardware counters in this measurement file", ha="center")
@@ -345,10 +346,10 @@ def _plot_dram(result: FitResult, plt: Any) -> Any:
     return fig
 
 
-def _plot_throughput(result: FitResult, plt: Any) -> Any:
+def _plot_throughput(result: FitResult) -> Figure:
     rows = sdpa_ratios(result)
     ds = sorted({r["d"] for r in rows}) or [0]
-    fig, axes = plt.subplots(1, len(ds), figsize=(5.2 * len(ds), 4.0), squeeze=False)
+    fig, axes = new_figure(5.2 * len(ds), 4.0, 1, len(ds), squeeze=False)
     for ax, d in zip(axes[0], ds, strict=True):
         for causal, style in ((False, "-"), (True, "--")):
             sel = sorted((r for r in rows if r["d"] == d and r["causal"] == causal),

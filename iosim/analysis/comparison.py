@@ -1,0 +1,150 @@
+"""What `compare` returns: every algorithm's kernels on the roofline, and the workload's figures."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from iosim.algorithms.traffic import Traffic, TrafficTotals
+from iosim.estimates.footprint import Footprint
+from iosim.estimates.l2 import DramEstimate
+from iosim.estimates.roofline import CostTotals, KernelEstimate, Roofs, total_cost
+from iosim.estimates.training import Occupancy
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class AlgorithmEstimate(TrafficTotals):
+    """One algorithm: its kernels on the roofline, its traffic terms and totals."""
+
+    name: str
+    title: str
+    tiling: Tiling | None
+    kernels: tuple[KernelEstimate, ...]
+    footprint: Footprint
+    baseline_time_s: float
+    baseline_hbm_bytes: int
+    occupancy: tuple[Occupancy, ...] = ()
+    """The launch grid of every kernel whose grid iosim models, against the GPU's SMs."""
+    convention_flops: float = 0.0
+    """FLOPs by the FA2/FA3 convention (training.convention_flops), beside the executed count."""
+    dram: DramEstimate | None = None
+    """The L2-aware DRAM estimate (l2.py); None when the GPU's YAML lacks l2_size or sm_count."""
+
+    @property
+    def traffic(self) -> Traffic:
+        """Every kernel's traffic terms, in launch order."""
+        return Traffic(tuple(t for k in self.kernels for t in k.traffic))
+
+    @property
+    def totals(self) -> CostTotals:
+        """The kernels summed (estimates/roofline.py:total_cost, as sweeps sum them)."""
+        return total_cost(self.kernels)
+
+    @property
+    def matmul_flops(self) -> int:
+        """Matmul FLOPs, summed over the kernels."""
+        return int(self.totals.matmul_flops)
+
+    @property
+    def elementwise_flops(self) -> int:
+        """Elementwise (fp32 vector) FLOPs, summed over the kernels."""
+        return int(self.totals.elementwise_flops)
+
+    @property
+    def time_s(self) -> float:
+        """Roofline time in seconds, summed over the kernels."""
+        return float(self.totals.time_s)
+
+    @property
+    def bound(self) -> str:
+        """Memory-bound when the memory-bound kernels hold at least half the time."""
+        return "memory" if self.totals.memory_bound else "compute"
+
+    @property
+    def occupancy_time_s(self) -> float:
+        """Roofline time if each kernel only gets the share of the GPU its grid occupies (an SM
+        reaching 1/sm_count of the bandwidth and FLOP/s): time ÷ occupancy, kernel by kernel."""
+        share = {o.kernel: o.fraction for o in self.occupancy if o.fraction}
+        return sum(k.time_s / share.get(k.name, 1.0) for k in self.kernels)
+
+    @property
+    def speedup_vs_standard(self) -> float:
+        """Standard attention's time over this algorithm's."""
+        return self.baseline_time_s / self.time_s
+
+    @property
+    def traffic_ratio_vs_standard(self) -> float:
+        """Standard's HBM bytes over this algorithm's: how many times less it moves."""
+        return self.baseline_hbm_bytes / self.hbm_bytes
+
+
+@dataclass(frozen=True, slots=True)
+class Theorem2:
+    """The paper's Theorem 2 leading terms per head, in elements, constants ignored."""
+
+    sram_elements: int
+    standard_elements: float
+    """Θ(Nd + N²): here N·d + N·N_kv."""
+    flash_elements: float
+    """Θ(N²d²/M): here N·N_kv·d²/M."""
+
+    @property
+    def ratio(self) -> float:
+        """Standard's leading term over FlashAttention's: Θ(M/d²) up to N_kv/N terms."""
+        return self.standard_elements / self.flash_elements
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    """Everything `iosim compare` prints; `to_dict()` is the stable JSON."""
+
+    workload: Workload
+    hardware: Hardware
+    requested_gpu: str
+    gpu_note: str | None
+    roofs: Roofs
+    sram_bytes: int
+    sram_source: str
+    theorem2: Theorem2
+    algorithms: tuple[AlgorithmEstimate, ...]
+
+    @property
+    def score_matrix_bytes_per_head(self) -> int:
+        """One N×N matrix (S or P) of one head in the workload's dtype."""
+        return self.workload.n * self.workload.n_kv * self.workload.element_bytes
+
+    @property
+    def compulsory_hbm_bytes(self) -> int:
+        """Any exact forward: read Q, K, V once (K, V per KV head), write O once."""
+        w = self.workload
+        q_o = 2 * w.batch * w.heads * w.n * w.d
+        k_v = 2 * w.batch * w.kv_heads * w.n_kv * w.d
+        return (q_o + k_v) * w.element_bytes
+
+    def algorithm(self, name: str) -> AlgorithmEstimate:
+        """The estimate of the algorithm named `name` (KeyError if it was not run)."""
+        for a in self.algorithms:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def to_records(self) -> list[dict[str, Any]]:
+        """One flat row per (algorithm, kernel), for pandas.DataFrame(...)."""
+        from iosim.analysis.compare_records import kernel_dict
+
+        return [{"algorithm": a.name, **kernel_dict(k)} for a in self.algorithms for k in a.kernels]
+
+    def term_records(self) -> list[dict[str, Any]]:
+        """One flat row per traffic term."""
+        from iosim.analysis.compare_records import term_dict
+
+        return [{"algorithm": a.name, **term_dict(t)} for a in self.algorithms for t in a.traffic]
+
+    def to_dict(self) -> dict[str, Any]:
+        """The stable JSON (schema iosim.compare/1, compare_records.py)."""
+        from iosim.analysis.compare_records import comparison_dict
+
+        return comparison_dict(self)

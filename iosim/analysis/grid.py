@@ -1,0 +1,138 @@
+"""A sweep's grid as numpy arrays that broadcast: each quantity over just the axes it depends on.
+
+Every axis is one dimension of an ndim = len(AXES) grid. An axis's values live in an array of
+shape (1, ..., len, ..., 1); a quantity that depends on a few axes (the block sizes on GPU,
+dtype, d, SRAM and the given blocks; the roofs on GPU and dtype) is an array over just those
+dimensions, so the closed forms compute each thing on the smallest sub-grid it depends on and
+numpy broadcasts the products up to the full grid. Raveled in C order, the grid's points are
+in AXES order (the last axis fastest).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from iosim.analysis.requests import sram_bytes_of
+from iosim.analysis.sweep_spec import AXES, SweepSpec, int_values, spec_workload
+from iosim.estimates.roofline import roofs_for
+from iosim.inputs.hardware import KERNEL_KINDS, Hardware
+from iosim.inputs.tiling import TilingInputs
+from iosim.inputs.units import DTYPE_BYTES
+
+
+def along(axis: str, values: Any) -> np.ndarray:
+    """`values` laid along `axis`'s dimension of the grid."""
+    shape = [1] * len(AXES)
+    shape[AXES.index(axis)] = -1
+    return np.asarray(values).reshape(shape)
+
+
+def take(array: np.ndarray, where: tuple[slice, ...]) -> np.ndarray:
+    """`array[where]` on the dimensions the array spans (its size-1 dimensions broadcast)."""
+    return array[tuple(w if n > 1 else slice(None) for w, n in zip(where, array.shape,
+                                                                      strict=True))]
+
+
+@dataclass(frozen=True, slots=True)
+class Grid:
+    """The per-point numbers as broadcastable arrays (each over the axes it depends on), or,
+    after `subset`, as flat arrays of the points of a mask."""
+
+    n: np.ndarray
+    n_kv: np.ndarray
+    d: np.ndarray
+    batch: np.ndarray
+    heads: np.ndarray
+    kv_heads: np.ndarray
+    element_bytes: np.ndarray
+    sram_bytes: np.ndarray
+    sparsity_num: Any
+    sparsity_den: Any
+    """Python 1, 1 when every point is dense (block_sums' dense path), else arrays."""
+    bandwidth: np.ndarray
+    matmul_peak: np.ndarray
+    vector_peak: np.ndarray
+    efficiency: dict[str, np.ndarray]
+    additive_compute: bool
+    """The profile's compute rule (Roofs.additive_compute), the same for every point."""
+    tiling: TilingInputs | None = None
+    """What the tiling rules read, over the whole grid (not cut by `take` or `subset`)."""
+
+    def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> Grid:
+        def apply(value: Any) -> Any:
+            if isinstance(value, np.ndarray):
+                return cut(value)
+            if isinstance(value, dict):
+                return {k: apply(v) for k, v in value.items()}
+            return value
+
+        return Grid(**{name: apply(getattr(self, name)) for name in self.__dataclass_fields__
+                       if name != "tiling"})
+
+    def take(self, where: tuple[slice, ...]) -> Grid:
+        """The grid of a slice of the points."""
+        return self._map(lambda a: take(a, where))
+
+    def subset(self, shape: tuple[int, ...], mask: np.ndarray) -> Grid:
+        """The points of `mask` (over a slice of `shape`), as flat arrays."""
+        return self._map(lambda a: np.broadcast_to(a, shape)[mask])
+
+
+def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, list[str]]:
+    """The spec's grid (each axis along its dimension, the roofs over GPU × dtype) and the
+    notes the roofs gave."""
+    def ints(axis: str) -> np.ndarray:
+        return along(axis, int_values(spec.values(axis)))
+
+    n, n_kv_given = ints("n"), ints("n_kv")
+    heads, kv_given = ints("heads"), ints("kv_heads")
+    elt = along("dtype", [DTYPE_BYTES[t] for t in spec.dtype]).astype(np.int64)
+    gpu_sram = along("gpu", [int(hw.sram_per_block_bytes) for hw in hardware]).astype(np.int64)
+    sram_given, elements_given = ints("sram_bytes"), ints("sram_elements")
+    sram = sram_bytes_of(gpu_sram, elt, sram_given, elements_given)
+    if all(v == 1 for v in spec.sparsity):
+        num: Any = 1
+        den: Any = 1
+    else:
+        fractions = [spec_workload(spec, sparsity=v).sparsity_fraction for v in spec.sparsity]
+        num = along("sparsity", np.array([f[0] for f in fractions], dtype=np.int64))
+        den = along("sparsity", np.array([f[1] for f in fractions], dtype=np.int64))
+
+    roof_shape = [1] * len(AXES)
+    roof_shape[AXES.index("gpu")] = len(hardware)
+    roof_shape[AXES.index("dtype")] = len(spec.dtype)
+    bandwidth, matmul, vector = (np.zeros(roof_shape) for _ in range(3))
+    efficiency = {kind: np.ones(roof_shape) for kind in KERNEL_KINDS}
+    notes: list[str] = []
+    for (g, hw), (t, dtype) in itertools.product(enumerate(hardware), enumerate(spec.dtype)):
+        roofs = roofs_for(hw, dtype, spec.profile)
+        at = roof_index(g, t)
+        bandwidth[at] = roofs.hbm_bandwidth_bytes_per_s
+        matmul[at] = roofs.matmul_flops_per_s
+        vector[at] = roofs.vector_flops_per_s
+        for kind in KERNEL_KINDS:
+            efficiency[kind][at] = roofs.efficiency.get(kind, 1.0)
+        notes.extend(f"{hw.name}, {dtype}: {n}" for n in roofs.notes)
+    n_kv = np.where(n_kv_given > 0, n_kv_given, n)
+    kv_heads = np.where(kv_given > 0, kv_given, heads)
+    sms = along("gpu", np.array([hw.sm_count or 0 for hw in hardware], dtype=np.int64))
+    tiling = TilingInputs(n, n_kv, ints("d"), heads, kv_heads, ints("batch"), elt, sram,
+                          along("pass_", np.array([p != "fwd" for p in spec.pass_])),
+                          ints("block_q"), ints("block_kv"), ints("splits"), sms)
+    grid = Grid(n=n, n_kv=n_kv, d=ints("d"), batch=ints("batch"), heads=heads,
+                kv_heads=kv_heads, element_bytes=elt, sram_bytes=sram, sparsity_num=num,
+                sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
+                efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling)
+    return grid, list(dict.fromkeys(notes))
+
+
+def roof_index(gpu: int, dtype: int) -> tuple[int, ...]:
+    at = [0] * len(AXES)
+    at[AXES.index("gpu")] = gpu
+    at[AXES.index("dtype")] = dtype
+    return tuple(at)

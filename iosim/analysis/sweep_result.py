@@ -1,0 +1,221 @@
+"""A sweep's results: every algorithm's arrays over the grid, and the tidy table of them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from iosim._version import __version__
+from iosim.analysis.grid import along
+from iosim.analysis.sweep_spec import AXES, SCHEMA, SweepSpec, int_values
+from iosim.estimates.roofline import mostly_memory_bound
+from iosim.inputs.hardware import Hardware
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AlgorithmGrid:
+    """One algorithm's results at every grid point (arrays of length `SweepResult.points`)."""
+
+    name: str
+    tiled: bool
+    block_q: np.ndarray
+    """B_r used at each point (0 for an untiled algorithm)."""
+    block_kv: np.ndarray
+    fits_sram: np.ndarray
+    """Whether the tiles fit the SRAM (always True for an untiled algorithm)."""
+    hbm_read_bytes: np.ndarray
+    hbm_write_bytes: np.ndarray
+    matmul_flops: np.ndarray
+    elementwise_flops: np.ndarray
+    time_s: np.ndarray
+    memory_time_s: np.ndarray
+    """Σ over kernels of HBM bytes / bandwidth (each kernel's memory roof)."""
+    compute_time_s: np.ndarray
+    """Σ over kernels of max(matmul FLOPs / matmul peak, elementwise FLOPs / vector peak)."""
+    memory_bound_time_s: np.ndarray
+    """Time of the memory-bound kernels: the algorithm is memory-bound when it is ≥ half."""
+    splits: np.ndarray
+    """KV splits (splitkv; 1 for every other algorithm)."""
+    bwd_block_q: np.ndarray
+    """The backward pass's B_r where the pass has a backward (0 otherwise)."""
+    bwd_block_kv: np.ndarray
+
+    @property
+    def hbm_bytes(self) -> np.ndarray:
+        """HBM bytes read + written at each point."""
+        return np.asarray(self.hbm_read_bytes + self.hbm_write_bytes)
+
+    @property
+    def flops(self) -> np.ndarray:
+        """FLOPs (matmul + elementwise) at each point."""
+        return np.asarray(self.matmul_flops + self.elementwise_flops)
+
+    @property
+    def memory_bound(self) -> np.ndarray:
+        """Per point: memory-bound when the memory-bound kernels hold at least half the time."""
+        return np.asarray(mostly_memory_bound(self.memory_bound_time_s, self.time_s))
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class SweepResult:
+    """A sweep's grid and every algorithm's arrays over it; `columns()` is the tidy table."""
+
+    spec: SweepSpec
+    hardware: tuple[Hardware, ...]
+    """The resolved GPU of each value of spec.gpu."""
+    sram_bytes: np.ndarray
+    """The SRAM M each point was tiled for, in bytes."""
+    algorithms: tuple[AlgorithmGrid, ...]
+    baseline: AlgorithmGrid
+    """Standard attention, against which ratios are taken (computed even when not listed)."""
+    notes: tuple[str, ...] = ()
+    _index: dict[str, np.ndarray] = field(default_factory=dict, repr=False)
+
+    @property
+    def points(self) -> int:
+        """Grid points."""
+        return int(self.sram_bytes.shape[0])
+
+    @property
+    def index(self) -> _Index:
+        """Per axis, each point's index into spec.values(axis) (built on first use)."""
+        return _Index(self.spec, self._index)
+
+    def algorithm(self, name: str) -> AlgorithmGrid:
+        """The grid of the algorithm named `name` (KeyError if it was not swept)."""
+        for a in self.algorithms:
+            if a.name == name:
+                return a
+        raise KeyError(name)
+
+    def axis_values(self, axis: str) -> np.ndarray:
+        """Each point's value on an axis, defaults resolved (kv_heads = heads, n_kv = n)."""
+        if axis == "gpu":
+            return np.asarray(np.array([h.name for h in self.hardware], dtype=object)[self.index["gpu"]])
+        if axis == "kv_heads" or axis == "n_kv":
+            own = int_values(self.spec.values(axis))[self.index[axis]]
+            other = self.axis_values("heads" if axis == "kv_heads" else "n")
+            return np.asarray(np.where(own > 0, own, other))
+        values = self.spec.values(axis)
+        if axis == "sparsity":
+            return np.asarray(np.array(values, dtype=np.float64)[self.index[axis]])
+        if axis in ("dtype", "pass_", "causal"):
+            return np.asarray(np.array(values, dtype=object if axis != "causal" else bool)[
+                self.index[axis]])
+        return np.asarray(int_values(values)[self.index[axis]])
+
+    def columns(self, algorithms: Sequence[str] | None = None, *,
+                max_points: int | None = None) -> dict[str, np.ndarray]:
+        """The long table: one row per (point, algorithm), points in grid order.
+
+        `max_points` keeps only the first points (a table's first rows without building all).
+        """
+        chosen = [self.algorithm(a) for a in algorithms] if algorithms else list(self.algorithms)
+        k = len(chosen)
+        cut = slice(None) if max_points is None else slice(0, max_points)
+        base = self.baseline
+
+        def per_point(values: np.ndarray) -> np.ndarray:
+            return np.repeat(values[cut], k)
+
+        def interleave(arrays: list[np.ndarray]) -> np.ndarray:
+            return np.stack([a[cut] for a in arrays], axis=1).reshape(-1)
+
+        cols: dict[str, np.ndarray] = {}
+        for axis in ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
+                     "n_kv", "sparsity"):
+            cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis))
+        cols["sram_bytes"] = per_point(self.sram_bytes)
+        points = len(self.sram_bytes[cut])
+        cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), points)
+        for name in ("block_q", "block_kv", "fits_sram", "bwd_block_q", "bwd_block_kv", "splits",
+                     "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "flops", "matmul_flops",
+                     "elementwise_flops", "time_s"):
+            cols[name] = interleave([getattr(a, name) for a in chosen])
+        cols["bound"] = np.where(interleave([a.memory_bound for a in chosen]), "memory", "compute"
+                                 ).astype(object)
+        cols["traffic_ratio_vs_standard"] = interleave(
+            [base.hbm_bytes / a.hbm_bytes for a in chosen])
+        cols["speedup_vs_standard"] = interleave([base.time_s / a.time_s for a in chosen])
+        return cols
+
+    def describe_fixed(self) -> list[str]:
+        """'axis value' of the axes that do not vary, for headers and titles."""
+        out = []
+        for axis in AXES:
+            values = self.spec.values(axis)
+            if len(values) != 1:
+                continue
+            value = values[0]
+            if axis == "gpu":
+                out.append(f"GPU {self.hardware[0].name}")
+            elif axis == "causal":
+                out.append("causal" if value else "non-causal")
+            elif axis == "pass_":
+                out.append({"fwd": "forward", "bwd": "backward"}.get(value, "forward+backward"))
+            elif axis == "dtype":
+                out.append(str(value))
+            elif axis == "sparsity":
+                if value != 1:
+                    out.append(f"block-sparse s = {value:g}")
+            elif axis == "splits":
+                if value is not None:
+                    out.append(f"splits {value}")
+            elif axis == "sram_elements":
+                if value is not None:
+                    out.append(f"M {value:,} elements")
+            elif axis == "sram_bytes":
+                if self.spec.sram_elements == (None,):
+                    out.append("SRAM = the GPU's sram_per_block" if value is None
+                               else f"SRAM {value:,} B")
+            elif value is None:
+                out.append({"kv_heads": "kv heads = heads", "n_kv": "N_kv = N",
+                            "block_q": "B_r by Alg. 1 line 1",
+                            "block_kv": "B_c by Alg. 1 line 1"}[axis])
+            else:
+                out.append(f"{_LABELS.get(axis, axis)} {value:,}")
+        return out
+
+    def metadata(self) -> dict[str, Any]:
+        """The sweep's description for JSON and reports: schema, axes, GPUs, algorithms, notes."""
+        spec = self.spec
+        return {
+            "schema": SCHEMA,
+            "iosim_version": __version__,
+            "points": self.points,
+            "axes": {("pass" if a == "pass_" else a): list(spec.values(a)) for a in AXES},
+            "gpus": [h.name for h in self.hardware],
+            "unfused": list(spec.unfused),
+            "algorithms": [a.name for a in self.algorithms],
+            "profile": spec.profile,
+            "notes": list(self.notes),
+        }
+
+
+_LABELS = {"n": "N", "n_kv": "N_kv", "kv_heads": "kv heads", "block_q": "B_r", "block_kv": "B_c",
+           "sparsity": "s", "splits": "splits"}
+
+
+class _Index(Mapping[str, np.ndarray]):
+    """axis -> each point's index on that axis, broadcast from the grid's shape when asked."""
+
+    def __init__(self, spec: SweepSpec, cache: dict[str, np.ndarray]) -> None:
+        self._spec, self._cache = spec, cache
+
+    def __getitem__(self, axis: str) -> np.ndarray:
+        if axis not in self._cache:
+            if axis not in AXES:
+                raise KeyError(axis)
+            count = len(self._spec.values(axis))
+            self._cache[axis] = np.broadcast_to(along(axis, np.arange(count)),
+                                                self._spec.shape).reshape(-1)
+        return self._cache[axis]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(AXES)
+
+    def __len__(self) -> int:
+        return len(AXES)

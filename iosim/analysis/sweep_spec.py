@@ -1,0 +1,175 @@
+"""What a sweep is asked for: one list of values per axis (SweepSpec), and its checks.
+
+A grid is the product of the axes' values (N, d, heads, batch, dtype, causal, pass, GPU, SRAM,
+block sizes, ...). `check_spec` refuses a spec that cannot be evaluated, naming the axis.
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from iosim.algorithms import DEFAULT_ALGORITHMS, Algorithm
+from iosim.analysis.requests import choose_algorithms, refuse_both_sram
+from iosim.errors import IosimError, arg
+from iosim.estimates.roofline import Profile, roofs_for
+from iosim.inputs.hardware import Hardware, resolve_hardware
+from iosim.inputs.ints import check_count
+from iosim.inputs.workload import Workload
+
+SCHEMA = "iosim.sweep/1"
+
+AXES: tuple[str, ...] = ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
+                         "n_kv", "sparsity", "sram_bytes", "sram_elements", "block_q", "block_kv",
+                         "splits")
+"""Grid axes, slowest-varying first: points are enumerated in this (C) order."""
+
+WORKLOAD_AXES = ("dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n", "n_kv",
+                 "sparsity")
+DEFAULTABLE = ("kv_heads", "n_kv", "sram_bytes", "sram_elements", "block_q", "block_kv", "splits")
+"""Axes whose value None means "the default": kv_heads = heads, n_kv = n, the GPU's SRAM,
+Alg. 1 line 1's block sizes, FlashAttention-2's split heuristic. In the int64 grids None is 0."""
+
+MAX_POINTS = 5_000_000
+"""A larger grid is refused: its result arrays alone would take several GB."""
+
+CHUNK_POINTS = 1 << 18
+"""Points evaluated per step (bounds the temporaries; one progress tick each)."""
+
+INT64_HEADROOM = 2**53
+"""N·N_kv·d·batch·heads must stay below this, leaving a factor 1024 for bytes per element,
+FLOP coefficients and summed terms before int64 (2^63) could overflow."""
+
+
+@dataclass(frozen=True, slots=True)
+class SweepSpec:
+    """One list of values per axis; the grid is their product. None = the axis's default."""
+
+    n: tuple[int, ...]
+    gpu: tuple[str, ...]
+    n_kv: tuple[int | None, ...] = (None,)
+    d: tuple[int, ...] = (64,)
+    heads: tuple[int, ...] = (1,)
+    kv_heads: tuple[int | None, ...] = (None,)
+    batch: tuple[int, ...] = (1,)
+    dtype: tuple[str, ...] = ("fp16",)
+    causal: tuple[bool, ...] = (False,)
+    pass_: tuple[str, ...] = ("fwd",)
+    sram_bytes: tuple[int | None, ...] = (None,)
+    sram_elements: tuple[int | None, ...] = (None,)
+    block_q: tuple[int | None, ...] = (None,)
+    block_kv: tuple[int | None, ...] = (None,)
+    sparsity: tuple[float, ...] = (1.0,)
+    """Block-sparse fraction s of non-zero blocks (Prop. 4); 1 = dense."""
+    splits: tuple[int | None, ...] = (None,)
+    """splitkv's KV splits (None: flash_api.cpp's heuristic); other algorithms ignore it."""
+    unfused: tuple[str, ...] = ()
+    """Not an axis: the same unfused standard pipeline at every point."""
+    algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
+    profile: Profile = "spec"
+
+    def values(self, axis: str) -> tuple[Any, ...]:
+        """The axis's values (None: its default)."""
+        return tuple(getattr(self, axis))
+
+    @property
+    def shape(self) -> tuple[int, ...]:
+        """Values per axis, in AXES order."""
+        return tuple(len(self.values(a)) for a in AXES)
+
+    @property
+    def points(self) -> int:
+        """Grid points: the product of the axes' lengths."""
+        return math.prod(self.shape)
+
+    @property
+    def varying(self) -> tuple[str, ...]:
+        """Axes with more than one value."""
+        return tuple(a for a in AXES if len(self.values(a)) > 1)
+
+
+def int_values(values: Any) -> np.ndarray:
+    """An axis's values as int64 (None, the default, as 0)."""
+    return np.array([0 if v is None else int(v) for v in values], dtype=np.int64)
+
+
+def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, ...], list[str]]:
+    """The spec's algorithms and GPUs, or the first reason it cannot be swept (one line each),
+    with the notes resolving the GPU names gave."""
+    if spec.profile == "measured":
+        # that profile's memory roof is the L2-aware DRAM estimate (l2.py), a per-workload model
+        # with no vectorised form; a sweep over L2-oblivious bytes would differ from compare's
+        raise IosimError("sweeps and reports use the spec profile only: the measured profile "
+                         "charges the L2-aware DRAM estimate, which is per workload; use "
+                         "`iosim compare --profile measured` (or `iosim roofline`) per point")
+    for axis in AXES:
+        if not spec.values(axis):
+            raise IosimError(f"{arg(axis)} has no values; give at least one")
+    points = spec.points
+    if points > MAX_POINTS:
+        raise IosimError(
+            f"the sweep has {points:,} grid points ({' × '.join(map(str, spec.shape))}); at most "
+            f"{MAX_POINTS:,} are evaluated at once: narrow a range or split the sweep")
+    refuse_both_sram(any(v is not None for v in spec.sram_bytes),
+                     any(v is not None for v in spec.sram_elements), sram_name="sram_bytes")
+    for axis in ("sram_bytes", "sram_elements", "block_q", "block_kv", "splits"):
+        for v in spec.values(axis):
+            if v is not None:
+                check_count(axis, v)
+    for axis in ("dtype", "pass_", "causal", "batch", "d", "n", "sparsity"):
+        for v in spec.values(axis):
+            spec_workload(spec, **{axis: v})
+    for v in spec.n_kv:
+        if v is not None:
+            spec_workload(spec, n_kv=v)
+    for h, kv in itertools.product(spec.heads, spec.kv_heads):
+        spec_workload(spec, heads=h, kv_heads=kv)
+    algorithms = choose_algorithms(spec.algorithms, splits_given=spec.splits != (None,))
+    resolved = [resolve_hardware(g) for g in spec.gpu]
+    hardware = tuple(r.hardware for r in resolved)
+    seen: dict[str, str] = {}
+    for r in resolved:
+        if r.hardware.name in seen:
+            raise IosimError(f"{arg('gpu')} lists {r.hardware.name} twice ('{seen[r.hardware.name]}' and "
+                             f"'{r.requested}'); list each GPU once")
+        seen[r.hardware.name] = r.requested
+    for hw, dtype in itertools.product(hardware, spec.dtype):
+        roofs_for(hw, dtype, spec.profile)  # raises when the YAML lacks that dtype's peak
+    biggest = (float(max(spec.n)) * max(v or max(spec.n) for v in spec.n_kv) * max(spec.d)
+               * max(spec.batch) * max(spec.heads))
+    if biggest >= INT64_HEADROOM:
+        raise IosimError(
+            f"N·N_kv·d·batch·heads reaches {biggest:.3g}, beyond the {INT64_HEADROOM:.3g} that "
+            f"exact 64-bit counts allow; lower the largest {arg('n')}, {arg('d')}, "
+            f"{arg('batch')} or {arg('heads')} "
+            f"(or run `iosim compare` on that one point: it counts with unbounded integers)")
+    if any(v != 1 for v in spec.sparsity):
+        # the block mask's sums multiply pair counts by the fraction's numerator (≤ 10^6)
+        pairs = float(max(spec.n)) * max(v or max(spec.n) for v in spec.n_kv)
+        den = max(spec_workload(spec, sparsity=v).sparsity_fraction[1] for v in spec.sparsity)
+        if pairs * den * 4 >= 2**62:
+            raise IosimError(
+                f"with {arg('sparsity')}, N·N_kv·{den} (the fraction's denominator) leaves "
+                f"64-bit integers; lower the largest {arg('n')} or use a simpler fraction "
+                f"(e.g. 0.25)")
+    notes = [r.note for r in resolved if r.note]
+    return algorithms, hardware, notes
+
+
+def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
+    """The workload of the first value on every axis, with `values` changed.
+
+    A changed n or heads carries its default n_kv or kv_heads along (they default to them).
+    """
+    first = {a: spec.values(a)[0] for a in WORKLOAD_AXES}
+    first.update(values)
+    if "n" in values and "n_kv" not in values and spec.n_kv == (None,):
+        first["n_kv"] = None
+    if "heads" in values and "kv_heads" not in values and spec.kv_heads == (None,):
+        first["kv_heads"] = None
+    pass_ = first.pop("pass_")
+    return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, **first)

@@ -1,0 +1,95 @@
+"""The HBM an algorithm holds at its peak: inputs and outputs, the N×N matrices alive at once,
+the statistics and workspaces it writes, and what the forward keeps for the backward."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width
+from iosim.estimates.training import IO_TENSORS
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
+
+
+@dataclass(frozen=True, slots=True)
+class Footprint:
+    """HBM an algorithm holds: inputs and outputs, plus what it adds on top of them."""
+
+    io_bytes: int
+    """Q, K, V (K and V sized by the KV heads) and O."""
+    extra: tuple[tuple[str, int], ...]
+    """(tensor, bytes) held beyond the inputs and outputs at the algorithm's peak."""
+    capacity_bytes: float
+    saved: tuple[tuple[str, int], ...] = ()
+    """(tensor, bytes) the forward keeps in HBM for the backward pass (passes with a backward)."""
+
+    @property
+    def extra_bytes(self) -> int:
+        """Bytes held beyond the inputs and outputs."""
+        return sum(b for _, b in self.extra)
+
+    @property
+    def total_bytes(self) -> int:
+        """Inputs, outputs and extra bytes."""
+        return self.io_bytes + self.extra_bytes
+
+    @property
+    def fits(self) -> bool:
+        """Whether the footprint fits the GPU's HBM capacity."""
+        return self.total_bytes <= self.capacity_bytes
+
+
+def _tensor_bytes(access: Access, workload: Workload, splits: int = 1) -> int:
+    """Size in HBM of the whole tensor an access touches (every split's copy of a partial)."""
+    length = workload.n if access.rows == "q" else workload.n_kv
+    width = row_width(access.cols, workload.d, workload.n_kv)
+    per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
+    instances = workload.batch * (workload.kv_heads if per_kv else workload.heads)
+    copies = splits if access.per_split else 1
+    return int(length * width * instances * copies
+               * element_bytes(access.element, workload.element_bytes))
+
+
+def footprint(kernels: Sequence[Kernel], workload: Workload, hardware: Hardware, *,
+              saved: Sequence[Access] = (), tiling: Tiling | None = None,
+              fixed: Sequence[tuple[str, int]] = ()) -> Footprint:
+    """Inputs/outputs plus the N×N matrices alive at once and the statistics kept in HBM.
+
+    N×N matrices: the most that any one kernel touches (standard's softmax reads S while it
+    writes P, so both are alive), together with the tensors kept for the backward pass (`saved`)
+    that exist by then (from their first write; from the start of a backward-only pass).
+    Statistics: every per-row fp32 tensor the algorithm writes. Workspace: every other tensor
+    it writes that is not an input or output (dQaccum, dK_expanded, the split-KV partials).
+    `fixed`: small buffers outside the loop nests (the RNG state). With a backward pass the
+    inputs and outputs include dO, dQ, dK and dV.
+    """
+    splits = tiling.splits if tiling else 1
+    io_tensors = [Access("Q", "read", "prologue", "q", "d", ""),
+                  Access("O", "read", "prologue", "q", "d", ""),
+                  Access("K", "read", "prologue", "kv", "d", ""),
+                  Access("V", "read", "prologue", "kv", "d", "")]
+    if workload.pass_ != "fwd":
+        io_tensors += [Access("dO", "read", "prologue", "q", "d", ""),
+                       Access("dQ", "read", "prologue", "q", "d", ""),
+                       Access("dK", "read", "prologue", "kv", "d", ""),
+                       Access("dV", "read", "prologue", "kv", "d", "")]
+    io = sum(_tensor_bytes(a, workload) for a in io_tensors)
+    saved_bytes = {a.tensor: _tensor_bytes(a, workload, splits) for a in saved}
+    written = set(saved_bytes) if workload.pass_ == "bwd" else set()
+    peak: dict[str, int] = {}
+    for kernel in kernels:
+        written |= {a.tensor for a in kernel.accesses if a.op == "write"}
+        alive = {t: b for t, b in saved_bytes.items() if t in written}
+        matrices = {a.tensor: _tensor_bytes(a, workload) for a in kernel.accesses if a.cols == "kv"}
+        current = {**alive, **matrices}
+        if sum(current.values()) > sum(peak.values()):
+            peak = current
+    stats = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
+             if a.cols == "1" and a.op == "write"}
+    workspace = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
+                 if a.cols == "d" and a.op == "write" and a.tensor not in IO_TENSORS}
+    extra = {**peak, **stats, **workspace, **dict(fixed)}
+    kept = tuple(saved_bytes.items()) + tuple(fixed)
+    return Footprint(io, tuple(extra.items()), hardware.hbm_capacity_bytes, kept)

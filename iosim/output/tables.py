@@ -1,0 +1,51 @@
+"""The one table style of iosim's terminal output, and rich tables as Markdown.
+
+Every command's tables are rich `Table`s in one style (`simple_table`); Markdown and HTML
+outputs read the same tables back through `table_cells`, so a table is laid out once and
+every format shows the same cells.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from rich import box
+from rich.table import Table
+
+
+def simple_table(title: str | None, columns: Sequence[tuple[str, str]], **options: Any) -> Table:
+    """A table with a rule under the header, the title on the left, no outer padding; one
+    column per (header, justify) pair ("left" or "right"). `options` go to rich's Table."""
+    table = Table(title=title, box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
+                  **options)
+    for header, justify in columns:
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    return table
+
+
+def table_cells(table: Table, *, one_line_headers: bool = False
+                ) -> tuple[list[str], list[list[str]], list[bool]]:
+    """(headers, rows of cell texts, whether each column is right-justified) of a rich table:
+    what its Markdown or HTML form shows."""
+    headers = [str(col.header) for col in table.columns]
+    if one_line_headers:
+        headers = [h.replace("\n", " ") for h in headers]
+    cells = [[str(x) for x in col.cells] for col in table.columns]
+    rows = [list(r) for r in zip(*cells, strict=True)]
+    return headers, rows, [col.justify == "right" for col in table.columns]
+
+
+def markdown_table(headers: Sequence[str], rows: Sequence[Sequence[str]],
+                   right: Sequence[bool] | None = None) -> str:
+    """A GitHub Markdown table: header row, alignment row (---: for right), one row each."""
+    right = right or [False] * len(headers)
+    lines = ["| " + " | ".join(headers) + " |",
+             "|" + "|".join("---:" if r else "---" for r in right) + "|"]
+    lines += ["| " + " | ".join(str(cell) for cell in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def rich_markdown(table: Table) -> str:
+    """A rich table as a GitHub Markdown table (headers on one line)."""
+    return markdown_table(*table_cells(table, one_line_headers=True))
