@@ -321,7 +321,7 @@ def test_runs_that_cannot_be_done_are_refused_in_one_line() -> None:
                 splits=2)
     with pytest.raises(ExecutorError, match=r"no backward executor for splitkv.*pass_=fwd"):
         execute("splitkv", Workload(8, d=2, pass_="bwd"), {})
-    with pytest.raises(ExecutorError, match="^splits must be a whole number from 1 to the 2 key"):
+    with pytest.raises(ExecutorError, match=r"^splits must be a whole number from 1 to the 2 key"):
         execute("splitkv", Workload(16, d=2), {}, block_kv=8, splits=3)
 
 

@@ -109,8 +109,8 @@ def test_cli_bad_input_is_one_line_exit_2(args: list[str], message: str) -> None
 
 def test_core_rejects_bad_input_without_the_cli() -> None:
     """From Python the messages name the parameters (the CLI test above: the flags)."""
-    with pytest.raises(ExplainError, match="^scores is empty") as empty:
+    with pytest.raises(ExplainError, match=r"^scores is empty") as empty:
         online_softmax([], 2)
     assert empty.value.param == "scores"
-    with pytest.raises(ExplainError, match="^block must be"):
+    with pytest.raises(ExplainError, match=r"^block must be"):
         online_softmax([1.0], 0)
