@@ -32,7 +32,8 @@ from iosim.inputs.workload import Workload
 from tests.strategies import tilings, workloads
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
-FORWARD = sorted(a for a, p in EXECUTORS if p == "fwd")
+FORWARD = sorted(a for a, p in EXECUTORS if p == "fwd" and a != "triton")
+"""Every forward executor but the Triton kernels' (flash2's, self-attention only)."""
 """Algorithms with a forward executor (an algorithm added without one is not tested here)."""
 
 
@@ -186,7 +187,7 @@ def test_a_pass_without_an_executor_is_refused_with_a_hint() -> None:
     w = Workload(16, d=4, pass_="bwd")
     assert ("splitkv", "bwd") not in EXECUTORS
     with pytest.raises(ExecutorError, match=r"no backward executor for splitkv \(there is one for "
-                                            r"flash1, flash2, standard\); use pass_=fwd"):
+                                            r"flash1, flash2, standard, triton\); use pass_=fwd"):
         execute("splitkv", w, random_inputs(w, 0, precision("float64"), grad=True))
 
 

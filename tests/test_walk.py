@@ -6,7 +6,7 @@ from collections import defaultdict
 from dataclasses import replace
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from iosim.algorithms import ALGORITHMS, get_algorithm
@@ -14,6 +14,7 @@ from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.loopnest import closed_form
 from iosim.algorithms.tilestream import walk_arrays
 from iosim.algorithms.tilewalk import TileAccess, walk
+from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.analysis.compare import tiling_for
 from iosim.analysis.requests import sram_budget
 from iosim.inputs.hardware import resolve_hardware
@@ -49,6 +50,7 @@ def closed_terms(algorithm: str, workload: Workload,
 @given(data=st.data(), algorithm=st.sampled_from(sorted(ALGORITHMS)))
 def test_walk_equals_closed_form_term_by_term(data: st.DataObject, algorithm: str) -> None:
     workload = data.draw(workloads())
+    assume(algorithm != "triton" or not triton_unsupported(workload))
     tiling = data.draw(tilings(workload)) if ALGORITHMS[algorithm].tiled else None
     kernels = ALGORITHMS[algorithm].kernels(workload)
     walked = walk_terms(list(walk(kernels, workload, tiling)))
@@ -59,6 +61,7 @@ def test_walk_equals_closed_form_term_by_term(data: st.DataObject, algorithm: st
 @given(data=st.data(), algorithm=st.sampled_from(sorted(ALGORITHMS)))
 def test_walk_arrays_is_the_walk_access_by_access(data: st.DataObject, algorithm: str) -> None:
     workload = data.draw(workloads(max_n=120))
+    assume(algorithm != "triton" or not triton_unsupported(workload))
     tiling = data.draw(tilings(workload)) if ALGORITHMS[algorithm].tiled else None
     kernels = ALGORITHMS[algorithm].kernels(workload)
     stream = walk_arrays(kernels, workload, tiling)

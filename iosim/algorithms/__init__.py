@@ -7,10 +7,11 @@ from iosim.algorithms.flash1 import Flash1
 from iosim.algorithms.flash2 import Flash2
 from iosim.algorithms.splitkv import SplitKV
 from iosim.algorithms.standard import Standard
+from iosim.algorithms.triton_bwd import TritonKernels
 from iosim.errors import IosimError
 
 ALGORITHMS: dict[str, Algorithm] = {
-    a.name: a for a in (Standard(), Flash1(), Flash2(), SplitKV())}
+    a.name: a for a in (Standard(), Flash1(), Flash2(), SplitKV(), TritonKernels())}
 DEFAULT_ALGORITHMS: tuple[str, ...] = ("standard", "flash1", "flash2")
 """What `compare` runs when not told: splitkv joins them for a decoding step (N = 1)."""
 

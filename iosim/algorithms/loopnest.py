@@ -118,12 +118,17 @@ class Kernel:
     grid: Literal["blocks", "heads"] | None = None
     """The launch grid, for occupancy: one program per outer block (× split) of each (batch,
     head), one per (batch, head), or None where iosim does not model it (library kernels)."""
+    tile: tuple[int, int] | None = None
+    """Fixed (B_r, B_c) of a kernel whose code sets its tiles (iosim's Triton backward, whose
+    block sizes are its launch configuration): they override the Tiling's."""
 
     def __post_init__(self) -> None:
         if self.split and self.loop != "q":
             raise ValueError(f"{self.name}: split-KV needs a query-outer loop")
         if self.pack_heads and self.loop is None:
             raise ValueError(f"{self.name}: head packing needs a tiled kernel")
+        if self.tile is not None and self.loop is None:
+            raise ValueError(f"{self.name}: fixed tiles need a tiled kernel")
         for access in self.accesses:
             if self.loop is None and access.where != "prologue":
                 raise ValueError(f"{self.name}: whole-tensor kernels only have prologue accesses")
@@ -188,12 +193,25 @@ class Dims:
 def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
     """The dims a kernel's loops run over: its pass's block sizes, and g·n_q rows per KV head
     for a kernel that packs heads."""
-    if kernel.blocks == "backward" and dims.bwd_block_q is not None:
+    if kernel.tile is not None:
+        dims = replace(dims, block_q=kernel.tile[0], block_kv=kernel.tile[1])
+    elif kernel.blocks == "backward" and dims.bwd_block_q is not None:
         dims = replace(dims, block_q=dims.bwd_block_q, block_kv=dims.bwd_block_kv)
     if not kernel.pack_heads:
         return dims
     rows, heads = packed_problem(dims.n_q, dims.heads, dims.kv_heads, True)
     return replace(dims, n_q=rows, heads=heads, causal=False)
+
+
+def kernel_blocks(kernel: Kernel, tiling: Tiling | None, n_q: int, n_kv: int) -> tuple[int, int]:
+    """(B_r, B_c) a kernel's loops step by: its fixed tiles, its pass's blocks, or (without a
+    tiling) whole sequences."""
+    if kernel.tile is not None:
+        return kernel.tile
+    if tiling is None:
+        return n_q, n_kv
+    return tiling.backward_blocks if kernel.blocks == "backward" else (tiling.block_q,
+                                                                       tiling.block_kv)
 
 
 def _is_dense(dims: Dims) -> bool:

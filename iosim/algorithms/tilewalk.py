@@ -13,7 +13,14 @@ from itertools import accumulate
 
 from iosim.algorithms.blockmask import kept
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width
+from iosim.algorithms.loopnest import (
+    KV_HEAD_TENSORS,
+    Access,
+    Kernel,
+    element_bytes,
+    kernel_blocks,
+    row_width,
+)
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Op
 from iosim.inputs.tiling import Tiling
@@ -61,13 +68,13 @@ def walk_problem(kernel: Kernel, workload: Workload, tiling: Tiling | None
                  ) -> tuple[int, int, int, int, int, bool]:
     """(query rows, key rows, heads, B_r, B_c, causal) of the problem a kernel's loops walk:
     the packed problem for a kernel that packs heads (no mask, as kernel_dims), the block
-    sizes of the kernel's pass, whole tensors for an untiled algorithm."""
+    sizes of the kernel (its fixed tiles, or its pass's), whole tensors for an untiled
+    algorithm."""
     packed = kernel.pack_heads
     n_q, heads = packed_problem(workload.n, workload.heads, workload.kv_heads, packed)
     n_kv = workload.n_kv
-    blocks = (tiling.backward_blocks if kernel.blocks == "backward" else
-              (tiling.block_q, tiling.block_kv)) if tiling else (n_q, n_kv)
-    return n_q, n_kv, heads, blocks[0], blocks[1], workload.causal and not packed
+    block_q, block_kv = kernel_blocks(kernel, tiling, n_q, n_kv)
+    return n_q, n_kv, heads, block_q, block_kv, workload.causal and not packed
 
 
 def _walk_kernel(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> Iterator[TileAccess]:

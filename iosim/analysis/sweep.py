@@ -234,10 +234,11 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
                 element_bytes=g.element_bytes, block_q=block_q, block_kv=block_kv, causal=causal,
                 splits=t.splits, sparsity_num=g.sparsity_num, sparsity_den=g.sparsity_den,
                 bwd_block_q=t.bwd_block_q, bwd_block_kv=t.bwd_block_kv)
-    sums_cache: dict[tuple[bool, str, bool], BlockSums] = {}
+    sums_cache: dict[tuple[bool, str, bool, tuple[int, int] | None], BlockSums] = {}
 
     def sums_of(kernel: Kernel) -> BlockSums:
-        key = (kernel.loop is not None, kernel.blocks, kernel.pack_heads)
+        # the block sums depend on the kernel's blocks: its pass's, or its own fixed tiles
+        key = (kernel.loop is not None, kernel.blocks, kernel.pack_heads, kernel.tile)
         if key not in sums_cache:
             sums_cache[key] = kernel_sums(kernel, dims)
         return sums_cache[key]

@@ -53,14 +53,14 @@ def _number(text: str) -> float:
     return float(text.replace(",", "").strip() or "nan")
 
 
-def parse_raw_csv(text: str) -> list[dict[str, Any]]:
+def parse_raw_csv(text: str, metrics: tuple[str, ...] = METRICS) -> list[dict[str, Any]]:
     """`ncu --import R --csv --page raw --print-units base` → one dict per profiled launch."""
     rows = list(csv.reader(io.StringIO(text)))
     header_at = next((i for i, r in enumerate(rows) if "Kernel Name" in r and "ID" in r), None)
     if header_at is None:
         raise ValueError("no 'ID'/'Kernel Name' header in ncu's CSV")
     header = rows[header_at]
-    missing = [m for m in METRICS if m not in header]
+    missing = [m for m in metrics if m not in header]
     if missing:
         raise ValueError(f"ncu's CSV lacks {', '.join(missing)}")
     out = []
@@ -71,7 +71,7 @@ def parse_raw_csv(text: str) -> list[dict[str, Any]]:
         if not cells["ID"].strip().isdigit():
             continue  # the units row
         out.append({"kernel": cells["Kernel Name"].split("(")[0].strip(),
-                    **{m: _number(cells[m]) for m in METRICS}})
+                    **{m: _number(cells[m]) for m in metrics}})
     return out
 
 

@@ -43,10 +43,19 @@ from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
+from math import gcd
 from typing import Literal
 
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, closed_form, element_bytes, row_width
+from iosim.algorithms.loopnest import (
+    KV_HEAD_TENSORS,
+    Access,
+    Kernel,
+    closed_form,
+    element_bytes,
+    kernel_blocks,
+    row_width,
+)
 from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.traffic import Op, ReadWriteTotals
 from iosim.errors import IosimError
@@ -55,7 +64,10 @@ from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 
 SHARED_COPIES = 2
-"""Copies of a tile that programs on both L2 partitions read (see the module docstring)."""
+"""Copies of a tile that programs on both L2 partitions read (see the module docstring).
+Re-derived on data the forward's choice did not use, the Triton backward's H200 record
+(benchmarks/NOTES.md, issue 10): of its 161 kernels of ≥ 50 MB, 14 / 6 / 3 / 6 / 12 fall outside
+±10 % of ncu with 1 / 1.5 / 2 / 2.5 / 3 copies."""
 
 Model = Literal["closed form", "simulation"]
 
@@ -124,12 +136,20 @@ def _tensor_bytes(access: Access, workload: Workload, *, per_head: bool) -> int:
 
 
 def modelled(kernel: Kernel) -> bool:
-    """Whether the closed form covers the kernel: whole-tensor kernels and the forward tiled
-    kernels it was built for and checked against ncu (reports/calibration-h200). The backward's
-    K/V-outer kernels (atomic dQ updates from parallel programs), split-KV programs and packed
-    heads follow other schedules; they keep their L2-oblivious count, and say so."""
-    return kernel.loop is None or (kernel.blocks == "forward" and not kernel.split
-                                   and not kernel.pack_heads)
+    """Whether the closed form covers the kernel: whole-tensor kernels, the forward tiled
+    kernels it was built for and checked against ncu (reports/calibration-h200), and backward
+    tiled kernels whose parallel programs only read inside their loop (iosim's Triton dK/dV and
+    dQ kernels: the forward's schedule with the axes swapped or not; checked against ncu in
+    tests/data/backward-h200.json). FA1's and FA2's backward kernels (dQ read-modify-written
+    from every key block's program: atomics), split-KV programs and packed heads follow other
+    schedules; they keep their L2-oblivious count, and say so."""
+    if kernel.loop is None:
+        return True
+    if kernel.split or kernel.pack_heads:
+        return False
+    if kernel.blocks == "forward" and kernel.tile is None:
+        return True
+    return not any(a.where == "inner" and a.op == "write" for a in kernel.accesses)
 
 
 def _serial(kernel: Kernel) -> bool:
@@ -243,7 +263,11 @@ class _ClosedForm:
                             f"; {merged:.0%} merges with dirty lines still in L2" if merged else "")
                 elif shared is not None and _shared(kernel, access):
                     passes, note = shared
-                    dram = round(size * passes)
+                    # the first pass finds what an earlier kernel left in L2 (the backward's
+                    # dK/dV kernel reads the dO that the D pre-pass just read)
+                    dram = round(size * max(0.0, passes - hit))
+                    if hit:
+                        note += f"; {hit:.0%} of the first pass still in L2 from an earlier kernel"
                 else:
                     dram = round(size * (1 - hit))
                     note = "read once" + (f"; {hit:.0%} still in L2 from an earlier kernel"
@@ -262,12 +286,12 @@ class _ClosedForm:
 
     def _geometry(self, kernel: Kernel) -> tuple[list[int], int, int]:
         """(inner steps of each outer block, outer blocks per head, inner blocks per sweep)."""
-        assert self.tiling is not None
-        w, t = self.w, self.tiling
-        n_i = visited_kv_blocks(w.n, w.n_kv, t.block_q, t.block_kv, w.causal)
+        w = self.w
+        block_q, block_kv = kernel_blocks(kernel, self.tiling, w.n, w.n_kv)
+        n_i = visited_kv_blocks(w.n, w.n_kv, block_q, block_kv, w.causal)
         if kernel.loop == "q":
-            return n_i, len(n_i), cdiv(w.n_kv, t.block_kv)
-        t_c = cdiv(w.n_kv, t.block_kv)
+            return n_i, len(n_i), cdiv(w.n_kv, block_kv)
+        t_c = cdiv(w.n_kv, block_kv)
         # n_i never decreases with i: the rows that key block j sees are those after the last
         # n_i <= j
         rows = [len(n_i) - bisect_right(n_i, j) for j in range(t_c)]
@@ -275,8 +299,8 @@ class _ClosedForm:
 
     def _own_tile_bytes(self, kernel: Kernel) -> tuple[float, float]:
         """(bytes one program reads at its start, writes at its end): its own tiles Q_i, O_i, L_i."""
-        assert self.tiling is not None
-        block = self.tiling.block_q if kernel.loop == "q" else self.tiling.block_kv
+        block_q, block_kv = kernel_blocks(kernel, self.tiling, self.w.n, self.w.n_kv)
+        block = block_q if kernel.loop == "q" else block_kv
         read = write = 0.0
         for a in kernel.accesses:
             if a.where in ("outer", "outer_end") or (a.where == "inner" and a.rows == kernel.loop):
@@ -379,7 +403,7 @@ class _ClosedForm:
                 seen.add(a.tensor)
                 width = row_width(a.cols, self.w.d, self.w.n_kv)
                 row_bytes += width * element_bytes(a.element, self.w.element_bytes)
-        tile = self.tiling.block_q * row_bytes
+        tile = kernel_blocks(kernel, self.tiling, self.w.n, self.w.n_kv)[0] * row_bytes
         outer_tile = sum(_tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
                          if a.where == "outer") / max(1, outer_count)
         running = min(self.concurrent, self.w.batch * self.w.heads)
@@ -495,10 +519,10 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
             for h in range(workload.heads):
                 programs.append([pieces(take(places["prologue"], h))])
         return programs
-    assert tiling is not None
     n_q, n_kv = workload.n, workload.n_kv
-    n_i = visited_kv_blocks(n_q, n_kv, tiling.block_q, tiling.block_kv, workload.causal)
-    t_r, t_c = len(n_i), cdiv(n_kv, tiling.block_kv)
+    block_q, block_kv = kernel_blocks(kernel, tiling, n_q, n_kv)
+    n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
+    t_r, t_c = len(n_i), cdiv(n_kv, block_kv)
     serial = _serial(kernel)
     for _b in range(workload.batch):
         for h in range(workload.heads):
@@ -557,10 +581,15 @@ def simulate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | Non
     """The model itself: every tile of the walk through a scheduled LRU cache (slow; for tests).
 
     Whole-tensor accesses are cut into `pieces` row ranges and streamed head by head, pieces of
-    a kernel's tensors interleaved; tiled kernels are cached at their block granularity.
+    a kernel's tensors interleaved; tiled kernels are cached at their block granularity (the
+    greatest common divisor of every kernel's blocks, where kernels tile differently).
     """
+    blocks = [kernel_blocks(k, tiling, workload.n, workload.n_kv) for k in kernels
+              if k.loop is not None]
     if tiling is not None:
-        granularity = {"q": tiling.block_q, "kv": tiling.block_kv}
+        blocks.append((tiling.block_q, tiling.block_kv))
+    if blocks:
+        granularity = {"q": gcd(*(b[0] for b in blocks)), "kv": gcd(*(b[1] for b in blocks))}
     else:
         granularity = {"q": cdiv(workload.n, pieces), "kv": cdiv(workload.n_kv, pieces)}
     cache = _LRU(l2_bytes, granularity)

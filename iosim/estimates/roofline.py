@@ -33,7 +33,8 @@ from iosim.algorithms.loopnest import (
 )
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError, arg
-from iosim.inputs.hardware import KERNEL_KINDS, Hardware
+from iosim.estimates.schedule import scheduled_compute_s
+from iosim.inputs.hardware import KERNEL_KINDS, BackwardSchedule, Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 
@@ -53,6 +54,9 @@ class Roofs:
     notes: tuple[str, ...] = ()
     additive_compute: bool = False
     """Matmul and elementwise times add (measured profile) instead of overlapping (spec)."""
+    schedule: BackwardSchedule | None = None
+    """Measured profile: the scheduled time of iosim's Triton backward kernels (schedule.py)."""
+    sm_count: int | None = None
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
@@ -95,8 +99,20 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
         notes.append(f"no fitted efficiency for {', '.join(missing)} kernels: using 1.0")
     notes.append("measured profile: the memory roof charges the L2-aware DRAM estimate and a "
                  "kernel's matmul and elementwise times add (README, calibration)")
+    schedule = measured.backward_schedule if hardware.sm_count is not None else None
+    if schedule is not None:
+        notes.append("iosim's Triton backward kernels are timed by scheduling their programs on "
+                     f"the SMs (efficiency {schedule.efficiency:g}, "
+                     f"{schedule.program_overhead_s * 1e6:g} µs per program; estimates/schedule.py)")
     return Roofs("measured", bandwidth, matmul, vector, efficiency, tuple(notes),
-                 additive_compute=True)
+                 additive_compute=True, schedule=schedule, sm_count=hardware.sm_count)
+
+
+def scheduled(kernel: Kernel, roofs: Roofs) -> bool:
+    """Whether the kernel is timed by schedule.py: the fitted kernels only (fixed tiles of the
+    Triton backward), with the measured profile's schedule."""
+    return (roofs.schedule is not None and kernel.tile is not None and kernel.kind == "fused"
+            and kernel.name.startswith("bwd_"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -239,6 +255,15 @@ def estimate_kernels(
                            matmul_peak=roofs.matmul_flops_per_s,
                            vector_peak=roofs.vector_flops_per_s, efficiency=efficiency,
                            additive=roofs.additive_compute, memory_bytes=dram)
+        memory_time, compute_time, time_s = (float(x) for x in (
+            cost.memory_time_s, cost.compute_time_s, cost.time_s))
+        if scheduled(kernel, roofs):
+            assert roofs.schedule is not None and roofs.sm_count is not None
+            efficiency = roofs.schedule.efficiency
+            compute_time = scheduled_compute_s(
+                kernel, workload, tiling, roofs.schedule, sm_count=roofs.sm_count,
+                matmul_peak=roofs.matmul_flops_per_s, vector_peak=roofs.vector_flops_per_s)
+            time_s = max(memory_time, compute_time)
         estimates.append(KernelEstimate(
             name=kernel.name,
             label=kernel.label,
@@ -246,11 +271,11 @@ def estimate_kernels(
             traffic=traffic.of_kernel(kernel.name),
             matmul_flops=int(cost.matmul_flops),
             elementwise_flops=int(cost.elementwise_flops),
-            memory_time_s=float(cost.memory_time_s),
-            compute_time_s=float(cost.compute_time_s),
+            memory_time_s=memory_time,
+            compute_time_s=compute_time,
             efficiency=efficiency,
-            time_s=float(cost.time_s),
-            bound="memory" if cost.memory_bound else "compute",
+            time_s=time_s,
+            bound="memory" if memory_time >= compute_time else "compute",
             dram_bytes=dram,
         ))
     return tuple(estimates)

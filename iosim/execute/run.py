@@ -10,6 +10,7 @@ import numpy as np
 from iosim.algorithms.packing import packs_heads
 from iosim.algorithms.tilewalk import TileAccess
 from iosim.algorithms.traffic import Op
+from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.errors import arg
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
@@ -85,7 +86,12 @@ def default_sram_bytes(pass_: str, block_q: int, block_kv: int, bwd_blocks: tupl
 def refusal(algorithm: str, workload: Workload, *, block_q: int, block_kv: int,
             bwd_blocks: tuple[int, int]) -> str | None:
     """Why an executor cannot run this workload (None if it can): combinations whose block-sparse
-    mask would not be the one every other run of the same verification uses."""
+    mask would not be the one every other run of the same verification uses, and what iosim's
+    Triton backward does not do."""
+    if algorithm == "triton":
+        why = triton_unsupported(workload)
+        if why is not None:
+            return why
     if workload.sparsity == 1:
         return None
     if workload.pass_ != "fwd" and bwd_blocks != (block_q, block_kv):

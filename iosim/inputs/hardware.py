@@ -51,7 +51,24 @@ _TEXT_KEYS = ("display_name", "vendor", "architecture", "notes")
 _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
              *_TEXT_KEYS, *_FIGURES}
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
-_MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency"}
+_MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
+                  "backward_schedule"}
+_SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
+
+
+@dataclass(frozen=True, slots=True)
+class BackwardSchedule:
+    """Fitted constants of the scheduled time of iosim's Triton backward kernels
+    (estimates/schedule.py; fitted by calibrate/backward_fit.py)."""
+
+    efficiency: float
+    program_overhead_s: float
+    programs_per_sm: Mapping[int, int]
+    """By head dim; a d not listed takes the smallest listed d's."""
+    source: str = ""
+
+    def per_sm(self, d: int) -> int:
+        return self.programs_per_sm.get(d, self.programs_per_sm[min(self.programs_per_sm)])
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,6 +93,7 @@ class MeasuredProfile:
     figures: Mapping[str, Figure] = field(default_factory=dict)
     vector_flops_per_s: float | None = None
     """Rate of the elementwise (softmax) FLOPs, fitted from the fused kernels' timings."""
+    backward_schedule: BackwardSchedule | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -245,8 +263,38 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
             raise ConfigError(path, key, f"must be a number in (0, 1.5], got {value!r}")
         efficiency[kind] = float(value)
+    schedule = None
+    if "backward_schedule" in raw:
+        schedule = _schedule(path, raw["backward_schedule"])
     return MeasuredProfile(provenance.strip(), bandwidth,
-                           {k: v.value for k, v in peaks.items()}, efficiency, figures, vector)
+                           {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
+                           schedule)
+
+
+def _schedule(path: str, raw: Any) -> BackwardSchedule:
+    key = "measured.backward_schedule"
+    if not isinstance(raw, dict):
+        raise ConfigError(path, key, "expected a mapping (efficiency, program_overhead_us, "
+                                     "programs_per_sm, source)")
+    unknown = set(raw) - _SCHEDULE_KEYS
+    if unknown:
+        raise ConfigError(path, f"{key}.{sorted(unknown)[0]}",
+                          f"unknown key; allowed: {', '.join(sorted(_SCHEDULE_KEYS))}")
+    eff, overhead, per_sm = (raw.get(k) for k in ("efficiency", "program_overhead_us",
+                                                   "programs_per_sm"))
+    if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1.5:
+        raise ConfigError(path, f"{key}.efficiency", f"must be a number in (0, 1.5], got {eff!r}")
+    if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or overhead < 0:
+        raise ConfigError(path, f"{key}.program_overhead_us",
+                          f"must be a number of microseconds >= 0, got {overhead!r}")
+    if (not isinstance(per_sm, dict) or not per_sm
+            or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in per_sm.values())
+            or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in per_sm)):
+        raise ConfigError(path, f"{key}.programs_per_sm",
+                          f"must map head dims to whole numbers >= 1 (e.g. {{64: 2, 128: 1}}), "
+                          f"got {per_sm!r}")
+    return BackwardSchedule(float(eff), float(overhead) * 1e-6, dict(per_sm),
+                            str(raw.get("source", "")))
 
 
 def _text(path: str, raw: dict[str, Any], key: str) -> str | None:

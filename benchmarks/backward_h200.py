@@ -1,0 +1,195 @@
+"""The backward on the H200 in one run (issue 10): check, tune, time, count.
+
+    python3 benchmarks/backward_h200.py OUTDIR [--quick] [--tune]
+
+1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
+   before anything is timed; a failed check or an unsupported shape: one line, exit 2.
+2. --tune: candidate tiles per head dim timed at N = 8,192 (causal and not); the fastest in
+   total is used for the grid (and recorded: copy it into algorithms/triton_bwd.py).
+3. Each point timed: the Triton backward, SDPA's flash backward, and eager PyTorch's backward
+   (the standard path) where its N×N matrices fit.
+4. ncu: DRAM and L2 bytes (and time) of every backward kernel (ncu_bwd.py), in launch order;
+   the Triton backward also with an evict between its kernels on a subset (isolate).
+Writes OUTDIR/backward-h200.json (the record), progress to stdout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import platform
+import sys
+import time
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+
+def grid(quick: bool) -> tuple[list[Any], list[Any]]:
+    """(points, eager points)."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    if quick:
+        pts = [Pt(4096, 128, 2, 16, 16, False), Pt(3000, 128, 2, 16, 16, True),
+               Pt(8192, 64, 1, 8, 2, True), Pt(4096, 128, 1, 8, 8, False, "bf16")]
+        return pts, [Pt(2048, 128, 1, 16, 16, False), Pt(2048, 64, 1, 8, 2, True)]
+    pts = []
+    for causal in (False, True):
+        for n in (1024, 2048, 3000, 4096, 8192, 12345, 16384, 32768):
+            pts.append(Pt(n, 128, 2, 16, 16, causal))
+        pts.append(Pt(65536, 128, 1, 4, 4, causal))
+        for n in (2048, 5000, 8192, 16384):
+            pts.append(Pt(n, 64, 2, 16, 16, causal))
+        for batch, heads in ((1, 4), (1, 16), (4, 16), (8, 16)):
+            pts.append(Pt(8192, 128, batch, heads, heads, causal))
+        for n in (4096, 16384):
+            pts.append(Pt(n, 128, 1, 32, 8, causal))  # GQA g = 4
+        pts.append(Pt(4096, 128, 2, 16, 16, causal, "bf16"))
+        pts.append(Pt(16384, 128, 2, 16, 16, causal, "bf16"))
+        pts.append(Pt(8192, 64, 2, 16, 16, causal, "bf16"))
+    pts.append(Pt(65536, 128, 1, 16, 16, False))  # a head's K/V (2 × 16 MiB) beyond half the L2
+    pts.append(Pt(65536, 64, 1, 16, 16, True))
+    pts.append(Pt(2048, 128, 1, 4, 4, False))  # fewer programs than SMs
+    pts.append(Pt(2048, 128, 1, 4, 4, True))
+    pts.append(Pt(1024, 64, 1, 8, 8, False))
+    pts.append(Pt(8192, 128, 1, 16, 1, False))  # MQA g = 16
+    pts.append(Pt(8192, 64, 2, 16, 2, True))  # GQA g = 8, d = 64
+    eager = [Pt(n, 128, 1, 16, 16, False) for n in (1024, 2048, 4096, 8192)]
+    eager += [Pt(2048, 128, 1, 16, 16, True), Pt(8192, 128, 1, 8, 8, True),
+              Pt(4096, 64, 1, 16, 16, False), Pt(4096, 128, 1, 16, 4, False),
+              Pt(3000, 128, 1, 16, 16, True)]
+    return pts, eager
+
+
+def candidates() -> list[Any]:
+    from iosim.algorithms.triton_bwd import BackwardTiles as T
+
+    return [T(32, 128, 128, 32, 4, 3), T(32, 128, 128, 32, 4, 5), T(32, 128, 128, 32, 8, 3),
+            T(64, 128, 128, 64, 8, 3), T(64, 64, 64, 64, 4, 3)]
+
+
+def log(msg: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {msg}", flush=True)
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("out")
+    ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--tune", action="store_true")
+    ap.add_argument("--no-ncu", action="store_true")
+    ap.add_argument("--skip-timing", action="store_true", help="checks, then ncu only")
+    ap.add_argument("--deadline-s", type=float, default=570.0,
+                    help="ncu is stopped this many seconds after the start")
+    args = ap.parse_args(argv)
+    out = Path(args.out)
+    out.mkdir(parents=True, exist_ok=True)
+    try:
+        import torch
+        import triton
+    except ImportError as exc:
+        print(f"backward_h200: {exc.name} is not installed; run on the GPU machine", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print("backward_h200: no CUDA GPU (torch.cuda.is_available() is False); run it on the "
+              "GPU to be measured", file=sys.stderr)
+        return 2
+    from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
+    from iosim.calibrate import CalibrationError
+    from iosim.calibrate import bench_bwd as BB
+    from iosim.calibrate.kernels import KernelInputError
+    from iosim.calibrate.ncu_bwd import collect
+
+    started = time.time()
+    points, eager_points = grid(args.quick)
+    tiles = dict(TRITON_BWD_TILES)
+    record: dict[str, Any] = {
+        "what": "iosim Triton backward vs SDPA flash backward vs eager backward (issue 10)",
+        "command": "python3 benchmarks/backward_h200.py " + " ".join(argv),
+        "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+        "triton": triton.__version__, "python": platform.python_version(),
+        "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
+        "l2_bytes": int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)),
+    }
+    torch.manual_seed(0)
+    try:
+        # 1. correctness first, at every point, with the shipped tiles (and every candidate)
+        checked = {}
+        for p in points + eager_points:
+            checked[p.id] = BB.check_triton(p, tiles.get(p.d, tiles[64]))
+        log(f"checked {len(checked)} points")
+        # 2. tiles
+        if args.tune:
+            tuning = []
+            for d in (64, 128):
+                best = None
+                for cand in candidates():
+                    total = 0.0
+                    row: dict[str, Any] = {"d": d, "tiles": asdict(cand)}
+                    for causal in (False, True):
+                        try:  # checked before it is timed, at the timed variant (N % 128 = 0)
+                            BB.check_triton(BB.BwdPoint(1024, d, 1, 1, 1, causal), cand)
+                        except CalibrationError:
+                            raise
+                        except Exception as exc:  # a candidate that does not compile
+                            row["error"] = f"{type(exc).__name__}: {str(exc)[:200]}"
+                            total = float("inf")
+                            break
+                        p = BB.BwdPoint(8192, d, 2, 16, 16, causal)
+                        t = BB.time_point(p, cand, eager=False)
+                        row["causal" if causal else "full"] = t
+                        total += t["triton_s"]
+                    row["total_s"] = total
+                    tuning.append(row)
+                    log(f"tune d={d} {cand}: {total * 1e3:.2f} ms")
+                    if best is None or total < best[0]:
+                        best = (total, cand)
+                assert best is not None
+                tiles[d] = best[1]
+            record["tuning"] = tuning
+            record["chosen_tiles"] = {str(d): asdict(t) for d, t in tiles.items()}
+            for p in points + eager_points:  # the chosen tiles, checked at every point first
+                checked[p.id] = BB.check_triton(p, tiles.get(p.d, tiles[64]))
+        record["tiles"] = {str(d): asdict(t) for d, t in tiles.items()}
+        # 3. times
+        eager_ids = {p.id for p in eager_points}
+        timed = []
+        to_time = points + [e for e in eager_points if e.id not in {q.id for q in points}]
+        for p in [] if args.skip_timing else to_time:
+            r = BB.time_point(p, tiles.get(p.d, tiles[64]), eager=p.id in eager_ids)
+            r["check_rel_error"] = checked[p.id]
+            timed.append(r)
+            log(f"{p.id}: triton {r['triton_s'] * 1e3:.3f} ms, sdpa {r['sdpa_s'] * 1e3:.3f} ms, "
+                f"ratio {r['speed_ratio']:.2f}" + (f", eager {r['eager_s'] * 1e3:.3f} ms"
+                                                   if "eager_s" in r else ""))
+            torch.cuda.empty_cache()
+        record["points"] = timed
+    except (CalibrationError, KernelInputError) as exc:
+        print(f"backward_h200: {exc}", file=sys.stderr)
+        return 2
+    (out / "backward-h200.json").write_text(json.dumps(record, indent=1))
+    log(f"timed in {time.time() - started:.0f} s")
+    # 4. counters
+    if not args.no_ncu:
+        spec = []
+        for p in points:
+            t = asdict(tiles.get(p.d, tiles[64]))
+            spec.append({"id": p.id, "what": "triton", "point": p.fields(), "tiles": t})
+            spec.append({"id": p.id, "what": "sdpa", "point": p.fields()})
+        isolate = points[:: max(1, len(points) // 12)]
+        for p in isolate:
+            spec.append({"id": p.id, "what": "triton", "point": p.fields(), "isolate": True,
+                         "tiles": asdict(tiles.get(p.d, tiles[64]))})
+        for p in eager_points:
+            spec.append({"id": p.id, "what": "eager", "point": p.fields()})
+        budget = args.deadline_s - (time.time() - started)
+        record["counters"] = collect(spec, log=out / "ncu.log", timeout_s=max(10.0, budget))
+        log(f"ncu: {record['counters']['status']} ({time.time() - started:.0f} s)")
+    record["wall_s"] = time.time() - started
+    (out / "backward-h200.json").write_text(json.dumps(record, indent=1))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,86 @@
+"""The program ncu profiles for the backward: `python -m iosim.calibrate.ncu_bwd_target SPEC MANIFEST`.
+
+ncu runs it with `--profile-from-start off`: only what lies between cudaProfilerStart and Stop is
+profiled, so the inputs (random numbers, SDPA's forward) are made unprofiled, and every kernel
+of the measured backward is profiled whatever its name (torch's own kernels too). Each spec item:
+
+    evict, <the backward's kernels>, evict                       (isolate: false)
+    evict, preprocess, evict, dkdv, evict, dq, evict[, sum, evict] (Triton, isolate: true)
+
+with `what` one of triton, sdpa (SDPA's flash backward), eager (eager PyTorch's backward).
+MANIFEST lists, per item, its id and how many evict kernels it launched; ncu's launches are cut
+into the items' segments by the evict kernels (ncu_bwd.py).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from typing import Any
+
+import torch
+
+from iosim.algorithms.triton_bwd import BackwardTiles
+from iosim.calibrate import bench_bwd as BB
+from iosim.calibrate import kernels as K
+from iosim.calibrate import kernels_bwd as KB
+
+
+class Target:
+    def __init__(self) -> None:
+        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20))
+        evict_bytes = max(512 << 20, 8 * l2)
+        self.buffer = torch.randn(evict_bytes // 2, dtype=torch.float16, device="cuda")
+        self.partials = torch.empty(self.buffer.numel() // 8192 + 1, dtype=torch.float32,
+                                    device="cuda")
+        self.evicts = 0
+
+    def evict(self) -> None:
+        K.evict(self.buffer, self.partials)
+        self.evicts += 1
+
+    def run(self, item: dict[str, Any]) -> dict[str, Any]:
+        p = BB.BwdPoint(**item["point"])
+        q, k, v, do = BB.random_inputs(p)
+        what = item["what"]
+        self.evicts = 0
+        torch.cuda.synchronize()
+        if what == "triton":
+            o, lse = BB.flash_forward(q, k, v, p)
+            cfg = BB.config_of(BackwardTiles(**item["tiles"]))
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            self.evict()
+            KB.attention_bwd(q, k, v, o, do, lse, causal=p.causal, config=cfg,
+                             between=self.evict if item.get("isolate") else None)
+            self.evict()
+        else:
+            fn = BB.sdpa_backward(q, k, v, do, p)[0] if what == "sdpa" else BB.eager_backward(
+                q, k, v, do, p)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            self.evict()
+            fn()
+            self.evict()
+        torch.cuda.synchronize()
+        torch.cuda.profiler.stop()
+        return {"id": item["id"], "what": what, "isolate": bool(item.get("isolate")),
+                "evicts": self.evicts}
+
+
+def main(argv: list[str]) -> int:
+    spec_path, manifest_path = argv
+    with open(spec_path) as f:
+        spec = json.load(f)
+    target = Target()
+    manifest = []
+    for item in spec:
+        manifest.append(target.run(item))
+        torch.cuda.empty_cache()
+    with open(manifest_path, "w") as f:
+        json.dump(manifest, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

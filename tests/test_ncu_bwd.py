@@ -1,0 +1,45 @@
+"""ncu's launches cut into the backward record's segments (calibrate/ncu_bwd.py; pure, no GPU)."""
+
+from __future__ import annotations
+
+import pytest
+
+from iosim.calibrate.ncu_bwd import EVICT, profile_command, segments
+
+
+def launch(kernel: str, read: float = 1.0, write: float = 2.0) -> dict:
+    return {"kernel": kernel, "dram__bytes_read.sum": read, "dram__bytes_write.sum": write,
+            "lts__t_bytes.sum": 3.0, "gpu__time_duration.sum": 1000.0}
+
+
+def test_segments_follow_the_evicts_and_count_the_closing_residue() -> None:
+    launches = [launch(EVICT), launch("pre"), launch("dkdv"), launch(EVICT, write=7.0),
+                launch(EVICT), launch("a"), launch(EVICT, write=5.0), launch("b"),
+                launch(EVICT, write=4.0)]
+    manifest = [{"id": "p", "what": "triton", "isolate": False, "evicts": 2},
+                {"id": "q", "what": "triton", "isolate": True, "evicts": 3}]
+    out = segments(launches, manifest)
+    assert [k["kernel"] for k in out[0]["segments"][0]["kernels"]] == ["pre", "dkdv"]
+    assert out[0]["segments"][0]["residue_write_bytes"] == 7.0
+    assert [s["residue_write_bytes"] for s in out[1]["segments"]] == [5.0, 4.0]
+    assert out[1]["segments"][1]["kernels"][0]["time_s"] == pytest.approx(1e-6)
+
+
+def test_a_launch_stream_out_of_step_with_the_manifest_is_an_error() -> None:
+    with pytest.raises(ValueError, match="expected an evict kernel"):
+        segments([launch("pre")], [{"id": "p", "what": "triton", "isolate": False, "evicts": 2}])
+    with pytest.raises(ValueError, match="end inside a segment"):
+        segments([launch(EVICT), launch("pre")],
+                 [{"id": "p", "what": "triton", "isolate": False, "evicts": 2}])
+    with pytest.raises(ValueError, match="1 profiled launches left"):
+        segments([launch(EVICT), launch(EVICT), launch("x")],
+                 [{"id": "p", "what": "triton", "isolate": False, "evicts": 2}])
+
+
+def test_the_command_profiles_from_cudaProfilerStart_with_caches_and_clocks_left_alone() -> None:
+    from pathlib import Path
+
+    cmd = profile_command("ncu", Path("r"), Path("s"), Path("m"))
+    text = " ".join(cmd)
+    assert "--profile-from-start off" in text and "--cache-control none" in text
+    assert "--clock-control none" in text and "gpu__time_duration.sum" in text
