@@ -67,7 +67,8 @@ def iosim_cli() -> Callable[..., CliOutcome]:
 
 
 # Hypothesis: `ci` (the default, what `pytest -q` and CI run) keeps the README's test command
-# under two minutes on a 2-core machine; HYPOTHESIS_PROFILE=thorough runs ten times the examples.
+# under two minutes on a 2-core machine; HYPOTHESIS_PROFILE=thorough runs ten times the examples
+# (the fuzz suite, tests/test_fuzz.py, scales its properties from max_examples: docs/input-limits.md).
 settings.register_profile("ci", max_examples=30, deadline=None, derandomize=True,
                           suppress_health_check=[HealthCheck.too_slow])
 settings.register_profile("thorough", max_examples=500, deadline=None)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -12,6 +11,26 @@ from iosim.cli import cli
 from iosim.cli.common import comma_list
 from iosim.execute import EXECUTOR_DTYPES
 from iosim.inputs.workload import PASSES, Workload
+from iosim.output import strict_json
+
+VERIFY_DTYPES = {"fp16": "float16", "fp32": "float32", "fp64": "float64",
+                 **{name: name for name in EXECUTOR_DTYPES}}
+"""The vocabulary of every other command (fp16, fp32) and the executor's NumPy names."""
+
+
+def executor_dtype(value: str) -> str:
+    """--dtype fp16|fp32|fp64 (or float16|float32|float64) as the executor's NumPy name."""
+    key = value.strip().lower()
+    if key in VERIFY_DTYPES:
+        return VERIFY_DTYPES[key]
+    if key == "bf16":
+        raise click.BadParameter("bf16 has no NumPy type for the executor to compute in; use "
+                                 "fp16 (bf16 moves the same 2 bytes per element, so its counts "
+                                 "are fp16's).", param_hint="'--dtype'")
+    from iosim.inputs.suggest import did_you_mean
+
+    raise click.BadParameter(f"'{value}' is not a dtype the executor runs.{did_you_mean(key, VERIFY_DTYPES)} "
+                             f"Use fp16, fp32 or fp64.", param_hint="'--dtype'")
 
 
 @cli.command("verify")
@@ -25,8 +44,10 @@ from iosim.inputs.workload import PASSES, Workload
 @click.option("--sparsity", type=float, default=1.0, show_default=True,
               help="Block-sparse: the fraction of non-zero blocks, 0 < s <= 1 (standard applies the "
                    "same mask densely).")
-@click.option("--dtype", type=click.Choice(list(EXECUTOR_DTYPES)), default="float64",
-              show_default=True, help="The executor's numbers (float16 accumulates in float32).")
+@click.option("--dtype", default="fp64", show_default=True, metavar="fp16|fp32|fp64",
+              callback=lambda ctx, param, value: executor_dtype(value),
+              help="The executor's numbers (fp16 accumulates in fp32); float16, float32 and "
+                   "float64 are aliases.")
 @click.option("--block", type=click.IntRange(min=1), default=64, show_default=True,
               help="B_r = B_c, rows per query block and per key/value block.")
 @click.option("--block-q", type=click.IntRange(min=1), default=None, help="B_r, overriding --block.")
@@ -75,7 +96,7 @@ def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int |
                     block_kv=block if block_kv is None else block_kv,
                     sram=sram, seed=seed, dropout_p=dropout_p, splits=splits)
     if fmt == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        click.echo(strict_json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         from iosim.output import render
         from iosim.output.render_verify import print_verification

@@ -13,8 +13,7 @@ the same byte for byte.
 from __future__ import annotations
 
 import html
-import json
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -26,25 +25,32 @@ from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
 from iosim.inputs.hardware import list_hardware, resolve_hardware
+from iosim.inputs.limits import check_folder, clip
 from iosim.inputs.workload import Workload
+from iosim.output import strict_json
 from iosim.output.tables import table_cells
 
 SCHEMA = "iosim.report/1"
+REPORT_SUFFIXES = (".png", ".svg", ".csv", ".json", ".md", ".html")
+"""What a report writes (a folder of that name in --out is refused, even with --force)."""
 
 
 def ensure_writable_dir(path: Path, flag: str, *, must_be_empty: bool = False,
-                        force: bool = False) -> Path:
-    """Create `path` if needed and check that files can be written in it; one-line errors."""
-    if path.exists() and not path.is_dir():
-        raise IosimError(f"{flag} {path} is a file, not a folder; choose a folder")
+                        force: bool = False, create: bool = True) -> Path:
+    """Create `path` if needed and check that files can be written in it; one-line errors.
+    With create=False only check (nothing is made): a refusal leaves the disk as it was."""
+    check_folder(path, flag.lstrip("-").replace("-", "_"))  # a parameter name, as limits names it
     if must_be_empty and not force and path.is_dir() and any(path.iterdir()):
-        raise IosimError(f"{flag} {path} is not empty; choose a new folder or add --force to "
-                         f"write over it")
+        raise IosimError(f"{flag} {path} is not empty; choose a new folder or add "
+                         f"--force to write over it")
+    if not create:
+        return path
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".iosim-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
+        if not path.is_dir():  # a folder already there was checked by check_folder (os.access);
+            path.mkdir(parents=True)  # a probe file in it would change its mtime for nothing
+            probe = path / ".iosim-write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise IosimError(f"cannot write to {flag} {path}: {reason}; choose a folder you can "
@@ -193,6 +199,9 @@ class ReportRequest:
     sram: str | None = None
     profile: str = "spec"
     command: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """compare's other arguments: algorithms, block_q, block_kv, sram_elements, splits (the
+    flags `iosim report` shares with `iosim compare`); the sweeps follow them too."""
 
 
 @dataclass
@@ -210,27 +219,41 @@ def default_compare_gpus() -> tuple[str, ...]:
 
 def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -> Report:
     """Compute everything, then write the folder (refusing a non-empty one unless force)."""
-    ensure_writable_dir(folder, "--out", must_be_empty=True, force=force)
+    check_folder(folder, "out")  # early, creating nothing: the folder is made once all is computed
+    if force and folder.is_dir():
+        # with --force files are replaced, but never a folder in their place: refuse before the
+        # first file, not after nineteen
+        taken = sorted(p.name for p in folder.iterdir() if p.is_dir() and p.suffix in REPORT_SUFFIXES)
+        if taken:
+            raise IosimError(f"--out {clip(str(folder))} holds a folder named {clip(taken[0])} "
+                             f"where the report writes a file; remove it or choose another --out")
+    ensure_writable_dir(folder, "--out", must_be_empty=True, force=force, create=False)
     from iosim.output import plot, render
     from iosim.output.render_sweep import roofline_records, sweep_frame
 
     w = request.workload
-    comparison = compare(w, request.gpu, sram=request.sram,
-                         profile=request.profile)  # type: ignore[arg-type]
+    options = dict(request.options)
+    comparison = compare(w, request.gpu, sram=request.sram, profile=request.profile,  # type: ignore[arg-type]
+                         **options)
     hw = comparison.hardware
     kv_heads = None if w.kv_heads == w.heads else w.kv_heads
+    sram_given = request.sram or options.get("sram_elements")
     common = {"d": (w.d,), "heads": (w.heads,), "kv_heads": (kv_heads,), "batch": (w.batch,),
               "dtype": (w.dtype,), "causal": (w.causal,), "pass_": (w.pass_,),
               "unfused": w.unfused, "profile": request.profile,
-              "sram_bytes": (comparison.sram_bytes if request.sram else None,)}
+              "n_kv": (None if w.n_kv == w.n else w.n_kv,),
+              "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
+              "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
+              "algorithms": tuple(a.name for a in comparison.algorithms),
+              "sram_bytes": (comparison.sram_bytes if sram_given else None,)}
     gpu = (request.gpu,)
     by_n = sweep(SweepSpec(n=request.n_range, gpu=gpu, **common))  # type: ignore[arg-type]
     tiled = [a for a in comparison.algorithms if a.tiling is not None]
     block_sweeps: list[tuple[str, str, SweepResult]] = []
     for a in tiled:
         axis = "block_kv" if ALGORITHMS[a.name].outer == "kv" else "block_q"
-        spec = SweepSpec(n=(w.n,), gpu=gpu, algorithms=(a.name,),
-                         **{axis: request.block_range}, **common)  # type: ignore[arg-type]
+        spec = SweepSpec(n=(w.n,), gpu=gpu, **{**common, "algorithms": (a.name,),  # type: ignore[arg-type]
+                                                 axis: request.block_range})
         block_sweeps.append((a.name, axis, sweep(spec)))
     # the report's GPU first, then the others, each once; each GPU with its own SRAM
     others = {resolve_hardware(g).hardware.name: g for g in request.compare_gpus}
@@ -238,6 +261,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     by_gpu = sweep(SweepSpec(n=(w.n,), gpu=(request.gpu, *others.values()),
                              **{**common, "sram_bytes": (None,)}))  # type: ignore[arg-type]
 
+    ensure_writable_dir(folder, "--out", must_be_empty=True, force=force)
     report = Report(folder)
     blocks: list[Block] = []
 
@@ -273,8 +297,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
 
     # 1. the comparison
     blocks += [Heading(2, "1. Standard attention vs FlashAttention")]
-    for table in (render.summary_table(comparison), render.kernel_table(comparison),
-                  render.tensor_table(comparison)):
+    for table in (render.summary_table(comparison, wide=True),
+                  render.kernel_table(comparison, wide=True), render.tensor_table(comparison)):
         blocks.append(_rich_table(table))
     kernels = table_csv(pd.DataFrame(render_rows(comparison)), "compare_kernels.csv")
     terms = table_csv(pd.DataFrame(comparison.term_records()), "compare_terms.csv")
@@ -318,7 +342,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
                Links([("data (CSV)", table_csv(sweep_frame(by_gpu), "gpu_comparison.csv"))])]
 
     summary = _summary(request, comparison, by_gpu, report, folder)
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+    (folder / "summary.json").write_text(strict_json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
     report.files.append(folder / "summary.json")
     blocks += [Heading(2, "Files"),
