@@ -4,7 +4,7 @@ Branches started before the docs site (commit 722acfe's 1,318-line README) edit 
 now live in docs/. After `git merge` of such a branch (README.md in conflict: keep this branch's
 front page), run
 
-    python tools/port_readme_to_docs.py BRANCH        # e.g. main, or the merged branch's name
+    python tools/port_readme_to_docs.py BRANCH [SINCE]   # e.g. main; SINCE: the ref already ported
 
 It three-way merges, for each page made from the old README, the branch's changes (722acfe's README
 -> BRANCH's README) into the page, with git merge-file. A change to a part of the old README that
@@ -81,17 +81,18 @@ def show(ref: str, path: str) -> str:
 
 
 def main(argv: list[str]) -> int:
-    if len(argv) != 1:
+    if len(argv) not in (1, 2):
         print(__doc__)
         return 2
     base = show(BASE, "README.md").split("\n")
     theirs = show(argv[0], "README.md").split("\n")
-    region = their_range(base, theirs)
+    since = show(argv[1], "README.md").split("\n") if len(argv) == 2 else base
+    region, region_since = their_range(base, theirs), their_range(base, since)
     left = 0
     with tempfile.TemporaryDirectory() as tmp:
         for name, ranges in SOURCES.items():
             page = ROOT / "docs" / f"{name}.md"
-            old = [line for a, b in ranges for line in base[a - 1:b]]
+            old = [line for a, b in ranges for line in region_since(a - 1, b)]
             new = [line for a, b in ranges for line in region(a - 1, b)]
             (Path(tmp) / "base").write_text("\n".join(as_pages_write_it(old)) + "\n")
             (Path(tmp) / "theirs").write_text("\n".join(as_pages_write_it(new)) + "\n")
@@ -107,7 +108,7 @@ def main(argv: list[str]) -> int:
                 todo = f", {conflicts} conflict(s) to resolve" if conflicts else ""
                 print(f"docs/{page.name}: updated{todo}")
     added = ({line.strip() for line in as_pages_write_it(theirs)}
-             - {line.strip() for line in as_pages_write_it(base)})
+             - {line.strip() for line in as_pages_write_it(since)})
     pages = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
     present = {line.strip() for p in pages for line in p.read_text().split("\n")}
     lost = sorted(line for line in added if line and line not in present)
