@@ -17,7 +17,7 @@ from iosim.analysis.requests import check_splits, choose_algorithms, default_alg
 from iosim.errors import IosimError
 from iosim.estimates.footprint import footprint
 from iosim.estimates.l2 import DramEstimate, dram_estimate
-from iosim.estimates.roofline import Profile, estimate_kernels, roofs_for
+from iosim.estimates.roofline import Profile, estimate_kernels, roofs_for, total_cost
 from iosim.estimates.training import (
     RNG_STATE_BYTES,
     Occupancy,
@@ -95,8 +95,8 @@ def compare(
         on_roof = None if profile != "measured" or dram is None else {
             k.name: dram.of_kernel(k.name).bytes for k in kernels}
         kernel_estimates = estimate_kernels(kernels, workload, tiling, roofs, dram_bytes=on_roof)
-        time_s = sum(k.time_s for k in kernel_estimates)
-        hbm = sum(k.hbm_bytes for k in kernel_estimates)
+        totals = total_cost(kernel_estimates)
+        time_s, hbm = float(totals.time_s), int(totals.hbm_read_bytes + totals.hbm_write_bytes)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
         saved: tuple[Access, ...] = ()
         fixed: tuple[tuple[str, int], ...] = ()
