@@ -15,6 +15,7 @@ import pytest
 from iosim.analysis.compare import compare
 from iosim.inputs.workload import Workload
 from tests.conftest import run_cli as run
+from tests.hostile import strict_json
 
 SMALL = ["--n-range", "256..2048", "--block-range", "32..512", "--compare-gpus", "h100,l4"]
 
@@ -41,7 +42,7 @@ def test_files(report_dir: Path) -> None:
 
 
 def test_summary_numbers_are_compares(report_dir: Path) -> None:
-    summary = json.loads((report_dir / "summary.json").read_text())
+    summary = strict_json((report_dir / "summary.json").read_text())  # no NaN/Infinity (issue 12)
     assert summary["schema"] == "iosim.report/1"
     assert summary["command"].startswith("iosim report --gpu a100 --out ")
     assert summary["iosim_version"] == __import__("iosim").__version__

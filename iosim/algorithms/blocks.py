@@ -122,3 +122,69 @@ def visited_kv_blocks(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: 
     offset = n_kv - n_q
     counts = [max(0, ((i + 1) * block_q - 1 + offset) // block_kv + 1) for i in range(t_r - 1)]
     return [*counts, t_c]
+
+
+class VisitedKvBlocks:
+    """`visited_kv_blocks` as a sequence that is never built: n_i, Σ n_i over a prefix and the
+    number of row blocks with n_i <= j, each in O(log T_r) steps (through floor_sum), so that
+    models over every row block (iosim/estimates/l2.py) take the same time at any N."""
+
+    def __init__(self, n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool) -> None:
+        self.t_r: int = int(cdiv(n_q, block_q))
+        self.t_c: int = int(cdiv(n_kv, block_kv))
+        self.block_q, self.block_kv, self.causal = block_q, block_kv, causal
+        self.offset = n_kv - n_q
+        # row blocks before `first` see no key (x_i < 0); as in block_sums
+        self.first: int = max(0, int(cdiv(1 - self.offset, block_q)) - 1)
+
+    def __len__(self) -> int:
+        return self.t_r
+
+    def __getitem__(self, i: int) -> int:
+        if not 0 <= i < self.t_r:
+            raise IndexError(i)
+        if not self.causal or i == self.t_r - 1:
+            return self.t_c
+        return max(0, ((i + 1) * self.block_q - 1 + self.offset) // self.block_kv + 1)
+
+    def prefix(self, k: int) -> int:
+        """Σ n_i for i < k."""
+        if not self.causal:
+            return k * self.t_c
+        full = min(k, self.t_r - 1)  # row blocks before the last, which sees every key block
+        count = max(0, full - self.first)
+        base = (self.first + 1) * self.block_q - 1 + self.offset
+        total = count + floor_sum(count, self.block_kv, self.block_q, base) if count else 0
+        return int(total + (self.t_c if k >= self.t_r else 0))
+
+    def count_at_most(self, j: int) -> int:
+        """Row blocks i with n_i <= j (n_i never decreases with i: a bisection)."""
+        lo, hi = 0, self.t_r
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if self[mid] <= j:
+                lo = mid + 1
+            else:
+                hi = mid
+        return lo
+
+
+class RowsPerKvBlock:
+    """For K/V-outer kernels: how many row blocks visit key block j (T_r − #{i: n_i <= j}),
+    with prefix sums, over VisitedKvBlocks (never built as a list either)."""
+
+    def __init__(self, visited: VisitedKvBlocks) -> None:
+        self.visited = visited
+
+    def __len__(self) -> int:
+        return self.visited.t_c
+
+    def __getitem__(self, j: int) -> int:
+        if not 0 <= j < self.visited.t_c:
+            raise IndexError(j)
+        return self.visited.t_r - self.visited.count_at_most(j)
+
+    def prefix(self, k: int) -> int:
+        """Σ rows_j for j < k = Σ_i min(n_i, k)."""
+        below = self.visited.count_at_most(k)  # these have n_i <= k
+        return self.visited.prefix(below) + k * (self.visited.t_r - below)

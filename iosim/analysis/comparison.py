@@ -28,7 +28,7 @@ class AlgorithmEstimate(TrafficTotals):
     baseline_hbm_bytes: int
     occupancy: tuple[Occupancy, ...] = ()
     """The launch grid of every kernel whose grid iosim models, against the GPU's SMs."""
-    convention_flops: float = 0.0
+    convention_flops: int = 0
     """FLOPs by the FA2/FA3 convention (training.convention_flops), beside the executed count."""
     dram: DramEstimate | None = None
     """The L2-aware DRAM estimate (l2.py); None when the GPU's YAML lacks l2_size or sm_count."""

@@ -22,6 +22,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from iosim.errors import IosimError, arg
+from iosim.inputs.limits import MAX_EXPLAIN_SCORES, MAX_EXPLAIN_VALUE_DIM, excerpt
 
 Vector = tuple[float, ...]
 
@@ -152,10 +153,10 @@ def _number(text: str, name: str, example: str) -> float:
     try:
         value = float(item)
     except ValueError:
-        raise ExplainError(f"{arg(name)}: {text.strip()!r} is not a number; give comma-separated "
+        raise ExplainError(f"{arg(name)}: {excerpt(text.strip())} is not a number; give comma-separated "
                            f"numbers, e.g. {arg(name, example)}") from None
     if not math.isfinite(value):
-        raise ExplainError(f"{arg(name)}: {text.strip()!r} is not a finite number")
+        raise ExplainError(f"{arg(name)}: {excerpt(text.strip())} is not a finite number")
     return value
 
 
@@ -164,6 +165,9 @@ def parse_scores(text: str) -> tuple[float, ...]:
     if not text.strip():
         raise ExplainError(f"{arg('scores')} is empty; give comma-separated numbers, e.g. "
                            f"{arg('scores', '2,1,0,3')}")
+    if text.count(",") + 1 > MAX_EXPLAIN_SCORES:  # counted before any is parsed
+        raise ExplainError(f"{arg('scores')} has {text.count(',') + 1:,} numbers; explain shows "
+                           f"at most {MAX_EXPLAIN_SCORES:,} (a table a person reads); give fewer")
     return tuple(_number(part, "scores", "2,1,0,3") for part in text.split(","))
 
 
@@ -185,6 +189,9 @@ def parse_values(text: str, count: int) -> tuple[tuple[float, ...], ...]:
     if len(rows) != count:
         raise ExplainError(f"{arg('values')} needs one vector per score: {count} scores, {len(rows)} "
                            f"vectors (separate vectors with ';', their components with ',')")
+    if len(rows[0]) > MAX_EXPLAIN_VALUE_DIM:
+        raise ExplainError(f"{arg('values')}: vectors of {len(rows[0]):,} components; explain shows at "
+                           f"most {MAX_EXPLAIN_VALUE_DIM}; give shorter vectors")
     sizes = sorted({len(r) for r in rows})
     if len(sizes) > 1:
         raise ExplainError(f"{arg('values')}: every vector needs the same length, got lengths "

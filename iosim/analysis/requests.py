@@ -4,12 +4,14 @@ mistake gets the same message whichever command it reaches."""
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterable, Sequence
 
 from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS, Algorithm, get_algorithm
 from iosim.errors import IosimError, arg
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import Int, check_count, select
+from iosim.inputs.limits import check_sram_bytes, excerpt
 from iosim.inputs.units import parse_quantity
 from iosim.inputs.workload import Workload
 
@@ -54,9 +56,10 @@ def parse_sram(sram: str | int) -> int:
         value = parse_quantity(sram, "bytes")
     except ValueError as exc:
         raise IosimError(f"{arg('sram')}: {exc}") from None
-    if value < 1 or value != int(value):
-        raise IosimError(f"{arg('sram')} must be a positive whole number of bytes, got {sram!r}")
-    return int(value)
+    if not math.isfinite(value) or value < 1 or value != int(value):
+        raise IosimError(f"{arg('sram')} must be a positive whole number of bytes, got "
+                         f"{excerpt(sram)}")
+    return check_sram_bytes("sram", int(value))
 
 
 def refuse_both_sram(sram_given: bool, elements_given: bool, *, sram_name: str = "sram") -> None:
@@ -83,6 +86,7 @@ def sram_budget(
     gpu_sram = int(hardware.sram_per_block_bytes)
     if sram_elements is not None:
         check_count("sram_elements", sram_elements)
+        check_sram_bytes("sram_elements", sram_elements * element_bytes)  # never past int64
         source = f"--sram-elements {sram_elements}"
     elif sram is not None:
         source = f"--sram {sram}"

@@ -19,6 +19,14 @@ from iosim.errors import IosimError, arg
 from iosim.estimates.roofline import Profile, roofs_for
 from iosim.inputs.hardware import Hardware, resolve_hardware
 from iosim.inputs.ints import check_count
+from iosim.inputs.limits import (
+    MAX_BLOCK,
+    MAX_SCORE_PRODUCT,
+    MAX_SPLITS,
+    check_int,
+    check_sram_bytes,
+)
+from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import Workload
 
 SCHEMA = "iosim.sweep/1"
@@ -40,9 +48,10 @@ MAX_POINTS = 5_000_000
 CHUNK_POINTS = 1 << 18
 """Points evaluated per step (bounds the temporaries; one progress tick each)."""
 
-INT64_HEADROOM = 2**53
-"""N·N_kv·d·batch·heads must stay below this, leaving a factor 1024 for bytes per element,
-FLOP coefficients and summed terms before int64 (2^63) could overflow."""
+INT64_HEADROOM = MAX_SCORE_PRODUCT
+"""N·N_kv·d·batch·heads must stay below this (iosim/inputs/limits.py, as for compare)."""
+
+_INT64_BOUNDS = {"block_q": MAX_BLOCK, "block_kv": MAX_BLOCK, "splits": MAX_SPLITS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,6 +129,14 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
         for v in spec.values(axis):
             if v is not None:
                 check_count(axis, v)
+            # the int64 grids must not wrap (iosim/inputs/limits.py): bounded as compare bounds them
+            if v is not None and axis == "sram_bytes":
+                check_sram_bytes("sram", v)
+            elif v is not None and axis != "sram_elements":
+                check_int(axis, v, high=_INT64_BOUNDS[axis])
+    for elements, dtype in itertools.product(spec.sram_elements, spec.dtype):
+        if elements is not None and dtype in DTYPE_BYTES:
+            check_sram_bytes("sram_elements", elements * DTYPE_BYTES[dtype])
     for axis in ("dtype", "pass_", "causal", "batch", "d", "n", "sparsity"):
         for v in spec.values(axis):
             spec_workload(spec, **{axis: v})

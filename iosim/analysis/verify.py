@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 
 from iosim._version import __version__
+from iosim.algorithms import Algorithm
 from iosim.algorithms.loopnest import closed_form
 from iosim.algorithms.splitkv import refuse_too_many_splits
 from iosim.algorithms.tilewalk import TileAccess, walk
@@ -41,6 +42,7 @@ from iosim.execute import (
 )
 from iosim.execute.run import passes_of
 from iosim.inputs.ints import check_count
+from iosim.inputs.limits import check_int
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 
@@ -249,6 +251,26 @@ def default_splits(workload: Workload, block_kv: int) -> int:
     return min(2, -(-workload.n_kv // block_kv))
 
 
+VERIFY_TILE_WORK = 1 << 14
+"""Tile pairs × tiled algorithms × passes one `verify` may execute: each costs a few numpy calls
+in Python loops (measured: `iosim verify --n 1000 --block-kv 1`, 16,000 pairs × 2 algorithms,
+6.2 s on a shared 2-core machine), so a run stays within a few seconds (issue 12)."""
+
+
+def check_work(workload: Workload, chosen: Sequence[Algorithm], block_q: int,
+               block_kv: int) -> None:
+    """Refuse a verification whose executors would run for minutes, before running any."""
+    w = workload
+    pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.n_kv // block_kv)
+    runs = sum(1 for a in chosen if a.tiled) * (2 if w.pass_ == "fwdbwd" else 1)
+    if pairs * runs > VERIFY_TILE_WORK:
+        raise IosimError(
+            f"blocks {block_q} × {block_kv} make {pairs:,} tile pairs, × {runs} tiled "
+            f"algorithm runs = {pairs * runs:,}, beyond the {VERIFY_TILE_WORK:,} verify executes "
+            f"(a run of seconds); use larger --block-q/--block-kv, fewer --algo, or the closed "
+            f"form (iosim compare)")
+
+
 def verify(
     workload: Workload,
     *,
@@ -279,6 +301,7 @@ def verify(
     model = workload.with_(dtype=MODEL_DTYPE[dtype])
     check_count("block_q", block_q)
     check_count("block_kv", block_kv)
+    check_int("seed", seed, low=0, high=2**64 - 1)  # numpy's generators take no negative seed
     check_limits(model, block_q, block_kv)  # before any array is made
     blocks: dict[str, Any] = {"block_q": block_q, "block_kv": block_kv,
                               "bwd_blocks": (block_q, block_kv)}
@@ -295,6 +318,7 @@ def verify(
     if splits is None:
         splits = default_splits(model, block_kv)
     refuse_too_many_splits(splits, model.n_kv, block_kv)
+    check_work(model, chosen, block_q, block_kv)
     prec = precision(dtype)
     sram_bytes = parse_sram(sram)
     if sram_bytes is None:

@@ -7,11 +7,13 @@ it alone, so they can be re-made (and tested) on a machine without a GPU.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from iosim.calibrate import CalibrationError
+from iosim.inputs.limits import excerpt
 
 SCHEMA = "iosim.calibration/1"
 
@@ -151,10 +153,36 @@ def _build(cls: Any, raw: Any, where: str) -> Any:
     unknown = set(raw) - names
     if unknown:
         raise CalibrationError(f"{where}: unknown key {sorted(unknown)[0]!r}")
+    for f in fields(cls):
+        if f.name in raw:
+            problem = _field_problem(str(f.type), f.name, raw[f.name])
+            if problem:
+                raise CalibrationError(f"{where}.{f.name}: {problem}")
     try:
         return cls(**raw)
     except TypeError as exc:
         raise CalibrationError(f"{where}: {exc}") from None
+
+
+def _field_problem(kind: str, name: str, value: Any) -> str | None:
+    """Why a recorded value does not fit its field's type (None if it does): numbers finite,
+    counts whole and within int64, times positive."""
+    if kind == "str":
+        return None if isinstance(value, str) else f"must be text, got {excerpt(value)}"
+    if kind == "bool":
+        return None if isinstance(value, bool) else f"must be true or false, got {excerpt(value)}"
+    optional = kind.endswith("| None")
+    if value is None:
+        return None if optional else f"must be a number, got {excerpt(value)}"
+    if kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value < 2**63:
+            return f"must be a whole number from 0 to 2^63, got {excerpt(value)}"
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        return f"must be a finite number, got {excerpt(value)}"
+    if name.endswith("_s") and not 0 < value < 1e6:
+        return f"must be a time in seconds in (0, 10^6), got {excerpt(value)}"
+    return None
 
 
 def calibration_from_dict(raw: Any, where: str = "measurement file") -> Calibration:
@@ -163,17 +191,29 @@ def calibration_from_dict(raw: Any, where: str = "measurement file") -> Calibrat
         raise CalibrationError(f"{where}: not an iosim measurement file (schema {got!r}, "
                                f"expected {SCHEMA!r})")
     measurements = []
+    if not isinstance(raw.get("measurements", []), list):
+        raise CalibrationError(f"{where}: measurements must be a list")
     for i, m in enumerate(raw.get("measurements", [])):
         item = _build(Measurement, m, f"{where}: measurements[{i}]")
         if item.kernel not in KERNELS:
             raise CalibrationError(f"{where}: measurements[{i}]: unknown kernel {item.kernel!r}")
         measurements.append(item)
     counters_raw = raw.get("counters") or {"status": "not recorded"}
+    for key, kind in (("device", dict), ("notes", list), ("measurements", list),
+                      ("counters", dict)):
+        if key in raw and not (isinstance(raw[key], kind) or (key == "counters" and raw[key] is None)):
+            raise CalibrationError(f"{where}: {key} must be a {'mapping' if kind is dict else 'list'}"
+                                   f", got {excerpt(raw[key])}")
+    if not isinstance(counters_raw, dict) or not isinstance(counters_raw.get("rows", []), list) \
+            or not all(isinstance(x, dict) for x in counters_raw.get("spec", ())):
+        raise CalibrationError(f"{where}: counters must be a mapping with a list of rows")
     rows = tuple(_build(CounterRow, r, f"{where}: counters.rows[{i}]")
                  for i, r in enumerate(counters_raw.get("rows", [])))
     counters = Counters(str(counters_raw.get("status", "")), str(counters_raw.get("command", "")),
                         str(counters_raw.get("version", "")), rows,
                         tuple(dict(item) for item in counters_raw.get("spec", ())))
+    if not isinstance(raw.get("device", {}), dict):
+        raise CalibrationError(f"{where}: device must be a mapping")
     try:
         return Calibration(gpu=str(raw["gpu"]), command=str(raw["command"]),
                            created=str(raw["created"]), quick=bool(raw["quick"]),
@@ -183,14 +223,33 @@ def calibration_from_dict(raw: Any, where: str = "measurement file") -> Calibrat
         raise CalibrationError(f"{where}: missing key {exc.args[0]!r}") from None
 
 
+MAX_RECORD_BYTES = 16 << 20
+"""A measurement file larger than 16 MiB is refused unread (a full H200 run is ~0.5 MiB)."""
+
+
 def load_calibration(path: str | Path) -> Calibration:
     file = Path(path)
+
+    def refuse_constant(name: str) -> Any:
+        raise CalibrationError(f"{file}: {name} is not a measurement; every number must be "
+                               f"finite")
+
     try:
-        raw = json.loads(file.read_text(encoding="utf-8"))
+        with file.open("rb") as stream:
+            data = stream.read(MAX_RECORD_BYTES + 1)
+        if len(data) > MAX_RECORD_BYTES:
+            raise CalibrationError(f"{file}: larger than {MAX_RECORD_BYTES:,} bytes; a "
+                                   f"measurement file is a few hundred KiB")
+        raw = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
     except OSError as exc:
-        raise CalibrationError(f"cannot read measurement file {file} ({exc.strerror})") from None
+        raise CalibrationError(f"cannot read measurement file {file} "
+                               f"({exc.strerror or type(exc).__name__})") from None
+    except UnicodeDecodeError as exc:
+        raise CalibrationError(f"{file}: not UTF-8 text (offset {exc.start:,})") from None
     except json.JSONDecodeError as exc:
         raise CalibrationError(f"{file}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
+    except RecursionError:
+        raise CalibrationError(f"{file}: nested too deeply to be a measurement file") from None
     return calibration_from_dict(raw, str(file))
 
 

@@ -10,6 +10,7 @@ import click
 
 from iosim.cli import cli
 from iosim.errors import IosimError
+from iosim.inputs.limits import excerpt
 
 
 def _refuse_existing(path: Path, force: bool, flag: str) -> None:
@@ -72,15 +73,16 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
     def warn(message: str) -> None:
         click.echo(f"Warning: {' '.join(message.split())}", err=True)
 
+    pending: list[str] = []  # warnings about a recorded file, shown once it has been fitted
     if from_ is not None:
         from iosim.calibrate.env import names_match
 
         calibration = load_calibration(from_)
         device = str(calibration.device.get("name", "unknown"))
         if not names_match(device, hardware.name, hardware.aliases):
-            warn(f"{from_} was measured on '{device}' but --gpu {hardware.name} describes "
-                 f"'{hardware.display_name}'; fitting it against that YAML anyway (both are "
-                 "recorded in the provenance)")
+            pending.append(f"{from_} was measured on '{device}' but --gpu {hardware.name} "
+                           f"describes '{hardware.display_name}'; fitting it against that YAML "
+                           "anyway (both are recorded in the provenance)")
     else:
         from iosim.calibrate.env import require_gpu
         from iosim.calibrate.plan import make_plan
@@ -109,7 +111,18 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
                                   ncu_log=record.with_suffix(".ncu.log") if record else None)
     if record is not None:
         save_calibration(calibration, record)
-    result = fit(calibration, hardware)
+    try:
+        result = fit(calibration, hardware)
+    except (IosimError, ArithmeticError, ValueError) as exc:
+        if from_ is None:
+            raise
+        # a recorded file is checked value by value (records.load_calibration); values that are
+        # each plausible but together unfittable (a block of 0 rows) are named here, in one line
+        raise IosimError(f"{excerpt(str(from_))}: its measurements cannot be fitted "
+                         f"({excerpt(str(exc), 120)}); record them again with iosim calibrate"
+                         ) from None
+    for message in pending:
+        warn(message)
     out.write_text(write_measured_yaml(source_text, result.profile_yaml()), encoding="utf-8")
     if report is not None:
         from iosim.output.calibration_report import write_report

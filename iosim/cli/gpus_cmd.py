@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import json
-
 import click
 
 from iosim.cli import cli
 from iosim.inputs.hardware import list_hardware, resolve_hardware
+from iosim.output import strict_json
 
 
 @cli.group("gpus", invoke_without_command=True)
@@ -28,7 +27,7 @@ def gpus_command(ctx: click.Context, fmt: str) -> None:
 
     hardware = list_hardware()
     if fmt == "json":
-        click.echo(json.dumps([render.gpu_dict(h) for h in hardware], indent=2, ensure_ascii=False))
+        click.echo(strict_json.dumps([render.gpu_dict(h) for h in hardware], indent=2, ensure_ascii=False))
         return
     render.make_console().print(render.gpus_table(hardware))
 
@@ -43,7 +42,7 @@ def gpus_show(name: str, fmt: str) -> None:
 
     resolved = resolve_hardware(name)
     if fmt == "json":
-        click.echo(json.dumps(render.gpu_dict(resolved.hardware), indent=2, ensure_ascii=False))
+        click.echo(strict_json.dumps(render.gpu_dict(resolved.hardware), indent=2, ensure_ascii=False))
         return
     console = render.make_console()
     if resolved.note:

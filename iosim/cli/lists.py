@@ -15,12 +15,14 @@ factor below 2, a non-number or an empty item is refused with one line naming th
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Sequence
 from typing import Any
 
 import click
 
+from iosim.inputs.limits import clip, excerpt
 from iosim.inputs.units import parse_quantity
 
 MAX_VALUES = 10_000
@@ -35,7 +37,7 @@ HELP = ("N, a list 1024,4096 or a range: a..b doubles (512..65536), a..b:s steps
 def _integer(text: str) -> int:
     text = text.strip().replace("_", "")
     if not re.fullmatch(r"[+-]?\d+", text):
-        raise ValueError(f"'{text}' is not a whole number")
+        raise ValueError(f"{excerpt(text)} is not a whole number")
     return int(text)
 
 
@@ -45,8 +47,8 @@ def _size(text: str) -> int:
         value = parse_quantity(text.strip(), "bytes")
     except ValueError as exc:
         raise ValueError(str(exc)) from None
-    if value != int(value):
-        raise ValueError(f"'{text.strip()}' is not a whole number of bytes")
+    if not math.isfinite(value) or value != int(value):
+        raise ValueError(f"{excerpt(text.strip())} is not a whole number of bytes")
     return int(value)
 
 
@@ -78,7 +80,7 @@ def _expand(text: str, *, number: Callable[[str], int], minimum: int,
     for raw in text.split(","):
         item = raw.strip()
         if not item:
-            raise ValueError(f"empty item in '{text}'")
+            raise ValueError(f"empty item in {excerpt(text)}")
         if item.lower() == "auto":
             if not auto:
                 raise ValueError("'auto' is not allowed here")
@@ -92,7 +94,7 @@ def _expand(text: str, *, number: Callable[[str], int], minimum: int,
             continue
         out.extend(_range(item, match, number, minimum))
         if len(out) > MAX_VALUES:
-            raise ValueError(f"'{item}' expands to more than {MAX_VALUES:,} values; use a larger "
+            raise ValueError(f"{excerpt(item)} expands to more than {MAX_VALUES:,} values; use a larger "
                              f"step or factor")
     return tuple(dict.fromkeys(out))
 
@@ -100,26 +102,26 @@ def _expand(text: str, *, number: Callable[[str], int], minimum: int,
 def _range(item: str, match: re.Match[str], number: Callable[[str], int],
            minimum: int) -> list[int]:
     if not match.group("stop").strip():
-        raise ValueError(f"range '{item}' has no end; write e.g. 512..65536")
+        raise ValueError(f"range {excerpt(item)} has no end; write e.g. 512..65536")
     start, stop = number(match.group("start")), number(match.group("stop"))
     _at_least(start, minimum, item)
     if stop < start:
-        raise ValueError(f"range '{item}' is descending (empty); write the smaller end first: "
-                         f"{match.group('stop').strip()}..{match.group('start').strip()}")
+        raise ValueError(f"range {excerpt(item)} is descending (empty); write the smaller end first: "
+                         f"{clip(match.group('stop').strip(), 30)}..{clip(match.group('start').strip(), 30)}")
     kind, by_text = match.group("kind"), match.group("by")
     if kind == ":":
         step = _integer(by_text or "")
         if step < 1:
-            raise ValueError(f"range '{item}' needs a step of at least 1, got {step}")
+            raise ValueError(f"range {excerpt(item)} needs a step of at least 1, got {step}")
         if (stop - start) // step + 1 > MAX_VALUES:
-            raise ValueError(f"'{item}' expands to more than {MAX_VALUES:,} values; use a "
+            raise ValueError(f"{excerpt(item)} expands to more than {MAX_VALUES:,} values; use a "
                              f"larger step")
         return list(range(start, stop + 1, step))
     factor = 2 if kind is None else _integer(by_text or "")
     if factor < 2:
-        raise ValueError(f"range '{item}' needs a factor of at least 2, got {factor}")
+        raise ValueError(f"range {excerpt(item)} needs a factor of at least 2, got {factor}")
     if start < 1:
-        raise ValueError(f"geometric range '{item}' must start at 1 or more")
+        raise ValueError(f"geometric range {excerpt(item)} must start at 1 or more")
     values = []
     value = start
     while value <= stop:
@@ -130,7 +132,7 @@ def _range(item: str, match: re.Match[str], number: Callable[[str], int],
 
 def _at_least(value: int, minimum: int, item: str) -> None:
     if value < minimum:
-        raise ValueError(f"'{item}' must be at least {minimum}")
+        raise ValueError(f"{excerpt(item)} must be at least {minimum}")
 
 
 def parse_sizes(text: str, flag: str, *, auto: bool = True) -> tuple[int | None, ...]:
@@ -146,11 +148,11 @@ def parse_fractions(text: str, flag: str) -> tuple[float, ...]:
         try:
             value = float(item)
         except ValueError:
-            shown = f"'{item}'" if item else "an empty item"
+            shown = f"{excerpt(item)}" if item else "an empty item"
             raise click.BadParameter(f"{shown} is not a number; write fractions such as "
                                      f"0.25,0.5,1.", param_hint=f"'{flag}'") from None
         if not 0 < value <= 1:
-            raise click.BadParameter(f"'{item}' is not in (0, 1]; write fractions such as "
+            raise click.BadParameter(f"{excerpt(item)} is not in (0, 1]; write fractions such as "
                                      f"0.25,0.5,1.", param_hint=f"'{flag}'")
         out.append(value)
     return tuple(dict.fromkeys(out))

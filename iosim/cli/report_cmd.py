@@ -9,6 +9,7 @@ import click
 
 from iosim.cli import cli
 from iosim.cli.lists import parse_list, parse_names
+from iosim.inputs.limits import MAX_BLOCK, MAX_LENGTH, check_int
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import Workload
 
@@ -59,6 +60,10 @@ def report_command(gpu: str, out_dir: Path, force: bool, n: int, d: int, heads: 
                         causal=causal)
     ns = tuple(v for v in parse_list(n_range, "--n-range") if v is not None)
     block_values = tuple(v for v in parse_list(block_range, "--block-range") if v is not None)
+    for flag, values, high in (("--n-range", ns, MAX_LENGTH), ("--block-range", block_values,
+                                                                MAX_BLOCK)):
+        for value in values:
+            check_int(flag, value, high=high)
     gpus = parse_names(compare_gpus, "--compare-gpus") if compare_gpus else default_compare_gpus()
     words = ["iosim", "report", "--gpu", gpu, "--out", str(out_dir), "--n", str(n), "--d", str(d),
              "--heads", str(heads), "--batch", str(batch), "--dtype", dtype,

@@ -9,6 +9,7 @@ import click
 from iosim.analysis.compare import compare
 from iosim.cli import cli
 from iosim.cli.common import comma_list, gpu_option, tiling_options, workload_options
+from iosim.inputs.limits import check_output_files
 from iosim.inputs.workload import Workload
 
 
@@ -48,6 +49,8 @@ def roofline_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
                      profile=profile)  # type: ignore[arg-type]
     from iosim.output.report import ensure_writable_dir
 
+    check_output_files([out_dir / f"{name}.{fmt}" for fmt in ("png", "svg")], "name",
+                       overwrite=force)  # before the folder is made
     ensure_writable_dir(out_dir, "--out")
     from iosim.output import plot, render
     from iosim.output.render_sweep import roofline_table

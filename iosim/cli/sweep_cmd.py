@@ -120,9 +120,10 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
     if plot_dir is not None:
         from iosim.output.report import ensure_writable_dir
 
-        ensure_writable_dir(plot_dir, "--plot")
+        ensure_writable_dir(plot_dir, "--plot", create=False)  # early; made once there is a result
     result = run_with_progress(spec)
     if plot_dir is not None:
+        ensure_writable_dir(plot_dir, "--plot")
         # the figures first: a refusal to overwrite one then stops before any output
         from iosim.output.plot import sweep_figures
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 
 import click
@@ -12,6 +11,7 @@ from iosim.cli import cli
 from iosim.cli.common import comma_list
 from iosim.execute import EXECUTOR_DTYPES
 from iosim.inputs.workload import PASSES, Workload
+from iosim.output import strict_json
 
 
 @cli.command("verify")
@@ -75,7 +75,7 @@ def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int |
                     block_kv=block if block_kv is None else block_kv,
                     sram=sram, seed=seed, dropout_p=dropout_p, splits=splits)
     if fmt == "json":
-        click.echo(json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
+        click.echo(strict_json.dumps(result.to_dict(), indent=2, ensure_ascii=False))
     else:
         from iosim.output import render
         from iosim.output.render_verify import print_verification

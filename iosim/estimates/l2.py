@@ -34,19 +34,19 @@ Two forms
     above. It is the definition of the model, and slow (a Python step per tile).
   * `dram_estimate` is its closed form: reuse distances of the access patterns above are linear
     in the position along a sweep, so the fraction of re-reads that hit is a clamped ratio.
-    Fast enough for `iosim compare` (a loop over waves at most). Tests hold it to `simulate`.
+    Its sums over waves and blocks are closed forms (l2_waves.py): the same time at any batch,
+    heads or N. Tests hold it to `simulate`, and l2_waves to the loops it replaced.
 """
 
 from __future__ import annotations
 
-from bisect import bisect_right
 from collections import OrderedDict
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from math import gcd
 from typing import Literal
 
-from iosim.algorithms.blocks import cdiv, visited_kv_blocks
+from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, cdiv, visited_kv_blocks
 from iosim.algorithms.loopnest import (
     KV_HEAD_TENSORS,
     Access,
@@ -59,6 +59,7 @@ from iosim.algorithms.loopnest import (
 from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.traffic import Op, ReadWriteTotals
 from iosim.errors import IosimError
+from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -284,18 +285,18 @@ class _ClosedForm:
 
     # -- tiled kernels -------------------------------------------------------------------------
 
-    def _geometry(self, kernel: Kernel) -> tuple[list[int], int, int]:
-        """(inner steps of each outer block, outer blocks per head, inner blocks per sweep)."""
+    def _geometry(self, kernel: Kernel) -> tuple[Lengths, int, int]:
+        """(inner steps of each outer block, outer blocks per head, inner blocks per sweep),
+        the first as a sequence computed on demand (blocks.VisitedKvBlocks), never a list."""
         w = self.w
         block_q, block_kv = kernel_blocks(kernel, self.tiling, w.n, w.n_kv)
-        n_i = visited_kv_blocks(w.n, w.n_kv, block_q, block_kv, w.causal)
+        n_i = VisitedKvBlocks(w.n, w.n_kv, block_q, block_kv, w.causal)
         if kernel.loop == "q":
             return n_i, len(n_i), cdiv(w.n_kv, block_kv)
-        t_c = cdiv(w.n_kv, block_kv)
         # n_i never decreases with i: the rows that key block j sees are those after the last
         # n_i <= j
-        rows = [len(n_i) - bisect_right(n_i, j) for j in range(t_c)]
-        return rows, t_c, len(n_i)
+        rows = RowsPerKvBlock(n_i)
+        return rows, len(rows), len(n_i)
 
     def _own_tile_bytes(self, kernel: Kernel) -> tuple[float, float]:
         """(bytes one program reads at its start, writes at its end): its own tiles Q_i, O_i, L_i."""
@@ -330,64 +331,51 @@ class _ClosedForm:
         programs = units * unit_programs
         tile = unit_bytes / sweep
         step = min(p, programs) * (own_read + own_write + tile)
+        total_steps = lengths.prefix(len(lengths))
         if step > self.capacity:
             # even programs that run side by side cannot share a tile: one step of theirs
             # (own tiles plus K_j, V_j) overflows the L2
-            return sum(lengths) * group / sweep, (
+            return total_steps * group / sweep, (
                 f"re-read by every program: one step of {min(p, programs)} programs "
                 f"({step / 2**20:.1f} MiB) > L2")
-        if len(set(lengths)) > 1:
+        if lengths[0] != lengths[len(lengths) - 1]:  # monotone: not all equal
             # staggered (causal): the running programs start at different times; between two
             # programs' reads of tile j the running ones advance by about one program's length,
             # i.e. touch about one sweep of K/V (the program's own with one slot, the mean sweep
             # with many) plus their own tiles
             running = min(p, programs)
-            mean = sum(lengths) / len(lengths)
-            again = 0
-            for i in range(1, len(lengths)):
-                sweep_tiles = (lengths[i] + (running - 1) * mean) / running
+            mean = total_steps / len(lengths)
+
+            def evicted(length: int) -> bool:
+                sweep_tiles = (length + (running - 1) * mean) / running
                 distance = tile * sweep_tiles + running * (own_read + own_write)
-                again += lengths[i] if distance > self.capacity else 0
+                return distance > self.capacity
+
+            again = sum_where(lengths, 1, len(lengths), evicted)
             passes = 1.0 + again * group / sweep
             if again == 0:
                 return passes, "read once per head: staggered causal programs share it in L2"
             return passes, (f"{passes:.2f} reads per head: long causal programs find early "
                             "tiles evicted")
-        total = 0.0
-        rereads = 0
-        for u in range(units):
-            first_wave = u * unit_programs // p
-            last_wave = ((u + 1) * unit_programs - 1) // p
-            total += 1.0
-            for wave in range(first_wave, last_wave):
-                before = len(self._units_in(wave, p, unit_programs, programs) - {u})
-                after = len(self._units_in(wave + 1, p, unit_programs, programs) - {u})
-                # tile x·T of unit u, read by wave w at step x·T and by wave w+1 at step x·T:
-                # in between, all of u's other tiles, the rest of the sweeps of the other units
-                # of wave w, the start of those of wave w+1, O/L written by wave w, Q read by w+1
-                alpha = (unit_bytes * (1 + before) + self._programs_in(wave, p, programs) * own_write
-                         + self._programs_in(wave + 1, p, programs) * own_read)
-                beta = unit_bytes * (after - before)
-                miss = 1.0 - _hit_fraction(alpha, beta, self.capacity)
-                total += miss
-                rereads += miss > 0
-        mean = total / units
+        def miss(units_now: int, units_next: int, programs_now: int, programs_next: int) -> float:
+            # tile x·T of the unit u that straddles waves w and w+1, read by wave w at step x·T
+            # and by wave w+1 at step x·T: in between, all of u's other tiles, the rest of the
+            # sweeps of the other units of wave w, the start of those of wave w+1, O/L written
+            # by wave w, Q read by w+1
+            before, after = units_now - 1, units_next - 1
+            alpha = (unit_bytes * (1 + before) + programs_now * own_write
+                     + programs_next * own_read)
+            beta = unit_bytes * (after - before)
+            return 1.0 - _hit_fraction(alpha, beta, self.capacity)
+
+        # every unit reads its tiles once; the boundaries it straddles add their misses
+        # (l2_waves.wave_rereads: a closed form over all waves, no loop over units)
+        extra, rereads = wave_rereads(units, unit_programs, p, miss)
+        mean = (units + extra) / units
         if rereads == 0:
             return mean, "read once per head: the query blocks of a wave share it in L2"
         return mean, (f"{mean:.2f} reads per head: the next wave finds it evicted at "
                       f"{rereads} wave boundaries")
-
-    @staticmethod
-    def _units_in(wave: int, p: int, unit_programs: int, programs: int) -> set[int]:
-        first = wave * p
-        last = min((wave + 1) * p, programs) - 1
-        if last < first:
-            return set()
-        return set(range(first // unit_programs, last // unit_programs + 1))
-
-    @staticmethod
-    def _programs_in(wave: int, p: int, programs: int) -> int:
-        return max(0, min(p, programs - wave * p))
 
     def _serial_sweeps(self, kernel: Kernel) -> tuple[float, str]:
         """Alg. 1's inner tiles (Q_i, O_i, l_i, m_i): one program per head sweeps the rows that
@@ -407,15 +395,13 @@ class _ClosedForm:
         outer_tile = sum(_tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
                          if a.where == "outer") / max(1, outer_count)
         running = min(self.concurrent, self.w.batch * self.w.heads)
-        again = 0.0
-        for o in range(outer_count - 1):
-            later = lengths[o + 1]
-            # sweep o+1 is a suffix of sweep o (the rows that key block o+1 sees): between two
-            # touches of a tile, the running programs finish sweep o after it and start sweep
-            # o+1 up to it, i.e. touch one sweep o+1 each (LRU: the same for every tile)
-            distance = running * (later * tile + outer_tile)
-            again += later if distance > self.capacity else 0
-        again /= rows_total
+        # sweep o+1 is a suffix of sweep o (the rows that key block o+1 sees): between two
+        # touches of a tile, the running programs finish sweep o after it and start sweep o+1
+        # up to it, i.e. touch one sweep o+1 each (LRU: the same for every tile); summed over
+        # o + 1 = 1 .. T_c − 1 where that overflows the L2 (l2_waves.sum_where)
+        refetched = sum_where(lengths, 1, outer_count,
+                              lambda later: running * (later * tile + outer_tile) > self.capacity)
+        again = refetched / rows_total
         if again == 0:
             return 0.0, "stays in L2 from one key block's sweep to the next: DRAM sees it once"
         return again, (f"{again:.1f} extra passes: {running} programs' sweeps overflow L2 "

@@ -43,11 +43,12 @@ def saved_for_backward(forward: Sequence[Kernel], backward: Sequence[Kernel]) ->
     return tuple(saved.values())
 
 
-def convention_flops(workload: Workload, *, recompute: bool) -> float:
-    """FLOPs by the FA2/FA3 convention for the workload's pass (see the module docstring)."""
+def convention_flops(workload: Workload, *, recompute: bool) -> int:
+    """FLOPs by the FA2/FA3 convention for the workload's pass (see the module docstring), as
+    an exact integer: 4·N·N_kv·d·heads·batch (halved when causal) is even, so ×2.5 is exact."""
     w = workload
-    forward = 4.0 * w.n * w.n_kv * w.d * w.heads * w.batch * (0.5 if w.causal else 1.0)
-    backward = forward * (2.5 if recompute else 2.0)
+    forward = 4 * w.n * w.n_kv * w.d * w.heads * w.batch // (2 if w.causal else 1)
+    backward = forward * 5 // 2 if recompute else forward * 2
     return {"fwd": forward, "bwd": backward, "fwdbwd": forward + backward}[w.pass_]
 
 

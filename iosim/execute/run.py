@@ -11,11 +11,12 @@ from iosim.algorithms.packing import packs_heads
 from iosim.algorithms.tilewalk import TileAccess
 from iosim.algorithms.traffic import Op
 from iosim.algorithms.triton_bwd import triton_unsupported
-from iosim.errors import arg
+from iosim.errors import IosimError, arg
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.registry import EXECUTORS, Run
 from iosim.inputs.ints import check_count
+from iosim.inputs.limits import check_executor_memory
 from iosim.inputs.tiling import working_set_bytes
 from iosim.inputs.workload import Workload
 
@@ -43,6 +44,10 @@ def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
             f"scores, the limit is {MAX_SCORES:,} (e.g. N = N_kv = 4096 for one head); for the "
             f"exact counts at this size use the closed form: iosim compare {sizes} --gpu a100"
         )
+    try:  # before any array is made: --d alone can ask for gigabytes
+        check_executor_memory(w.batch, w.heads, w.kv_heads, w.n, w.n_kv, w.d)
+    except IosimError as exc:
+        raise ExecutorError(exc.problem, param=exc.param) from None
     pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.n_kv // block_kv)
     if pairs > MAX_TILE_PAIRS:
         raise ExecutorError(

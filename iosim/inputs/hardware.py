@@ -13,12 +13,14 @@ A file looks like this (configs/gpus/*.yaml ship inside the wheel; users may pas
       fp16: {value: 312 TFLOP/s, source: "..."}
 
 Every figure carries a source; one without a good source says `estimate: true`. Unknown keys,
-missing keys, wrong types, duplicate keys, YAML tags and non-positive values are rejected with the
-file and key named.
+missing keys, wrong types, duplicate keys, YAML tags, anchors, aliases and merge keys, files over
+1 MiB or not UTF-8, and figures that are not finite or out of range (iosim/inputs/limits.py) are
+rejected with the file and key named.
 """
 
 from __future__ import annotations
 
+import datetime
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,9 +28,9 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from iosim.errors import ConfigError, IosimError, UnknownGpuError, arg
+from iosim.inputs.limits import MAX_SM_COUNT, MAX_SRAM_BYTES, check_figure, clip, excerpt
+from iosim.inputs.safe_yaml import read_yaml as _read_yaml
 from iosim.inputs.units import DTYPE_BYTES, parse_quantity
 
 SCHEMA_VERSION = 1
@@ -144,52 +146,26 @@ class Hardware:
 # YAML loading
 
 
-_SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10× faster
-
-
-class _StrictLoader(_SafeBase):  # type: ignore[misc]
-    """safe_load that also refuses duplicate keys (PyYAML silently keeps the last one)."""
-
-
-def _construct_mapping_no_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> Any:
-    seen: set[Any] = set()
-    for key_node, _ in node.value:
-        key = loader.construct_object(key_node)
-        if key in seen:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        seen.add(key)
-    return loader.construct_mapping(node)
-
-
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
-)
-
-
-def _read_yaml(path: Path) -> Any:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise ConfigError(str(path), None, f"cannot read file ({exc.strerror})") from None
-    try:
-        return yaml.load(text, Loader=_StrictLoader)
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark is not None else ""
-        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-        if "constructor for the tag" in str(problem):
-            problem = f"YAML tags are not allowed ({problem})"
-        raise ConfigError(str(path), None, f"not valid YAML{where}: {problem}") from None
+def _kind(value: object) -> str:
+    """A value's YAML kind, for messages: 'a list', 'a mapping', 'empty (null)', 'a date'."""
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f"a date ({value})"
+    return excerpt(value)
 
 
 def _figure(path: str, key: str, raw: Any, dimension: str) -> Figure:
     if not isinstance(raw, dict):
-        raise ConfigError(path, key, "expected a mapping {value: ..., source: ...}")
+        raise ConfigError(path, key, f"expected a mapping {{value: ..., source: ...}}, got "
+                                     f"{_kind(raw)}")
     unknown = set(raw) - _FIGURE_KEYS
     if unknown:
-        raise ConfigError(path, f"{key}.{sorted(unknown)[0]}",
+        raise ConfigError(path, f"{key}.{clip(sorted(unknown, key=str)[0])}",
                           f"unknown key; allowed: {', '.join(sorted(_FIGURE_KEYS))}")
     if "value" not in raw:
         raise ConfigError(path, f"{key}.value", "missing")
@@ -206,15 +182,24 @@ def _figure(path: str, key: str, raw: Any, dimension: str) -> Figure:
     value = raw["value"]
     if dimension == "count":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(path, f"{key}.value", f"must be a whole number, got {value!r}")
+            raise ConfigError(path, f"{key}.value", f"must be a whole number, got {_kind(value)}")
+        if not 1 <= value <= MAX_SM_COUNT:
+            raise ConfigError(path, f"{key}.value", f"must be a whole number from 1 to "
+                                                    f"{MAX_SM_COUNT:,}, got {excerpt(value)}")
         number = float(value)
     else:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ConfigError(path, f"{key}.value", f"must be a number or a quantity such as "
+                                                    f"'2039 GB/s', got {_kind(value)}")
         try:
             number = parse_quantity(value, dimension)
-        except ValueError as exc:
+        except (ValueError, OverflowError) as exc:
             raise ConfigError(path, f"{key}.value", str(exc)) from None
     if not number > 0:
-        raise ConfigError(path, f"{key}.value", f"must be positive, got {value!r}")
+        raise ConfigError(path, f"{key}.value", f"must be positive, got {excerpt(value)}")
+    problem = check_figure(number, value)
+    if problem is not None:
+        raise ConfigError(path, f"{key}.value", problem)
     return Figure(number, source.strip(), estimate, note)
 
 
@@ -223,7 +208,7 @@ def _peak_figures(path: str, key: str, raw: Any, *, required: bool) -> dict[str,
         raise ConfigError(path, key, f"expected a mapping of dtype -> figure ({', '.join(PEAK_DTYPES)})")
     for dtype in raw:
         if dtype not in PEAK_DTYPES:
-            raise ConfigError(path, f"{key}.{dtype}",
+            raise ConfigError(path, f"{key}.{clip(dtype)}",
                               f"unknown dtype; allowed: {', '.join(PEAK_DTYPES)}")
     return {dtype: _figure(path, f"{key}.{dtype}", fig, "flops_per_s") for dtype, fig in raw.items()}
 
@@ -233,7 +218,7 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
         raise ConfigError(path, "measured", "expected a mapping")
     unknown = set(raw) - _MEASURED_KEYS
     if unknown:
-        raise ConfigError(path, f"measured.{sorted(unknown)[0]}",
+        raise ConfigError(path, f"measured.{clip(sorted(unknown, key=str)[0])}",
                           f"unknown key; allowed: {', '.join(sorted(_MEASURED_KEYS))}")
     provenance = raw.get("provenance")
     if not isinstance(provenance, str) or not provenance.strip():
@@ -257,11 +242,11 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
         raise ConfigError(path, "measured.kernel_efficiency", "expected a mapping kind -> fraction")
     efficiency: dict[str, float] = {}
     for kind, value in efficiency_raw.items():
-        key = f"measured.kernel_efficiency.{kind}"
+        key = f"measured.kernel_efficiency.{clip(kind)}"
         if kind not in KERNEL_KINDS:
             raise ConfigError(path, key, f"unknown kernel class; allowed: {', '.join(KERNEL_KINDS)}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
-            raise ConfigError(path, key, f"must be a number in (0, 1.5], got {value!r}")
+            raise ConfigError(path, key, f"must be a number in (0, 1.5], got {_kind(value)}")
         efficiency[kind] = float(value)
     schedule = None
     if "backward_schedule" in raw:
@@ -300,7 +285,7 @@ def _schedule(path: str, raw: Any) -> BackwardSchedule:
 def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
     value = raw.get(key)
     if value is not None and not isinstance(value, str):
-        raise ConfigError(path, key, f"must be text, got {value!r}")
+        raise ConfigError(path, key, f"must be text, got {_kind(value)}")
     return value
 
 
@@ -310,13 +295,15 @@ def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     where = str(file)
     raw = _read_yaml(file)
     if not isinstance(raw, dict):
-        raise ConfigError(where, None, "expected a mapping of keys at the top level")
+        raise ConfigError(where, None, f"expected a mapping of keys at the top level, the "
+                                       f"document is {_kind(raw)}")
     unknown = sorted(set(raw) - _TOP_KEYS, key=str)
     if unknown:
-        raise ConfigError(where, str(unknown[0]),
+        raise ConfigError(where, clip(unknown[0]),
                           f"unknown key; allowed: {', '.join(sorted(_TOP_KEYS))}")
-    if raw.get("schema_version") != SCHEMA_VERSION:
-        got = raw.get("schema_version", "missing")
+    version = raw.get("schema_version")
+    if isinstance(version, bool) or version != SCHEMA_VERSION:
+        got = _kind(version) if "schema_version" in raw else "missing"
         raise ConfigError(where, "schema_version", f"must be {SCHEMA_VERSION}, got {got}")
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
@@ -324,6 +311,11 @@ def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     aliases = raw.get("aliases", [])
     if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
         raise ConfigError(where, "aliases", "must be a list of names")
+    if "sram_per_block" in raw:
+        sram = _figure(where, "sram_per_block", raw["sram_per_block"], "bytes").value
+        if sram > MAX_SRAM_BYTES:
+            raise ConfigError(where, "sram_per_block.value", f"{sram:.3g} bytes is beyond the "
+                                                             f"{MAX_SRAM_BYTES:,} (1 TiB) iosim models")
     figures: dict[str, Figure] = {}
     for key, (dimension, required) in _FIGURES.items():
         if key in raw:
@@ -411,8 +403,13 @@ def resolve_hardware(spec: str) -> ResolvedHardware:
     text = spec.strip()
     looks_like_path = text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
     if looks_like_path:
-        if not Path(text).is_file():
-            raise UnknownGpuError(f"no such hardware file: {text}")
+        try:
+            is_file = Path(text).is_file()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise UnknownGpuError(f"cannot use hardware file {excerpt(text)}: {reason}") from None
+        if not is_file:
+            raise UnknownGpuError(f"no such hardware file: {clip(text, 200)}")
         return ResolvedHardware(load_hardware(text), spec, "file")
     key = text.lower()
     paths = {p.stem: p for p in shipped_config_paths()}
@@ -423,6 +420,6 @@ def resolve_hardware(spec: str) -> ResolvedHardware:
             return ResolvedHardware(hw, spec, "alias")
     known = ", ".join(sorted(paths))
     raise UnknownGpuError(
-        f"unknown GPU '{spec}'; known: {known} (or pass a path to your own YAML; "
+        f"unknown GPU {excerpt(spec)}; known: {known} (or pass a path to your own YAML; "
         "`iosim gpus` lists aliases)"
     )

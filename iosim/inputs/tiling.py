@@ -16,6 +16,7 @@ import numpy as np
 
 from iosim.errors import TilingError, arg
 from iosim.inputs.ints import Int, check_count, either, imax, imin, is_array, select
+from iosim.inputs.limits import MAX_BLOCK, check_int, check_sram_bytes
 from iosim.inputs.units import DTYPE_BYTES, STAT_BYTES
 from iosim.inputs.workload import Workload
 
@@ -219,6 +220,8 @@ def make_tiling(
     for name, value in (("block_q", block_q), ("block_kv", block_kv)):
         if value is not None:
             check_count(name, value, TilingError)
+            check_int(name, value, high=MAX_BLOCK, error=TilingError)
+    check_sram_bytes("sram", sram_bytes)
     inputs = TilingInputs.of(workload, sram_bytes, block_q=block_q, block_kv=block_kv)
     tiles = tiles_for(inputs, outer)
     chosen_q, chosen_kv = int(tiles.block_q), int(tiles.block_kv)

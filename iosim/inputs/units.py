@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
+from iosim.inputs.limits import excerpt
+
 DTYPE_BYTES: Final[dict[str, int]] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
 """Bytes per element of each input dtype iosim models."""
 
@@ -43,13 +45,13 @@ def parse_quantity(text: str | int | float, dimension: str) -> float:
     196608.0
     """
     if isinstance(text, bool):
-        raise ValueError(f"expected a quantity in {accepted_units(dimension)}, got {text!r}")
+        raise ValueError(f"expected a quantity in {accepted_units(dimension)}, got {excerpt(text)}")
     if isinstance(text, (int, float)):
         return float(text)
     match = _QUANTITY.match(text)
     if match is None:
         raise ValueError(
-            f"{text!r} is not a quantity; write a number and a unit, e.g. "
+            f"{excerpt(text)} is not a quantity; write a number and a unit, e.g. "
             f"{_example(dimension)}"
         )
     number, unit = float(match.group(1)), match.group(2)
@@ -61,7 +63,7 @@ def parse_quantity(text: str | int | float, dimension: str) -> float:
             if prefix in _PREFIX:
                 return number * _PREFIX[prefix]
     raise ValueError(
-        f"unit {unit!r} in {text!r} is not one of {accepted_units(dimension)}; "
+        f"unit {excerpt(unit)} in {excerpt(text)} is not one of {accepted_units(dimension)}; "
         f"e.g. {_example(dimension)}"
     )
 

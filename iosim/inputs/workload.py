@@ -5,20 +5,20 @@ CLI spells them as flags. How the tiled algorithms cut a workload into blocks is
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
 
 from iosim.errors import WorkloadError, arg
+from iosim.inputs import limits
+from iosim.inputs.limits import MAX_LENGTH
 from iosim.inputs.units import DTYPE_BYTES
 
 Pass = Literal["fwd", "bwd", "fwdbwd"]
 PASSES: tuple[str, ...] = ("fwd", "bwd", "fwdbwd")
 UNFUSED_OPS: tuple[str, ...] = ("scale", "mask", "dropout")
 """Extra N×N elementwise kernels of an unfused standard pipeline (FlashAttention fuses them)."""
-
-MAX_LENGTH = 1 << 26
-"""Sequence lengths beyond 64M tokens are refused: counts would leave int64 in sweeps."""
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -62,10 +62,12 @@ class Workload:
     def _validate(self) -> None:
         for name in ("n", "d", "heads", "batch", "n_kv", "kv_heads"):
             _check_positive_int(name, getattr(self, name))
-        for name in ("n", "n_kv"):
-            if getattr(self, name) > MAX_LENGTH:
-                raise WorkloadError(f"{arg(name, getattr(self, name))} is beyond the "
-                                    f"{MAX_LENGTH:,} tokens iosim models")
+        for name, high in (("n", MAX_LENGTH), ("n_kv", MAX_LENGTH), ("d", limits.MAX_HEAD_DIM),
+                           ("heads", limits.MAX_HEADS), ("kv_heads", limits.MAX_HEADS),
+                           ("batch", limits.MAX_BATCH)):
+            limits.check_int(name, getattr(self, name), high=high, error=WorkloadError)
+        limits.check_workload_size(self.n, self.n_kv, self.d, self.batch, self.heads,
+                                   error=WorkloadError)
         if self.heads % self.kv_heads:
             raise WorkloadError(
                 f"{arg('kv_heads', self.kv_heads)} does not divide {arg('heads', self.heads)}; "
@@ -86,7 +88,7 @@ class Workload:
         if (isinstance(self.sparsity, bool) or not isinstance(self.sparsity, (int, float))
                 or not 0 < self.sparsity <= 1):
             raise WorkloadError(f"{arg('sparsity')} must be a fraction of non-zero blocks in (0, 1], "
-                                f"got {self.sparsity!r}; e.g. {arg('sparsity', 0.25)}")
+                                f"got {limits.excerpt(self.sparsity)}; e.g. {arg('sparsity', 0.25)}")
         object.__setattr__(self, "sparsity", float(self.sparsity))
 
     @property
@@ -130,5 +132,6 @@ def _check_positive_int(name: str, value: object) -> None:
 
 
 def _a_divisor(heads: int, near: int) -> int:
-    divisors = [k for k in range(1, heads + 1) if heads % k == 0]
+    small = [k for k in range(1, math.isqrt(heads) + 1) if heads % k == 0]  # O(√heads)
+    divisors = small + [heads // k for k in small]
     return min(divisors, key=lambda k: (abs(k - near), k))

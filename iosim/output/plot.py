@@ -21,6 +21,7 @@ import numpy as np
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
 from iosim.errors import IosimError
+from iosim.inputs.limits import check_output_files
 from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_rate, fmt_time
 
 if TYPE_CHECKING:
@@ -66,17 +67,20 @@ def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg"),
     import matplotlib
 
     targets = [Path(f"{stem}.{fmt}") for fmt in formats]
-    existing = [str(t) for t in targets if t.exists()]
-    if existing and not overwrite:
-        raise IosimError(f"{existing[0]} exists; pass --force to overwrite it, or choose another "
-                         f"folder or name")
-    paths = []
-    for fmt, path in zip(formats, targets, strict=True):
-        metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-        # text as paths: the SVG looks the same without matplotlib's fonts installed
-        with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "path"}):
-            fig.savefig(path, format=fmt, dpi=150, metadata=metadata)
-        paths.append(path)
+    check_output_files(targets, "name", overwrite=overwrite)  # before the first file
+    paths: list[Path] = []
+    try:
+        for fmt, path in zip(formats, targets, strict=True):
+            metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+            # text as paths: the SVG looks the same without matplotlib's fonts installed
+            with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "path"}):
+                fig.savefig(path, format=fmt, dpi=150, metadata=metadata)
+            paths.append(path)
+    except OSError as exc:  # a full disk, a folder removed meanwhile: no half-written figure
+        for path in [*paths, targets[len(paths)]]:
+            path.unlink(missing_ok=True)
+        raise IosimError(f"cannot write {targets[len(paths)]}: {exc.strerror or exc}; choose a "
+                         f"folder you can write to") from None
     return paths
 
 
@@ -593,9 +597,16 @@ def sweep_figures(result: SweepResult, out_dir: Path, *, overwrite: bool = False
     """The figures that the sweep's varying axes allow, written into out_dir (PNG and SVG)."""
     written: list[Path] = []
     varying = result.spec.varying
+    axis = block_axis(result)
+    stems = ((["traffic_vs_n"] if "n" in varying else [])
+             + ([f"{axis.replace('_', '-')}_sweep"] if axis is not None
+                and any(a.tiled for a in result.algorithms) else [])
+             + (["gpu_comparison"] if "gpu" in varying else []))
+    # every figure checked before the first is written: a refusal writes none
+    check_output_files([out_dir / f"{stem}.{fmt}" for stem in stems for fmt in ("png", "svg")],
+                       "plot", overwrite=overwrite)
     if "n" in varying:
         written += save(traffic_vs_n(result), out_dir / "traffic_vs_n", overwrite=overwrite)
-    axis = block_axis(result)
     if axis is not None and any(a.tiled for a in result.algorithms):
         written += save(block_sweep(result, axis=axis), out_dir / f"{axis.replace('_', '-')}_sweep",
                         overwrite=overwrite)

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import csv
 import io
-import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -21,6 +20,7 @@ from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.inputs.hardware import Figure, Hardware
+from iosim.output import strict_json
 from iosim.output.tables import rich_markdown
 
 # ---------------------------------------------------------------------------------------------
@@ -367,7 +367,7 @@ def make_console() -> Console:
 
 
 def comparison_json(c: Comparison) -> str:
-    return json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
+    return strict_json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
 
 
 def records_csv(records: Sequence[dict[str, Any]]) -> str:

@@ -8,7 +8,6 @@ one row per (grid point, algorithm).
 
 from __future__ import annotations
 
-import json
 import textwrap
 from typing import Any
 
@@ -20,6 +19,7 @@ from rich.text import Text
 
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult
+from iosim.output import strict_json
 from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_count, fmt_rate, fmt_time
 from iosim.output.tables import markdown_table
 
@@ -182,7 +182,7 @@ def sweep_json(result: SweepResult) -> str:
         for pair in (("block_q", "block_kv"), ("bwd_block_q", "bwd_block_kv")):
             if not record[pair[0]]:
                 record[pair[0]] = record[pair[1]] = None
-    return json.dumps({**result.metadata(), "rows": records}, indent=1, ensure_ascii=False)
+    return strict_json.dumps({**result.metadata(), "rows": records}, indent=1, ensure_ascii=False)
 
 
 def _plain(values: np.ndarray) -> list[Any]:

@@ -13,7 +13,6 @@ the same byte for byte.
 from __future__ import annotations
 
 import html
-import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -26,25 +25,32 @@ from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
 from iosim.inputs.hardware import list_hardware, resolve_hardware
+from iosim.inputs.limits import check_folder, clip
 from iosim.inputs.workload import Workload
+from iosim.output import strict_json
 from iosim.output.tables import table_cells
 
 SCHEMA = "iosim.report/1"
+REPORT_SUFFIXES = (".png", ".svg", ".csv", ".json", ".md", ".html")
+"""What a report writes (a folder of that name in --out is refused, even with --force)."""
 
 
 def ensure_writable_dir(path: Path, flag: str, *, must_be_empty: bool = False,
-                        force: bool = False) -> Path:
-    """Create `path` if needed and check that files can be written in it; one-line errors."""
-    if path.exists() and not path.is_dir():
-        raise IosimError(f"{flag} {path} is a file, not a folder; choose a folder")
+                        force: bool = False, create: bool = True) -> Path:
+    """Create `path` if needed and check that files can be written in it; one-line errors.
+    With create=False only check (nothing is made): a refusal leaves the disk as it was."""
+    check_folder(path, flag.lstrip("-").replace("-", "_"))  # a parameter name, as limits names it
     if must_be_empty and not force and path.is_dir() and any(path.iterdir()):
-        raise IosimError(f"{flag} {path} is not empty; choose a new folder or add --force to "
-                         f"write over it")
+        raise IosimError(f"{flag} {path} is not empty; choose a new folder or add "
+                         f"--force to write over it")
+    if not create:
+        return path
     try:
-        path.mkdir(parents=True, exist_ok=True)
-        probe = path / ".iosim-write-test"
-        probe.write_bytes(b"")
-        probe.unlink()
+        if not path.is_dir():  # a folder already there was checked by check_folder (os.access);
+            path.mkdir(parents=True)  # a probe file in it would change its mtime for nothing
+            probe = path / ".iosim-write-test"
+            probe.write_bytes(b"")
+            probe.unlink()
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise IosimError(f"cannot write to {flag} {path}: {reason}; choose a folder you can "
@@ -210,7 +216,15 @@ def default_compare_gpus() -> tuple[str, ...]:
 
 def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -> Report:
     """Compute everything, then write the folder (refusing a non-empty one unless force)."""
-    ensure_writable_dir(folder, "--out", must_be_empty=True, force=force)
+    check_folder(folder, "out")  # early, creating nothing: the folder is made once all is computed
+    if force and folder.is_dir():
+        # with --force files are replaced, but never a folder in their place: refuse before the
+        # first file, not after nineteen
+        taken = sorted(p.name for p in folder.iterdir() if p.is_dir() and p.suffix in REPORT_SUFFIXES)
+        if taken:
+            raise IosimError(f"--out {clip(str(folder))} holds a folder named {clip(taken[0])} "
+                             f"where the report writes a file; remove it or choose another --out")
+    ensure_writable_dir(folder, "--out", must_be_empty=True, force=force, create=False)
     from iosim.output import plot, render
     from iosim.output.render_sweep import roofline_records, sweep_frame
 
@@ -238,6 +252,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     by_gpu = sweep(SweepSpec(n=(w.n,), gpu=(request.gpu, *others.values()),
                              **{**common, "sram_bytes": (None,)}))  # type: ignore[arg-type]
 
+    ensure_writable_dir(folder, "--out", must_be_empty=True, force=force)
     report = Report(folder)
     blocks: list[Block] = []
 
@@ -318,7 +333,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
                Links([("data (CSV)", table_csv(sweep_frame(by_gpu), "gpu_comparison.csv"))])]
 
     summary = _summary(request, comparison, by_gpu, report, folder)
-    (folder / "summary.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
+    (folder / "summary.json").write_text(strict_json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
     report.files.append(folder / "summary.json")
     blocks += [Heading(2, "Files"),

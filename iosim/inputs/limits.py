@@ -1,0 +1,209 @@
+"""The input boundary: the range of every value iosim accepts, and why, checked in one place.
+
+Every number from a flag, a YAML file or the Python API passes one of the checks below before
+any model code runs. The bounds are where the model stays exact and fast (docs/input-limits.md
+lists them with their reasons):
+
+* Counts in `compare`, `verify` and `roofline` are Python ints, exact at any size; sweeps and
+  reports count in numpy int64. So that a one-point sweep accepts exactly what `compare` does,
+  both refuse a workload whose N·N_kv·d·batch·heads reaches `MAX_SCORE_PRODUCT` (2^53): the
+  largest count (the FLOPs of a forward+backward with recomputation, the bytes of an unfused
+  standard pipeline) is below 2^10 times that product (bytes per element, FLOP coefficients,
+  summed terms), so below 2^63.
+* Every value that a sweep turns into int64 (block sizes, SRAM bytes and elements, splits) has
+  an upper bound here, far below 2^63, so that the products the tiling forms (working sets,
+  elements × bytes) cannot wrap.
+* Hardware figures are finite numbers within physical reason (at least 1 in their base unit,
+  at most `MAX_FIGURE`), so that no time, ratio or ridge point can be 0, infinite or NaN.
+* `verify` sizes its arrays before allocating them against `MAX_EXECUTOR_BYTES`.
+
+Messages follow the CLI's style: what is wrong (naming the flag, or the file and key), then
+how to fix it; values are quoted through `excerpt`, never whole.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Final
+
+from iosim.errors import IosimError, arg
+
+MAX_LENGTH: Final = 1 << 26
+"""Sequence lengths N and N_kv: 64M tokens."""
+
+MAX_HEAD_DIM: Final = 1 << 20
+"""Head dimension d (real models use 64 to 256)."""
+
+MAX_HEADS: Final = 1 << 20
+"""Query (and KV) heads."""
+
+MAX_BATCH: Final = 1 << 40
+"""Batch size (the product bound below is the one that binds in practice)."""
+
+MAX_SCORE_PRODUCT: Final = 1 << 53
+"""N·N_kv·d·batch·heads: below it every count of every algorithm fits int64 with 2^10 spare."""
+
+MAX_SRAM_BYTES: Final = 1 << 40
+"""An SRAM budget M (--sram, --sram-elements × element size, a YAML's sram_per_block): 1 TiB,
+some 10^6 times any real one; Alg. 1's default blocks then stay below 2^38 rows."""
+
+MAX_BLOCK: Final = MAX_LENGTH
+"""A given block size B_r or B_c (a block longer than the sequence is one block)."""
+
+MAX_SPLITS: Final = MAX_LENGTH
+"""splitkv's --splits (it must also be at most the number of key blocks)."""
+
+MAX_SM_COUNT: Final = 1 << 12
+"""A YAML's sm_count (today's largest GPUs have 100 to 300)."""
+
+MAX_FIGURE: Final = 1e24
+"""Any hardware figure in its base unit (bytes, bytes/s, FLOP/s): 10^24 is 10^6 times the
+largest real one; the smallest accepted is 1."""
+
+MAX_EXECUTOR_BYTES: Final = 1 << 30
+"""Memory `verify` may allocate for one executor run's arrays (inputs, outputs, gradients)."""
+
+EXECUTOR_ARRAYS: Final = 12
+"""Arrays of B·H·(N or N_kv)·d float64 values a run holds at most (Q, K, V, O, dO, dQ, dK, dV,
+the reference's copies), counted against MAX_EXECUTOR_BYTES."""
+
+MAX_FILE_NAME_BYTES: Final = 255
+"""Longest file name (one path component) the common file systems take (ext4, APFS, NTFS)."""
+
+MAX_EXPLAIN_SCORES: Final = 1024
+"""`iosim explain softmax --scores`: numbers in one row (its tables have a line per score)."""
+
+MAX_EXPLAIN_VALUE_DIM: Final = 64
+"""`iosim explain softmax --values`: components of each value vector."""
+
+EXCERPT_CHARS: Final = 60
+"""Longest excerpt of a user's value quoted in an error message."""
+
+
+def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
+    """repr(value), cut to `limit` characters (with '…') so a message never embeds a whole
+    large value (a 2 GB alias expansion, a 300-character name)."""
+    text = _short_repr(value, limit)
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def clip(text: object, limit: int = EXCERPT_CHARS) -> str:
+    """str(text) cut to `limit` characters (with '…'): a key or name quoted in a message."""
+    shown = str(text) if not isinstance(text, str) or len(text) <= 4 * limit else text[: 4 * limit]
+    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
+
+
+def _short_repr(value: object, limit: int) -> str:
+    if isinstance(value, (str, bytes)) and len(value) > 4 * limit:
+        value = value[: 4 * limit]
+    elif isinstance(value, (list, tuple, dict, set)) and len(value) > limit:
+        return f"<{type(value).__name__} of {len(value):,} items>"
+    try:
+        return repr(value)
+    except (RecursionError, ValueError):  # a self-referencing YAML structure, a huge int
+        return f"<{type(value).__name__}>"
+
+
+def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = "",
+              error: type[IosimError] = IosimError) -> int:
+    """A whole number in [low, high]; `name` is the parameter (n, block_kv, seed, ...), which
+    the CLI spells as its flag."""
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise error(f"{arg(name)} must be a whole number, got {excerpt(value)}")
+    if value < low:
+        raise error(f"{arg(name)} must be at least {low}, got {excerpt(value)}")
+    if value > high:
+        reason = f" ({what})" if what else ""
+        raise error(f"{arg(name, excerpt(value))} is beyond the {high:,} iosim models{reason}; "
+                    f"use a value of at most {high:,}")
+    return value
+
+
+def check_workload_size(n: int, n_kv: int, d: int, batch: int, heads: int, *,
+                        error: type[IosimError] = IosimError) -> None:
+    """Refuse a workload whose counts could leave int64 in a sweep (see MAX_SCORE_PRODUCT)."""
+    product = n * n_kv * d * batch * heads
+    if product >= MAX_SCORE_PRODUCT:
+        raise error(
+            f"N·N_kv·d·batch·heads = {product:.3g} reaches {MAX_SCORE_PRODUCT:.3g} (2^53), "
+            f"beyond which sweeps cannot keep exact 64-bit counts (and compare refuses the "
+            f"same); lower {arg('n')}, {arg('n_kv')}, {arg('d')}, {arg('batch')} or "
+            f"{arg('heads')}", param="n")
+
+
+def check_sram_bytes(name: str, value: int) -> int:
+    """An SRAM budget in bytes (from sram, sram_elements × element bytes, or a YAML)."""
+    if value > MAX_SRAM_BYTES:
+        raise IosimError(f"{arg(name)} gives an SRAM of {value:.3g} bytes, beyond the "
+                         f"{MAX_SRAM_BYTES:,} (1 TiB) iosim models; use a smaller {arg(name)}")
+    return value
+
+
+def check_figure(value: float, shown: object) -> str | None:
+    """Why a hardware figure (in its base unit) is refused, or None."""
+    if not math.isfinite(value):
+        return f"must be a finite number, got {excerpt(shown)}"
+    if value < 1:
+        return f"must be at least 1 in its base unit (bytes, B/s, FLOP/s), got {excerpt(shown)}"
+    if value > MAX_FIGURE:
+        return f"{excerpt(shown)} is beyond the {MAX_FIGURE:.0e} iosim accepts for any figure"
+    return None
+
+
+def check_executor_memory(batch: int, heads: int, kv_heads: int, n: int, n_kv: int,
+                          d: int) -> None:
+    """Refuse an executor run whose arrays would exceed MAX_EXECUTOR_BYTES, before allocating."""
+    rows = batch * (heads * n + kv_heads * n_kv)
+    need = EXECUTOR_ARRAYS * rows * d * 8
+    if need > MAX_EXECUTOR_BYTES:
+        raise IosimError(
+            f"{arg('d', d)} with these sizes needs about {need / 2**30:,.1f} GiB of arrays for "
+            f"an executor run, beyond its {MAX_EXECUTOR_BYTES / 2**30:g} GiB cap; lower "
+            f"{arg('d')}, {arg('n')} or {arg('heads')} (for exact counts at any size use iosim "
+            f"compare)", param="d")
+
+
+def check_folder(path: Path, name: str) -> None:
+    """A folder that exists, or can be made, and can be written in; nothing is created here."""
+    _check_path_text(path, name)
+    for part in path.parts:
+        if len(part.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
+            raise IosimError(f"{arg(name)}: the name {clip(part)} is longer than the "
+                             f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter one")
+    if path.exists() and not path.is_dir():
+        raise IosimError(f"{arg(name)} {path} is a file, not a folder; choose a folder")
+    existing = path
+    while not existing.exists() and existing != existing.parent:
+        existing = existing.parent
+    if not existing.is_dir():
+        raise IosimError(f"cannot write to {arg(name)} {path}: Not a directory; choose a folder you "
+                         f"can write to")
+    if not os.access(existing, os.W_OK | os.X_OK):
+        raise IosimError(f"cannot write to {arg(name)} {path}: permission denied on "
+                         f"{existing}; choose a folder you can write to")
+
+
+def _check_path_text(path: Path, name: str) -> None:
+    if "\x00" in str(path):
+        raise IosimError(f"{arg(name)} contains a NUL character; give a plain path")
+
+
+def check_output_files(paths: Sequence[Path], name: str, *, overwrite: bool) -> None:
+    """Every target file can be written: a plain name that the file system takes, not a folder,
+    not an existing file unless `overwrite` (--force). Checked before the first file is written."""
+    for path in paths:
+        _check_path_text(path, name)
+        if len(path.name.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
+            raise IosimError(f"{arg(name)}: the file name {clip(path.name)} is longer than the "
+                             f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter "
+                             f"name")
+        if path.is_dir():
+            raise IosimError(f"{path} is a folder, not a file; remove it or choose "
+                             f"another {arg(name)}")
+        if path.exists() and not overwrite:
+            raise IosimError(f"{path} exists; pass --force to overwrite it, or "
+                             f"choose another folder or name")
+        check_folder(path.parent, "out")

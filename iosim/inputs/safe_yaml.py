@@ -1,0 +1,110 @@
+"""Reading a hardware YAML safely: bounded in size and in what it can expand to or construct.
+
+`read_yaml` returns the plain data of a file (mappings, lists, strings, numbers, booleans, null,
+dates) or raises ConfigError with one line naming the file: larger than 1 MiB, not UTF-8, not
+valid YAML, duplicate keys, keys that are lists or mappings, merge keys (<<), explicit tags,
+anchors and aliases (so a "billion laughs" file is refused before anything is expanded), or
+nesting deeper than MAX_YAML_DEPTH. Only safe_load's constructors are ever used.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from iosim.errors import ConfigError
+from iosim.inputs.limits import excerpt
+
+_SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10× faster
+
+
+class _StrictLoader(_SafeBase):  # type: ignore[misc]
+    """safe_load that also refuses duplicate keys (PyYAML silently keeps the last one)."""
+
+
+def _construct_mapping_no_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> Any:
+    seen: set[Any] = set()
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            raise yaml.constructor.ConstructorError(
+                None, None, "merge keys (<<) are not allowed; write each key out", key_node.start_mark)
+        if not isinstance(key_node, yaml.ScalarNode):
+            kind = "list" if isinstance(key_node, yaml.SequenceNode) else "mapping"
+            raise yaml.constructor.ConstructorError(
+                None, None, f"a key is a {kind}; keys must be plain names", key_node.start_mark)
+        key = loader.construct_object(key_node)
+        if key in seen:
+            raise yaml.constructor.ConstructorError(
+                None, None, f"duplicate key {key!r}", key_node.start_mark
+            )
+        seen.add(key)
+    return loader.construct_mapping(node)
+
+
+_StrictLoader.add_constructor(
+    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
+)
+
+
+MAX_YAML_BYTES = 1 << 20
+"""A hardware file larger than 1 MiB is refused unread (the shipped ones are 2-4 KiB)."""
+
+MAX_YAML_DEPTH = 16
+"""Nesting deeper than this is refused before composing (the schema nests 4 deep)."""
+
+
+def read_yaml(path: Path) -> Any:
+    """The document of a hardware file: bounded in size, UTF-8, plain YAML (no tags, anchors,
+    aliases or merge keys, so nothing expands), refused with one line naming the file."""
+    where = str(path)
+    try:
+        with path.open("rb") as file:
+            data = file.read(MAX_YAML_BYTES + 1)
+    except OSError as exc:
+        raise ConfigError(where, None, f"cannot read file ({exc.strerror or type(exc).__name__})"
+                          ) from None
+    if len(data) > MAX_YAML_BYTES:
+        raise ConfigError(where, None, f"larger than {MAX_YAML_BYTES:,} bytes (1 MiB); a GPU "
+                                       f"file is a few KiB of keys and figures")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ConfigError(where, None, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
+                                       f"{exc.start:,}); save the file as UTF-8") from None
+    try:
+        _refuse_expanding_yaml(where, text)
+        return yaml.load(text, Loader=_StrictLoader)
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+        if "constructor for the tag" in str(problem):
+            problem = f"YAML tags are not allowed ({problem})"
+        raise ConfigError(where, None, f"not valid YAML{line}: {excerpt(problem, 120)}") from None
+
+
+def _refuse_expanding_yaml(where: str, text: str) -> None:
+    """Scan the event stream (linear in the file, nothing built) for what could expand or
+    construct more than plain data: anchors and aliases (a few hundred bytes of "billion
+    laughs" expand to gigabytes), explicit tags, and nesting deeper than MAX_YAML_DEPTH."""
+    depth = 0
+    for event in yaml.parse(text, Loader=_SafeBase):
+        line = f" at line {event.start_mark.line + 1}" if event.start_mark else ""
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            raise ConfigError(where, None, f"YAML anchors and aliases (&, *) are not "
+                                           f"allowed{line}; write each value out")
+        tag = getattr(event, "tag", None)
+        if tag is not None:
+            raise ConfigError(where, None, f"YAML tags are not allowed{line} (found "
+                                           f"{excerpt(tag)}); write plain values")
+        if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                raise ConfigError(where, None, f"nested deeper than {MAX_YAML_DEPTH} "
+                                               f"levels{line}; a GPU file nests 4 deep")
+        elif isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+            depth -= 1
+
+

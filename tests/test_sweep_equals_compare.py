@@ -1,0 +1,97 @@
+"""Issue 12, item 5: a one-point sweep accepts exactly what compare accepts and gives the same
+numbers. The one difference is by design (iosim sweep --help): blocks that do not fit the SRAM
+are refused by compare and marked `fits_sram: false` by a sweep, so there compare's refusal is
+a TilingError and the sweep's point does not fit."""
+
+from __future__ import annotations
+
+import math
+
+from hypothesis import HealthCheck, event, given, settings
+from hypothesis import strategies as st
+
+from iosim.analysis.compare import compare
+from iosim.analysis.sweep import SweepSpec, sweep
+from iosim.errors import IosimError, TilingError
+from iosim.inputs.workload import Workload
+
+EDGES = [0, 1, 2**26, 2**26 + 1, 2**40, 2**62, 2**63]
+
+
+@st.composite
+def points(draw):
+    """A plausible workload; in one case out of three one value pushed to an edge (0, the
+    length limit and one past it, 2^40, 2^62, 2^63)."""
+    p = {
+        "n": draw(st.integers(1, 5000)), "n_kv": draw(st.none() | st.integers(1, 5000)),
+        "d": draw(st.integers(1, 300)), "heads": draw(st.sampled_from([1, 2, 3, 4, 8, 16])),
+        "kv_heads": draw(st.none() | st.sampled_from([1, 2, 4])),
+        "batch": draw(st.integers(1, 64)),
+        "dtype": draw(st.sampled_from(["fp16", "fp32", "fp8"])), "causal": draw(st.booleans()),
+        "pass_": draw(st.sampled_from(["fwd", "bwd", "fwdbwd"])),
+        "sparsity": draw(st.sampled_from([1.0, 1.0, 0.5, 0.125, 0.3])),
+        "block_q": draw(st.none() | st.integers(1, 512)),
+        "block_kv": draw(st.none() | st.integers(1, 512)),
+        "sram": draw(st.none() | st.sampled_from(["elements", "bytes"])),
+        "sram_value": draw(st.integers(1, 300_000)),
+        "gpu": draw(st.sampled_from(["a100", "h100", "t4", "mi300x"])),
+    }
+    if draw(st.integers(0, 2)) == 0:
+        key = draw(st.sampled_from(["n", "n_kv", "d", "heads", "kv_heads", "batch", "block_q",
+                                    "block_kv", "sram_value"]))
+        p[key] = draw(st.sampled_from(EDGES))
+    return p
+
+
+def _compare(p):
+    w = Workload(p["n"], n_kv=p["n_kv"], d=p["d"], heads=p["heads"], kv_heads=p["kv_heads"],
+                 batch=p["batch"], dtype=p["dtype"], causal=p["causal"], pass_=p["pass_"],
+                 sparsity=p["sparsity"])
+    return compare(w, p["gpu"], block_q=p["block_q"], block_kv=p["block_kv"],
+                   sram=p["sram_value"] if p["sram"] == "bytes" else None,
+                   sram_elements=p["sram_value"] if p["sram"] == "elements" else None)
+
+
+def _sweep(p):
+    return sweep(SweepSpec(
+        n=(p["n"],), gpu=(p["gpu"],), n_kv=(p["n_kv"],), d=(p["d"],), heads=(p["heads"],),
+        kv_heads=(p["kv_heads"],), batch=(p["batch"],), dtype=(p["dtype"],),
+        causal=(p["causal"],), pass_=(p["pass_"],), sparsity=(p["sparsity"],),
+        block_q=(p["block_q"],), block_kv=(p["block_kv"],),
+        sram_bytes=(p["sram_value"] if p["sram"] == "bytes" else None,),
+        sram_elements=(p["sram_value"] if p["sram"] == "elements" else None,)))
+
+
+def _outcome(run, p):
+    try:
+        return run(p), None
+    except IosimError as exc:
+        return None, exc
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=points())
+def test_one_point_sweep_equals_compare(p):
+    c, c_err = _outcome(_compare, p)
+    s, s_err = _outcome(_sweep, p)
+    event("refused by both" if s_err else "compare: blocks do not fit" if c_err else "accepted")
+    if s_err is not None:  # whatever a sweep refuses, compare refuses
+        assert c_err is not None, (p, s_err)
+        return
+    assert s is not None
+    if c_err is not None:  # ... and the one thing compare refuses that a sweep shows
+        assert isinstance(c_err, TilingError), (p, c_err)
+        assert not all(bool(a.fits_sram[0]) for a in s.algorithms if a.tiled), p
+        return
+    assert c is not None
+    for grid in s.algorithms:
+        a = c.algorithm(grid.name)
+        assert int(grid.hbm_read_bytes[0]) == a.hbm_read_bytes, (p, grid.name)
+        assert int(grid.hbm_write_bytes[0]) == a.hbm_write_bytes, (p, grid.name)
+        assert int(grid.matmul_flops[0]) == a.matmul_flops, (p, grid.name)
+        assert int(grid.elementwise_flops[0]) == a.elementwise_flops, (p, grid.name)
+        assert math.isclose(float(grid.time_s[0]), a.time_s, rel_tol=1e-12), (p, grid.name)
+        if a.tiling is not None:
+            assert (int(grid.block_q[0]), int(grid.block_kv[0])) == (a.tiling.block_q,
+                                                                     a.tiling.block_kv)
+            assert bool(grid.fits_sram[0])
