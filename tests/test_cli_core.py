@@ -87,7 +87,7 @@ def test_gpus_list_and_show():
     (["--n", "-5"], "--n must be at least 1, got -5"),
     (["--n", "4.5"], "'4.5' is not a valid integer"),
     (["--n", "1024", "--d", "100000"], "d = 100000 does not fit in the SRAM"),
-    (["--n", "1024", "--gpu", "a1000"], "unknown GPU 'a1000'; known: a100-40gb-sxm"),
+    (["--n", "1024", "--gpu", "a1000"], "unknown GPU 'a1000'. Did you mean 'a100'"),
     (["--n", "1024", "--gpu", "missing.yaml"], "no such hardware file: missing.yaml"),
     (["--n", "1024", "--block-q", "512", "--block-kv", "512"], "blocks B_r = 512, B_c = 512 do not fit"),
     (["--n", "1024", "--heads", "8", "--kv-heads", "3"], "--kv-heads 3 does not divide --heads 8"),

@@ -98,7 +98,6 @@ def test_scalar_values_are_one_number_per_score() -> None:
     (["--scores", "2,1", "--values", "1;2;3"], "--values needs one vector per score: 2 scores, 3 vectors"),
     (["--scores", "2,1", "--values", "1,2;3"], "every vector needs the same length"),
     (["--scores", "2,1", "--values", "a;b"], "--values: 'a' is not a number"),
-    (["--block", "2"], "Missing option '--scores'"),
 ])
 def test_cli_bad_input_is_one_line_exit_2(args: list[str], message: str) -> None:
     code, out, err = explain(*args)

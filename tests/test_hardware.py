@@ -50,7 +50,7 @@ def test_alias_a100_is_said():
 
 
 def test_unknown_gpu_lists_the_known_ones():
-    with pytest.raises(UnknownGpuError, match="known: a100-40gb-sxm, a100-80gb-sxm, b200"):
+    with pytest.raises(UnknownGpuError, match="Known: a100-40gb-sxm, a100-80gb-sxm, b200"):
         resolve_hardware("a1000")
 
 

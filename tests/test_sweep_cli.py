@@ -58,16 +58,16 @@ def test_table_shows_varying_axes_and_limits_rows() -> None:
     assert lines[0].startswith("sweep     5 grid points × 1 algorithm (spec profile")
     assert lines[1] == "varying   B_c (5 values)"
     header = next(line for line in lines if "algorithm" in line and "B_r×B_c" in line)
-    assert header.split() == ["algorithm", "B_r×B_c", "fits", "read", "write", "HBM", "÷",
-                              "std", "FLOP", "time", "speed-up", "bound"]
+    assert header.split() == ["algorithm", "B_r×B_c", "fits", "HBM", "÷", "std", "time",
+                              "speed-up", "bound"]
     rows = [line.split() for line in lines if line.strip().startswith("flash1")]
     assert [r[1] for r in rows] == ["64×64", "64×128", "64×256"]
-    assert "… 2 more rows; use --limit, or --format csv/json for all 5" in out
+    assert "… 2 more rows; use --limit, or --format csv/jsonl/json for all 5" in out
     code, out, _ = run("sweep", "--gpu", "a100-40gb-sxm", "--n", "1024", "--heads", "16",
                        "--batch", "64", "--algo", "flash1", "--block-kv", "512,1024")
-    assert "fits NO: those blocks exceed the SRAM" in out
-    assert [line.split()[2] for line in out.splitlines()
-            if line.strip().startswith("flash1")] == ["yes", "NO"]
+    assert "NO: SRAM (the blocks exceed it" in out
+    assert [line.split()[2:4] for line in out.splitlines()
+            if line.strip().startswith("flash1")] == [["yes", "1.2"], ["NO:", "SRAM"]]
 
 
 def test_markdown_is_a_table() -> None:

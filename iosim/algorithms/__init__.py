@@ -21,8 +21,11 @@ def get_algorithm(name: str) -> Algorithm:
     try:
         return ALGORITHMS[name.strip().lower()]
     except KeyError:
+        from iosim.inputs.suggest import did_you_mean
+
         raise IosimError(
-            f"unknown algorithm '{name}'; use any of {', '.join(ALGORITHMS)} (comma-separated)"
+            f"unknown algorithm '{name}'.{did_you_mean(name, ALGORITHMS)} Use any of "
+            f"{', '.join(ALGORITHMS)} (comma-separated)"
         ) from None
 
 

@@ -4,6 +4,7 @@ workload axes those kernels depend on, and its tiling choices beyond the forward
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
+from typing import Any
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.errors import IosimError, arg
@@ -57,6 +58,12 @@ class Algorithm(ABC):
     def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
         """One workload's Tiling with `choose_tiles`'s choices and the words for them."""
         return tiling
+
+    def split_class(self, splits: Any) -> Any:
+        """A representative of the split counts (int or array) whose kernel lists are equal to
+        this one's. Sweeps ask `kernels` once per class, not once per count (test_splitkv holds
+        every count equal to its representative)."""
+        return splits
 
     def finish_tiling(self, tiling: Tiling | None, workload: Workload, *, sm_count: int | None,
                       splits: int | None, blocks_given: bool = False) -> Tiling | None:

@@ -96,6 +96,8 @@ class FlopCount:
     per: Literal["score", "score_d", "q_d", "q", "pair_q_d"]
     coefficient: int
     cite: str
+    per_split: bool = False
+    """Counted once per KV split (× Dims.splits): split-KV's combine works on every split."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -275,7 +277,8 @@ def kernel_flops(kernel: Kernel, dims: Dims, sums: BlockSums) -> tuple[Any, Any]
            "q_d": kd.n_q * kd.d, "q": kd.n_q, "pair_q_d": sums.pair_q_rows * kd.d}
     totals = {"matmul": 0, "elementwise": 0}
     for flop in kernel.flops:
-        totals[flop.kind] = totals[flop.kind] + flop.coefficient * per[flop.per]
+        times = flop.coefficient * (kd.splits if flop.per_split else 1)
+        totals[flop.kind] = totals[flop.kind] + times * per[flop.per]
     instances = kd.batch * kd.heads
     return totals["matmul"] * instances, totals["elementwise"] * instances
 

@@ -30,6 +30,7 @@ The number of splits is --splits, or flash_api.cpp's `num_splits_heuristic`.
 from __future__ import annotations
 
 from dataclasses import replace
+from typing import Any
 
 import numpy as np
 
@@ -135,9 +136,15 @@ class SplitKV(Algorithm):
             Access("O", "write", "prologue", "q", "d", "blog step 3: write the reduced output O"),
             Access("L", "write", "prologue", "q", "1", "combine: write the final log-sum-exp L",
                    element="fp32"),
-        ), (FlopCount("elementwise", "q", 3 * splits, "max, exp and sum of the split LSEs"),
-            FlopCount("elementwise", "q_d", 2 * splits, "scale and add each split's output")))
+        ), (FlopCount("elementwise", "q", 3, "max, exp and sum of the split LSEs", per_split=True),
+            FlopCount("elementwise", "q_d", 2, "scale and add each split's output",
+                      per_split=True)))
         return split, combine
+
+    def split_class(self, splits: Any) -> Any:
+        """The kernel list depends on the split count only through splits > 1 (the combine
+        kernel's accesses and FLOPs scale by Dims.splits), so 2 stands for every count above 1."""
+        return np.minimum(splits, 2)
 
     def _split_problem(self, tiles: Tiles, inputs: TilingInputs) -> tuple[Int, Int, Int]:
         """(heads, query blocks, key blocks) of one split kernel's problem (packed for GQA

@@ -11,18 +11,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from iosim.algorithms import ALGORITHMS, Algorithm
-from iosim.algorithms.loopnest import Access, Dims, Kernel, kernel_programs
+from iosim.algorithms.loopnest import Dims, Kernel, kernel_programs
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
 from iosim.errors import IosimError
-from iosim.estimates.footprint import footprint
+from iosim.estimates.footprint import footprint, kept_for_backward
 from iosim.estimates.l2 import DramEstimate, dram_estimate
 from iosim.estimates.roofline import Profile, estimate_kernels, roofs_for, total_cost
 from iosim.estimates.training import (
-    RNG_STATE_BYTES,
     Occupancy,
     convention_flops,
-    saved_for_backward,
 )
 from iosim.inputs.hardware import Hardware, resolve_hardware
 from iosim.inputs.tiling import Tiling, make_tiling
@@ -98,12 +96,7 @@ def compare(
         totals = total_cost(kernel_estimates)
         time_s, hbm = float(totals.time_s), int(totals.hbm_read_bytes + totals.hbm_write_bytes)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
-        saved: tuple[Access, ...] = ()
-        fixed: tuple[tuple[str, int], ...] = ()
-        if workload.pass_ != "fwd":
-            saved = saved_for_backward(algorithm.forward(workload), algorithm.backward(workload))
-            if algorithm.tiled and "dropout" in workload.unfused:
-                fixed = (("R", RNG_STATE_BYTES),)  # Alg. 2 line 1 / Alg. 4: the RNG state
+        saved, fixed = kept_for_backward(algorithm, workload)
         dims = Dims.of(workload, tiling)
         occupancy = tuple(
             Occupancy(k.name, k.label, int(kernel_programs(k, dims)), hw.sm_count)

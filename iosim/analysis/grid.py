@@ -51,6 +51,8 @@ class Grid:
     kv_heads: np.ndarray
     element_bytes: np.ndarray
     sram_bytes: np.ndarray
+    hbm_capacity: np.ndarray
+    """Each GPU's HBM in bytes (over the GPU axis): what a point's footprint must fit."""
     sparsity_num: Any
     sparsity_den: Any
     """Python 1, 1 when every point is dense (block_sums' dense path), else arrays."""
@@ -125,7 +127,9 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                           along("pass_", np.array([p != "fwd" for p in spec.pass_])),
                           ints("block_q"), ints("block_kv"), ints("splits"), sms)
     grid = Grid(n=n, n_kv=n_kv, d=ints("d"), batch=ints("batch"), heads=heads,
-                kv_heads=kv_heads, element_bytes=elt, sram_bytes=sram, sparsity_num=num,
+                kv_heads=kv_heads, element_bytes=elt, sram_bytes=sram,
+                hbm_capacity=along("gpu", [float(hw.hbm_capacity_bytes) for hw in hardware]),
+                sparsity_num=num,
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
                 efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling)
     return grid, list(dict.fromkeys(notes))

@@ -40,6 +40,7 @@ from iosim.analysis.sweep_spec import (
     check_spec,
     spec_workload,
 )
+from iosim.estimates.footprint import footprint_bytes, kept_for_backward
 from iosim.estimates.roofline import kernel_cost, total_cost
 from iosim.inputs.tiling import Tiles, Tiling, tiles_for
 
@@ -104,7 +105,7 @@ def _outputs(algorithm: Algorithm, t: Tiles, has_backward: np.ndarray,
     """The result arrays, with the tiling columns filled in."""
     out = {**{k: np.zeros(shape, dtype=np.int64) for k in _OUTPUTS_INT},
            **{k: np.zeros(shape, dtype=np.float64) for k in _OUTPUTS_FLOAT},
-           "fits_sram": np.ones(shape, dtype=bool)}
+           "fits_sram": np.ones(shape, dtype=bool), "fits_in_hbm": np.ones(shape, dtype=bool)}
     if algorithm.tiled:
         out["block_q"][...] = t.block_q
         out["block_kv"][...] = t.block_kv
@@ -128,6 +129,9 @@ class _KernelPlan:
     lists: tuple[tuple[Kernel, ...], ...]
     which: Any
     """Index into `lists`: an int (one list everywhere) or a broadcastable array."""
+    kept: tuple[tuple[Any, Any, str], ...] = ()
+    """Per list: (saved accesses, fixed buffers, pass) of footprint.kept_for_backward, for the
+    HBM footprint (the pass decides the kernel list, so one pass per list)."""
 
 
 def _kernel_plan(spec: SweepSpec, algorithm: Algorithm, tiles: Tiles) -> _KernelPlan:
@@ -140,22 +144,29 @@ def _kernel_plan(spec: SweepSpec, algorithm: Algorithm, tiles: Tiles) -> _Kernel
     split_values: list[int] = [1]
     split_index: Any = 0
     if "splits" in axes:
-        unique, inverse = np.unique(np.asarray(tiles.splits), return_inverse=True)
+        # one kernels() call per class of split counts, not per count: a product of every N
+        # with every count made a sweep including N = 1 (which adds splitkv) ~30× slower
+        classes = np.asarray(algorithm.split_class(np.asarray(tiles.splits)))
+        unique, inverse = np.unique(classes, return_inverse=True)
         split_values = [int(v) for v in unique]
-        split_index = inverse.reshape(np.shape(tiles.splits)) if unique.size > 1 else 0
+        split_index = inverse.reshape(np.shape(classes)) if unique.size > 1 else 0
     lists: dict[tuple[Kernel, ...], int] = {}
+    kept: list[tuple[Any, Any, str]] = []
     sizes = [len(spec.values(a)) for a in read_axes] + [len(split_values)]
     table = np.zeros(sizes, dtype=np.int64)
     for combo in itertools.product(*(range(k) for k in sizes)):
         values = {a: spec.values(a)[i] for a, i in zip(read_axes, combo, strict=False)}
         tiling = (Tiling(1, 1, 1, "sweep", "sweep", splits=split_values[combo[-1]])
                   if algorithm.tiled else None)
-        kernels = algorithm.kernels(spec_workload(spec, **values), tiling)
+        workload = spec_workload(spec, **values)
+        kernels = algorithm.kernels(workload, tiling)
+        if kernels not in lists:
+            kept.append((*kept_for_backward(algorithm, workload), workload.pass_))
         table[combo] = lists.setdefault(kernels, len(lists))
     if len(lists) == 1:
-        return _KernelPlan(tuple(lists), 0)
+        return _KernelPlan(tuple(lists), 0, tuple(kept))
     index = tuple(along(a, np.arange(len(spec.values(a)))) for a in read_axes)
-    return _KernelPlan(tuple(lists), table[(*index, split_index)])
+    return _KernelPlan(tuple(lists), table[(*index, split_index)], tuple(kept))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -202,7 +213,7 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Gri
     t = _cut_tiles(tiles, lambda v: take(v, where))
     if len(plan.lists) == 1:
         _evaluate(algorithm, plan.lists[0], g, t, causal, lambda key, value: out[key].__setitem__(
-            where, value))
+            where, value), plan.kept[0])
         return
     part_shape = _part_shape(shape, where)
     which = np.broadcast_to(take(plan.which, where), part_shape)
@@ -219,13 +230,34 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Gri
         def put(key: str, value: Any, mask: np.ndarray = mask) -> None:
             out[key][where][mask] = value
 
-        _evaluate(algorithm, kernels, g.subset(part_shape, mask), sub_t, causal, put)
+        _evaluate(algorithm, kernels, g.subset(part_shape, mask), sub_t, causal, put,
+                  plan.kept[index])
+
+
+@dataclass(frozen=True, slots=True)
+class _ArrayWorkload:
+    """The Workload fields that footprint_bytes reads, as a sweep's arrays."""
+
+    n: Any
+    n_kv: Any
+    d: Any
+    batch: Any
+    heads: Any
+    kv_heads: Any
+    element_bytes: Any
+    pass_: str
 
 
 def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles,
-              causal: bool, put: Callable[[str, Any], None]) -> None:
+              causal: bool, put: Callable[[str, Any], None],
+              kept: tuple[Any, Any, str]) -> None:
     """One kernel list over a slice (or a masked subset) of the grid: the per-point evaluation
-    `compare` runs (kernel_cost, total_cost), on arrays."""
+    `compare` runs (kernel_cost, total_cost, and the footprint), on arrays."""
+    saved, fixed, pass_ = kept
+    held = footprint_bytes(kernels, _ArrayWorkload(g.n, g.n_kv, g.d, g.batch, g.heads,
+                                                   g.kv_heads, g.element_bytes, pass_),
+                           saved=saved, splits=t.splits, fixed=fixed)
+    put("fits_in_hbm", held <= g.hbm_capacity)
     if algorithm.tiled:
         block_q, block_kv = t.block_q, t.block_kv
     else:

@@ -26,6 +26,8 @@ class AlgorithmGrid:
     block_kv: np.ndarray
     fits_sram: np.ndarray
     """Whether the tiles fit the SRAM (always True for an untiled algorithm)."""
+    fits_in_hbm: np.ndarray
+    """Whether what the algorithm holds (Footprint.total_bytes) fits the GPU's HBM."""
     hbm_read_bytes: np.ndarray
     hbm_write_bytes: np.ndarray
     matmul_flops: np.ndarray
@@ -57,6 +59,13 @@ class AlgorithmGrid:
     def memory_bound(self) -> np.ndarray:
         """Per point: memory-bound when the memory-bound kernels hold at least half the time."""
         return np.asarray(mostly_memory_bound(self.memory_bound_time_s, self.time_s))
+
+
+def _cut(grid: AlgorithmGrid, cut: slice) -> AlgorithmGrid:
+    """The grid's arrays at the points `cut` keeps (views, no copy)."""
+    arrays: dict[str, Any] = {f: getattr(grid, f)[cut] for f in AlgorithmGrid.__dataclass_fields__
+                              if f not in ("name", "tiled")}
+    return AlgorithmGrid(name=grid.name, tiled=grid.tiled, **arrays)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -91,47 +100,52 @@ class SweepResult:
                 return a
         raise KeyError(name)
 
-    def axis_values(self, axis: str) -> np.ndarray:
-        """Each point's value on an axis, defaults resolved (kv_heads = heads, n_kv = n)."""
+    def axis_values(self, axis: str, cut: slice = slice(None)) -> np.ndarray:
+        """Each point's value on an axis, defaults resolved (kv_heads = heads, n_kv = n); `cut`
+        keeps those points only (a streamed chunk indexes its own points, not all)."""
+        index = self.index[axis][cut]
         if axis == "gpu":
-            return np.asarray(np.array([h.name for h in self.hardware], dtype=object)[self.index["gpu"]])
+            return np.asarray(np.array([h.name for h in self.hardware], dtype=object)[index])
         if axis == "kv_heads" or axis == "n_kv":
-            own = int_values(self.spec.values(axis))[self.index[axis]]
-            other = self.axis_values("heads" if axis == "kv_heads" else "n")
+            own = int_values(self.spec.values(axis))[index]
+            other = self.axis_values("heads" if axis == "kv_heads" else "n", cut)
             return np.asarray(np.where(own > 0, own, other))
         values = self.spec.values(axis)
         if axis == "sparsity":
-            return np.asarray(np.array(values, dtype=np.float64)[self.index[axis]])
+            return np.asarray(np.array(values, dtype=np.float64)[index])
         if axis in ("dtype", "pass_", "causal"):
-            return np.asarray(np.array(values, dtype=object if axis != "causal" else bool)[
-                self.index[axis]])
-        return np.asarray(int_values(values)[self.index[axis]])
+            return np.asarray(np.array(values, dtype=object if axis != "causal" else bool)[index])
+        return np.asarray(int_values(values)[index])
 
     def columns(self, algorithms: Sequence[str] | None = None, *,
-                max_points: int | None = None) -> dict[str, np.ndarray]:
+                max_points: int | None = None, start: int = 0) -> dict[str, np.ndarray]:
         """The long table: one row per (point, algorithm), points in grid order.
 
-        `max_points` keeps only the first points (a table's first rows without building all).
+        `start` and `max_points` keep the points start .. start + max_points (a table's first
+        rows, or one chunk of a streamed file, without building all).
         """
-        chosen = [self.algorithm(a) for a in algorithms] if algorithms else list(self.algorithms)
+        cut = slice(start, None if max_points is None else start + max_points)
+        # every array cut to the chosen points first: a chunk costs its own size, not the grid's
+        picked = [self.algorithm(a) for a in algorithms] if algorithms else list(self.algorithms)
+        chosen = [_cut(a, cut) for a in picked]
         k = len(chosen)
-        cut = slice(None) if max_points is None else slice(0, max_points)
-        base = self.baseline
+        base = _cut(self.baseline, cut)
 
         def per_point(values: np.ndarray) -> np.ndarray:
-            return np.repeat(values[cut], k)
+            return np.repeat(values, k)
 
         def interleave(arrays: list[np.ndarray]) -> np.ndarray:
-            return np.stack([a[cut] for a in arrays], axis=1).reshape(-1)
+            return np.stack(arrays, axis=1).reshape(-1)
 
         cols: dict[str, np.ndarray] = {}
         for axis in ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
                      "n_kv", "sparsity"):
-            cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis))
-        cols["sram_bytes"] = per_point(self.sram_bytes)
+            cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis, cut))
+        cols["sram_bytes"] = per_point(self.sram_bytes[cut])
         points = len(self.sram_bytes[cut])
         cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), points)
-        for name in ("block_q", "block_kv", "fits_sram", "bwd_block_q", "bwd_block_kv", "splits",
+        for name in ("block_q", "block_kv", "fits_sram", "fits_in_hbm", "bwd_block_q",
+                     "bwd_block_kv", "splits",
                      "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "flops", "matmul_flops",
                      "elementwise_flops", "time_s"):
             cols[name] = interleave([getattr(a, name) for a in chosen])

@@ -36,6 +36,14 @@ class IosimGroup(click.Group):
             importlib.import_module(COMMAND_MODULES[name])  # its decorator registers it on `cli`
         return super().get_command(ctx, name)
 
+    def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        name = args[0] if args else ""
+        if name and not name.startswith("-") and self.get_command(ctx, name) is None:
+            from iosim.inputs.suggest import did_you_mean
+
+            ctx.fail(f"No such command '{name}'.{did_you_mean(name, self.list_commands(ctx))}")
+        return super().resolve_command(ctx, args)
+
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
         try:

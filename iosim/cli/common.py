@@ -7,8 +7,10 @@ from typing import Any, TypeVar
 
 import click
 
+from iosim.algorithms import ALGORITHMS
+from iosim.analysis.comparison import Comparison
 from iosim.inputs.units import DTYPE_BYTES
-from iosim.inputs.workload import UNFUSED_OPS
+from iosim.inputs.workload import PASSES, UNFUSED_OPS, Workload
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -28,16 +30,25 @@ def gpu_option(f: F) -> F:
     )(f)
 
 
-def workload_options(f: F) -> F:
-    """--n, --n-kv, --d, --heads, --kv-heads, --batch, --dtype, --causal, --unfused."""
+def workload_options(f: F | None = None, *, n: int | None = None, heads: int = 1,
+                     batch: int = 1) -> Any:
+    """--n, --n-kv, --d, --heads, --kv-heads, --batch, --dtype, --causal, --unfused; as
+    `@workload_options` (--n required) or `@workload_options(n=1024, heads=16, batch=64)`."""
+    if f is None:
+        return lambda g: _workload_options(g, n=n, heads=heads, batch=batch)
+    return _workload_options(f, n=n, heads=heads, batch=batch)
+
+
+def _workload_options(f: F, *, n: int | None, heads: int, batch: int) -> F:
     options = [
-        click.option("--n", "n", type=int, required=True, help="Query sequence length N."),
+        click.option("--n", "n", type=int, help="Query sequence length N.",
+                     **({"required": True} if n is None else {"default": n, "show_default": True})),
         click.option("--n-kv", type=int, default=None, help="Key/value length (default: --n)."),
         click.option("--d", "d", type=int, default=64, show_default=True, help="Head dimension."),
-        click.option("--heads", type=int, default=1, show_default=True, help="Query heads."),
+        click.option("--heads", type=int, default=heads, show_default=True, help="Query heads."),
         click.option("--kv-heads", type=int, default=None,
                      help="Key/value heads for GQA/MQA (default: --heads)."),
-        click.option("--batch", type=int, default=1, show_default=True, help="Batch size."),
+        click.option("--batch", type=int, default=batch, show_default=True, help="Batch size."),
         click.option("--dtype", type=click.Choice(list(DTYPE_BYTES)), default="fp16",
                      show_default=True, help="Input/output dtype (statistics are always fp32)."),
         click.option("--causal", is_flag=True, help="Causal mask (tiled kernels skip blocks)."),
@@ -69,3 +80,104 @@ def tiling_options(f: F) -> F:
 def format_option(f: F) -> F:
     return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
                         show_default=True, help="Output format.")(f)
+
+
+def wide_option(f: F) -> F:
+    return click.option("--wide", is_flag=True,
+                        help="Every column (HBM reads and writes apart, FLOPs per algorithm); "
+                             "the default layout fits an 80-column terminal.")(f)
+
+
+def algorithm_options(f: F) -> F:
+    """--algo, --pass, --sparsity, --splits, --profile: what `compare`, `roofline` and `report`
+    share beyond the workload and the tiling."""
+    options = [
+        click.option("--algo", default=None, metavar="LIST",
+                     help=f"Algorithms, comma-separated: {','.join(ALGORITHMS)} (default: the "
+                          f"first three, and splitkv too when --n is 1)."),
+        click.option("--pass", "pass_", type=click.Choice(list(PASSES)), default="fwd",
+                     show_default=True, help="Forward, backward, or both (a training step)."),
+        click.option("--sparsity", type=float, default=None, metavar="S",
+                     help="Block-sparse FlashAttention: fraction of non-zero blocks in (0, 1] "
+                          "(tiled algorithms; standard stays dense)."),
+        click.option("--splits", type=int, default=None,
+                     help="splitkv's KV splits, 1 to the number of key blocks (default: "
+                          "FlashAttention-2's heuristic for the GPU's SMs)."),
+        click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
+                     show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML."),
+        click.option("--force", is_flag=True,
+                     help="Accept SRAM or blocks beyond what the GPU has (and, where the "
+                          "command writes files, overwrite them)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def comparison_options(f: F) -> F:
+    """Every flag of one comparison: --gpu, the workload, the tiling and the algorithms. One
+    option set for compare, roofline and report (issue 13 item 6). The command then calls
+    `workload_from` and `compare_arguments`."""
+    return comparison_options_with()(f)
+
+
+def comparison_options_with(**defaults: Any) -> Callable[[F], F]:
+    """comparison_options with other workload defaults (as workload_options takes them)."""
+    def apply(g: F) -> F:
+        with_workload: F = workload_options(tiling_options(algorithm_options(g)), **defaults)
+        return gpu_option(with_workload)
+    return apply
+
+
+WORKLOAD_PARAMS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal", "unfused",
+                   "pass_", "sparsity")
+COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo", "splits",
+                  "profile", "force")
+
+
+def workload_from(params: dict[str, Any]) -> Workload:
+    """The Workload of comparison_options' flags."""
+    sparsity = params.get("sparsity")
+    return Workload(params["n"], n_kv=params["n_kv"], d=params["d"], heads=params["heads"],
+                    kv_heads=params["kv_heads"], batch=params["batch"], dtype=params["dtype"],
+                    causal=params["causal"],
+                    unfused=tuple(comma_list(params["unfused"]) or ()),
+                    pass_=params.get("pass_", "fwd"),
+                    sparsity=1.0 if sparsity is None else sparsity)
+
+
+def compare_arguments(params: dict[str, Any]) -> dict[str, Any]:
+    """The keyword arguments of `iosim.compare` (after the workload and the GPU)."""
+    return {"algorithms": comma_list(params["algo"]), "block_q": params["block_q"],
+            "block_kv": params["block_kv"], "sram": params["sram"],
+            "sram_elements": params["sram_elements"], "profile": params["profile"],
+            "splits": params["splits"]}
+
+
+def command_words(ctx: click.Context, params: dict[str, Any]) -> list[str]:
+    """Every option with a value (defaults spelled out; unset options and flags left off), as
+    words of the command line that remakes a report."""
+    words: list[str] = []
+    for param in ctx.command.params:
+        if not isinstance(param, click.Option) or param.name not in params:
+            continue
+        value = params[param.name]
+        if value is None or value is False:
+            continue
+        flag = max(param.opts, key=len)
+        words += [flag] if param.is_flag else [flag, str(value)]
+    return words
+
+
+def refuse_impossible_sram(result: Comparison, force: bool) -> None:
+    """SRAM (and so blocks sized for it) beyond the GPU's per-block shared memory cannot run:
+    refused unless --force (issue 13 item 11). The counts would still be exact; the kernel would
+    not launch."""
+    hw = result.hardware
+    if force or result.sram_bytes <= hw.sram_per_block_bytes:
+        return
+    raise click.UsageError(
+        f"SRAM M = {result.sram_bytes:,} B ({result.sram_source}) is more than the "
+        f"{int(hw.sram_per_block_bytes):,} B of shared memory a block may use on {hw.name}; no "
+        f"kernel could launch with it. Lower --sram/--sram-elements (or the blocks), or pass "
+        f"--force to count it anyway.")

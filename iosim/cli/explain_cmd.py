@@ -18,9 +18,14 @@ def explain_group() -> None:
     """
 
 
+SEED_SCORES = "2,1,0,3"
+"""Seed 000's toy run: "Scores 2, 1, 0 and 3 (illustrative) arrive in two blocks" (block 2)."""
+
+
 @explain_group.command("softmax")
-@click.option("--scores", required=True, metavar="LIST",
-              help="One row of attention scores, comma-separated, e.g. 2,1,0,3 or 1,-2,0.5.")
+@click.option("--scores", default=SEED_SCORES, show_default=True, metavar="LIST",
+              help="One row of attention scores, comma-separated, e.g. 2,1,0,3 or 1,-2,0.5 "
+                   "(default: seed 000's toy run, two blocks of two).")
 @click.option("--block", type=int, default=2, show_default=True,
               help="Scores per block (the tile width B_c).")
 @click.option("--values", default=None, metavar="VECTORS",
@@ -34,6 +39,7 @@ def softmax_command(scores: str, block: int, values: str | None) -> None:
 
     \b
     Examples:
+      iosim explain softmax
       iosim explain softmax --scores 2,1,0,3 --block 2
       iosim explain softmax --scores 1,3,-2,0.5,2.5,4 --block 3 --values '1,0;0,1;1,1;2,0;0,2;3,1'
     """

@@ -23,13 +23,14 @@ def gpus_command(ctx: click.Context, fmt: str) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from iosim.output import render
+    from iosim.output import render, render_gpus
 
     hardware = list_hardware()
     if fmt == "json":
-        click.echo(strict_json.dumps([render.gpu_dict(h) for h in hardware], indent=2, ensure_ascii=False))
+        click.echo(strict_json.dumps([render_gpus.gpu_dict(h) for h in hardware], indent=2,
+                                     ensure_ascii=False))
         return
-    render.make_console().print(render.gpus_table(hardware))
+    render.make_console().print(render_gpus.gpus_table(hardware))
 
 
 @gpus_command.command("show")
@@ -38,13 +39,14 @@ def gpus_command(ctx: click.Context, fmt: str) -> None:
               show_default=True)
 def gpus_show(name: str, fmt: str) -> None:
     """Every figure of one GPU (a name, an alias or a YAML path) with its source."""
-    from iosim.output import render
+    from iosim.output import render, render_gpus
 
     resolved = resolve_hardware(name)
     if fmt == "json":
-        click.echo(strict_json.dumps(render.gpu_dict(resolved.hardware), indent=2, ensure_ascii=False))
+        click.echo(strict_json.dumps(render_gpus.gpu_dict(resolved.hardware), indent=2,
+                                     ensure_ascii=False))
         return
     console = render.make_console()
     if resolved.note:
         console.print(f"({resolved.note})")
-    console.print(render.gpu_detail(resolved.hardware))
+    console.print(render_gpus.gpu_detail(resolved.hardware))

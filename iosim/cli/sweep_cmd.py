@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -12,7 +13,7 @@ import click
 from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.cli import cli
-from iosim.cli.common import FORMATS, comma_list
+from iosim.cli.common import FORMATS, comma_list, wide_option
 from iosim.cli.lists import (
     HELP,
     parse_booleans,
@@ -24,6 +25,9 @@ from iosim.cli.lists import (
 )
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import PASSES, UNFUSED_OPS
+
+STREAMED = ("csv", "jsonl", "json")
+"""Formats written chunk by chunk (output/sweep_stream.py): every row, in bounded memory."""
 
 PROGRESS_AFTER_S = 0.3
 """A sweep shows a progress bar (on a terminal) once it has run this long."""
@@ -75,8 +79,11 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
                    f"standard,flash1,flash2, and splitkv when N includes 1 in a forward sweep).")
 @click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
               show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML.")
-@click.option("--format", "fmt", type=click.Choice(FORMATS), default="table", show_default=True,
-              help="Output format (table and markdown show --limit rows; csv and json all).")
+@click.option("--format", "fmt", type=click.Choice([*FORMATS, "jsonl"]), default="table",
+              show_default=True,
+              help="Output format (table and markdown show --limit rows; csv, jsonl (JSON "
+                   "Lines: metadata, then a row per line) and json stream every row).")
+@wide_option
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
               help="Rows shown by the table and markdown formats.")
 @click.option("--plot", "plot_dir", default=None, metavar="DIR", type=click.Path(path_type=Path),
@@ -89,7 +96,8 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   block_kv: tuple[int | None, ...] | None, sparsity: str,
                   splits: tuple[int | None, ...] | None, sram: str | None,
                   sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
-                  fmt: str, limit: int, plot_dir: Path | None, force: bool) -> None:
+                  fmt: str, wide: bool, limit: int, plot_dir: Path | None,
+                  force: bool) -> None:
     """Evaluate a grid of workloads × GPUs × block sizes with the exact closed forms.
 
     Every workload flag takes one value, a list (1024,4096) or a range: a..b doubles
@@ -134,14 +142,21 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
             click.echo(f"wrote {path}", err=True)
     from iosim.output import render_sweep
 
-    if fmt == "json":
-        click.echo(render_sweep.sweep_json(result))
-    elif fmt == "csv":
-        click.echo(render_sweep.sweep_csv(result), nl=False)
+    if fmt in STREAMED:
+        from iosim.output import sweep_stream
+
+        stream = sys.stdout
+        if fmt == "csv":
+            sweep_stream.write_csv(result, stream)
+        elif fmt == "jsonl":
+            sweep_stream.write_jsonl(result, stream)
+        else:
+            sweep_stream.write_json(result, stream)
+        stream.flush()
     elif fmt == "markdown":
         click.echo(render_sweep.sweep_markdown(result, limit=limit), nl=False)
     else:
-        render_sweep.print_sweep(result, limit=limit)
+        render_sweep.print_sweep(result, limit=limit, wide=wide)
 
 
 def default_algorithms(n: tuple[int, ...], passes: str) -> tuple[str, ...]:

@@ -13,6 +13,25 @@ from iosim.execute import EXECUTOR_DTYPES
 from iosim.inputs.workload import PASSES, Workload
 from iosim.output import strict_json
 
+VERIFY_DTYPES = {"fp16": "float16", "fp32": "float32", "fp64": "float64",
+                 **{name: name for name in EXECUTOR_DTYPES}}
+"""The vocabulary of every other command (fp16, fp32) and the executor's NumPy names."""
+
+
+def executor_dtype(value: str) -> str:
+    """--dtype fp16|fp32|fp64 (or float16|float32|float64) as the executor's NumPy name."""
+    key = value.strip().lower()
+    if key in VERIFY_DTYPES:
+        return VERIFY_DTYPES[key]
+    if key == "bf16":
+        raise click.BadParameter("bf16 has no NumPy type for the executor to compute in; use "
+                                 "fp16 (bf16 moves the same 2 bytes per element, so its counts "
+                                 "are fp16's).", param_hint="'--dtype'")
+    from iosim.inputs.suggest import did_you_mean
+
+    raise click.BadParameter(f"'{value}' is not a dtype the executor runs.{did_you_mean(key, VERIFY_DTYPES)} "
+                             f"Use fp16, fp32 or fp64.", param_hint="'--dtype'")
+
 
 @cli.command("verify")
 @click.option("--n", "n", type=int, required=True, help="Query sequence length N.")
@@ -25,8 +44,10 @@ from iosim.output import strict_json
 @click.option("--sparsity", type=float, default=1.0, show_default=True,
               help="Block-sparse: the fraction of non-zero blocks, 0 < s <= 1 (standard applies the "
                    "same mask densely).")
-@click.option("--dtype", type=click.Choice(list(EXECUTOR_DTYPES)), default="float64",
-              show_default=True, help="The executor's numbers (float16 accumulates in float32).")
+@click.option("--dtype", default="fp64", show_default=True, metavar="fp16|fp32|fp64",
+              callback=lambda ctx, param, value: executor_dtype(value),
+              help="The executor's numbers (fp16 accumulates in fp32); float16, float32 and "
+                   "float64 are aliases.")
 @click.option("--block", type=click.IntRange(min=1), default=64, show_default=True,
               help="B_r = B_c, rows per query block and per key/value block.")
 @click.option("--block-q", type=click.IntRange(min=1), default=None, help="B_r, overriding --block.")

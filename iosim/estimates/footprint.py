@@ -5,9 +5,13 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
+
+from iosim.algorithms.base import Algorithm
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width
-from iosim.estimates.training import IO_TENSORS
+from iosim.estimates.training import IO_TENSORS, RNG_STATE_BYTES, saved_for_backward
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -48,8 +52,9 @@ def _tensor_bytes(access: Access, workload: Workload, splits: int = 1) -> int:
     per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
     instances = workload.batch * (workload.kv_heads if per_kv else workload.heads)
     copies = splits if access.per_split else 1
-    return int(length * width * instances * copies
-               * element_bytes(access.element, workload.element_bytes))
+    size = length * width * instances * copies * element_bytes(access.element,
+                                                                workload.element_bytes)
+    return int(size) if np.ndim(size) == 0 else size  # arrays in a sweep (footprint_bytes)
 
 
 def footprint(kernels: Sequence[Kernel], workload: Workload, hardware: Hardware, *,
@@ -66,6 +71,45 @@ def footprint(kernels: Sequence[Kernel], workload: Workload, hardware: Hardware,
     inputs and outputs include dO, dQ, dK and dV.
     """
     splits = tiling.splits if tiling else 1
+    io, candidates, stats, workspace, saved_bytes = _held(kernels, workload, saved, splits)
+    peak: dict[str, int] = {}
+    for current in candidates:
+        if sum(current.values()) > sum(peak.values()):
+            peak = current
+    extra = {**peak, **stats, **workspace, **dict(fixed)}
+    kept = tuple(saved_bytes.items()) + tuple(fixed)
+    return Footprint(io, tuple(extra.items()), hardware.hbm_capacity_bytes, kept)
+
+
+def footprint_bytes(kernels: Sequence[Kernel], workload: Any, *, saved: Sequence[Access] = (),
+                    splits: Any = 1, fixed: Sequence[tuple[str, int]] = ()) -> Any:
+    """Footprint.total_bytes on numbers or numpy arrays alike (a sweep's workload holds arrays
+    of n, n_kv, d, batch, heads, kv_heads, element_bytes): the same tensors as `footprint`, the
+    N×N peak as the elementwise largest kernel."""
+    io, candidates, stats, workspace, _ = _held(kernels, workload, saved, splits)
+    peak: Any = 0
+    for current in candidates:
+        peak = np.maximum(peak, sum(current.values()))
+    return io + peak + sum(stats.values()) + sum(workspace.values()) + sum(b for _, b in fixed)
+
+
+def kept_for_backward(algorithm: Algorithm, workload: Workload
+                      ) -> tuple[tuple[Access, ...], tuple[tuple[str, int], ...]]:
+    """(tensors the forward keeps for the backward, fixed buffers outside the loop nests) of a
+    pass with a backward; nothing for a forward pass."""
+    if workload.pass_ == "fwd":
+        return (), ()
+    saved = saved_for_backward(algorithm.forward(workload), algorithm.backward(workload))
+    fixed: tuple[tuple[str, int], ...] = ()
+    if algorithm.tiled and "dropout" in workload.unfused:
+        fixed = (("R", RNG_STATE_BYTES),)  # Alg. 2 line 1 / Alg. 4: the RNG state
+    return saved, fixed
+
+
+def _held(kernels: Sequence[Kernel], workload: Any, saved: Sequence[Access], splits: Any
+          ) -> tuple[Any, list[dict[str, Any]], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """(inputs+outputs, per kernel the N×N and saved tensors alive during it, statistics,
+    workspace, saved tensors): the pieces of `footprint` (see its docstring)."""
     io_tensors = [Access("Q", "read", "prologue", "q", "d", ""),
                   Access("O", "read", "prologue", "q", "d", ""),
                   Access("K", "read", "prologue", "kv", "d", ""),
@@ -78,18 +122,14 @@ def footprint(kernels: Sequence[Kernel], workload: Workload, hardware: Hardware,
     io = sum(_tensor_bytes(a, workload) for a in io_tensors)
     saved_bytes = {a.tensor: _tensor_bytes(a, workload, splits) for a in saved}
     written = set(saved_bytes) if workload.pass_ == "bwd" else set()
-    peak: dict[str, int] = {}
+    candidates = []
     for kernel in kernels:
         written |= {a.tensor for a in kernel.accesses if a.op == "write"}
         alive = {t: b for t, b in saved_bytes.items() if t in written}
         matrices = {a.tensor: _tensor_bytes(a, workload) for a in kernel.accesses if a.cols == "kv"}
-        current = {**alive, **matrices}
-        if sum(current.values()) > sum(peak.values()):
-            peak = current
+        candidates.append({**alive, **matrices})
     stats = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
              if a.cols == "1" and a.op == "write"}
     workspace = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
                  if a.cols == "d" and a.op == "write" and a.tensor not in IO_TENSORS}
-    extra = {**peak, **stats, **workspace, **dict(fixed)}
-    kept = tuple(saved_bytes.items()) + tuple(fixed)
-    return Footprint(io, tuple(extra.items()), hardware.hbm_capacity_bytes, kept)
+    return io, candidates, stats, workspace, saved_bytes

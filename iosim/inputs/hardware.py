@@ -418,8 +418,11 @@ def resolve_hardware(spec: str) -> ResolvedHardware:
     for hw in list_hardware():
         if key in (a.lower() for a in hw.aliases):
             return ResolvedHardware(hw, spec, "alias")
+    from iosim.inputs.suggest import did_you_mean
+
     known = ", ".join(sorted(paths))
+    hint = did_you_mean(text, [*sorted(paths), *(a for hw in list_hardware() for a in hw.aliases)])
     raise UnknownGpuError(
-        f"unknown GPU {excerpt(spec)}; known: {known} (or pass a path to your own YAML; "
+        f"unknown GPU {excerpt(spec)}.{hint} Known: {known} (or pass a path to your own YAML; "
         "`iosim gpus` lists aliases)"
     )

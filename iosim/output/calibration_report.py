@@ -80,7 +80,9 @@ def bytes_records(result: FitResult) -> list[dict[str, Any]]:
 
 
 def _table(title: str, columns: Sequence[str], left: Sequence[str]) -> Table:
-    return simple_table(title, [(c, "left" if c in left else "right") for c in columns])
+    # one space apart (padding 0): the summary's tables fit 80 columns; headers wrap, values not
+    return simple_table(title, [(c, "left" if c in left else "right") for c in columns],
+                        padding=0)
 
 
 def print_summary(result: FitResult, console: Console, *, out: Path, record: Path | None,

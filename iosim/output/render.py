@@ -19,66 +19,19 @@ from iosim.algorithms.packing import packs_heads
 from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
-from iosim.inputs.hardware import Figure, Hardware
 from iosim.output import strict_json
-from iosim.output.tables import rich_markdown
-
-# ---------------------------------------------------------------------------------------------
-# numbers for people
-
-
-def fmt_bytes(n: float) -> str:
-    """Decimal (SI) bytes: 136314880 -> '136.3 MB' (the seed articles' unit)."""
-    for unit, scale in (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f} {unit}"
-    return f"{n:.0f} B"
-
-
-def fmt_binary_bytes(n: float) -> str:
-    """Binary bytes: 134217728 -> '128 MiB'."""
-    for unit, scale in (("TiB", 2**40), ("GiB", 2**30), ("MiB", 2**20), ("KiB", 2**10)):
-        if abs(n) >= scale:
-            return f"{n / scale:.4g} {unit}"
-    return f"{n:.0f} B"
-
-
-def fmt_time(seconds: float) -> str:
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if seconds >= scale:
-            return f"{seconds / scale:.1f} {unit}"
-    return f"{seconds / 1e-9:.0f} ns"
-
-
-def fmt_flops(n: float) -> str:
-    for unit, scale in (("PFLOP", 1e15), ("TFLOP", 1e12), ("GFLOP", 1e9), ("MFLOP", 1e6)):
-        if n >= scale:
-            return f"{n / scale:.2f} {unit}"
-    return f"{n:.0f} FLOP"
-
-
-def fmt_flops_fit(n: float, width: int = 10) -> str:
-    """fmt_flops, cut to three significant digits when longer than `width` ('834 GFLOP')."""
-    text = fmt_flops(n)
-    if len(text) <= width:
-        return text
-    value, unit = text.split(" ")
-    return f"{float(value):.3g} {unit}"
-
-
-def fmt_rate(value: float, unit: str) -> str:
-    """4.8e12, 'B/s' -> '4.80 TB/s'; 3.12e14, 'FLOP/s' -> '312 TFLOP/s'."""
-    for prefix, scale in (("P", 1e15), ("T", 1e12), ("G", 1e9), ("M", 1e6)):
-        if value >= scale:
-            return f"{value / scale:.3g} {prefix}{unit}"
-    return f"{value:.3g} {unit}"
-
-
-def fmt_count(n: float) -> str:
-    for unit, scale in (("G", 1e9), ("M", 1e6), ("k", 1e3)):
-        if abs(n) >= scale:
-            return f"{n / scale:.1f}{unit}"
-    return f"{n:.0f}"
+from iosim.output.console import make_console as make_console  # re-exported for the commands
+from iosim.output.numbers import SI_PREFIXES as SI_PREFIXES  # re-exported: render.fmt_* stay
+from iosim.output.numbers import fmt_binary_bytes as fmt_binary_bytes
+from iosim.output.numbers import fmt_bytes as fmt_bytes
+from iosim.output.numbers import fmt_count as fmt_count
+from iosim.output.numbers import fmt_flops as fmt_flops
+from iosim.output.numbers import fmt_flops_fit as fmt_flops_fit
+from iosim.output.numbers import fmt_intensity as fmt_intensity
+from iosim.output.numbers import fmt_rate as fmt_rate
+from iosim.output.numbers import fmt_si as fmt_si
+from iosim.output.numbers import fmt_time as fmt_time
+from iosim.output.tables import compact_table, rich_markdown
 
 
 def _tiling(a: AlgorithmEstimate) -> str:
@@ -89,66 +42,87 @@ def _tiling(a: AlgorithmEstimate) -> str:
 # compare: rich
 
 
-def _header(c: Comparison) -> Text:
+def label_grid(rows: Sequence[tuple[str, str]]) -> Table:
+    """'label     value' lines whose values wrap under themselves (not under the label) when
+    the terminal is narrow: the header of compare and sweep."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, min_width=9)
+    grid.add_column(overflow="fold")
+    for label, value in rows:
+        grid.add_row(label, value)
+    return grid
+
+
+def _header(c: Comparison) -> Table:
     hw, w, roofs = c.hardware, c.workload, c.roofs
     gpu = hw.display_name + (f" ({c.gpu_note})" if c.gpu_note else "")
-    lines = [
-        f"GPU       {gpu} · {roofs.profile} profile",
-        f"workload  {w.describe()}"
-        + (f" · unfused {', '.join(w.unfused)}" if w.unfused else ""),
-        f"roofs     HBM {fmt_rate(roofs.hbm_bandwidth_bytes_per_s, 'B/s')} · {w.dtype} matmul "
-        f"{fmt_rate(roofs.matmul_flops_per_s, 'FLOP/s')} · "
-        f"{'fp32 vector' if roofs.profile == 'spec' else 'elementwise'} "
-        f"{fmt_rate(roofs.vector_flops_per_s, 'FLOP/s')} · ridge "
-        f"{roofs.ridge_point_flops_per_byte:.0f} FLOP/B",
-        f"SRAM      M = {c.sram_bytes // w.element_bytes:,} {w.dtype} elements "
-        f"({c.sram_source})",
+    rows = [
+        ("GPU", f"{gpu} · {roofs.profile} profile"),
+        ("workload", w.describe() + (f" · unfused {', '.join(w.unfused)}" if w.unfused else "")),
+        ("roofs", f"HBM {fmt_rate(roofs.hbm_bandwidth_bytes_per_s, 'B/s')} · {w.dtype} matmul "
+                  f"{fmt_rate(roofs.matmul_flops_per_s, 'FLOP/s')} · "
+                  f"{'fp32 vector' if roofs.profile == 'spec' else 'elementwise'} "
+                  f"{fmt_rate(roofs.vector_flops_per_s, 'FLOP/s')} · ridge "
+                  f"{roofs.ridge_point_flops_per_byte:.0f} FLOP/B"),
+        ("SRAM", f"M = {c.sram_bytes // w.element_bytes:,} {w.dtype} elements ({c.sram_source})"),
     ]
-    tiled = [a for a in c.algorithms if a.tiling is not None]
-    for a in tiled:
-        assert a.tiling is not None
-        lines.append(f"blocks    {a.name}: B_r × B_c = {a.tiling.block_q} × {a.tiling.block_kv} "
-                     f"({a.tiling.rule})")
+    for a in c.algorithms:
+        if a.tiling is None:
+            continue
+        rows.append(("blocks", f"{a.name}: B_r × B_c = {a.tiling.block_q} × {a.tiling.block_kv} "
+                               f"({a.tiling.rule})"))
         if a.tiling.bwd_block_q is not None:
-            lines.append(f"          {a.name} backward: B_r × B_c = {a.tiling.bwd_block_q} × "
-                         f"{a.tiling.bwd_block_kv} ({a.tiling.bwd_rule})")
+            rows.append(("", f"{a.name} backward: B_r × B_c = {a.tiling.bwd_block_q} × "
+                             f"{a.tiling.bwd_block_kv} ({a.tiling.bwd_rule})"))
         if a.name == "splitkv":
-            lines.append(f"splits    {a.name}: {_splits_text(c, a)}")
+            rows.append(("splits", f"{a.name}: {_splits_text(c, a)}"))
     if w.sparsity != 1:
         num, den = w.sparsity_fraction
-        lines.append(f"sparsity  s = {num}/{den}: tiled kernels visit ⌈s·P⌉ of their P block pairs "
-                     f"(evenly spread, blockmask.py); standard attention stays dense")
-    lines.extend(f"note      {n}" for n in c.roofs.notes)
-    return Text("\n".join(lines))
+        rows.append(("sparsity", f"s = {num}/{den}: tiled kernels visit ⌈s·P⌉ of their P block "
+                                 f"pairs (evenly spread, blockmask.py); standard attention stays "
+                                 f"dense"))
+    rows.extend(("note", n) for n in c.roofs.notes)
+    return label_grid(rows)
 
 
-def kernel_table(c: Comparison) -> Table:
-    table = Table(title="Kernels (HBM traffic, FLOPs and roofline time)", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False, collapse_padding=True)
-    for name, justify in (("algorithm", "left"), ("kernel", "left"), ("read", "right"),
-                          ("write", "right"), ("total", "right"), ("FLOPs", "right"),
-                          ("FLOP/B", "right"), ("bound", "left"), ("time", "right")):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+def kernel_table(c: Comparison, *, wide: bool = False) -> Table:
+    """One row per kernel. HBM read and write columns only with `wide` (the total, FLOPs,
+    bound and time fit 80 columns; the tensor table splits reads from writes anyway)."""
+    columns = [("algorithm", "left"), ("kernel", "left"),
+               *([("read", "right"), ("write", "right")] if wide else []),
+               ("HBM", "right"), ("FLOPs", "right"), ("FLOP/B", "right"), ("bound", "left"),
+               ("time", "right")]
+    table = compact_table("Kernels (HBM bytes, executed FLOPs, roofline time)", columns)
     for a in c.algorithms:
         for i, k in enumerate(a.kernels):
-            table.add_row(a.name if i == 0 else "", k.label, fmt_bytes(k.hbm_read_bytes),
-                          fmt_bytes(k.hbm_write_bytes), fmt_bytes(k.hbm_bytes), fmt_flops(k.flops),
-                          f"{k.intensity_flops_per_byte:.1f}", k.bound, fmt_time(k.time_s),
-                          end_section=i == len(a.kernels) - 1)
+            rw = [fmt_bytes(k.hbm_read_bytes), fmt_bytes(k.hbm_write_bytes)] if wide else []
+            table.add_row(a.name if i == 0 else "", k.label, *rw, fmt_bytes(k.hbm_bytes),
+                          fmt_flops_fit(k.flops), fmt_intensity(k.intensity_flops_per_byte),
+                          k.bound, fmt_time(k.time_s), end_section=i == len(a.kernels) - 1)
     return table
 
 
-def summary_table(c: Comparison) -> Table:
-    table = Table(title="Per algorithm", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False, collapse_padding=True)
-    for name, justify in (("algorithm", "left"), ("blocks", "right"), ("HBM", "right"),
-                          ("÷ std", "right"), ("FLOPs", "right"), ("time", "right"),
-                          ("speed-up", "right"), ("bound", "left"), ("extra HBM", "right"),
-                          ("fits", "left")):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+def kernel_legend(c: Comparison) -> Text:
+    """What the kernel table's columns count, and why FLOPs ÷ peak need not be the time."""
+    roofs = c.roofs
+    rule = ("max(DRAM ÷ bandwidth, matmul ÷ matmul peak + elementwise ÷ elementwise rate) ÷ "
+            "efficiency" if roofs.additive_compute else
+            "max(HBM ÷ bandwidth, matmul ÷ matmul peak, elementwise ÷ vector peak)")
+    return Text(f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
+                f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = {rule}, so FLOPs "
+                f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units.")
+
+
+def summary_table(c: Comparison, *, wide: bool = False) -> Table:
+    """One row per algorithm; its FLOPs only with `wide` (they are the kernel table's sums)."""
+    table = compact_table("Per algorithm", (
+        ("algorithm", "left"), ("blocks", "right"), ("HBM", "right"), ("÷ std", "right"),
+        *([("FLOPs", "right")] if wide else []), ("time", "right"), ("speed-up", "right"),
+        ("bound", "left"), ("extra HBM", "right"), ("fits HBM", "left")))
     for a in c.algorithms:
+        flops = [fmt_flops(a.flops)] if wide else []
         table.add_row(a.name, _tiling(a), fmt_bytes(a.hbm_bytes),
-                      f"{a.traffic_ratio_vs_standard:.2f}×", fmt_flops_fit(a.flops),
+                      f"{a.traffic_ratio_vs_standard:.2f}×", *flops,
                       fmt_time(a.time_s), f"{a.speedup_vs_standard:.2f}×", a.bound,
                       fmt_bytes(a.footprint.extra_bytes), "yes" if a.footprint.fits else "NO")
     return table
@@ -166,48 +140,83 @@ def _categories(c: Comparison) -> list[str]:
     return [cat for cat in order if cat in present] + sorted(present - set(order))
 
 
-def tensor_table(c: Comparison) -> Table:
-    if c.workload.pass_ != "fwd":
-        return tensor_rows_table(c)
-    cats = _categories(c)
-    table = Table(title="HBM bytes by tensor", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False, collapse_padding=True)
-    table.add_column("algorithm", no_wrap=True)
-    table.add_column("op", no_wrap=True)
-    for cat in cats:
-        table.add_column("stats" if cat == "statistics" else cat, justify="right", no_wrap=True)
-    for a in c.algorithms:
-        by = a.traffic.by_category()
-        for op in ("read", "write"):
-            table.add_row(a.name if op == "read" else "", op,
-                          *(fmt_bytes(by[cat][op]) if cat in by and by[cat][op] else "·"
-                            for cat in cats),
-                          end_section=op == "write")
-    return table
+IO_TENSORS = ("Q", "K", "V", "O")
+"""The inputs and output: their subtotal is what the papers (and the seed articles) count."""
 
 
-def tensor_rows_table(c: Comparison) -> Table:
-    """HBM bytes by tensor, one row per tensor and a read/write column pair per algorithm: a
-    backward pass moves too many tensors (dO, dP, dS, dQ, dQaccum, dK, dV, ...) for columns."""
+def tensor_table(c: Comparison, *, wide: bool = False) -> Table:
+    """HBM bytes by tensor: one row per (tensor, read or write), one column per algorithm, then
+    the Q/K/V/O subtotal, the rest (fp32 statistics, initialisation, ...) and the total. This
+    shape fits 80 columns whatever the pass moves (a backward has a dozen tensors)."""
+    del wide
     cats = _categories(c)
     stats = sorted({t.tensor for a in c.algorithms for t in a.traffic
                     if t.category == "statistics"})
-    table = Table(title="HBM bytes by tensor", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
-    table.add_column("tensor", no_wrap=True)
-    for a in c.algorithms:
-        table.add_column(f"{a.name}\nread", justify="right")
-        table.add_column(f"{a.name}\nwrite", justify="right")
+    table = compact_table("HBM bytes by tensor", [("tensor", "left"), ("op", "left"),
+                                           *((a.name, "right") for a in c.algorithms)])
     by = [a.traffic.by_category() for a in c.algorithms]
     for cat in cats:
         name = f"stats ({', '.join(stats)})" if cat == "statistics" else cat
-        cells = []
-        for entry in by:
-            for op in ("read", "write"):
-                value = entry.get(cat, {}).get(op, 0)
-                cells.append(fmt_bytes(value) if value else "·")
-        table.add_row(name, *cells)
+        for op in ("read", "write"):
+            values = [entry.get(cat, {}).get(op, 0) for entry in by]
+            if any(values):
+                table.add_row(name if op == "read" or not any(
+                    e.get(cat, {}).get("read", 0) for e in by) else "", op,
+                    *(fmt_bytes(v) if v else "·" for v in values))
+    io = [sum(sum(entry.get(t, {}).values()) for t in IO_TENSORS) for entry in by]
+    totals = [a.hbm_bytes for a in c.algorithms]
+    table.add_section()
+    table.add_row("Q, K, V, O", "both", *(fmt_bytes(v) for v in io))
+    table.add_row("the rest", "both", *(fmt_bytes(t - v) if t - v else "·"
+                                        for t, v in zip(totals, io, strict=True)))
+    table.add_row("total", "both", *(fmt_bytes(t) for t in totals))
     return table
+
+
+def slower_lines(c: Comparison) -> list[str]:
+    """One line per tiled algorithm slower than standard attention: what makes it so (blocks
+    forced small by the SRAM at this head dim) and what a production kernel does instead."""
+    w = c.workload
+    m = c.sram_bytes // w.element_bytes
+    lines = []
+    for a in c.algorithms:
+        if a.tiling is None or a.speedup_vs_standard >= 1:
+            continue
+        if a.name == "flash1":
+            rereads = (f"Q and O are re-read in each of {-(-w.n_kv // a.tiling.block_kv)} "
+                       f"K/V passes")
+        else:
+            rereads = f"K and V are re-read in each of {-(-w.n // a.tiling.block_q)} query passes"
+        lines.append(
+            f"Why {a.name} is slower here ({a.speedup_vs_standard:.2f}×): at d = {w.d}, "
+            f"M = {m:,} elements leave blocks of only {a.tiling.block_q}×{a.tiling.block_kv} "
+            f"(Alg. 1 line 1 keeps the Q, K, V, O tiles in SRAM), so {rereads} "
+            f"({fmt_bytes(a.hbm_bytes)} vs standard's {fmt_bytes(a.baseline_hbm_bytes)}); real "
+            f"kernels (FlashAttention-2/3, Composable Kernel) hold Q and O in registers with "
+            f"64-128-row tiles and move close to the compulsory "
+            f"{fmt_bytes(c.compulsory_hbm_bytes)}.")
+    return lines
+
+
+def rest_line(c: Comparison) -> str:
+    """What 'the rest' of the tensor table is, per algorithm that has any."""
+    parts = []
+    for a in c.algorithms:
+        by = a.traffic.by_category()
+        moved = {cat: ops["read"] + ops["write"] for cat, ops in by.items()}
+        rest = {cat: b for cat, b in moved.items() if cat not in IO_TENSORS and b}
+        if rest:
+            parts.append(f"{a.name} " + " + ".join(
+                f"{_rest_name(cat)} {fmt_bytes(v)}" for cat, v in rest.items()))
+    if not parts:
+        return ""
+    return ("The rest beyond Q, K, V, O: " + "; ".join(parts) + " (the papers' and the seed "
+            "articles' figures count Q, K, V, O alone)")
+
+
+def _rest_name(cat: str) -> str:
+    return {"statistics": "fp32 statistics", "init": "initialisation",
+            "S": "scores S", "P": "probabilities P"}.get(cat, cat)
 
 
 def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
@@ -295,6 +304,10 @@ def _footer(c: Comparison) -> Text:
         lines.append(f"Compulsory backward traffic (read Q, K, V, O, dO and the logsumexp L once; "
                      f"write dQ, dK, dV once): {fmt_bytes(compulsory_backward_bytes(c.workload))}")
         lines.extend(_training_lines(c))
+    lines.extend(slower_lines(c))
+    rest = rest_line(c) if c.workload.pass_ == "fwd" else ""
+    if rest:
+        lines.append(rest)
     lines.append(dram_line(c))
     del w
     return Text("\n".join(lines))
@@ -325,12 +338,9 @@ def dram_table(c: Comparison) -> Table:
     two the time used (issue 10: the backward's counts are where the two differ most)."""
     used = ("the time above used the DRAM estimate" if c.roofs.profile == "measured" else
             "the time above used the L2-oblivious count (--profile measured uses the estimate)")
-    table = Table(title=f"DRAM per kernel: L2-oblivious vs L2-aware estimate; {used}",
-                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False,
-                  collapse_padding=True)
-    for name, justify in (("algorithm", "left"), ("kernel", "left"), ("L2-oblivious", "right"),
-                          ("DRAM est.", "right"), ("est. ÷ obl.", "right"), ("note", "left")):
-        table.add_column(name, justify=justify, no_wrap=name != "note")  # type: ignore[arg-type]
+    table = compact_table(f"DRAM per kernel: L2-oblivious vs L2-aware estimate; {used}", (
+        ("algorithm", "left"), ("kernel", "left"), ("L2-oblivious", "right"),
+        ("DRAM est.", "right"), ("est. ÷ obl.", "right"), ("note", "left")))
     for a in c.algorithms:
         if a.dram is None:
             continue
@@ -343,8 +353,9 @@ def dram_table(c: Comparison) -> Table:
     return table
 
 
-def comparison_renderable(c: Comparison) -> RenderableType:
-    tables: list[RenderableType] = [kernel_table(c), summary_table(c), tensor_table(c)]
+def comparison_renderable(c: Comparison, *, wide: bool = False) -> RenderableType:
+    tables: list[RenderableType] = [kernel_table(c, wide=wide), kernel_legend(c), Text(""),
+                                    summary_table(c, wide=wide), tensor_table(c, wide=wide)]
     if c.workload.pass_ != "fwd" and any(a.dram is not None for a in c.algorithms):
         tables.append(dram_table(c))
     if _show_parallelism(c):
@@ -352,14 +363,8 @@ def comparison_renderable(c: Comparison) -> RenderableType:
     return Group(_header(c), Text(""), *tables, _footer(c))
 
 
-def print_comparison(c: Comparison, console: Console) -> None:
-    console.print(comparison_renderable(c))
-
-
-def make_console() -> Console:
-    """A terminal keeps its own width; a pipe or file gets 110 columns so tables never wrap."""
-    probe = Console()
-    return probe if probe.is_terminal else Console(width=110)
+def print_comparison(c: Comparison, console: Console, *, wide: bool = False) -> None:
+    console.print(comparison_renderable(c, wide=wide))
 
 
 # ---------------------------------------------------------------------------------------------
@@ -403,100 +408,11 @@ def comparison_markdown(c: Comparison) -> str:
     """The rich output's tables as GitHub Markdown (for reports and READMEs)."""
     parts = [f"**{c.hardware.display_name}** ({c.roofs.profile} profile) · {c.workload.describe()}"
              f" · M = {c.sram_bytes // c.workload.element_bytes:,} elements ({c.sram_source})", ""]
-    tables = [kernel_table(c), summary_table(c), tensor_table(c)]
+    tables = [kernel_table(c, wide=True), summary_table(c, wide=True), tensor_table(c, wide=True)]
     if _show_parallelism(c):
         tables.append(occupancy_table(c))
     for table in tables:
         parts += [f"*{table.title}*", "", rich_markdown(table), ""]
+    parts.append(kernel_legend(c).plain + "  ")
     parts.append(_footer(c).plain.replace("\n", "  \n"))
     return "\n".join(parts) + "\n"
-
-
-# ---------------------------------------------------------------------------------------------
-# gpus
-
-
-def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str:
-    if fig is None:
-        return "—"
-    text = fmt_binary_bytes(fig.value) if binary else fmt_rate(fig.value, unit)
-    return text + (" (est.)" if fig.estimate else "")
-
-
-def gpus_table(hardware: Sequence[Hardware]) -> Table:
-    table = Table(title="GPU models (configs/gpus; `iosim gpus show NAME` for sources)",
-                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, collapse_padding=True)
-    for name, justify in (("name", "left"), ("aliases", "left"), ("HBM BW", "right"),
-                          ("HBM", "right"), ("SRAM/block", "right"), ("SMs", "right"),
-                          ("peak fp16", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
-    for hw in hardware:
-        f = hw.figures
-        sms = f.get("sm_count")
-        table.add_row(hw.name, ", ".join(hw.aliases),
-                      _figure_value(f["hbm_bandwidth"], "B/s"),
-                      _figure_value(f["hbm_capacity"], "B"),
-                      _figure_value(f["sram_per_block"], "B", binary=True),
-                      "—" if sms is None else f"{sms.value:.0f}" + (" (est.)" if sms.estimate else ""),
-                      _figure_value(f.get("peak_flops.fp16"), "FLOP/s"))
-    return table
-
-
-_FIGURE_UNITS = {"hbm_capacity": ("B", False), "hbm_bandwidth": ("B/s", False),
-                 "l2_size": ("B", True), "l2_bandwidth": ("B/s", False),
-                 "sram_per_sm": ("B", True), "sram_per_block": ("B", True),
-                 "sram_bandwidth": ("B/s", False)}
-
-
-def figure_text(key: str, fig: Figure) -> str:
-    if key == "sm_count":
-        return f"{fig.value:.0f}"
-    if key.startswith("peak_flops") or key == "vector_flops":
-        return fmt_rate(fig.value, "FLOP/s")
-    unit, binary = _FIGURE_UNITS[key]
-    return fmt_binary_bytes(fig.value) if binary else fmt_rate(fig.value, unit)
-
-
-def gpu_detail(hw: Hardware) -> RenderableType:
-    head = Text("\n".join(line for line in (
-        f"{hw.display_name}  ({hw.name})",
-        f"aliases: {', '.join(hw.aliases) or '—'}",
-        f"vendor: {hw.vendor}" + (f" · {hw.architecture}" if hw.architecture else "")
-        if hw.vendor else "",
-        f"file: {hw.path}",
-        f"notes: {hw.notes}" if hw.notes else "",
-    ) if line))
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False, show_lines=False)
-    table.add_column("figure")
-    table.add_column("value", justify="right")
-    table.add_column("source", overflow="fold")
-    for key, fig in hw.figures.items():
-        value = figure_text(key, fig) + (" (estimate)" if fig.estimate else "")
-        table.add_row(key, value, fig.source + (f" — {fig.note}" if fig.note else ""))
-    parts: list[RenderableType] = [head, table]
-    if hw.measured is not None:
-        m = hw.measured
-        measured = Table(title="measured (iosim calibrate)", box=box.SIMPLE_HEAD,
-                         title_justify="left", pad_edge=False, collapse_padding=True)
-        measured.add_column("figure")
-        measured.add_column("value", justify="right")
-        for key, fig in m.figures.items():
-            measured.add_row(key, figure_text(key, fig))
-        for kind, eff in m.kernel_efficiency.items():
-            measured.add_row(f"efficiency.{kind}", f"{eff:.3f}")
-        parts += [measured, Text(f"provenance: {m.provenance}")]
-    return Group(*parts)
-
-
-def gpu_dict(hw: Hardware) -> dict[str, Any]:
-    return {
-        "name": hw.name, "display_name": hw.display_name, "aliases": list(hw.aliases),
-        "path": hw.path, "vendor": hw.vendor, "architecture": hw.architecture,
-        "figures": {k: {"value": f.value, "source": f.source, "estimate": f.estimate}
-                    for k, f in hw.figures.items()},
-        "measured": None if hw.measured is None else {
-            "provenance": hw.measured.provenance,
-            "figures": {k: f.value for k, f in hw.measured.figures.items()},
-            "kernel_efficiency": dict(hw.measured.kernel_efficiency),
-        },
-    }

@@ -8,6 +8,8 @@ one row per (grid point, algorithm).
 
 from __future__ import annotations
 
+import io
+import itertools
 import textwrap
 from typing import Any
 
@@ -19,8 +21,16 @@ from rich.text import Text
 
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult
-from iosim.output import strict_json
-from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_count, fmt_rate, fmt_time
+from iosim.output.console import PIPE_WIDTH, make_console
+from iosim.output.render import (
+    fmt_binary_bytes,
+    fmt_bytes,
+    fmt_count,
+    fmt_intensity,
+    fmt_rate,
+    fmt_time,
+    label_grid,
+)
 from iosim.output.tables import markdown_table
 
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",
@@ -38,7 +48,8 @@ def _shown_axes(result: SweepResult) -> list[str]:
     return axes
 
 
-def _rows(result: SweepResult, limit: int | None) -> tuple[list[list[str]], int]:
+def _rows(result: SweepResult, limit: int | None, *, wide: bool = False
+          ) -> tuple[list[list[str]], int]:
     """The first `limit` rows as display strings, and how many rows there are in all."""
     per_point = len(result.algorithms)
     total = result.points * per_point
@@ -59,17 +70,17 @@ def _rows(result: SweepResult, limit: int | None) -> tuple[list[list[str]], int]
             else:
                 cells.append(str(columns[key][i]))
         tiled = columns["block_q"][i] > 0
-        fits = bool(columns["fits_sram"][i])
         cells += [
             str(columns["algorithm"][i]),
             f"{columns['block_q'][i]}×{columns['block_kv'][i]}" if tiled else "—",
-            ("yes" if fits else "NO") if tiled else "—",
-            *([str(columns["splits"][i]) if tiled else "—"] if _has_splits(result) else []),
-            fmt_bytes(float(columns["hbm_read_bytes"][i])),
-            fmt_bytes(float(columns["hbm_write_bytes"][i])),
+            _fits_text(bool(columns["fits_sram"][i]), _fits_hbm(columns, i)),
+            *([str(columns["splits"][i]) if tiled else "—"] if wide and _has_splits(result)
+              else []),
+            *([fmt_bytes(float(columns["hbm_read_bytes"][i])),
+               fmt_bytes(float(columns["hbm_write_bytes"][i]))] if wide else []),
             fmt_bytes(float(columns["hbm_bytes"][i])),
             f"{columns['traffic_ratio_vs_standard'][i]:.2f}×",
-            fmt_count(float(columns["flops"][i])),
+            *([fmt_count(float(columns["flops"][i]))] if wide else []),
             fmt_time(float(columns["time_s"][i])),
             f"{columns['speedup_vs_standard'][i]:.2f}×",
             str(columns["bound"][i]),
@@ -78,76 +89,120 @@ def _rows(result: SweepResult, limit: int | None) -> tuple[list[list[str]], int]
     return rows, total
 
 
-_VALUE_HEADERS = (("algorithm", "left"), ("B_r×B_c", "right"), ("fits", "left"),
-                  ("read", "right"), ("write", "right"), ("HBM", "right"), ("÷ std", "right"),
-                  ("FLOP", "right"), ("time", "right"), ("speed-up", "right"), ("bound", "left"))
+def _fits_hbm(columns: dict[str, np.ndarray], i: int) -> bool:
+    return bool(columns["fits_in_hbm"][i]) if "fits_in_hbm" in columns else True
+
+
+def _fits_text(sram: bool, hbm: bool) -> str:
+    """'yes', or what does not fit: the tiles in SRAM, the tensors in HBM, or both."""
+    if sram and hbm:
+        return "yes"
+    return "NO: " + "+".join(name for name, ok in (("SRAM", sram), ("HBM", hbm)) if not ok)
 
 
 def _has_splits(result: SweepResult) -> bool:
     return any(a.name == "splitkv" for a in result.algorithms)
 
 
-def _headers(result: SweepResult) -> list[tuple[str, str]]:
+def _headers(result: SweepResult, *, wide: bool = False) -> list[tuple[str, str]]:
     axes = [(AXIS_HEADERS[a], "left" if a in ("gpu", "dtype", "pass_", "causal") else "right")
             for a in _shown_axes(result)]
-    values = list(_VALUE_HEADERS)
-    if _has_splits(result):
-        values.insert(3, ("splits", "right"))
+    values = [("algorithm", "left"), ("B_r×B_c", "right"), ("fits", "left"),
+              *([("splits", "right")] if wide and _has_splits(result) else []),
+              *([("read", "right"), ("write", "right")] if wide else []),
+              ("HBM", "right"), ("÷ std", "right"), *([("FLOP", "right")] if wide else []),
+              ("time", "right"), ("speed-up", "right"), ("bound", "left")]
     return axes + values
 
 
-def header_text(result: SweepResult) -> str:
+def header_rows(result: SweepResult) -> list[tuple[str, str]]:
     spec = result.spec
     varying = ", ".join(f"{AXIS_HEADERS[a]} ({len(spec.values(a))} values)"
                         for a in spec.varying)
     fixed = " · ".join(result.describe_fixed()
                        + ([f"unfused {','.join(spec.unfused)}"] if spec.unfused else []))
-    fixed_lines = textwrap.wrap(fixed, width=100, initial_indent="fixed     ",
-                                subsequent_indent="          ", break_on_hyphens=False)
-    lines = [
-        f"sweep     {result.points:,} grid point{'s' if result.points != 1 else ''} × "
-        f"{len(result.algorithms)} algorithm{'s' if len(result.algorithms) != 1 else ''} "
-        f"({spec.profile} profile, closed forms)",
-        *textwrap.wrap(varying or "nothing", width=100, initial_indent="varying   ",
-                       subsequent_indent="          "),
-        *fixed_lines,
+    rows = [
+        ("sweep", f"{result.points:,} grid point{'s' if result.points != 1 else ''} × "
+                  f"{len(result.algorithms)} algorithm{'s' if len(result.algorithms) != 1 else ''} "
+                  f"({spec.profile} profile, closed forms)"),
+        ("varying", varying or "nothing"),
+        ("fixed", fixed),
     ]
-    lines += [f"note      {n}" for n in result.notes]
-    if not all(bool(a.fits_sram.all()) for a in result.algorithms):
-        lines.append("note      fits NO: those blocks exceed the SRAM; their counts say what they "
-                     "would cost if they fitted")
+    rows += [("note", n) for n in result.notes]
+    rows.append(("columns", "HBM: bytes read + written (L2-oblivious); ÷ std and speed-up: "
+                            "standard attention's HBM and time over this row's; fits: yes, or "
+                            "NO: SRAM (the blocks exceed it; their counts say what they would "
+                            "cost if they fitted) / NO: HBM (the tensors exceed the GPU's "
+                            "memory)"))
+    return rows
+
+
+def header_text(result: SweepResult) -> str:
+    """The header as plain lines of at most 100 characters (Markdown, reports)."""
+    lines = []
+    for label, value in header_rows(result):
+        lines += textwrap.wrap(value, width=100, initial_indent=f"{label:<10}",
+                               subsequent_indent=" " * 10, break_on_hyphens=False)
     return "\n".join(lines)
 
 
-def sweep_renderable(result: SweepResult, *, limit: int | None = 100) -> RenderableType:
-    rows, total = _rows(result, limit)
-    table = Table(box=box.SIMPLE_HEAD, pad_edge=False)
-    for name, justify in _headers(result):
+def _sweep_table(headers: list[tuple[str, str]], rows: list[list[str]],
+                 title: str | None = None) -> Table:
+    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
+                  padding=0)
+    for name, justify in headers:
         table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for row in rows:
         table.add_row(*row)
-    parts: list[RenderableType] = [Text(header_text(result)), Text(""), table]
+    return table
+
+
+def _width(renderable: RenderableType) -> int:
+    from rich.console import Console
+
+    return Console(width=1000).measure(renderable).maximum
+
+
+def _stacked(headers: list[tuple[str, str]], rows: list[list[str]], axes: int,
+             width: int | None, title: str) -> list[RenderableType]:
+    """One table, or, when it is wider than `width`, one per value of its first axis column
+    (named in the title), as many axes deep as it takes to fit."""
+    table = _sweep_table(headers, rows, title or None)
+    if width is None or axes == 0 or _width(table) <= width:
+        return [table]
+    name = headers[0][0]
+    out: list[RenderableType] = []
+    for value, group in itertools.groupby(rows, key=lambda r: r[0]):
+        out += _stacked(headers[1:], [r[1:] for r in group], axes - 1, width,
+                        f"{title} · {name} {value}" if title else f"{name} {value}")
+    return out
+
+
+def sweep_renderable(result: SweepResult, *, limit: int | None = 100, wide: bool = False,
+                     width: int | None = None) -> RenderableType:
+    """The header and the rows; wider than `width`, the rows stack into one table per value of
+    the first varying axis (its value in the table's title) rather than being cut."""
+    rows, total = _rows(result, limit, wide=wide)
+    headers = _headers(result, wide=wide)
+    tables = _stacked(headers, rows, len(_shown_axes(result)), width, "")
+    parts: list[RenderableType] = [label_grid(header_rows(result)), Text(""), *tables]
     if len(rows) < total:
-        parts.append(Text(f"… {total - len(rows):,} more rows; use --limit, or --format csv/json "
-                          f"for all {total:,}"))
+        parts.append(Text(f"… {total - len(rows):,} more rows; use --limit, or --format "
+                          f"csv/jsonl/json for all {total:,}"))
     return Group(*parts)
 
 
-def print_sweep(result: SweepResult, *, limit: int | None = 100) -> None:
-    """To stdout: a terminal keeps its width; a pipe or file gets as wide as the table needs."""
-    from rich.console import Console
-
-    renderable = sweep_renderable(result, limit=limit)
-    console = Console()
-    if not console.is_terminal:
-        needed = Console(width=1000).measure(renderable).maximum
-        console = Console(width=max(110, needed))
-    console.print(renderable)
+def print_sweep(result: SweepResult, *, limit: int | None = 100, wide: bool = False) -> None:
+    """To stdout: a terminal keeps its width (the table stacks by its first axis when it is too
+    wide); a pipe or file gets $COLUMNS, else as wide as the table needs."""
+    needed = _width(sweep_renderable(result, limit=limit, wide=wide))
+    console = make_console(pipe_width=max(PIPE_WIDTH, needed))
+    console.print(sweep_renderable(result, limit=limit, wide=wide, width=console.width))
 
 
 def sweep_markdown(result: SweepResult, *, limit: int | None = 100) -> str:
-    rows, total = _rows(result, limit)
-    headers = _headers(result)
+    rows, total = _rows(result, limit, wide=True)
+    headers = _headers(result, wide=True)
     parts = ["```", header_text(result), "```", "",
              markdown_table([h for h, _ in headers], rows, [j == "right" for _, j in headers])]
     if len(rows) < total:
@@ -168,21 +223,20 @@ def sweep_frame(result: SweepResult) -> Any:
 
 
 def sweep_csv(result: SweepResult) -> str:
-    """Every row; an untiled algorithm's blocks are empty."""
-    text: str = sweep_frame(result).to_csv(index=False, lineterminator="\n")
-    return text
+    """Every row; an untiled algorithm's blocks are empty (sweep_stream.write_csv, as text)."""
+    from iosim.output.sweep_stream import write_csv
+
+    out = io.StringIO()
+    write_csv(result, out)
+    return out.getvalue()
 
 
 def sweep_json(result: SweepResult) -> str:
-    columns = result.columns()
-    names = list(columns)
-    lists = [_plain(columns[name]) for name in names]
-    records = [dict(zip(names, row, strict=True)) for row in zip(*lists, strict=True)]
-    for record in records:
-        for pair in (("block_q", "block_kv"), ("bwd_block_q", "bwd_block_kv")):
-            if not record[pair[0]]:
-                record[pair[0]] = record[pair[1]] = None
-    return strict_json.dumps({**result.metadata(), "rows": records}, indent=1, ensure_ascii=False)
+    from iosim.output.sweep_stream import write_json
+
+    out = io.StringIO()
+    write_json(result, out)
+    return out.getvalue().rstrip("\n")
 
 
 def _plain(values: np.ndarray) -> list[Any]:
@@ -213,16 +267,31 @@ def roofline_records(c: Comparison) -> list[dict[str, Any]]:
 def roofline_table(c: Comparison) -> Table:
     table = Table(title=f"Roofline points ({c.hardware.display_name}; ridge "
                         f"{c.roofs.ridge_point_flops_per_byte:.0f} FLOP/B)",
-                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False)
+                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, padding=0)
     for name, justify in (("algorithm", "left"), ("kernel", "left"), ("HBM", "right"),
                           ("FLOP", "right"), ("FLOP/B", "right"), ("FLOP/s", "right"),
                           ("time", "right"), ("bound", "left")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
     for r in roofline_records(c):
         intensity = r["intensity_flops_per_byte"]
         perf = r["performance_flops_per_s"]
         table.add_row(r["algorithm"], r["label"], fmt_bytes(r["hbm_bytes"]), fmt_count(r["flops"]),
-                      "—" if intensity is None else f"{intensity:.1f}",
+                      "—" if intensity is None else fmt_intensity(intensity),
                       "—" if not perf else fmt_rate(perf, "FLOP/s"), fmt_time(r["time_s"]),
                       r["bound"])
     return table
+
+
+def roofline_note(c: Comparison) -> str:
+    """Why a point may sit above the matmul peak (only when one does)."""
+    peak = c.roofs.matmul_flops_per_s
+    above = [r for r in roofline_records(c)
+             if r["performance_flops_per_s"] and r["performance_flops_per_s"] > peak]
+    if not above:
+        return ""
+    names = ", ".join(f"{r['algorithm']} {r['label']}" for r in above)
+    verb = "shows" if len(above) == 1 else "show"
+    return (f"FLOP/s = every FLOP (matmul + elementwise) ÷ time. {names} {verb} more than the "
+            f"{fmt_rate(peak, 'FLOP/s')} matmul peak because its elementwise (softmax) FLOPs run "
+            f"on the vector units at the same time as the tensor cores; its matmul FLOPs alone "
+            f"stay under the peak.")

@@ -7,7 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iosim.analysis.verify import Verification
-from iosim.output.tables import simple_table
+from iosim.output.tables import compact_table, simple_table
 
 OK, BAD = "✓", "✗"
 
@@ -75,7 +75,7 @@ def _gradients_table(v: Verification) -> Table:
 
 
 def _counts_table(v: Verification) -> Table:
-    table = simple_table("HBM traffic in elements, counted three ways", (
+    table = compact_table("HBM traffic in elements, counted three ways", (
         ("algorithm", "left"), ("kernel", "left"), ("tensor", "left"), ("op", "left"),
         ("closed form", "right"), ("tile walk", "right"), ("executor", "right"), ("", "left")))
     for a in v.algorithms:

@@ -13,7 +13,7 @@ the same byte for byte.
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -199,6 +199,9 @@ class ReportRequest:
     sram: str | None = None
     profile: str = "spec"
     command: str = ""
+    options: Mapping[str, Any] = field(default_factory=dict)
+    """compare's other arguments: algorithms, block_q, block_kv, sram_elements, splits (the
+    flags `iosim report` shares with `iosim compare`); the sweeps follow them too."""
 
 
 @dataclass
@@ -229,22 +232,28 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     from iosim.output.render_sweep import roofline_records, sweep_frame
 
     w = request.workload
-    comparison = compare(w, request.gpu, sram=request.sram,
-                         profile=request.profile)  # type: ignore[arg-type]
+    options = dict(request.options)
+    comparison = compare(w, request.gpu, sram=request.sram, profile=request.profile,  # type: ignore[arg-type]
+                         **options)
     hw = comparison.hardware
     kv_heads = None if w.kv_heads == w.heads else w.kv_heads
+    sram_given = request.sram or options.get("sram_elements")
     common = {"d": (w.d,), "heads": (w.heads,), "kv_heads": (kv_heads,), "batch": (w.batch,),
               "dtype": (w.dtype,), "causal": (w.causal,), "pass_": (w.pass_,),
               "unfused": w.unfused, "profile": request.profile,
-              "sram_bytes": (comparison.sram_bytes if request.sram else None,)}
+              "n_kv": (None if w.n_kv == w.n else w.n_kv,),
+              "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
+              "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
+              "algorithms": tuple(a.name for a in comparison.algorithms),
+              "sram_bytes": (comparison.sram_bytes if sram_given else None,)}
     gpu = (request.gpu,)
     by_n = sweep(SweepSpec(n=request.n_range, gpu=gpu, **common))  # type: ignore[arg-type]
     tiled = [a for a in comparison.algorithms if a.tiling is not None]
     block_sweeps: list[tuple[str, str, SweepResult]] = []
     for a in tiled:
         axis = "block_kv" if ALGORITHMS[a.name].outer == "kv" else "block_q"
-        spec = SweepSpec(n=(w.n,), gpu=gpu, algorithms=(a.name,),
-                         **{axis: request.block_range}, **common)  # type: ignore[arg-type]
+        spec = SweepSpec(n=(w.n,), gpu=gpu, **{**common, "algorithms": (a.name,),  # type: ignore[arg-type]
+                                                 axis: request.block_range})
         block_sweeps.append((a.name, axis, sweep(spec)))
     # the report's GPU first, then the others, each once; each GPU with its own SRAM
     others = {resolve_hardware(g).hardware.name: g for g in request.compare_gpus}
@@ -288,8 +297,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
 
     # 1. the comparison
     blocks += [Heading(2, "1. Standard attention vs FlashAttention")]
-    for table in (render.summary_table(comparison), render.kernel_table(comparison),
-                  render.tensor_table(comparison)):
+    for table in (render.summary_table(comparison, wide=True),
+                  render.kernel_table(comparison, wide=True), render.tensor_table(comparison)):
         blocks.append(_rich_table(table))
     kernels = table_csv(pd.DataFrame(render_rows(comparison)), "compare_kernels.csv")
     terms = table_csv(pd.DataFrame(comparison.term_records()), "compare_terms.csv")

@@ -24,6 +24,15 @@ def simple_table(title: str | None, columns: Sequence[tuple[str, str]], **option
     return table
 
 
+def compact_table(title: str | None, columns: Sequence[tuple[str, str]]) -> Table:
+    """simple_table one space apart (the box's column divider), no cell ever wrapped or cut:
+    what lets the wide tables (compare, sweep, verify's counts) fit 80 columns."""
+    table = simple_table(title, columns, padding=0)
+    for column in table.columns:
+        column.no_wrap = True
+    return table
+
+
 def table_cells(table: Table, *, one_line_headers: bool = False
                 ) -> tuple[list[str], list[list[str]], list[bool]]:
     """(headers, rows of cell texts, whether each column is right-justified) of a rich table:

@@ -1,0 +1,61 @@
+"""The rich console every command prints through.
+
+A terminal keeps its own width. A pipe or file gets $COLUMNS when set (so `COLUMNS=80 iosim ...`
+and tests render exactly what an 80-column terminal shows), else `pipe_width` columns; and piped
+output carries no trailing spaces (rich pads every table row to the table's width).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from typing import IO, Any
+
+from rich.console import Console
+
+PIPE_WIDTH = 110
+"""Columns of piped output when $COLUMNS is unset: wide enough that prose lines rarely wrap."""
+
+
+class _RstripWriter:
+    """A text stream that drops the spaces at the end of each line it passes on."""
+
+    def __init__(self, target: IO[str]) -> None:
+        self._target = target
+        self._pending = ""
+
+    def write(self, text: str) -> int:
+        lines = (self._pending + text).split("\n")
+        self._pending = lines.pop()
+        if lines:
+            self._target.write("".join(line.rstrip(" ") + "\n" for line in lines))
+        return len(text)
+
+    def flush(self) -> None:
+        if self._pending and not self._pending.endswith(" "):
+            self._target.write(self._pending)
+            self._pending = ""
+        self._target.flush()
+
+    def isatty(self) -> bool:
+        return False
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._target, name)
+
+
+def pipe_columns(default: int = PIPE_WIDTH) -> int:
+    columns = os.environ.get("COLUMNS", "")
+    return int(columns) if columns.isdigit() and int(columns) >= 40 else default
+
+
+def make_console(*, pipe_width: int = PIPE_WIDTH, stderr: bool = False) -> Console:
+    """A terminal keeps its own width; a pipe or file gets $COLUMNS or `pipe_width` columns."""
+    stream = sys.stderr if stderr else sys.stdout
+    probe = Console(file=stream)
+    if probe.is_terminal:
+        return probe
+    return Console(file=_RstripWriter(stream), width=pipe_columns(pipe_width))  # type: ignore[arg-type]
+
+
+__all__ = ["PIPE_WIDTH", "make_console", "pipe_columns"]
