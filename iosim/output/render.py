@@ -10,7 +10,6 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -31,7 +30,7 @@ from iosim.output.numbers import fmt_intensity as fmt_intensity
 from iosim.output.numbers import fmt_rate as fmt_rate
 from iosim.output.numbers import fmt_si as fmt_si
 from iosim.output.numbers import fmt_time as fmt_time
-from iosim.output.tables import compact_table, rich_markdown
+from iosim.output.tables import compact_table, rich_markdown, simple_table
 
 
 def _tiling(a: AlgorithmEstimate) -> str:
@@ -233,12 +232,10 @@ def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
 def occupancy_table(c: Comparison) -> Table:
     """Each modelled launch grid against the GPU's SMs, and the time if only those SMs work."""
     sms = c.hardware.sm_count
-    table = Table(title=f"Parallelism (launch grid vs {sms if sms else 'unknown'} SMs; one "
-                        f"program per SM at a time)", box=box.SIMPLE_HEAD, title_justify="left",
-                  pad_edge=False)
-    for name, justify in (("algorithm", "left"), ("kernel", "left"), ("grid", "left"),
-                          ("time", "right"), ("time ÷ occupancy", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = simple_table(f"Parallelism (launch grid vs {sms if sms else 'unknown'} SMs; one "
+                         f"program per SM at a time)", (
+                             ("algorithm", "left"), ("kernel", "left"), ("grid", "left"),
+                             ("time", "right"), ("time ÷ occupancy", "right")))
     for a in c.algorithms:
         if not a.occupancy:
             table.add_row(a.name, "all", "library kernels: grid not modelled", fmt_time(a.time_s),
