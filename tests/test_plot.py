@@ -56,17 +56,21 @@ def test_roofline_a100() -> None:
                 for a in c.algorithms for k in a.kernels if k.flops}
     drawn = {(round(x, 6), round(y)) for x, y, marker, _ in points(ax) if marker != "*"}
     assert drawn == expected
-    texts = [t.get_text() for t in ax.texts]
-    assert "standard: S = QKᵀ, O = PV" in texts  # coincident kernels share a label
-    assert "standard: P = softmax(S)" in texts
-    assert "flash1: fused attention" in texts and "flash2: fused attention" in texts
+    # each point is numbered; the legend is the key (coincident kernels share a number)
+    key = [t.get_text() for t in fig.legends[0].get_texts()]
+    numbered = {text.split("  ", 1)[1]: text.split("  ", 1)[0] for text in key if "  " in text}
+    assert set(numbered) == {"standard: S = QKᵀ, O = PV", "standard: P = softmax(S)",
+                             "flash1: fused attention", "flash2: fused attention"}
+    assert sorted(t.get_text() for t in ax.texts if t.get_text().isdigit()) == sorted(
+        numbered.values())
     assert ax.get_xscale() == ax.get_yscale() == "log"
     assert ax.get_xlabel() == "arithmetic intensity (FLOP per HBM byte)"
     assert ax.get_ylabel() == "performance (FLOP/s)"
     title = ax.get_title()
     assert "NVIDIA A100 80GB SXM4" in title and "N 4096, d 64, fp16" in title
     assert "83,456 fp16 elements (163 KiB)" in title and "flash1 B_r×B_c 64×326" in title
-    assert "init O, l, m" in fig._supxlabel.get_text()  # 0 FLOPs: listed, not plotted
+    footnote = next(t.get_text() for t in ax.texts if t.get_text().startswith("y = all FLOPs"))
+    assert "init O, l, m" in footnote  # 0 FLOPs: listed, not plotted
 
 
 def test_roofline_h100_draws_its_l2_roof() -> None:
@@ -119,8 +123,11 @@ def test_traffic_vs_n_one_series_per_other_value() -> None:
     result = sweep(SweepSpec(n=(512, 1024, 2048), d=(64, 128), gpu=("a100",)))
     (ax,) = plot.traffic_vs_n(result).axes
     labels = [line.get_label() for line in ax.get_lines()]
-    assert sum(label.startswith("flash1 (d 64)") for label in labels) == 1
-    assert sum(label.startswith("flash1 (d 128)") for label in labels) == 1
+    # blocks differ between the series, so each series' legend entry says its own: Alg. 1
+    # line 1 with M = 83,456 (163 KiB of fp16): B_c = ⌈M/4d⌉, B_r = min(B_c, d)
+    assert sum(label.startswith("flash1 (d 64; B_r×B_c 64×326)") for label in labels) == 1
+    assert sum(label.startswith("flash1 (d 128; B_r×B_c 128×163)") for label in labels) == 1
+    assert "B_r×B_c" not in ax.get_title()
 
 
 def test_many_series_are_held_at_the_first_value() -> None:

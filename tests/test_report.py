@@ -27,7 +27,7 @@ def report_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
     folder = tmp_path_factory.mktemp("report") / "a100"
     code, out, err = run("report", "--gpu", "a100", "--out", str(folder), *SMALL)
     assert code == 0, err
-    assert out.startswith("wrote 20 files to ")
+    assert out.startswith("wrote 24 files to ")
     return folder
 
 
@@ -37,7 +37,8 @@ def test_files(report_dir: Path) -> None:
              "gpu_comparison")
     assert names == ({"index.md", "index.html", "summary.json", "compare_kernels.csv",
                       "compare_terms.csv", "roofline_points.csv"}
-                     | {f"{s}.{e}" for s in stems for e in ("png", "svg")}
+                     | {f"{s}.{e}" for s in (*stems, "time_vs_n", "roofline_levels")
+                        for e in ("png", "svg")}
                      | {f"{s}.csv" for s in stems if s != "roofline"})
 
 
@@ -72,9 +73,24 @@ def test_csv_tables(report_dir: Path) -> None:
 
 def test_markdown_links_every_figure(report_dir: Path) -> None:
     text = (report_dir / "index.md").read_text()
-    for stem in ("roofline", "traffic_vs_n", "block-kv_sweep_flash1", "block-q_sweep_flash2",
-                 "gpu_comparison"):
+    for stem in ("roofline", "roofline_levels", "traffic_vs_n", "time_vs_n", "block-kv_sweep_flash1",
+                 "block-q_sweep_flash2", "gpu_comparison"):
         assert f"({stem}.png)]({stem}.svg)" in text
+    # N up to 2,048 at batch 64 × 16 heads: standard's S and P (2 · 2 B · N² · 1024 = 17 GB)
+    # fit the 80 GB
+    assert "Every point fits the GPU's 80.0 GB of HBM" in text
+
+
+def test_report_says_where_standard_needs_more_hbm(tmp_path: Path) -> None:
+    # batch 64 × 16 heads: standard's S and P take 2 · 2 B · N² · 1024 = 68.7 GB at N 4,096
+    # (fits 80 GB with Q, K, V, O) and 275 GB at N 8,192 (does not)
+    folder = tmp_path / "r"
+    code, _, err = run("report", "--gpu", "a100", "--out", str(folder), "--n-range",
+                       "2048..16384", "--block-range", "64,128", "--compare-gpus", "a100")
+    assert code == 0, err
+    text = (folder / "index.md").read_text()
+    assert ("Hollow markers need more than the GPU's 80.0 GB of HBM (inputs, outputs and what "
+            "the algorithm holds beside them): standard from N = 8,192.") in text
     assert "```\niosim report --gpu a100" in text
 
 
@@ -100,7 +116,7 @@ def test_html_images_resolve_to_decodable_files(report_dir: Path) -> None:
 
     parser = _Images()
     parser.feed((report_dir / "index.html").read_text())
-    assert len(parser.images) == 5
+    assert len(parser.images) == 7
     for img in parser.images:
         src = report_dir / str(img["src"])
         height, width = matplotlib.image.imread(src).shape[:2]
@@ -136,7 +152,7 @@ def test_html_in_headless_chromium(report_dir: Path) -> None:
         images: list[list[Any]] = driver.execute_script(
             "return Array.from(document.images).map("
             "i => [i.getAttribute('src'), i.complete, i.naturalWidth, i.naturalHeight])")
-        assert len(images) == 5
+        assert len(images) == 7
         for src, complete, width, height in images:
             assert complete and width > 0 and height > 0, src
         svgs: list[list[Any]] = driver.execute_async_script("""

@@ -83,10 +83,9 @@ def test_plot_writes_the_figures_the_axes_allow(tmp_path: Path) -> None:
                        "auto,64", "--plot", str(tmp_path / "figs"))
     assert code == 0
     names = sorted(p.name for p in (tmp_path / "figs").iterdir())
-    assert names == sorted(f"{stem}.{ext}" for stem in ("traffic_vs_n", "block-kv_sweep",
-                                                         "gpu_comparison")
-                           for ext in ("png", "svg"))
-    assert err.count("wrote ") == 6
+    stems = ("traffic_vs_n", "time_vs_n", "block-kv_sweep", "gpu_comparison")
+    assert names == sorted(f"{stem}.{ext}" for stem in stems for ext in ("png", "svg"))
+    assert err.count("wrote ") == 8
     code, _, err = run("sweep", "--gpu", "a100", "--n", "1024", "--plot", str(tmp_path / "none"))
     assert code == 0 and "nothing to plot" in err
 

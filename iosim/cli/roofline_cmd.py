@@ -24,7 +24,15 @@ from iosim.inputs.limits import check_output_files
               type=click.Path(path_type=Path), help="Folder for the figure (created if needed).")
 @click.option("--name", default="roofline", show_default=True,
               help="File name without extension: writes NAME.png and NAME.svg.")
-def roofline_command(out_dir: Path, name: str, **params: Any) -> None:
+@click.option("--hierarchical", is_flag=True,
+              help="Draw the hierarchical roofline: DRAM, L2 and SRAM ceilings, each kernel "
+                   "once per level.")
+@click.option("--record", "record", default=None, metavar="FILE",
+              type=click.Path(path_type=Path, dir_okay=False),
+              help="A calibration record (iosim calibrate --record): its measured kernels at "
+                   "this shape beside the predicted ones (implies --hierarchical).")
+def roofline_command(out_dir: Path, name: str, hierarchical: bool, record: Path | None,
+                     **params: Any) -> None:
     """Draw the roofline: HBM, compute, vector (and L2/SRAM) ceilings, ridge point, and every
     kernel as a labelled point; print the points as a table. Every workload flag of `compare`
     works here (--force also overwrites NAME.png / NAME.svg).
@@ -34,6 +42,8 @@ def roofline_command(out_dir: Path, name: str, **params: Any) -> None:
       iosim roofline --gpu a100 --n 4096
       iosim roofline --gpu h100 --n 8192 --d 128 --heads 32 --causal --out figures/
       iosim roofline --gpu h100 --n 1 --n-kv 32768 --d 128 --heads 32 --kv-heads 8
+      iosim roofline --gpu h200 --n 4096 --batch 4 --heads 16 --block-q 128 --block-kv 64 \\
+          --profile measured --record tests/data/h200-calibration.json
     """
     if not name or "/" in name or name.startswith("."):
         raise click.BadParameter("give a plain file name without folders or extension",
@@ -48,7 +58,11 @@ def roofline_command(out_dir: Path, name: str, **params: Any) -> None:
     from iosim.output import plot, render
     from iosim.output.render_sweep import roofline_note, roofline_table
 
-    paths = plot.save(plot.roofline(result), out_dir / name, overwrite=params["force"])
+    if record is not None or hierarchical:
+        figure = plot.hierarchical_roofline(result, _measured(record, workload_from(params)))
+    else:
+        figure = plot.roofline(result)
+    paths = plot.save(figure, out_dir / name, overwrite=params["force"])
     console = render.make_console()
     console.print(roofline_table(result))
     note = roofline_note(result)
@@ -56,3 +70,19 @@ def roofline_command(out_dir: Path, name: str, **params: Any) -> None:
         console.print(note)
     for path in paths:
         click.echo(f"wrote {path}", err=True)
+
+
+def _measured(record: Path | None, workload: Any) -> list[Any]:
+    """The record's measured kernels at the workload's shape ([] without a record)."""
+    if record is None:
+        return []
+    from iosim.calibrate.points import measured_kernels
+    from iosim.calibrate.records import load_calibration
+
+    found = measured_kernels(load_calibration(record), workload)
+    if not found:
+        click.echo(f"{record} has no counted kernel at N {workload.n}, d {workload.d}, batch "
+                   f"{workload.batch}, {workload.heads} heads, {workload.dtype}"
+                   f"{', causal' if workload.causal else ''}: plotting the predictions alone",
+                   err=True)
+    return found

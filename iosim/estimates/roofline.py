@@ -138,6 +138,12 @@ class KernelEstimate(TrafficTotals):
         """FLOPs per HBM byte (inf for a kernel that moves none)."""
         return self.flops / self.hbm_bytes if self.hbm_bytes else float("inf")
 
+    @property
+    def roof_bytes(self) -> int:
+        """The bytes the memory roof charged: the DRAM estimate where one was used, else the
+        L2-oblivious HBM count (where a roofline plot places the kernel)."""
+        return self.hbm_bytes if self.dram_bytes is None else self.dram_bytes
+
 
 def roofline_time(memory_bytes: Any, matmul_flops: Any, elementwise_flops: Any, *,
                   bandwidth: Any, matmul_peak: Any, vector_peak: Any, efficiency: Any,

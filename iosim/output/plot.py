@@ -1,412 +1,88 @@
-"""Figures: roofline, HBM traffic vs sequence length, block-size sweep, GPU comparison.
+"""Figures, one import for all: the roofline (plot_roofline) and its hierarchical form
+(plot_hierarchy), traffic and time vs N (plot_n), the block-size sweep and its 2-D heatmap
+(here and plot_heatmap), the GPU comparison (here), and what a sweep's axes allow
+(`sweep_figures`).
 
 matplotlib is imported inside the functions (`iosim --help` and `iosim compare` never load it),
 and figures are drawn on an Agg canvas attached to a bare `matplotlib.figure.Figure`: no pyplot,
 no global backend switch. Every function returns the Figure; `save` writes it as PNG and SVG.
 Each figure's title names the GPU, the workload and the SRAM/block sizes; axes carry units; a
-quantity spanning decades is drawn on a log scale.
+quantity spanning decades is drawn on a log scale; legends, labels and titles follow plot_kit.
 """
 
 from __future__ import annotations
 
-import itertools
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from iosim.analysis.comparison import Comparison
+from iosim.analysis.hbm_fit import hbm_fits
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
-from iosim.errors import IosimError
 from iosim.inputs.limits import check_output_files
-from iosim.output.render import fmt_binary_bytes, fmt_bytes, fmt_rate, fmt_time
+from iosim.output.plot_heatmap import block_heatmap, is_two_dimensional
+from iosim.output.plot_hierarchy import hierarchical_roofline
+from iosim.output.plot_kit import (
+    _BYTE_PREFIXES,
+    _RATE_PREFIXES,
+    _SERIES_STYLES,
+    _TIME_PREFIXES,
+    ALGORITHM_COLORS,
+    GUIDE_COLOR,
+    _bytes_axis,
+    _label_ticks,
+    _log_block_axis,
+    _si_formatter,
+    _time_axis,
+    axes_handles,
+    color_of,
+    fitted_title,
+    legend_below,
+    new_figure,
+    save,
+    tick_text,
+)
+from iosim.output.plot_n import time_vs_n, traffic_vs_n
+from iosim.output.plot_roofline import roofline
+from iosim.output.plot_select import (
+    blocks_text,
+    fixed_text,
+    gpu_text,
+    series_along,
+    sram_text,
+)
+from iosim.output.render import fmt_time
+
+__all__ = [
+    "ALGORITHM_COLORS",
+    "GUIDE_COLOR",
+    "_BYTE_PREFIXES",
+    "_RATE_PREFIXES",
+    "_TIME_PREFIXES",
+    "_bytes_axis",
+    "_label_ticks",
+    "_log_block_axis",
+    "_si_formatter",
+    "_time_axis",
+    "block_heatmap",
+    "block_sweep",
+    "color_of",
+    "gpu_comparison",
+    "hierarchical_roofline",
+    "new_figure",
+    "roofline",
+    "save",
+    "sweep_figures",
+    "tick_text",
+    "time_vs_n",
+    "traffic_vs_n",
+]
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
     from matplotlib.figure import Figure
-
-ALGORITHM_COLORS = {"standard": "#d62728", "flash1": "#1f77b4", "flash2": "#2ca02c"}
-_EXTRA_COLORS = ("#9467bd", "#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22")
-_SERIES_STYLES = ("-", "--", ":", "-.")
-_KERNEL_MARKERS = ("o", "s", "^", "D", "v", "P", "X", "*")
-GUIDE_COLOR = "#555555"
-
-
-def color_of(algorithm: str) -> str:
-    if algorithm in ALGORITHM_COLORS:
-        return ALGORITHM_COLORS[algorithm]
-    return _EXTRA_COLORS[sum(map(ord, algorithm)) % len(_EXTRA_COLORS)]
-
-
-# ---------------------------------------------------------------------------------------------
-# figure plumbing
-
-
-def new_figure(width: float, height: float, rows: int = 1, cols: int = 1, *,
-               sharex: bool = False, squeeze: bool = True) -> tuple[Figure, Any]:
-    """A Figure (width × height inches) on an Agg canvas — no pyplot, no global state — and its
-    axes: one, a row or column of them, or (squeeze=False) always a 2-D array."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(width, height), layout="constrained")
-    FigureCanvasAgg(fig)
-    axes = fig.subplots(rows, cols, sharex=sharex, squeeze=squeeze)
-    return fig, axes
-
-
-def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg"), *,
-         overwrite: bool = False) -> list[Path]:
-    """Write `stem.png` and `stem.svg` with no timestamps (the PNG of a figure is the same bytes
-    every time; SVG clip-path ids still vary, matplotlib derives them from object ids).
-
-    An existing file is never replaced unless `overwrite` (the commands' --force)."""
-    import matplotlib
-
-    targets = [Path(f"{stem}.{fmt}") for fmt in formats]
-    check_output_files(targets, "name", overwrite=overwrite)  # before the first file
-    paths: list[Path] = []
-    try:
-        for fmt, path in zip(formats, targets, strict=True):
-            metadata = {"Date": None} if fmt == "svg" else {"Software": None}
-            # text as paths: the SVG looks the same without matplotlib's fonts installed
-            with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "path"}):
-                fig.savefig(path, format=fmt, dpi=150, metadata=metadata)
-            paths.append(path)
-    except OSError as exc:  # a full disk, a folder removed meanwhile: no half-written figure
-        for path in [*paths, targets[len(paths)]]:
-            path.unlink(missing_ok=True)
-        raise IosimError(f"cannot write {targets[len(paths)]}: {exc.strerror or exc}; choose a "
-                         f"folder you can write to") from None
-    return paths
-
-
-def _si_formatter(unit: str, fmt: Any) -> Any:
-    from matplotlib.ticker import FuncFormatter
-
-    return FuncFormatter(lambda value, _pos: fmt(value) if value > 0 else "0")
-
-
-_BYTE_PREFIXES = (("TB", 1e12), ("GB", 1e9), ("MB", 1e6), ("kB", 1e3), ("B", 1.0))
-_TIME_PREFIXES = (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6), ("ns", 1e-9))
-_RATE_PREFIXES = (("PFLOP/s", 1e15), ("TFLOP/s", 1e12), ("GFLOP/s", 1e9), ("MFLOP/s", 1e6),
-                  ("FLOP/s", 1.0))
-
-
-def tick_text(value: float, prefixes: Sequence[tuple[str, float]]) -> str:
-    """A tick label in the largest unit that keeps the number ≥ 1: 2e9 B → '2 GB'."""
-    for unit, scale in prefixes:
-        if value >= scale * 0.999:
-            return f"{value / scale:.3g} {unit}"
-    unit, scale = prefixes[-1]
-    return f"{value / scale:.3g} {unit}"
-
-
-def _bytes_axis(axis: Any) -> None:
-    _label_ticks(axis, lambda v: tick_text(v, _BYTE_PREFIXES))
-
-
-def _time_axis(axis: Any) -> None:
-    _label_ticks(axis, lambda v: tick_text(v, _TIME_PREFIXES))
-
-
-def _label_ticks(axis: Any, fmt: Any) -> None:
-    """Major ticks in human units; on a log axis spanning less than ~2 decades, minor ticks too
-    (else matplotlib writes them as 6×10⁻³)."""
-    from matplotlib.ticker import LogLocator, NullFormatter
-
-    axis.set_major_formatter(_si_formatter("", fmt))
-    low, high = sorted(axis.get_view_interval())
-    if axis.get_scale() == "log" and low > 0 and high / low < 100:
-        axis.set_minor_locator(LogLocator(subs=(2.0, 5.0)))
-        axis.set_minor_formatter(_si_formatter("", fmt))
-    else:
-        axis.set_minor_formatter(NullFormatter())
-
-
-def _log_block_axis(ax: Axes, values: Sequence[int]) -> None:
-    from matplotlib.ticker import FixedLocator, NullLocator
-
-    ax.set_xscale("log", base=2)
-    ax.xaxis.set_major_locator(FixedLocator(sorted(set(values))))
-    ax.xaxis.set_minor_locator(NullLocator())
-    ax.xaxis.set_major_formatter(_si_formatter("", lambda v: f"{v:.0f}"))
-
-
-# ---------------------------------------------------------------------------------------------
-# selections of a sweep
-
-
-@dataclass(frozen=True)
-class Series:
-    """Grid points along one axis, the other varying axes held at one combination."""
-
-    label: str
-    """'' for the only series, else e.g. 'd 128, GPU h100-sxm'."""
-    positions: np.ndarray
-    """Point indices, sorted by the x axis."""
-
-
-_AXIS_LABELS = {"gpu": "GPU", "dtype": "", "pass_": "", "causal": "causal", "batch": "batch",
-                "heads": "heads", "kv_heads": "kv heads", "d": "d", "n": "N", "n_kv": "N_kv",
-                "sram_bytes": "SRAM", "sram_elements": "M", "block_q": "B_r",
-                "block_kv": "B_c"}
-
-
-def _value_text(result: SweepResult, axis: str, i: int) -> str:
-    value = result.spec.values(axis)[i]
-    if axis == "gpu":
-        return f"GPU {result.hardware[i].name}"
-    if axis == "causal":
-        return "causal" if value else "non-causal"
-    if value is None:
-        return f"{_AXIS_LABELS[axis]} auto"
-    if axis == "sram_bytes":
-        return f"SRAM {fmt_binary_bytes(value)}"
-    label = _AXIS_LABELS[axis]
-    return f"{label} {value}" if label else str(value)
-
-
-def series_along(result: SweepResult, x_axis: str, *, max_series: int = 4
-                 ) -> tuple[list[Series], str | None]:
-    """One series per combination of the other varying axes (at most `max_series`; past that
-    the others are held at their first value, and the note says so)."""
-    others = [a for a in result.spec.varying if a != x_axis]
-    sizes = [len(result.spec.values(a)) for a in others]
-    combos = list(itertools.product(*(range(s) for s in sizes)))
-    note = None
-    if len(combos) > max_series:
-        combos = [tuple(0 for _ in others)]
-        note = ("other varying axes held at their first value: "
-                + ", ".join(_value_text(result, a, 0) for a in others))
-    x_values = result.axis_values(x_axis) if x_axis != "gpu" else result.index["gpu"]
-    out = []
-    for combo in combos:
-        mask = np.ones(result.points, dtype=bool)
-        for axis, i in zip(others, combo, strict=True):
-            mask &= result.index[axis] == i
-        positions = np.flatnonzero(mask)
-        order = np.argsort(_sortable(x_values[positions]), kind="stable")
-        label = ", ".join(_value_text(result, a, i) for a, i in zip(others, combo, strict=True))
-        out.append(Series(label, positions[order]))
-    return out, note
-
-
-def _sortable(values: np.ndarray) -> np.ndarray:
-    if values.dtype == object:
-        return np.asarray([0 if v is None else v for v in values])
-    return values
-
-
-def _fixed_text(result: SweepResult, skip: Sequence[str] = ()) -> str:
-    """The workload part of a title: the axes that do not vary (GPU and SRAM left out)."""
-    words = [w for w in result.describe_fixed()
-             if not w.startswith(("GPU ", "SRAM", "M ", "B_r", "B_c"))
-             and w not in ("kv heads = heads", "N_kv = N")]
-    for s in skip:
-        words = [w for w in words if not w.startswith(s)]
-    return ", ".join(words)
-
-
-def _sram_text(result: SweepResult, positions: np.ndarray) -> str:
-    values = sorted(set(result.sram_bytes[positions].tolist()))
-    if len(values) == 1:
-        return f"SRAM {fmt_binary_bytes(values[0])} per block"
-    return "SRAM " + ", ".join(fmt_binary_bytes(v) for v in values)
-
-
-def _blocks_text(result: SweepResult, positions: np.ndarray) -> str:
-    parts = []
-    for a in result.algorithms:
-        if not a.tiled:
-            continue
-        pairs = sorted(set(zip(a.block_q[positions].tolist(), a.block_kv[positions].tolist(),
-                               strict=True)))
-        if len(pairs) == 1:
-            parts.append(f"{a.name} B_r×B_c {pairs[0][0]}×{pairs[0][1]}")
-    return "; ".join(parts)
-
-
-def _gpu_text(result: SweepResult, positions: np.ndarray) -> str:
-    gpus = sorted(set(result.index["gpu"][positions].tolist()))
-    return ", ".join(result.hardware[g].display_name for g in gpus)
-
-
-# ---------------------------------------------------------------------------------------------
-# 1. roofline
-
-
-def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure:
-    """Every kernel of every algorithm on the GPU's roofline.
-
-    Ceilings: HBM bandwidth × intensity up to the dtype's matmul peak, the fp32 vector peak
-    (where elementwise FLOPs run), and the L2 and SRAM bandwidth roofs where the YAML has them
-    (drawn against the same FLOP per HBM byte axis: the roof a kernel would reach if its bytes
-    came at that level's speed). A kernel's point: x = FLOPs / HBM bytes, y = FLOPs / its
-    roofline time. Zero-FLOP kernels (initialisations) cannot sit on a log axis: listed below.
-    """
-    c = comparison
-    hw, roofs, w = c.hardware, c.roofs, c.workload
-    bandwidth, peak = roofs.hbm_bandwidth_bytes_per_s, roofs.matmul_flops_per_s
-    ridge = roofs.ridge_point_flops_per_byte
-    fig, ax = new_figure(9.0, 6.2)
-
-    points = []
-    skipped = []
-    for a in c.algorithms:
-        for k in a.kernels:
-            if k.flops > 0 and k.hbm_bytes > 0:
-                points.append((a.name, k, k.intensity_flops_per_byte, k.flops / k.time_s))
-            else:
-                skipped.append(f"{a.name} {k.label} ({fmt_bytes(k.hbm_bytes)}, {k.flops} FLOPs)")
-    xs = [p[2] for p in points] or [ridge]
-    x_lo = 10 ** math.floor(math.log10(min(min(xs), ridge) / 3))
-    x_hi = 10 ** math.ceil(math.log10(max(max(xs), ridge) * 3))
-    grid = np.logspace(math.log10(x_lo), math.log10(x_hi), 400)
-
-    ax.plot(grid, np.minimum(grid * bandwidth, peak), color="black", lw=2,
-            label=f"HBM {fmt_rate(bandwidth, 'B/s')} → {w.dtype} matmul peak "
-                  f"{fmt_rate(peak, 'FLOP/s')}")
-    ax.axhline(roofs.vector_flops_per_s, color=GUIDE_COLOR, lw=1.2, ls=(0, (6, 3)),
-               label=f"fp32 vector peak {fmt_rate(roofs.vector_flops_per_s, 'FLOP/s')} "
-                     f"(elementwise: softmax)")
-    if hw.l2_bandwidth_bytes_per_s:
-        ax.plot(grid, np.minimum(grid * hw.l2_bandwidth_bytes_per_s, peak), color="#8c564b",
-                lw=1.2, ls="-.",
-                label=f"L2 {fmt_rate(hw.l2_bandwidth_bytes_per_s, 'B/s')} (if the bytes came "
-                      f"from L2)")
-    if hw.sram_bandwidth_bytes_per_s:
-        est = " est." if hw.figures.get("sram_bandwidth") and hw.figures[
-            "sram_bandwidth"].estimate else ""
-        ax.plot(grid, np.minimum(grid * hw.sram_bandwidth_bytes_per_s, peak), color="#9467bd",
-                lw=1.2, ls=":",
-                label=f"SRAM {fmt_rate(hw.sram_bandwidth_bytes_per_s, 'B/s')}{est} (if the "
-                      f"bytes came from SRAM)")
-    ax.axvline(ridge, color=GUIDE_COLOR, lw=0.8, ls=":")
-    ax.plot([ridge], [peak], marker="*", ms=12, color="black", ls="none", zorder=5,
-            label=f"ridge point {ridge:.0f} FLOP/B")
-
-    # coincident kernels (standard's QKᵀ and PV move and compute the same) share one point
-    groups: dict[tuple[float, float], list[tuple[str, Any, float, float]]] = {}
-    for p in points:
-        groups.setdefault((round(math.log10(p[2]), 3), round(math.log10(p[3]), 3)), []).append(p)
-    names = list(dict.fromkeys(a.name for a in c.algorithms))
-    labelled: set[str] = set()
-    for i, group in enumerate(sorted(groups.values(), key=lambda g: g[0][2])):
-        for name in dict.fromkeys(m[0] for m in group):
-            x, y = group[0][2], group[0][3]
-            ax.plot([x], [y], marker=_KERNEL_MARKERS[names.index(name) % len(_KERNEL_MARKERS)],
-                    ms=9, ls="none", color=color_of(name), markeredgecolor="black",
-                    markeredgewidth=0.6, zorder=6, label=None if name in labelled else name)
-            labelled.add(name)
-        above = i % 2 == 0
-        # labels of points in the right third of the axis go to their left
-        left = math.log(group[0][2] / x_lo) / math.log(x_hi / x_lo) > 0.66
-        ax.annotate(_point_label(group), (group[0][2], group[0][3]),
-                    xytext=(-10 if left else 10, 16 if above else -16), textcoords="offset points",
-                    fontsize=8, va="bottom" if above else "top", ha="right" if left else "left",
-                    zorder=7, arrowprops={"arrowstyle": "-", "color": "#777777", "lw": 0.6,
-                                          "shrinkA": 0, "shrinkB": 5},
-                    bbox={"boxstyle": "round,pad=0.2", "fc": "white", "ec": "none",
-                          "alpha": 0.8})
-
-    ax.set_xscale("log")
-    ax.set_yscale("log")
-    ax.set_xlim(x_lo, x_hi)
-    y_lo = 10 ** math.floor(math.log10(min([p[3] for p in points] + [x_lo * bandwidth,
-                                                                      roofs.vector_flops_per_s])))
-    ax.set_ylim(y_lo, peak * 4)
-    ax.set_xlabel("arithmetic intensity (FLOP per HBM byte)")
-    ax.set_ylabel("performance (FLOP/s)")
-    _label_ticks(ax.yaxis, lambda v: tick_text(v, _RATE_PREFIXES))
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
-    blocks = "; ".join(f"{a.name} B_r×B_c {a.tiling.block_q}×{a.tiling.block_kv}"
-                       for a in c.algorithms if a.tiling is not None)
-    lines = [f"Roofline — {hw.display_name} ({roofs.profile} profile)", w.describe(),
-             f"SRAM M = {c.sram_bytes // w.element_bytes:,} {w.dtype} elements "
-             f"({fmt_binary_bytes(c.sram_bytes)})" + (f"; {blocks}" if blocks else "")]
-    if title_note:
-        lines.append(title_note)
-    ax.set_title("\n".join(lines), fontsize=10)
-    ax.xaxis.set_major_formatter(_si_formatter("", lambda v: f"{v:g}"))
-    footer = ["y = all FLOPs / roofline time: elementwise FLOPs run on the vector units beside "
-              "the tensor cores, so a compute-bound kernel can sit a few % above the matmul peak."]
-    if skipped:
-        footer.append("Not on the plot (no FLOPs): " + "; ".join(skipped) + ".")
-    fig.supxlabel("\n".join(footer), fontsize=7, color=GUIDE_COLOR, x=0.01, ha="left")
-    return fig
-
-
-def _point_label(group: Sequence[tuple[str, Any, float, float]]) -> str:
-    by_algo: dict[str, list[str]] = {}
-    for name, k, _, _ in group:
-        by_algo.setdefault(name, []).append(k.label)
-    return "\n".join(f"{name}: {', '.join(labels)}" for name, labels in by_algo.items())
-
-
-# ---------------------------------------------------------------------------------------------
-# 2. traffic vs sequence length
-
-
-def traffic_vs_n(result: SweepResult, *, title_note: str | None = None) -> Figure:
-    """HBM bytes of every algorithm against N, log-log, with slope guides.
-
-    Guides (grey, from the first series): ∝ N² through standard attention's largest-N point
-    (Theorem 2: Θ(Nd + N²)); Theorem 2's FlashAttention leading term N·N_kv·d²/M (in bytes, over
-    every batch and head), whose slope the tiled algorithms follow once N spans several blocks;
-    and the compulsory traffic (read Q, K, V and write O once), slope 1.
-    """
-    series, note = series_along(result, "n")
-    fig, ax = new_figure(9.0, 6.2)
-    n_all = result.axis_values("n")
-    n_kv_all = result.axis_values("n_kv")
-    for s_index, s in enumerate(series):
-        style = _SERIES_STYLES[s_index % len(_SERIES_STYLES)]
-        n = n_all[s.positions]
-        for a in result.algorithms:
-            y = a.hbm_bytes[s.positions]
-            label = a.name + (f" ({s.label})" if s.label else "")
-            if len(n) >= 2:
-                slope = math.log(y[-1] / y[-2]) / math.log(n[-1] / n[-2])
-                label += f" — slope {slope:.2f} at N = {n[-1]:,}"
-            ax.plot(n, y, ls=style, marker="o", ms=4, color=color_of(a.name), label=label)
-
-    first = series[0].positions
-    n, n_kv = n_all[first].astype(float), n_kv_all[first].astype(float)
-    d = result.axis_values("d")[first].astype(float)
-    elt = np.array([{"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}[t]
-                    for t in result.axis_values("dtype")[first]], dtype=float)
-    instances = (result.axis_values("batch")[first] * result.axis_values("heads")[first]
-                 ).astype(float)
-    m = result.sram_bytes[first] / elt
-    base = result.baseline.hbm_bytes[first].astype(float)
-    ax.plot(n, base[-1] * (n * n_kv) / (n[-1] * n_kv[-1]), color=GUIDE_COLOR, ls=(0, (1, 2)),
-            lw=1.5, label="∝ N² through standard's last point (Theorem 2: Θ(Nd + N²))")
-    ax.plot(n, n * n_kv * d**2 / m * elt * instances, color=GUIDE_COLOR, ls=(0, (5, 3)), lw=1.2,
-            label="N²d²/M bytes (Theorem 2's FlashAttention term, constant 1)")
-    ax.plot(n, (2 * n + 2 * n_kv) * d * elt * instances, color=GUIDE_COLOR, ls="-.", lw=1.0,
-            label="compulsory: read Q, K, V, write O once (∝ N)")
-
-    ax.set_xscale("log", base=2)
-    ax.set_yscale("log")
-    ax.set_xlabel("sequence length N (tokens)")
-    ax.set_ylabel("HBM traffic (bytes)")
-    _bytes_axis(ax.yaxis)
-    ax.xaxis.set_major_formatter(_si_formatter("", lambda v: f"{v:,.0f}"))
-    ax.grid(True, which="major", alpha=0.3)
-    ax.legend(loc="upper left", fontsize=8, framealpha=0.9)
-    lines = [f"HBM traffic vs sequence length — {_gpu_text(result, first)}",
-             _fixed_text(result, skip=("N ", "N_kv")),
-             f"{_sram_text(result, first)}; M = {int(m[0]):,} elements"
-             + (f"; {_blocks_text(result, first)}" if _blocks_text(result, first) else "")]
-    lines += [t for t in (note, title_note) if t]
-    ax.set_title("\n".join(lines), fontsize=10)
-    return fig
-
 
 # ---------------------------------------------------------------------------------------------
 # 3. block-size sweep
@@ -434,7 +110,7 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
         raise ValueError("the sweep varies no block size")
     series, note = series_along(result, axis, max_series=3)
     tiled = [a for a in result.algorithms if a.tiled]
-    fig, (top, bottom) = new_figure(9.0, 8.0, rows=2, sharex=True)
+    fig, (top, bottom) = new_figure(9.0, 7.2, rows=2, sharex=True)  # and the legend's height
     all_blocks: list[int] = []
     not_fitting: list[float] = []
     fitting: list[float] = []
@@ -483,17 +159,16 @@ def block_sweep(result: SweepResult, *, axis: str | None = None,
     bottom.set_xlabel(f"block size {name}")
     for panel in (top, bottom):
         panel.grid(True, which="major", alpha=0.3)
-    _shape_legend(top)
-    bottom.legend(loc="best", fontsize=8, framealpha=0.9)
+    _shape_legend(fig, top, bottom)
     first = series[0].positions
     other = "block_q" if axis == "block_kv" else "block_kv"
     other_text = _other_block_text(result, tiled, first, other)
     lines = [f"Block-size sweep — {', '.join(a.name for a in tiled)} on "
-             f"{_gpu_text(result, first)}",
-             _fixed_text(result),
-             f"{_sram_text(result, first)}; {other_text}"]
+             f"{gpu_text(result, first)}",
+             fixed_text(result),
+             f"{sram_text(result, first)}; {other_text}"]
     lines += [t for t in (note, title_note) if t]
-    top.set_title("\n".join(lines), fontsize=10)
+    fitted_title(top, lines)
     return fig
 
 
@@ -527,18 +202,17 @@ def _fit_line(ax: Axes, x: np.ndarray, y: np.ndarray, fits: np.ndarray, memory_b
                 markeredgecolor=color, markeredgewidth=1.5, zorder=5)
 
 
-def _shape_legend(ax: Axes) -> None:
+def _shape_legend(fig: Figure, *axes: Axes) -> None:
     from matplotlib.lines import Line2D
 
-    handles, labels = ax.get_legend_handles_labels()
+    handles, labels = axes_handles(*axes)
     proxies = [
         Line2D([], [], marker="o", ls="none", color="black", label="memory-bound"),
         Line2D([], [], marker="s", ls="none", color="black", label="compute-bound"),
         Line2D([], [], marker="o", ls="none", color="black", markerfacecolor="white",
                label="does not fit the SRAM"),
     ]
-    ax.legend(handles=handles + proxies, labels=labels + [p.get_label() for p in proxies],
-              loc="best", fontsize=8, framealpha=0.9)
+    legend_below(fig, handles + proxies, labels + [str(p.get_label()) for p in proxies])
 
 
 # ---------------------------------------------------------------------------------------------
@@ -560,11 +234,14 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
         times = a.time_s[pos]
         times_all += times.tolist()
         ax.barh(y, times, height=bar * 0.92, color=color_of(a.name), label=a.name)
-        for yi, t, mem, fits in zip(y, times, a.memory_bound[pos], a.fits_sram[pos],
-                                    strict=True):
+        in_hbm = hbm_fits(result, a.name, pos)
+        for yi, t, mem, fits, held in zip(y, times, a.memory_bound[pos], a.fits_sram[pos],
+                                          in_hbm, strict=True):
             text = f" {fmt_time(float(t))} · {'memory' if mem else 'compute'}-bound"
             if not fits:
                 text += " · blocks do not fit"
+            if not held:
+                text += " · more HBM than the GPU has"
             ax.text(t, yi, text, va="center", ha="left", fontsize=7)
     ax.set_yticks(np.arange(len(gpus)), [g.display_name for g in gpus], fontsize=8)
     ax.invert_yaxis()
@@ -578,14 +255,14 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
                   else "estimated time (roofline, measured ceilings)")
     _time_axis(ax.xaxis)
     ax.grid(True, axis="x", which="major", alpha=0.3)
-    ax.legend(loc="lower right", fontsize=8, framealpha=0.9)
-    lines = ["Time per GPU — " + _fixed_text(result),
+    legend_below(fig, *axes_handles(ax), max_columns=len(algos))
+    lines = ["Time per GPU — " + fixed_text(result),
              "SRAM: each GPU's sram_per_block" if result.spec.sram_bytes == (None,)
-             and result.spec.sram_elements == (None,) else _sram_text(result, pos),
+             and result.spec.sram_elements == (None,) else sram_text(result, pos),
              "blocks: Alg. 1 line 1 for each GPU's SRAM" if result.spec.block_q == (None,)
-             and result.spec.block_kv == (None,) else _blocks_text(result, pos)]
+             and result.spec.block_kv == (None,) else blocks_text(result, pos)]
     lines += [t for t in (note, title_note) if t]
-    ax.set_title("\n".join(lines), fontsize=10)
+    fitted_title(ax, lines)
     return fig
 
 
@@ -598,16 +275,24 @@ def sweep_figures(result: SweepResult, out_dir: Path, *, overwrite: bool = False
     written: list[Path] = []
     varying = result.spec.varying
     axis = block_axis(result)
-    stems = ((["traffic_vs_n"] if "n" in varying else [])
-             + ([f"{axis.replace('_', '-')}_sweep"] if axis is not None
-                and any(a.tiled for a in result.algorithms) else [])
+    tiled = [a.name for a in result.algorithms if a.tiled]
+    heatmaps = axis is not None and is_two_dimensional(result)
+    stems = ((["traffic_vs_n", "time_vs_n"] if "n" in varying else [])
+             + ([f"blocks_{name}" for name in tiled] if heatmaps else [])
+             + ([f"{axis.replace('_', '-')}_sweep"] if axis is not None and not heatmaps
+                and tiled else [])
              + (["gpu_comparison"] if "gpu" in varying else []))
     # every figure checked before the first is written: a refusal writes none
     check_output_files([out_dir / f"{stem}.{fmt}" for stem in stems for fmt in ("png", "svg")],
                        "plot", overwrite=overwrite)
     if "n" in varying:
         written += save(traffic_vs_n(result), out_dir / "traffic_vs_n", overwrite=overwrite)
-    if axis is not None and any(a.tiled for a in result.algorithms):
+        written += save(time_vs_n(result), out_dir / "time_vs_n", overwrite=overwrite)
+    if heatmaps:
+        for name in tiled:
+            written += save(block_heatmap(result, name), out_dir / f"blocks_{name}",
+                            overwrite=overwrite)
+    elif axis is not None and tiled:
         written += save(block_sweep(result, axis=axis), out_dir / f"{axis.replace('_', '-')}_sweep",
                         overwrite=overwrite)
     if "gpu" in varying:

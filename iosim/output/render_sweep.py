@@ -253,7 +253,10 @@ def roofline_records(c: Comparison) -> list[dict[str, Any]]:
             rows.append({
                 "algorithm": a.name, "kernel": k.name, "label": k.label, "kind": k.kind,
                 "hbm_bytes": k.hbm_bytes, "flops": k.flops,
-                "intensity_flops_per_byte": k.flops / k.hbm_bytes if k.hbm_bytes else None,
+                # the bytes the memory roof charged (the DRAM estimate with the measured
+                # profile): where the plot places the kernel
+                "roof_bytes": k.roof_bytes,
+                "intensity_flops_per_byte": k.flops / k.roof_bytes if k.roof_bytes else None,
                 "performance_flops_per_s": k.flops / k.time_s if k.time_s else None,
                 "ridge_flops_per_byte": ridge, "time_s": k.time_s, "bound": k.bound,
             })
@@ -261,15 +264,16 @@ def roofline_records(c: Comparison) -> list[dict[str, Any]]:
 
 
 def roofline_table(c: Comparison) -> Table:
+    memory = "DRAM" if c.roofs.profile == "measured" else "HBM"  # the bytes the roof charged
     table = compact_table(f"Roofline points ({c.hardware.display_name}; ridge "
                           f"{c.roofs.ridge_point_flops_per_byte:.0f} FLOP/B)", (
-                              ("algorithm", "left"), ("kernel", "left"), ("HBM", "right"),
+                              ("algorithm", "left"), ("kernel", "left"), (memory, "right"),
                               ("FLOP", "right"), ("FLOP/B", "right"), ("FLOP/s", "right"),
                               ("time", "right"), ("bound", "left")))
     for r in roofline_records(c):
         intensity = r["intensity_flops_per_byte"]
         perf = r["performance_flops_per_s"]
-        table.add_row(r["algorithm"], r["label"], fmt_bytes(r["hbm_bytes"]), fmt_count(r["flops"]),
+        table.add_row(r["algorithm"], r["label"], fmt_bytes(r["roof_bytes"]), fmt_count(r["flops"]),
                       "—" if intensity is None else fmt_intensity(intensity),
                       "—" if not perf else fmt_rate(perf, "FLOP/s"), fmt_time(r["time_s"]),
                       r["bound"])

@@ -312,14 +312,23 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
                     f"{w.dtype} compute roof."),
                figure(plot.roofline(comparison), "roofline", "roofline"),
                Links([("points (CSV)", table_csv(pd.DataFrame(roofline_records(comparison)),
-                                                 "roofline_points.csv"))])]
+                                                 "roofline_points.csv"))]),
+               Para("The same kernels once per memory level (a hierarchical roofline): at one "
+                    "performance, FLOPs over the bytes each moves at DRAM (the L2-aware "
+                    "estimate), between L2 and the SMs (the L2-oblivious count) and in SRAM "
+                    "(resident tiles re-read at every block pair). A dot under a ceiling "
+                    "far from it says that level is not what limits the kernel."),
+               figure(plot.hierarchical_roofline(comparison), "roofline_levels",
+                      "hierarchical roofline")]
 
     # 3. traffic vs N
-    blocks += [Heading(2, "3. HBM traffic vs sequence length"),
+    blocks += [Heading(2, "3. HBM traffic and time vs sequence length"),
                Para("Standard attention moves Θ(Nd + N²) bytes, FlashAttention Θ(N²d²/M) "
                     "(Theorem 2): both grow as N² at large N, FlashAttention's a factor ≈ d²/M "
                     "lower. Grey guides: N², Theorem 2's N²d²/M term and the compulsory traffic."),
                figure(plot.traffic_vs_n(by_n), "traffic_vs_n", "HBM traffic vs N"),
+               Para(_hbm_sentence(by_n, hw.hbm_capacity_bytes)),
+               figure(plot.time_vs_n(by_n), "time_vs_n", "roofline time vs N"),
                Links([("data (CSV)", table_csv(sweep_frame(by_n), "traffic_vs_n.csv"))])]
 
     # 4. block sizes
@@ -352,6 +361,29 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     report.files += [folder / "index.md", folder / "index.html"]
     report.summary = summary
     return report
+
+
+def _hbm_sentence(by_n: SweepResult, capacity_bytes: float) -> str:
+    """Where along N each algorithm stops fitting the GPU's memory (the plots' hollow markers)."""
+    import numpy as np
+
+    from iosim.analysis.hbm_fit import hbm_fits
+    from iosim.output.render import fmt_bytes
+
+    order = np.argsort(by_n.axis_values("n"), kind="stable")
+    ns = by_n.axis_values("n")[order]
+    over = []
+    for a in by_n.algorithms:
+        fits = hbm_fits(by_n, a.name, order, along_n=True)
+        if not fits.all():
+            over.append(f"{a.name} from N = {int(ns[np.argmin(fits)]):,}")
+    if not over:
+        return (f"Every point fits the GPU's {fmt_bytes(capacity_bytes)} of HBM (inputs, outputs "
+                f"and what each algorithm holds beside them).")
+    return (f"Hollow markers need more than the GPU's {fmt_bytes(capacity_bytes)} of HBM "
+            f"(inputs, outputs and what the algorithm holds beside them): "
+            + "; ".join(over) + ". Their counts are what the GPU would move if it had the "
+            "memory.")
 
 
 def _wrap_command(command: str, width: int = 88) -> str:
