@@ -51,6 +51,7 @@ def result(calibration: Calibration):  # type: ignore[no-untyped-def]
 # --- refusals -----------------------------------------------------------------------------------
 
 
+@pytest.mark.interpreter
 def test_without_a_gpu_it_says_what_is_missing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     pytest.importorskip("torch")

@@ -12,6 +12,9 @@ import os
 
 import pytest
 
+# without torch these skip; .ci/run installs torch and triton after the README's commands and runs
+# again every file whose tests skipped for want of them
+pytestmark = pytest.mark.interpreter
 torch = pytest.importorskip("torch")
 GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
 if not GPU:
