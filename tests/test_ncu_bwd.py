@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from iosim.calibrate.ncu_bwd import EVICT, profile_command, segments
@@ -46,7 +48,7 @@ def test_the_command_profiles_from_cudaProfilerStart_with_caches_and_clocks_left
 
 
 def test_both_calibrations_report_a_refusing_ncu_through_one_runner(tmp_path: Path,
-                                                                     monkeypatch) -> None:
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The forward and backward collectors share calibrate.ncu.profile: an ncu that fails its
     profiling run (exit status 3, as an ncu without counter permission does) is reported, with
     the command shown, by both, and nothing is parsed."""
