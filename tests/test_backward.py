@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim import Workload, closed_form, compare, get_algorithm, make_tiling
 from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.loopnest import Dims, kernel_flops, kernel_sums
 from iosim.estimates.training import saved_for_backward
+from tests.conftest import examples
 
 SRAM = 10**9  # explicit block sizes below; the SRAM only has to hold them
 
@@ -33,6 +34,7 @@ dims = st.sampled_from([16, 32, 64, 128])
 
 
 # Paper, Algorithm 3: reads 5Nd + 5N², writes 3Nd + 2N², per head.
+@settings(max_examples=examples(60))
 @given(n=st.integers(1, 5000), d=dims, heads=st.integers(1, 3), batch=st.integers(1, 2))
 def test_standard_backward_is_8nd_plus_7n2(n: int, d: int, heads: int, batch: int) -> None:
     w = Workload(n, d=d, heads=heads, batch=batch, pass_="bwd")
@@ -45,6 +47,7 @@ def test_standard_backward_is_8nd_plus_7n2(n: int, d: int, heads: int, batch: in
 
 # Paper, Algorithm 4: 4Nd + T_c(5Nd + 2N), plus the line-5 initialisation 3Nd — across N, d, M
 # (the block sizes of Algorithm 1 line 1 follow from M) and explicit block sizes.
+@settings(max_examples=examples(80))
 @given(n=st.integers(1, 4000), d=dims, m=st.integers(2_048, 200_000))
 def test_flash1_backward_alg4_counts_across_sram(n: int, d: int, m: int) -> None:
     w = Workload(n, d=d, pass_="bwd")
@@ -55,6 +58,7 @@ def test_flash1_backward_alg4_counts_across_sram(n: int, d: int, m: int) -> None
     assert traffic.where(init=True).elements == 3 * n * d
 
 
+@settings(max_examples=examples(80))
 @given(n=st.integers(1, 3000), d=dims, block_q=st.integers(1, 300), block_kv=st.integers(1, 300))
 def test_flash1_backward_alg4_counts_across_blocks(n: int, d: int, block_q: int,
                                                   block_kv: int) -> None:
@@ -68,6 +72,7 @@ def test_flash1_backward_alg4_counts_across_blocks(n: int, d: int, block_q: int,
 
 
 # flash2's backward as FA2's CUDA code runs it (derivation in iosim/algorithms/flash2.py).
+@settings(max_examples=examples(80))
 @given(n=st.integers(1, 3000), d=dims, block_q=st.integers(1, 300), block_kv=st.integers(1, 300))
 def test_flash2_backward_formula(n: int, d: int, block_q: int, block_kv: int) -> None:
     w = Workload(n, d=d, pass_="bwd")
@@ -174,6 +179,7 @@ def test_executed_flops_match_fa_convention_when_not_causal() -> None:
     assert c.algorithm("flash1").convention_flops == 4 * 1000**2 * 64 * 6 * 3.5
 
 
+@settings(max_examples=examples(40))
 @given(n=st.integers(1, 3000), block_q=st.integers(1, 256), block_kv=st.integers(1, 256))
 def test_causal_executed_flops_cover_at_least_half(n: int, block_q: int, block_kv: int) -> None:
     """Executed FLOPs count whole diagonal tiles: at least the convention's N²/2, at most N²."""
@@ -214,6 +220,7 @@ def test_training_footprint_in_compare() -> None:
     assert fwd.algorithm("standard").footprint.saved == ()
 
 
+@settings(max_examples=examples(40))
 @given(t=st.integers(1, 40), block=st.integers(1, 128), d=dims)
 def test_flash1_causal_backward_counts_visited_pairs(t: int, block: int, d: int) -> None:
     """Reference §3 (causal): FA1 bwd = 4Nd + P_c(5·B_r·d + 2·B_r), P_c = T(T+1)/2 for square

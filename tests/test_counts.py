@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import iosim
@@ -16,6 +16,7 @@ from iosim.algorithms.tilewalk import walk
 from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.inputs.tiling import Tiling, make_tiling
 from iosim.inputs.workload import Workload
+from tests.conftest import examples
 
 
 def _cdiv(a: int, b: int) -> int:
@@ -36,12 +37,14 @@ blocks = st.integers(1, 300)
 dims = st.integers(1, 256)
 
 
+@settings(max_examples=examples(150))
 @given(n=sizes, d=dims)
 def test_standard_is_4nd_plus_4n2(n, d):
     # Alg. 0: reads 3Nd + 2N² (Q, K, V; S; P), writes Nd + 2N² (S, P, O)
     assert _elements("standard", Workload(n, d=d), None) == 4 * n * d + 4 * n * n
 
 
+@settings(max_examples=examples(150))
 @given(n=sizes, d=dims, block_q=blocks, block_kv=blocks)
 def test_flash1_is_2nd_plus_tc_3nd_4n(n, d, block_q, block_kv):
     # Alg. 1: K, V once (line 6); per pass Q_i, O_i, l_i, m_i read (line 8), O_i, l_i, m_i written (12-13)
@@ -52,6 +55,7 @@ def test_flash1_is_2nd_plus_tc_3nd_4n(n, d, block_q, block_kv):
     assert _elements("flash1", Workload(n, d=d), tiling, init=True) == n * d + 2 * n
 
 
+@settings(max_examples=examples(150))
 @given(n=sizes, d=dims, block_q=blocks, block_kv=blocks)
 def test_flash2_is_2nd_plus_2nd_tr_plus_n(n, d, block_q, block_kv):
     # FA2 Alg. 1: Q once, K and V once per query block, O once, logsumexp L once (fp32)
@@ -60,6 +64,7 @@ def test_flash2_is_2nd_plus_2nd_tr_plus_n(n, d, block_q, block_kv):
     assert _elements("flash2", Workload(n, d=d), tiling) == 2 * n * d + 2 * n * d * t_r + n
 
 
+@settings(max_examples=examples(150))
 @given(n=sizes, batch=st.integers(1, 4), heads=st.integers(1, 8), d=st.integers(1, 64))
 def test_counts_scale_with_batch_and_heads(n, batch, heads, d):
     one = Workload(n, d=d)
@@ -69,6 +74,7 @@ def test_counts_scale_with_batch_and_heads(n, batch, heads, d):
         assert _elements(name, many, tiling) == batch * heads * _elements(name, one, tiling)
 
 
+@settings(max_examples=examples(150))
 @given(n=st.integers(1, 2000), grow=st.integers(1, 500), d=st.sampled_from([16, 32, 64, 128]),
        causal=st.booleans())
 def test_traffic_monotone_in_n(n, grow, d, causal):
@@ -79,6 +85,7 @@ def test_traffic_monotone_in_n(n, grow, d, causal):
         assert large.algorithm(name).hbm_bytes >= small.algorithm(name).hbm_bytes
 
 
+@settings(max_examples=examples(150))
 @given(n=st.integers(64, 4096), d=st.sampled_from([16, 32, 64, 128, 256]),
        sram=st.integers(8, 256), more=st.integers(1, 256))
 def test_flash_traffic_non_increasing_as_sram_grows(n, d, sram, more):
@@ -108,6 +115,7 @@ def _by_term(accesses) -> Counter:
     return out
 
 
+@settings(max_examples=examples(120))
 @given(workload=workloads, block_q=st.integers(1, 80), block_kv=st.integers(1, 80))
 def test_closed_form_equals_tile_walk(workload, block_q, block_kv):
     tiling = _tiling(block_q, block_kv)
@@ -138,6 +146,7 @@ def _brute_pairs(n_q, n_kv, block_q, block_kv, causal):
     return pairs
 
 
+@settings(max_examples=examples(300))
 @given(n_q=st.integers(1, 150), n_kv=st.integers(1, 150), block_q=st.integers(1, 40),
        block_kv=st.integers(1, 40), causal=st.booleans())
 def test_block_sums_match_brute_force(n_q, n_kv, block_q, block_kv, causal):
@@ -162,6 +171,7 @@ def test_block_sums_vectorised_equal_scalar():
         assert tuple(int(v[k]) for v in vector) == tuple(scalar)
 
 
+@settings(max_examples=examples(300))
 @given(n=st.integers(0, 60), m=st.integers(1, 60), a=st.integers(0, 60), b=st.integers(0, 60))
 def test_floor_sum(n, m, a, b):
     expected = sum((a * i + b) // m for i in range(n))

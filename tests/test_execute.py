@@ -29,6 +29,7 @@ from iosim.execute import (
 )
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from tests.conftest import examples
 from tests.strategies import tilings, workloads
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
@@ -45,7 +46,7 @@ def closed_terms(algorithm: str, workload: Workload,
     return dict(out)
 
 
-@settings(suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), algorithm=st.sampled_from(FORWARD),
        dtype=st.sampled_from(["float64", "float32", "float16"]))
 def test_executor_counts_equal_closed_form_and_output_equals_standard(

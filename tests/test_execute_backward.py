@@ -26,13 +26,14 @@ from iosim.execute import (
     reference_gradients,
 )
 from iosim.inputs.tiling import Tiling
+from tests.conftest import examples
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
 """As iosim.analysis.verify.TOLERANCE: gradients are compared relative to max(1, max |float64 gradient|)."""
 BACKWARD = sorted(a for a, p in EXECUTORS if p == "bwd" and a != "triton")
 """The general-shape executors (the Triton kernels' own are tested in test_triton_bwd_model.py:
 self-attention, no mask or dropout)."""
-SETTINGS = settings(suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=examples(120), suppress_health_check=[HealthCheck.too_slow])
 
 
 def model_tiling(name: str, w: Workload, block_q: int, block_kv: int, *, splits: int = 1,

@@ -6,11 +6,11 @@ import math
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim.analysis.explain import ExplainError, online_softmax, parse_scores, parse_values
-from tests.conftest import run_cli
+from tests.conftest import examples, run_cli
 
 
 def explain(*args: str) -> tuple[int, str, str]:
@@ -45,6 +45,7 @@ def test_seed_003_blocks_of_three_with_values() -> None:
     assert t.max_weight_difference < 1e-15
 
 
+@settings(max_examples=examples(100))
 @given(scores=st.lists(st.floats(-50, 50), min_size=1, max_size=40), block=st.integers(1, 45))
 def test_online_softmax_equals_one_pass(scores: list[float], block: int) -> None:
     t = online_softmax(scores, block)

@@ -3,6 +3,8 @@ exit 2 (never a traceback, a hang or a silently wrong number); accepted input fi
 
 from __future__ import annotations
 
+import dataclasses
+import math
 import subprocess
 import sys
 import time
@@ -10,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+import iosim
 from iosim.analysis.compare import compare
 from iosim.inputs.workload import Workload
 from tests.hostile import A100_YAML, assert_clean, invoke, snapshot, strict_json
@@ -259,3 +262,23 @@ def test_sweep_plot_refusal_writes_no_figure(tmp_path, monkeypatch):
     _refused(["sweep", "--gpu", "a100,h100", "--n", "512..2048", "--plot", "figs"],
              "gpu_comparison.png exists")
     assert snapshot(tmp_path) == before
+
+
+@pytest.mark.parametrize("field, value", [
+    ("hbm_bandwidth_bytes_per_s", math.inf),
+    ("hbm_bandwidth_bytes_per_s", 5e-324),
+    ("sram_per_block_bytes", math.nan),
+    ("hbm_capacity_bytes", "80GB"),
+    ("sm_count", 0),
+])
+def test_hardware_built_in_python_meets_the_yaml_bounds(field: str, value: object) -> None:
+    """Issue 12: every value from the Python API is checked too, not only YAML figures."""
+    shipped = iosim.load_hardware(iosim.list_hardware()[0].path)
+    with pytest.raises(iosim.ConfigError, match=field):
+        dataclasses.replace(shipped, **{field: value})
+
+
+def test_hardware_built_in_python_with_a_subnormal_peak_is_refused() -> None:
+    shipped = iosim.load_hardware(iosim.list_hardware()[0].path)
+    with pytest.raises(iosim.ConfigError, match="peak_flops_per_s"):
+        dataclasses.replace(shipped, peak_flops_per_s={**shipped.peak_flops_per_s, "fp16": 5e-324})

@@ -17,6 +17,7 @@ from iosim.estimates.l2 import dram_estimate, programs_per_sm_estimate, simulate
 from iosim.inputs.hardware import resolve_hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from tests.conftest import examples
 
 H200 = resolve_hardware("h200").hardware
 MiB = 2**20
@@ -58,7 +59,7 @@ def test_closed_form_is_the_simulation_in_clear_regimes(
     assert closed.write_bytes == pytest.approx(simulated.write_bytes, rel=0.01)
 
 
-@settings(derandomize=True,
+@settings(max_examples=examples(40), derandomize=True,
           suppress_health_check=[HealthCheck.too_slow])
 @given(algorithm=st.sampled_from(["standard", "flash2", "flash1"]),
        n=st.sampled_from([128, 256, 384, 512]), d=st.sampled_from([16, 32, 64]),
@@ -83,7 +84,7 @@ def test_closed_form_follows_the_simulation(algorithm: str, n: int, d: int, head
 # --- invariants ---------------------------------------------------------------------------------
 
 
-@settings(derandomize=True)
+@settings(max_examples=examples(60), derandomize=True)
 @given(algorithm=st.sampled_from(["standard", "flash2", "flash1"]),
        n=st.sampled_from([256, 1024, 4096, 16384]), d=st.sampled_from([64, 128]),
        heads=st.sampled_from([1, 8, 32]), causal=st.booleans(),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from iosim.calibrate.ncu_bwd import EVICT, profile_command, segments
@@ -43,3 +45,23 @@ def test_the_command_profiles_from_cudaProfilerStart_with_caches_and_clocks_left
     text = " ".join(cmd)
     assert "--profile-from-start off" in text and "--cache-control none" in text
     assert "--clock-control none" in text and "gpu__time_duration.sum" in text
+
+
+def test_both_calibrations_report_a_refusing_ncu_through_one_runner(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The forward and backward collectors share calibrate.ncu.profile: an ncu that fails its
+    profiling run (exit status 3, as an ncu without counter permission does) is reported, with
+    the command shown, by both, and nothing is parsed."""
+    from iosim.calibrate import ncu, ncu_bwd
+
+    fake = tmp_path / "ncu"
+    fake.write_text("#!/bin/sh\n[ \"$1\" = --version ] && echo 'NVIDIA Nsight Compute 2025.3' && exit 0\n"
+                    "exit 3\n")
+    fake.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:/usr/bin:/bin")
+    forward = ncu.collect([{"id": "x"}], timeout_s=30)
+    backward = ncu_bwd.collect([{"id": "x"}], timeout_s=30)
+    assert forward.status == "refused: exit status 3"
+    assert backward["status"] == "refused: exit status 3"
+    assert forward.command.endswith("python3 -m iosim.calibrate.ncu_target SPEC MANIFEST")
+    assert backward["command"].endswith("python3 -m iosim.calibrate.ncu_bwd_target SPEC MANIFEST")

@@ -5,13 +5,14 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim import Workload, closed_form, compare, get_algorithm, make_tiling, walk
 from iosim.algorithms.blockmask import kept, kept_between
 from iosim.algorithms.blocks import block_sums, cdiv
 from iosim.algorithms.loopnest import Dims, kernel_sums
+from tests.conftest import examples
 
 
 def test_mask_is_an_even_bresenham_pattern() -> None:
@@ -21,6 +22,7 @@ def test_mask_is_an_even_bresenham_pattern() -> None:
     assert all(kept(0, num, 1000) for num in (1, 7, 999))  # pair 0 always kept
 
 
+@settings(max_examples=examples(200))
 @given(start=st.integers(0, 500), length=st.integers(0, 500), num=st.integers(1, 50),
        extra=st.integers(0, 50))
 def test_kept_between_counts_the_mask(start: int, length: int, num: int, extra: int) -> None:
@@ -29,6 +31,7 @@ def test_kept_between_counts_the_mask(start: int, length: int, num: int, extra: 
     assert kept_between(start, stop, num, den) == sum(kept(k, num, den) for k in range(start, stop))
 
 
+@settings(max_examples=examples(150))
 @given(n_q=st.integers(1, 60), n_kv=st.integers(1, 60), block_q=st.integers(1, 12),
        block_kv=st.integers(1, 12), causal=st.booleans(),
        s=st.sampled_from([0.01, 0.1, 0.25, 1 / 3, 0.5, 0.9, 1.0]))

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim import IosimError, Workload, compare
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
+from tests.conftest import examples
 
 # The acceptance shape: N_kv = 32,768, d = 128, 32 query heads, 8 KV heads, batch 1, H100.
 DECODE = Workload(1, n_kv=32768, d=128, heads=32, kv_heads=8)
@@ -51,6 +52,7 @@ def _flash_api_heuristic(batch_nheads_mblocks: int, num_sms: int, num_n_blocks: 
     return 1
 
 
+@settings(max_examples=examples(200))
 @given(grid=st.lists(st.integers(1, 600), min_size=1, max_size=8), sms=st.integers(1, 300),
        blocks=st.integers(1, 400))
 def test_vectorised_heuristic_equals_flash_api(grid: list[int], sms: int, blocks: int) -> None:

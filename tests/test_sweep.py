@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim.algorithms import ALGORITHMS
@@ -19,6 +19,7 @@ from iosim.analysis.compare import compare
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError, TilingError, UnknownGpuError
 from iosim.inputs.workload import Workload
+from tests.conftest import examples
 
 sweep_module = importlib.import_module("iosim.analysis.sweep")
 spec_module = importlib.import_module("iosim.analysis.sweep_spec")
@@ -137,6 +138,7 @@ def test_sram_axes_and_block_q_and_unfused() -> None:
     assert result.algorithm("flash1").block_kv.tolist()[-1] == 384
 
 
+@settings(max_examples=examples(25))
 @given(n=st.lists(st.integers(1, 5000), min_size=1, max_size=3, unique=True),
        d=st.lists(st.sampled_from([16, 32, 64, 128, 256]), min_size=1, max_size=2, unique=True),
        blocks=st.lists(st.one_of(st.none(), st.integers(1, 700)), min_size=1, max_size=3,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim.errors import TilingError
@@ -19,6 +19,7 @@ from iosim.inputs.tiling import (
 )
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import Workload
+from tests.conftest import examples
 
 
 def tiling_arrays(sram: object, d: object, elt: object, *, outer: str = "kv", block_q: object = 0,
@@ -51,6 +52,7 @@ def _scalar(d: int, dtype: str, sram: int, block_q: int, block_kv: int,
     return t.block_q, t.block_kv, not t.fits_note
 
 
+@settings(max_examples=examples(60))
 @given(points=st.lists(point, min_size=1, max_size=60), outer=st.sampled_from(["kv", "q"]))
 def test_vector_rule_equals_make_tiling(points: list[tuple[int, str, int, int, int]],
                                         outer: str) -> None:
@@ -103,6 +105,7 @@ def _literal_step_down(sram: int, d: int, elt: int, outer: str) -> tuple[int, in
     return q, kv
 
 
+@settings(max_examples=examples(40))
 @given(sram=st.lists(st.integers(1, 300_000), min_size=1, max_size=40),
        d=st.sampled_from([1, 8, 64, 128, 256]), elt=st.sampled_from([1, 2, 4]),
        outer=st.sampled_from(["kv", "q"]))

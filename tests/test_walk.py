@@ -20,9 +20,10 @@ from iosim.analysis.requests import sram_budget
 from iosim.inputs.hardware import resolve_hardware
 from iosim.inputs.tiling import Tiling, make_tiling
 from iosim.inputs.workload import Workload
+from tests.conftest import examples
 from tests.strategies import tilings, workloads
 
-SETTINGS = settings(
+SETTINGS = settings(max_examples=examples(120),
                     suppress_health_check=[HealthCheck.too_slow])
 
 
@@ -113,6 +114,7 @@ def test_default_a100_tiling_walk_matches_closed_form_at_n_4096(algorithm: str, 
     assert stream.totals() == {(t.kernel, t.tensor, t.op): t.elements for t in closed}
 
 
+@settings(max_examples=examples(200))
 @given(name=st.sampled_from(["standard", "flash1", "flash2", "splitkv"]),
        n=st.one_of(st.just(1), st.integers(1, 30)), n_kv=st.integers(1, 30),
        kv_heads=st.integers(1, 2), group=st.integers(1, 3), batch=st.integers(1, 2),

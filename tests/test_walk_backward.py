@@ -7,12 +7,13 @@ from collections import Counter
 from dataclasses import replace
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim import Workload, closed_form, get_algorithm, make_tiling, walk
 from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.loopnest import Dims, access_elements, kernel_programs, kernel_sums
+from tests.conftest import examples
 
 
 def _setup(name: str, w: Workload, block_q: int, block_kv: int, splits: int = 1,
@@ -58,6 +59,7 @@ def _workload(s: dict, pass_: str) -> Workload:
                     sparsity=s["sparsity"], unfused=s["unfused"])
 
 
+@settings(max_examples=examples(150))
 @given(s=shapes, bq2=st.integers(1, 9), bkv2=st.integers(1, 9))
 def test_backward_closed_form_equals_walk(s: dict, bq2: int, bkv2: int) -> None:
     for name in ("standard", "flash1", "flash2"):
@@ -67,6 +69,7 @@ def test_backward_closed_form_equals_walk(s: dict, bq2: int, bkv2: int) -> None:
         assert closed == walked, name
 
 
+@settings(max_examples=examples(150))
 @given(s=shapes, split_seed=st.integers(0, 10**6))
 def test_splitkv_closed_form_equals_walk(s: dict, split_seed: int) -> None:
     w = _workload(s, "fwd")
@@ -77,6 +80,7 @@ def test_splitkv_closed_form_equals_walk(s: dict, split_seed: int) -> None:
     assert closed == walked
 
 
+@settings(max_examples=examples(60))
 @given(s=shapes, split_seed=st.integers(0, 10**6))
 def test_walk_addresses_stay_inside_their_tensors(s: dict, split_seed: int) -> None:
     """Every tile the walk emits lies inside its tensor: rows, heads (query or KV), split copy."""

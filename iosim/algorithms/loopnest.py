@@ -195,25 +195,35 @@ class Dims:
 def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
     """The dims a kernel's loops run over: its pass's block sizes, and g·n_q rows per KV head
     for a kernel that packs heads."""
-    if kernel.tile is not None:
-        dims = replace(dims, block_q=kernel.tile[0], block_kv=kernel.tile[1])
-    elif kernel.blocks == "backward" and dims.bwd_block_q is not None:
-        dims = replace(dims, block_q=dims.bwd_block_q, block_kv=dims.bwd_block_kv)
+    forward = (dims.block_q, dims.block_kv)
+    blocks = pass_blocks(kernel, forward, (dims.bwd_block_q, dims.bwd_block_kv))
+    if blocks is not forward:  # identity: the values may be arrays
+        dims = replace(dims, block_q=blocks[0], block_kv=blocks[1])
     if not kernel.pack_heads:
         return dims
     rows, heads = packed_problem(dims.n_q, dims.heads, dims.kv_heads, True)
     return replace(dims, n_q=rows, heads=heads, causal=False)
 
 
-def kernel_blocks(kernel: Kernel, tiling: Tiling | None, n_q: int, n_kv: int) -> tuple[int, int]:
-    """(B_r, B_c) a kernel's loops step by: its fixed tiles, its pass's blocks, or (without a
-    tiling) whole sequences."""
+def pass_blocks(kernel: Kernel, forward: tuple[Any, Any], backward: tuple[Any, Any]
+                ) -> tuple[Any, Any]:
+    """(B_r, B_c) a kernel's loops step by: its fixed tiles, else the backward's blocks for a
+    kernel that tiles with them (when the algorithm sizes them apart: not None), else the
+    forward's. The one rule behind kernel_dims (ints or arrays) and kernel_blocks."""
     if kernel.tile is not None:
         return kernel.tile
+    if kernel.blocks == "backward" and backward[0] is not None:
+        return backward
+    return forward
+
+
+def kernel_blocks(kernel: Kernel, tiling: Tiling | None, n_q: int, n_kv: int) -> tuple[int, int]:
+    """(B_r, B_c) a kernel's loops step by for one workload: `pass_blocks` of the tiling, or
+    (without a tiling) whole sequences unless the kernel fixes its tiles."""
     if tiling is None:
-        return n_q, n_kv
-    return tiling.backward_blocks if kernel.blocks == "backward" else (tiling.block_q,
-                                                                       tiling.block_kv)
+        return kernel.tile if kernel.tile is not None else (n_q, n_kv)
+    return pass_blocks(kernel, (tiling.block_q, tiling.block_kv),
+                       (tiling.bwd_block_q, tiling.bwd_block_kv))
 
 
 def _is_dense(dims: Dims) -> bool:

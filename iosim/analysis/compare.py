@@ -26,7 +26,13 @@ from iosim.errors import IosimError, arg
 from iosim.estimates.footprint import footprint, kept_for_backward
 from iosim.estimates.l2 import DramEstimate, dram_estimate
 from iosim.estimates.occupancy import compute_capability
-from iosim.estimates.roofline import Profile, estimate_kernels, kernel_programs_per_sm, roofs_for
+from iosim.estimates.roofline import (
+    Profile,
+    estimate_kernels,
+    kernel_programs_per_sm,
+    roofs_for,
+    total_cost,
+)
 from iosim.estimates.training import (
     Occupancy,
     convention_flops,
@@ -144,8 +150,8 @@ def compare(
             k.name: dram.of_kernel(k.name).bytes for k in kernels}
         kernel_estimates = estimate_kernels(kernels, w, tiling, roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
-        time_s = sum(k.time_s for k in kernel_estimates)
-        hbm = sum(k.hbm_bytes for k in kernel_estimates)
+        totals = total_cost(kernel_estimates)
+        time_s, hbm = float(totals.time_s), int(totals.hbm_read_bytes + totals.hbm_write_bytes)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
         saved, fixed = kept_for_backward(algorithm, w)
         dims = Dims.of(w, tiling)

@@ -21,6 +21,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -89,39 +91,70 @@ def attach(launches: list[dict[str, Any]], manifest: list[dict[str, str]]) -> tu
     return tuple(rows)
 
 
-def collect(spec: list[dict[str, Any]], *, timeout_s: float = 1200,
-            log: Path | None = None) -> Counters:
-    """Run the spec's kernels under ncu; a missing or refused ncu gives Counters with the reason."""
+@dataclass(frozen=True)
+class ProfileRun:
+    """One ncu run of a target module: its status, the command as shown, and what it read."""
+
+    status: str
+    """"ok", "unavailable", "failed: <why>" or "refused: <ncu's first error line>"."""
+    shown: str = ""
+    version: str = ""
+    launches: tuple[dict[str, Any], ...] = ()
+    manifest: tuple[dict[str, Any], ...] = ()
+
+
+def profile(spec: list[dict[str, Any]], command_for: Callable[[str, Path, Path, Path], list[str]],
+            target: str, metrics: tuple[str, ...], *, timeout_s: float,
+            log: Path | None = None) -> ProfileRun:
+    """Run `target` (a module taking SPEC MANIFEST) under the ncu command `command_for` builds,
+    then export its raw CSV: the one place the calibrations (forward and backward) call ncu."""
     ncu = ncu_path()
     if ncu is None:
-        return Counters("unavailable: ncu (Nsight Compute) is not on PATH")
+        return ProfileRun("unavailable")
     version = subprocess.run([ncu, "--version"], capture_output=True, text=True,
                              check=False).stdout.strip().splitlines()
     with tempfile.TemporaryDirectory(prefix="iosim-ncu-") as tmp:
         spec_file, manifest_file, report = (Path(tmp) / "spec.json", Path(tmp) / "manifest.json",
                                             Path(tmp) / "profile")
         spec_file.write_text(json.dumps(spec))
-        command = profile_command(ncu, report, spec_file, manifest_file)
+        command = command_for(ncu, report, spec_file, manifest_file)
         # the command with the target's temporary files named by role
-        shown = " ".join([*command[:-5], "python3 -m iosim.calibrate.ncu_target SPEC MANIFEST"])
+        shown = " ".join([*command[:-5], f"python3 -m {target} SPEC MANIFEST"])
         try:
             done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
                                   check=False)
         except subprocess.TimeoutExpired:
-            return Counters(f"failed: ncu ran past {timeout_s:.0f} s", shown)
+            return ProfileRun(f"failed: ncu ran past {timeout_s:.0f} s", shown)
         if log is not None:
             log.write_text(done.stdout + done.stderr)
         errors = [line for line in (done.stdout + done.stderr).splitlines()
                   if "==ERROR==" in line or "ERR_NVGPUCTRPERM" in line]
         if done.returncode != 0 or errors:
             reason = errors[0] if errors else f"exit status {done.returncode}"
-            return Counters(f"refused: {reason.strip()}", shown)
+            return ProfileRun(f"refused: {reason.strip()}", shown)
         exported = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw",
                                    "--print-units", "base"], capture_output=True, text=True,
                                   check=False)
         try:
             manifest = json.loads(manifest_file.read_text())
-            rows = attach(parse_raw_csv(exported.stdout), manifest)
+            launches = parse_raw_csv(exported.stdout, metrics)
         except (OSError, ValueError) as exc:
-            return Counters(f"failed: {exc}", shown)
-    return Counters("ok", shown, version[-1] if version else "", rows, tuple(spec))
+            return ProfileRun(f"failed: {exc}", shown)
+    return ProfileRun("ok", shown, version[-1] if version else "", tuple(launches),
+                      tuple(manifest))
+
+
+def collect(spec: list[dict[str, Any]], *, timeout_s: float = 1200,
+            log: Path | None = None) -> Counters:
+    """Run the spec's kernels under ncu; a missing or refused ncu gives Counters with the reason."""
+    run = profile(spec, profile_command, "iosim.calibrate.ncu_target", METRICS,
+                  timeout_s=timeout_s, log=log)
+    if run.status == "unavailable":
+        return Counters("unavailable: ncu (Nsight Compute) is not on PATH")
+    if run.status != "ok":
+        return Counters(run.status, run.shown)
+    try:
+        rows = attach(list(run.launches), list(run.manifest))
+    except ValueError as exc:
+        return Counters(f"failed: {exc}", run.shown)
+    return Counters("ok", run.shown, run.version, rows, tuple(spec))

@@ -8,14 +8,11 @@ and the DRAM writes of the evict that closes it are the dirty lines the segment 
 
 from __future__ import annotations
 
-import json
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any
 
-from iosim.calibrate.ncu import METRICS, ncu_path, parse_raw_csv
+from iosim.calibrate.ncu import METRICS, profile
 
 BWD_METRICS = (*METRICS, "gpu__time_duration.sum")
 EVICT = "_iosim_evict_kernel"
@@ -62,35 +59,14 @@ def segments(launches: list[dict[str, Any]], manifest: list[dict[str, Any]]) -> 
 def collect(spec: list[dict[str, Any]], log: Path | None = None, timeout_s: float = 900
             ) -> dict[str, Any]:
     """Run the spec under ncu: {"status", "command", "version", "items"}."""
-    ncu = ncu_path()
-    if ncu is None:
+    run = profile(spec, profile_command, "iosim.calibrate.ncu_bwd_target", BWD_METRICS,
+                  timeout_s=timeout_s, log=log)
+    if run.status == "unavailable":
         return {"status": "unavailable: ncu is not on PATH"}
-    version = subprocess.run([ncu, "--version"], capture_output=True, text=True,
-                             check=False).stdout.strip().splitlines()
-    with tempfile.TemporaryDirectory(prefix="iosim-ncu-bwd-") as tmp:
-        spec_file, manifest_file, report = (Path(tmp) / "spec.json", Path(tmp) / "manifest.json",
-                                            Path(tmp) / "profile")
-        spec_file.write_text(json.dumps(spec))
-        command = profile_command(ncu, report, spec_file, manifest_file)
-        shown = " ".join([*command[:-5], "python3 -m iosim.calibrate.ncu_bwd_target SPEC MANIFEST"])
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
-                                  check=False)
-        except subprocess.TimeoutExpired:
-            return {"status": f"failed: ncu ran past {timeout_s:.0f} s", "command": shown}
-        if log is not None:
-            log.write_text(done.stdout + done.stderr)
-        errors = [line for line in (done.stdout + done.stderr).splitlines() if "==ERROR==" in line]
-        if done.returncode != 0 or errors:
-            return {"status": f"refused: {(errors or [f'exit {done.returncode}'])[0].strip()}",
-                    "command": shown}
-        exported = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw",
-                                   "--print-units", "base"], capture_output=True, text=True,
-                                  check=False)
-        try:
-            manifest = json.loads(manifest_file.read_text())
-            items = segments(parse_raw_csv(exported.stdout, BWD_METRICS), manifest)
-        except (OSError, ValueError) as exc:
-            return {"status": f"failed: {exc}", "command": shown}
-    return {"status": "ok", "command": shown, "version": version[-1] if version else "",
-            "items": items}
+    if run.status != "ok":
+        return {"status": run.status, "command": run.shown}
+    try:
+        items = segments(list(run.launches), list(run.manifest))
+    except ValueError as exc:
+        return {"status": f"failed: {exc}", "command": run.shown}
+    return {"status": "ok", "command": run.shown, "version": run.version, "items": items}

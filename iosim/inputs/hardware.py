@@ -121,6 +121,35 @@ class Hardware:
     figures: Mapping[str, Figure] = field(default_factory=dict)
     measured: MeasuredProfile | None = None
 
+    def __post_init__(self) -> None:
+        # A Hardware built in Python meets the same bounds as one loaded from YAML (issue 12: one
+        # input boundary), so a subnormal peak or an infinite bandwidth cannot reach the model.
+        figures: dict[str, object] = {
+            "hbm_capacity_bytes": self.hbm_capacity_bytes,
+            "hbm_bandwidth_bytes_per_s": self.hbm_bandwidth_bytes_per_s,
+            "sram_per_block_bytes": self.sram_per_block_bytes,
+            "l2_bytes": self.l2_bytes,
+            "l2_bandwidth_bytes_per_s": self.l2_bandwidth_bytes_per_s,
+            "sram_per_sm_bytes": self.sram_per_sm_bytes,
+            "sram_bandwidth_bytes_per_s": self.sram_bandwidth_bytes_per_s,
+        }
+        figures.update({f"peak_flops_per_s[{dtype!r}]": peak
+                        for dtype, peak in self.peak_flops_per_s.items()})
+        for name, value in figures.items():
+            if value is None:
+                continue
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                raise ConfigError(self.path, name, f"must be a number, got {excerpt(value)}")
+            problem = check_figure(float(value), value)
+            if problem:
+                raise ConfigError(self.path, name, problem)
+        if self.sm_count is not None and (isinstance(self.sm_count, bool)
+                                          or not isinstance(self.sm_count, int)
+                                          or not 1 <= self.sm_count <= MAX_SM_COUNT):
+            raise ConfigError(self.path, "sm_count",
+                              f"must be a whole number from 1 to {MAX_SM_COUNT}, got "
+                              f"{excerpt(self.sm_count)}")
+
     @property
     def ridge_point_flops_per_byte(self) -> float:
         """Machine balance for fp16: the intensity above which a kernel is compute-bound."""

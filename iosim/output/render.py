@@ -10,7 +10,6 @@ import io
 from collections.abc import Sequence
 from typing import Any
 
-from rich import box
 from rich.console import Console, Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -31,7 +30,7 @@ from iosim.output.numbers import fmt_intensity as fmt_intensity
 from iosim.output.numbers import fmt_rate as fmt_rate
 from iosim.output.numbers import fmt_si as fmt_si
 from iosim.output.numbers import fmt_time as fmt_time
-from iosim.output.tables import compact_table, rich_markdown
+from iosim.output.tables import compact_table, rich_markdown, simple_table
 
 
 def _tiling(a: AlgorithmEstimate) -> str:
@@ -266,12 +265,10 @@ def occupancy_lines(c: Comparison) -> list[str]:
 def occupancy_table(c: Comparison) -> Table:
     """Each modelled launch grid against the GPU's SMs: programs per SM, waves, utilisation."""
     sms = c.hardware.sm_count
-    table = Table(title=f"Parallelism (launch grid vs {sms if sms else 'unknown'} SMs; time = "
-                        f"roofline time ÷ utilisation)", box=box.SIMPLE_HEAD,
-                  title_justify="left", pad_edge=False)
-    for name, justify in (("algorithm", "left"), ("kernel", "left"), ("grid", "left"),
-                          ("per SM", "right"), ("utilisation", "right"), ("time", "right")):
-        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table = simple_table(f"Parallelism (launch grid vs {sms if sms else 'unknown'} SMs; time = "
+                         f"roofline time ÷ utilisation)", (
+                             ("algorithm", "left"), ("kernel", "left"), ("grid", "left"),
+                             ("per SM", "right"), ("utilisation", "right"), ("time", "right")))
     for a in c.algorithms:
         if not a.occupancy:
             table.add_row(a.name, "all", "library kernels: grid not modelled", "", "",
@@ -428,8 +425,8 @@ def comparison_csv(c: Comparison) -> str:
             "hbm_bytes": a.hbm_bytes, "flops": a.flops, "matmul_flops": a.matmul_flops,
             "elementwise_flops": a.elementwise_flops,
             "intensity_flops_per_byte": a.flops / a.hbm_bytes,
-            "memory_time_s": sum(k.memory_time_s for k in a.kernels),
-            "compute_time_s": sum(k.compute_time_s for k in a.kernels),
+            "memory_time_s": float(a.totals.memory_time_s),
+            "compute_time_s": float(a.totals.compute_time_s),
             "efficiency": "", "time_s": a.time_s, "bound": a.bound,
         })
     return records_csv(rows)

@@ -12,7 +12,7 @@ from rich.text import Text
 
 from iosim.inputs.hardware import Figure, Hardware
 from iosim.output.numbers import fmt_binary_bytes, fmt_rate
-from iosim.output.tables import compact_table
+from iosim.output.tables import compact_table, simple_table
 
 
 def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str:
@@ -73,10 +73,8 @@ def gpu_detail(hw: Hardware) -> RenderableType:
     parts: list[RenderableType] = [head, table]
     if hw.measured is not None:
         m = hw.measured
-        measured = Table(title="measured (iosim calibrate)", box=box.SIMPLE_HEAD,
-                         title_justify="left", pad_edge=False, collapse_padding=True)
-        measured.add_column("figure")
-        measured.add_column("value", justify="right")
+        measured = simple_table("measured (iosim calibrate)",
+                                (("figure", "left"), ("value", "right")), collapse_padding=True)
         for key, fig in m.figures.items():
             measured.add_row(key, figure_text(key, fig))
         for kind, eff in m.kernel_efficiency.items():

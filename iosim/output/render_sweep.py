@@ -14,7 +14,6 @@ import textwrap
 from typing import Any
 
 import numpy as np
-from rich import box
 from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
@@ -31,7 +30,7 @@ from iosim.output.render import (
     fmt_time,
     label_grid,
 )
-from iosim.output.tables import markdown_table
+from iosim.output.tables import compact_table, markdown_table
 
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",
                 "batch": "batch", "heads": "heads", "kv_heads": "kv heads", "d": "d", "n": "N",
@@ -148,10 +147,7 @@ def header_text(result: SweepResult) -> str:
 
 def _sweep_table(headers: list[tuple[str, str]], rows: list[list[str]],
                  title: str | None = None) -> Table:
-    table = Table(title=title, title_justify="left", box=box.SIMPLE_HEAD, pad_edge=False,
-                  padding=0)
-    for name, justify in headers:
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    table = compact_table(title, headers)
     for row in rows:
         table.add_row(*row)
     return table
@@ -268,14 +264,12 @@ def roofline_records(c: Comparison) -> list[dict[str, Any]]:
 
 
 def roofline_table(c: Comparison) -> Table:
-    table = Table(title=f"Roofline points ({c.hardware.display_name}; ridge "
-                        f"{c.roofs.ridge_point_flops_per_byte:.0f} FLOP/B)",
-                  box=box.SIMPLE_HEAD, title_justify="left", pad_edge=False, padding=0)
     memory = "DRAM" if c.roofs.profile == "measured" else "HBM"  # the bytes the roof charged
-    for name, justify in (("algorithm", "left"), ("kernel", "left"), (memory, "right"),
-                          ("FLOP", "right"), ("FLOP/B", "right"), ("FLOP/s", "right"),
-                          ("time", "right"), ("bound", "left")):
-        table.add_column(name, justify=justify, no_wrap=True)  # type: ignore[arg-type]
+    table = compact_table(f"Roofline points ({c.hardware.display_name}; ridge "
+                          f"{c.roofs.ridge_point_flops_per_byte:.0f} FLOP/B)", (
+                              ("algorithm", "left"), ("kernel", "left"), (memory, "right"),
+                              ("FLOP", "right"), ("FLOP/B", "right"), ("FLOP/s", "right"),
+                              ("time", "right"), ("bound", "left")))
     for r in roofline_records(c):
         intensity = r["intensity_flops_per_byte"]
         perf = r["performance_flops_per_s"]
