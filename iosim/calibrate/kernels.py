@@ -69,6 +69,17 @@ def _iosim_evict_kernel(src, out, n_elements, BLOCK: tl.constexpr):
     tl.store(out + pid, tl.sum(x.to(tl.float32), axis=0))
 
 
+def evict_buffers(*, block: int = 8192) -> tuple[torch.Tensor, torch.Tensor]:
+    """The buffer `evict` reads and its per-program partial sums, on the current CUDA device:
+    8× the L2 (at least 512 MiB), so that one read leaves nothing of an earlier kernel in L2
+    (the ncu protocol of calibrate/ncu.py, forward and backward)."""
+    l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20))
+    evict_bytes = max(512 << 20, 8 * l2)
+    buffer = torch.randn(evict_bytes // 2, dtype=torch.float16, device="cuda")
+    partials = torch.empty(buffer.numel() // block + 1, dtype=torch.float32, device="cuda")
+    return buffer, partials
+
+
 def evict(buffer: torch.Tensor, partials: torch.Tensor, *, block: int = 8192) -> None:
     n = buffer.numel()
     programs = triton.cdiv(n, block)

@@ -28,11 +28,7 @@ from iosim.calibrate import kernels_bwd as KB
 
 class Target:
     def __init__(self) -> None:
-        l2 = int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 64 << 20))
-        evict_bytes = max(512 << 20, 8 * l2)
-        self.buffer = torch.randn(evict_bytes // 2, dtype=torch.float16, device="cuda")
-        self.partials = torch.empty(self.buffer.numel() // 8192 + 1, dtype=torch.float32,
-                                    device="cuda")
+        self.buffer, self.partials = K.evict_buffers()
         self.evicts = 0
 
     def evict(self) -> None:
