@@ -148,12 +148,12 @@ def time_and_kernels(impl: Implementation, w: Workload, *, rep_ms: int = 60
     run()
     torch.cuda.synchronize()
     median_ms = triton.testing.do_bench(run, warmup=10, rep=rep_ms, return_mode="median")
-    from torch.profiler import ProfilerActivity, profile
+    from torch.profiler import DeviceType, ProfilerActivity, profile
 
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         run()
         torch.cuda.synchronize()
     kernels = [{"name": e.name, "time_s": e.device_time * 1e-6}
-               for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA
+               for e in prof.events() if e.device_type == DeviceType.CUDA
                and e.device_time > 0]
     return median_ms * 1e-3, kernels
