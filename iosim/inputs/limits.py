@@ -56,6 +56,9 @@ MAX_BLOCK: Final = MAX_LENGTH
 MAX_SPLITS: Final = MAX_LENGTH
 """splitkv's --splits (it must also be at most the number of key blocks)."""
 
+MAX_LAYERS: Final = 1 << 16
+"""Layers of one kind in a model YAML (today's largest models have about 100 to 200)."""
+
 MAX_SM_COUNT: Final = 1 << 12
 """A YAML's sm_count (today's largest GPUs have 100 to 300)."""
 
