@@ -142,8 +142,10 @@ def comparison_options(f: F) -> F:
 def comparison_options_with(**defaults: Any) -> Callable[[F], F]:
     """comparison_options with other workload defaults (as workload_options takes them)."""
     def apply(g: F) -> F:
-        with_workload: F = workload_options(tiling_options(impl_options(algorithm_options(g))),
-                                            **defaults)
+        from iosim.cli.model_flags import model_options
+
+        with_workload: F = workload_options(
+            tiling_options(impl_options(algorithm_options(model_options(g)))), **defaults)
         return gpu_option(with_workload)
     return apply
 
@@ -155,7 +157,11 @@ COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo",
 
 
 def workload_from(params: dict[str, Any]) -> Workload:
-    """The Workload of comparison_options' flags."""
+    """The Workload of comparison_options' flags (under --model: of its one layer kind)."""
+    if params.get("model") or params.get("layer"):
+        from iosim.cli.model_flags import single_model_layer
+
+        return single_model_layer(params, workload_from).workload
     sparsity = params.get("sparsity")
     return Workload(params["n"], n_kv=params["n_kv"], d=params["d"], heads=params["heads"],
                     kv_heads=params["kv_heads"], batch=params["batch"], dtype=params["dtype"],

@@ -138,6 +138,26 @@ def describe_kinds(model: Model) -> str:
                      for g in model.layers)
 
 
+def describe_layers(model: Model) -> str:
+    """'42 layers: local (21 layers, window 4096), global (21 layers)'; '32 layers' for one
+    kind without a window."""
+    if len(model.layers) == 1:
+        g = model.layers[0]
+        return f"{g.count} layers" + (f", sliding window {g.window}" if g.window else "")
+    return f"{model.layer_count} layers: {describe_kinds(model)}"
+
+
+def shown_path(model: Model) -> str:
+    """configs/models/NAME.yaml for a shipped model (wherever iosim is installed), else the
+    path the user gave."""
+    path = Path(model.path)
+    try:
+        shipped = path.resolve().parent == models_dir().resolve()
+    except IosimError:
+        shipped = False
+    return f"configs/models/{path.name}" if shipped else model.path
+
+
 # ---------------------------------------------------------------------------------------------
 # YAML loading
 
@@ -375,4 +395,5 @@ def resolve_model(spec: str) -> Model:
 
 
 __all__ = ["MLA_KEYS", "LayerGroup", "MlaDims", "Model", "ModelFigure", "describe_kinds",
+           "describe_layers", "shown_path",
            "list_models", "load_model", "models_dir", "resolve_model", "shipped_model_paths"]
