@@ -82,7 +82,8 @@ class ModelComparison:
         w = self.layers[0].comparison.workload
         rows = []
         for name in self.algorithms:
-            hbm = time = flops = unwindowed = 0
+            hbm = flops = unwindowed = 0
+            time = 0.0
             for lc in self.layers:
                 a = lc.comparison.algorithm(name)
                 full = (lc.without_window or lc.comparison).algorithm(name)

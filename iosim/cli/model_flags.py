@@ -75,4 +75,45 @@ def single_model_layer(params: dict[str, Any],
                         latent_kv=bool(params.get("latent_kv")), layer=params.get("layer"))
 
 
-__all__ = ["given_fields", "model_of", "model_options", "single_model_layer"]
+def workload_with_model(workload: Workload, params: dict[str, Any],
+                        ctx: click.Context | None = None) -> Workload:
+    """A command's Workload (verify's) with --model's fields in, for its one layer kind."""
+    model = model_of(params)
+    if model is None:
+        return workload
+    return single_layer(model, lambda fields: workload.with_(**fields),
+                        given=given_fields(params, ctx),
+                        latent_kv=bool(params.get("latent_kv")), layer=params.get("layer")).workload
+
+
+def sweep_with_model(spec: Any, params: dict[str, Any], ctx: click.Context | None = None) -> Any:
+    """The SweepSpec with --model's fields as one-value axes (its one layer kind, --layer)."""
+    import dataclasses
+
+    from iosim.errors import ModelError
+    from iosim.inputs.model_presets import choose_group, preset_fields, refuse_contradictions
+
+    model = model_of(params)
+    if model is None:
+        return spec
+    latent = bool(params.get("latent_kv"))
+    group = choose_group(model, params.get("layer"))
+    axes = {f.name for f in dataclasses.fields(spec)}
+    typed = given_fields({name: getattr(spec, name) for name in PRESET_FIELDS if name in axes},
+                         ctx)
+    refuse_contradictions(model, (group,), {k: v[0] if len(v) == 1 else v
+                                            for k, v in typed.items()}, latent)
+    fields = preset_fields(model, group, latent_kv=latent)
+    overrides = {}
+    for name, value in fields.items():
+        if name in axes:
+            overrides[name] = (value,)
+        elif not (value is None or value is False or (name == "d_v" and value == fields["d"])):
+            raise ModelError(f"{model.name}'s {name} = {value} is not a sweep axis (yet); "
+                             f"compare it with iosim compare --model {model.name}",
+                             param="model")
+    return dataclasses.replace(spec, **overrides)
+
+
+__all__ = ["given_fields", "model_of", "model_options", "single_model_layer", "sweep_with_model",
+           "workload_with_model"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Union
+from typing import Any
 
 from iosim.errors import ModelError, arg
 from iosim.inputs.models import LayerGroup, Model
@@ -26,7 +26,7 @@ PRESET_FIELDS = ("heads", "kv_heads", "d", "d_v", "window", "latent_kv", "causal
 
 Build = Callable[[dict[str, Any]], Workload]
 """Makes the Workload of one layer from the preset's fields (the CLI's: its flags' Workload)."""
-Base = Union[Mapping[str, Any], Build]
+Base = Mapping[str, Any] | Build
 """The caller's part of the Workload: its arguments (n, batch, ...) or a Build."""
 
 
@@ -57,8 +57,10 @@ def preset_fields(model: Model, group: LayerGroup, *, latent_kv: bool = False) -
     return attention
 
 
-def _refuse_contradictions(model: Model, groups: tuple[LayerGroup, ...],
-                           given: Mapping[str, Any], latent_kv: bool) -> None:
+def refuse_contradictions(model: Model, groups: tuple[LayerGroup, ...],
+                          given: Mapping[str, Any], latent_kv: bool) -> None:
+    """ModelError for the first given preset field that differs from the preset's value in
+    one of `groups`."""
     for name, value in given.items():
         if name not in PRESET_FIELDS:
             raise ModelError(f"{arg(name)} is not a field a model preset fills "
@@ -98,23 +100,32 @@ def model_layers(model: Model, base: Base, *, given: Mapping[str, Any] | None = 
     (ModelError naming it otherwise)."""
     groups = model.layers if layer is None else (model.group(layer),)
     build = _builder(base)
-    _refuse_contradictions(model, groups, given or {}, latent_kv)
+    refuse_contradictions(model, groups, given or {}, latent_kv)
     return tuple(ModelLayer(g, build(preset_fields(model, g, latent_kv=latent_kv)))
                  for g in groups)
 
 
-def single_layer(model: Model, base: Base, *, given: Mapping[str, Any] | None = None,
-                 latent_kv: bool = False, layer: str | None = None) -> ModelLayer:
+def choose_group(model: Model, layer: str | None) -> LayerGroup:
     """The one layer kind a command of one workload (sweep, report, verify, roofline) runs:
     `layer`, or the model's only kind; a model of several kinds needs `layer`."""
-    if layer is None and len(model.layers) > 1:
+    if layer is not None:
+        return model.group(layer)
+    if len(model.layers) > 1:
         from iosim.inputs.models import describe_kinds
 
         raise ModelError(f"{model.name} has {len(model.layers)} layer kinds ("
                          f"{describe_kinds(model)}); this command models one: pick it with "
                          f"{arg('layer', model.layers[0].kind)} (compare shows them all)",
                          param="layer")
-    return model_layers(model, base, given=given, latent_kv=latent_kv, layer=layer)[0]
+    return model.layers[0]
 
 
-__all__ = ["PRESET_FIELDS", "ModelLayer", "model_layers", "preset_fields", "single_layer"]
+def single_layer(model: Model, base: Base, *, given: Mapping[str, Any] | None = None,
+                 latent_kv: bool = False, layer: str | None = None) -> ModelLayer:
+    """The Workload of the one layer kind `choose_group` picks."""
+    group = choose_group(model, layer)
+    return model_layers(model, base, given=given, latent_kv=latent_kv, layer=group.kind)[0]
+
+
+__all__ = ["PRESET_FIELDS", "ModelLayer", "choose_group", "model_layers", "preset_fields",
+           "refuse_contradictions", "single_layer"]

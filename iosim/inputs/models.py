@@ -394,6 +394,18 @@ def resolve_model(spec: str) -> Model:
                             f"(or pass a path to your own model YAML; `iosim models` lists them)")
 
 
-__all__ = ["MLA_KEYS", "LayerGroup", "MlaDims", "Model", "ModelFigure", "describe_kinds",
-           "describe_layers", "shown_path",
-           "list_models", "load_model", "models_dir", "resolve_model", "shipped_model_paths"]
+__all__ = [
+    "MLA_KEYS",
+    "LayerGroup",
+    "MlaDims",
+    "Model",
+    "ModelFigure",
+    "describe_kinds",
+    "describe_layers",
+    "list_models",
+    "load_model",
+    "models_dir",
+    "resolve_model",
+    "shipped_model_paths",
+    "shown_path",
+]
