@@ -126,7 +126,7 @@ def compare_model(model: Model, base: Base, hardware: Any, *,
     for ml in model_layers(model, base, given=given, latent_kv=latent_kv, layer=layer):
         comparison = compare(ml.workload, hardware, algorithms=algorithms, **options)
         full = None
-        if ml.group.window is not None:
+        if ml.workload.window is not None:
             full = compare(ml.workload.with_(window=None), hardware, algorithms=algorithms,
                            **options)
         compared.append(LayerComparison(ml.group, comparison, full))

@@ -32,7 +32,8 @@ Base = Mapping[str, Any] | Build
 
 @dataclass(frozen=True, slots=True)
 class ModelLayer:
-    """One layer kind of a model and the Workload of one of its layers."""
+    """One layer kind of a model and the Workload of one of its layers (whose window is None
+    when the kind's window covers every key: the same attention as a full one)."""
 
     group: LayerGroup
     workload: Workload
@@ -101,8 +102,22 @@ def model_layers(model: Model, base: Base, *, given: Mapping[str, Any] | None = 
     groups = model.layers if layer is None else (model.group(layer),)
     build = _builder(base)
     refuse_contradictions(model, groups, given or {}, latent_kv)
-    return tuple(ModelLayer(g, build(preset_fields(model, g, latent_kv=latent_kv)))
-                 for g in groups)
+    return tuple(ModelLayer(g, _build_layer(model, g, build, latent_kv)) for g in groups)
+
+
+def _build_layer(model: Model, group: LayerGroup, build: Build, latent_kv: bool) -> Workload:
+    fields = preset_fields(model, group, latent_kv=latent_kv)
+    if "window" in fields:
+        full = build({k: v for k, v in fields.items() if k != "window"})
+        if fields["window"] >= full.n_kv:
+            return full  # the window covers every key: the layer attends as a global one
+    workload = build(fields)
+    for name, value in fields.items():  # a builder that drops a field would print wrong numbers
+        if getattr(workload, name, None) != value:
+            raise ModelError(f"{model.name}'s {group.kind} layers have {name} = {value}, which "
+                             f"this command cannot pass on yet (it has no {arg(name)})",
+                             param="model")
+    return workload
 
 
 def choose_group(model: Model, layer: str | None) -> LayerGroup:

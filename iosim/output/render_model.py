@@ -31,8 +31,10 @@ from iosim.output.tables import compact_table, rich_markdown
 
 
 def _kind_line(lc: LayerComparison, layers: int) -> str:
-    g = lc.group
-    window = f", sliding window {g.window}" if g.window is not None else ", full attention"
+    g, w = lc.group, lc.comparison.workload
+    window = (", full attention" if g.window is None else f", sliding window {g.window}" if
+              w.window is not None else f", sliding window {g.window} ≥ the {w.n_kv:,} keys: "
+                                        f"full attention")
     return f"{g.count} of {layers} layers{window}"
 
 
