@@ -49,6 +49,13 @@ _PUBLIC = {
     "verify": "iosim.analysis.verify",
     "walk": "iosim.algorithms.tilewalk",
     "walk_arrays": "iosim.algorithms.tilestream",
+    "Model": "iosim.inputs.models",
+    "ModelComparison": "iosim.analysis.model_compare",
+    "compare_model": "iosim.analysis.model_compare",
+    "list_models": "iosim.inputs.models",
+    "load_model": "iosim.inputs.models",
+    "model_layers": "iosim.inputs.model_presets",
+    "resolve_model": "iosim.inputs.models",
 }
 """Each public name and the module it lives in: imported on first use (PEP 562), so that
 `import iosim` loads none of the executor, sweeps or plots until a caller asks for them."""
@@ -61,6 +68,7 @@ if TYPE_CHECKING:
     from iosim.algorithms.traffic import Term, Traffic
     from iosim.analysis.compare import compare
     from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
+    from iosim.analysis.model_compare import ModelComparison, compare_model
     from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
     from iosim.analysis.verify import Verification, verify
     from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
@@ -68,6 +76,8 @@ if TYPE_CHECKING:
     from iosim.estimates.l2 import DramEstimate, dram_estimate
     from iosim.estimates.roofline import KernelEstimate, Roofs, roofs_for
     from iosim.inputs.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
+    from iosim.inputs.model_presets import model_layers
+    from iosim.inputs.models import Model, list_models, load_model, resolve_model
     from iosim.inputs.tiling import Tiling, make_tiling
     from iosim.inputs.workload import Workload
 
@@ -98,6 +108,8 @@ __all__ = [
     "Hardware",
     "IosimError",
     "KernelEstimate",
+    "Model",
+    "ModelComparison",
     "Roofs",
     "SweepResult",
     "SweepSpec",
@@ -115,12 +127,17 @@ __all__ = [
     "__version__",
     "closed_form",
     "compare",
+    "compare_model",
     "dram_estimate",
     "get_algorithm",
     "list_hardware",
+    "list_models",
     "load_hardware",
+    "load_model",
     "make_tiling",
+    "model_layers",
     "resolve_hardware",
+    "resolve_model",
     "roofs_for",
     "sweep",
     "verify",

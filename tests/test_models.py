@@ -234,3 +234,13 @@ def test_models_listing(iosim_cli):
 def test_model_error_names_the_python_parameter():
     with pytest.raises(ModelError, match=r"heads=16 contradicts model=llama-3.1-8b"):
         model_layers(resolve_model("llama-3.1-8b"), {"n": 64}, given={"heads": 16})
+
+
+@pytest.mark.skipif("window" not in {f.name for f in dataclasses.fields(Workload)},
+                    reason="Workload.window (masks) not merged")
+def test_a_window_covering_every_key_is_full_attention():
+    # causal query i sees keys p_i - W < j <= p_i: with W >= n_kv that is every key j <= p_i
+    gemma = resolve_model("gemma-3-4b")
+    short = {ml.group.kind: ml.workload.window for ml in model_layers(gemma, {"n": 1024})}
+    long = {ml.group.kind: ml.workload.window for ml in model_layers(gemma, {"n": 8192})}
+    assert short == {"local": None, "global": None} and long == {"local": 1024, "global": None}
