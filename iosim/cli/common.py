@@ -184,8 +184,14 @@ def command_words(ctx: click.Context, params: dict[str, Any]) -> list[str]:
     """Every option with a value (defaults spelled out; unset options and flags left off), as
     words of the command line that remakes a report."""
     words: list[str] = []
+    preset: set[str] = set()
+    if params.get("model"):  # the preset fills these: only the ones the user typed are kept
+        from iosim.cli.model_flags import given_fields
+        from iosim.inputs.model_presets import PRESET_FIELDS
+
+        preset = set(PRESET_FIELDS) - set(given_fields(params, ctx))
     for param in ctx.command.params:
-        if not isinstance(param, click.Option) or param.name not in params:
+        if not isinstance(param, click.Option) or param.name not in params or param.name in preset:
             continue
         value = params[param.name]
         if value is None or value is False:
