@@ -158,7 +158,7 @@ COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo",
 
 def workload_from(params: dict[str, Any]) -> Workload:
     """The Workload of comparison_options' flags (under --model: of its one layer kind)."""
-    if params.get("model") or params.get("layer"):
+    if params.get("model") is not None or params.get("layer") is not None:
         from iosim.cli.model_flags import single_model_layer
 
         return single_model_layer(params, workload_from).workload
@@ -185,7 +185,7 @@ def command_words(ctx: click.Context, params: dict[str, Any]) -> list[str]:
     words of the command line that remakes a report."""
     words: list[str] = []
     preset: set[str] = set()
-    if params.get("model"):  # the preset fills these: only the ones the user typed are kept
+    if params.get("model") is not None:  # the preset fills these: only typed ones are kept
         from iosim.cli.model_flags import given_fields
         from iosim.inputs.model_presets import PRESET_FIELDS
 

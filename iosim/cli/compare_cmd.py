@@ -33,7 +33,7 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
       iosim compare --n 1 --n-kv 32768 --d 128 --heads 32 --kv-heads 8 --gpu h100
       iosim compare --model gemma-2-9b --n 8192 --gpu h100
     """
-    if params.get("model") or params.get("layer"):
+    if params.get("model") is not None or params.get("layer") is not None:
         _compare_model(fmt, wide, params)
         return
     result = compare(workload_from(params), params["gpu"], **compare_arguments(params))

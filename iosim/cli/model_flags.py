@@ -49,7 +49,7 @@ def given_fields(params: dict[str, Any], ctx: click.Context | None = None) -> di
 
 
 def refuse_stray_layer(params: dict[str, Any]) -> None:
-    if params.get("layer") is not None and not params.get("model"):
+    if params.get("layer") is not None and params.get("model") is None:
         raise click.UsageError("--layer picks a layer kind of --model; give --model too (or "
                                "drop --layer)")
 
