@@ -75,13 +75,14 @@ def single_model_layer(params: dict[str, Any],
                         latent_kv=bool(params.get("latent_kv")), layer=params.get("layer"))
 
 
-def workload_with_model(workload: Workload, params: dict[str, Any],
-                        ctx: click.Context | None = None) -> Workload:
-    """A command's Workload (verify's) with --model's fields in, for its one layer kind."""
+def workload_of(n: int, fields: dict[str, Any], params: dict[str, Any],
+                ctx: click.Context | None = None) -> Workload:
+    """Workload(n, **fields), or, under --model, with the preset's fields in for its one layer
+    kind (verify's workload)."""
     model = model_of(params)
     if model is None:
-        return workload
-    return single_layer(model, lambda fields: workload.with_(**fields),
+        return Workload(n, **fields)
+    return single_layer(model, lambda preset: Workload(n, **{**fields, **preset}),
                         given=given_fields(params, ctx),
                         latent_kv=bool(params.get("latent_kv")), layer=params.get("layer")).workload
 
@@ -116,4 +117,4 @@ def sweep_with_model(spec: Any, params: dict[str, Any], ctx: click.Context | Non
 
 
 __all__ = ["given_fields", "model_of", "model_options", "single_model_layer", "sweep_with_model",
-           "workload_with_model"]
+           "workload_of"]

@@ -9,9 +9,9 @@ import click
 from iosim.analysis.verify import verify
 from iosim.cli import cli
 from iosim.cli.common import comma_list
-from iosim.cli.model_flags import model_options, workload_with_model
+from iosim.cli.model_flags import model_options, workload_of
 from iosim.execute import EXECUTOR_DTYPES
-from iosim.inputs.workload import PASSES, Workload
+from iosim.inputs.workload import PASSES
 from iosim.output import strict_json
 
 VERIFY_DTYPES = {"fp16": "float16", "fp32": "float32", "fp64": "float64",
@@ -93,10 +93,9 @@ def verify_command(ctx: click.Context, /, n: int, n_kv: int | None, d: int, head
       iosim verify --n 1 --n-kv 4096 --heads 8 --kv-heads 2 --algo splitkv --splits 4
       iosim verify --model llama-3.2-1b --n 128 --block 64
     """
-    workload = Workload(n, n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch,
-                        causal=causal, pass_=pass_,  # type: ignore[arg-type]
-                        unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity)
-    workload = workload_with_model(workload, {**ctx.params, "model": model, "layer": layer}, ctx)
+    fields = dict(n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch, causal=causal,
+                  pass_=pass_, unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity)
+    workload = workload_of(n, fields, {**ctx.params, "model": model, "layer": layer}, ctx)
     result = verify(workload, algorithms=comma_list(algo), dtype=dtype,
                     block_q=block if block_q is None else block_q,
                     block_kv=block if block_kv is None else block_kv,
