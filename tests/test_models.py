@@ -34,11 +34,15 @@ PUBLISHED = [
     ("mixtral-8x7b", 32, 8, 128, 32),     # mistralai/Mixtral-8x7B-Instruct-v0.1 @eba9230 config.json
     ("gemma-2-2b", 8, 4, 256, 26),        # google/gemma-2-2b config.json
     ("gemma-2-9b", 16, 8, 256, 42),       # google/gemma-2-9b config.json
+    ("gemma-2-27b", 32, 16, 128, 46),     # MaxText hf_model_configs.py@14b30db gemma2_27b_config
     ("gemma-3-1b", 4, 1, 256, 26),        # google/gemma-3-1b-it config.json
     ("gemma-3-4b", 8, 4, 256, 34),        # google/gemma-3-4b-it config.json (text model)
     ("gemma-3-12b", 16, 8, 256, 48),      # google/gemma-3-12b-it config.json (text model)
+    ("gemma-3-27b", 32, 16, 128, 62),     # MaxText hf_model_configs.py@14b30db gemma3_27b_config
     ("qwen2.5-7b", 28, 4, 128, 28),       # Qwen/Qwen2.5-7B-Instruct config.json (3584 / 28)
     ("qwen3-8b", 32, 8, 128, 36),         # Qwen/Qwen3-8B config.json (head_dim 128)
+    ("qwen3-32b", 64, 8, 128, 64),        # MaxText hf_model_configs.py@14b30db qwen3_32b_config
+    ("qwen3-235b-a22b", 64, 4, 128, 94),  # MaxText ... qwen3_235b_a22b_thinking_2507_config
     ("deepseek-v3", 128, 128, 192, 61),   # deepseek-ai/DeepSeek-V3 config.json (128 + 64)
 ]
 
@@ -56,7 +60,7 @@ def test_shipped_figures_are_the_published_ones(name, heads, kv_heads, d, layers
         assert fig.source in m.sources, key
 
 
-@pytest.mark.parametrize("name", ["gemma-2-2b", "gemma-2-9b"])
+@pytest.mark.parametrize("name", ["gemma-2-2b", "gemma-2-9b", "gemma-2-27b"])
 def test_gemma2_layer_kinds_follow_transformers_alternation(name):
     # modeling_gemma2.py: is_sliding = not bool(layer_idx % 2), enumerated layer by layer
     m = resolve_model(name)
@@ -66,7 +70,7 @@ def test_gemma2_layer_kinds_follow_transformers_alternation(name):
 
 
 @pytest.mark.parametrize(("name", "window"), [("gemma-3-1b", 512), ("gemma-3-4b", 1024),
-                                              ("gemma-3-12b", 1024)])
+                                              ("gemma-3-12b", 1024), ("gemma-3-27b", 1024)])
 def test_gemma3_layer_kinds_follow_the_five_to_one_pattern(name, window):
     # modeling_gemma3.py @953196a: is_sliding = bool((layer_idx + 1) % sliding_window_pattern), 6
     m = resolve_model(name)
