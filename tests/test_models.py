@@ -248,3 +248,32 @@ def test_a_window_covering_every_key_is_full_attention():
     short = {ml.group.kind: ml.workload.window for ml in model_layers(gemma, {"n": 1024})}
     long = {ml.group.kind: ml.workload.window for ml in model_layers(gemma, {"n": 8192})}
     assert short == {"local": None, "global": None} and long == {"local": 1024, "global": None}
+
+
+SHIPPED_GEMMA = (Path(__file__).parents[1] / "configs" / "models" / "gemma-3-4b.yaml").read_text()
+
+
+@pytest.mark.parametrize(("old", "new"), [
+    ("{value: 8, source: config", "{value: [8], source: config"),
+    ("{value: 8, source: config", "{value: null, source: config"),
+    ("{value: 8, source: config", "{value: 1e400, source: config"),
+    ("{value: 8, source: config", "{value: '8', source: config"),
+    ("{value: 8, source: config", "{value: true, source: config"),
+    ("count: 29", "count: 99999999999999999999"),
+    ("window: 1024", "window: -1"),
+    ("layers:", "layers: 3\nlayerz:"),
+    ("sources:", "sources: []\nsourcez:"),
+    ("schema_version: 1", "schema_version: 1\nschema_version: 1"),
+    ("heads:    {value: 8", "heads: !!python/object:os.system {value: 8"),
+])
+def test_mutated_model_files_get_one_error_line(tmp_path, old, new):
+    from tests.hostile import assert_clean, invoke
+
+    assert old in SHIPPED_GEMMA
+    path = tmp_path / "m.yaml"
+    path.write_text(SHIPPED_GEMMA.replace(old, new, 1))
+    for args in (["compare", "--model", str(path), "--n", "64", "--gpu", "h100"],
+                 ["models", "show", str(path), "--format", "json"]):
+        outcome = invoke(args)
+        assert_clean(outcome, args)
+        assert outcome.code == 2 and str(path) in outcome.err
