@@ -27,7 +27,8 @@ from iosim.calibrate.records import (
     save_calibration,
 )
 from iosim.calibrate.yaml_out import strip_measured, write_measured_yaml
-from iosim.inputs.hardware import load_hardware, resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
+from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.workload import Workload
 from iosim.output.calibration_report import write_report
 from tests.conftest import run_cli as run

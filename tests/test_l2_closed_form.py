@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, visited_kv_blocks
-from iosim.estimates.l2 import _hit_fraction
+from iosim.estimates.l2_model import _hit_fraction
 from iosim.estimates.l2_waves import sum_where, wave_rereads
 from iosim.inputs.tiling import default_blocks, make_tiling, paper_blocks, working_set_bytes
 from iosim.inputs.workload import Workload

@@ -32,7 +32,8 @@ from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, k
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.plan import FIT_N, FUSED_CONFIGS
 from iosim.calibrate.records import Calibration, Measurement
-from iosim.estimates.l2 import DramEstimate, dram_estimate
+from iosim.estimates.l2 import dram_estimate
+from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.occupancy import compute_capability, sm_limits
 from iosim.estimates.occupancy import programs_per_sm as occupancy_per_sm
 from iosim.estimates.roofline import estimate_kernels, roofs_for

@@ -24,7 +24,7 @@ from iosim.analysis.compare import compare
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
-from iosim.inputs.hardware import list_hardware, resolve_hardware
+from iosim.inputs.gpus import list_hardware, resolve_hardware
 from iosim.inputs.limits import check_folder, clip
 from iosim.inputs.workload import Workload
 from iosim.output import strict_json
@@ -447,7 +447,7 @@ def _summary(request: ReportRequest, c: Comparison, by_gpu: SweepResult, report:
 
 def _portable_path(path: str) -> str:
     """A shipped YAML as configs/gpus/NAME.yaml (no machine-specific prefix in reports)."""
-    from iosim.inputs.hardware import config_dir
+    from iosim.inputs.gpus import config_dir
 
     p = Path(path)
     try:
