@@ -16,7 +16,8 @@ import pytest
 from iosim.analysis.compare import compare
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.env import names_match, require_gpu
-from iosim.calibrate.fit import fit, programs_per_sm, sdpa_ratios
+from iosim.calibrate.fit import fit, programs_per_sm
+from iosim.calibrate.fit_result import sdpa_ratios
 from iosim.calibrate.ncu import attach, parse_raw_csv
 from iosim.calibrate.plan import FIT_N, make_plan
 from iosim.calibrate.records import (

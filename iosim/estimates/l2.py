@@ -58,12 +58,12 @@ from iosim.estimates.l2_model import (
     SHARED_COPIES,
     DramEstimate,
     DramTerm,
-    _hit_fraction,
-    _serial,
-    _shared,
-    _tensor_bytes,
+    hit_fraction,
     modelled,
     programs_per_sm_estimate,
+    runs_serially,
+    shared_tile,
+    tensor_bytes,
 )
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
 from iosim.inputs.hardware import Hardware
@@ -95,8 +95,8 @@ class _ClosedForm:
         """Distinct bytes a kernel touches (shared tiles counted in both L2 copies)."""
         seen: dict[str, float] = {}
         for a in kernel.accesses:
-            size = _tensor_bytes(a, self.w, per_head=False)
-            seen[a.tensor] = max(seen.get(a.tensor, 0), size * (SHARED_COPIES if _shared(kernel, a)
+            size = tensor_bytes(a, self.w, per_head=False)
+            seen[a.tensor] = max(seen.get(a.tensor, 0), size * (SHARED_COPIES if shared_tile(kernel, a)
                                                                  else 1))
         return sum(seen.values())
 
@@ -108,7 +108,7 @@ class _ClosedForm:
         between = sum(self.footprint[touch.kernel_index + 1:index])
         alpha = self.footprint[touch.kernel_index] + between
         beta = self._first_pass(index) - self.footprint[touch.kernel_index]
-        return _hit_fraction(alpha, beta, self.capacity), touch.dirty
+        return hit_fraction(alpha, beta, self.capacity), touch.dirty
 
     def _first_pass(self, index: int) -> float:
         """Bytes kernel `index` touches while it reaches each of its tensors' elements a first
@@ -116,9 +116,9 @@ class _ClosedForm:
         head at once, its first outer block already walks all their Q_i, O_i, l_i, m_i."""
         kernel = self.kernels[index]
         heads = self.w.batch * self.w.heads
-        if kernel.loop is None or not _serial(kernel) or heads > self.concurrent:
+        if kernel.loop is None or not runs_serially(kernel) or heads > self.concurrent:
             return self.footprint[index]
-        return float(sum({a.tensor: _tensor_bytes(a, self.w, per_head=False)
+        return float(sum({a.tensor: tensor_bytes(a, self.w, per_head=False)
                           for a in kernel.accesses
                           if a.where == "inner" and a.rows != kernel.loop}.values()))
 
@@ -135,11 +135,11 @@ class _ClosedForm:
                 continue
             carried = {a.tensor: self._carried(a.tensor, index) for a in kernel.accesses}
             shared = self._shared_passes(kernel)
-            serial = self._serial_sweeps(kernel) if kernel.loop is not None and _serial(kernel) \
+            serial = self._serial_sweeps(kernel) if kernel.loop is not None and runs_serially(kernel) \
                 else None
             written: set[str] = set()
             for access, term in zip(kernel.accesses, mine.terms, strict=True):
-                size = _tensor_bytes(access, self.w, per_head=False)
+                size = tensor_bytes(access, self.w, per_head=False)
                 hit, dirty = carried[access.tensor]
                 if serial is not None and access.where == "inner" and access.rows != kernel.loop:
                     again, why = serial  # fraction of the tensor re-fetched (or re-written)
@@ -158,7 +158,7 @@ class _ClosedForm:
                         dram = round(size * (1 - merged))
                         note = "written back once" + (
                             f"; {merged:.0%} merges with dirty lines still in L2" if merged else "")
-                elif shared is not None and _shared(kernel, access):
+                elif shared is not None and shared_tile(kernel, access):
                     passes, note = shared
                     # the first pass finds what an earlier kernel left in L2 (the backward's
                     # dK/dV kernel reads the dO that the D pre-pass just read)
@@ -211,9 +211,9 @@ class _ClosedForm:
 
     def _shared_passes(self, kernel: Kernel) -> tuple[float, str] | None:
         """DRAM passes over the shared inner tensors (K, V), as a multiple of their size."""
-        if kernel.loop is None or _serial(kernel):
+        if kernel.loop is None or runs_serially(kernel):
             return None
-        shared = [a for a in kernel.accesses if _shared(kernel, a)]
+        shared = [a for a in kernel.accesses if shared_tile(kernel, a)]
         if not shared:
             return None
         lengths, per_head, sweep = self._geometry(kernel)
@@ -221,7 +221,7 @@ class _ClosedForm:
         group = self.w.group_size if per_kv else 1
         units = self.w.batch * self.w.heads // group
         unit_programs = per_head * group
-        unit_bytes = SHARED_COPIES * sum(_tensor_bytes(a, self.w, per_head=True) for a in shared)
+        unit_bytes = SHARED_COPIES * sum(tensor_bytes(a, self.w, per_head=True) for a in shared)
         own_read, own_write = self._own_tile_bytes(kernel)
         p = self.concurrent
         programs = units * unit_programs
@@ -262,7 +262,7 @@ class _ClosedForm:
             alpha = (unit_bytes * (1 + before) + programs_now * own_write
                      + programs_next * own_read)
             beta = unit_bytes * (after - before)
-            return 1.0 - _hit_fraction(alpha, beta, self.capacity)
+            return 1.0 - hit_fraction(alpha, beta, self.capacity)
 
         # every unit reads its tiles once; the boundaries it straddles add their misses
         # (l2_waves.wave_rereads: a closed form over all waves, no loop over units)
@@ -288,7 +288,7 @@ class _ClosedForm:
                 width = row_width(a.cols, self.w.d, self.w.n_kv)
                 row_bytes += width * element_bytes(a.element, self.w.element_bytes)
         tile = kernel_blocks(kernel, self.tiling, self.w.n, self.w.n_kv)[0] * row_bytes
-        outer_tile = sum(_tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
+        outer_tile = sum(tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
                          if a.where == "outer") / max(1, outer_count)
         running = min(self.concurrent, self.w.batch * self.w.heads)
         # sweep o+1 is a suffix of sweep o (the rows that key block o+1 sees): between two

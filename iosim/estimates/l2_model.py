@@ -82,7 +82,7 @@ def programs_per_sm_estimate(workload: Workload, tiling: Tiling | None, hardware
     return max(1, int(per_sm // shared))
 
 
-def _tensor_bytes(access: Access, workload: Workload, *, per_head: bool) -> int:
+def tensor_bytes(access: Access, workload: Workload, *, per_head: bool) -> int:
     """Bytes of the whole tensor an access touches (one head's, or all heads')."""
     length = workload.n if access.rows == "q" else workload.n_kv
     width = row_width(access.cols, workload.d, workload.n_kv)
@@ -110,19 +110,19 @@ def modelled(kernel: Kernel) -> bool:
     return not any(a.where == "inner" and a.op == "write" for a in kernel.accesses)
 
 
-def _serial(kernel: Kernel) -> bool:
+def runs_serially(kernel: Kernel) -> bool:
     """Whether the kernel rewrites inner-axis tiles (Alg. 1's O_i): one program per head."""
     return any(a.where == "inner" and a.rows != kernel.loop and a.op == "write"
                for a in kernel.accesses)
 
 
-def _shared(kernel: Kernel, access: Access) -> bool:
+def shared_tile(kernel: Kernel, access: Access) -> bool:
     """An inner-loop tile on the other axis, read by every parallel program of a head."""
-    return (kernel.loop is not None and not _serial(kernel) and access.where == "inner"
+    return (kernel.loop is not None and not runs_serially(kernel) and access.where == "inner"
             and access.rows != kernel.loop)
 
 
-def _hit_fraction(alpha: float, beta: float, capacity: float) -> float:
+def hit_fraction(alpha: float, beta: float, capacity: float) -> float:
     """Fraction of x ∈ [0, 1] with alpha + beta·x ≤ capacity (a reuse distance linear in x)."""
     if beta == 0:
         return 1.0 if alpha <= capacity else 0.0

@@ -18,7 +18,7 @@ from iosim.algorithms.loopnest import (
     kernel_blocks,
 )
 from iosim.algorithms.tilewalk import TileAccess, walk
-from iosim.estimates.l2_model import SHARED_COPIES, DramEstimate, DramTerm, _serial, _shared
+from iosim.estimates.l2_model import SHARED_COPIES, DramEstimate, DramTerm, runs_serially, shared_tile
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 
@@ -91,7 +91,7 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
         return out
 
     def pieces(pairs: list[tuple[TileAccess, Access]]) -> _Event:
-        return [(t, a, SHARED_COPIES if _shared(kernel, a) else 1) for t, a in pairs]
+        return [(t, a, SHARED_COPIES if shared_tile(kernel, a) else 1) for t, a in pairs]
 
     programs: list[list[_Event]] = []
     if kernel.loop is None:
@@ -103,7 +103,7 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
     block_q, block_kv = kernel_blocks(kernel, tiling, n_q, n_kv)
     n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
     t_r, t_c = len(n_i), cdiv(n_kv, block_kv)
-    serial = _serial(kernel)
+    serial = runs_serially(kernel)
     for _b in range(workload.batch):
         for h in range(workload.heads):
             head_events: list[list[_Event]] = []
