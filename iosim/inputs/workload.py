@@ -45,16 +45,27 @@ class Workload:
     """Block-sparse FlashAttention (Prop. 4): the fraction s of non-zero blocks, 0 < s <= 1.
     Tiled kernels visit only the blocks of the mask in iosim/algorithms/blockmask.py; standard
     attention stays dense."""
+    window: int | None
+    """Sliding-window (local) attention: query i sits at key position p_i = i + n_kv − n; causal,
+    it sees the W keys p_i − W < j <= p_i (Hugging Face `sliding_window = W`, FlashAttention-2
+    `window_size = (W − 1, 0)`); non-causal, the keys |j − p_i| < W (FA2 `window_size =
+    (W − 1, W − 1)`). None: no window. docs/variants-masks.md has the mappings."""
+    seqlens: tuple[int, ...] | None
+    """Packed variable-length sequences (FlashAttention varlen `cu_seqlens`): sum(seqlens) == n
+    == n_kv, batch 1; attention stays within a sequence (causal and window apply inside each).
+    None: one sequence of n tokens per batch element."""
 
     def __init__(self, n: int, n_kv: int | None = None, d: int = 64, heads: int = 1,
                  kv_heads: int | None = None, batch: int = 1, dtype: str = "fp16",
                  causal: bool = False, pass_: Pass = "fwd", unfused: tuple[str, ...] = (),
-                 sparsity: float = 1.0) -> None:
+                 sparsity: float = 1.0, window: int | None = None,
+                 seqlens: tuple[int, ...] | None = None) -> None:
         """Sizes in tokens and heads, `dtype` of Q, K, V, O; raises WorkloadError, naming the
         parameter, for a workload that cannot exist."""
         values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
                       kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
-                      causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity)
+                      causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity,
+                      window=window, seqlens=seqlens)
         for name, value in values.items():
             object.__setattr__(self, name, value)
         self._validate()
@@ -90,6 +101,46 @@ class Workload:
             raise WorkloadError(f"{arg('sparsity')} must be a fraction of non-zero blocks in (0, 1], "
                                 f"got {limits.excerpt(self.sparsity)}; e.g. {arg('sparsity', 0.25)}")
         object.__setattr__(self, "sparsity", float(self.sparsity))
+        self._validate_masks()
+
+    def _validate_masks(self) -> None:
+        """window and seqlens (docs/variants-masks.md); the bounds are in inputs/limits.py."""
+        if self.window is not None:
+            limits.check_int("window", self.window, high=MAX_LENGTH, error=WorkloadError)
+            if self.window > self.n_kv:
+                raise WorkloadError(
+                    f"{arg('window', self.window)} is longer than the {arg('n_kv', self.n_kv)} "
+                    f"keys; a window that covers every key is no window: leave {arg('window')} "
+                    f"unset (None) or use at most {arg('window', self.n_kv)}", param="window")
+        if self.seqlens is not None:
+            lengths = limits.check_seqlens(self.seqlens, error=WorkloadError)
+            object.__setattr__(self, "seqlens", lengths)
+            total = sum(lengths)
+            if total != self.n:
+                raise WorkloadError(f"{arg('seqlens')} add up to {total:,} tokens, not "
+                                    f"{arg('n', self.n)}; give lengths that sum to n, or "
+                                    f"{arg('n', total)}", param="seqlens")
+            if self.n_kv != self.n:
+                raise WorkloadError(f"{arg('seqlens')} pack queries and keys alike (sum = n = "
+                                    f"n_kv), got {arg('n_kv', self.n_kv)} with "
+                                    f"{arg('n', self.n)}; leave {arg('n_kv')} unset",
+                                    param="seqlens")
+            if self.batch != 1:
+                raise WorkloadError(f"{arg('seqlens')} pack the whole batch into one row of n "
+                                    f"tokens, got {arg('batch', self.batch)}; use "
+                                    f"{arg('batch', 1)} (the sequences are the batch)",
+                                    param="seqlens")
+        if (self.window is not None or self.seqlens is not None) and self.sparsity != 1:
+            name = "window" if self.window is not None else "seqlens"
+            raise WorkloadError(f"{arg(name)} does not combine with a block-sparse "
+                                f"{arg('sparsity', self.sparsity)} (the block-sparse mask is "
+                                f"numbered over the causal grid only); use {arg('sparsity', 1)}",
+                                param=name)
+
+    @property
+    def masked(self) -> bool:
+        """Whether a window or packed sequences skip tiles (algorithms/masks.py)."""
+        return self.window is not None or self.seqlens is not None
 
     @property
     def sparsity_fraction(self) -> tuple[int, int]:
@@ -113,8 +164,11 @@ class Workload:
         heads = f"{self.heads} heads" + (f" / {self.kv_heads} kv" if self.kv_heads != self.heads else "")
         mask = "causal" if self.causal else "non-causal"
         sparse = f", block-sparse s = {self.sparsity:g}" if self.sparsity != 1 else ""
+        window = f", window {self.window}" if self.window is not None else ""
+        packed = (f", {len(self.seqlens)} packed sequences (longest {max(self.seqlens)})"
+                  if self.seqlens is not None else "")
         return (f"batch {self.batch} × {heads}, N {self.n}{kv}, d {self.d}, {self.dtype}, "
-                f"{_PASS_NAMES[self.pass_]}, {mask}{sparse}")
+                f"{_PASS_NAMES[self.pass_]}, {mask}{sparse}{window}{packed}")
 
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
