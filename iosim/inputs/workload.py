@@ -13,12 +13,15 @@ from typing import Literal
 from iosim.errors import WorkloadError, arg
 from iosim.inputs import limits
 from iosim.inputs.limits import MAX_LENGTH
-from iosim.inputs.units import DTYPE_BYTES
+from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES, FP8_OUTPUT_DTYPE
 
 Pass = Literal["fwd", "bwd", "fwdbwd"]
 PASSES: tuple[str, ...] = ("fwd", "bwd", "fwdbwd")
 UNFUSED_OPS: tuple[str, ...] = ("scale", "mask", "dropout")
 """Extra N×N elementwise kernels of an unfused standard pipeline (FlashAttention fuses them)."""
+FP8_SCALES: tuple[str, ...] = ("tensor", "block")
+"""Granularity of FP8 descale factors: one per (batch, KV head) of each of Q, K, V (as
+FlashAttention-3's q_descale/k_descale/v_descale), or one per block of rows of each."""
 
 
 @dataclass(frozen=True, slots=True, init=False)
@@ -54,31 +57,45 @@ class Workload:
     """Packed variable-length sequences (FlashAttention varlen `cu_seqlens`): sum(seqlens) == n
     == n_kv, batch 1; attention stays within a sequence (causal and window apply inside each).
     None: one sequence of n tokens per batch element."""
+    d_v: int
+    """Head dimension of V, O, dO and dV (None, the default, becomes d); d stays the Q·K head
+    dimension (MLA prefill: d = 192, d_v = 128)."""
+    latent_kv: bool
+    """MLA absorbed decoding: K and V are one latent cache tensor of one KV head, V its first
+    d_v columns, so V is never read from HBM apart from K (needs kv_heads = 1 and d > d_v)."""
+    fp8_scales: str | None
+    """FP8 descale factors read from HBM: "tensor" or "block" (FP8_SCALES); needs an fp8_e4m3 or
+    fp8_e5m2 dtype. None with such a dtype becomes "tensor"."""
 
     def __init__(self, n: int, n_kv: int | None = None, d: int = 64, heads: int = 1,
                  kv_heads: int | None = None, batch: int = 1, dtype: str = "fp16",
                  causal: bool = False, pass_: Pass = "fwd", unfused: tuple[str, ...] = (),
                  sparsity: float = 1.0, window: int | None = None,
-                 seqlens: tuple[int, ...] | None = None) -> None:
-        """Sizes in tokens and heads, `dtype` of Q, K, V, O; raises WorkloadError, naming the
-        parameter, for a workload that cannot exist."""
+                 seqlens: tuple[int, ...] | None = None, d_v: int | None = None,
+                 latent_kv: bool = False, fp8_scales: str | None = None) -> None:
+        """Sizes in tokens and heads, `dtype` of Q, K, V (and O, except for FP8); raises
+        WorkloadError, naming the parameter, for a workload that cannot exist."""
+        if fp8_scales is None and dtype in FP8_DTYPES:
+            fp8_scales = "tensor"
         values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
                       kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
                       causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity,
-                      window=window, seqlens=seqlens)
+                      window=window, seqlens=seqlens,
+                      d_v=d if d_v is None else d_v, latent_kv=latent_kv, fp8_scales=fp8_scales)
         for name, value in values.items():
             object.__setattr__(self, name, value)
         self._validate()
 
     def _validate(self) -> None:
-        for name in ("n", "d", "heads", "batch", "n_kv", "kv_heads"):
+        for name in ("n", "d", "heads", "batch", "n_kv", "kv_heads", "d_v"):
             _check_positive_int(name, getattr(self, name))
         for name, high in (("n", MAX_LENGTH), ("n_kv", MAX_LENGTH), ("d", limits.MAX_HEAD_DIM),
+                           ("d_v", limits.MAX_HEAD_DIM),
                            ("heads", limits.MAX_HEADS), ("kv_heads", limits.MAX_HEADS),
                            ("batch", limits.MAX_BATCH)):
             limits.check_int(name, getattr(self, name), high=high, error=WorkloadError)
-        limits.check_workload_size(self.n, self.n_kv, self.d, self.batch, self.heads,
-                                   error=WorkloadError)
+        limits.check_workload_size(self.n, self.n_kv, max(self.d, self.d_v), self.batch,
+                                   self.heads, error=WorkloadError)
         if self.heads % self.kv_heads:
             raise WorkloadError(
                 f"{arg('kv_heads', self.kv_heads)} does not divide {arg('heads', self.heads)}; "
@@ -102,6 +119,7 @@ class Workload:
                                 f"got {limits.excerpt(self.sparsity)}; e.g. {arg('sparsity', 0.25)}")
         object.__setattr__(self, "sparsity", float(self.sparsity))
         self._validate_masks()
+        self._validate_variants()
 
     def _validate_masks(self) -> None:
         """window and seqlens (docs/variants-masks.md); the bounds are in inputs/limits.py."""
@@ -142,6 +160,35 @@ class Workload:
         """Whether a window or packed sequences skip tiles (algorithms/masks.py)."""
         return self.window is not None or self.seqlens is not None
 
+    def _validate_variants(self) -> None:
+        """MLA's latent cache and FP8's scales (issue 14 items 4-5)."""
+        if not isinstance(self.latent_kv, bool):
+            raise WorkloadError(f"{arg('latent_kv')} must be True or False, got "
+                                f"{limits.excerpt(self.latent_kv)}")
+        if self.latent_kv and self.kv_heads != 1:
+            raise WorkloadError(
+                f"{arg('latent_kv')} needs one latent KV head that every query head reads, got "
+                f"{arg('kv_heads', self.kv_heads)}; use {arg('kv_heads', 1)} (MLA: d = 576, "
+                f"d_v = 512)")
+        if self.latent_kv and self.d <= self.d_v:
+            raise WorkloadError(
+                f"{arg('latent_kv')} needs {arg('d', self.d)} > {arg('d_v', self.d_v)}: V is "
+                f"the first d_v columns of the latent K (MLA: d = 512 + 64 rope dims = 576, "
+                f"d_v = 512)", param="d_v")
+        if self.fp8_scales is not None and self.dtype not in FP8_DTYPES:
+            raise WorkloadError(
+                f"{arg('fp8_scales', self.fp8_scales)} needs an FP8 dtype, got "
+                f"{arg('dtype', self.dtype)}; use {arg('dtype', FP8_DTYPES[0])} or drop "
+                f"{arg('fp8_scales')}", param="fp8_scales")
+        if self.fp8_scales is not None and self.fp8_scales not in FP8_SCALES:
+            raise WorkloadError(f"unknown {arg('fp8_scales')} '{limits.clip(self.fp8_scales)}'; "
+                                f"use one of {', '.join(FP8_SCALES)}", param="fp8_scales")
+        if self.dtype in FP8_DTYPES and self.pass_ != "fwd":
+            raise WorkloadError(
+                f"{arg('dtype', self.dtype)} is modelled for the forward pass only (as "
+                f"FlashAttention-3's FP8 kernels run it), got {arg('pass_', self.pass_)}; use "
+                f"{arg('pass_', 'fwd')} or a 16-bit dtype", param="dtype")
+
     @property
     def sparsity_fraction(self) -> tuple[int, int]:
         """s as a fraction p/q (q <= 10^6) so that block-mask counts are exact integers."""
@@ -152,6 +199,17 @@ class Workload:
     def element_bytes(self) -> int:
         """Bytes per element of the workload's dtype."""
         return DTYPE_BYTES[self.dtype]
+
+    @property
+    def output_dtype(self) -> str:
+        """Dtype of O: the input dtype, except FP8 inputs, whose forward writes bf16 (as
+        FlashAttention-3's FP8 forward does)."""
+        return FP8_OUTPUT_DTYPE if self.dtype in FP8_DTYPES else self.dtype
+
+    @property
+    def output_element_bytes(self) -> int:
+        """Bytes per element of O (and of the backward's dO, dQ, dK, dV)."""
+        return DTYPE_BYTES[self.output_dtype]
 
     @property
     def group_size(self) -> int:
@@ -167,8 +225,12 @@ class Workload:
         window = f", window {self.window}" if self.window is not None else ""
         packed = (f", {len(self.seqlens)} packed sequences (longest {max(self.seqlens)})"
                   if self.seqlens is not None else "")
-        return (f"batch {self.batch} × {heads}, N {self.n}{kv}, d {self.d}, {self.dtype}, "
-                f"{_PASS_NAMES[self.pass_]}, {mask}{sparse}{window}{packed}")
+        d_v = f" (d_v {self.d_v})" if self.d_v != self.d else ""
+        latent = ", latent KV" if self.latent_kv else ""
+        dtype = self.dtype + (f" ({self.fp8_scales} scales, O {self.output_dtype})"
+                              if self.fp8_scales else "")
+        return (f"batch {self.batch} × {heads}, N {self.n}{kv}, d {self.d}{d_v}{latent}, "
+                f"{dtype}, {_PASS_NAMES[self.pass_]}, {mask}{sparse}{window}{packed}")
 
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
