@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Literal
 
 from iosim.errors import WorkloadError, arg
-from iosim.inputs import limits
+from iosim.inputs import decoding, limits
 from iosim.inputs.limits import MAX_LENGTH
 from iosim.inputs.units import DTYPE_BYTES
 
@@ -45,16 +45,26 @@ class Workload:
     """Block-sparse FlashAttention (Prop. 4): the fraction s of non-zero blocks, 0 < s <= 1.
     Tiled kernels visit only the blocks of the mask in iosim/algorithms/blockmask.py; standard
     attention stays dense."""
+    page_size: int | None = None
+    """Paged KV cache: tokens per page, reached through an int32 block table (None: contiguous).
+    Rules in iosim/inputs/decoding.py."""
+    prefix_len: int | None = None
+    suffix_lens: tuple[int, ...] | None = None
+    """A shared-prefix decoding batch: request b attends to prefix_len + suffix_lens[b] keys,
+    the first prefix_len shared by all (iosim/inputs/decoding.py)."""
 
     def __init__(self, n: int, n_kv: int | None = None, d: int = 64, heads: int = 1,
                  kv_heads: int | None = None, batch: int = 1, dtype: str = "fp16",
                  causal: bool = False, pass_: Pass = "fwd", unfused: tuple[str, ...] = (),
-                 sparsity: float = 1.0) -> None:
+                 sparsity: float = 1.0, page_size: int | None = None,
+                 prefix_len: int | None = None,
+                 suffix_lens: tuple[int, ...] | None = None) -> None:
         """Sizes in tokens and heads, `dtype` of Q, K, V, O; raises WorkloadError, naming the
         parameter, for a workload that cannot exist."""
         values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
                       kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
-                      causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity)
+                      causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity,
+                      page_size=page_size, prefix_len=prefix_len, suffix_lens=suffix_lens)
         for name, value in values.items():
             object.__setattr__(self, name, value)
         self._validate()
@@ -90,6 +100,18 @@ class Workload:
             raise WorkloadError(f"{arg('sparsity')} must be a fraction of non-zero blocks in (0, 1], "
                                 f"got {limits.excerpt(self.sparsity)}; e.g. {arg('sparsity', 0.25)}")
         object.__setattr__(self, "sparsity", float(self.sparsity))
+        self._validate_decoding()
+
+    def _validate_decoding(self) -> None:
+        object.__setattr__(self, "page_size", decoding.check_page_size(self.page_size))
+        if self.page_size is not None and self.sparsity != 1:
+            raise WorkloadError(f"a paged KV cache is modelled with a dense mask; drop "
+                                f"{arg('sparsity')} or {arg('page_size')}", param="sparsity")
+        prefix, suffixes = decoding.check_shared_prefix(
+            self.prefix_len, self.suffix_lens, n=self.n, n_kv=self.n_kv, batch=self.batch,
+            sparsity=self.sparsity)
+        object.__setattr__(self, "prefix_len", prefix)
+        object.__setattr__(self, "suffix_lens", suffixes)
 
     @property
     def sparsity_fraction(self) -> tuple[int, int]:
@@ -114,7 +136,8 @@ class Workload:
         mask = "causal" if self.causal else "non-causal"
         sparse = f", block-sparse s = {self.sparsity:g}" if self.sparsity != 1 else ""
         return (f"batch {self.batch} × {heads}, N {self.n}{kv}, d {self.d}, {self.dtype}, "
-                f"{_PASS_NAMES[self.pass_]}, {mask}{sparse}")
+                f"{_PASS_NAMES[self.pass_]}, {mask}{sparse}"
+                f"{decoding.describe(self.page_size, self.prefix_len, self.suffix_lens)}")
 
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
