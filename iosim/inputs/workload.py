@@ -11,7 +11,7 @@ from fractions import Fraction
 from typing import Literal
 
 from iosim.errors import WorkloadError, arg
-from iosim.inputs import limits
+from iosim.inputs import decoding, limits
 from iosim.inputs.limits import MAX_LENGTH
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES, FP8_OUTPUT_DTYPE
 
@@ -66,13 +66,22 @@ class Workload:
     fp8_scales: str | None
     """FP8 descale factors read from HBM: "tensor" or "block" (FP8_SCALES); needs an fp8_e4m3 or
     fp8_e5m2 dtype. None with such a dtype becomes "tensor"."""
+    page_size: int | None
+    """Paged KV cache: tokens per page, reached through an int32 block table (None: contiguous).
+    Rules in iosim/inputs/decoding.py."""
+    prefix_len: int | None
+    suffix_lens: tuple[int, ...] | None
+    """A shared-prefix decoding batch: request b attends to prefix_len + suffix_lens[b] keys,
+    the first prefix_len shared by all (iosim/inputs/decoding.py)."""
 
     def __init__(self, n: int, n_kv: int | None = None, d: int = 64, heads: int = 1,
                  kv_heads: int | None = None, batch: int = 1, dtype: str = "fp16",
                  causal: bool = False, pass_: Pass = "fwd", unfused: tuple[str, ...] = (),
                  sparsity: float = 1.0, window: int | None = None,
                  seqlens: tuple[int, ...] | None = None, d_v: int | None = None,
-                 latent_kv: bool = False, fp8_scales: str | None = None) -> None:
+                 latent_kv: bool = False, fp8_scales: str | None = None,
+                 page_size: int | None = None, prefix_len: int | None = None,
+                 suffix_lens: tuple[int, ...] | None = None) -> None:
         """Sizes in tokens and heads, `dtype` of Q, K, V (and O, except for FP8); raises
         WorkloadError, naming the parameter, for a workload that cannot exist."""
         if fp8_scales is None and dtype in FP8_DTYPES:
@@ -81,7 +90,8 @@ class Workload:
                       kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
                       causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity,
                       window=window, seqlens=seqlens,
-                      d_v=d if d_v is None else d_v, latent_kv=latent_kv, fp8_scales=fp8_scales)
+                      d_v=d if d_v is None else d_v, latent_kv=latent_kv, fp8_scales=fp8_scales,
+                      page_size=page_size, prefix_len=prefix_len, suffix_lens=suffix_lens)
         for name, value in values.items():
             object.__setattr__(self, name, value)
         self._validate()
@@ -120,6 +130,7 @@ class Workload:
         object.__setattr__(self, "sparsity", float(self.sparsity))
         self._validate_masks()
         self._validate_variants()
+        self._validate_decoding()
 
     def _validate_masks(self) -> None:
         """window and seqlens (docs/variants-masks.md); the bounds are in inputs/limits.py."""
@@ -189,6 +200,17 @@ class Workload:
                 f"FlashAttention-3's FP8 kernels run it), got {arg('pass_', self.pass_)}; use "
                 f"{arg('pass_', 'fwd')} or a 16-bit dtype", param="dtype")
 
+    def _validate_decoding(self) -> None:
+        object.__setattr__(self, "page_size", decoding.check_page_size(self.page_size))
+        if self.page_size is not None and self.sparsity != 1:
+            raise WorkloadError(f"a paged KV cache is modelled with a dense mask; drop "
+                                f"{arg('sparsity')} or {arg('page_size')}", param="sparsity")
+        prefix, suffixes = decoding.check_shared_prefix(
+            self.prefix_len, self.suffix_lens, n=self.n, n_kv=self.n_kv, batch=self.batch,
+            sparsity=self.sparsity)
+        object.__setattr__(self, "prefix_len", prefix)
+        object.__setattr__(self, "suffix_lens", suffixes)
+
     @property
     def sparsity_fraction(self) -> tuple[int, int]:
         """s as a fraction p/q (q <= 10^6) so that block-mask counts are exact integers."""
@@ -230,7 +252,8 @@ class Workload:
         dtype = self.dtype + (f" ({self.fp8_scales} scales, O {self.output_dtype})"
                               if self.fp8_scales else "")
         return (f"batch {self.batch} × {heads}, N {self.n}{kv}, d {self.d}{d_v}{latent}, "
-                f"{dtype}, {_PASS_NAMES[self.pass_]}, {mask}{sparse}{window}{packed}")
+                f"{dtype}, {_PASS_NAMES[self.pass_]}, {mask}{sparse}{window}{packed}"
+                f"{decoding.describe(self.page_size, self.prefix_len, self.suffix_lens)}")
 
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
