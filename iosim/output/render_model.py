@@ -20,13 +20,12 @@ from iosim.inputs.models import describe_layers, shown_path
 from iosim.output import strict_json
 from iosim.output.numbers import fmt_bytes, fmt_time
 from iosim.output.render import (
-    _header,
     comparison_markdown,
     comparison_renderable,
-    label_grid,
+    header_grid,
     records_csv,
-    summary_table,
 )
+from iosim.output.render_tables import label_grid, summary_table
 from iosim.output.tables import compact_table, rich_markdown
 
 
@@ -88,7 +87,7 @@ def model_renderable(r: ModelComparison, *, wide: bool = False) -> RenderableTyp
     else:
         for lc in r.layers:
             parts += [Text(f"Layer kind {lc.group.kind}: {_kind_line(lc, r.layer_count)}",
-                           style="bold"), _header(lc.comparison),
+                           style="bold"), header_grid(lc.comparison),
                       summary_table(lc.comparison, wide=wide), Text("")]
         parts.append(Text(f"(one kind's kernels and tensors: add --layer "
                           f"{r.layers[0].group.kind})"))
