@@ -35,6 +35,7 @@ def points(draw):
         "sram": draw(st.none() | st.sampled_from(["elements", "bytes"])),
         "sram_value": draw(st.integers(1, 300_000)),
         "gpu": draw(st.sampled_from(["a100", "h100", "t4", "mi300x"])),
+        "d_v": draw(st.none() | st.none() | st.integers(1, 300)),  # issue 14: V's own head dim
     }
     if draw(st.integers(0, 2)) == 0:
         key = draw(st.sampled_from(["n", "n_kv", "d", "heads", "kv_heads", "batch", "block_q",
@@ -46,7 +47,7 @@ def points(draw):
 def _compare(p):
     w = Workload(p["n"], n_kv=p["n_kv"], d=p["d"], heads=p["heads"], kv_heads=p["kv_heads"],
                  batch=p["batch"], dtype=p["dtype"], causal=p["causal"], pass_=p["pass_"],
-                 sparsity=p["sparsity"])
+                 sparsity=p["sparsity"], d_v=p["d_v"])
     return compare(w, p["gpu"], block_q=p["block_q"], block_kv=p["block_kv"],
                    sram=p["sram_value"] if p["sram"] == "bytes" else None,
                    sram_elements=p["sram_value"] if p["sram"] == "elements" else None)
@@ -59,7 +60,7 @@ def _sweep(p):
         causal=(p["causal"],), pass_=(p["pass_"],), sparsity=(p["sparsity"],),
         block_q=(p["block_q"],), block_kv=(p["block_kv"],),
         sram_bytes=(p["sram_value"] if p["sram"] == "bytes" else None,),
-        sram_elements=(p["sram_value"] if p["sram"] == "elements" else None,)))
+        sram_elements=(p["sram_value"] if p["sram"] == "elements" else None,), d_v=(p["d_v"],)))
 
 
 def _outcome(run, p):

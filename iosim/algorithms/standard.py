@@ -44,7 +44,8 @@ class Standard(Algorithm):
     name = "standard"
     title = "standard attention (FlashAttention paper, Algorithm 0): S and P written to HBM"
     tiled = False
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv"})
+    """GQA adds the dK/dV group sums; MLA's latent cache reads V as part of K."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 0's kernels: S = QKᵀ, softmax (and the unfused scale/mask/dropout), O = PV."""
@@ -72,9 +73,11 @@ class Standard(Algorithm):
         p = "P_drop" if "dropout" in workload.unfused else "P"
         kernels.append(Kernel("pv", "O = PV", "matmul", (
             _whole(p, "read", "q", "kv", "Alg. 0 line 3: load P by blocks"),
-            _whole("V", "read", "kv", "d", "Alg. 0 line 3: load V by blocks"),
-            _whole("O", "write", "q", "d", "Alg. 0 line 3: write O to HBM"),
-        ), (FlopCount("matmul", "score_d", 2, "O = PV: d multiply-adds per score"),)))
+            _whole("K", "read", "kv", "dv", "Alg. 0 line 3: load V by blocks — MLA's latent "
+                   "cache: V is the first d_v columns of K") if workload.latent_kv else
+            _whole("V", "read", "kv", "dv", "Alg. 0 line 3: load V by blocks"),
+            _whole("O", "write", "q", "dv", "Alg. 0 line 3: write O to HBM"),
+        ), (FlopCount("matmul", "score_dv", 2, "O = PV: d_v multiply-adds per score"),)))
         return tuple(kernels)
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
@@ -86,14 +89,14 @@ class Standard(Algorithm):
             Kernel("bwd_dv", "dV = PᵀdO", "matmul", (
                 _whole(p, "read", "q", "kv", "Alg. 3 line 1: load P by blocks"
                        + (" (the dropped P the forward multiplied with V)" if dropout else "")),
-                _whole("dO", "read", "q", "d", "Alg. 3 line 1: load dO by blocks"),
-                _whole(dv, "write", "kv", "d", "Alg. 3 line 1: write dV to HBM"),
-            ), (FlopCount("matmul", "score_d", 2, "dV = PᵀdO: d multiply-adds per score"),)),
+                _whole("dO", "read", "q", "dv", "Alg. 3 line 1: load dO by blocks"),
+                _whole(dv, "write", "kv", "dv", "Alg. 3 line 1: write dV to HBM"),
+            ), (FlopCount("matmul", "score_dv", 2, "dV = PᵀdO: d_v multiply-adds per score"),)),
             Kernel("bwd_dp", "dP = dO Vᵀ", "matmul", (
-                _whole("dO", "read", "q", "d", "Alg. 3 line 2: load dO by blocks"),
-                _whole("V", "read", "kv", "d", "Alg. 3 line 2: load V by blocks"),
+                _whole("dO", "read", "q", "dv", "Alg. 3 line 2: load dO by blocks"),
+                _whole("V", "read", "kv", "dv", "Alg. 3 line 2: load V by blocks"),
                 _whole("dP", "write", "q", "kv", "Alg. 3 line 2: write dP to HBM"),
-            ), (FlopCount("matmul", "score_d", 2, "dP = dO Vᵀ: d multiply-adds per score"),)),
+            ), (FlopCount("matmul", "score_dv", 2, "dP = dO Vᵀ: d_v multiply-adds per score"),)),
         ]
         if dropout:
             kernels.append(Kernel("bwd_dropout", "dP ← dP∘Z/(1−p)", "elementwise", (

@@ -260,7 +260,7 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
 
         a_tensor = prop([tensor_id[a.tensor] for a in acc], np.int64, access)
         a_write = prop([a.op == "write" for a in acc], np.bool_, access)
-        a_cols = prop([row_width(a.cols, workload.d, n_kv) for a in acc], np.int64, access)
+        a_cols = prop([row_width(a.cols, workload.d, n_kv, workload.d_v) for a in acc], np.int64, access)
         a_elt = prop([element_bytes(a.element, workload.element_bytes) for a in acc], np.int64,
                      access)
         a_init = prop([a.init for a in acc], np.bool_, access)

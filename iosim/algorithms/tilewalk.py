@@ -140,7 +140,7 @@ class _WalkGeometry:
         self.elt = workload.element_bytes
         length_q, _ = packed_problem(workload.n, workload.heads, workload.kv_heads, packed)
         self.axes = {"q": (length_q, block_q), "kv": (workload.n_kv, block_kv)}
-        self.d, self.n_kv = workload.d, workload.n_kv
+        self.d, self.d_v, self.n_kv = workload.d, workload.d_v, workload.n_kv
 
     def whole(self, kernel: Kernel, access: Access, b: int, h: int,
               splits: int) -> Iterator[TileAccess]:
@@ -159,7 +159,7 @@ class _WalkGeometry:
         start, stop = (0, length) if index is None else (
             index * block, min(length, (index + 1) * block))
         copy = split if access.per_split else 0
-        width = row_width(access.cols, self.d, self.n_kv)
+        width = row_width(access.cols, self.d, self.n_kv, self.d_v)
         elt = element_bytes(access.element, self.elt)
         if self.packed and access.rows == "q" and not access.per_kv_head:
             # packed row r of KV head h is row r mod n_q of query head h·g + r div n_q

@@ -48,6 +48,8 @@ class Grid:
     n: np.ndarray
     n_kv: np.ndarray
     d: np.ndarray
+    d_v: np.ndarray
+    """V's head dim (d where the axis says None)."""
     batch: np.ndarray
     heads: np.ndarray
     kv_heads: np.ndarray
@@ -126,8 +128,10 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
         notes.extend(f"{hw.name}, {dtype}: {n}" for n in roofs.notes)
     n_kv = np.where(n_kv_given > 0, n_kv_given, n)
     kv_heads = np.where(kv_given > 0, kv_given, heads)
+    d, d_v_given = ints("d"), ints("d_v")
+    d_v = np.where(d_v_given > 0, d_v_given, d)
     sms = along("gpu", np.array([hw.sm_count or 0 for hw in hardware], dtype=np.int64))
-    tiling = TilingInputs(n, n_kv, ints("d"), heads, kv_heads, ints("batch"), elt, sram,
+    tiling = TilingInputs(n, n_kv, d, heads, kv_heads, ints("batch"), elt, sram,
                           along("pass_", np.array([p != "fwd" for p in spec.pass_])),
                           ints("block_q"), ints("block_kv"), ints("splits"), sms,
                           causal=along("causal", np.array(spec.causal, dtype=bool)),
@@ -136,8 +140,8 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                                                     for hw in hardware], dtype=np.int64)),
                           sram_per_sm=along("gpu", np.array(
                               [int(hw.sram_per_sm_bytes or 0) for hw in hardware],
-                              dtype=np.int64)))
-    grid = Grid(n=n, n_kv=n_kv, d=ints("d"), batch=ints("batch"), heads=heads,
+                              dtype=np.int64)), d_v=d_v, latent_kv=spec.latent_kv)
+    grid = Grid(n=n, n_kv=n_kv, d=d, d_v=d_v, batch=ints("batch"), heads=heads,
                 kv_heads=kv_heads, element_bytes=elt, sram_bytes=sram,
                 hbm_capacity=along("gpu", [float(hw.hbm_capacity_bytes) for hw in hardware]),
                 sparsity_num=num,

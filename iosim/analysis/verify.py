@@ -184,7 +184,8 @@ class Verification:
             "iosim_version": __version__,
             "ok": self.ok,
             "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.kv_heads, "n": w.n,
-                         "n_kv": w.n_kv, "d": w.d, "causal": w.causal, "pass": w.pass_,
+                         "n_kv": w.n_kv, "d": w.d, "d_v": w.d_v, "latent_kv": w.latent_kv,
+                         "causal": w.causal, "pass": w.pass_,
                          "unfused": list(w.unfused), "sparsity": w.sparsity},
             "dtype": self.dtype,
             "seed": self.seed,
@@ -323,10 +324,11 @@ def verify(
     sram_bytes = parse_sram(sram)
     if sram_bytes is None:
         sram_bytes = default_sram_bytes(model.pass_, block_q, block_kv, (block_q, block_kv),
-                                        workload.d, prec)
+                                        workload.d, prec, workload.d_v, workload.latent_kv)
         if model.pass_ == "fwd":
+            tiles = "K_j (V_j inside it)" if model.latent_kv else "K_j, V_j"
             sram_source = (f"the working set of {block_q}×{block_kv} blocks in {dtype}: Q_i, O_i, "
-                           f"K_j, V_j and l_i, m_i")
+                           f"{tiles} and l_i, m_i")
         else:  # the backward holds more tiles (execute.backward_sram_bytes)
             sram_source = (f"the backward's working set of {block_q}×{block_kv} blocks in {dtype} "
                            f"(the larger pass)")

@@ -121,14 +121,15 @@ def programs_per_sm_estimate(workload: Workload, tiling: Tiling | None, hardware
     if tiling is None:
         return 1
     per_sm = hardware.sram_per_sm_bytes or hardware.sram_per_block_bytes
-    shared = (tiling.block_q + 4 * tiling.block_kv) * workload.d * workload.element_bytes
+    shared = ((tiling.block_q + 2 * tiling.block_kv) * workload.d
+              + 2 * tiling.block_kv * workload.d_v) * workload.element_bytes
     return max(1, int(per_sm // shared))
 
 
 def _tensor_bytes(access: Access, workload: Workload, *, per_head: bool) -> int:
     """Bytes of the whole tensor an access touches (one head's, or all heads')."""
     length = workload.n if access.rows == "q" else workload.n_kv
-    width = row_width(access.cols, workload.d, workload.n_kv)
+    width = row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
     size = length * width * element_bytes(access.element, workload.element_bytes)
     if per_head:
         return int(size)
@@ -305,7 +306,7 @@ class _ClosedForm:
         read = write = 0.0
         for a in kernel.accesses:
             if a.where in ("outer", "outer_end") or (a.where == "inner" and a.rows == kernel.loop):
-                width = row_width(a.cols, self.w.d, self.w.n_kv)
+                width = row_width(a.cols, self.w.d, self.w.n_kv, self.w.d_v)
                 tile = block * width * element_bytes(a.element, self.w.element_bytes)
                 if a.op == "read":
                     read += tile
@@ -389,7 +390,7 @@ class _ClosedForm:
         for a in kernel.accesses:
             if a.where == "inner" and a.rows != kernel.loop and a.tensor not in seen:
                 seen.add(a.tensor)
-                width = row_width(a.cols, self.w.d, self.w.n_kv)
+                width = row_width(a.cols, self.w.d, self.w.n_kv, self.w.d_v)
                 row_bytes += width * element_bytes(a.element, self.w.element_bytes)
         tile = kernel_blocks(kernel, self.tiling, self.w.n, self.w.n_kv)[0] * row_bytes
         outer_tile = sum(_tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses

@@ -51,6 +51,28 @@ def online_step(m_i: Array, l_i: Array, s: Array) -> tuple[Array, Array, Array, 
     return m_new, alpha * l_i + p.sum(axis=1), p, alpha
 
 
+def read_v(run: Run, b: int, kv_head: int) -> Array:
+    """All of V for one (batch, KV head), as an unfused kernel reads it: from V, or, for MLA's
+    latent cache, the first d_v columns of K (a read of those columns of K's rows)."""
+    pr = run.problem
+    if pr.latent_kv:
+        return run.hbm.read("K", b, kv_head, cols=pr.dv)
+    return run.hbm.read("V", b, kv_head)
+
+
+def load_v_tile(run: Run, b: int, kv_head: int, k0: int, k1: int, k_tile: Array) -> Array:
+    """V_j of a fused kernel (rows k0..k1), held in SRAM with K_j: read from V, or, for MLA's
+    latent cache, the first d_v columns of the K_j tile already on chip (no HBM read, no
+    second tile: FlashMLA multiplies P by that part of its K tile)."""
+    pr, pc, sram = run.problem, run.precision, run.sram
+    sram.hold("K_j", (k1 - k0) * pr.d, pc.storage_bytes)
+    if pr.latent_kv:
+        return k_tile[:, :pr.dv].astype(pc.storage)
+    v = run.hbm.read("V", b, kv_head, k0, k1)
+    sram.hold("V_j", (k1 - k0) * pr.dv, pc.storage_bytes)
+    return v
+
+
 def _finite_or_zero(x: Array) -> Array:
     """The max to subtract: a row that has seen no key yet (max −∞) subtracts 0 instead of −∞,
     so that exp(−∞ − (−∞)) never produces NaN."""
@@ -64,11 +86,11 @@ def _finite_or_zero(x: Array) -> Array:
 @register("standard", "fwd")
 def standard_forward(run: Run) -> None:
     hbm, pr, pc = run.hbm, run.problem, run.precision
-    n_q, n_kv, d = pr.n_q, pr.n_kv, pr.d
+    n_q, n_kv = pr.n_q, pr.n_kv
     shape = (pr.batch, pr.heads, n_q, n_kv)
     hbm.allocate("S", shape, pc.storage)
     hbm.allocate("P", shape, pc.storage)
-    hbm.allocate("O", (pr.batch, pr.heads, n_q, d), pc.storage)
+    hbm.allocate("O", (pr.batch, pr.heads, n_q, pr.dv), pc.storage)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     # the causal mask and a block-sparse mask (on the grid of the tiled kernels' blocks): standard
     # attention computes the same masked attention, densely
@@ -117,7 +139,7 @@ def standard_forward(run: Run) -> None:
     with hbm.kernel("pv"):  # Alg. 0 line 3: load P and V by blocks, compute O = PV, write O
         for b, h in heads:
             p = hbm.read("P_drop" if dropout else "P", b, h)
-            v = hbm.read("V", b, pr.kv_head(h))
+            v = read_v(run, b, pr.kv_head(h))
             hbm.write("O", b, h, None, None, pc.matmul(p, v))
 
 
@@ -128,8 +150,8 @@ def standard_forward(run: Run) -> None:
 @register("flash1", "fwd")
 def flash1_forward(run: Run) -> None:
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
-    d, cdt = pr.d, pc.compute
-    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, d), pc.storage)
+    d, dv, cdt = pr.d, pr.dv, pc.compute
+    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, dv), pc.storage)
     hbm.allocate("l", (pr.batch, pr.heads, pr.n_q), pc.stats)
     hbm.allocate("m", (pr.batch, pr.heads, pr.n_q), pc.stats)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
@@ -147,9 +169,7 @@ def flash1_forward(run: Run) -> None:
             for j, (k0, k1) in enumerate(kv_blocks):  # Alg. 1 line 5
                 # line 6: load K_j, V_j from HBM to on-chip SRAM
                 k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)
-                v = hbm.read("V", b, pr.kv_head(h), k0, k1)
-                sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
-                sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
+                v = load_v_tile(run, b, pr.kv_head(h), k0, k1, k)
                 for i, (q0, q1) in enumerate(row_blocks):  # line 7
                     if not computed[i, j]:
                         # causal: the block lies wholly above the diagonal; block-sparse (Alg. 5):
@@ -162,7 +182,7 @@ def flash1_forward(run: Run) -> None:
                     m_i = hbm.read("m", b, h, q0, q1).astype(cdt)
                     rows = q1 - q0
                     sram.hold("Q_i", rows * d, pc.storage_bytes)
-                    sram.hold("O_i", rows * d, pc.storage_bytes)
+                    sram.hold("O_i", rows * dv, pc.storage_bytes)
                     sram.hold("l_i", rows, pc.stats_bytes)
                     sram.hold("m_i", rows, pc.stats_bytes)
                     # line 9: S_ij = τ Q_i K_jᵀ (on chip), masked
@@ -197,8 +217,8 @@ def flash1_forward(run: Run) -> None:
 @register("flash2", "fwd")
 def flash2_forward(run: Run) -> None:
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
-    d, cdt = pr.d, pc.compute
-    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, d), pc.storage)
+    d, dv, cdt = pr.d, pr.dv, pc.compute
+    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, dv), pc.storage)
     hbm.allocate("L", (pr.batch, pr.heads, pr.n_q), pc.stats)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
@@ -211,11 +231,11 @@ def flash2_forward(run: Run) -> None:
                 q = hbm.read("Q", b, h, q0, q1)  # line 4: load Q_i
                 # line 5: O_i = (0), l_i = (0), m_i = (−∞) on chip; the accumulator is kept in
                 # the compute dtype but charged to the SRAM at O's width, as the working set does
-                acc = np.zeros((rows, d), dtype=cdt)
+                acc = np.zeros((rows, dv), dtype=cdt)
                 l_i = np.zeros(rows, dtype=cdt)
                 m_i = np.full(rows, -np.inf, dtype=cdt)
                 sram.hold("Q_i", rows * d, pc.storage_bytes)
-                sram.hold("O_i", rows * d, pc.storage_bytes)
+                sram.hold("O_i", rows * dv, pc.storage_bytes)
                 sram.hold("l_i", rows, pc.stats_bytes)
                 sram.hold("m_i", rows, pc.stats_bytes)
                 for j, (k0, k1) in enumerate(kv_blocks):  # line 6
@@ -224,9 +244,7 @@ def flash2_forward(run: Run) -> None:
                     if not computed[i, j]:
                         continue  # block-sparse: a zero block of the mask is skipped
                     k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)  # line 7: load K_j, V_j
-                    v = hbm.read("V", b, pr.kv_head(h), k0, k1)
-                    sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
-                    sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
+                    v = load_v_tile(run, b, pr.kv_head(h), k0, k1, k)
                     # line 8: S_ij = τ Q_i K_jᵀ, masked
                     s = pc.matmul(q, k.T) * cdt(pr.scale)
                     run.scores.hold(rows, k1 - k0)

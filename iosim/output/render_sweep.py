@@ -33,7 +33,7 @@ from iosim.output.render import (
 from iosim.output.tables import compact_table, markdown_table
 
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",
-                "batch": "batch", "heads": "heads", "kv_heads": "kv heads", "d": "d", "n": "N",
+                "batch": "batch", "heads": "heads", "kv_heads": "kv heads", "d": "d", "d_v": "d_v", "n": "N",
                 "n_kv": "N_kv", "sram_bytes": "SRAM", "sram_elements": "SRAM",
                 "block_q": "B_r", "block_kv": "B_c", "sparsity": "s", "splits": "splits"}
 """Varying axes shown as table columns (block axes show up in the blocks column instead)."""
@@ -119,7 +119,9 @@ def header_rows(result: SweepResult) -> list[tuple[str, str]]:
     varying = ", ".join(f"{AXIS_HEADERS[a]} ({len(spec.values(a))} values)"
                         for a in spec.varying)
     fixed = " · ".join(result.describe_fixed()
-                       + ([f"unfused {','.join(spec.unfused)}"] if spec.unfused else []))
+                       + ([f"unfused {','.join(spec.unfused)}"] if spec.unfused else [])
+                       + (["latent KV (V = K[:, :d_v])"] if spec.latent_kv else [])
+                       + ([f"FP8 {spec.fp8_scales} scales"] if spec.fp8_scales else []))
     rows = [
         ("sweep", f"{result.points:,} grid point{'s' if result.points != 1 else ''} × "
                   f"{len(result.algorithms)} algorithm{'s' if len(result.algorithms) != 1 else ''} "

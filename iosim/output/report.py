@@ -238,9 +238,11 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     hw = comparison.hardware
     kv_heads = None if w.kv_heads == w.heads else w.kv_heads
     sram_given = request.sram or options.get("sram_elements")
-    common = {"d": (w.d,), "heads": (w.heads,), "kv_heads": (kv_heads,), "batch": (w.batch,),
+    common = {"d": (w.d,), "d_v": (None if w.d_v == w.d else w.d_v,), "heads": (w.heads,),
+              "kv_heads": (kv_heads,), "batch": (w.batch,),
               "dtype": (w.dtype,), "causal": (w.causal,), "pass_": (w.pass_,),
-              "unfused": w.unfused, "profile": request.profile,
+              "unfused": w.unfused, "profile": request.profile, "latent_kv": w.latent_kv,
+              "fp8_scales": w.fp8_scales,
               "n_kv": (None if w.n_kv == w.n else w.n_kv,),
               "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
               "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
