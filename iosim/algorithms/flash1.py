@@ -36,6 +36,7 @@ the line-5 initialisation 3Nd, its own kernel (init). dQ stays in the input dtyp
 from __future__ import annotations
 
 from iosim.algorithms.base import Algorithm
+from iosim.algorithms.fp8 import program_scales, tile_scale
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
 from iosim.algorithms.standard import SOFTMAX_FLOPS_PER_SCORE
@@ -61,26 +62,31 @@ class Flash1(Algorithm):
     name = "flash1"
     title = "FlashAttention (Algorithm 1): K/V blocks outer, Q/O/l/m re-read every pass"
     tiled = True
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv"})
-    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load."""
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales"})
+    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load; FP8 adds scales."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 1's kernels: the initialisation of O, l, m and the fused K/V-outer kernel."""
         init = Kernel("init", "init O, l, m", "elementwise", (
-            Access("O", "write", "prologue", "q", "dv", "Alg. 1 line 2: O = (0) in HBM", init=True),
+            Access("O", "write", "prologue", "q", "dv", "Alg. 1 line 2: O = (0) in HBM", init=True,
+                   element="out"),
             Access("l", "write", "prologue", "q", "1", "Alg. 1 line 2: l = (0) in HBM",
                    element="fp32", init=True),
             Access("m", "write", "prologue", "q", "1", "Alg. 1 line 2: m = (−∞) in HBM",
                    element="fp32", init=True),
         ))
         fused = Kernel("attn", "fused attention", "fused", (
+            *program_scales(workload, "prologue", "kv"),
             Access("K", "read", "outer", "kv", "d", "Alg. 1 line 6: load K_j"),
+            *tile_scale(workload, "K", "outer", "kv"),
             *v_tile(workload, Access("V", "read", "outer", "kv", "dv", "Alg. 1 line 6: load V_j")),
+            *tile_scale(workload, "V", "outer", "kv"),
             Access("Q", "read", "inner", "q", "d", "Alg. 1 line 8: load Q_i"),
-            Access("O", "read", "inner", "q", "dv", "Alg. 1 line 8: load O_i"),
+            *tile_scale(workload, "Q", "inner", "q"),
+            Access("O", "read", "inner", "q", "dv", "Alg. 1 line 8: load O_i", element="out"),
             Access("l", "read", "inner", "q", "1", "Alg. 1 line 8: load l_i", element="fp32"),
             Access("m", "read", "inner", "q", "1", "Alg. 1 line 8: load m_i", element="fp32"),
-            Access("O", "write", "inner", "q", "dv", "Alg. 1 line 12: write O_i"),
+            Access("O", "write", "inner", "q", "dv", "Alg. 1 line 12: write O_i", element="out"),
             Access("l", "write", "inner", "q", "1", "Alg. 1 line 13: write l_i", element="fp32"),
             Access("m", "write", "inner", "q", "1", "Alg. 1 line 13: write m_i", element="fp32"),
         ), FORWARD_FLOPS, loop="kv", grid="heads")

@@ -42,6 +42,7 @@ import numpy as np
 
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
+from iosim.algorithms.fp8 import program_scales, tile_scale
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
 from iosim.estimates.occupancy import programs_per_sm
@@ -73,17 +74,21 @@ class Flash2(Algorithm):
     title = "FlashAttention-2: Q blocks outer, K/V re-read per query block, O and L written once"
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv"})
-    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load."""
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales"})
+    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load; FP8 adds scales."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FA2 Alg. 1's one fused Q-outer kernel."""
         return (Kernel("attn", "fused attention", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i"),
+            *program_scales(workload, "outer", "q"),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j"),
+            *tile_scale(workload, "K", "inner", "kv"),
             *v_tile(workload, Access("V", "read", "inner", "kv", "dv",
                                      "FA2 Alg. 1 line 7: load V_j")),
-            Access("O", "write", "outer_end", "q", "dv", "FA2 Alg. 1 line 14: write O_i"),
+            *tile_scale(workload, "V", "inner", "kv"),
+            Access("O", "write", "outer_end", "q", "dv", "FA2 Alg. 1 line 14: write O_i",
+                   element="out"),
             Access("L", "write", "outer_end", "q", "1", "FA2 Alg. 1 line 15: write L_i (logsumexp)",
                    element="fp32"),
         ), FORWARD_FLOPS, loop="q", grid="blocks"),)

@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from iosim.algorithms.blockmask import sparse_block_sums, split_work_rows
+from iosim.algorithms.blockmask import sparse_block_sums, split_work_programs, split_work_rows
 from iosim.algorithms.blocks import BlockSums, block_sums, cdiv
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Op, Term, Traffic
@@ -58,7 +58,8 @@ from iosim.inputs.workload import Workload
 Where = Literal["prologue", "outer", "inner", "outer_end", "epilogue"]
 Axis = Literal["q", "kv"]
 Cols = Literal["d", "dv", "1", "kv"]
-ElementType = Literal["io", "fp32", "u8"]
+ElementType = Literal["io", "out", "fp32", "u8"]
+Scale = Literal["", "tensor", "block"]
 KernelKind = Literal["elementwise", "matmul", "fused"]
 
 
@@ -76,13 +77,19 @@ class Access:
     V's head dim), 1 (a per-row statistic) or n_kv (a row of an N×N matrix)."""
     cite: str
     element: ElementType = "io"
-    """io: the workload's dtype; fp32: statistics and accumulators; u8: a dropout mask."""
+    """io: the workload's dtype; out: O's dtype (bf16 for FP8 inputs, else the workload's);
+    fp32: statistics, accumulators and FP8 scales; u8: a dropout mask."""
     init: bool = False
     per_kv_head: bool = False
     """Done once per KV head instead of once per query head (GQA/MQA); the walk issues it with
     the group's last query head."""
     per_split: bool = False
     """The tensor has one copy per KV split (split-KV partial outputs and log-sum-exps)."""
+    scale: Scale = ""
+    """An FP8 descale factor (fp8.py): one element per program ("prologue": per (batch, head);
+    "outer": per outer block, or per split-KV program with work) or per tile loaded ("inner":
+    per visited pair), not rows × width. "tensor": FA3's per-(batch, KV head) factor, row 0;
+    "block": one per tile, its row the tile's index."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -141,8 +148,10 @@ class Kernel:
                 raise ValueError(f"{self.name}: outer tile {access.tensor} must run along {self.loop}")
 
 
-KV_HEAD_TENSORS = frozenset({"K", "V", "dK", "dV"})
-"""Tensors that exist once per KV head (GQA/MQA), not once per query head."""
+KV_HEAD_TENSORS = frozenset({"K", "V", "dK", "dV", "q_descale", "k_descale", "v_descale",
+                             "K_scale", "V_scale"})
+"""Tensors that exist once per KV head (GQA/MQA), not once per query head (FA3's descale
+factors are (batch, KV heads), q_descale too; fp8.py)."""
 
 
 def v_tile(workload: Workload, access: Access) -> tuple[Access, ...]:
@@ -152,9 +161,12 @@ def v_tile(workload: Workload, access: Access) -> tuple[Access, ...]:
     return () if workload.latent_kv else (access,)
 
 
-def element_bytes(element: ElementType, workload_element_bytes: Any) -> Any:
-    """Bytes of one element of an access: the workload's dtype (io), fp32 or u8."""
-    return {"io": workload_element_bytes, "fp32": STAT_BYTES, "u8": 1}[element]
+def element_bytes(element: ElementType, workload_element_bytes: Any,
+                  output_element_bytes: Any = None) -> Any:
+    """Bytes of one element of an access: the workload's dtype (io), O's (out; None: io's),
+    fp32 or u8."""
+    out = workload_element_bytes if output_element_bytes is None else output_element_bytes
+    return {"io": workload_element_bytes, "out": out, "fp32": STAT_BYTES, "u8": 1}[element]
 
 
 def row_width(cols: Cols, d: Any, n_kv: Any, d_v: Any = None) -> Any:
@@ -191,6 +203,8 @@ class Dims:
     """Block sizes of the kernels that tile with the backward's (None: block_q, block_kv)."""
     d_v: Any = None
     """V's head dim (None: d)."""
+    out_bytes: Any = None
+    """Bytes per element of O (None: element_bytes)."""
 
     @property
     def dv(self) -> Any:
@@ -207,7 +221,7 @@ class Dims:
                    tiling.block_kv if tiling else workload.n_kv, workload.causal,
                    tiling.splits if tiling else 1, num, den,
                    tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None,
-                   workload.d_v)
+                   workload.d_v, workload.output_element_bytes)
 
 
 def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
@@ -266,6 +280,8 @@ def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
 def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums) -> Any:
     """Elements one access moves over the whole workload."""
     kd = kernel_dims(kernel, dims)
+    if access.scale:
+        return _scale_elements(access, kernel, kd, sums)
     length = kd.n_q if access.rows == "q" else kd.n_kv
     if access.where == "inner":
         rows = sums.pair_q_rows if access.rows == "q" else sums.pair_kv_rows
@@ -282,6 +298,22 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
     width = row_width(access.cols, kd.d, kd.n_kv, kd.dv)
     instances = kd.batch * (kd.kv_heads if access.per_kv_head else kd.heads)
     return rows * width * instances
+
+
+def _scale_elements(access: Access, kernel: Kernel, kd: Dims, sums: BlockSums) -> Any:
+    """An FP8 scale access: one fp32 element per program (prologue: one per (batch, head) of a
+    kernel; outer: one per outer block, or per split-KV program with work) or per tile loaded
+    (inner: one per visited pair)."""
+    if access.where == "inner":
+        per_head = sums.pairs
+    elif access.where == "outer" and kernel.split:
+        per_head = split_work_programs(kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal,
+                                       kd.splits)
+    elif access.where == "outer":
+        per_head = sums.row_blocks if kernel.loop == "q" else sums.kv_blocks
+    else:
+        per_head = 1
+    return per_head * kd.batch * kd.heads
 
 
 def kernel_flops(kernel: Kernel, dims: Dims, sums: BlockSums) -> tuple[Any, Any]:
@@ -330,7 +362,8 @@ def closed_form(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
                 tensor=access.tensor,
                 op=access.op,
                 elements=int(access_elements(access, kernel, dims, sums)),
-                element_bytes=element_bytes(access.element, workload.element_bytes),
+                element_bytes=element_bytes(access.element, workload.element_bytes,
+                                            workload.output_element_bytes),
                 cite=access.cite,
                 init=access.init,
             ))

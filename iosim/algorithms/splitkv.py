@@ -36,6 +36,7 @@ import numpy as np
 
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
+from iosim.algorithms.fp8 import program_scales, tile_scale
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.errors import IosimError, arg
@@ -92,8 +93,10 @@ class SplitKV(Algorithm):
              "outputs combined; GQA heads packed when N = 1")
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "latent_kv"})
-    """Packing (n, heads, kv_heads), the combine kernel (splits), MLA's latent cache (no V)."""
+    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "latent_kv", "dtype",
+                             "fp8_scales"})
+    """Packing (n, heads, kv_heads), the combine kernel (splits), MLA's latent cache (no V),
+    FP8's scales."""
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
         """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""
@@ -115,15 +118,19 @@ class SplitKV(Algorithm):
             )
         else:
             outputs = (
-                Access("O", "write", "outer_end", "q", "dv", "FA2 Alg. 1 line 14: write O_i"),
+                Access("O", "write", "outer_end", "q", "dv", "FA2 Alg. 1 line 14: write O_i",
+                       element="out"),
                 Access("L", "write", "outer_end", "q", "1", "FA2 Alg. 1 line 15: write L_i",
                        element="fp32"),
             )
         split = Kernel("splitkv_attn", "split-KV attn", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i (once per split)"),
+            *program_scales(workload, "outer", "q"),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j (of this split)"),
+            *tile_scale(workload, "K", "inner", "kv"),
             *v_tile(workload, Access("V", "read", "inner", "kv", "dv",
                                      "FA2 Alg. 1 line 7: load V_j (of this split)")),
+            *tile_scale(workload, "V", "inner", "kv"),
             *outputs,
         ), FORWARD_FLOPS, loop="q", split=True, grid="blocks",
             pack_heads=packs_heads(workload.n, workload.heads, workload.kv_heads))
@@ -136,7 +143,8 @@ class SplitKV(Algorithm):
             Access("O_partial", "read", "prologue", "q", "dv",
                    "combine_attn_seqk_parallel: read every split's partial output",
                    element="fp32", per_split=True),
-            Access("O", "write", "prologue", "q", "dv", "blog step 3: write the reduced output O"),
+            Access("O", "write", "prologue", "q", "dv", "blog step 3: write the reduced output O",
+                   element="out"),
             Access("L", "write", "prologue", "q", "1", "combine: write the final log-sum-exp L",
                    element="fp32"),
         ), (FlopCount("elementwise", "q", 3, "max, exp and sum of the split LSEs", per_split=True),

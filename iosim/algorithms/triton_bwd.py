@@ -74,6 +74,9 @@ def triton_unsupported(workload: Workload) -> str | None:
     if workload.n_kv != workload.n:
         return (f"the Triton kernels are self-attention only (N_kv = N); got N = {workload.n}, "
                 f"N_kv = {workload.n_kv}: use {arg('n_kv', workload.n)} or another algorithm")
+    if workload.fp8_scales is not None:
+        return (f"the Triton kernels run fp16/bf16/fp32, not {arg('dtype', workload.dtype)}: use "
+                f"flash2 or splitkv")
     if workload.latent_kv:
         return (f"the Triton kernels read V apart from K; MLA's {arg('latent_kv')} cache runs "
                 f"with splitkv (or flash2)")

@@ -44,6 +44,7 @@ from iosim.execute.run import passes_of
 from iosim.inputs.ints import check_count
 from iosim.inputs.limits import check_int
 from iosim.inputs.tiling import Tiling
+from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import Workload
 
 SCHEMA = "iosim.verify/1"
@@ -299,7 +300,10 @@ def verify(
     if dtype not in EXECUTOR_DTYPES:
         raise IosimError(f"unknown {arg('dtype')} '{dtype}'; use one of "
                          f"{', '.join(EXECUTOR_DTYPES)}")
-    model = workload.with_(dtype=MODEL_DTYPE[dtype])
+    # an FP8 workload keeps its dtype (its scales are terms of the count); any other is counted
+    # in the model dtype of the run's numbers
+    fp8 = workload.dtype in FP8_DTYPES
+    model = workload if fp8 else workload.with_(dtype=MODEL_DTYPE[dtype])
     check_count("block_q", block_q)
     check_count("block_kv", block_kv)
     check_int("seed", seed, low=0, high=2**64 - 1)  # numpy's generators take no negative seed
@@ -359,7 +363,7 @@ def verify(
     reference = reference_attention(model, inputs, **masks)
     standard_out = runs["standard"].output.astype(np.float64)
     grad_reference = reference_gradients(model, inputs, **masks) if backward else {}
-    bytes_checked = dtype != "float64"
+    bytes_checked = dtype != "float64" and not fp8  # NumPy has no 8-bit float to store
 
     checks = []
     for a in chosen:

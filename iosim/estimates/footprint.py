@@ -52,8 +52,10 @@ def _tensor_bytes(access: Access, workload: Workload, splits: int = 1) -> int:
     per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
     instances = workload.batch * (workload.kv_heads if per_kv else workload.heads)
     copies = splits if access.per_split else 1
-    size = length * width * instances * copies * element_bytes(access.element,
-                                                                workload.element_bytes)
+    if access.scale:
+        return 0  # FP8 descale factors: a few bytes per (batch, head), not modelled as held
+    size = length * width * instances * copies * element_bytes(
+        access.element, workload.element_bytes, workload.output_element_bytes)
     return int(size) if np.ndim(size) == 0 else size  # arrays in a sweep (footprint_bytes)
 
 
@@ -111,7 +113,7 @@ def _held(kernels: Sequence[Kernel], workload: Any, saved: Sequence[Access], spl
     """(inputs+outputs, per kernel the N×N and saved tensors alive during it, statistics,
     workspace, saved tensors): the pieces of `footprint` (see its docstring)."""
     io_tensors = [Access("Q", "read", "prologue", "q", "d", ""),
-                  Access("O", "read", "prologue", "q", "dv", ""),
+                  Access("O", "read", "prologue", "q", "dv", "", element="out"),
                   Access("K", "read", "prologue", "kv", "d", ""),
                   Access("V", "read", "prologue", "kv", "dv", "")]
     if workload.pass_ != "fwd":

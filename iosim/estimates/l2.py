@@ -130,7 +130,10 @@ def _tensor_bytes(access: Access, workload: Workload, *, per_head: bool) -> int:
     """Bytes of the whole tensor an access touches (one head's, or all heads')."""
     length = workload.n if access.rows == "q" else workload.n_kv
     width = row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
-    size = length * width * element_bytes(access.element, workload.element_bytes)
+    if access.scale:
+        return 0  # FP8 descale factors: a few bytes per program (their terms stay oblivious)
+    size = length * width * element_bytes(access.element, workload.element_bytes,
+                                          workload.output_element_bytes)
     if per_head:
         return int(size)
     kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
@@ -244,6 +247,10 @@ class _ClosedForm:
                 else None
             written: set[str] = set()
             for access, term in zip(kernel.accesses, mine.terms, strict=True):
+                if access.scale:
+                    terms.append(DramTerm(kernel.name, access.tensor, access.op, term.bytes,
+                                          term.bytes, "FP8 scales: the L2-oblivious count"))
+                    continue
                 size = _tensor_bytes(access, self.w, per_head=False)
                 hit, dirty = carried[access.tensor]
                 if serial is not None and access.where == "inner" and access.rows != kernel.loop:
@@ -305,9 +312,12 @@ class _ClosedForm:
         block = block_q if kernel.loop == "q" else block_kv
         read = write = 0.0
         for a in kernel.accesses:
+            if a.scale:
+                continue
             if a.where in ("outer", "outer_end") or (a.where == "inner" and a.rows == kernel.loop):
                 width = row_width(a.cols, self.w.d, self.w.n_kv, self.w.d_v)
-                tile = block * width * element_bytes(a.element, self.w.element_bytes)
+                tile = block * width * element_bytes(a.element, self.w.element_bytes,
+                                                     self.w.output_element_bytes)
                 if a.op == "read":
                     read += tile
                 else:
@@ -388,10 +398,12 @@ class _ClosedForm:
         row_bytes = 0.0
         seen = set()
         for a in kernel.accesses:
-            if a.where == "inner" and a.rows != kernel.loop and a.tensor not in seen:
+            if a.where == "inner" and a.rows != kernel.loop and a.tensor not in seen \
+                    and not a.scale:
                 seen.add(a.tensor)
                 width = row_width(a.cols, self.w.d, self.w.n_kv, self.w.d_v)
-                row_bytes += width * element_bytes(a.element, self.w.element_bytes)
+                row_bytes += width * element_bytes(a.element, self.w.element_bytes,
+                                                   self.w.output_element_bytes)
         tile = kernel_blocks(kernel, self.tiling, self.w.n, self.w.n_kv)[0] * row_bytes
         outer_tile = sum(_tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
                          if a.where == "outer") / max(1, outer_count)

@@ -24,6 +24,7 @@ from typing import Any
 
 import numpy as np
 
+from iosim.execute.fp8 import quantise, read_block_scale, read_descales, read_gemm_scales
 from iosim.execute.numerics import blocks, dropout_keep
 from iosim.execute.registry import Run, register
 
@@ -96,12 +97,13 @@ def standard_forward(run: Run) -> None:
     # attention computes the same masked attention, densely
     allowed = pr.attention_mask(run.block_q, run.block_kv)
     scale_unfused, mask_unfused = "scale" in run.unfused, "mask" in run.unfused
+    quantise(run)  # FP8: per-tensor factors, the GEMMs' (host side, uncounted)
 
     with hbm.kernel("qk"):  # Alg. 0 line 1: load Q, K by blocks, compute S = QKᵀ, write S
         for b, h in heads:
             q = hbm.read("Q", b, h)
             k = hbm.read("K", b, pr.kv_head(h))
-            s = pc.matmul(q, k.T)
+            s = pc.matmul(q, k.T) * pc.compute(read_gemm_scales(run, b, pr.kv_head(h), "q", "k"))
             run.scores.hold(n_q, n_kv)
             # the scale τ rides on the matmul (cuBLAS alpha) unless it is its own kernel
             hbm.write("S", b, h, None, None, s if scale_unfused else s * pc.compute(pr.scale))
@@ -140,7 +142,8 @@ def standard_forward(run: Run) -> None:
         for b, h in heads:
             p = hbm.read("P_drop" if dropout else "P", b, h)
             v = read_v(run, b, pr.kv_head(h))
-            hbm.write("O", b, h, None, None, pc.matmul(p, v))
+            dequant = pc.compute(read_gemm_scales(run, b, pr.kv_head(h), "v"))
+            hbm.write("O", b, h, None, None, pc.matmul(p, v) * dequant)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -157,6 +160,7 @@ def flash1_forward(run: Run) -> None:
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
     computed = pr.nonzero_blocks(run.block_q, run.block_kv)
+    quantise(run, pr)  # FP8: the factors, on this kernel's tiles (host side, uncounted)
 
     with hbm.kernel("init"):  # Alg. 1 line 2: initialise O = (0), l = (0), m = (−∞) in HBM
         for b, h in heads:
@@ -166,10 +170,14 @@ def flash1_forward(run: Run) -> None:
 
     with hbm.kernel("attn"):
         for b, h in heads:
+            qs, ks, vs = read_descales(run, b, pr.kv_head(h))  # FP8: the program's factors
             for j, (k0, k1) in enumerate(kv_blocks):  # Alg. 1 line 5
                 # line 6: load K_j, V_j from HBM to on-chip SRAM
                 k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)
+                k_scale = read_block_scale(run, "K_scale", b, pr.kv_head(h), j)
                 v = load_v_tile(run, b, pr.kv_head(h), k0, k1, k)
+                v_scale = k_scale if pr.latent_kv else read_block_scale(
+                    run, "V_scale", b, pr.kv_head(h), j)
                 for i, (q0, q1) in enumerate(row_blocks):  # line 7
                     if not computed[i, j]:
                         # causal: the block lies wholly above the diagonal; block-sparse (Alg. 5):
@@ -177,6 +185,7 @@ def flash1_forward(run: Run) -> None:
                         continue
                     # line 8: load Q_i, O_i, l_i, m_i from HBM to on-chip SRAM
                     q = hbm.read("Q", b, h, q0, q1)
+                    q_scale = qs * read_block_scale(run, "Q_scale", b, h, i)
                     o = hbm.read("O", b, h, q0, q1).astype(cdt)
                     l_i = hbm.read("l", b, h, q0, q1).astype(cdt)
                     m_i = hbm.read("m", b, h, q0, q1).astype(cdt)
@@ -185,8 +194,8 @@ def flash1_forward(run: Run) -> None:
                     sram.hold("O_i", rows * dv, pc.storage_bytes)
                     sram.hold("l_i", rows, pc.stats_bytes)
                     sram.hold("m_i", rows, pc.stats_bytes)
-                    # line 9: S_ij = τ Q_i K_jᵀ (on chip), masked
-                    s = pc.matmul(q, k.T) * cdt(pr.scale)
+                    # line 9: S_ij = τ Q_i K_jᵀ (on chip), masked; FP8: dequantised
+                    s = pc.matmul(q, k.T) * cdt(pr.scale * q_scale * ks * k_scale)
                     run.scores.hold(rows, k1 - k0)
                     s = np.where(pr.causal_allowed(q0, q1, k0, k1), s, -np.inf)
                     # line 10: m̃_ij = rowmax(S_ij), P̃_ij = exp(S_ij − m̃_ij), l̃_ij = rowsum(P̃_ij)
@@ -199,7 +208,7 @@ def flash1_forward(run: Run) -> None:
                     alpha, beta = np.exp(m_i - base), np.exp(m_tilde - base)
                     l_new = alpha * l_i + beta * l_tilde
                     # line 12: O_i ← diag(l_new)⁻¹ (diag(l_i) e^{m_i − m_new} O_i + e^{m̃ − m_new} P̃ V_j)
-                    pv = pc.matmul(_dropped(run, p, b, h, q0, q1, k0, k1), v)
+                    pv = pc.matmul(_dropped(run, p, b, h, q0, q1, k0, k1), v) * cdt(vs * v_scale)
                     numerator = (alpha * l_i)[:, None] * o + beta[:, None] * pv
                     safe = np.where(l_new > 0, l_new, 1.0)
                     hbm.write("O", b, h, q0, q1, numerator / safe[:, None])
@@ -223,12 +232,15 @@ def flash2_forward(run: Run) -> None:
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
     computed = pr.nonzero_blocks(run.block_q, run.block_kv)
+    quantise(run, pr)  # FP8: the factors, on this kernel's tiles (host side, uncounted)
 
     with hbm.kernel("attn"):
         for b, h in heads:
             for i, (q0, q1) in enumerate(row_blocks):  # FA2 Alg. 1 line 3
                 rows = q1 - q0
                 q = hbm.read("Q", b, h, q0, q1)  # line 4: load Q_i
+                qs, ks, vs = read_descales(run, b, pr.kv_head(h))  # FP8: FA3's mainloop start
+                qs *= read_block_scale(run, "Q_scale", b, h, i)
                 # line 5: O_i = (0), l_i = (0), m_i = (−∞) on chip; the accumulator is kept in
                 # the compute dtype but charged to the SRAM at O's width, as the working set does
                 acc = np.zeros((rows, dv), dtype=cdt)
@@ -244,14 +256,18 @@ def flash2_forward(run: Run) -> None:
                     if not computed[i, j]:
                         continue  # block-sparse: a zero block of the mask is skipped
                     k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)  # line 7: load K_j, V_j
+                    k_scale = read_block_scale(run, "K_scale", b, pr.kv_head(h), j)
                     v = load_v_tile(run, b, pr.kv_head(h), k0, k1, k)
-                    # line 8: S_ij = τ Q_i K_jᵀ, masked
-                    s = pc.matmul(q, k.T) * cdt(pr.scale)
+                    v_scale = k_scale if pr.latent_kv else read_block_scale(
+                        run, "V_scale", b, pr.kv_head(h), j)
+                    # line 8: S_ij = τ Q_i K_jᵀ, masked; FP8: dequantised
+                    s = pc.matmul(q, k.T) * cdt(pr.scale * qs * ks * k_scale)
                     run.scores.hold(rows, k1 - k0)
                     s = np.where(pr.causal_allowed(q0, q1, k0, k1), s, -np.inf)
                     m_i, l_i, p, alpha = online_step(m_i, l_i, s)  # line 9
                     # line 10: O_i ← diag(e^{m_i − m_new}) O_i + P̃ V_j (un-normalised)
-                    acc = alpha[:, None] * acc + pc.matmul(_dropped(run, p, b, h, q0, q1, k0, k1), v)
+                    acc = alpha[:, None] * acc + pc.matmul(
+                        _dropped(run, p, b, h, q0, q1, k0, k1), v) * cdt(vs * v_scale)
                     sram.drop("K_j", "V_j")
                 # line 12: O_i ← diag(l_i)⁻¹ O_i; line 13: L_i = m_i + log(l_i)
                 seen = l_i > 0

@@ -86,6 +86,10 @@ class Problem:
     """V's (and O's) head dim; 0: d."""
     latent_kv: bool = False
     """MLA's latent cache: V is the first d_v columns of K (no V tensor in HBM)."""
+    fp8_scales: str | None = None
+    """FP8 inputs: "tensor" or "block" descale factors (execute/fp8.py); None: no FP8."""
+    dtype: str = ""
+    """The workload's dtype (the FP8 format, for its largest value)."""
 
     @property
     def dv(self) -> int:
@@ -165,7 +169,7 @@ def problem_of(workload: Workload) -> Problem:
     """The executor's view of a workload (sizes and the head grouping)."""
     return Problem(workload.batch, workload.heads, workload.kv_heads, workload.n,
                    workload.n_kv, workload.d, workload.causal, workload.sparsity_fraction,
-                   workload.d_v, workload.latent_kv)
+                   workload.d_v, workload.latent_kv, workload.fp8_scales, workload.dtype)
 
 
 def blocks(length: int, size: int) -> list[tuple[int, int]]:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 
 from iosim.execute.forward import _dropped, _finite_or_zero, load_v_tile, online_step
+from iosim.execute.fp8 import quantise, read_block_scale, read_descales
 from iosim.execute.numerics import Problem, blocks, dropout_keep
 from iosim.execute.registry import Run, register
 
@@ -74,7 +75,8 @@ def splitkv_forward(run: Run) -> None:
     # the problem the programs see: g·N_q rows per KV head when packed (every row sees every key,
     # since N_q = 1 and the causal mask is bottom-right aligned)
     grid = Problem(pr.batch, pr.kv_heads, pr.kv_heads, pr.n_q * pr.group, pr.n_kv, d, False,
-                   pr.sparsity, pr.d_v, pr.latent_kv) if packed else pr
+                   pr.sparsity, pr.d_v, pr.latent_kv, pr.fp8_scales, pr.dtype) if packed else pr
+    quantise(run, grid)
     row_blocks, kv_blocks = blocks(grid.n_q, run.block_q), blocks(grid.n_kv, run.block_kv)
     per_split = -(-len(kv_blocks) // splits)
     computed = grid.nonzero_blocks(run.block_q, run.block_kv)
@@ -103,6 +105,9 @@ def splitkv_forward(run: Run) -> None:
                         if mine:  # an empty split exits before loading anything
                             q = np.concatenate([hbm.read("Q", b, hq, s0, s1)
                                                 for hq, s0, s1 in pieces])
+                            kv_head = pr.kv_head(h) if not packed else h
+                            qs, ks, vs = read_descales(run, b, kv_head)
+                            qs *= read_block_scale(run, "Q_scale", b, h, i)
                             sram.hold("Q_i", rows * d, pc.storage_bytes)
                             sram.hold("O_i", rows * dv, pc.storage_bytes)
                             sram.hold("l_i", rows, pc.stats_bytes)
@@ -111,15 +116,17 @@ def splitkv_forward(run: Run) -> None:
                             if not computed[i, j]:
                                 continue  # block-sparse: a zero block of the mask is skipped
                             k0, k1 = kv_blocks[j]
-                            kv_head = pr.kv_head(h) if not packed else h
                             kt = hbm.read("K", b, kv_head, k0, k1)
+                            k_scale = read_block_scale(run, "K_scale", b, kv_head, j)
                             vt = load_v_tile(run, b, kv_head, k0, k1, kt)
-                            s = pc.matmul(q, kt.T) * cdt(pr.scale)
+                            v_scale = k_scale if pr.latent_kv else read_block_scale(
+                                run, "V_scale", b, kv_head, j)
+                            s = pc.matmul(q, kt.T) * cdt(pr.scale * qs * ks * k_scale)
                             run.scores.hold(rows, k1 - k0)
                             s = np.where(grid.causal_allowed(r0, r1, k0, k1), s, -np.inf)
                             m_i, l_i, p, alpha = online_step(m_i, l_i, s)
                             acc = alpha[:, None] * acc + pc.matmul(
-                                _keep_factor(run, b, pieces, k0, k1, p), vt)
+                                _keep_factor(run, b, pieces, k0, k1, p), vt) * cdt(vs * v_scale)
                             sram.drop("K_j", "V_j")
                         seen = l_i > 0
                         out = acc / np.where(seen, l_i, 1.0)[:, None]
