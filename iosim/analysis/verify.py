@@ -186,6 +186,7 @@ class Verification:
             "ok": self.ok,
             "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.kv_heads, "n": w.n,
                          "n_kv": w.n_kv, "d": w.d, "d_v": w.d_v, "latent_kv": w.latent_kv,
+                         "fp8_scales": w.fp8_scales,
                          "causal": w.causal, "pass": w.pass_,
                          "unfused": list(w.unfused), "sparsity": w.sparsity},
             "dtype": self.dtype,

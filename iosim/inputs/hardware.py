@@ -163,7 +163,7 @@ class Hardware:
                 raise IosimError(
                     f"{self.name} has no FP8 tensor cores in its YAML (no peak_flops.fp8: e.g. "
                     f"Ampere and Turing have none); use {arg('dtype', 'bf16')}, or add "
-                    f"peak_flops.fp8, with its source, to {self.path}", param="dtype")
+                    f"peak_flops.fp8, with its source, to {Path(self.path).name}", param="dtype")
             return self.peak_flops_per_s["fp8"]
         try:
             return self.peak_flops_per_s[dtype]

@@ -33,6 +33,8 @@ def _header(v: Verification) -> Text:
     tiled = [a for a in v.algorithms if a.block_q is not None]
     d_v = f" (d_v {w.d_v})" if w.d_v != w.d else ""
     d_v += ", latent KV (V = K[:, :d_v])" if w.latent_kv else ""
+    d_v += (f", counted as {w.dtype} ({w.fp8_scales} scales, O {w.output_dtype})"
+            if w.fp8_scales else "")
     inputs = "Q, K" if w.latent_kv else "Q, K, V"
     lines = [f"workload  batch {w.batch} × {heads}, N {w.n}{kv}, d {w.d}{d_v}, {mask}, pass "
              f"{w.pass_}{extra}",
