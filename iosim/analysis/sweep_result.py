@@ -196,6 +196,10 @@ class SweepResult:
                             "block_kv": "B_c by Alg. 1 line 1"}[axis])
             else:
                 out.append(f"{_LABELS.get(axis, axis)} {value:,}")
+        if self.spec.latent_kv:
+            out.append("latent KV (V = K[:, :d_v])")
+        if self.spec.fp8_scales:
+            out.append(f"FP8 {self.spec.fp8_scales} scales")
         return out
 
     def metadata(self) -> dict[str, Any]:

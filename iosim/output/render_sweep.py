@@ -119,9 +119,7 @@ def header_rows(result: SweepResult) -> list[tuple[str, str]]:
     varying = ", ".join(f"{AXIS_HEADERS[a]} ({len(spec.values(a))} values)"
                         for a in spec.varying)
     fixed = " · ".join(result.describe_fixed()
-                       + ([f"unfused {','.join(spec.unfused)}"] if spec.unfused else [])
-                       + (["latent KV (V = K[:, :d_v])"] if spec.latent_kv else [])
-                       + ([f"FP8 {spec.fp8_scales} scales"] if spec.fp8_scales else []))
+                       + ([f"unfused {','.join(spec.unfused)}"] if spec.unfused else []))
     rows = [
         ("sweep", f"{result.points:,} grid point{'s' if result.points != 1 else ''} × "
                   f"{len(result.algorithms)} algorithm{'s' if len(result.algorithms) != 1 else ''} "

@@ -26,6 +26,7 @@ from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
 from iosim.inputs.hardware import list_hardware, resolve_hardware
 from iosim.inputs.limits import check_folder, clip
+from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import Workload
 from iosim.output import strict_json
 from iosim.output.tables import table_cells
@@ -213,8 +214,10 @@ class Report:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def default_compare_gpus() -> tuple[str, ...]:
-    return tuple(h.name for h in list_hardware())
+def default_compare_gpus(dtype: str = "fp16") -> tuple[str, ...]:
+    """Every shipped GPU — for an FP8 workload, those with FP8 tensor cores (peak_flops.fp8)."""
+    return tuple(h.name for h in list_hardware()
+                 if dtype not in FP8_DTYPES or "fp8" in h.peak_flops_per_s)
 
 
 def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -> Report:
