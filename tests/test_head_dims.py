@@ -142,3 +142,18 @@ def test_compare_json_carries_d_v() -> None:
     assert out.exit_code == 0, out.output
     data = json.loads(out.output)
     assert (data["workload"]["d"], data["workload"]["d_v"]) == (192, 128)
+
+
+def test_latent_decoding_tiles_as_flashmla_and_a_one_point_sweep_equals_compare() -> None:
+    # FlashMLA run_mha_fwd_splitkv_mla: Flash_fwd_kernel_traits_mla<576, 64, 64, 8, T, 512>
+    w = Workload(1, n_kv=16384, d=576, d_v=512, heads=128, kv_heads=1, batch=4, latent_kv=True)
+    c = compare(w, "h200", algorithms=["flash2", "splitkv"])
+    tiling = c.algorithm("splitkv").tiling
+    assert tiling is not None and (tiling.block_q, tiling.block_kv) == (64, 64)
+    assert "FlashMLA" in tiling.rule
+    result = sweep(SweepSpec(n=(1,), n_kv=(16384,), d=(576,), d_v=(512,), heads=(128,),
+                             kv_heads=(1,), batch=(4,), gpu=("h200",), latent_kv=True,
+                             algorithms=("flash2", "splitkv")))
+    for grid in result.algorithms:
+        a = c.algorithm(grid.name)
+        assert int(grid.hbm_bytes[0]) == a.hbm_bytes and int(grid.block_q[0]) == a.tiling.block_q

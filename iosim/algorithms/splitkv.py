@@ -162,9 +162,10 @@ class SplitKV(Algorithm):
         if not impl.split_kv.tiles:
             impl = implementation_or_default(None)
         p = inputs
-        return lookup(impl.split_kv.tiles, impl.shared_memory, d=p.d, causal=p.causal,
+        code = lookup(impl.split_kv.tiles, impl.shared_memory, d=p.d, causal=p.causal,
                       dtype=p.dtype, element_bytes=p.element_bytes, cc=p.cc,
                       smem_per_block=p.sram_bytes, smem_per_sm=p.sram_bytes)
+        return flashmla_tiles(code, p) if p.latent_kv else code
 
     def split_class(self, splits: Any) -> Any:
         """The kernel list depends on the split count only through splits > 1 (the combine
@@ -202,3 +203,23 @@ class SplitKV(Algorithm):
         rule = (f"flash_api.cpp num_splits_heuristic({inputs.batch}·{heads}·{m_blocks} = {grid} "
                 f"programs, 2 × {inputs.sm_count} SMs, {n_blocks} key blocks, max {MAX_SPLITS})")
         return replace(tiling, splits=int(tiles.splits), splits_rule=rule)
+
+
+FLASHMLA_SOURCE = ("FlashMLA csrc/flash_fwd_mla_kernel.h run_mha_fwd_splitkv_mla: "
+                   "Flash_fwd_kernel_traits_mla<576, 64, 64, 8, T, 512>")
+"""FlashMLA's decoding kernel: 64 query rows (packed heads) × 64 keys, 8 warps, d 576, d_v 512."""
+
+
+def flashmla_tiles(code: CodeTiles, inputs: TilingInputs) -> CodeTiles:
+    """MLA's absorbed decoding (latent_kv) at DeepSeek's dims (d = 576, d_v = 512) tiles as
+    FlashMLA does; other dims keep the table's `code`. Shared memory from its SharedStorageMLA:
+    Q (64 × 576), K double-buffered (2 × 64 × 576; V is a view of it), P (4,096 elements) in the
+    input dtype, and 256 fp32 row scales. Ints or arrays."""
+    p = inputs
+    mla = both(p.d == 576, p.dv == 512)
+    shared = (3 * 64 * 576 + 4096) * p.element_bytes + 256 * 4
+    source = FLASHMLA_SOURCE if not is_array(mla) and mla else code.source
+    return CodeTiles(select(mla, 64, code.block_q), select(mla, 64, code.block_kv),
+                     select(mla, True, code.found), select(mla, shared, code.shared_bytes),
+                     select(mla, 8, code.warps), select(mla, 0, code.registers_per_thread),
+                     source)
