@@ -14,7 +14,7 @@ from iosim.analysis.compare import compare
 from iosim.analysis.verify import verify
 from iosim.cli import cli
 from iosim.estimates.roofline import roofs_for
-from iosim.inputs.hardware import resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
 
 ALGOS = ["standard", "flash1", "flash2", "splitkv"]
 SHAPES = [
