@@ -88,6 +88,14 @@ def test_deepseek_forms_follow_the_mla_dimensions():
     assert (decode.kv_heads, decode.d, decode.d_v, decode.latent_kv) == (1, 576, 512, True)
 
 
+def test_latent_kv_under_the_deepseek_preset_is_the_absorbed_form(iosim_cli):
+    data = _compare_json(iosim_cli, "--model", "deepseek-v3", "--latent-kv", "--n", "1",
+                         "--n-kv", "4096", "--gpu", "h100", "--algo", "splitkv")
+    workload = data["layer_kinds"][0]["comparison"]["workload"]
+    assert (workload["kv_heads"], workload["d"], workload["d_v"]) == (1, 576, 512)
+    assert data["model"]["latent_kv"] is True
+
+
 def test_aliases_and_unknown_names():
     assert resolve_model("gemma2-9b").name == "gemma-2-9b"
     with pytest.raises(UnknownModelError, match=r"Did you mean 'llama-3.1-8b'.*Shipped: deepseek-v3"):
@@ -162,6 +170,8 @@ def test_cli_errors_are_one_line(iosim_cli):
          "--heads 16 contradicts --model llama-3.1-8b: its heads is 32"),
         (("--model", "llama-3.1-8b", "--layer", "local"), "llama-3.1-8b has no layer kind 'local'"),
         (("--layer", "local"), "--layer picks a layer kind of --model"),
+        (("--model", "llama-3.1-8b", "--latent-kv"), "--latent-kv needs an MLA model"),
+        (("--model", "deepseek-v3", "--d", "576"), "--d 576 contradicts --model deepseek-v3: its d is 192"),
     ]:
         code, out, err = iosim_cli("compare", "--n", "64", "--gpu", "h100", *args)
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
