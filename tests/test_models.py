@@ -287,3 +287,15 @@ def test_mutated_model_files_get_one_error_line(tmp_path, old, new):
         outcome = invoke(args)
         assert_clean(outcome, args)
         assert outcome.code == 2 and str(path) in outcome.err
+
+
+def test_sweep_under_the_deepseek_preset_takes_latent_kv(iosim_cli):
+    code, out, err = iosim_cli("sweep", "--model", "deepseek-v3", "--latent-kv", "--n", "1",
+                               "--n-kv", "4096", "--gpu", "h100", "--algo", "splitkv",
+                               "--format", "json")
+    assert code == 0, err
+    row = json.loads(out)["rows"][0]
+    assert (row["kv_heads"], row["d"], row["d_v"]) == (1, 576, 512)
+    code, _, err = iosim_cli("sweep", "--model", "llama-3.1-8b", "--causal", "no", "--n", "64",
+                             "--gpu", "h100")
+    assert code == 2 and "contradicts --model llama-3.1-8b" in err

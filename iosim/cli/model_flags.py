@@ -97,18 +97,18 @@ def sweep_with_model(spec: Any, params: dict[str, Any], ctx: click.Context | Non
     model = model_of(params)
     if model is None:
         return spec
-    latent = bool(params.get("latent_kv"))
+    latent = bool(params.get("latent_kv") or getattr(spec, "latent_kv", False))
     group = choose_group(model, params.get("layer"))
     axes = {f.name for f in dataclasses.fields(spec)}
     typed = given_fields({name: getattr(spec, name) for name in PRESET_FIELDS if name in axes},
                          ctx)
-    refuse_contradictions(model, (group,), {k: v[0] if len(v) == 1 else v
-                                            for k, v in typed.items()}, latent)
+    one = {k: v[0] if isinstance(v, tuple) and len(v) == 1 else v for k, v in typed.items()}
+    refuse_contradictions(model, (group,), one, latent)
     fields = preset_fields(model, group, latent_kv=latent)
-    overrides = {}
+    overrides: dict[str, Any] = {}
     for name, value in fields.items():
-        if name in axes:
-            overrides[name] = (value,)
+        if name in axes:  # an axis is a tuple of values; a constant (latent_kv) is the value
+            overrides[name] = (value,) if isinstance(getattr(spec, name), tuple) else value
         elif not (value is None or value is False or (name == "d_v" and value == fields["d"])):
             raise ModelError(f"{model.name}'s {name} = {value} is not a sweep axis (yet); "
                              f"compare it with iosim compare --model {model.name}",
