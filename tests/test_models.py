@@ -299,3 +299,14 @@ def test_sweep_under_the_deepseek_preset_takes_latent_kv(iosim_cli):
     code, _, err = iosim_cli("sweep", "--model", "llama-3.1-8b", "--causal", "no", "--n", "64",
                              "--gpu", "h100")
     assert code == 2 and "contradicts --model llama-3.1-8b" in err
+
+
+def test_compare_with_layer_sums_that_kind_only_and_says_so(iosim_cli):
+    code, out, err = iosim_cli("compare", "--model", "gemma-2-9b", "--layer", "global", "--n",
+                               "2048", "--gpu", "h100", "--algo", "flash2")
+    assert code == 0, err
+    assert "The global layers only (--layer): 21 of the model's 42" in " ".join(out.split())
+    data = _compare_json(iosim_cli, "--model", "gemma-2-9b", "--layer", "global", "--n", "2048",
+                         "--gpu", "h100", "--algo", "flash2")
+    (kind,) = data["layer_kinds"]
+    assert data["whole_model"][0]["hbm_bytes"] == 21 * kind["comparison"]["algorithms"][0]["hbm_bytes"]

@@ -48,8 +48,12 @@ def _model_header(r: ModelComparison) -> Table:
 
 def whole_model_title(r: ModelComparison) -> str:
     w = r.layers[0].comparison.workload
-    return (f"Whole model: {r.layer_count} layers, one step (batch {w.batch} × N {w.n} = "
-            f"{w.batch * w.n:,} query tokens)")
+    step = f"one step (batch {w.batch} × N {w.n} = {w.batch * w.n:,} query tokens)"
+    if len(r.layers) < len(r.model.layers):  # --layer: one kind's layers, not the model's
+        kinds = ", ".join(lc.group.kind for lc in r.layers)
+        return (f"The {kinds} layers only (--layer): {r.layer_count} of the model's "
+                f"{r.model.layer_count}, {step}")
+    return f"Whole model: {r.layer_count} layers, {step}"
 
 
 def whole_model_table(r: ModelComparison) -> Table:
