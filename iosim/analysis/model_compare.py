@@ -101,7 +101,8 @@ class ModelComparison:
         return {
             "schema": SCHEMA,
             "model": {"name": m.name, "display_name": m.display_name, "path": m.path,
-                      "layers": self.layer_count, "latent_kv": self.latent_kv},
+                      "layers": m.layer_count, "layers_compared": self.layer_count,
+                      "latent_kv": self.latent_kv},
             "layer_kinds": [{"kind": lc.group.kind, "count": lc.group.count,
                              "window": lc.group.window, "comparison": lc.comparison.to_dict()}
                             for lc in self.layers],
