@@ -44,6 +44,9 @@ class DramTerm:
 
 @dataclass(frozen=True, slots=True)
 class DramEstimate(ReadWriteTotals):
+    """The L2-aware DRAM bytes of an algorithm's kernels: one DramTerm per (kernel, tensor, op),
+    the L2 size (bytes) and concurrency they assume, and which form of the model made them."""
+
     terms: tuple[DramTerm, ...]
     l2_bytes: float
     concurrent_programs: int

@@ -40,6 +40,8 @@ def list_hardware() -> list[Hardware]:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedHardware:
+    """A --gpu value resolved: the Hardware, what was asked for and how it matched."""
+
     hardware: Hardware
     requested: str
     how: str

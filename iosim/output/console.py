@@ -45,6 +45,7 @@ class _RstripWriter:
 
 
 def pipe_columns(default: int = PIPE_WIDTH) -> int:
+    """Columns for output that is not a terminal: $COLUMNS when it is a number ≥ 40, else `default`."""
     columns = os.environ.get("COLUMNS", "")
     return int(columns) if columns.isdigit() and int(columns) >= 40 else default
 

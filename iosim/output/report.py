@@ -63,6 +63,7 @@ class Report:
 
 
 def default_compare_gpus() -> tuple[str, ...]:
+    """The GPUs a report compares by default: every shipped model, by name."""
     return tuple(h.name for h in list_hardware())
 
 
@@ -260,6 +261,7 @@ def _wrap_command(command: str, width: int = 88) -> str:
 
 
 def render_rows(c: Comparison) -> list[dict[str, Any]]:
+    """The comparison's per-kernel records (compare_kernels.csv: bytes, FLOPs, seconds)."""
     return c.to_records()
 
 
