@@ -52,10 +52,10 @@ _PUBLIC = {
     "Model": "iosim.inputs.models",
     "ModelComparison": "iosim.analysis.model_compare",
     "compare_model": "iosim.analysis.model_compare",
-    "list_models": "iosim.inputs.models",
-    "load_model": "iosim.inputs.models",
+    "list_models": "iosim.inputs.model_files",
+    "load_model": "iosim.inputs.model_files",
     "model_layers": "iosim.inputs.model_presets",
-    "resolve_model": "iosim.inputs.models",
+    "resolve_model": "iosim.inputs.model_files",
 }
 """Each public name and the module it lives in: imported on first use (PEP 562), so that
 `import iosim` loads none of the executor, sweeps or plots until a caller asks for them."""
@@ -80,8 +80,9 @@ if TYPE_CHECKING:
     from iosim.inputs.gpus import list_hardware, resolve_hardware
     from iosim.inputs.hardware import Hardware
     from iosim.inputs.hardware_yaml import load_hardware
+    from iosim.inputs.model_files import list_models, load_model, resolve_model
     from iosim.inputs.model_presets import model_layers
-    from iosim.inputs.models import Model, list_models, load_model, resolve_model
+    from iosim.inputs.models import Model
     from iosim.inputs.tiling import Tiling, make_tiling
     from iosim.inputs.workload import Workload
 

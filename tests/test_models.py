@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 
 from iosim.errors import ConfigError, ModelError, UnknownModelError
+from iosim.inputs.model_files import list_models, load_model, resolve_model
 from iosim.inputs.model_presets import model_layers
-from iosim.inputs.models import list_models, load_model, resolve_model
 from iosim.inputs.workload import Workload
 
 HAS_WINDOW = ("window" in {f.name for f in dataclasses.fields(Workload)}

@@ -14,8 +14,9 @@ from typing import Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from iosim.inputs.model_files import resolve_model
 from iosim.inputs.model_presets import PRESET_FIELDS, ModelLayer, single_layer
-from iosim.inputs.models import Model, resolve_model
+from iosim.inputs.models import Model
 from iosim.inputs.workload import Workload
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from iosim.cli import cli
-from iosim.inputs.models import list_models, resolve_model
+from iosim.inputs.model_files import list_models, resolve_model
 from iosim.output import strict_json
 
 

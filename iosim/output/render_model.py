@@ -16,7 +16,8 @@ from rich.table import Table
 from rich.text import Text
 
 from iosim.analysis.model_compare import LayerComparison, ModelComparison
-from iosim.inputs.models import describe_layers, shown_path
+from iosim.inputs.model_files import shown_path
+from iosim.inputs.models import describe_layers
 from iosim.output import strict_json
 from iosim.output.numbers import fmt_bytes, fmt_time
 from iosim.output.render import (

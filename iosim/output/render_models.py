@@ -9,7 +9,8 @@ from rich.console import Group, RenderableType
 from rich.table import Table
 from rich.text import Text
 
-from iosim.inputs.models import Model, describe_layers, shown_path
+from iosim.inputs.model_files import shown_path
+from iosim.inputs.models import Model, describe_layers
 from iosim.output.tables import compact_table, simple_table
 
 
