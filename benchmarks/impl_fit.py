@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from iosim.analysis.compare import compare
-from iosim.inputs.hardware import resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.implementations import get_implementation
 from iosim.inputs.workload import Workload
 
