@@ -16,7 +16,7 @@ from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
     call_overhead,
-    extra_kernels,
+    impl_kernels,
     impl_algorithm,
     impl_roofs,
     impl_workload,
@@ -143,7 +143,7 @@ def compare(
                                          blocks_given=given, base=base)
         kernels = algorithm.kernels(w, tiling)
         if impl_ is not None:
-            kernels = extra_kernels(impl_, w) + kernels
+            kernels = impl_kernels(impl_, w, kernels)
         dram = _dram_or_none(kernels, w, tiling, hw)
         if profile == "measured" and dram is None:
             raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "

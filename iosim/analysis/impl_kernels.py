@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from iosim.algorithms import ALGORITHMS, Algorithm
-from iosim.algorithms.loopnest import Access, Kernel
+from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.errors import IosimError
@@ -44,6 +44,47 @@ def extra_kernels(impl: Implementation, workload: Workload) -> tuple[Kernel, ...
         Access("K_rep", "write", "prologue", "kv", "d", f"{cite}: write K per query head"),
         Access("V_rep", "write", "prologue", "kv", "d", f"{cite}: write V per query head"),
     )),)
+
+
+def impl_kernels(impl: Implementation, workload: Workload,
+                 kernels: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
+    """The kernels the implementation launches: the loop nest's, with its extra kernels (the
+    GQA expansion before them; in a backward pass its layout copies before the first backward
+    kernel and its softmax backward split in two)."""
+    extras = {k.kind: k for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
+                                                        causal=workload.causal)}
+    # the GQA expansion runs in the forward: a backward pass alone has only its gradient (the
+    # group sum, which every backward loop nest already ends with)
+    expand = extra_kernels(impl, workload) if workload.pass_ != "bwd" else ()
+    out = list(expand + kernels)
+    first_bwd = next((i for i, k in enumerate(out) if k.name.startswith("bwd_")), None)
+    if first_bwd is None:
+        return tuple(out)
+    if "softmax_mul" in extras:
+        out = [part for k in out for part in (_softmax_in_two(k, impl, extras["softmax_mul"].source)
+                                              if k.name == "bwd_softmax" else (k,))]
+    if "layout_copy" in extras:
+        cite = f"{impl.name}: {extras['layout_copy'].source}"
+        out[first_bwd:first_bwd] = [Kernel(
+            f"bwd_copy_{t}", f"{t} copied to the kernel's layout", "elementwise", (
+                Access(f"{t}_in", "read", "prologue", "q", "d", f"{cite}: read {t} as given"),
+                Access(t, "write", "prologue", "q", "d", f"{cite}: write {t} contiguous"),
+            )) for t in ("dO", "O")]
+    return tuple(out)
+
+
+def _softmax_in_two(kernel: Kernel, impl: Implementation, source: str) -> tuple[Kernel, ...]:
+    """Alg. 3 line 3 as eager PyTorch runs it: T = P∘dP (one pass), dS = T − P·rowsum(T)."""
+    cite = f"{impl.name}: {source}"
+    p_read, dp_read, ds_write = kernel.accesses
+    mul = Kernel("bwd_softmax_mul", "T = P∘dP", "elementwise", (
+        p_read, dp_read, Access("T", "write", "prologue", "q", "kv", f"{cite}: write T = P∘dP"),
+    ), (FlopCount("elementwise", "score", 1, f"{cite}: P∘dP"),))
+    rest = Kernel("bwd_softmax", "dS = T − P·rowsum(T)", "elementwise", (
+        Access("T", "read", "prologue", "q", "kv", f"{cite}: read T"),
+        Access("P", "read", "prologue", "q", "kv", f"{cite}: read P"), ds_write,
+    ), (FlopCount("elementwise", "score", 3, f"{cite}: rowsum(T), P·rowsum, T − ·"),))
+    return mul, rest
 
 
 def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:

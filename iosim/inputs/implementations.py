@@ -29,9 +29,12 @@ from iosim.inputs.limits import excerpt
 
 SCHEMA_VERSION = 1
 ALGORITHMS = ("standard", "flash2", "splitkv")
-EXTRA_KERNELS = ("gqa_expand", "scale", "mask")
+EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
-scale, mask: an elementwise pass over S (standard attention's unfused ops)."""
+scale, mask: an elementwise pass over S (standard attention's unfused ops); layout_copy (a
+backward pass only): dO and O copied into the kernel's layout before the backward kernels;
+softmax_mul (a backward pass only): the softmax backward as two N×N passes, T = P∘dP, then
+dS = T − P·rowsum(T) (impl_kernels.py)."""
 SPLIT_RULES = ("none", "fa2-heuristic")
 RUNS = ("iosim-triton", "sdpa", "flex", "eager")
 

@@ -1,0 +1,273 @@
+"""SDPA's flash backward and eager PyTorch's backward, measured, against iosim: pure, no GPU.
+
+    python -m iosim.calibrate.torch_bwd_fit [RECORD ...] [--out REPORT.md]
+
+The records (benchmarks/backward_h200.py; default RECORDS) hold, per point, the backward's time
+(do_bench) and, per kernel, ncu's DRAM bytes in launch order (one evict before, one after).
+iosim's side of a point is `iosim compare --impl sdpa-flash` (FA2's CUDA kernels: the layout
+copies, dot_do_o, the K/V-outer kernel with dQ accumulated by atomics, convert_dQ, the GQA sum)
+or `--impl torch-naive` (Alg. 3's kernels as eager PyTorch launches them), pass bwd:
+
+DRAM. The closed-form L2 estimate of every kernel (estimates/l2.py), with the dirty lines a
+kernel leaves in L2 moved to the next one as the Triton backward's comparison does
+(backward_fit.handover, DIRTY_SHARE fitted on the Triton record's isolated runs, not on these).
+No constant is fitted here: every point is judged. Launches are matched to the loop nest's
+kernels by position (the two reduce kernels of the GQA sum count as one).
+
+Time. Each kernel's roofline time on the measured H200 (HBM bandwidth, matmul peak, vector
+rate of configs/gpus/h200.yaml's `measured:`), its memory side at the DRAM estimate; the main
+kernel of FA2 is scheduled program by program (estimates/schedule.py) with an efficiency and a
+per-program overhead fitted on the points marked `fit` (backward-h200-torch.json) and judged
+on every other point of both records; the other kernels at the fitted elementwise efficiency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from iosim.algorithms import ALGORITHMS
+from iosim.algorithms.loopnest import Kernel
+from iosim.analysis.compare import compare
+from iosim.analysis.impl_kernels import impl_kernels, impl_workload
+from iosim.analysis.comparison import AlgorithmEstimate
+from iosim.calibrate import CalibrationError
+from iosim.calibrate.backward_fit import DIRTY_SHARE, handover
+from iosim.errors import IosimError
+from iosim.estimates.schedule import scheduled_compute_s
+from iosim.inputs.hardware import BackwardSchedule, Hardware
+from iosim.inputs.implementations import get_implementation
+from iosim.inputs.workload import Workload
+
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
+RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
+IMPLS = {"sdpa": "sdpa-flash", "eager": "torch-naive"}
+BIG = 50e6
+"""Kernels of at least this many DRAM bytes are judged against ±10 %; smaller ones (a few MB,
+where the dirty lines one kernel leaves to the next are most of the count) are reported."""
+
+
+def load(paths: tuple[Path, ...] | list[Path] = RECORDS) -> list[dict[str, Any]]:
+    records = []
+    for path in paths:
+        try:
+            record = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise CalibrationError(f"cannot read the backward record {path}: {exc}") from None
+        if not isinstance(record, dict) or "points" not in record:
+            raise CalibrationError(f"{path} is not a backward record (no 'points'); make one "
+                                   "with benchmarks/backward_h200.py --torch-only")
+        record["path"] = str(path)
+        records.append(record)
+    return records
+
+
+def workload_of(p: dict[str, Any]) -> Workload:
+    return Workload(p["n"], n_kv=p.get("n_kv") or p["n"], d=p["d"], heads=p["heads"],
+                    kv_heads=p["kv_heads"], batch=p["batch"], causal=p["causal"],
+                    pass_="bwd", dtype=p["dtype"])
+
+
+_MODELS: dict[tuple[Workload, str, str], AlgorithmEstimate] = {}
+
+
+def model(w: Workload, what: str, hardware: Hardware) -> AlgorithmEstimate:
+    """iosim's estimate of the implementation that ran (`compare --impl`), cached."""
+    key = (w, what, hardware.path)
+    if key not in _MODELS:
+        _MODELS[key] = compare(w, hardware, impl=IMPLS[what]).algorithms[1]
+    return _MODELS[key]
+
+
+def launched(w: Workload, what: str, a: AlgorithmEstimate) -> tuple[Kernel, ...]:
+    """The loop-nest kernels behind `a` (compare's own steps: impl_workload, impl_kernels)."""
+    impl = get_implementation(IMPLS[what])
+    iw = impl_workload(impl, w)
+    return impl_kernels(impl, iw, ALGORITHMS[impl.algorithm].kernels(iw, a.tiling))
+
+
+@dataclass(frozen=True, slots=True)
+class KernelBytes:
+    point: str
+    what: str
+    kernel: str
+    estimate: float
+    measured: float
+    oblivious: float
+
+    @property
+    def error(self) -> float:
+        return (self.estimate - self.measured) / self.measured
+
+
+def _launches(segment: dict[str, Any], what: str) -> list[float]:
+    """DRAM bytes per launch, the GQA sum's two reduce kernels as one, the residue (the
+    closing evict's write-backs) to the last."""
+    out: list[float] = []
+    reduce_open = False
+    for k in segment["kernels"]:
+        nbytes = k["dram_read_bytes"] + k["dram_write_bytes"]
+        is_reduce = "reduce_kernel" in k["kernel"]
+        if is_reduce and reduce_open:
+            out[-1] += nbytes
+        else:
+            out.append(nbytes)
+        reduce_open = is_reduce
+    out[-1] += segment["residue_write_bytes"]
+    return out
+
+
+def items(records: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """(point, 'sdpa' or 'eager', its ncu segment) for every counted SDPA and eager run."""
+    for record in records:
+        counters = record.get("counters", {})
+        if counters.get("status") != "ok":
+            continue
+        points = {p["id"]: p for p in record["points"]}
+        for item in counters["items"]:
+            if item["what"] in IMPLS and item["id"] in points:
+                yield points[item["id"]], item["what"], item["segments"][0]
+
+
+def dram_comparison(records: list[dict[str, Any]], hardware: Hardware,
+                    share: float = DIRTY_SHARE) -> list[KernelBytes]:
+    assert hardware.l2_bytes is not None
+    rows = []
+    for p, what, segment in items(records):
+        a = model(workload_of(p), what, hardware)
+        assert a.dram is not None
+        est = [(k.name, float(a.dram.of_kernel(k.name).read_bytes),
+                float(a.dram.of_kernel(k.name).write_bytes)) for k in a.kernels]
+        measured = _launches(segment, what)
+        if len(measured) != len(est):
+            raise CalibrationError(
+                f"{p['id']} ({what}): ncu counted {len(measured)} launches, iosim's "
+                f"{IMPLS[what]} has {len(est)} kernels ({', '.join(n for n, _, _ in est)})")
+        for (name, moved), m in zip(handover(est, hardware.l2_bytes, share), measured,
+                                    strict=True):
+            rows.append(KernelBytes(p["id"], what, name, moved, m,
+                                    float(a.dram.of_kernel(name).oblivious_bytes)))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# time
+
+
+@dataclass(frozen=True, slots=True)
+class TimeModel:
+    """Fitted constants of one implementation's backward time (none is a hardware fact)."""
+
+    efficiency: float
+    """sdpa: FA2's main kernel's share of the measured matmul/vector rates (schedule.py);
+    eager: the cuBLAS matmuls' share of the measured matmul peak."""
+    overhead_s: float
+    """sdpa: per program of the main kernel (prologue, epilogue: schedule.py); eager: per
+    kernel launch."""
+    call_s: float
+    """Host time per backward call (autograd and the launches from Python), added once."""
+    memory_efficiency: float = 1.0
+    """eager: its kernels' share of the measured bandwidth (sdpa: the calibration's
+    elementwise efficiency)."""
+
+
+def _roofs(hardware: Hardware, dtype: str) -> tuple[float, float, float, float]:
+    """(bandwidth, matmul peak, vector rate, elementwise efficiency) of the measured profile."""
+    m = hardware.measured
+    if m is None or not m.hbm_bandwidth_bytes_per_s or not m.vector_flops_per_s:
+        raise CalibrationError(f"{hardware.path} has no measured bandwidth and vector rate; "
+                               "the backward's time needs the calibrated GPU YAML")
+    return (m.hbm_bandwidth_bytes_per_s, m.peak_flops_per_s[dtype], m.vector_flops_per_s,
+            m.kernel_efficiency.get("elementwise", 1.0))
+
+
+def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel) -> float:
+    """The backward's time: each kernel at max(its DRAM estimate over the measured bandwidth,
+    its compute); FA2's main kernel's compute by the list schedule of its programs."""
+    w = workload_of(p)
+    a = model(w, what, hardware)
+    assert a.dram is not None and hardware.sm_count is not None
+    bandwidth, matmul_peak, vector, elementwise = _roofs(hardware, p["dtype"])
+    total = tm.call_s
+    for kernel, est in zip(launched(w, what, a), a.kernels, strict=True):
+        memory = a.dram.of_kernel(kernel.name).bytes / bandwidth
+        if what == "sdpa" and kernel.kind == "fused":
+            assert a.tiling is not None
+            schedule = BackwardSchedule(tm.efficiency, tm.overhead_s,
+                                        {w.d: a.tiling.bwd_programs_per_sm})
+            compute = scheduled_compute_s(kernel, w, a.tiling, schedule,
+                                          sm_count=hardware.sm_count, matmul_peak=matmul_peak,
+                                          vector_peak=vector)
+            total += max(memory, compute)
+        elif kernel.kind == "matmul":
+            total += max(memory, est.matmul_flops / (matmul_peak * tm.efficiency))
+            total += tm.overhead_s if what == "eager" else 0.0
+        else:
+            rate = tm.memory_efficiency if what == "eager" else elementwise
+            total += max(memory / rate, est.elementwise_flops / vector)
+            total += tm.overhead_s if what == "eager" else 0.0
+    return total
+
+
+def timed(records: list[dict[str, Any]], what: str) -> list[tuple[dict[str, Any], str]]:
+    """(point, split) of every point with a time of `what`: the torch record's own split, the
+    Triton record's points (not chosen for this fit) all judged."""
+    key = f"{what}_s"
+    return [(p, p.get("split", "judge")) for r in records for p in r["points"] if key in p]
+
+
+def fit_time(records: list[dict[str, Any]], what: str, hardware: Hardware) -> TimeModel:
+    """Least squares of the relative error over the `fit` points, on a grid."""
+    fit = [p for p, split in timed(records, what) if split == "fit"]
+    if not fit:
+        raise CalibrationError(f"no {what} points marked fit in the records")
+
+    def loss(tm: TimeModel) -> float:
+        return float(sum(((predict_time(p, what, hardware, tm) - p[f"{what}_s"])
+                          / p[f"{what}_s"]) ** 2 for p in fit))
+
+    if what == "sdpa":
+        grid = [TimeModel(e / 100, o * 1e-6, c * 1e-6) for e in range(40, 101, 5)
+                for o in range(0, 13, 3) for c in range(0, 61, 15)]
+    else:
+        grid = [TimeModel(e / 100, o * 1e-6, c * 1e-6, m / 100) for e in range(40, 101, 10)
+                for o in range(0, 13, 4) for c in range(0, 61, 20) for m in range(50, 101, 10)]
+    best = min(grid, key=loss)
+    fine = [TimeModel(best.efficiency + de / 100, max(0.0, best.overhead_s + do * 1e-6),
+                      max(0.0, best.call_s + dc * 1e-6), best.memory_efficiency + dm / 100)
+            for de in range(-4, 5, 2) for do in range(-2, 3) for dc in range(-6, 7, 3)
+            for dm in ((-4, -2, 0, 2, 4) if what == "eager" else (0,))]
+    return min(fine, key=loss)
+
+
+def main(argv: list[str]) -> int:
+    from iosim.inputs.gpus import config_dir
+    from iosim.inputs.hardware_yaml import load_hardware
+
+    ap = argparse.ArgumentParser(prog="python -m iosim.calibrate.torch_bwd_fit")
+    ap.add_argument("records", nargs="*", default=[str(p) for p in RECORDS])
+    ap.add_argument("--gpu-yaml", default=str(config_dir() / "h200.yaml"))
+    args = ap.parse_args(argv)
+    try:
+        hw = load_hardware(args.gpu_yaml)
+        records = load([Path(p) for p in args.records])
+        for what in IMPLS:
+            tm = fit_time(records, what, hw)
+            print(what, tm)
+            for p, split in timed(records, what):
+                t = predict_time(p, what, hw, tm)
+                print(f"  {p['id']:40s} {split:6s} {p[what + '_s'] * 1e3:8.3f} {t * 1e3:8.3f} "
+                      f"{(t - p[what + '_s']) / p[what + '_s']:+7.1%}")
+    except (CalibrationError, IosimError) as exc:
+        print(f"torch_bwd_fit: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
