@@ -16,8 +16,9 @@ from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
     call_overhead,
-    impl_kernels,
     impl_algorithm,
+    impl_backward_roofs,
+    impl_kernels,
     impl_roofs,
     impl_workload,
 )
@@ -150,7 +151,10 @@ def compare(
                              f"sm_count in {hw.path}")
         on_roof = None if profile != "measured" or dram is None else {
             k.name: dram.of_kernel(k.name).bytes for k in kernels}
-        kernel_estimates = estimate_kernels(kernels, w, tiling, roofs, dram_bytes=on_roof,
+        own_roofs = roofs
+        if impl_ is not None and profile == "measured" and w.pass_ != "fwd":
+            own_roofs = impl_backward_roofs(roofs, impl_, hw, tiling, w.d)
+        kernel_estimates = estimate_kernels(kernels, w, tiling, own_roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
         totals = total_cost(kernel_estimates)
         time_s, hbm = float(totals.time_s), int(totals.hbm_read_bytes + totals.hbm_write_bytes)
@@ -168,7 +172,7 @@ def compare(
             footprint(kernels, w, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
             convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_,
-            call_overhead(impl_, hw, profile))
+            call_overhead(impl_, hw, profile, w.pass_))
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)

@@ -12,9 +12,10 @@ from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.errors import IosimError
 from iosim.estimates.roofline import Roofs
-from iosim.inputs.hardware import Hardware
+from iosim.inputs.hardware import BackwardSchedule, Hardware
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.ints import cdiv
+from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import UNFUSED_OPS, Workload
 
 TILE_RULES = ("code", "alg1")
@@ -109,12 +110,34 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
                    memory_efficiency=fitted.get("memory"))
 
 
-def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str) -> float:
+def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str,
+                  pass_: str = "fwd") -> float:
     """Seconds of host time per call the implementation's calibration fitted on this GPU (0
-    for the spec profile, an algorithm, or a calibration without it)."""
+    for the spec profile, an algorithm, or a calibration without it): the forward's, the
+    backward's (its `backward` fit), or both for a training step."""
     if impl is None or profile != "measured":
         return 0.0
-    return impl.calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
+    forward = impl.calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
+    backward = impl.backward_calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
+    return {"fwd": forward, "bwd": backward}.get(pass_, forward + backward)
+
+
+def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
+                        tiling: Tiling | None, d: int) -> Roofs:
+    """The measured roofs with the implementation's fitted backward schedule (its profile's
+    `calibration.GPU.backward`), which times its fused backward kernel program by program
+    (estimates/schedule.py) at the tiling's backward occupancy; unchanged without one."""
+    fitted = impl.backward_calibration.get(hardware.name)
+    if fitted is None or tiling is None or hardware.sm_count is None:
+        return roofs
+    schedule = BackwardSchedule(fitted["efficiency"], fitted["program_overhead_s"],
+                                {d: tiling.bwd_programs_per_sm},
+                                impl.calibration_source.get(hardware.name, ""))
+    note = (f"{impl.name}'s fused backward kernel is timed by scheduling its programs "
+            f"(efficiency {schedule.efficiency:g}, {schedule.program_overhead_s * 1e6:g} µs per "
+            f"program, {fitted['call_overhead_s'] * 1e6:g} µs per call; calibrate/torch_bwd_fit.py)")
+    return replace(roofs, schedule=schedule, schedules_untiled=True, sm_count=hardware.sm_count,
+                   notes=(*roofs.notes, note))
 
 
 def impl_algorithm(impl: Implementation, workload: Workload, hardware: Hardware,

@@ -27,20 +27,19 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.compare import compare
-from iosim.analysis.impl_kernels import impl_kernels, impl_workload
 from iosim.analysis.comparison import AlgorithmEstimate
+from iosim.analysis.impl_kernels import impl_kernels, impl_workload
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.backward_fit import DIRTY_SHARE, handover
 from iosim.errors import IosimError
-from iosim.estimates.schedule import scheduled_compute_s
-from iosim.inputs.hardware import BackwardSchedule, Hardware
+from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import get_implementation
 from iosim.inputs.workload import Workload
 
@@ -176,41 +175,46 @@ class TimeModel:
     elementwise efficiency)."""
 
 
-def _roofs(hardware: Hardware, dtype: str) -> tuple[float, float, float, float]:
-    """(bandwidth, matmul peak, vector rate, elementwise efficiency) of the measured profile."""
+def _roofs(hardware: Hardware, dtype: str) -> tuple[float, float, float]:
+    """(bandwidth, matmul peak, vector rate) of the measured profile."""
     m = hardware.measured
     if m is None or not m.hbm_bandwidth_bytes_per_s or not m.vector_flops_per_s:
         raise CalibrationError(f"{hardware.path} has no measured bandwidth and vector rate; "
                                "the backward's time needs the calibrated GPU YAML")
-    return (m.hbm_bandwidth_bytes_per_s, m.peak_flops_per_s[dtype], m.vector_flops_per_s,
-            m.kernel_efficiency.get("elementwise", 1.0))
+    return m.hbm_bandwidth_bytes_per_s, m.peak_flops_per_s[dtype], m.vector_flops_per_s
+
+
+_SDPA_KERNELS: dict[tuple[Workload, str, float, float], float] = {}
 
 
 def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel) -> float:
-    """The backward's time: each kernel at max(its DRAM estimate over the measured bandwidth,
-    its compute); FA2's main kernel's compute by the list schedule of its programs."""
+    """The backward's time. sdpa: `iosim compare --impl sdpa-flash --pass bwd --profile
+    measured` itself, with `tm` as its backward calibration (the main kernel scheduled program
+    by program, the others at the DRAM estimate over the measured bandwidth and the profile's
+    memory efficiency). eager (this report only, not in compare): each kernel at max(its DRAM
+    estimate over the bandwidth, its compute), plus a fixed time per kernel."""
     w = workload_of(p)
+    if what == "sdpa":
+        key = (w, hardware.path, tm.efficiency, tm.overhead_s)
+        if key not in _SDPA_KERNELS:
+            impl = get_implementation(IMPLS[what])
+            impl = replace(impl, backward_calibration={hardware.name: {
+                "efficiency": tm.efficiency, "program_overhead_s": tm.overhead_s,
+                "call_overhead_s": 0.0}})
+            _SDPA_KERNELS[key] = compare(w, hardware, impl=impl,
+                                         profile="measured").algorithms[1].time_s
+        return _SDPA_KERNELS[key] + tm.call_s
     a = model(w, what, hardware)
     assert a.dram is not None and hardware.sm_count is not None
-    bandwidth, matmul_peak, vector, elementwise = _roofs(hardware, p["dtype"])
+    bandwidth, matmul_peak, vector = _roofs(hardware, p["dtype"])
     total = tm.call_s
     for kernel, est in zip(launched(w, what, a), a.kernels, strict=True):
         memory = a.dram.of_kernel(kernel.name).bytes / bandwidth
-        if what == "sdpa" and kernel.kind == "fused":
-            assert a.tiling is not None
-            schedule = BackwardSchedule(tm.efficiency, tm.overhead_s,
-                                        {w.d: a.tiling.bwd_programs_per_sm})
-            compute = scheduled_compute_s(kernel, w, a.tiling, schedule,
-                                          sm_count=hardware.sm_count, matmul_peak=matmul_peak,
-                                          vector_peak=vector)
-            total += max(memory, compute)
-        elif kernel.kind == "matmul":
+        if kernel.kind == "matmul":
             total += max(memory, est.matmul_flops / (matmul_peak * tm.efficiency))
-            total += tm.overhead_s if what == "eager" else 0.0
         else:
-            rate = tm.memory_efficiency if what == "eager" else elementwise
-            total += max(memory / rate, est.elementwise_flops / vector)
-            total += tm.overhead_s if what == "eager" else 0.0
+            total += max(memory / tm.memory_efficiency, est.elementwise_flops / vector)
+        total += tm.overhead_s
     return total
 
 
@@ -231,41 +235,137 @@ def fit_time(records: list[dict[str, Any]], what: str, hardware: Hardware) -> Ti
         return float(sum(((predict_time(p, what, hardware, tm) - p[f"{what}_s"])
                           / p[f"{what}_s"]) ** 2 for p in fit))
 
-    if what == "sdpa":
-        grid = [TimeModel(e / 100, o * 1e-6, c * 1e-6) for e in range(40, 101, 5)
-                for o in range(0, 13, 3) for c in range(0, 61, 15)]
+    if what == "sdpa":  # each (efficiency, overhead) is one compare per point, cached
+        grid = [TimeModel(e / 100, o * 1e-6, c * 1e-6) for e in range(40, 71, 5)
+                for o in range(0, 16, 5) for c in range(0, 61, 10)]
     else:
         grid = [TimeModel(e / 100, o * 1e-6, c * 1e-6, m / 100) for e in range(40, 101, 10)
                 for o in range(0, 13, 4) for c in range(0, 61, 20) for m in range(50, 101, 10)]
     best = min(grid, key=loss)
     fine = [TimeModel(best.efficiency + de / 100, max(0.0, best.overhead_s + do * 1e-6),
                       max(0.0, best.call_s + dc * 1e-6), best.memory_efficiency + dm / 100)
-            for de in range(-4, 5, 2) for do in range(-2, 3) for dc in range(-6, 7, 3)
-            for dm in ((-4, -2, 0, 2, 4) if what == "eager" else (0,))]
+            for de in range(-4, 5, 2) for do in range(-2, 3, 2 if what == "sdpa" else 1)
+            for dc in range(-6, 7, 3) for dm in ((-4, -2, 0, 2, 4) if what == "eager" else (0,))]
     return min(fine, key=loss)
 
 
+# ---------------------------------------------------------------------------------------------
+# report
+
+SDPA_TIME = TimeModel(0.52, 17e-6, 20e-6)
+"""`fit_time` on the `fit` points of backward-h200-torch.json, as shipped in
+configs/impls/sdpa-flash.yaml (calibration.h200.backward); tests hold the two equal."""
+LAUNCH_BOUND_S = 2e-4
+"""Below this a backward call is mostly host time (autograd, 5-10 launches from Python): such
+points are shown, not judged (as for the Triton backward, backward_fit.LAUNCH_BOUND_S)."""
+
+
+def within(rows: list[KernelBytes], bound: float = 0.10) -> tuple[int, int]:
+    big = [r for r in rows if r.measured >= BIG]
+    return sum(abs(r.error) <= bound for r in big), len(big)
+
+
+def sensitivity(records: list[dict[str, Any]], hardware: Hardware) -> list[str]:
+    """Kernels of ≥ 50 MB within ±10 % as SHARED_COPIES and DIRTY_SHARE move."""
+    from iosim.estimates import l2_model
+
+    lines = ["| SHARED_COPIES | DIRTY_SHARE | SDPA kernels within ±10 % | eager kernels within ±10 % |",
+             "|---:|---:|---:|---:|"]
+    shipped = l2_model.SHARED_COPIES
+    try:
+        for copies, share in ((1, DIRTY_SHARE), (1.5, DIRTY_SHARE), (2, DIRTY_SHARE),
+                              (2.5, DIRTY_SHARE), (3, DIRTY_SHARE), (2, 0.5), (2, 0.9)):
+            l2_model.SHARED_COPIES = copies  # type: ignore[assignment]
+            _MODELS.clear()
+            rows = dram_comparison(records, hardware, share)
+            cells = []
+            for what in IMPLS:
+                ok, n = within([r for r in rows if r.what == what])
+                cells.append(f"{ok} / {n}")
+            lines.append(f"| {copies:g} | {share:g} | {cells[0]} | {cells[1]} |")
+    finally:
+        l2_model.SHARED_COPIES = shipped
+        _MODELS.clear()
+    return lines
+
+
+def report(records: list[dict[str, Any]], hardware: Hardware) -> str:
+    rows = dram_comparison(records, hardware)
+    lines = ["## SDPA's flash backward and eager PyTorch's backward: record vs iosim", "",
+             "Records: " + "; ".join(f"`{r.get('command', '')}` ({Path(r['path']).name}, torch "
+                                     f"{r.get('torch')})" for r in records) + ". "
+             "`python -m iosim.calibrate.torch_bwd_fit --out reports/backward-h200.md` writes "
+             "this page (the Triton section above by calibrate/backward_fit.py).", "",
+             "iosim's side: `iosim compare --impl sdpa-flash --pass bwd` (FA2's CUDA kernels: "
+             "the two layout copies, dot_do_o, the K/V-outer kernel with dQ accumulated in fp32 "
+             "by atomics, convert_dQ, the GQA sum) and `--impl torch-naive` (Alg. 3's kernels as "
+             "eager PyTorch launches them). No DRAM constant is fitted on these records: every "
+             "point is judged (SHARED_COPIES = 2 and DIRTY_SHARE = 0.66 come from the Triton "
+             "record; their sensitivity below).", ""]
+    for what, title in (("sdpa", "SDPA flash backward"), ("eager", "eager backward")):
+        ok, n = within([r for r in rows if r.what == what])
+        lines.append(f"- {title}: {ok} of {n} kernels of ≥ 50 MB within ±10 % of ncu.")
+    lines += ["", "### Sensitivity of the DRAM estimate", "", *sensitivity(records, hardware), ""]
+    for what in IMPLS:
+        tm = fit_time(records, what, hardware)
+        judged = [(p, split) for p, split in timed(records, what)]
+        errs = []
+        table = ["| point | measured ms | predicted ms | error | split |", "|---|---:|---:|---:|---|"]
+        for p, split in judged:
+            t = predict_time(p, what, hardware, tm)
+            m = p[f"{what}_s"]
+            shown = "launch-bound" if m < LAUNCH_BOUND_S and split != "fit" else split
+            if shown == "judge":
+                errs.append((t - m) / m)
+            table.append(f"| {p['id']} | {m * 1e3:.3f} | {t * 1e3:.3f} | {(t - m) / m:+.1%} | "
+                         f"{shown} |")
+        inside = sum(abs(e) <= (0.15 if what == "sdpa" else 0.20) for e in errs)
+        lines += [f"### Time: {IMPLS[what]}", "",
+                  f"Fitted on the `fit` points: efficiency {tm.efficiency:.2f}, "
+                  + (f"{tm.overhead_s * 1e6:.0f} µs per program of the main kernel, "
+                     if what == "sdpa" else
+                     f"{tm.overhead_s * 1e6:.0f} µs per kernel, memory efficiency "
+                     f"{tm.memory_efficiency:.2f}, ")
+                  + f"{tm.call_s * 1e6:.0f} µs per call. Judged points above "
+                  f"{LAUNCH_BOUND_S * 1e3:.1f} ms within ±{15 if what == 'sdpa' else 20} %: "
+                  f"{inside} of {len(errs)}"
+                  + (f" (worst {max(errs, key=abs):+.1%})." if errs else "."), "", *table, ""]
+    lines += ["### DRAM bytes per kernel (launch order, dirty lines handed to the next kernel)",
+              "", "| point | impl | kernel | L2-oblivious MB | estimate MB | ncu MB | error |",
+              "|---|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r.point} | {IMPLS[r.what]} | {r.kernel} | {r.oblivious / 1e6:.1f} | "
+                     f"{r.estimate / 1e6:.1f} | {r.measured / 1e6:.1f} | {r.error:+.1%} |")
+    return "\n".join(lines) + "\n"
+
+
 def main(argv: list[str]) -> int:
+    from iosim.calibrate import backward_fit
     from iosim.inputs.gpus import config_dir
     from iosim.inputs.hardware_yaml import load_hardware
 
     ap = argparse.ArgumentParser(prog="python -m iosim.calibrate.torch_bwd_fit")
     ap.add_argument("records", nargs="*", default=[str(p) for p in RECORDS])
     ap.add_argument("--gpu-yaml", default=str(config_dir() / "h200.yaml"))
+    ap.add_argument("--out", help="the whole report (the Triton record's section first)")
     args = ap.parse_args(argv)
     try:
         hw = load_hardware(args.gpu_yaml)
         records = load([Path(p) for p in args.records])
-        for what in IMPLS:
-            tm = fit_time(records, what, hw)
-            print(what, tm)
-            for p, split in timed(records, what):
-                t = predict_time(p, what, hw, tm)
-                print(f"  {p['id']:40s} {split:6s} {p[what + '_s'] * 1e3:8.3f} {t * 1e3:8.3f} "
-                      f"{(t - p[what + '_s']) / p[what + '_s']:+7.1%}")
+        text = report(records, hw)
+        if args.out:
+            triton = backward_fit.report(backward_fit.load_record(RECORDS[0]), hw)
+            text = triton + "\n" + text
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
+    if args.out:
+        if Path(args.out).exists():
+            print(f"torch_bwd_fit: {args.out} exists; remove it first", file=sys.stderr)
+            return 2
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text)
     return 0
 
 
