@@ -225,15 +225,21 @@ def timed(records: list[dict[str, Any]], what: str) -> list[tuple[dict[str, Any]
     return [(p, p.get("split", "judge")) for r in records for p in r["points"] if key in p]
 
 
-def fit_time(records: list[dict[str, Any]], what: str, hardware: Hardware) -> TimeModel:
-    """Least squares of the relative error over the `fit` points, on a grid."""
+def fit_loss(records: list[dict[str, Any]], what: str, hardware: Hardware,
+             tm: TimeModel) -> float:
+    """Σ (relative error)² over the `fit` points."""
     fit = [p for p, split in timed(records, what) if split == "fit"]
     if not fit:
         raise CalibrationError(f"no {what} points marked fit in the records")
+    return float(sum(((predict_time(p, what, hardware, tm) - p[f"{what}_s"])
+                      / p[f"{what}_s"]) ** 2 for p in fit))
+
+
+def fit_time(records: list[dict[str, Any]], what: str, hardware: Hardware) -> TimeModel:
+    """Least squares of the relative error over the `fit` points, on a grid."""
 
     def loss(tm: TimeModel) -> float:
-        return float(sum(((predict_time(p, what, hardware, tm) - p[f"{what}_s"])
-                          / p[f"{what}_s"]) ** 2 for p in fit))
+        return fit_loss(records, what, hardware, tm)
 
     if what == "sdpa":  # each (efficiency, overhead) is one compare per point, cached
         grid = [TimeModel(e / 100, o * 1e-6, c * 1e-6) for e in range(40, 71, 5)
