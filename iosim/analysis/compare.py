@@ -9,6 +9,7 @@ comparison.py and their JSON compare_records.py.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Dims, Kernel, kernel_programs
@@ -17,6 +18,7 @@ from iosim.analysis.impl_kernels import (
     TILE_RULES,
     call_overhead,
     impl_algorithm,
+    impl_backward_note,
     impl_backward_roofs,
     impl_kernels,
     impl_roofs,
@@ -126,6 +128,9 @@ def compare(
     roofs = roofs_for(hw, workload.dtype, profile)
     if implementation is not None and profile == "measured":
         roofs = impl_roofs(roofs, implementation, hw)
+        timed_by = impl_backward_note(implementation, hw) if workload.pass_ != "fwd" else None
+        if timed_by is not None:
+            roofs = replace(roofs, notes=(*roofs.notes, timed_by))
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram,
                                           sram_elements=sram_elements)
     given = block_q is not None or block_kv is not None

@@ -133,11 +133,18 @@ def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
     schedule = BackwardSchedule(fitted["efficiency"], fitted["program_overhead_s"],
                                 {d: tiling.bwd_programs_per_sm},
                                 impl.calibration_source.get(hardware.name, ""))
-    note = (f"{impl.name}'s fused backward kernel is timed by scheduling its programs "
-            f"(efficiency {schedule.efficiency:g}, {schedule.program_overhead_s * 1e6:g} µs per "
-            f"program, {fitted['call_overhead_s'] * 1e6:g} µs per call; calibrate/torch_bwd_fit.py)")
-    return replace(roofs, schedule=schedule, schedules_untiled=True, sm_count=hardware.sm_count,
-                   notes=(*roofs.notes, note))
+    return replace(roofs, schedule=schedule, schedules_untiled=True, sm_count=hardware.sm_count)
+
+
+def impl_backward_note(impl: Implementation, hardware: Hardware) -> str | None:
+    """The line saying that the implementation's backward calibration times its backward."""
+    fitted = impl.backward_calibration.get(hardware.name)
+    if fitted is None:
+        return None
+    return (f"{impl.name}'s fused backward kernel is timed by scheduling its programs on the "
+            f"SMs (efficiency {fitted['efficiency']:g}, {fitted['program_overhead_s'] * 1e6:g} µs "
+            f"per program, {fitted['call_overhead_s'] * 1e6:g} µs host time per backward call; "
+            "calibrate/torch_bwd_fit.py)")
 
 
 def impl_algorithm(impl: Implementation, workload: Workload, hardware: Hardware,
