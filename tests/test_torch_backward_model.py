@@ -12,6 +12,8 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from iosim.algorithms import get_algorithm
 from iosim.analysis.compare import compare
@@ -26,6 +28,7 @@ from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.implementations import get_implementation
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from tests.conftest import examples
 
 MiB = 2**20
 
@@ -71,6 +74,29 @@ def test_backward_closed_form_is_the_simulation_in_clear_regimes(
     simulated = simulate(kernels, w, t, l2_bytes=mib * MiB, concurrent_programs=programs)
     assert closed.read_bytes == pytest.approx(simulated.read_bytes, rel=0.01)
     assert closed.write_bytes == pytest.approx(simulated.write_bytes, rel=0.01)
+
+
+@settings(max_examples=examples(30), derandomize=True,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(algorithm=st.sampled_from(["flash2", "flash1"]), n=st.sampled_from([128, 256, 384, 512]),
+       d=st.sampled_from([16, 32, 64]), heads=st.sampled_from([1, 2, 4]),
+       batch=st.sampled_from([1, 2]), causal=st.booleans(),
+       block_q=st.sampled_from([32, 64, 128]), block_kv=st.sampled_from([32, 64, 128]),
+       programs=st.sampled_from([1, 2, 4, 8, 16]), room=st.sampled_from([8, 16, 64, 256]))
+def test_backward_closed_form_follows_the_simulation(
+        h200, algorithm: str, n: int, d: int, heads: int, batch: int, causal: bool,  # type: ignore[no-untyped-def]
+        block_q: int, block_kv: int, programs: int, room: int) -> None:
+    """As the forward's test (tests/test_l2.py), for FA2's and Alg. 4's backward kernels: within
+    20 % of the simulated LRU (worst seen over 160 random shapes: +8.6 %, FA2 causal). Multi-head
+    only: the simulation does not stream the GQA group sum."""
+    w = Workload(n, d=d, heads=heads, batch=batch, causal=causal, pass_="bwd")
+    t = _tiling(block_q, block_kv)
+    step = programs * (2 * block_q + 4 * block_kv) * d * 2
+    kernels = get_algorithm(algorithm).kernels(w)
+    closed = dram_estimate(kernels, w, t, h200, concurrent_programs=programs,
+                           l2_bytes=room * step)
+    simulated = simulate(kernels, w, t, l2_bytes=room * step, concurrent_programs=programs)
+    assert abs(closed.bytes - simulated.bytes) <= 0.20 * simulated.bytes
 
 
 def test_fa2_backward_uses_its_own_occupancy(h200) -> None:  # type: ignore[no-untyped-def]
