@@ -33,7 +33,7 @@ _PUBLIC = {
     "TilingError": "iosim.errors",
     "Traffic": "iosim.algorithms.traffic",
     "UnknownGpuError": "iosim.errors",
-    "Verification": "iosim.analysis.verify",
+    "Verification": "iosim.analysis.verification",
     "Workload": "iosim.inputs.workload",
     "WorkloadError": "iosim.errors",
     "closed_form": "iosim.algorithms.loopnest",
@@ -62,7 +62,8 @@ if TYPE_CHECKING:
     from iosim.analysis.compare import compare
     from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
     from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
-    from iosim.analysis.verify import Verification, verify
+    from iosim.analysis.verification import Verification
+    from iosim.analysis.verify import verify
     from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
     from iosim.estimates.footprint import Footprint
     from iosim.estimates.l2 import dram_estimate

@@ -25,7 +25,7 @@ from iosim.estimates.l2_model import modelled
 from iosim.estimates.l2_simulate import simulate
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
-from iosim.inputs.implementations import get_implementation
+from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from tests.conftest import examples

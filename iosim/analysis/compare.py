@@ -43,7 +43,8 @@ from iosim.estimates.training import (
 )
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
-from iosim.inputs.implementations import Implementation, get_implementation
+from iosim.inputs.implementations import Implementation
+from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import Workload
 

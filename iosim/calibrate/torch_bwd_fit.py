@@ -40,7 +40,7 @@ from iosim.calibrate import CalibrationError
 from iosim.calibrate.backward_fit import DIRTY_SHARE, handover
 from iosim.errors import IosimError
 from iosim.inputs.hardware import Hardware
-from iosim.inputs.implementations import get_implementation
+from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"

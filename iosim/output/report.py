@@ -77,7 +77,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
             raise IosimError(f"--out {clip(str(folder))} holds a folder named {clip(taken[0])} "
                              f"where the report writes a file; remove it or choose another --out")
     ensure_writable_dir(folder, "--out", must_be_empty=True, force=force, create=False)
-    from iosim.output import plot, render
+    from iosim.output import plot, render_tables
     from iosim.output.render_sweep import roofline_records, sweep_frame
 
     w = request.workload
@@ -146,8 +146,9 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
 
     # 1. the comparison
     blocks += [Heading(2, "1. Standard attention vs FlashAttention")]
-    for table in (render.summary_table(comparison, wide=True),
-                  render.kernel_table(comparison, wide=True), render.tensor_table(comparison)):
+    for table in (render_tables.summary_table(comparison, wide=True),
+                  render_tables.kernel_table(comparison, wide=True),
+                  render_tables.tensor_table(comparison)):
         blocks.append(_rich_table(table))
     kernels = table_csv(pd.DataFrame(render_rows(comparison)), "compare_kernels.csv")
     terms = table_csv(pd.DataFrame(comparison.term_records()), "compare_terms.csv")
