@@ -210,3 +210,21 @@ def test_a_bad_backward_calibration_is_refused(tmp_path: Path) -> None:
     bad.write_text(text.replace("backward: {efficiency: 0.52", "backward: {efficiency: 7"))
     with pytest.raises(ConfigError, match=r"calibration\.h200\.backward\.efficiency"):
         get_implementation(str(bad))
+
+
+def test_eager_time_where_its_kernels_are_the_modelled_ones(records: list, h200) -> None:  # type: ignore[no-untyped-def]
+    """Eager's backward time (this report's model, fitted on the `fit` points; the mask pass
+    at MASK_EFFICIENCY, fitted on their ncu kernel times) within ±20 % at every judged point
+    whose N×N matrices overflow the L2 and whose N is a multiple of 8. The others are the
+    known misses: P in L2 (matmuls read it from L2: +39 %, −31 %) and N % 8 ≠ 0 (cuBLAS's
+    fallback kernels and the non-shared-memory softmax: −34 %, −55 %)."""
+    assert F.fit_mask_efficiency(records, h200) == pytest.approx(F.MASK_EFFICIENCY, abs=0.01)
+    tm = F.EAGER_TIME  # = fit_time(records, "eager", h200) (3 s: the report checks it)
+    judged = [p for p, split in F.timed(records, "eager") if split == "judge"
+              and p["eager_s"] >= F.LAUNCH_BOUND_S and p["n"] % 8 == 0
+              and p["batch"] * p["heads"] * p["n"] * (p.get("n_kv") or p["n"]) * 2
+              > 2 * h200.l2_bytes]
+    assert len(judged) >= 12
+    for p in judged:
+        t = F.predict_time(p, "eager", h200, tm)
+        assert abs(t - p["eager_s"]) <= 0.20 * p["eager_s"], p["id"]
