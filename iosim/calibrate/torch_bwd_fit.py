@@ -303,22 +303,24 @@ def sensitivity(records: list[dict[str, Any]], hardware: Hardware) -> list[str]:
     """Kernels of ≥ 50 MB within ±10 % as SHARED_COPIES and DIRTY_SHARE move."""
     from iosim.estimates import l2_model
 
-    lines = ["| SHARED_COPIES | DIRTY_SHARE | SDPA kernels within ±10 % | eager kernels within ±10 % |",
-             "|---:|---:|---:|---:|"]
-    shipped = l2_model.SHARED_COPIES
+    lines = ["| SHARED_COPIES | ACCUMULATOR_COPIES | DIRTY_SHARE | SDPA kernels within ±10 % | "
+             "eager kernels within ±10 % |", "|---:|---:|---:|---:|---:|"]
+    shipped = l2_model.SHARED_COPIES, l2_model.ACCUMULATOR_COPIES
     try:
-        for copies, share in ((1, DIRTY_SHARE), (1.5, DIRTY_SHARE), (2, DIRTY_SHARE),
-                              (2.5, DIRTY_SHARE), (3, DIRTY_SHARE), (2, 0.5), (2, 0.9)):
-            l2_model.SHARED_COPIES = copies  # type: ignore[assignment]
+        for copies, acc, share in ((1, 1, DIRTY_SHARE), (1.5, 1, DIRTY_SHARE),
+                                   (2, 1, DIRTY_SHARE), (2.5, 1, DIRTY_SHARE),
+                                   (3, 1, DIRTY_SHARE), (2, 2, DIRTY_SHARE), (2, 1, 0.5),
+                                   (2, 1, 0.9)):
+            l2_model.SHARED_COPIES, l2_model.ACCUMULATOR_COPIES = copies, acc  # type: ignore[assignment]
             _MODELS.clear()
             rows = dram_comparison(records, hardware, share)
             cells = []
             for what in IMPLS:
                 ok, n = within([r for r in rows if r.what == what])
                 cells.append(f"{ok} / {n}")
-            lines.append(f"| {copies:g} | {share:g} | {cells[0]} | {cells[1]} |")
+            lines.append(f"| {copies:g} | {acc:g} | {share:g} | {cells[0]} | {cells[1]} |")
     finally:
-        l2_model.SHARED_COPIES = shipped
+        l2_model.SHARED_COPIES, l2_model.ACCUMULATOR_COPIES = shipped
         _MODELS.clear()
     return lines
 
