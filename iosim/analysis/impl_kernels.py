@@ -68,8 +68,8 @@ def impl_kernels(impl: Implementation, workload: Workload,
         cite = f"{impl.name}: {extras['layout_copy'].source}"
         out[first_bwd:first_bwd] = [Kernel(
             f"bwd_copy_{t}", f"{t} copied to the kernel's layout", "elementwise", (
-                Access(f"{t}_in", "read", "prologue", "q", "d", f"{cite}: read {t} as given"),
-                Access(t, "write", "prologue", "q", "d", f"{cite}: write {t} contiguous"),
+                Access(f"{t}_in", "read", "prologue", "q", "dv", f"{cite}: read {t} as given"),
+                Access(t, "write", "prologue", "q", "dv", f"{cite}: write {t} contiguous"),
             )) for t in ("dO", "O")]
     return tuple(out)
 
