@@ -22,8 +22,13 @@ The model (one for both forms below)
     program when it finishes, and all advancing one inner-loop step per time unit. Programs of
     equal length (no mask) therefore run in lockstep waves; causal programs (lengths 1 … T)
     drift apart into a staggered stream.
-  * A kernel whose inner loop rewrites the inner-axis tiles (Algorithm 1's O_i, l_i, m_i) cannot
-    split its outer loop across programs: it runs one program per (batch, head).
+  * A kernel whose inner loop rewrites the inner-axis tiles (Algorithm 1's O_i, l_i, m_i,
+    Algorithm 4's dQ_i) and runs one program per (batch, head) sweeps them serially. One whose
+    parallel programs update them with atomics (FA2's backward dQaccum, `accumulator`) shares
+    them like K_j, V_j, held once (ACCUMULATOR_COPIES) and written back once per stay.
+  * A backward kernel runs at its own occupancy (Tiling.bwd_programs_per_sm); a kernel whose
+    inner loop walks from the last block down (FA2's backward, Kernel.inner_descending) starts
+    its causal programs on the same tiles.
   * Whole-tensor kernels (standard attention's steps) stream their tensors head by head in
     order; a tensor the previous kernels touched is still in L2 where the bytes touched since
     then fit in it.
