@@ -57,6 +57,7 @@ from iosim.algorithms.loopnest import (
     element_bytes,
     kernel_blocks,
     row_width,
+    tensor_bytes,
 )
 from iosim.errors import IosimError
 from iosim.estimates.l2_model import (
@@ -69,7 +70,6 @@ from iosim.estimates.l2_model import (
     programs_per_sm_estimate,
     runs_serially,
     shared_tile,
-    tensor_bytes,
 )
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
 from iosim.inputs.hardware import Hardware
@@ -274,7 +274,7 @@ class _ClosedForm:
 
             def evicted(length: int) -> bool:
                 sweep_tiles = (length + (running - 1) * mean) / running
-                return tile * sweep_tiles + own > self.capacity
+                return bool(tile * sweep_tiles + own > self.capacity)
 
             again = sum_where(lengths, 1, len(lengths), evicted)
             passes = 1.0 + again * group / sweep
