@@ -56,6 +56,7 @@ class BwdPoint:
 
     @property
     def keys(self) -> int:
+        """Keys per head (N_kv)."""
         return self.n if self.n_kv is None else self.n_kv
 
     @property

@@ -53,6 +53,7 @@ where the dirty lines one kernel leaves to the next are most of the count) are r
 
 
 def load(paths: tuple[Path, ...] | list[Path] = RECORDS) -> list[dict[str, Any]]:
+    """The records, each with its `path`; a file that is not one: CalibrationError, one line."""
     records = []
     for path in paths:
         try:
@@ -68,6 +69,7 @@ def load(paths: tuple[Path, ...] | list[Path] = RECORDS) -> list[dict[str, Any]]
 
 
 def workload_of(p: dict[str, Any]) -> Workload:
+    """The backward workload of a recorded point."""
     return Workload(p["n"], n_kv=p.get("n_kv") or p["n"], d=p["d"], heads=p["heads"],
                     kv_heads=p["kv_heads"], batch=p["batch"], causal=p["causal"],
                     pass_="bwd", dtype=p["dtype"])
@@ -93,6 +95,8 @@ def launched(w: Workload, what: str, a: AlgorithmEstimate) -> tuple[Kernel, ...]
 
 @dataclass(frozen=True, slots=True)
 class KernelBytes:
+    """One kernel of one ncu run: iosim's DRAM estimate (dirty lines handed over) and ncu's."""
+
     point: str
     what: str
     kernel: str
@@ -104,6 +108,7 @@ class KernelBytes:
 
     @property
     def error(self) -> float:
+        """(estimate − measured) / measured."""
         return (self.estimate - self.measured) / self.measured
 
 
@@ -138,6 +143,7 @@ def items(records: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str, 
 
 def dram_comparison(records: list[dict[str, Any]], hardware: Hardware,
                     share: float = DIRTY_SHARE) -> list[KernelBytes]:
+    """Every kernel of every SDPA and eager ncu run against iosim's estimate, in launch order."""
     assert hardware.l2_bytes is not None
     rows = []
     for run, (p, what, segment) in enumerate(items(records)):
@@ -307,6 +313,7 @@ def per_backward(rows: list[KernelBytes]) -> dict[tuple[int, str], float]:
 
 
 def within(rows: list[KernelBytes], bound: float = 0.10) -> tuple[int, int]:
+    """(kernels of ≥ BIG bytes within ±bound, kernels of ≥ BIG bytes)."""
     big = [r for r in rows if r.measured >= BIG]
     return sum(abs(r.error) <= bound for r in big), len(big)
 
@@ -338,6 +345,7 @@ def sensitivity(records: list[dict[str, Any]], hardware: Hardware) -> list[str]:
 
 
 def report(records: list[dict[str, Any]], hardware: Hardware) -> str:
+    """The Markdown section of reports/backward-h200.md on SDPA's and eager's backward."""
     rows = dram_comparison(records, hardware)
     lines = ["## SDPA's flash backward and eager PyTorch's backward: record vs iosim", "",
              "Records: " + "; ".join(f"`{r.get('command', '')}` ({Path(r['path']).name}, torch "
@@ -402,6 +410,8 @@ def report(records: list[dict[str, Any]], hardware: Hardware) -> str:
 
 
 def main(argv: list[str]) -> int:
+    """`python -m iosim.calibrate.torch_bwd_fit`: the report (to stdout, or the whole page to
+    --out, never over an existing file); exit 2 with one line on a bad record."""
     from iosim.calibrate import backward_fit
     from iosim.inputs.gpus import config_dir
     from iosim.inputs.hardware_yaml import load_hardware
