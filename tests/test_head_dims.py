@@ -171,3 +171,15 @@ def test_sweep_csv_has_a_d_v_column_only_when_d_v_is_given() -> None:
     row = dict(zip(header, given[1].split(","), strict=True))
     assert row["d_v"] == "64"
     assert [v for k, v in row.items() if k != "d_v"] == plain[1].split(",")
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    # FA2 and PyTorch's flash backend need one head dim for Q, K, V (sdpa-flash.yaml's source)
+    (["--d", "128", "--d-v", "64", "--impl", "sdpa-flash"], "needs V's head dim equal"),
+    (["--d", "576", "--d-v", "512", "--latent-kv", "--n", "1", "--impl", "flex"],
+     "reads V as a tensor of its own"),
+])
+def test_implementations_refuse_what_they_do_not_run(args: list[str], needle: str) -> None:
+    out = CliRunner().invoke(cli, ["compare", "--n", "256", "--gpu", "h100", *args])
+    assert out.exit_code == 2 and needle in out.output
+    assert len(out.output.strip().splitlines()) == 1

@@ -120,6 +120,7 @@ def compare(
             raise IosimError(f"{arg('impl')} picks the algorithm ({implementation.name} runs "
                              f"{implementation.algorithm}); drop {arg('algorithms')}")
         implementation.check_shape(workload.d, workload.dtype, gqa=workload.group_size > 1,
+                                   d_v=workload.d_v, latent_kv=workload.latent_kv,
                                    backward=workload.pass_ != "fwd")
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
                                splits_given=splits is not None) if implementation is None else ()
