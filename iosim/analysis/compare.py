@@ -184,6 +184,10 @@ def compare(
 
     m = sram_bytes // workload.element_bytes
     n, n_kv, d = workload.n, workload.n_kv, workload.d
-    theorem2 = Theorem2(m, float(n * d + n * n_kv), n * n_kv * d * d / m)
+    if workload.d_v == d:
+        theorem2 = Theorem2(m, float(n * d + n * n_kv), n * n_kv * d * d / m)
+    else:  # Q, K d wide and V, O d_v wide: the mean d̄ = (d + d_v)/2 where the paper has d
+        mean = (d + workload.d_v) / 2
+        theorem2 = Theorem2(m, n * mean + n * n_kv, n * n_kv * mean * mean / m)
     return Comparison(workload, hw, requested, note, roofs, sram_bytes, sram_source, theorem2,
                       results)
