@@ -46,6 +46,7 @@ class ModelTotal:
 
     @property
     def hbm_bytes_per_token(self) -> float:
+        """HBM bytes of the step per query token (batch × N of them)."""
         return self.hbm_bytes / self.tokens
 
     @property
@@ -71,10 +72,12 @@ class ModelComparison:
 
     @property
     def has_windows(self) -> bool:
+        """Whether some compared kind attends through a sliding window."""
         return any(lc.without_window is not None for lc in self.layers)
 
     @property
     def layer_count(self) -> int:
+        """The layers compared: every layer, or one kind's under `layer`."""
         return sum(lc.group.count for lc in self.layers)
 
     def totals(self) -> tuple[ModelTotal, ...]:

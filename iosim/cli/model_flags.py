@@ -50,12 +50,14 @@ def given_fields(params: dict[str, Any], ctx: click.Context | None = None) -> di
 
 
 def refuse_stray_layer(params: dict[str, Any]) -> None:
+    """--layer without --model is a usage error."""
     if params.get("layer") is not None and params.get("model") is None:
         raise click.UsageError("--layer picks a layer kind of --model; give --model too (or "
                                "drop --layer)")
 
 
 def model_of(params: dict[str, Any]) -> Model | None:
+    """--model's preset (a name, an alias or a path), or None without --model."""
     refuse_stray_layer(params)
     spec = params.get("model")
     return None if spec is None else resolve_model(spec)

@@ -110,6 +110,7 @@ class Model:
 
     @property
     def kinds(self) -> tuple[str, ...]:
+        """The layer kinds, in the file's order."""
         return tuple(g.kind for g in self.layers)
 
     def group(self, kind: str) -> LayerGroup:

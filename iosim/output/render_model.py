@@ -48,6 +48,7 @@ def _model_header(r: ModelComparison) -> Table:
 
 
 def whole_model_title(r: ModelComparison) -> str:
+    """The sums table's title: the layers it covers and the step's query tokens."""
     w = r.layers[0].comparison.workload
     step = f"one step (batch {w.batch} × N {w.n} = {w.batch * w.n:,} query tokens)"
     if len(r.layers) < len(r.model.layers):  # --layer: one kind's layers, not the model's
@@ -84,6 +85,7 @@ def _whole_legend(r: ModelComparison) -> Text:
 
 
 def model_renderable(r: ModelComparison, *, wide: bool = False) -> RenderableType:
+    """The whole `compare --model` table output."""
     parts: list[RenderableType] = [_model_header(r), Text("")]
     if len(r.layers) == 1:
         lc = r.layers[0]
@@ -102,10 +104,12 @@ def model_renderable(r: ModelComparison, *, wide: bool = False) -> RenderableTyp
 
 
 def print_model_comparison(r: ModelComparison, console: Console, *, wide: bool = False) -> None:
+    """Print `model_renderable` to `console`."""
     console.print(model_renderable(r, wide=wide))
 
 
 def model_comparison_json(r: ModelComparison) -> str:
+    """`--format json`: schema iosim.compare-model/1, strict (no NaN)."""
     return strict_json.dumps(r.to_dict(), indent=2, ensure_ascii=False)
 
 
@@ -126,6 +130,7 @@ def model_comparison_csv(r: ModelComparison) -> str:
 
 
 def model_comparison_markdown(r: ModelComparison) -> str:
+    """`--format markdown`: each kind's comparison, then the sums table."""
     m = r.model
     parts = [f"**{m.display_name}** ({m.name}) · {describe_layers(m)}", ""]
     for lc in r.layers:

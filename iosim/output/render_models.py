@@ -26,6 +26,7 @@ def _d_text(m: Model) -> str:
 
 
 def models_table(models: Sequence[Model]) -> Table:
+    """`iosim models`: one row per preset."""
     table = compact_table("Model presets (configs/models; `iosim models show NAME` for sources)", (
         ("name", "left"), ("heads", "right"), ("kv", "right"), ("d (/d_v)", "right"),
         ("layers", "right"), ("sliding window", "left"), ("MLA latent", "left")))
@@ -37,6 +38,7 @@ def models_table(models: Sequence[Model]) -> Table:
 
 
 def model_detail(m: Model) -> RenderableType:
+    """`iosim models show`: every figure with its source, then the sources."""
     head = Text("\n".join((
         f"{m.display_name}  ({m.name})",
         f"aliases: {', '.join(m.aliases) or '—'}",
@@ -63,6 +65,7 @@ def model_detail(m: Model) -> RenderableType:
 
 
 def model_dict(m: Model) -> dict[str, Any]:
+    """`iosim models --format json`: one preset as plain data."""
     return {
         "name": m.name, "display_name": m.display_name, "aliases": list(m.aliases),
         "file": shown_path(m), "heads": m.heads, "kv_heads": m.kv_heads, "d": m.d, "d_v": m.d_v,
