@@ -5,7 +5,8 @@ shortest round-trip `repr` of the floats. Here every column becomes a byte matri
 table row, the text padded with NUL bytes) in a few NumPy operations, the columns and separators
 are laid side by side, and the padding is dropped in one pass:
 
-- integers: their decimal digits by NumPy division (the text of `%d`, exact at any int64);
+- integers: their decimal digits, four at a time from a table (the text of `%d`, exact at any
+  int64 or uint64);
 - floats: `repr` once per *distinct bit pattern* in the chunk (a sweep repeats its times and
   ratios a lot; -0.0 and 0.0 stay apart), then looked up: every float is still Python's own
   shortest round-trip text, byte for byte;
@@ -52,6 +53,12 @@ def _table(texts: Sequence[str], index: np.ndarray) -> Cells:
     return Cells(table[index], nul)
 
 
+_QUADS = np.array([list(f"{i:04d}".encode()) for i in range(10_000)], dtype=np.uint8)
+"""The four digits of 0 .. 9999: a number's digits are looked up four at a time."""
+
+_POWERS = np.array([10 ** i for i in range(20)], dtype=np.uint64)
+
+
 def integers(values: np.ndarray, *, zero: str | None = None) -> Cells:
     """Each whole number in decimal (as `%d`); with `zero`, 0 is written as that text."""
     values = np.asarray(values)
@@ -60,18 +67,17 @@ def integers(values: np.ndarray, *, zero: str | None = None) -> Cells:
     # magnitudes as uint64: exact for every int64, the most negative included
     rest = values.astype(np.uint64) if unsigned else np.where(
         negative, (-(values + 1)).astype(np.uint64) + np.uint64(1), values.astype(np.uint64))
-    top = int(rest.max()) if len(rest) else 0
-    digits = len(str(top))
-    width = max(digits + int(negative.any()), len(zero or ""), 1)
+    length = np.maximum(np.searchsorted(_POWERS, rest, side="right"), 1)  # digits of each
+    digits = int(length.max()) if len(rest) else 1
+    groups = -(-digits // 4)
+    width = max(4 * groups + int(negative.any()), len(zero or ""))
     matrix = np.zeros((len(values), width), dtype=np.uint8)
-    length = np.ones(len(values), dtype=np.intp)  # digits of each number
-    ten = np.uint64(10)
-    for place in range(digits):  # right-aligned: the units digit in the last byte
-        present = rest > 0 if place else np.ones(len(rest), dtype=bool)
-        matrix[:, width - 1 - place] = np.where(present, (rest % ten).astype(np.uint8) + 48, 0)
-        if place:
-            length += present
-        rest = rest // ten
+    quad = np.uint64(10_000)
+    for group in range(groups):  # right-aligned: the last four digits in the last four bytes
+        end = width - 4 * group
+        matrix[:, end - 4:end] = _QUADS[(rest % quad).astype(np.intp)]
+        rest = rest // quad
+    matrix[np.arange(width)[None, :] < (width - length)[:, None]] = 0  # leading zeros
     if negative.any():
         matrix[negative, width - 1 - length[negative]] = ord("-")
     if zero is not None:
