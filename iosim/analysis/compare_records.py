@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from iosim._version import __version__
-from iosim.estimates.l2 import DramEstimate
+from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.roofline import KernelEstimate
 
 if TYPE_CHECKING:
@@ -41,7 +41,8 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
             "batch": w.batch, "heads": w.heads, "kv_heads": w.kv_heads, "n": w.n,
             "n_kv": w.n_kv, "d": w.d, "dtype": w.dtype, "element_bytes": w.element_bytes,
             "causal": w.causal, "pass": w.pass_, "unfused": list(w.unfused),
-            "sparsity": w.sparsity,
+            "sparsity": w.sparsity, "d_v": w.d_v, "latent_kv": w.latent_kv,
+            "output_dtype": w.output_dtype, "fp8_scales": w.fp8_scales,
         },
         "sram": {"bytes": c.sram_bytes, "elements": c.sram_bytes // w.element_bytes,
                  "source": c.sram_source},

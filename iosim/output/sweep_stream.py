@@ -59,17 +59,27 @@ def _csv_text(value: Any) -> str:
 
 PER_POINT = ("gpu", "dtype", "pass", "causal", "batch", "heads", "kv_heads", "d", "n", "n_kv",
              "sparsity", "sram_bytes")
-"""The leading columns, equal on the rows of one point's algorithms: formatted once per point."""
+"""The leading columns, equal on the rows of one point's algorithms: formatted once per point
+(with d_v after d when the sweep gives d_v: per_point_columns)."""
+
+
+def per_point_columns(result: SweepResult) -> tuple[str, ...]:
+    """PER_POINT, with the d_v column where the sweep has one (SweepResult.columns)."""
+    if result.spec.d_v == (None,):
+        return PER_POINT
+    at = PER_POINT.index("d") + 1
+    return (*PER_POINT[:at], "d_v", *PER_POINT[at:])
 
 
 def _chunk_text(result: SweepResult, columns: dict[str, np.ndarray], separators: list[str], *,
                 empty: str, text: Callable[[Any], str], boolean: tuple[str, str]) -> bytes:
-    """The chunk's rows, UTF-8: the PER_POINT columns formatted once per point and repeated on
+    """The chunk's rows, UTF-8: the per-point columns formatted once per point and repeated on
     each of its algorithms' rows; `separators` as in `text_columns.join_rows`."""
     k = len(result.algorithms)
-    assert list(columns)[:len(PER_POINT)] == list(PER_POINT)
-    per_point = {name: columns[name][::k] for name in PER_POINT}
-    per_row = {name: values for name, values in columns.items() if name not in PER_POINT}
+    lead = per_point_columns(result)
+    assert list(columns)[:len(lead)] == list(lead)
+    per_point = {name: columns[name][::k] for name in lead}
+    per_row = {name: values for name, values in columns.items() if name not in lead}
     options: dict[str, Any] = {"empty": empty, "text": text, "boolean": boolean}
     cells = [text_columns.repeat(c, k) for c in _text_columns(per_point, **options)]
     cells += _text_columns(per_row, **options)
