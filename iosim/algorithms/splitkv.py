@@ -124,7 +124,10 @@ class SplitKV(Algorithm):
             Access("V", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load V_j (of this split)"),
             *outputs,
         ), FORWARD_FLOPS, loop="q", split=True, grid="blocks",
-            pack_heads=packs_heads(workload.n, workload.heads, workload.kv_heads))
+            # flash_api.cpp packs only without a window (window_size_left < 0 &&
+            # window_size_right < 0); iosim packs no packed-sequence batch either
+            pack_heads=packs_heads(workload.n, workload.heads, workload.kv_heads)
+            and not workload.masked)
         if splits == 1:
             return (split,)
         combine = Kernel("splitkv_combine", "combine splits", "elementwise", (
