@@ -27,7 +27,7 @@ def test_fields_are_kept_and_described() -> None:
     (dict(window=-4), "window", "at least 1"),
     (dict(window=2.5), "window", "whole number"),
     (dict(window=True), "window", "whole number"),
-    (dict(window=1025), "window", "leave window unset"),
+    (dict(window=1025), "window", "leave window out"),
     (dict(seqlens=[]), "seqlens", "empty"),
     (dict(seqlens=[512, 511]), "seqlens", "add up to 1,023 tokens, not n=1024"),
     (dict(seqlens=[512, 512.0]), "seqlens", "entry 2 must be a whole number"),

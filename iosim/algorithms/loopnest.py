@@ -49,7 +49,7 @@ import numpy as np
 
 from iosim.algorithms.blockmask import sparse_block_sums, split_work_rows
 from iosim.algorithms.blocks import BlockSums, block_sums, cdiv
-from iosim.algorithms.masks import grid_blocks, mask_sums
+from iosim.algorithms.masks import grid_blocks, longest_program, mask_sums
 from iosim.algorithms.masks import split_work_rows as mask_split_rows
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Op, Term, Traffic
@@ -367,3 +367,13 @@ def masked_split_rows(dims: Dims) -> Any:
     rows = [mask_split_rows(n_q, n_kv, bq, bkv, bool(causal), window or None, dims.seqlens,
                             splits) for n_q, n_kv, bq, bkv, causal, window, splits in points]
     return rows[0] if not shape else np.asarray(rows, dtype=np.int64).reshape(shape)
+
+
+def masked_longest(kernel: Kernel, dims: Dims) -> Any:
+    """Inner-block steps of the kernel's longest program under the mask, at every point."""
+    kd = kernel_dims(kernel, dims)
+    shape, points = _points(kd)
+    longest = [longest_program(n_q, n_kv, bq, bkv, bool(causal), window or None, kd.seqlens,
+                               kernel.loop == "q")
+               for n_q, n_kv, bq, bkv, causal, window, _ in points]
+    return longest[0] if not shape else np.asarray(longest, dtype=np.int64).reshape(shape)

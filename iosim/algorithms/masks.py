@@ -181,7 +181,11 @@ def grid_blocks(n_q: int, n_kv: int, block: int, along_q: bool,
 
 
 def longest_program(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,
-                    window: int | None, seqlens: tuple[int, ...] | None) -> int:
-    """Key-block steps of the longest query-outer program (occupancy's tail)."""
+                    window: int | None, seqlens: tuple[int, ...] | None, along_q: bool) -> int:
+    """Inner-block steps of the longest program of a query-outer (along_q) or key-outer kernel
+    (occupancy's tail)."""
     rb = row_blocks(n_q, n_kv, block_q, block_kv, causal, window, seqlens)
-    return int((rb.hi - rb.lo).max())
+    if along_q:
+        return int((rb.hi - rb.lo).max())
+    kb = kv_blocks(rb, block_kv)
+    return int((kb.last - kb.first).max())

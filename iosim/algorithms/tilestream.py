@@ -29,7 +29,7 @@ import numpy as np
 from iosim.algorithms.blockmask import kept_between
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, element_bytes, row_width
-from iosim.algorithms.tilewalk import TileAccess, walk_problem
+from iosim.algorithms.tilewalk import TileAccess, walk, walk_problem
 from iosim.algorithms.traffic import Op
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -215,6 +215,8 @@ def _loop(kernel: Kernel, grid: _Grid,
 
 def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None) -> TileStream:
     """`walk(kernels, workload, tiling)` as one `TileStream` (same accesses, same order)."""
+    if workload.masked:  # a window or packed sequences: the walk's records, as columns
+        return stream_of(list(walk(kernels, workload, tiling)), kernels)
     group, batch = workload.group_size, workload.batch
     splits = tiling.splits if tiling else 1
     sparsity = workload.sparsity_fraction
@@ -303,4 +305,30 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         row_start=cat("row_start", np.int64), row_stop=cat("row_stop", np.int64),
         cols=cat("cols", np.int64), element_bytes=cat("element_bytes", np.int64),
         init=cat("init", np.bool_), split=cat("split", np.int64),
+    )
+
+
+def stream_of(accesses: Sequence[TileAccess], kernels: Sequence[Kernel]) -> TileStream:
+    """A list of `TileAccess` records as one `TileStream` (a masked workload's walk)."""
+    kernel_names = tuple(k.name for k in kernels)
+    tensor_names = tuple(dict.fromkeys(a.tensor for k in kernels for a in k.accesses))
+    kernel_id = {k: i for i, k in enumerate(kernel_names)}
+    tensor_id = {t: i for i, t in enumerate(tensor_names)}
+
+    def column(values: list[Any], dtype: Any) -> np.ndarray[Any, Any]:
+        return np.asarray(values, dtype=dtype)
+
+    return TileStream(
+        kernel_names, tensor_names,
+        kernel=column([kernel_id[a.kernel] for a in accesses], np.int64),
+        tensor=column([tensor_id[a.tensor] for a in accesses], np.int64),
+        write=column([a.op == "write" for a in accesses], np.bool_),
+        batch=column([a.batch for a in accesses], np.int64),
+        head=column([a.head for a in accesses], np.int64),
+        row_start=column([a.row_start for a in accesses], np.int64),
+        row_stop=column([a.row_stop for a in accesses], np.int64),
+        cols=column([a.cols for a in accesses], np.int64),
+        element_bytes=column([a.element_bytes for a in accesses], np.int64),
+        init=column([a.init for a in accesses], np.bool_),
+        split=column([a.split for a in accesses], np.int64),
     )

@@ -44,7 +44,7 @@ from iosim.execute.run import passes_of
 from iosim.inputs.ints import check_count
 from iosim.inputs.limits import check_int
 from iosim.inputs.tiling import Tiling
-from iosim.inputs.workload import Workload
+from iosim.inputs.workload import Workload, mask_fields
 
 SCHEMA = "iosim.verify/1"
 
@@ -185,7 +185,8 @@ class Verification:
             "ok": self.ok,
             "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.kv_heads, "n": w.n,
                          "n_kv": w.n_kv, "d": w.d, "causal": w.causal, "pass": w.pass_,
-                         "unfused": list(w.unfused), "sparsity": w.sparsity},
+                         "unfused": list(w.unfused), "sparsity": w.sparsity,
+                         **mask_fields(w)},
             "dtype": self.dtype,
             "seed": self.seed,
             "dropout_p": self.dropout_p if "dropout" in w.unfused else 0.0,

@@ -111,14 +111,14 @@ class Workload:
                 raise WorkloadError(
                     f"{arg('window', self.window)} is longer than the {arg('n_kv', self.n_kv)} "
                     f"keys; a window that covers every key is no window: leave {arg('window')} "
-                    f"unset (None) or use at most {arg('window', self.n_kv)}", param="window")
+                    f"out, or use at most {arg('window', self.n_kv)}", param="window")
         if self.seqlens is not None:
             lengths = limits.check_seqlens(self.seqlens, error=WorkloadError)
             object.__setattr__(self, "seqlens", lengths)
             total = sum(lengths)
             if total != self.n:
                 raise WorkloadError(f"{arg('seqlens')} add up to {total:,} tokens, not "
-                                    f"{arg('n', self.n)}; give lengths that sum to n, or "
+                                    f"{arg('n', self.n)}; give lengths that sum to {arg('n')}, or "
                                     f"{arg('n', total)}", param="seqlens")
             if self.n_kv != self.n:
                 raise WorkloadError(f"{arg('seqlens')} pack queries and keys alike (sum = n = "
@@ -173,6 +173,17 @@ class Workload:
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def mask_fields(workload: Workload) -> dict[str, object]:
+    """The JSON keys of a workload's mask: "window" and "seqlens", each only when set (so that
+    every output without a mask stays byte-for-byte what it was)."""
+    fields: dict[str, object] = {}
+    if workload.window is not None:
+        fields["window"] = workload.window
+    if workload.seqlens is not None:
+        fields["seqlens"] = list(workload.seqlens)
+    return fields
 
 
 _PASS_NAMES = {"fwd": "forward", "bwd": "backward", "fwdbwd": "forward+backward"}
