@@ -167,17 +167,20 @@ def kv_blocks(rb: RowBlocks, block_kv: int) -> KvBlocks:
     return KvBlocks(seq, start, stop, first, last)
 
 
-def grid_blocks(n_q: int, n_kv: int, block: int, along_q: bool,
-                seqlens: tuple[int, ...] | None) -> tuple[int, int]:
+def grid_blocks(n_q: Any, n_kv: Any, block: Any, along_q: bool,
+                seqlens: tuple[int, ...] | None) -> tuple[Any, Any]:
     """(programs launched, programs with a block) along one axis of one (batch, head): without
     packing both are ⌈length/B⌉; packed, FA2 varlen launches ⌈max_seqlen/B⌉ per sequence and
-    the programs past a sequence's end exit at once."""
+    the programs past a sequence's end exit at once. Ints, or a sweep's arrays of B."""
     if seqlens is None:
-        length = n_q if along_q else n_kv
-        return int(cdiv(length, block)), int(cdiv(length, block))
+        blocks = cdiv(n_q if along_q else n_kv, block)
+        return blocks, blocks
     lengths = np.asarray(seqlens, dtype=np.int64)
-    real = int((-(-lengths // block)).sum())
-    return len(seqlens) * int(cdiv(int(lengths.max()), block)), real
+    launched = len(seqlens) * cdiv(int(lengths.max()), block)
+    if isinstance(block, np.ndarray):
+        real = np.vectorize(lambda b: int((-(-lengths // b)).sum()), otypes=[np.int64])(block)
+        return launched, real
+    return launched, int((-(-lengths // block)).sum())
 
 
 def longest_program(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,

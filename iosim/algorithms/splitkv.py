@@ -92,7 +92,7 @@ class SplitKV(Algorithm):
              "outputs combined; GQA heads packed when N = 1")
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits"})  # packing, combine
+    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "window"})  # packing, combine
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
         """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""

@@ -68,6 +68,10 @@ class Grid:
     """What the tiling rules read, over the whole grid (not cut by `take` or `subset`)."""
     sm_count: Any = None
     """The GPU's SMs along the gpu axis (0: unknown), for the grids' utilisation."""
+    window: Any = None
+    """Sliding windows along the window axis (0: none), or None when no point has one."""
+    seqlens: tuple[int, ...] | None = None
+    """The packed sequences of every point (SweepSpec.seqlens)."""
 
     def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> Grid:
         def apply(value: Any) -> Any:
@@ -143,7 +147,8 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                 sparsity_num=num,
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
                 efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling,
-                sm_count=sms)
+                sm_count=sms, window=None if spec.window == (None,) else ints("window"),
+                seqlens=spec.seqlens)
     return grid, list(dict.fromkeys(notes))
 
 

@@ -142,6 +142,8 @@ class SweepResult:
                      "n_kv", "sparsity"):
             cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis, cut))
         cols["sram_bytes"] = per_point(self.sram_bytes[cut])
+        if self.spec.window != (None,):  # only with a window, so other sweeps keep their columns
+            cols["window"] = per_point(self.axis_values("window", cut))
         points = len(self.sram_bytes[cut])
         cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), points)
         for name in ("block_q", "block_kv", "fits_sram", "fits_in_hbm", "bwd_block_q",
@@ -178,6 +180,9 @@ class SweepResult:
             elif axis == "splits":
                 if value is not None:
                     out.append(f"splits {value}")
+            elif axis == "window":
+                if value is not None:
+                    out.append(f"window {value:,}")
             elif axis == "sram_elements":
                 if value is not None:
                     out.append(f"M {value:,} elements")
@@ -200,7 +205,9 @@ class SweepResult:
             "schema": SCHEMA,
             "iosim_version": __version__,
             "points": self.points,
-            "axes": {("pass" if a == "pass_" else a): list(spec.values(a)) for a in AXES},
+            "axes": {("pass" if a == "pass_" else a): list(spec.values(a)) for a in AXES
+                     if a != "window" or spec.window != (None,)},
+            **({"seqlens": list(spec.seqlens)} if spec.seqlens is not None else {}),
             "gpus": [h.name for h in self.hardware],
             "unfused": list(spec.unfused),
             "algorithms": [a.name for a in self.algorithms],
@@ -210,7 +217,7 @@ class SweepResult:
 
 
 _LABELS = {"n": "N", "n_kv": "N_kv", "kv_heads": "kv heads", "block_q": "B_r", "block_kv": "B_c",
-           "sparsity": "s", "splits": "splits"}
+           "sparsity": "s", "splits": "splits", "window": "window"}
 
 
 class _Index(Mapping[str, np.ndarray]):

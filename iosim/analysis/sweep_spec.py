@@ -33,14 +33,16 @@ SCHEMA = "iosim.sweep/1"
 
 AXES: tuple[str, ...] = ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
                          "n_kv", "sparsity", "sram_bytes", "sram_elements", "block_q", "block_kv",
-                         "splits")
+                         "splits", "window")
 """Grid axes, slowest-varying first: points are enumerated in this (C) order."""
 
 WORKLOAD_AXES = ("dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n", "n_kv",
-                 "sparsity")
-DEFAULTABLE = ("kv_heads", "n_kv", "sram_bytes", "sram_elements", "block_q", "block_kv", "splits")
+                 "sparsity", "window")
+DEFAULTABLE = ("kv_heads", "n_kv", "sram_bytes", "sram_elements", "block_q", "block_kv", "splits",
+               "window")
 """Axes whose value None means "the default": kv_heads = heads, n_kv = n, the GPU's SRAM,
-Alg. 1 line 1's block sizes, FlashAttention-2's split heuristic. In the int64 grids None is 0."""
+Alg. 1 line 1's block sizes, FlashAttention-2's split heuristic, no window. In the int64 grids
+None is 0."""
 
 MAX_POINTS = 5_000_000
 """A larger grid is refused: its result arrays alone would take several GB."""
@@ -76,8 +78,12 @@ class SweepSpec:
     """Block-sparse fraction s of non-zero blocks (Prop. 4); 1 = dense."""
     splits: tuple[int | None, ...] = (None,)
     """splitkv's KV splits (None: flash_api.cpp's heuristic); other algorithms ignore it."""
+    window: tuple[int | None, ...] = (None,)
+    """Sliding windows W (None: no window); algorithms/masks.py."""
     unfused: tuple[str, ...] = ()
     """Not an axis: the same unfused standard pipeline at every point."""
+    seqlens: tuple[int, ...] | None = None
+    """Not an axis: the same packed sequences at every point (so N takes one value)."""
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     profile: Profile = "spec"
 
@@ -143,6 +149,9 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
     for v in spec.n_kv:
         if v is not None:
             spec_workload(spec, n_kv=v)
+    for n, n_kv, window in itertools.product(spec.n, spec.n_kv, spec.window):
+        if window is not None:  # a window longer than the keys is refused, as compare does
+            spec_workload(spec, n=n, n_kv=n_kv, window=window)
     for h, kv in itertools.product(spec.heads, spec.kv_heads):
         spec_workload(spec, heads=h, kv_heads=kv)
     algorithms = choose_algorithms(spec.algorithms, splits_given=spec.splits != (None,))
@@ -189,4 +198,5 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
     if "heads" in values and "kv_heads" not in values and spec.kv_heads == (None,):
         first["kv_heads"] = None
     pass_ = first.pop("pass_")
-    return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, **first)
+    return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, seqlens=spec.seqlens,
+                    **first)

@@ -243,6 +243,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
               "unfused": w.unfused, "profile": request.profile,
               "n_kv": (None if w.n_kv == w.n else w.n_kv,),
               "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
+              "window": (w.window,), "seqlens": w.seqlens,
               "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
               "algorithms": tuple(a.name for a in comparison.algorithms),
               "sram_bytes": (comparison.sram_bytes if sram_given else None,)}
