@@ -187,13 +187,21 @@ class Dims:
     """Packed sequence lengths (None: one sequence); masks.py."""
 
     @property
+    def packed(self) -> bool:
+        """Packed sequences (a tuple of lengths)."""
+        return isinstance(self.seqlens, tuple)
+
+    @property
     def masked(self) -> bool:
         """A window or packed sequences at some point: block sums from masks.py."""
-        if self.seqlens is not None:
+        if self.packed:
             return True
-        if isinstance(self.window, np.ndarray):
-            return bool((self.window > 0).any())
-        return self.window is not None and self.window > 0
+        window = self.window
+        if isinstance(window, np.ndarray):
+            if window.dtype == object:  # Dims built field by field from ones without a window
+                return any(v is not None and v > 0 for v in window.ravel().tolist())
+            return bool((window > 0).any())
+        return window is not None and window > 0
 
     @classmethod
     def of(cls, workload: Workload, tiling: Tiling | None) -> Dims:
@@ -314,7 +322,7 @@ def kernel_programs(kernel: Kernel, dims: Dims) -> Any:
     instances = kd.batch * kd.heads
     if kernel.grid == "heads":
         return instances
-    if kd.seqlens is not None:  # FA2 varlen: ⌈max_seqlen/B⌉ programs per sequence (masks.py)
+    if kd.packed:  # FA2 varlen: ⌈max_seqlen/B⌉ programs per sequence (masks.py)
         block = kd.block_q if kernel.loop == "q" else kd.block_kv
         outer = grid_blocks(kd.n_q, kd.n_kv, block, kernel.loop == "q", kd.seqlens)[0]
         return instances * outer * (kd.splits if kernel.split else 1)
@@ -350,10 +358,14 @@ def _points(dims: Dims) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
     return shape, list(zip(*(v.ravel().tolist() for v in values), strict=True))
 
 
+def _lengths(dims: Dims) -> tuple[int, ...] | None:
+    return dims.seqlens if dims.packed else None
+
+
 def masked_sums(dims: Dims) -> BlockSums:
     """masks.mask_sums at every point of `dims` (ints, or a sweep's arrays point by point)."""
     shape, points = _points(dims)
-    sums = [mask_sums(n_q, n_kv, bq, bkv, bool(causal), window or None, dims.seqlens)
+    sums = [mask_sums(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(dims))
             for n_q, n_kv, bq, bkv, causal, window, _ in points]
     if not shape:
         return sums[0]
@@ -364,7 +376,7 @@ def masked_sums(dims: Dims) -> BlockSums:
 def masked_split_rows(dims: Dims) -> Any:
     """masks.split_work_rows at every point of `dims`."""
     shape, points = _points(dims)
-    rows = [mask_split_rows(n_q, n_kv, bq, bkv, bool(causal), window or None, dims.seqlens,
+    rows = [mask_split_rows(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(dims),
                             splits) for n_q, n_kv, bq, bkv, causal, window, splits in points]
     return rows[0] if not shape else np.asarray(rows, dtype=np.int64).reshape(shape)
 
@@ -373,7 +385,7 @@ def masked_longest(kernel: Kernel, dims: Dims) -> Any:
     """Inner-block steps of the kernel's longest program under the mask, at every point."""
     kd = kernel_dims(kernel, dims)
     shape, points = _points(kd)
-    longest = [longest_program(n_q, n_kv, bq, bkv, bool(causal), window or None, kd.seqlens,
+    longest = [longest_program(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(kd),
                                kernel.loop == "q")
                for n_q, n_kv, bq, bkv, causal, window, _ in points]
     return longest[0] if not shape else np.asarray(longest, dtype=np.int64).reshape(shape)

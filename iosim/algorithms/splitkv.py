@@ -168,8 +168,8 @@ class SplitKV(Algorithm):
         """(heads, query blocks, key blocks) of one split kernel's problem (packed for GQA
         decoding): what the split rule reads."""
         p = inputs
-        rows, heads = packed_problem(p.n, p.heads, p.kv_heads,
-                                     packs_heads(p.n, p.heads, p.kv_heads))
+        packed = both(packs_heads(p.n, p.heads, p.kv_heads), np.logical_not(p.masked))
+        rows, heads = packed_problem(p.n, p.heads, p.kv_heads, packed)
         return heads, cdiv(rows, tiles.block_q), cdiv(p.n_kv, tiles.block_kv)
 
     def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:

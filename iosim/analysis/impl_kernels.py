@@ -100,7 +100,8 @@ def impl_algorithm(impl: Implementation, workload: Workload, hardware: Hardware,
     if not code.found:
         return base, None
     rows, heads = packed_problem(workload.n, workload.heads, workload.kv_heads,
-                                 packs_heads(workload.n, workload.heads, workload.kv_heads))
+                                 packs_heads(workload.n, workload.heads, workload.kv_heads)
+                                 and not workload.masked)
     chosen = num_splits_heuristic(workload.batch * heads * cdiv(rows, 64),
                                   2 * hardware.sm_count, cdiv(workload.n_kv, code.block_kv),
                                   MAX_SPLITS)
