@@ -130,7 +130,7 @@ def mask_lines(workload: Workload, masks: tuple[KernelMask, ...]) -> list[str]:
                      f"sequence's first token")
     for m in masks:
         text = (f"{m.algorithm} {m.label}: {m.pairs:,} of {m.unmasked_pairs:,} block pairs per "
-                f"head ({m.density:.1%})")
+                f"head ({100 * m.density:.3g}%)")
         if w.seqlens is not None:
             shown = ", ".join(str(p) for p in m.programs_per_sequence[:SHOWN_SEQUENCES])
             more = ", …" if len(m.programs_per_sequence) > SHOWN_SEQUENCES else ""
