@@ -61,18 +61,21 @@ CASES = [
 ]
 
 
+@pytest.mark.parametrize("packing", ["varlen", "document"])
 @pytest.mark.parametrize("case", CASES)
-def test_block_sums_equal_a_dense_enumeration(case: tuple) -> None:
+def test_block_sums_equal_a_dense_enumeration(case: tuple, packing: str) -> None:
     n_q, n_kv, bq, bkv, causal, window, seqlens = case
     keep = _dense_mask(n_q, n_kv, causal, window, seqlens)
     pairs = q_rows = kv_rows = scores = 0
-    for (q0, q1), (k0, k1) in itertools.product(_cut(n_q, bq, seqlens), _cut(n_kv, bkv, seqlens)):
+    # varlen cuts blocks per sequence; FlexAttention's document mask cuts the packed whole
+    cut = seqlens if packing == "varlen" else None
+    for (q0, q1), (k0, k1) in itertools.product(_cut(n_q, bq, cut), _cut(n_kv, bkv, cut)):
         if keep[q0:q1, k0:k1].any():  # partly inside: visited in full
             pairs += 1
             q_rows += q1 - q0
             kv_rows += k1 - k0
             scores += (q1 - q0) * (k1 - k0)
-    sums = mask_sums(n_q, n_kv, bq, bkv, causal, window, seqlens)
+    sums = mask_sums(n_q, n_kv, bq, bkv, causal, window, seqlens, packing)
     assert (sums.pairs, sums.pair_q_rows, sums.pair_kv_rows, sums.scores) == (
         pairs, q_rows, kv_rows, scores)
 
@@ -118,6 +121,8 @@ VERIFY = [
     dict(n=90, n_kv=40, causal=False, window=12),
     dict(n=75, causal=True, seqlens=(30, 1, 44), heads=2, kv_heads=1),
     dict(n=75, causal=False, window=9, seqlens=(30, 1, 44)),
+    dict(n=75, causal=True, window=5, seqlens=(20, 20, 35), packing="document"),
+    dict(n=75, causal=False, seqlens=(30, 1, 44), packing="document", heads=2, kv_heads=1),
 ]
 
 
@@ -134,7 +139,8 @@ def test_verify_every_tiled_algorithm(fields: dict, pass_: str) -> None:
                     splits=2 if "splitkv" in algorithms else None)
     assert result.ok, [(a.name, a.ok) for a in result.algorithms]
     # the mask skipped tiles: fewer K reads than the same kernel without it
-    plain = verify(w.with_(window=None, seqlens=None), algorithms=["flash2"], block_q=16,
+    plain = verify(w.with_(window=None, seqlens=None, packing="varlen"), algorithms=["flash2"],
+                   block_q=16,
                    block_kv=8)
     masked_k = next(t.closed_form for a in result.algorithms if a.name == "flash2"
                     for t in a.terms if t.tensor == "K")
@@ -175,3 +181,28 @@ def test_a_window_sweep_is_one_axis() -> None:
     hbm = s.algorithm("flash2").hbm_bytes.tolist()
     assert hbm[0] == hbm[2] > hbm[1]  # W = N causal is every key: the unmasked count
     assert s.columns()["window"].tolist() == [0, 512, 4096]
+
+
+@pytest.mark.parametrize(("flags", "words"), [
+    (["--window", "0"], "must be at least 1"),
+    (["--window", "-3"], "must be at least 1"),
+    (["--window", "5000"], "leave --window out, or use at most --window 4096"),
+    (["--seqlens", "1000,3000"], "--seqlens add up to 4,000 tokens, not --n 4096"),
+    (["--seqlens", "1000,x,96"], "--seqlens entry 2 must be a whole number"),
+    (["--seqlens", "1000,2.5"], "--seqlens entry 2 must be a whole number"),
+    (["--seqlens", ""], "--seqlens is empty"),
+    (["--seqlens", ",".join(["1"] * 65537)], "beyond the 65,536"),
+    (["--packing", "document"], "give --seqlens too"),
+])
+@pytest.mark.parametrize("command", ["compare", "verify", "sweep"])
+def test_bad_masks_are_one_line_exit_2(flags: list[str], words: str, command: str) -> None:
+    from click.testing import CliRunner
+
+    from iosim.cli import cli
+
+    args = [command, "--n", "4096", *flags] + ([] if command == "verify" else ["--gpu", "a100"])
+    result = CliRunner().invoke(cli, args)
+    assert result.exit_code == 2, (args, result.output)
+    lines = [line for line in result.output.splitlines() if line.strip()]
+    assert len(lines) == 1 and lines[0].startswith("Error:"), result.output
+    assert words in " ".join(lines[0].split()), lines[0]

@@ -185,11 +185,18 @@ class Dims:
     """Sliding window W (None, or 0 in a sweep's array: none); masks.py."""
     seqlens: tuple[int, ...] | None = None
     """Packed sequence lengths (None: one sequence); masks.py."""
+    packing: str = "varlen"
+    """Workload.packing: varlen blocks per sequence, or one document-masked sequence."""
 
     @property
     def packed(self) -> bool:
         """Packed sequences (a tuple of lengths)."""
         return isinstance(self.seqlens, tuple)
+
+    @property
+    def varlen(self) -> bool:
+        """Packed sequences run as FA2 varlen: a grid of ⌈max_seqlen/B⌉ blocks per sequence."""
+        return self.packed and self.packing == "varlen"
 
     @property
     def masked(self) -> bool:
@@ -213,7 +220,7 @@ class Dims:
                    tiling.block_kv if tiling else workload.n_kv, workload.causal,
                    tiling.splits if tiling else 1, num, den,
                    tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None,
-                   workload.window, workload.seqlens)
+                   workload.window, workload.seqlens, workload.packing)
 
 
 def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
@@ -322,9 +329,10 @@ def kernel_programs(kernel: Kernel, dims: Dims) -> Any:
     instances = kd.batch * kd.heads
     if kernel.grid == "heads":
         return instances
-    if kd.packed:  # FA2 varlen: ⌈max_seqlen/B⌉ programs per sequence (masks.py)
+    if kd.varlen:  # FA2 varlen: ⌈max_seqlen/B⌉ programs per sequence (masks.py)
         block = kd.block_q if kernel.loop == "q" else kd.block_kv
-        outer = grid_blocks(kd.n_q, kd.n_kv, block, kernel.loop == "q", kd.seqlens)[0]
+        outer = grid_blocks(kd.n_q, kd.n_kv, block, kernel.loop == "q", kd.seqlens,
+                            kd.packing)[0]
         return instances * outer * (kd.splits if kernel.split else 1)
     outer = cdiv(kd.n_q, kd.block_q) if kernel.loop == "q" else cdiv(kd.n_kv, kd.block_kv)
     return instances * outer * (kd.splits if kernel.split else 1)
@@ -365,7 +373,8 @@ def _lengths(dims: Dims) -> tuple[int, ...] | None:
 def masked_sums(dims: Dims) -> BlockSums:
     """masks.mask_sums at every point of `dims` (ints, or a sweep's arrays point by point)."""
     shape, points = _points(dims)
-    sums = [mask_sums(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(dims))
+    sums = [mask_sums(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(dims),
+                      dims.packing)
             for n_q, n_kv, bq, bkv, causal, window, _ in points]
     if not shape:
         return sums[0]
@@ -377,7 +386,7 @@ def masked_split_rows(dims: Dims) -> Any:
     """masks.split_work_rows at every point of `dims`."""
     shape, points = _points(dims)
     rows = [mask_split_rows(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(dims),
-                            splits) for n_q, n_kv, bq, bkv, causal, window, splits in points]
+                            splits, dims.packing) for n_q, n_kv, bq, bkv, causal, window, splits in points]
     return rows[0] if not shape else np.asarray(rows, dtype=np.int64).reshape(shape)
 
 
@@ -386,6 +395,6 @@ def masked_longest(kernel: Kernel, dims: Dims) -> Any:
     kd = kernel_dims(kernel, dims)
     shape, points = _points(kd)
     longest = [longest_program(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(kd),
-                               kernel.loop == "q")
+                               kernel.loop == "q", kd.packing)
                for n_q, n_kv, bq, bkv, causal, window, _ in points]
     return longest[0] if not shape else np.asarray(longest, dtype=np.int64).reshape(shape)

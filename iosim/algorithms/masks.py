@@ -24,6 +24,12 @@ two sequences; each sequence's last blocks may be short), with the mask applied 
 programs past a sequence's end exit before touching memory (`if (m_block * kBlockM >=
 binfo.actual_seqlen_q) return;`), so they count in the launch (occupancy) but move nothing.
 
+Packed sequences under FlexAttention's document mask (packing = "document") are one problem of
+n tokens instead: blocks are cut from token 0 and straddle sequence boundaries. Row q keeps keys
+[max(s_q, p − L), min(e_q, p + R)], s_q .. e_q its sequence; both ends still never decrease with
+q, so a row block's run of key blocks is again [lo_i, hi_i), with lo from its first row's
+sequence start and hi from its last row's sequence end. Every program has work.
+
 The sums are exact: numpy over every row block of every sequence (one entry per row block,
 never per pair), for one workload; a sweep's arrays of sizes are evaluated point by point.
 """
@@ -84,8 +90,11 @@ def sequences(n_q: int, n_kv: int, seqlens: tuple[int, ...] | None
 
 @lru_cache(maxsize=64)
 def row_blocks(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,
-               window: int | None, seqlens: tuple[int, ...] | None) -> RowBlocks:
+               window: int | None, seqlens: tuple[int, ...] | None,
+               packing: str = "varlen") -> RowBlocks:
     """The visited key-block run [lo, hi) of every row block (module docstring)."""
+    if seqlens is not None and packing == "document":
+        return _document_blocks(n_q, block_q, block_kv, causal, window, seqlens)
     q_len, kv_len, offsets = sequences(n_q, n_kv, seqlens)
     t_r = -(-q_len // block_q)
     seq = np.repeat(np.arange(q_len.shape[0], dtype=np.int64), t_r)
@@ -106,11 +115,32 @@ def row_blocks(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,
                      -(-kv_len // block_kv))
 
 
+def _document_blocks(n: int, block_q: int, block_kv: int, causal: bool, window: int | None,
+                     seqlens: tuple[int, ...]) -> RowBlocks:
+    """row_blocks of FlexAttention's document mask: one problem, blocks from token 0."""
+    ends = np.cumsum(np.asarray(seqlens, dtype=np.int64))
+    starts = ends - np.asarray(seqlens, dtype=np.int64)
+    t_r = -(-n // block_q)
+    a = np.arange(t_r, dtype=np.int64) * block_q
+    b = np.minimum(a + block_q, n)
+    first_seq = np.searchsorted(ends, a, side="right")
+    last_seq = np.searchsorted(ends, b - 1, side="right")
+    left, right = reach(causal, window)
+    lo = np.maximum(starts[first_seq], a - left) // block_kv
+    hi = np.minimum(ends[last_seq] - 1, b - 1 + right) // block_kv + 1
+    one = np.zeros(1, dtype=np.int64)
+    for array in (lo, hi):
+        array.setflags(write=False)
+    return RowBlocks(np.zeros(t_r, dtype=np.int64), a, b, lo, hi, one, one + n,
+                     one + -(-n // block_kv))
+
+
 def mask_sums(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,
-              window: int | None, seqlens: tuple[int, ...] | None) -> BlockSums:
+              window: int | None, seqlens: tuple[int, ...] | None,
+              packing: str = "varlen") -> BlockSums:
     """The exact block sums of one (batch, head) under the mask: pairs, Σ r_i, Σ c_j, Σ r_i·c_j
     over the visited pairs (blocks.BlockSums), the last key block of a sequence short."""
-    rb = row_blocks(n_q, n_kv, block_q, block_kv, causal, window, seqlens)
+    rb = row_blocks(n_q, n_kv, block_q, block_kv, causal, window, seqlens, packing)
     rows = rb.stop - rb.start
     count = rb.hi - rb.lo
     c_last = rb.kv_len - (rb.t_c - 1) * block_kv
@@ -127,11 +157,12 @@ def mask_sums(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,
 
 
 def split_work_rows(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,
-                    window: int | None, seqlens: tuple[int, ...] | None, splits: int) -> int:
+                    window: int | None, seqlens: tuple[int, ...] | None, splits: int,
+                    packing: str = "varlen") -> int:
     """Σ r_i over the split-KV programs (row block i, split k) with a key block to visit: split k
     owns key blocks [k·nb, (k+1)·nb) of its sequence, nb = ⌈T_c/splits⌉ with T_c of the longest
     sequence (flash_fwd_kernel.h n_blocks_per_split from params.seqlen_k = max_seqlen_k)."""
-    rb = row_blocks(n_q, n_kv, block_q, block_kv, causal, window, seqlens)
+    rb = row_blocks(n_q, n_kv, block_q, block_kv, causal, window, seqlens, packing)
     nb = -(-int(rb.t_c.max()) // splits)
     # splits k with k·nb < hi and (k+1)·nb > lo: from ⌊lo/nb⌋ to ⌈hi/nb⌉ − 1
     with_work = np.where(rb.hi > rb.lo, -(-rb.hi // nb) - rb.lo // nb, 0)
@@ -168,11 +199,11 @@ def kv_blocks(rb: RowBlocks, block_kv: int) -> KvBlocks:
 
 
 def grid_blocks(n_q: Any, n_kv: Any, block: Any, along_q: bool,
-                seqlens: tuple[int, ...] | None) -> tuple[Any, Any]:
+                seqlens: tuple[int, ...] | None, packing: str = "varlen") -> tuple[Any, Any]:
     """(programs launched, programs with a block) along one axis of one (batch, head): without
     packing both are ⌈length/B⌉; packed, FA2 varlen launches ⌈max_seqlen/B⌉ per sequence and
     the programs past a sequence's end exit at once. Ints, or a sweep's arrays of B."""
-    if seqlens is None:
+    if seqlens is None or packing == "document":
         blocks = cdiv(n_q if along_q else n_kv, block)
         return blocks, blocks
     lengths = np.asarray(seqlens, dtype=np.int64)
@@ -184,10 +215,11 @@ def grid_blocks(n_q: Any, n_kv: Any, block: Any, along_q: bool,
 
 
 def longest_program(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,
-                    window: int | None, seqlens: tuple[int, ...] | None, along_q: bool) -> int:
+                    window: int | None, seqlens: tuple[int, ...] | None, along_q: bool,
+                    packing: str = "varlen") -> int:
     """Inner-block steps of the longest program of a query-outer (along_q) or key-outer kernel
     (occupancy's tail)."""
-    rb = row_blocks(n_q, n_kv, block_q, block_kv, causal, window, seqlens)
+    rb = row_blocks(n_q, n_kv, block_q, block_kv, causal, window, seqlens, packing)
     if along_q:
         return int((rb.hi - rb.lo).max())
     kb = kv_blocks(rb, block_kv)

@@ -26,7 +26,7 @@ def walk_masked_kernel(kernel: Kernel, workload: Workload, tiling: Tiling | None
     w = workload
     block_q, block_kv = kernel_blocks(kernel, tiling, w.n, w.n_kv)
     splits = tiling.splits if tiling and kernel.split else 1
-    rb = row_blocks(w.n, w.n_kv, block_q, block_kv, w.causal, w.window, w.seqlens)
+    rb = row_blocks(w.n, w.n_kv, block_q, block_kv, w.causal, w.window, w.seqlens, w.packing)
     kb = kv_blocks(rb, block_kv)
     rows = list(zip(rb.start.tolist(), rb.stop.tolist(), strict=True))
     keys = list(zip(kb.start.tolist(), kb.stop.tolist(), strict=True))

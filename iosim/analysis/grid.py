@@ -72,6 +72,8 @@ class Grid:
     """Sliding windows along the window axis (0: none), or None when no point has one."""
     seqlens: tuple[int, ...] | None = None
     """The packed sequences of every point (SweepSpec.seqlens)."""
+    packing: str = "varlen"
+    """How they are cut into blocks (SweepSpec.packing)."""
 
     def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> Grid:
         def apply(value: Any) -> Any:
@@ -150,7 +152,7 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
                 efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling,
                 sm_count=sms, window=None if spec.window == (None,) else ints("window"),
-                seqlens=spec.seqlens)
+                seqlens=spec.seqlens, packing=spec.packing)
     return grid, list(dict.fromkeys(notes))
 
 

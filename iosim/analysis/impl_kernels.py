@@ -27,7 +27,12 @@ def impl_workload(impl: Implementation, workload: Workload) -> Workload:
     ops = {k.kind for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
                                                   causal=workload.causal)}
     unfused = tuple(op for op in UNFUSED_OPS if op in ops or op in workload.unfused)
-    return workload.with_(unfused=unfused) if unfused != workload.unfused else workload
+    if unfused != workload.unfused:
+        workload = workload.with_(unfused=unfused)
+    if impl.runs == "flex" and workload.seqlens is not None and workload.packing != "document":
+        # FlexAttention runs packed sequences as a document mask over one sequence
+        workload = workload.with_(packing="document")
+    return workload
 
 
 def extra_kernels(impl: Implementation, workload: Workload) -> tuple[Kernel, ...]:

@@ -16,6 +16,7 @@ from typing import Any
 from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.loopnest import Dims, Kernel, kernel_dims, kernel_programs, kernel_sums
 from iosim.algorithms.masks import grid_blocks, longest_program
+from iosim.analysis.impl_kernels import impl_workload
 from iosim.estimates.occupancy import waves
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -72,7 +73,7 @@ def kernel_masks(algorithm: str, kernels: tuple[Kernel, ...], workload: Workload
     if not workload.masked or tiling is None:
         return ()
     dims = Dims.of(workload, tiling)
-    plain = Dims.of(workload.with_(window=None, seqlens=None), tiling)
+    plain = Dims.of(workload.with_(window=None, seqlens=None, packing="varlen"), tiling)
     out = []
     for kernel in kernels:
         if kernel.loop is None or kernel.grid != "blocks":
@@ -80,9 +81,12 @@ def kernel_masks(algorithm: str, kernels: tuple[Kernel, ...], workload: Workload
         kd = kernel_dims(kernel, dims)
         along_q = kernel.loop == "q"
         block = kd.block_q if along_q else kd.block_kv
+        varlen = workload.seqlens is not None and workload.packing == "varlen"
         per_sequence = tuple(int(-(-length // block)) for length in (
-            workload.seqlens or ((workload.n if along_q else workload.n_kv),)))
-        _, working = grid_blocks(workload.n, workload.n_kv, block, along_q, workload.seqlens)
+            workload.seqlens if varlen and workload.seqlens else
+            ((workload.n if along_q else workload.n_kv),)))
+        _, working = grid_blocks(workload.n, workload.n_kv, block, along_q, workload.seqlens,
+                                 workload.packing)
         per_sm = tiling.bwd_programs_per_sm if kernel.blocks == "backward" else \
             tiling.programs_per_sm
         programs = int(kernel_programs(kernel, dims))
@@ -94,7 +98,7 @@ def kernel_masks(algorithm: str, kernels: tuple[Kernel, ...], workload: Workload
             working_programs=working * kd.batch * kd.heads * (kd.splits if kernel.split else 1),
             longest_steps=longest_program(workload.n, workload.n_kv, kd.block_q, kd.block_kv,
                                           workload.causal, workload.window, workload.seqlens,
-                                          along_q),
+                                          along_q, workload.packing),
             programs_per_sequence=per_sequence,
             waves=None if not sm_count else int(waves(programs, per_sm, sm_count)),
         ))
@@ -109,14 +113,17 @@ def comparison_masks(workload: Workload, estimates: Any, sm_count: int | None
         name = a.algorithm or a.name
         if a.tiling is None or name not in ALGORITHMS:
             continue
-        kernels = ALGORITHMS[name].kernels(workload, a.tiling)
-        out.extend(kernel_masks(a.name, kernels, workload, a.tiling, sm_count))
+        w = workload if a.impl is None else impl_workload(a.impl, workload)
+        kernels = ALGORITHMS[name].kernels(w, a.tiling)
+        out.extend(kernel_masks(a.name, kernels, w, a.tiling, sm_count))
     return tuple(out)
 
 
-def mask_lines(workload: Workload, masks: tuple[KernelMask, ...]) -> list[str]:
-    """The lines `compare`'s header shows under "mask"."""
-    w = workload
+def mask_lines(workload: Workload, masks: tuple[KernelMask, ...],
+               impl: Any = None) -> list[str]:
+    """The lines `compare`'s header shows under "mask" (`impl`: the --impl, which may run
+    packed sequences its own way)."""
+    w = workload if impl is None else impl_workload(impl, workload)
     lines = []
     if w.window is not None:
         lines.append(
@@ -125,13 +132,15 @@ def mask_lines(workload: Workload, masks: tuple[KernelMask, ...]) -> list[str]:
             f"window {w.window:,}, two-sided: each query sees keys within {w.window - 1:,} of "
             f"its position (FA2 window_size = ({w.window - 1}, {w.window - 1}))")
     if w.seqlens is not None:
+        how = ("FA2 varlen: blocks start at each sequence's first token" if w.packing == "varlen"
+               else "FlexAttention document mask: blocks straddle sequences, a straddling "
+                    "block is visited in full")
         lines.append(f"{len(w.seqlens):,} packed sequences (longest {max(w.seqlens):,}, "
-                     f"shortest {min(w.seqlens):,}); FA2 varlen: blocks start at each "
-                     f"sequence's first token")
+                     f"shortest {min(w.seqlens):,}); {how}")
     for m in masks:
         text = (f"{m.algorithm} {m.label}: {m.pairs:,} of {m.unmasked_pairs:,} block pairs per "
                 f"head ({100 * m.density:.3g}%)")
-        if w.seqlens is not None:
+        if w.seqlens is not None and w.packing == "varlen":
             shown = ", ".join(str(p) for p in m.programs_per_sequence[:SHOWN_SEQUENCES])
             more = ", …" if len(m.programs_per_sequence) > SHOWN_SEQUENCES else ""
             text += (f"; programs per sequence {shown}{more}: {m.working_programs:,} of "

@@ -207,7 +207,8 @@ class SweepResult:
             "points": self.points,
             "axes": {("pass" if a == "pass_" else a): list(spec.values(a)) for a in AXES
                      if a != "window" or spec.window != (None,)},
-            **({"seqlens": list(spec.seqlens)} if spec.seqlens is not None else {}),
+            **({"seqlens": list(spec.seqlens), "packing": spec.packing}
+               if spec.seqlens is not None else {}),
             "gpus": [h.name for h in self.hardware],
             "unfused": list(spec.unfused),
             "algorithms": [a.name for a in self.algorithms],

@@ -84,6 +84,8 @@ class SweepSpec:
     """Not an axis: the same unfused standard pipeline at every point."""
     seqlens: tuple[int, ...] | None = None
     """Not an axis: the same packed sequences at every point (so N takes one value)."""
+    packing: str = "varlen"
+    """Not an axis: how the packed sequences are cut into blocks (Workload.packing)."""
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     profile: Profile = "spec"
 
@@ -199,4 +201,4 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
         first["kv_heads"] = None
     pass_ = first.pop("pass_")
     return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, seqlens=spec.seqlens,
-                    **first)
+                    packing=spec.packing, **first)

@@ -10,7 +10,7 @@ import click
 from iosim.algorithms import ALGORITHMS
 from iosim.analysis.comparison import Comparison
 from iosim.inputs.units import DTYPE_BYTES
-from iosim.inputs.workload import PASSES, UNFUSED_OPS, Workload
+from iosim.inputs.workload import PACKINGS, PASSES, UNFUSED_OPS, Workload
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -142,6 +142,10 @@ def mask_options(f: F) -> F:
         click.option("--seqlens", default=None, metavar="LIST",
                      help="Packed variable-length sequences, e.g. 512,3000,77 (summing to --n; "
                           "FlashAttention varlen: attention stays within each sequence)."),
+        click.option("--packing", type=click.Choice(list(PACKINGS)), default="varlen",
+                     show_default=True,
+                     help="How --seqlens are cut into blocks: FA2 varlen (per sequence) or "
+                          "FlexAttention's document mask (one sequence; blocks straddle)."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -174,7 +178,7 @@ def comparison_options_with(**defaults: Any) -> Callable[[F], F]:
 
 
 WORKLOAD_PARAMS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal", "unfused",
-                   "pass_", "sparsity", "window", "seqlens")
+                   "pass_", "sparsity", "window", "seqlens", "packing")
 COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo", "splits",
                   "profile", "force", "impl", "tiles")
 
@@ -189,7 +193,8 @@ def workload_from(params: dict[str, Any]) -> Workload:
                     pass_=params.get("pass_", "fwd"),
                     sparsity=1.0 if sparsity is None else sparsity,
                     window=params.get("window"),
-                    seqlens=parse_seqlens(params.get("seqlens")))  # type: ignore[arg-type]
+                    seqlens=parse_seqlens(params.get("seqlens")),  # type: ignore[arg-type]
+                    packing=params.get("packing") or "varlen")
 
 
 def compare_arguments(params: dict[str, Any]) -> dict[str, Any]:

@@ -45,7 +45,12 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
         return None
     words = ",".join("auto" if part.strip().lower() == "none" else part
                      for part in value.split(","))
-    return parse_list(words, "--window", auto=True)
+    try:
+        return parse_list(words, "--window", auto=True)
+    except click.BadParameter as exc:
+        raise click.BadParameter(exc.message.replace("auto = the default rule",
+                                                     "none = no window"),
+                                 param_hint="'--window'") from None
 
 
 @cli.command("sweep")
@@ -83,6 +88,9 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--seqlens", default=None, metavar="LIST",
               help="Packed variable-length sequences, the same at every point (one --n: their "
                    "sum), e.g. 512,3000,77.")
+@click.option("--packing", type=click.Choice(["varlen", "document"]), default="varlen",
+              show_default=True, help="How --seqlens are cut into blocks (FA2 varlen, or "
+              "FlexAttention's document mask).")
 @click.option("--splits", metavar="RANGE", callback=_ints("--splits", auto=True),
               help="splitkv's KV splits; auto = FlashAttention-2's heuristic (default).")
 @click.option("--sram", metavar="SIZES", help="SRAM M as sizes, e.g. 64KiB,128KiB or "
@@ -109,7 +117,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   batch: tuple[int, ...], dtype: str, causal: str, pass_: str,
                   unfused: str | None, block_q: tuple[int | None, ...] | None,
                   block_kv: tuple[int | None, ...] | None, sparsity: str,
-                  window: tuple[int | None, ...] | None, seqlens: str | None,
+                  window: tuple[int | None, ...] | None, seqlens: str | None, packing: str,
                   splits: tuple[int | None, ...] | None, sram: str | None,
                   sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
                   fmt: str, wide: bool, limit: int, plot_dir: Path | None,
@@ -140,6 +148,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         sparsity=parse_fractions(sparsity, "--sparsity"), splits=splits or (None,),
         window=window or (None,),
         seqlens=parse_seqlens(seqlens),  # type: ignore[arg-type]
+        packing=packing,
         algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_)),
         profile=profile,  # type: ignore[arg-type]
     )

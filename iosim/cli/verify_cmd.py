@@ -72,6 +72,7 @@ def executor_dtype(value: str) -> str:
               show_default=True, help="Output format.")
 def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int | None, batch: int,
                    causal: bool, sparsity: float, window: int | None, seqlens: str | None,
+                   packing: str,
                    dtype: str, block: int, block_q: int | None,
                    block_kv: int | None, sram: str | None, algo: str | None, splits: int | None,
                    seed: int, unfused: str | None, dropout_p: float, pass_: str,
@@ -93,7 +94,8 @@ def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int |
     workload = Workload(n, n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch,
                         causal=causal, pass_=pass_,  # type: ignore[arg-type]
                         unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity,
-                        window=window, seqlens=parse_seqlens(seqlens))  # type: ignore[arg-type]
+                        window=window, seqlens=parse_seqlens(seqlens),  # type: ignore[arg-type]
+                        packing=packing)
     result = verify(workload, algorithms=comma_list(algo), dtype=dtype,
                     block_q=block if block_q is None else block_q,
                     block_kv=block if block_kv is None else block_kv,

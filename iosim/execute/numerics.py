@@ -7,7 +7,8 @@ query row q sits at key position p = q + N_kv − N_q (within its own sequence w
 keeps key k iff k is in q's sequence, k <= p when causal, and p − W < k (causal) or |k − p| < W
 (two-sided) under a window W. A tiled kernel computes a block pair iff it holds at least one kept
 score (`block_visited`, by brute force over the block's scores); packed sequences are cut into
-blocks each from its own first token (FlashAttention-2 varlen: blocks never straddle sequences).
+blocks each from its own first token (FlashAttention-2 varlen: blocks never straddle sequences),
+or, under FlexAttention's document mask (packing "document"), as one sequence.
 
 Precision (what the real kernels do, and what the executor does):
 
@@ -94,6 +95,8 @@ class Problem:
     """Sliding window W (None: none)."""
     seqlens: tuple[int, ...] | None = None
     """Packed sequence lengths (None: one sequence)."""
+    packing: str = "varlen"
+    """varlen: blocks cut per sequence; document: one sequence's blocks (FlexAttention)."""
 
     @property
     def masked(self) -> bool:
@@ -170,12 +173,16 @@ class Problem:
         """Each key block's index among its own sequence's key blocks (split-KV cuts a
         sequence's key blocks into splits)."""
         index: list[int] = []
-        for length in ([self.n_kv] if self.seqlens is None else self.seqlens):
+        for length in ([self.n_kv] if not self._per_sequence else self.seqlens or ()):
             index.extend(range(len(blocks(length, size))))
         return index
 
+    @property
+    def _per_sequence(self) -> bool:
+        return self.seqlens is not None and self.packing == "varlen"
+
     def _cut(self, length: int, size: int) -> list[tuple[int, int]]:
-        if self.seqlens is None:
+        if not self._per_sequence or self.seqlens is None:
             return blocks(length, size)
         out: list[tuple[int, int]] = []
         start = 0
@@ -223,7 +230,7 @@ def problem_of(workload: Workload) -> Problem:
     """The executor's view of a workload (sizes and the head grouping)."""
     return Problem(workload.batch, workload.heads, workload.kv_heads, workload.n,
                    workload.n_kv, workload.d, workload.causal, workload.sparsity_fraction,
-                   workload.window, workload.seqlens)
+                   workload.window, workload.seqlens, workload.packing)
 
 
 def blocks(length: int, size: int) -> list[tuple[int, int]]:

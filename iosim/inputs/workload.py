@@ -18,6 +18,8 @@ from iosim.inputs.units import DTYPE_BYTES
 Pass = Literal["fwd", "bwd", "fwdbwd"]
 PASSES: tuple[str, ...] = ("fwd", "bwd", "fwdbwd")
 UNFUSED_OPS: tuple[str, ...] = ("scale", "mask", "dropout")
+PACKINGS: tuple[str, ...] = ("varlen", "document")
+"""Workload.packing: FlashAttention-2 varlen blocks, or FlexAttention's document mask."""
 """Extra N×N elementwise kernels of an unfused standard pipeline (FlashAttention fuses them)."""
 
 
@@ -54,18 +56,22 @@ class Workload:
     """Packed variable-length sequences (FlashAttention varlen `cu_seqlens`): sum(seqlens) == n
     == n_kv, batch 1; attention stays within a sequence (causal and window apply inside each).
     None: one sequence of n tokens per batch element."""
+    packing: str
+    """How kernels cut packed sequences into blocks: "varlen" (FlashAttention-2 varlen: each
+    sequence from its own first token, blocks never straddle two) or "document" (FlexAttention's
+    document mask over one packed sequence: blocks straddle, a straddling block is visited)."""
 
     def __init__(self, n: int, n_kv: int | None = None, d: int = 64, heads: int = 1,
                  kv_heads: int | None = None, batch: int = 1, dtype: str = "fp16",
                  causal: bool = False, pass_: Pass = "fwd", unfused: tuple[str, ...] = (),
                  sparsity: float = 1.0, window: int | None = None,
-                 seqlens: tuple[int, ...] | None = None) -> None:
+                 seqlens: tuple[int, ...] | None = None, packing: str = "varlen") -> None:
         """Sizes in tokens and heads, `dtype` of Q, K, V, O; raises WorkloadError, naming the
         parameter, for a workload that cannot exist."""
         values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
                       kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
                       causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity,
-                      window=window, seqlens=seqlens)
+                      window=window, seqlens=seqlens, packing=packing)
         for name, value in values.items():
             object.__setattr__(self, name, value)
         self._validate()
@@ -130,6 +136,13 @@ class Workload:
                                     f"tokens, got {arg('batch', self.batch)}; use "
                                     f"{arg('batch', 1)} (the sequences are the batch)",
                                     param="seqlens")
+        if self.packing not in PACKINGS:
+            raise WorkloadError(f"unknown {arg('packing')} {limits.excerpt(self.packing)}; use "
+                                f"one of {', '.join(PACKINGS)}", param="packing")
+        if self.packing != "varlen" and self.seqlens is None:
+            raise WorkloadError(f"{arg('packing', self.packing)} says how packed sequences are "
+                                f"cut into blocks; give {arg('seqlens')} too, or leave "
+                                f"{arg('packing')} out", param="packing")
         if (self.window is not None or self.seqlens is not None) and self.sparsity != 1:
             name = "window" if self.window is not None else "seqlens"
             raise WorkloadError(f"{arg(name)} does not combine with a block-sparse "
@@ -165,7 +178,8 @@ class Workload:
         mask = "causal" if self.causal else "non-causal"
         sparse = f", block-sparse s = {self.sparsity:g}" if self.sparsity != 1 else ""
         window = f", window {self.window}" if self.window is not None else ""
-        packed = (f", {len(self.seqlens)} packed sequences (longest {max(self.seqlens)})"
+        packed = (f", {len(self.seqlens)} packed sequences (longest {max(self.seqlens)}"
+                  f"{', document mask' if self.packing == 'document' else ''})"
                   if self.seqlens is not None else "")
         return (f"batch {self.batch} × {heads}, N {self.n}{kv}, d {self.d}, {self.dtype}, "
                 f"{_PASS_NAMES[self.pass_]}, {mask}{sparse}{window}{packed}")
@@ -183,6 +197,7 @@ def mask_fields(workload: Workload) -> dict[str, object]:
         fields["window"] = workload.window
     if workload.seqlens is not None:
         fields["seqlens"] = list(workload.seqlens)
+        fields["packing"] = workload.packing
     return fields
 
 

@@ -243,14 +243,14 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
               "unfused": w.unfused, "profile": request.profile,
               "n_kv": (None if w.n_kv == w.n else w.n_kv,),
               "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
-              "window": (w.window,), "seqlens": w.seqlens,
+              "window": (w.window,), "seqlens": w.seqlens, "packing": w.packing,
               "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
               "algorithms": tuple(a.name for a in comparison.algorithms),
               "sram_bytes": (comparison.sram_bytes if sram_given else None,)}
     gpu = (request.gpu,)
     n_range, n_note = _masked_n_range(request.n_range, w)
     by_n = sweep(SweepSpec(n=n_range, gpu=gpu, **{  # type: ignore[arg-type]
-        **common, "seqlens": None}))
+        **common, "seqlens": None, "packing": "varlen"}))
     tiled = [a for a in comparison.algorithms if a.tiling is not None]
     block_sweeps: list[tuple[str, str, SweepResult]] = []
     for a in tiled:
