@@ -13,6 +13,8 @@ import itertools
 
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 import iosim
 from iosim.algorithms.masks import mask_sums, split_work_rows
@@ -206,3 +208,30 @@ def test_bad_masks_are_one_line_exit_2(flags: list[str], words: str, command: st
     lines = [line for line in result.output.splitlines() if line.strip()]
     assert len(lines) == 1 and lines[0].startswith("Error:"), result.output
     assert words in " ".join(lines[0].split()), lines[0]
+
+
+@settings(max_examples=15, deadline=None)
+@given(data=st.data())
+def test_random_masks_verify(data: st.DataObject) -> None:
+    """Random window × causal × GQA × N ≠ N_kv × packing × pass: closed form = walk = executor."""
+    kv_heads = data.draw(st.sampled_from([1, 2]))
+    heads = kv_heads * data.draw(st.sampled_from([1, 2]))
+    packed = data.draw(st.booleans())
+    n = data.draw(st.integers(1, 48))
+    n_kv = n if packed else data.draw(st.integers(1, 48))
+    seqlens = None
+    if packed:
+        cuts = sorted(data.draw(st.sets(st.integers(1, max(1, n - 1)), max_size=3))) if n > 1 else []
+        seqlens = tuple(b - a for a, b in zip([0, *cuts], [*cuts, n], strict=True))
+    window = data.draw(st.none() | st.integers(1, n_kv))
+    if window is None and seqlens is None:
+        window = n_kv
+    w = iosim.Workload(n, n_kv=n_kv, d=2, heads=heads, kv_heads=kv_heads,
+                       causal=data.draw(st.booleans()), window=window, seqlens=seqlens,
+                       packing=data.draw(st.sampled_from(["varlen", "document"])) if packed
+                       else "varlen", pass_=data.draw(st.sampled_from(["fwd", "bwd"])))
+    algorithms = ["flash1", "flash2"] + (["splitkv"] if w.pass_ == "fwd" else [])
+    block_q, block_kv = data.draw(st.integers(4, 16)), data.draw(st.integers(4, 16))
+    splits = min(2, -(-n_kv // block_kv)) if "splitkv" in algorithms else None
+    result = verify(w, algorithms=algorithms, block_q=block_q, block_kv=block_kv, splits=splits)
+    assert result.ok, (w, block_q, block_kv, [(a.name, a.ok) for a in result.algorithms])

@@ -152,5 +152,6 @@ def mask_lines(workload: Workload, masks: tuple[KernelMask, ...],
         lines.append(text)
     if lines:
         lines.append("standard attention stays dense: it computes and stores every score of S "
-                     "and P, masking them in its softmax, so the mask saves it nothing")
+                     "and P and masks them in its softmax, so the mask saves it nothing (and "
+                     "costs one more N×N read and write of S with --unfused mask)")
     return lines
