@@ -62,6 +62,13 @@ MAX_BLOCK: Final = MAX_LENGTH
 MAX_SPLITS: Final = MAX_LENGTH
 """splitkv's --splits (it must also be at most the number of key blocks)."""
 
+MAX_PAGE_SIZE: Final = 1 << 20
+"""Tokens per KV-cache page (--page-size): serving stacks use 1 to 256; a page longer than the
+sequence is one partly filled page."""
+
+MAX_REQUESTS: Final = 1 << 16
+"""Requests of a shared-prefix batch (--suffix-lens): each is a term of the exact sums."""
+
 MAX_SM_COUNT: Final = 1 << 12
 """A YAML's sm_count (today's largest GPUs have 100 to 300)."""
 
