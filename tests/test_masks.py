@@ -235,3 +235,18 @@ def test_random_masks_verify(data: st.DataObject) -> None:
     splits = min(2, -(-n_kv // block_kv)) if "splitkv" in algorithms else None
     result = verify(w, algorithms=algorithms, block_q=block_q, block_kv=block_kv, splits=splits)
     assert result.ok, (w, block_q, block_kv, [(a.name, a.ok) for a in result.algorithms])
+
+
+def test_dram_estimate_charges_masked_tiles_their_oblivious_bytes() -> None:
+    """The L2 model's reuse distances assume prefixes of K/V; under a mask the estimate keeps
+    the visited tiles' L2-oblivious count, and says so (docs/variants-masks.md)."""
+    from iosim.errors import IosimError
+    from iosim.estimates.l2_simulate import simulate
+
+    c = compare(iosim.Workload(8192, heads=8, causal=True, window=1024), "h200",
+                algorithms=["flash2"], profile="measured")
+    flash2 = c.algorithm("flash2")
+    assert flash2.dram is not None and flash2.dram.unmodelled_kernels == ("attn",)
+    assert flash2.dram.bytes == flash2.hbm_bytes
+    with pytest.raises(IosimError, match="does not model"):
+        simulate((), iosim.Workload(64, window=8), None, l2_bytes=1e6, concurrent_programs=4)

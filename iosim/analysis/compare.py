@@ -52,8 +52,6 @@ def _dram_or_none(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
                   hardware: Hardware) -> DramEstimate | None:
     if hardware.l2_bytes is None or hardware.sm_count is None:
         return None
-    if workload.masked:  # the L2 model walks the causal grid only (docs/variants-masks.md)
-        return None
     return dram_estimate(kernels, workload, tiling, hardware)
 
 
@@ -148,10 +146,6 @@ def compare(
         if impl_ is not None:
             kernels = extra_kernels(impl_, w) + kernels
         dram = _dram_or_none(kernels, w, tiling, hw)
-        if profile == "measured" and dram is None and w.masked:
-            raise IosimError(f"the measured profile charges the L2-aware DRAM estimate, which "
-                             f"does not model {arg('window')} or {arg('seqlens')} yet; use "
-                             f"{arg('profile', 'spec')}", param="profile")
         if profile == "measured" and dram is None:
             raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "
                              f"sm_count in {hw.path}")

@@ -18,6 +18,7 @@ from iosim.algorithms.loopnest import (
     kernel_blocks,
 )
 from iosim.algorithms.tilewalk import TileAccess, walk
+from iosim.errors import IosimError, arg
 from iosim.estimates.l2_model import SHARED_COPIES, DramEstimate, DramTerm, runs_serially, shared_tile
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -164,6 +165,9 @@ def simulate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | Non
     a kernel's tensors interleaved; tiled kernels are cached at their block granularity (the
     greatest common divisor of every kernel's blocks, where kernels tile differently).
     """
+    if workload.masked:
+        raise IosimError(f"the L2 simulation schedules the causal grid only; it does not model "
+                         f"{arg('window')} or {arg('seqlens')}", param="window")
     blocks = [kernel_blocks(k, tiling, workload.n, workload.n_kv) for k in kernels
               if k.loop is not None]
     if tiling is not None:

@@ -178,9 +178,6 @@ def footer_text(c: Comparison) -> Text:
 def dram_line(c: Comparison) -> str:
     """The L2-aware DRAM estimate next to the L2-oblivious counts of the tables."""
     estimates = [(a.name, a.dram) for a in c.algorithms if a.dram is not None]
-    if not estimates and c.workload.masked:
-        return ("DRAM estimate: not modelled for a window or packed sequences yet; the HBM "
-                "figures above are L2-oblivious (every tile load charged to HBM)")
     if not estimates:
         return (f"DRAM estimate: {c.hardware.name} has no l2_size or sm_count in its YAML; the "
                 f"HBM figures above are L2-oblivious (every tile load charged to HBM)")
