@@ -44,3 +44,9 @@ def test_bad_masks_name_the_parameter(changes: dict[str, object], param: str, wo
     assert caught.value.param == param
     assert words in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_fp8_scales_with_a_mask_are_refused() -> None:
+    with pytest.raises(WorkloadError) as caught:
+        iosim.Workload(1024, window=64, dtype="fp8_e4m3")
+    assert caught.value.param == "window" and "not modelled yet" in str(caught.value)

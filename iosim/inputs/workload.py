@@ -173,6 +173,11 @@ class Workload:
             raise WorkloadError(f"{arg('packing', self.packing)} says how packed sequences are "
                                 f"cut into blocks; give {arg('seqlens')} too, or leave "
                                 f"{arg('packing')} out", param="packing")
+        if self.masked and self.fp8_scales is not None:
+            name = "window" if self.window is not None else "seqlens"
+            raise WorkloadError(f"{arg(name)} with FP8 scales ({arg('dtype', self.dtype)}) is not "
+                                f"modelled yet (the scales' tiles under a mask); use fp16 or bf16 "
+                                f"with {arg(name)}", param=name)
         if (self.window is not None or self.seqlens is not None) and self.sparsity != 1:
             name = "window" if self.window is not None else "seqlens"
             raise WorkloadError(f"{arg(name)} does not combine with a block-sparse "
