@@ -2,21 +2,26 @@
 
 Without a mask every program of a head sweeps the same prefix of K/V (l2.py's reuse distances).
 Under a mask program i reads the band [lo_i, hi_i) of inner tiles, and the bands of programs
-that run side by side overlap. The rule, in l2.py's terms (LRU, SHARED_COPIES copies of a shared
-tile, `concurrent` programs launched in grid order and advancing in lockstep):
+that run side by side overlap. The rule, in l2.py's terms (LRU, SHARED_COPIES copies of a
+shared tile, P = min(concurrent, programs) programs launched in grid order), for the distance
+between two programs' reads of a shared tile:
 
-  * the P = min(concurrent, programs) running programs have equal lengths under a window (the
-    band slides), so they stay in step; consecutive outer blocks i, i+1 of a unit (a KV head
-    for K/V, whose query heads' programs run side by side) read a shared tile δ = lo_{i+1} −
-    lo_i steps apart (0 without a window: the same step), and in those steps the P programs
-    read P·δ tiles (SHARED_COPIES copies) plus their own tiles;
-  * if that reuse distance fits in the L2, every inner tile a unit visits comes from DRAM once:
-    passes = the visited rows over all rows of the tensor;
-  * otherwise tiles are evicted between the programs that share them, and every visit reads
-    DRAM: the L2-oblivious count (visits × the group's heads reading a KV head's tile).
+  * staggered: where the first wave's programs have unequal lengths (a window's ramp at the
+    start of a sequence, causal lengths), they finish one by one and their successors run
+    staggered; as l2.py's causal programs, between two programs' reads of a tile the running
+    ones advance about one program's length L (its band of tiles) and swap their own tiles:
+    distance = L tiles + P programs' own tiles;
+  * in step: programs of one length start together; consecutive outer blocks read a shared tile
+    δ = lo_{i+1} − lo_i steps apart, in which the other programs read (P − 1)·δ tiles and
+    (P − 1)·δ/L of them read and write their own tiles.
 
-It is the closed form's wave rule without its partial re-reads at wave boundaries: a first
-model, to be held to Nsight Compute on the H200 (issue 14); docs/variants-masks.md says so.
+If the distance fits in the L2, every inner tile a unit (a KV head for K/V, a query head
+otherwise) visits comes from DRAM once: passes = the visited rows over all rows of the tensor;
+otherwise at every visit (the L2-oblivious count, × the query heads reading a KV head's tile).
+All or nothing, like the LRU's hit pattern per tile: tests/test_masks.py holds it to the
+simulation (l2_simulate.py, the model's definition) where the regime is clear; partial regimes
+differ (up to 2.4× over the simulation in the cases tried). A first model, to be held to Nsight
+Compute on the H200 (issue 14); docs/variants-masks.md says so.
 """
 
 from __future__ import annotations
@@ -68,14 +73,29 @@ def masked_shared_passes(kernel: Kernel, workload: Workload, tiling: Tiling | No
     units = w.batch * w.heads // group
     running = min(concurrent, units * lo.shape[0] * group)
     # consecutive outer blocks whose bands overlap read the shared tiles δ = lo_{i+1} − lo_i
-    # steps apart; in those steps every running program reads δ tiles of its own
+    # steps apart when they run in step; in those steps every running program reads δ tiles
     overlap = hi[:-1] > lo[1:]
-    steps = int((lo[1:] - lo[:-1])[overlap].max()) if overlap.any() else 0
+    delta = int((lo[1:] - lo[:-1])[overlap].max()) if overlap.any() else 0
+    lengths = hi - lo
+    first = lengths[: min(running, lengths.shape[0])]
+    # a first wave of unequal programs (the window's ramp at the sequence start) finishes one
+    # by one, so the next programs start δ apart and read each tile at the same time (l2.py's
+    # staggered stream); programs of one length start and run in step
+    staggered = bool((first != first[0]).any())
     row_bytes = sum(tensor_bytes(a, w, per_head=True) for a in shared) / total
-    distance = SHARED_COPIES * running * max(1, steps) * block * row_bytes + running * own_bytes
+    tile = SHARED_COPIES * block * row_bytes
+    mean_steps = max(1.0, float(lengths.mean()))
+    if staggered:
+        # as l2.py's staggered causal programs: between two programs' reads of a tile the
+        # running ones advance about one program's length (its band) and swap their own tiles
+        distance = tile * mean_steps + running * own_bytes
+    else:
+        # in step: P·δ tiles, and P·δ/L programs' own tiles (read and written once in L steps)
+        distance = max(1, running - 1) * max(1, delta) * (tile + own_bytes / mean_steps)
     if distance > capacity:
         return visits * group / total, (f"re-read by every program: {running} programs read "
                                         f"{distance / 2**20:.1f} MiB between two programs' "
                                         f"reads of a tile > L2")
-    return visited / total, (f"read once per head: {running} programs in step read "
+    how = "staggered" if staggered else "in step"
+    return visited / total, (f"read once per head: {running} programs {how} read "
                              f"{distance / 2**20:.1f} MiB between two programs' reads of a tile")

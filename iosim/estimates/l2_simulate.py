@@ -17,8 +17,8 @@ from iosim.algorithms.loopnest import (
     closed_form,
     kernel_blocks,
 )
+from iosim.algorithms.masks import kv_blocks, row_blocks
 from iosim.algorithms.tilewalk import TileAccess, walk
-from iosim.errors import IosimError, arg
 from iosim.estimates.l2_model import SHARED_COPIES, DramEstimate, DramTerm, runs_serially, shared_tile
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -102,20 +102,25 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
         return programs
     n_q, n_kv = workload.n, workload.n_kv
     block_q, block_kv = kernel_blocks(kernel, tiling, n_q, n_kv)
-    n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
-    t_r, t_c = len(n_i), cdiv(n_kv, block_kv)
+    if workload.masked:  # inner steps of each outer block under the mask (algorithms/masks.py)
+        rb = row_blocks(n_q, n_kv, block_q, block_kv, workload.causal, workload.window,
+                        workload.seqlens, workload.packing)
+        kb = kv_blocks(rb, block_kv)
+        steps = (rb.hi - rb.lo if kernel.loop == "q" else kb.last - kb.first).tolist()
+    else:
+        n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
+        t_r = len(n_i)
+        steps = (n_i if kernel.loop == "q" else
+                 [sum(1 for i in range(t_r) if n_i[i] > o) for o in range(cdiv(n_kv, block_kv))])
     serial = runs_serially(kernel)
     for _b in range(workload.batch):
         for h in range(workload.heads):
             head_events: list[list[_Event]] = []
             prologue = pieces(take(places["prologue"], h))
-            outer_count = t_r if kernel.loop == "q" else t_c
-            for o in range(outer_count):
+            for o in range(len(steps)):
                 events: list[_Event] = []
                 current = pieces(take(places["outer"], h))
-                inner = (range(n_i[o]) if kernel.loop == "q" else
-                         [i for i in range(t_r) if n_i[i] > o])
-                for _p in inner:
+                for _p in range(steps[o]):
                     current += pieces(take(places["inner"], h))
                     events.append(current)
                     current = []
@@ -165,9 +170,6 @@ def simulate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | Non
     a kernel's tensors interleaved; tiled kernels are cached at their block granularity (the
     greatest common divisor of every kernel's blocks, where kernels tile differently).
     """
-    if workload.masked:
-        raise IosimError(f"the L2 simulation schedules the causal grid only; it does not model "
-                         f"{arg('window')} or {arg('seqlens')}", param="window")
     blocks = [kernel_blocks(k, tiling, workload.n, workload.n_kv) for k in kernels
               if k.loop is not None]
     if tiling is not None:
