@@ -43,6 +43,8 @@ EXECUTOR_DTYPES = ("float64", "float32", "float16")
 
 @dataclass(frozen=True, slots=True)
 class Precision:
+    """The NumPy dtypes of one executor precision: storage in HBM, computation, statistics."""
+
     name: str
     storage: Any
     """Q, K, V, O (and standard's S, P) in HBM."""
@@ -130,6 +132,7 @@ class Problem:
 
     @property
     def group(self) -> int:
+        """Query heads per KV head (GQA's group size g)."""
         return self.heads // self.kv_heads
 
     @property
@@ -139,6 +142,7 @@ class Problem:
 
     @property
     def scale(self) -> float:
+        """The softmax scale τ = 1/√d."""
         return float(1.0 / np.sqrt(self.d))
 
     def kv_head(self, head: int) -> int:
@@ -206,6 +210,7 @@ class Problem:
 
     @property
     def dense(self) -> bool:
+        """Whether every block pair is computed (no block-sparse mask)."""
         return self.sparsity[0] == self.sparsity[1]
 
     def nonzero_blocks(self, block_q: int, block_kv: int) -> Array:
