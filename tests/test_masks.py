@@ -287,3 +287,16 @@ def test_masked_closed_form_is_the_simulation_in_clear_regimes(
     simulated = simulate(kernels, w, t, l2_bytes=mib * 2**20, concurrent_programs=programs)
     assert closed.read_bytes == pytest.approx(simulated.read_bytes, rel=0.01)
     assert closed.write_bytes == pytest.approx(simulated.write_bytes, rel=0.01)
+
+
+def test_split_heuristic_counts_the_varlen_grid() -> None:
+    """mha_varlen_fwd sizes splits from sequences × ⌈max_seqlen/B_r⌉ query blocks: the grid
+    the split kernel launches (loopnest.kernel_programs, via masks.grid_blocks)."""
+    from iosim.algorithms.loopnest import Dims, kernel_programs
+
+    w = iosim.Workload(8192, heads=8, causal=True, seqlens=(512, 7680))
+    a = compare(w, "h100", algorithms=["splitkv"]).algorithm("splitkv")
+    assert a.tiling is not None and a.tiling.splits == 1
+    kernel = next(k for k in iosim.get_algorithm("splitkv").kernels(w, a.tiling) if k.split)
+    launched = int(kernel_programs(kernel, Dims.of(w, a.tiling)))
+    assert f"= {launched} programs" in str(a.tiling.splits_rule)

@@ -184,6 +184,11 @@ class SplitKV(Algorithm):
         p = inputs
         packed = both(packs_heads(p.n, p.heads, p.kv_heads), np.logical_not(p.masked))
         rows, heads = packed_problem(p.n, p.heads, p.kv_heads, packed)
+        if p.varlen is not None:
+            # mha_varlen_fwd: set_params_splitkv(batch = sequences, max_seqlen_q, max_seqlen_k)
+            longest = max(p.varlen)
+            return heads, len(p.varlen) * cdiv(longest, tiles.block_q), cdiv(longest,
+                                                                            tiles.block_kv)
         return heads, cdiv(rows, tiles.block_q), cdiv(p.n_kv, tiles.block_kv)
 
     def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:

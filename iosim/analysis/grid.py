@@ -152,7 +152,8 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                               [int(hw.sram_per_sm_bytes or 0) for hw in hardware],
                               dtype=np.int64)), d_v=d_v, latent_kv=spec.latent_kv,
                           masked=True if spec.seqlens is not None else
-                          ints("window") > 0)
+                          ints("window") > 0,
+                          varlen=spec.seqlens if spec.packing == "varlen" else None)
     grid = Grid(n=n, n_kv=n_kv, d=d, d_v=d_v, batch=ints("batch"), heads=heads,
                 kv_heads=kv_heads, element_bytes=elt, out_bytes=out, sram_bytes=sram,
                 hbm_capacity=along("gpu", [float(hw.hbm_capacity_bytes) for hw in hardware]),
