@@ -158,7 +158,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
         from iosim.analysis.mask_summary import comparison_masks, mask_lines
 
         masks = comparison_masks(w, comparison.algorithms, comparison.hardware.sm_count)
-        blocks += [Para(line[0].upper() + line[1:] + ".") for line in mask_lines(w, masks)]
+        blocks += [Para(f"**Mask** {line}.") for line in mask_lines(w, masks)]
     for table in (render_tables.summary_table(comparison, wide=True),
                   render_tables.kernel_table(comparison, wide=True),
                   render_tables.tensor_table(comparison)):
