@@ -28,6 +28,9 @@ Three refinements, each a flag on the Kernel or the Dims (issue 3):
     stacked as g·n_q rows of one problem (FA2 `seqlenq_ngroups_swapped` for decoding), so a
     program serves a KV head and reads its K/V once. Valid only where every query row sees
     every key (n_q = 1, or no causal mask): the packed problem is counted without a mask.
+And three of issue 14: a "dv" column kind (V, O, dO, dV rows are Workload.d_v wide), an "out"
+element (O in its own dtype: bf16 for FP8 inputs) and Access.scale (an FP8 descale factor, one
+element per program or per tile, algorithms/fp8.py).
 
 From that one description come
   1. `closed_form`: exact element counts as sums over the loop (block sums in blocks.py),

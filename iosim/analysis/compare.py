@@ -124,6 +124,7 @@ def compare(
             raise IosimError(f"{arg('impl')} picks the algorithm ({implementation.name} runs "
                              f"{implementation.algorithm}); drop {arg('algorithms')}")
         implementation.check_shape(workload.d, workload.dtype, gqa=workload.group_size > 1,
+                                   d_v=workload.d_v, latent_kv=workload.latent_kv,
                                    backward=workload.pass_ != "fwd")
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
                                splits_given=splits is not None) if implementation is None else ()
@@ -187,6 +188,10 @@ def compare(
 
     m = sram_bytes // workload.element_bytes
     n, n_kv, d = workload.n, workload.n_kv, workload.d
-    theorem2 = Theorem2(m, float(n * d + n * n_kv), n * n_kv * d * d / m)
+    if workload.d_v == d:
+        theorem2 = Theorem2(m, float(n * d + n * n_kv), n * n_kv * d * d / m)
+    else:  # Q, K d wide and V, O d_v wide: the mean d̄ = (d + d_v)/2 where the paper has d
+        mean = (d + workload.d_v) / 2
+        theorem2 = Theorem2(m, n * mean + n * n_kv, n * n_kv * mean * mean / m)
     return Comparison(workload, hw, requested, note, roofs, sram_bytes, sram_source, theorem2,
                       results)
