@@ -19,7 +19,7 @@ from iosim.algorithms.loopnest import (
 )
 from iosim.algorithms.masks import kv_blocks, row_blocks
 from iosim.algorithms.tilewalk import TileAccess, walk
-from iosim.estimates.l2_model import SHARED_COPIES, DramEstimate, DramTerm, runs_serially, shared_tile
+from iosim.estimates.l2_model import DramEstimate, DramTerm, copies_in_l2, runs_serially
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 
@@ -92,7 +92,7 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
         return out
 
     def pieces(pairs: list[tuple[TileAccess, Access]]) -> _Event:
-        return [(t, a, SHARED_COPIES if shared_tile(kernel, a) else 1) for t, a in pairs]
+        return [(t, a, copies_in_l2(kernel, a)) for t, a in pairs]
 
     programs: list[list[_Event]] = []
     if kernel.loop is None:
@@ -106,23 +106,26 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
         rb = row_blocks(n_q, n_kv, block_q, block_kv, workload.causal, workload.window,
                         workload.seqlens, workload.packing)
         kb = kv_blocks(rb, block_kv)
-        steps = (rb.hi - rb.lo if kernel.loop == "q" else kb.last - kb.first).tolist()
+        counts = (rb.hi - rb.lo if kernel.loop == "q" else kb.last - kb.first).tolist()
     else:
         n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
         t_r = len(n_i)
-        steps = (n_i if kernel.loop == "q" else
-                 [sum(1 for i in range(t_r) if n_i[i] > o) for o in range(cdiv(n_kv, block_kv))])
+        counts = (n_i if kernel.loop == "q" else
+                  [sum(1 for i in range(t_r) if n_i[i] > o) for o in range(cdiv(n_kv, block_kv))])
     serial = runs_serially(kernel)
     for _b in range(workload.batch):
         for h in range(workload.heads):
             head_events: list[list[_Event]] = []
             prologue = pieces(take(places["prologue"], h))
-            for o in range(len(steps)):
+            for o in range(len(counts)):
                 events: list[_Event] = []
-                current = pieces(take(places["outer"], h))
-                for _p in range(steps[o]):
-                    current += pieces(take(places["inner"], h))
-                    events.append(current)
+                first = pieces(take(places["outer"], h))
+                steps = [pieces(take(places["inner"], h)) for _p in range(counts[o])]
+                if kernel.inner_descending:  # the walk lists them ascending
+                    steps.reverse()
+                current = first
+                for step in steps:
+                    events.append(current + step)
                     current = []
                 current += pieces(take(places["outer_end"], h))
                 if current or not events:
