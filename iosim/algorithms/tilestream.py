@@ -332,28 +332,3 @@ def _stream(kernel_names: tuple[str, ...], tensor_names: tuple[str, ...],
         init=cat("init", np.bool_), split=cat("split", np.int64),
     )
 
-
-def stream_of(accesses: Sequence[TileAccess], kernels: Sequence[Kernel]) -> TileStream:
-    """A list of `TileAccess` records as one `TileStream` (a masked workload's walk)."""
-    kernel_names = tuple(k.name for k in kernels)
-    tensor_names = tuple(dict.fromkeys(a.tensor for k in kernels for a in k.accesses))
-    kernel_id = {k: i for i, k in enumerate(kernel_names)}
-    tensor_id = {t: i for i, t in enumerate(tensor_names)}
-
-    def column(values: list[Any], dtype: Any) -> np.ndarray[Any, Any]:
-        return np.asarray(values, dtype=dtype)
-
-    return TileStream(
-        kernel_names, tensor_names,
-        kernel=column([kernel_id[a.kernel] for a in accesses], np.int64),
-        tensor=column([tensor_id[a.tensor] for a in accesses], np.int64),
-        write=column([a.op == "write" for a in accesses], np.bool_),
-        batch=column([a.batch for a in accesses], np.int64),
-        head=column([a.head for a in accesses], np.int64),
-        row_start=column([a.row_start for a in accesses], np.int64),
-        row_stop=column([a.row_stop for a in accesses], np.int64),
-        cols=column([a.cols for a in accesses], np.int64),
-        element_bytes=column([a.element_bytes for a in accesses], np.int64),
-        init=column([a.init for a in accesses], np.bool_),
-        split=column([a.split for a in accesses], np.int64),
-    )
