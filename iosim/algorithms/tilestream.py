@@ -331,4 +331,3 @@ def _stream(kernel_names: tuple[str, ...], tensor_names: tuple[str, ...],
         cols=cat("cols", np.int64), element_bytes=cat("element_bytes", np.int64),
         init=cat("init", np.bool_), split=cat("split", np.int64),
     )
-
