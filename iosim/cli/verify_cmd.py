@@ -8,7 +8,7 @@ import click
 
 from iosim.analysis.verify import verify
 from iosim.cli import cli
-from iosim.cli.common import comma_list
+from iosim.cli.common import comma_list, mask_options, parse_seqlens
 from iosim.cli.model_flags import model_options, workload_of
 from iosim.execute import EXECUTOR_DTYPES
 from iosim.inputs.workload import PASSES
@@ -52,6 +52,7 @@ def executor_dtype(value: str) -> str:
 @click.option("--sparsity", type=float, default=1.0, show_default=True,
               help="Block-sparse: the fraction of non-zero blocks, 0 < s <= 1 (standard applies the "
                    "same mask densely).")
+@mask_options
 @click.option("--dtype", default="fp64", show_default=True, metavar="fp16|fp32|fp64",
               callback=lambda ctx, param, value: executor_dtype(value),
               help="The executor's numbers (fp16 accumulates in fp32); float16, float32 and "
@@ -82,7 +83,8 @@ def executor_dtype(value: str) -> str:
 def verify_command(ctx: click.Context, /, n: int, n_kv: int | None, d: int, d_v: int | None,
                    latent_kv: bool, fp8_scales: str | None, heads: int,
                    kv_heads: int | None, batch: int,
-                   causal: bool, sparsity: float, dtype: str, block: int, block_q: int | None,
+                   causal: bool, sparsity: float, window: int | None, seqlens: str | None,
+                   packing: str, dtype: str, block: int, block_q: int | None,
                    block_kv: int | None, sram: str | None, algo: str | None, splits: int | None,
                    seed: int, unfused: str | None, dropout_p: float, pass_: str,
                    fmt: str, model: str | None, layer: str | None) -> None:
@@ -104,7 +106,8 @@ def verify_command(ctx: click.Context, /, n: int, n_kv: int | None, d: int, d_v:
     fields = dict(n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch, causal=causal,
                   pass_=pass_, unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity,
                   d_v=d_v, latent_kv=latent_kv, fp8_scales=fp8_scales,
-                  dtype="fp8_e4m3" if fp8_scales else "fp16")
+                  dtype="fp8_e4m3" if fp8_scales else "fp16", window=window,
+                  seqlens=parse_seqlens(seqlens), packing=packing)
     workload = workload_of(n, fields, {**ctx.params, "model": model, "layer": layer}, ctx)
     result = verify(workload, algorithms=comma_list(algo), dtype=dtype,
                     block_q=block if block_q is None else block_q,
