@@ -172,6 +172,8 @@ def test_cli_errors_are_one_line(iosim_cli):
         (("--layer", "local"), "--layer picks a layer kind of --model"),
         (("--model", "llama-3.1-8b", "--latent-kv"), "--latent-kv needs an MLA model"),
         (("--model", "deepseek-v3", "--d", "576"), "--d 576 contradicts --model deepseek-v3: its d is 192"),
+        (("--model", "llama-3.1-8b", "--window", "512"), "its window is none"),
+        (("--model", "gemma-3-4b", "--window", "512"), "its local layers' window is 1024"),
     ]:
         code, out, err = iosim_cli("compare", "--n", "64", "--gpu", "h100", *args)
         assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
