@@ -141,7 +141,7 @@ def _iosim_decode_combine_kernel(o_part, lse_part, o_ptr, lse_ptr, splits, rows,
 
 def chunk_for(max_len: int, splits: int, block_n: int) -> int:
     """Keys per split: ⌈⌈L/BLOCK_N⌉/splits⌉ whole key blocks (FA2's n_blocks_per_split)."""
-    return triton.cdiv(triton.cdiv(max_len, block_n), splits) * block_n
+    return -(-(-(-max_len // block_n)) // splits) * block_n
 
 
 @dataclass
@@ -152,6 +152,9 @@ class KVCache:
     v: torch.Tensor
     lens: torch.Tensor
     """int32 (sequences,): each sequence's key count."""
+    max_len: int
+    """The longest sequence, a Python int: a launch must not read it from the device (CUDA-graph
+    capture forbids the synchronisation)."""
     table: torch.Tensor | None = None
     """int32 (sequences, pages per sequence); None: contiguous (sequences, n_kv, kv_heads, d)."""
     page_size: int = 0
@@ -160,13 +163,9 @@ class KVCache:
     def sequences(self) -> int:
         return int(self.lens.numel())
 
-    @property
-    def max_len(self) -> int:
-        return int(self.lens.max())
-
     def key_rows(self, s: int) -> tuple[torch.Tensor, torch.Tensor]:
         """Sequence s's K and V as (L_s, kv_heads, d) (a copy when paged): for references."""
-        n = int(self.lens[s])
+        n = int(self.lens[s].item())
         if self.table is None:
             return self.k[s, :n], self.v[s, :n]
         pages = self.table[s, :triton.cdiv(n, self.page_size)].long()
@@ -332,7 +331,7 @@ def paged_cache(keys: list[torch.Tensor], values: list[torch.Tensor], page_size:
         kc[pages] = kp.reshape(n_own, page_size, kv_heads, d)
         vc[pages] = vp.reshape(n_own, page_size, kv_heads, d)
     lens = torch.tensor([k.shape[0] for k in keys], dtype=torch.int32, device=device)
-    return KVCache(kc, vc, lens, table, page_size)
+    return KVCache(kc, vc, lens, max(k.shape[0] for k in keys), table, page_size)
 
 
 def contiguous_cache(keys: list[torch.Tensor], values: list[torch.Tensor]) -> KVCache:
@@ -345,7 +344,7 @@ def contiguous_cache(keys: list[torch.Tensor], values: list[torch.Tensor]) -> KV
         kc[i, :k.shape[0]] = k
         vc[i, :v.shape[0]] = v
     lens = torch.tensor([k.shape[0] for k in keys], dtype=torch.int32, device=keys[0].device)
-    return KVCache(kc, vc, lens)
+    return KVCache(kc, vc, lens, n)
 
 
 def reference_decode(q: torch.Tensor, keys: list[torch.Tensor], values: list[torch.Tensor]
