@@ -141,7 +141,8 @@ def _iosim_decode_combine_kernel(o_part, lse_part, o_ptr, lse_ptr, splits, rows,
 
 def chunk_for(max_len: int, splits: int, block_n: int) -> int:
     """Keys per split: ⌈⌈L/BLOCK_N⌉/splits⌉ whole key blocks (FA2's n_blocks_per_split)."""
-    return -(-(-(-max_len // block_n)) // splits) * block_n
+    blocks = -(-max_len // block_n)
+    return -(-blocks // splits) * block_n
 
 
 @dataclass
@@ -311,7 +312,9 @@ def paged_cache(keys: list[torch.Tensor], values: list[torch.Tensor], page_size:
     own = [c - (shared_pages if i else 0) for i, c in enumerate(counts)]
     total = sum(own)
     device, dtype = keys[0].device, keys[0].dtype
-    order = torch.randperm(total, generator=generator).to(device)
+    # the generator's device draws the permutation (a CUDA generator cannot draw on the CPU)
+    order = torch.randperm(total, generator=generator,
+                           device=generator.device if generator is not None else "cpu").to(device)
     kc = torch.zeros(total, page_size, kv_heads, d, dtype=dtype, device=device)
     vc = torch.zeros_like(kc)
     table = torch.zeros(len(keys), max(counts), dtype=torch.int32, device=device)

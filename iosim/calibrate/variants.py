@@ -111,7 +111,7 @@ def reference_rows(point: Point, q: torch.Tensor, k: torch.Tensor, v: torch.Tens
 def check_rows(n: int, generator: torch.Generator, device: Any) -> torch.Tensor:
     """The query rows a Flex check compares: the first and last 64, every document or window edge
     region by chance, and 384 drawn at random."""
-    drawn = torch.randint(0, n, (384,), generator=generator)
+    drawn = torch.randint(0, n, (384,), generator=generator, device=generator.device).cpu()
     edge = torch.cat([torch.arange(min(64, n)), torch.arange(max(0, n - 64), n)])
     rows: torch.Tensor = torch.unique(torch.cat([edge, drawn])).to(device)
     return rows
