@@ -29,6 +29,7 @@ import triton
 
 from iosim.calibrate import kernels_variants as KV
 from iosim.calibrate import variants as VA
+from iosim.calibrate import variants_mla_fp8 as MF
 from iosim.calibrate import variants_points as VP
 from iosim.calibrate.env import device_info
 
@@ -166,11 +167,57 @@ def run_cascade(points: list[VA.Point], gen: torch.Generator, clock: Clock, log:
     return rows
 
 
+def run_mla(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any
+            ) -> list[dict[str, Any]]:
+    rows = []
+    for p in points:
+        if clock.left() < 0:
+            rows.append({**p, "status": "skipped: deadline"})
+            continue
+        try:
+            problem = MF.mla_problem(p, gen, DEVICE)
+            sweep = []
+            for s in VP.powers_of_two(triton.cdiv(p["n_kv"], problem.config.block_n), 64):
+                built = problem.build(s)
+                sweep.append({"splits": s, "rel_error": built.rel_error, **timed(built, 5, 25)})
+            best = min(sweep, key=lambda r: r["time_s"])
+            rows.append({**p, "status": "ok", "block_r": problem.config.block_r,
+                         "block_n": problem.config.block_n, "num_warps": problem.config.num_warps,
+                         "sweep": sweep, "best_splits": best["splits"], "best_time_s": best["time_s"]})
+            log(f"{p['id']}: best {best['splits']} splits {best['time_s'] * 1e6:.1f} us")
+            del problem
+        except Exception as exc:
+            rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
+            log(traceback.format_exc())
+        torch.cuda.empty_cache()
+    return rows
+
+
+def run_fp8(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any
+            ) -> list[dict[str, Any]]:
+    rows = []
+    for p in points:
+        if clock.left() < 0:
+            rows.append({**p, "status": "skipped: deadline"})
+            continue
+        try:
+            built = MF.build_fp8(p, gen, DEVICE)
+            rows.append({**p, "status": "ok", "rel_error": built.rel_error, **built.info,
+                         **timed(built, 25, 100)})
+            log(f"{p['id']}: {rows[-1]['time_s'] * 1e3:.3f} ms err {built.rel_error:.2e}")
+            del built
+        except Exception as exc:
+            rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
+            log(traceback.format_exc())
+        torch.cuda.empty_cache()
+    return rows
+
+
 def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
     """What phase 2 counts: every Flex point; each decode shape at 1, 2, 4, ... splits and its
     fastest; each page size at its fastest; each shared-prefix batch's best of both methods."""
     spec: list[dict[str, Any]] = []
-    for r in record["flex"]:
+    for r in record["flex"] + record.get("flex2", []):
         if r["status"] == "ok":
             spec.append({"count_id": r["id"], "point": _point(r)})
     for r in record["decode"]:
@@ -178,6 +225,13 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
             top = key_blocks(r["n_kv"])
             for s in sorted(set(VP.powers_of_two(top)) | {r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
+    for r in record.get("mla", []):
+        if r["status"] == "ok":
+            for s in sorted({1, r["best_splits"]}):
+                spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
+    for r in record.get("fp8", []):
+        if r["status"] == "ok":
+            spec.append({"count_id": r["id"], "point": _point(r)})
     for r in record["paged"]:
         if r["status"] == "ok":
             spec.append({"count_id": f"{r['id']} s{r['best_splits']}", "point": _point(r),
@@ -193,8 +247,9 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
     return spec
 
 
-POINT_KEYS = ("id", "kind", "dtype", "d", "n", "n_kv", "heads", "kv_heads", "batch", "causal",
-              "window", "seqlens", "block_size", "page_size", "prefix_len", "suffix_lens")
+POINT_KEYS = ("id", "kind", "dtype", "d", "d_v", "n", "n_kv", "heads", "kv_heads", "batch",
+              "causal", "window", "seqlens", "block_size", "page_size", "prefix_len", "suffix_lens",
+              "latent_kv", "fp8_scales")
 
 
 def _point(r: dict[str, Any]) -> dict[str, Any]:
@@ -300,7 +355,8 @@ def main(argv: list[str]) -> int:
                           "num_warps": KV.DecodeConfig().num_warps,
                           "num_stages": KV.DecodeConfig().num_stages,
                           "prefix_block_r": 64},
-        "flex": [], "decode": [], "paged": [], "cascade": [],
+        "flex": [], "decode": [], "paged": [], "cascade": [], "mla": [], "fp8": [], "repeat": [],
+        "flex2": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -310,6 +366,11 @@ def main(argv: list[str]) -> int:
         "paged": lambda: run_decode(sets["paged"], gen, clock, log, all_splits=False,
                                     page_sizes=VP.PAGE_SIZES),
         "flex": lambda: run_flex(sets["flex"], gen, clock, log),
+        "flex2": lambda: run_flex(sets["flex2"], gen, clock, log),
+        "mla": lambda: run_mla(sets["mla"], gen, clock, log),
+        "fp8": lambda: run_fp8(sets["fp8"], gen, clock, log),
+        "repeat": lambda: [{**r, "id": r["id"] + "-repeat"} for r in run_decode(
+            sets["repeat"], gen, clock, log, all_splits=True, page_sizes=[None])],
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -320,7 +381,7 @@ def main(argv: list[str]) -> int:
     log(f"phase 1 done in {record['phase1_s']:.0f} s")
     torch.cuda.empty_cache()
     spec = count_spec(record)
-    decode_spec = [s_ for s_ in spec if s_["point"]["kind"] != "flex"]
+    decode_spec = [s_ for s_ in spec if s_["point"]["kind"] != "flex"]  # our Triton kernels
     flex_spec = [s_ for s_ in spec if s_["point"]["kind"] == "flex"]
     record["counters"] = {}
     total = Clock(args.budget_s)
@@ -341,13 +402,18 @@ def main(argv: list[str]) -> int:
 
 
 def summary(record: dict[str, Any], log: Any) -> None:
-    for r in record["flex"]:
+    for r in record["flex"] + record["flex2"]:
         log(f"flex {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
     for r in record["decode"] + record["paged"]:
         log(f"dec  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
     for r in record["cascade"]:
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
+    for r in record["mla"] + record["repeat"]:
+        log(f"mla  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
+            f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
+    for r in record["fp8"]:
+        log(f"fp8  {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
     for name, c in record["counters"].items():
         log(f"ncu {name} {c['status']}: {len(c['points'])} points")
 

@@ -101,13 +101,62 @@ CASCADE = [
 """Plain split-KV at 1, 2, 4, ..., 128 splits against cascade at every (prefix, suffix) pair of
 1, 2, 4, ..., 64 and 1, 2, 4, ..., 32 splits; page size 16 for both (vLLM's default)."""
 
-QUICK = {"flex": FLEX[:2] + FLEX[13:14], "decode": DECODE[:2], "paged": PAGED[:1],
-         "cascade": CASCADE[:2]}
-FULL = {"flex": FLEX, "decode": DECODE, "paged": PAGED, "cascade": CASCADE}
 
 
 def powers_of_two(limit: int, top: int = 128) -> list[int]:
     return [s for s in (1, 2, 4, 8, 16, 32, 64, 128) if s <= min(limit, top)]
+
+
+
+def _mla(id_: str, batch: int, n_kv: int, heads: int) -> Point:
+    # DeepSeek-V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64, 128 attention heads (16 a
+    # GPU at tensor parallelism 8); bf16 as served; FlashMLA's page size 64
+    return {"id": id_, "kind": "mla", "dtype": "bf16", "d": 576, "d_v": 512, "n": 1,
+            "n_kv": n_kv, "heads": heads, "kv_heads": 1, "batch": batch, "causal": False,
+            "latent_kv": True, "page_size": 64}
+
+
+MLA = [
+    _mla("mla-b1-4k-h128", 1, 4096, 128),
+    _mla("mla-b8-8k-h128", 8, 8192, 128),
+    _mla("mla-b32-4k-h128", 32, 4096, 128),        # latent 151 MiB
+    _mla("mla-b16-16k-h128", 16, 16384, 128),      # latent 302 MiB
+    _mla("mla-b64-8k-h16", 64, 8192, 16),          # latent 604 MiB
+    _mla("mla-b128-2k-h16", 128, 2048, 16),
+    _mla("mla-b1-32k-h16", 1, 32768, 16),
+]
+"""Each at split counts 1, 2, 4, ..., 64."""
+
+
+def _fp8(id_: str, n: int, causal: bool, dtype: str) -> Point:
+    return {"id": id_, "kind": "fp8", "dtype": dtype, "d": 128, "n": n, "n_kv": n, "heads": 16,
+            "kv_heads": 16, "batch": 1, "causal": causal,
+            "fp8_scales": "tensor" if dtype.startswith("fp8") else None}
+
+
+FP8 = [_fp8(f"{dt}-{n // 1024}k-{'causal' if c else 'full'}", n, c, dt)
+       for dt in ("fp8_e4m3", "fp16") for n in (4096, 8192, 16384) for c in (False, True)]
+"""The same kernel at fp8_e4m3 (per-tensor descales read from HBM) and fp16."""
+
+
+FLEX2 = [
+    {**FLEX[2], "id": "win-c-16k-4k-bs64", "block_size": 64},
+    {**FLEX[8], "id": "win-2-8k-512-bs64", "block_size": 64},
+    {**FLEX[15], "id": "doc-c-3x-32k-bs64", "block_size": 64},
+    _flex("causal-16k", 16384, 16, 16, True),
+    _flex("causal-16k-gqa", 16384, 32, 8, True),
+    _flex("win-c-16k-4k-gqa", 16384, 32, 8, True, window=4096),
+    {**FLEX[2], "id": "win-c-16k-4k-repeat"},
+]
+"""Flex's block-mask BLOCK_SIZE 64 beside 128, dense causal baselines, GQA beside MHA, a repeat."""
+
+QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2],
+         "paged": PAGED[:1],
+         "cascade": CASCADE[:2], "mla": MLA[:1], "fp8": FP8[:1] + FP8[6:7], "repeat": DECODE[:1]}
+FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
+        "mla": MLA, "fp8": FP8,
+        "repeat": [DECODE[1], DECODE[5], DECODE[9]]}
+"""`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
 
 
 def _tiny(p: Point, **changes: Any) -> Point:
@@ -121,5 +170,10 @@ TINY = {
     "paged": [_tiny(PAGED[0], n_kv=150, heads=2, kv_heads=2, batch=2)],
     "cascade": [_tiny(CASCADE[1], batch=3, prefix_len=96, suffix_lens=[5, 70, 1], heads=4,
                       kv_heads=2)],
+    "mla": [{**_mla("tiny-mla", 2, 70, 20), "dtype": "fp16"}],
+    "fp8": [{**_fp8("tiny-fp8", 128, True, "fp8_e4m3"), "heads": 2, "d": 32},
+            {**_fp8("tiny-fp16", 128, False, "fp16"), "heads": 2, "d": 32}],
+    "repeat": [],
+    "flex2": [],
 }
 """A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""

@@ -17,20 +17,24 @@ import torch
 
 from iosim.calibrate import kernels as K
 from iosim.calibrate import variants as VA
+from iosim.calibrate import variants_mla_fp8 as MF
 
 
 def build(item: dict[str, Any], cache: dict[str, Any], gen: torch.Generator) -> VA.Built:
     point = item["point"]
-    if point["kind"] == "flex":
+    if point["kind"] in ("flex", "fp8"):
         cache.clear()
-        return VA.build_flex(point, gen)
+        torch.cuda.empty_cache()
+        return (VA.build_flex if point["kind"] == "flex" else MF.build_fp8)(point, gen)
     if cache.get("id") != point["id"]:
         cache.clear()
         torch.cuda.empty_cache()
-        make = VA.decode_problem if point["kind"] == "decode" else VA.cascade_problem
-        cache.update(id=point["id"], problem=make(point, gen))
+        problem: Any = (VA.decode_problem(point, gen) if point["kind"] == "decode"
+                        else MF.mla_problem(point, gen) if point["kind"] == "mla"
+                        else VA.cascade_problem(point, gen))
+        cache.update(id=point["id"], problem=problem)
     problem = cache["problem"]
-    if point["kind"] == "decode":
+    if point["kind"] in ("decode", "mla"):
         return problem.build(item["splits"])  # type: ignore[no-any-return]
     if item["method"] == "splitkv":
         return problem.build_splitkv(item["splits"])  # type: ignore[no-any-return]
