@@ -4,7 +4,8 @@
 
 Each run contributes the sections named after its colon (all four when none is named) and the
 ncu counters of those sections ("decode" counters cover decode, paged and cascade points; "flex"
-the Flex points). Floats are rounded to 5 significant digits (the timings' spread is ≥ 0.5 %).
+the Flex points). Failed points are left out of the sections and listed under "refused". Floats
+are rounded to 5 significant digits (the timings' spread is ≥ 0.5 %).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-SECTIONS = ("flex", "decode", "paged", "cascade")
+SECTIONS = ("flex", "flex2", "decode", "paged", "cascade", "mla", "fp8", "repeat")
 
 
 def rounded(value: Any) -> Any:
@@ -28,22 +29,24 @@ def rounded(value: Any) -> Any:
 
 
 def counters_key(section: str) -> str:
-    return "flex" if section == "flex" else "decode"
+    return "flex" if section.startswith("flex") else "decode"
 
 
 def merge(runs: list[tuple[dict[str, Any], list[str]]]) -> dict[str, Any]:
     first = runs[0][0]
     out: dict[str, Any] = {"schema": first["schema"], "timing": first["timing"],
                            "decode_config": first["decode_config"], "runs": [],
-                           **{s: [] for s in SECTIONS}, "counters": []}
+                           **{s: [] for s in SECTIONS}, "counters": [], "refused": []}
     for record, sections in runs:
         out["runs"].append({"command": record["command"], "date": record["date"],
                             "environment": record["environment"], "sections": sections,
                             "phase1_s": record.get("phase1_s")})
         ids: set[str] = set()
         for s in sections:
-            rows = [r for r in record[s] if r["status"] == "ok"]
+            rows = [r for r in record.get(s, []) if r["status"] == "ok"]
             out[s].extend(rows)
+            out["refused"].extend({"id": r["id"], "section": s, "status": r["status"].splitlines()[0]}
+                                  for r in record.get(s, []) if r["status"] != "ok")
             ids |= {r["id"] for r in rows}
         for key in sorted({counters_key(s) for s in sections}):
             c = record["counters"].get(key)
