@@ -1,0 +1,88 @@
+"""The decoding fields of a Workload: a paged KV cache and a shared-prefix batch, validated.
+
+* `page_size` P: the KV cache is stored in pages of P tokens, reached through a block table
+  (one int32 page index per page of each request), as vLLM's PagedAttention, FlashInfer and
+  FlashAttention-2's `flash_attn_with_kvcache(block_table=...)` store it. A request of N_kv
+  tokens holds ⌈N_kv/P⌉ pages, its last one partly filled.
+* `prefix_len` L and `suffix_lens` (s_0, ..., s_{B−1}): a decoding batch of B requests (one query
+  token each) whose KV caches share their first L tokens and then hold s_b tokens of their own;
+  request b attends to L + s_b keys. The workload's `batch` is B and its `n_kv` the longest
+  request, L + max(s_b) (what a padded cache or FA2's `seqlen_k` is sized for).
+
+The rules live here, not in workload.py, so that each field's checks are written once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from iosim.errors import WorkloadError, arg
+from iosim.inputs import limits
+
+
+def check_page_size(page_size: object) -> int | None:
+    """None (a contiguous cache) or a whole number of tokens per page, 1..MAX_PAGE_SIZE."""
+    if page_size is None:
+        return None
+    return limits.check_int("page_size", page_size, high=limits.MAX_PAGE_SIZE,
+                            what="tokens per KV-cache page", error=WorkloadError)
+
+
+def check_shared_prefix(prefix_len: object, suffix_lens: object, *, n: int, n_kv: int,
+                        batch: int, sparsity: float) -> tuple[int | None, tuple[int, ...] | None]:
+    """(prefix_len, suffix_lens) checked together and against the decoding shape they need."""
+    if prefix_len is None and suffix_lens is None:
+        return None, None
+    if prefix_len is None or suffix_lens is None:
+        missing = "prefix_len" if prefix_len is None else "suffix_lens"
+        raise WorkloadError(f"a shared-prefix batch needs both {arg('prefix_len')} and "
+                            f"{arg('suffix_lens')}; give {arg(missing)} too (e.g. "
+                            f"{arg('prefix_len', 512)}, {arg('suffix_lens', '(16, 40, 9)')})",
+                            param=missing)
+    prefix = limits.check_int("prefix_len", prefix_len, high=limits.MAX_LENGTH,
+                              what="shared prefix tokens", error=WorkloadError)
+    suffixes = _suffixes(suffix_lens)
+    if n != 1:
+        raise WorkloadError(f"a shared-prefix batch is a decoding step: one query token per "
+                            f"request; use {arg('n', 1)} (got {arg('n', n)})", param="n")
+    if batch != len(suffixes):
+        raise WorkloadError(f"{arg('suffix_lens')} lists {len(suffixes)} requests but "
+                            f"{arg('batch', batch)}; the batch is one request per suffix "
+                            f"(use {arg('batch', len(suffixes))})", param="batch")
+    longest = prefix + max(suffixes)
+    if n_kv != longest:
+        raise WorkloadError(f"{arg('n_kv', n_kv)} must be the longest request, prefix_len + "
+                            f"max(suffix_lens) = {prefix} + {max(suffixes)} = {longest}; use "
+                            f"{arg('n_kv', longest)}", param="n_kv")
+    if sparsity != 1:
+        raise WorkloadError(f"a shared-prefix batch is modelled dense; drop {arg('sparsity')}",
+                            param="sparsity")
+    return prefix, suffixes
+
+
+def _suffixes(value: object) -> tuple[int, ...]:
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise WorkloadError(f"{arg('suffix_lens')} must be a list of whole numbers of tokens, "
+                            f"one per request, got {limits.excerpt(value)}; e.g. "
+                            f"{arg('suffix_lens', '(16, 40, 9)')}")
+    if not value:
+        raise WorkloadError(f"{arg('suffix_lens')} is empty; give one suffix length per request "
+                            f"(e.g. {arg('suffix_lens', '(16, 40, 9)')})")
+    if len(value) > limits.MAX_REQUESTS:
+        raise WorkloadError(f"{arg('suffix_lens')} lists {len(value):,} requests, beyond the "
+                            f"{limits.MAX_REQUESTS:,} iosim models; split the batch")
+    return tuple(limits.check_int("suffix_lens", s, high=limits.MAX_LENGTH,
+                                  what="tokens of one request's own suffix", error=WorkloadError)
+                 for s in value)
+
+
+def describe(page_size: int | None, prefix_len: int | None,
+             suffix_lens: tuple[int, ...] | None) -> str:
+    """The words Workload.describe adds for the decoding fields ('' when none is set)."""
+    words = ""
+    if page_size is not None:
+        words += f", paged KV ({page_size} tokens/page)"
+    if prefix_len is not None and suffix_lens is not None:
+        words += (f", shared prefix {prefix_len} + suffixes {min(suffix_lens)}.."
+                  f"{max(suffix_lens)}")
+    return words
