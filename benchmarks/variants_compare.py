@@ -6,12 +6,12 @@ For every counted point: the DRAM bytes iosim's L2-aware estimate predicts again
 Compute's (read + write, the closing evict's write-backs included), and the time iosim predicts
 (the GPU's measured profile) against the median measured time. Each kernel family gets two
 constants, measured ≈ a · predicted + b · kernels launched (b: a per-launch floor, what a
-memory-bound decode kernel of a few microseconds cannot go under), fitted on half of its points
-(sorted by id: the even positions) and judged on the other half: "calibrated" errors are those of
-the fitted line on the judged points (fit points are marked). Decoding shapes add the split
-count the model picks (argmin of its predicted time over every count) against the fastest
-measured count; shared-prefix batches add the model's cascade-vs-split-KV verdict against the
-measured winner.
+memory-bound decode kernel of a few microseconds cannot go under), fitted on half of its
+shapes (sorted by id: the even positions, every split count of a shape together) and judged on
+the rest: "calibrated" errors are the fitted line's on the judged points (fit points marked).
+Decoding shapes add the split count the model picks (argmin of its predicted time over every
+count) against the fastest measured count; shared-prefix batches add the model's
+cascade-vs-split-KV verdict against the measured winner.
 
 A point whose workload or algorithm the installed iosim cannot model yet prints the reason and
 counts as not compared; rerun after the model lands.
@@ -164,15 +164,18 @@ def fit_line(points: list[tuple[float, int, float]]) -> tuple[float, float]:
 
 
 def calibrate(rows: list[Row]) -> dict[str, Row]:
-    """Per family: measured ≈ a · predicted + b · kernels launched, (a, b) fitted on the even
-    positions of its points sorted by id ("fit") and judged on the odd ones ("judged")."""
+    """Per family: measured ≈ a · predicted + b · kernels launched, (a, b) fitted on the shapes
+    at even positions of the family's shapes sorted by id ("fit"), judged on the others."""
     fits: dict[str, Row] = {}
     families = sorted({r["family"] for r in rows})
     for family in families:
         ok = sorted((r for r in rows if r["family"] == family and "time_s" in r["model"]
                      and r["time_s"]), key=lambda r: r["id"])
-        for i, r in enumerate(ok):
-            r["split"] = "fit" if i % 2 == 0 else "judged"
+        # by shape: every split count of one shape falls in the same half
+        shapes = sorted({r["point"]["id"] for r in ok})
+        half = {s: "fit" if i % 2 == 0 else "judged" for i, s in enumerate(shapes)}
+        for r in ok:
+            r["split"] = half[r["point"]["id"]]
             r["kernels"] = len(r["counts"]["kernels"]) if r["counts"] else 1
         fit = [(r["model"]["time_s"], r["kernels"], r["time_s"]) for r in ok if r["split"] == "fit"]
         if not fit:
