@@ -180,3 +180,19 @@ def test_flex_point_matches_its_dense_reference() -> None:
     assert built.rel_error < 2e-3
     assert built.info["block_grid"] == [3, 3]
     assert built.info["partial_blocks"] + built.info["full_blocks"] == 6
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not GPU, reason="needs a CUDA GPU")
+@pytest.mark.parametrize("page_size", [None, 16])
+def test_split_kv_at_a_real_size_on_the_gpu(page_size: int | None) -> None:
+    """The measured tiles (16 query rows × 64 keys) compiled, GQA 4, 4096 keys, 8 splits."""
+    q = rand(2, 8, 4, 128)
+    keys = [rand(4096, 8, 128) for _ in range(2)]
+    values = [rand(4096, 8, 128) for _ in range(2)]
+    cache = (KV.contiguous_cache(keys, values) if page_size is None
+             else KV.paged_cache(keys, values, page_size))
+    out = KV.decode_buffers(q, 8)
+    out.o.fill_(math.nan)
+    KV.split_kv(q, cache, out, splits=8)
+    assert rel(out.o, dense_decode(q, keys, values)[0]) < 2e-3
