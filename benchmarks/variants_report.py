@@ -77,7 +77,9 @@ def flex_table(record: dict[str, Any], counts: dict[str, Row]) -> list[str]:
              "torch.compile(flex_attention) with create_block_mask(BLOCK_SIZE = 128). The kernel "
              "ncu saw (triton_tem_fused_flex_attention): 256 threads (8 warps), 131,072 B of "
              "dynamic shared memory, grid ⌈n/128⌉ × batch·heads, so BLOCK_M = 128 (torch 2.11's "
-             "fp16 d = 128 default; BLOCK_N is not visible in the launch). Blocks: partial + full "
+             "fp16 d = 128 default), and BLOCK_N = 64 with 3 stages by the shared memory: "
+             "Q 128 × 128 × 2 B + 3 × (K and V 64 × 128 × 2 B) = 131,072 B (the document masks' "
+             "kernels had 132,096 B). Blocks: partial + full "
              "block-mask blocks visited (of the q-blocks × kv-blocks grid per head).", "",
              "| point | n | heads/kv | mask | blocks (of grid) | ms | p20–p80 | ncu DRAM MB | "
              "compulsory MB | L2 MB |", "|---|---:|---|---|---:|---:|---|---:|---:|---:|"]
