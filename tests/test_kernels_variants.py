@@ -196,3 +196,43 @@ def test_split_kv_at_a_real_size_on_the_gpu(page_size: int | None) -> None:
     out.o.fill_(math.nan)
     KV.split_kv(q, cache, out, splits=8)
     assert rel(out.o, dense_decode(q, keys, values)[0]) < 2e-3
+
+
+# phase 2's bookkeeping: ncu's launches back into points
+
+
+def launch(kernel: str, read: float, write: float) -> dict:  # type: ignore[type-arg]
+    return {"kernel": kernel, "dram__bytes_read.sum": read, "dram__bytes_write.sum": write,
+            "lts__t_bytes.sum": read + write, "gpu__time_duration.sum": 1000.0}
+
+
+def test_launches_split_at_the_evicts_with_the_residue_counted() -> None:
+    from iosim.calibrate.variants_ncu import EVICT, attach_launches
+
+    launches = [launch(EVICT, 5e8, 1e3), launch("split", 100, 10), launch("combine", 20, 5),
+                launch(EVICT, 5e8, 7), launch(EVICT, 5e8, 2), launch("flex", 300, 30),
+                launch(EVICT, 5e8, 11)]
+    points = attach_launches(launches, [{"count_id": "a", "id": "a"}, {"count_id": "b", "id": "b"}])
+    assert [len(p["kernels"]) for p in points] == [2, 1]
+    assert points[0]["dram_read_bytes"] == 120 and points[0]["dram_write_bytes"] == 15 + 7
+    assert points[1]["dram_write_bytes"] == 30 + 11
+    assert points[0]["kernel_time_s"] == pytest.approx(2e-6)
+    with pytest.raises(ValueError, match="closing evict"):
+        attach_launches(launches[:3], [{"count_id": "a", "id": "a"}])
+
+
+def test_every_recorded_point_is_counted() -> None:
+    """count_spec over the committed record: every Flex point, each decode shape at 1, 2, 4, ...
+    and its fastest count, each shared-prefix batch's best of both methods."""
+    import json
+
+    from iosim.calibrate.variants_ncu import count_spec
+    from tests.conftest import DATA
+
+    record = json.loads((DATA / "h200-variants.json").read_text())
+    spec = {s["count_id"] for s in count_spec(record)}
+    assert {p["id"] for p in record["flex"]} <= spec
+    for p in record["decode"]:
+        assert f"{p['id']} s1" in spec and f"{p['id']} s{p['best_splits']}" in spec
+    for p in record["cascade"]:
+        assert f"{p['id']} splitkv s{p['best_splitkv']['splits']}" in spec
