@@ -112,9 +112,12 @@ class InstrumentedHBM:
 
     # -- the kernels' side: counted --------------------------------------------------------
     def read(self, name: str, batch: int, head: int, start: int | None = None,
-             stop: int | None = None, *, split: int = 0) -> Array:
-        """A copy of rows start..stop (default all) of tensor `name` for one (batch, head)."""
+             stop: int | None = None, *, split: int = 0, cols: int | None = None) -> Array:
+        """A copy of rows start..stop (default all) of tensor `name` for one (batch, head);
+        with `cols`, only each row's first `cols` columns (MLA's V inside the latent K)."""
         tile = self._tensor(name, split)[batch, head, start:stop]
+        if cols is not None:
+            tile = tile[:, :cols]
         self._count(name, "read", batch, head, start, stop, tile.shape, init=False, split=split)
         return tile.copy()
 
