@@ -28,6 +28,9 @@ Three refinements, each a flag on the Kernel or the Dims (issue 3):
     stacked as g·n_q rows of one problem (FA2 `seqlenq_ngroups_swapped` for decoding), so a
     program serves a KV head and reads its K/V once. Valid only where every query row sees
     every key (n_q = 1, or no causal mask): the packed problem is counted without a mask.
+And three of issue 14: a "dv" column kind (V, O, dO, dV rows are Workload.d_v wide), an "out"
+element (O in its own dtype: bf16 for FP8 inputs) and Access.scale (an FP8 descale factor, one
+element per program or per tile, algorithms/fp8.py).
 
 From that one description come
   1. `closed_form`: exact element counts as sums over the loop (block sums in blocks.py),
@@ -173,6 +176,25 @@ def row_width(cols: Cols, d: Any, n_kv: Any, d_v: Any = None) -> Any:
     """Elements in one row of an access's tensor: d (the Q·K head dim), d_v (V's head dim;
     None: d), 1 (a per-row statistic) or n_kv (a row of an N×N matrix). Ints or arrays."""
     return {"d": d, "dv": d if d_v is None else d_v, "1": 1, "kv": n_kv}[cols]
+
+
+def tensor_bytes(access: Access, workload: Workload, *, per_head: bool = False,
+                 splits: Any = 1) -> Any:
+    """Bytes in HBM of the whole tensor an access touches: one head's (`per_head`), or every
+    (batch, head)'s, K/V-side tensors per KV head, with `splits` copies of a per-split partial
+    output. Ints, or arrays in a sweep. The footprint (what is held) and the L2 model (what a
+    sweep over a tensor touches) both size tensors with it."""
+    if access.scale:
+        return 0  # FP8 descale factors: a few bytes per program, neither held nor cached
+    length = workload.n if access.rows == "q" else workload.n_kv
+    size = (length * row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
+            * element_bytes(access.element, workload.element_bytes,
+                            workload.output_element_bytes))
+    if not per_head:
+        per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
+        size = size * workload.batch * (workload.kv_heads if per_kv else workload.heads)
+        size = size * (splits if access.per_split else 1)
+    return int(size) if np.ndim(size) == 0 else size
 
 
 # ---------------------------------------------------------------------------------------------

@@ -71,10 +71,14 @@ def tiling_for(
 
 
 def gpu_cc(hardware: Hardware | None) -> int:
+    """The GPU's compute capability as an int (80 for sm_80) from its YAML architecture; 0 when
+    there is no GPU or it is unknown (the tile tables' `cc` match)."""
     return compute_capability(hardware.architecture) if hardware is not None else 0
 
 
 def gpu_sram_per_sm(hardware: Hardware | None) -> int:
+    """The GPU's shared memory per SM in bytes (the tile tables' `smem_per_sm_below` match); 0 when
+    there is no GPU or its YAML lacks sram_per_sm."""
     return int(hardware.sram_per_sm_bytes or 0) if hardware is not None else 0
 
 
@@ -120,6 +124,7 @@ def compare(
             raise IosimError(f"{arg('impl')} picks the algorithm ({implementation.name} runs "
                              f"{implementation.algorithm}); drop {arg('algorithms')}")
         implementation.check_shape(workload.d, workload.dtype, gqa=workload.group_size > 1,
+                                   d_v=workload.d_v, latent_kv=workload.latent_kv,
                                    backward=workload.pass_ != "fwd")
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
                                splits_given=splits is not None) if implementation is None else ()
@@ -183,6 +188,10 @@ def compare(
 
     m = sram_bytes // workload.element_bytes
     n, n_kv, d = workload.n, workload.n_kv, workload.d
-    theorem2 = Theorem2(m, float(n * d + n * n_kv), n * n_kv * d * d / m)
+    if workload.d_v == d:
+        theorem2 = Theorem2(m, float(n * d + n * n_kv), n * n_kv * d * d / m)
+    else:  # Q, K d wide and V, O d_v wide: the mean d̄ = (d + d_v)/2 where the paper has d
+        mean = (d + workload.d_v) / 2
+        theorem2 = Theorem2(m, n * mean + n * n_kv, n * n_kv * mean * mean / m)
     return Comparison(workload, hw, requested, note, roofs, sram_bytes, sram_source, theorem2,
                       results)

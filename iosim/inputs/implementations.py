@@ -63,6 +63,8 @@ class SharedMemory:
     score_tiles: int = 0
 
     def bytes(self, block_q: Int, block_kv: Int, d: Int, element_bytes: Int) -> Int:
+        """Shared memory of one program in bytes: its Q, K/V and score tiles at these blocks, head dim
+        and element size (ints or arrays)."""
         return ((self.q_tiles * block_q + self.kv_tiles * block_kv) * d
                 + self.score_tiles * block_q * block_kv) * element_bytes
 
@@ -86,6 +88,8 @@ class SplitRule:
 
 @dataclass(frozen=True, slots=True)
 class ExtraKernel:
+    """A kernel an implementation launches beside the attention (kind: gqa_expand, scale or mask)."""
+
     kind: str
     when: str
     """always, gqa (heads > kv_heads) or causal."""
@@ -121,15 +125,29 @@ class Implementation:
     calibration: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per GPU name: fitted efficiency per kernel class (the measured profile uses them)."""
     calibration_source: dict[str, str] = field(default_factory=dict)
+    head_dim_v_same: str = ""
+    """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
+    head_dim.v_same_source); "" when it takes a d_v of its own."""
 
     @property
     def refuses_gqa(self) -> bool:
+        """Whether the implementation refuses GQA (heads ≠ kv_heads)."""
         return self.gqa.value.startswith("refused")
 
     def check_shape(self, d: int, dtype: str, *, gqa: bool = False,
-                    backward: bool = False) -> None:
+                    backward: bool = False, d_v: int | None = None,
+                    latent_kv: bool = False) -> None:
         """Refuse (one line) a head dim, dtype, GQA or backward pass this implementation does
-        not run or whose backward its profile does not declare."""
+        not run or whose backward its profile does not declare; a V head dim apart from d where
+        it needs them equal; MLA's latent cache (every profile reads V as a tensor of its own)."""
+        if latent_kv:
+            raise IosimError(f"{self.name} reads V as a tensor of its own; MLA's latent cache "
+                             f"(--latent-kv) is modelled without --impl (--algo splitkv: "
+                             f"FlashMLA's tiles)")
+        if d_v is not None and d_v != d and self.head_dim_v_same:
+            raise IosimError(f"{self.name} needs V's head dim equal to Q's and K's "
+                             f"({self.head_dim_v_same}), got --d {d} --d-v {d_v}; use "
+                             f"another --impl, or none")
         if backward and self.algorithm != "standard" and not self.backward_tiles:
             raise IosimError(f"{self.name}'s profile declares no backward tiles ({self.backward.value}; "
                              f"{self.backward.source}); use --pass fwd, or --impl sdpa-flash for "
@@ -150,6 +168,7 @@ class Implementation:
                              f"({self.head_dim_source}); use another --impl or --d")
 
     def extra_kernels_for(self, *, gqa: bool, causal: bool) -> tuple[ExtraKernel, ...]:
+        """The extra kernels that run for a workload with or without GQA and a causal mask."""
         on = {"always": True, "gqa": gqa, "causal": causal}
         return tuple(k for k in self.extra_kernels if on[k.when])
 

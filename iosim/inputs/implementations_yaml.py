@@ -62,6 +62,7 @@ def impls_dir() -> Path:
 
 
 def shipped_implementations() -> tuple[str, ...]:
+    """The names of the shipped profiles (configs/impls/*.yaml), sorted."""
     return tuple(sorted(p.stem for p in impls_dir().glob("*.yaml")))
 
 
@@ -181,7 +182,7 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     if not dtypes or not all(t in ("fp16", "bf16", "fp32") for t in dtypes):
         raise ConfigError(path, "dtypes", "must list some of fp16, bf16, fp32")
     hd = _mapping(_need(data, "head_dim", dict, path), path, "head_dim",
-                  {"max", "multiple_of", "source"})
+                  {"max", "multiple_of", "source", "v_same_source"})
     tiled = algorithm != "standard"
     forward = _rows(data.get("forward_tiles"), path, "forward_tiles") if tiled else ()
     backward = (_rows(data["backward_tiles"], path, "backward_tiles")
@@ -244,6 +245,7 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         dtypes=tuple(dtypes), head_dim_max=_need(hd, "max", int, path, "head_dim."),
         head_dim_multiple=int(hd.get("multiple_of", 1)),
         head_dim_source=_need(hd, "source", str, path, "head_dim."),
+        head_dim_v_same=str(hd.get("v_same_source", "")),
         forward_tiles=forward, backward_tiles=backward, shared_memory=shared,
         backward_shared_memory=bwd_shared,
         launch_order=_trait(data, "launch_order", path),
