@@ -42,6 +42,7 @@ MLA_SCALE = (128 + 64) ** -0.5
 
 @dataclass(frozen=True, slots=True)
 class MlaConfig:
+    """The MLA split kernel's tiles: BLOCK_R query heads × BLOCK_N latent rows."""
     block_r: int = 32
     block_n: int = 32
     num_warps: int = 4
@@ -104,6 +105,7 @@ def _iosim_mla_split_kernel(
 
 @dataclass
 class MlaBuffers:
+    """O (batch, heads, 512), L, and every split's fp32 partials of one MLA step."""
     o: torch.Tensor
     lse: torch.Tensor
     o_part: torch.Tensor
@@ -111,6 +113,7 @@ class MlaBuffers:
 
 
 def mla_buffers(q: torch.Tensor, splits: int) -> MlaBuffers:
+    """Outputs and partial buffers for `splits` splits of q's batch and heads."""
     batch, heads, _ = q.shape
     dev = q.device
     return MlaBuffers(torch.empty(batch, heads, D_LATENT, dtype=q.dtype, device=dev),
@@ -159,6 +162,7 @@ def reference_mla(q: torch.Tensor, latents: list[torch.Tensor], sm_scale: float 
 
 @dataclass(frozen=True, slots=True)
 class ScaledConfig:
+    """The scaled forward's tiles (BLOCK_M × BLOCK_N), warps and pipeline stages."""
     block_m: int = 128
     block_n: int = 64
     num_warps: int = 8

@@ -162,6 +162,7 @@ class KVCache:
 
     @property
     def sequences(self) -> int:
+        """How many sequences (requests, or the one shared prefix) the cache holds."""
         return int(self.lens.numel())
 
     def key_rows(self, s: int) -> tuple[torch.Tensor, torch.Tensor]:
@@ -259,6 +260,7 @@ class DecodeBuffers:
 
 
 def decode_buffers(q: torch.Tensor, total_splits: int) -> DecodeBuffers:
+    """O, L and the partial buffers of one decode step with room for `total_splits`."""
     batch, kv_heads, group, d = q.shape
     s = max(total_splits, 1)
     return DecodeBuffers(

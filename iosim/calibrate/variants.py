@@ -39,6 +39,7 @@ class WrongOutput(RuntimeError):
 
 
 def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
+    """‖out − ref‖ / ‖ref‖ in float64; infinite when out holds a NaN or an infinity."""
     out64, ref64 = out.double(), ref.double()
     if not torch.isfinite(out64).all():
         return math.inf
@@ -46,6 +47,7 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def require_close(point: Point, what: str, out: torch.Tensor, ref: torch.Tensor) -> float:
+    """The relative error, or WrongOutput when it exceeds the dtype's tolerance."""
     err = rel_error(out, ref)
     if not err <= TOLERANCE[point["dtype"]]:
         raise WrongOutput(f"{point['id']}: {what} relative error {err:.3g} > "
@@ -58,6 +60,7 @@ def require_close(point: Point, what: str, out: torch.Tensor, ref: torch.Tensor)
 
 
 def doc_ids(seqlens: list[int], device: Any) -> torch.Tensor:
+    """The document index of every token of the packed sequences."""
     return torch.repeat_interleave(torch.arange(len(seqlens), device=device),
                                    torch.tensor(seqlens, device=device))
 
@@ -123,6 +126,7 @@ def check_rows(n: int, generator: torch.Generator, device: Any) -> torch.Tensor:
 
 @dataclass
 class Built:
+    """A checked point: its launch (no sync), the kernels it launches, its check's error."""
     point: Point
     launch: Callable[[], Any]
     kernels: list[str]
@@ -135,6 +139,7 @@ _FLEX: dict[str, Any] = {}
 
 
 def compiled_flex() -> Any:
+    """torch.compile(flex_attention), once per process, with recompiles allowed per shape."""
     if "fn" not in _FLEX:
         import torch._dynamo
         from torch.nn.attention.flex_attention import flex_attention
@@ -154,6 +159,7 @@ def _eager_flex() -> Any:
 
 
 def build_flex(point: Point, generator: torch.Generator, device: str = "cuda") -> Built:
+    """A Flex point: inputs, block mask, one compiled call checked on sampled rows."""
     from torch.nn.attention.flex_attention import create_block_mask
 
     dtype = DTYPES[point["dtype"]]
@@ -200,6 +206,7 @@ def _kv(lengths: list[int], h_kv: int, d: int, dtype: torch.dtype, generator: to
 
 def make_cache(keys: list[torch.Tensor], values: list[torch.Tensor], page_size: int | None,
                generator: torch.Generator, shared_pages: int = 0) -> KV.KVCache:
+    """A contiguous cache (page_size None) or a paged one with pages in random order."""
     if page_size is None:
         return KV.contiguous_cache(keys, values)
     return KV.paged_cache(keys, values, page_size, shared_pages=shared_pages, generator=generator)
@@ -217,6 +224,7 @@ class DecodeProblem:
     config: KV.DecodeConfig = field(default_factory=KV.DecodeConfig)
 
     def build(self, splits: int) -> Built:
+        """Checked split-KV at `splits` splits (outputs poisoned first)."""
         out = KV.decode_buffers(self.q, splits)
         out.o.fill_(math.nan)
         kernels = KV.split_kv(self.q, self.cache, out, splits=splits, config=self.config)
@@ -229,6 +237,7 @@ class DecodeProblem:
 
 
 def decode_problem(point: Point, generator: torch.Generator, device: str = "cuda") -> DecodeProblem:
+    """A decode point's query rows, KV cache and float64 reference output."""
     dtype = DTYPES[point["dtype"]]
     b, h, h_kv, d = point["batch"], point["heads"], point["kv_heads"], point["d"]
     lengths = list(point["kv_lens"]) if point.get("kv_lens") else [point["n_kv"]] * b
@@ -256,6 +265,7 @@ class CascadeProblem:
     prefix_config: KV.DecodeConfig = field(default_factory=lambda: KV.DecodeConfig(64))
 
     def build_splitkv(self, splits: int) -> Built:
+        """Checked plain split-KV over each request's full (shared-prefix) KV."""
         out = KV.decode_buffers(self.q, splits)
         out.o.fill_(math.nan)
         kernels = KV.split_kv(self.q, self.full, out, splits=splits, config=self.config)
@@ -267,6 +277,7 @@ class CascadeProblem:
         return Built({**self.point, "method": "splitkv", "splits": splits}, launch, kernels, err)
 
     def build_cascade(self, prefix_splits: int, suffix_splits: int) -> Built:
+        """Checked cascade at the given prefix and suffix split counts."""
         out = KV.decode_buffers(self.q, prefix_splits + suffix_splits)
         out.o.fill_(math.nan)
         kw = {"prefix_splits": prefix_splits, "suffix_splits": suffix_splits,
@@ -282,6 +293,7 @@ class CascadeProblem:
 
 
 def cascade_problem(point: Point, generator: torch.Generator, device: str = "cuda") -> CascadeProblem:
+    """A shared-prefix batch's inputs: full, prefix and suffix caches, one reference."""
     dtype = DTYPES[point["dtype"]]
     b, h, h_kv, d = point["batch"], point["heads"], point["kv_heads"], point["d"]
     prefix_len, suffix_lens, page = point["prefix_len"], list(point["suffix_lens"]), point["page_size"]
@@ -302,4 +314,5 @@ def cascade_problem(point: Point, generator: torch.Generator, device: str = "cud
 
 
 def bytes_of(t: torch.Tensor) -> int:
+    """A tensor's size in bytes."""
     return t.numel() * t.element_size()

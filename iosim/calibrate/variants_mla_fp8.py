@@ -33,6 +33,7 @@ def _close(point: Point, what: str, out: torch.Tensor, ref: torch.Tensor, tol: f
 
 @dataclass
 class MlaProblem:
+    """An MLA decode point's queries, paged latent cache and float64 reference."""
     point: Point
     q: torch.Tensor
     cache: KV.KVCache
@@ -40,6 +41,7 @@ class MlaProblem:
     config: MF.MlaConfig
 
     def build(self, splits: int) -> Built:
+        """Checked MLA decode at `splits` splits (outputs poisoned first)."""
         out = MF.mla_buffers(self.q, splits)
         out.o.fill_(math.nan)
         kernels = MF.mla_decode(self.q, self.cache, out, splits=splits, config=self.config)
@@ -54,6 +56,7 @@ class MlaProblem:
 
 def mla_problem(point: Point, generator: torch.Generator, device: str = "cuda",
                 config: MF.MlaConfig | None = None) -> MlaProblem:
+    """An MLA point's inputs: latent rows drawn once, paged, V = their first 512 columns."""
     dtype = DTYPES[point["dtype"]]
     b, heads, n_kv, d = point["batch"], point["heads"], point["n_kv"], point["d"]
     q = torch.randn(b, heads, d, dtype=dtype, device=device, generator=generator)

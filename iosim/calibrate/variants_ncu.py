@@ -27,6 +27,7 @@ EVICT = "_iosim_evict_kernel"
 
 
 def key_blocks(n_kv: int, block_n: int = KV.DecodeConfig().block_n) -> int:
+    """⌈n_kv / BLOCK_N⌉: the key blocks a split count may not exceed."""
     return triton.cdiv(n_kv, block_n)  # type: ignore[no-any-return]
 
 
@@ -75,6 +76,7 @@ def _point(r: dict[str, Any]) -> dict[str, Any]:
 
 def run_ncu(spec: list[dict[str, Any]], out: Path, timeout_s: float, log: Any, name: str
             ) -> dict[str, Any]:
+    """One ncu run of variants_target over `spec`; its counters per point, or why not."""
     from iosim.calibrate import ncu
 
     metrics = METRICS

@@ -104,6 +104,7 @@ CASCADE = [
 
 
 def powers_of_two(limit: int, top: int = 128) -> list[int]:
+    """1, 2, 4, ..., up to min(limit, top)."""
     return [s for s in (1, 2, 4, 8, 16, 32, 64, 128) if s <= min(limit, top)]
 
 

@@ -21,6 +21,7 @@ from iosim.calibrate import variants_mla_fp8 as MF
 
 
 def build(item: dict[str, Any], cache: dict[str, Any], gen: torch.Generator) -> VA.Built:
+    """The item's point built and checked (decode and cascade inputs reused across items)."""
     point = item["point"]
     if point["kind"] in ("flex", "fp8"):
         cache.clear()
@@ -43,6 +44,7 @@ def build(item: dict[str, Any], cache: dict[str, Any], gen: torch.Generator) -> 
 
 
 def main(argv: list[str]) -> int:
+    """Profile every item of SPEC between evicts; write MANIFEST in launch order."""
     spec_path, manifest_path = argv
     with open(spec_path) as f:
         spec = json.load(f)
