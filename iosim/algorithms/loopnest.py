@@ -136,6 +136,10 @@ class Kernel:
     tile: tuple[int, int] | None = None
     """Fixed (B_r, B_c) of a kernel whose code sets its tiles (iosim's Triton backward, whose
     block sizes are its launch configuration): they override the Tiling's."""
+    inner_descending: bool = False
+    """The inner loop walks its blocks from the last down (FlashAttention-2's backward: `for (;
+    m_block >= m_block_min; --m_block)`). Counts do not depend on it; the L2 model does: causal
+    programs of one head then start on the same tiles and walk them in lockstep."""
 
     def __post_init__(self) -> None:
         if self.split and self.loop != "q":

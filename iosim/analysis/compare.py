@@ -9,6 +9,7 @@ comparison.py and their JSON compare_records.py.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Dims, Kernel, kernel_programs
@@ -16,8 +17,10 @@ from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
     call_overhead,
-    extra_kernels,
     impl_algorithm,
+    impl_backward_note,
+    impl_backward_roofs,
+    impl_kernels,
     impl_roofs,
     impl_workload,
 )
@@ -131,6 +134,9 @@ def compare(
     roofs = roofs_for(hw, workload.dtype, profile)
     if implementation is not None and profile == "measured":
         roofs = impl_roofs(roofs, implementation, hw)
+        timed_by = impl_backward_note(implementation, hw) if workload.pass_ != "fwd" else None
+        if timed_by is not None:
+            roofs = replace(roofs, notes=(*roofs.notes, timed_by))
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram,
                                           sram_elements=sram_elements)
     given = block_q is not None or block_kv is not None
@@ -149,14 +155,17 @@ def compare(
                                          blocks_given=given, base=base)
         kernels = algorithm.kernels(w, tiling)
         if impl_ is not None:
-            kernels = extra_kernels(impl_, w) + kernels
+            kernels = impl_kernels(impl_, w, kernels)
         dram = _dram_or_none(kernels, w, tiling, hw)
         if profile == "measured" and dram is None:
             raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "
                              f"sm_count in {hw.path}")
         on_roof = None if profile != "measured" or dram is None else {
             k.name: dram.of_kernel(k.name).bytes for k in kernels}
-        kernel_estimates = estimate_kernels(kernels, w, tiling, roofs, dram_bytes=on_roof,
+        own_roofs = roofs
+        if impl_ is not None and profile == "measured" and w.pass_ != "fwd":
+            own_roofs = impl_backward_roofs(roofs, impl_, hw, tiling, w.d)
+        kernel_estimates = estimate_kernels(kernels, w, tiling, own_roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
         totals = total_cost(kernel_estimates)
         time_s, hbm = float(totals.time_s), int(totals.hbm_read_bytes + totals.hbm_write_bytes)
@@ -174,7 +183,7 @@ def compare(
             footprint(kernels, w, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
             convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_,
-            call_overhead(impl_, hw, profile))
+            call_overhead(impl_, hw, profile, w.pass_))
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)

@@ -25,9 +25,12 @@ import numpy as np
 from iosim.errors import IosimError
 from iosim.inputs.ints import Int
 
-EXTRA_KERNELS = ("gqa_expand", "scale", "mask")
+EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
-scale, mask: an elementwise pass over S (standard attention's unfused ops)."""
+scale, mask: an elementwise pass over S (standard attention's unfused ops); layout_copy (a
+backward pass only): dO and O copied into the kernel's layout before the backward kernels;
+softmax_mul (a backward pass only): the softmax backward as two N×N passes, T = P∘dP, then
+dS = T − P·rowsum(T) (impl_kernels.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +128,9 @@ class Implementation:
     calibration: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per GPU name: fitted efficiency per kernel class (the measured profile uses them)."""
     calibration_source: dict[str, str] = field(default_factory=dict)
+    backward_calibration: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per GPU name: the backward's fitted schedule (`calibration.GPU.backward`: efficiency,
+    program_overhead_s, call_overhead_s; calibrate/torch_bwd_fit.py)."""
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""
