@@ -31,8 +31,12 @@ SHAPES = (
     Workload(40, n_kv=56, d=8, heads=4, kv_heads=2, batch=2, causal=True),
     Workload(1, n_kv=70, d=8, heads=4, kv_heads=1),
     Workload(33, d=4, heads=2, sparsity=0.5),
+    Workload(40, n_kv=56, d=8, heads=4, kv_heads=2, causal=True, page_size=5),
+    Workload(1, n_kv=70, d=8, heads=4, kv_heads=1, page_size=24),
 )
-"""Uneven last blocks, GQA, a causal mask with N ≠ N_kv, decoding with packed heads, sparsity."""
+"""Uneven last blocks, GQA, a causal mask with N ≠ N_kv, decoding with packed heads, sparsity,
+and a paged KV cache with pages smaller and larger than the 16-row tiles (partial last pages,
+tiles straddling pages)."""
 
 
 def _modelled(algorithm: Algorithm, workload: Workload) -> bool:

@@ -38,6 +38,7 @@ from __future__ import annotations
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.algorithms.paging import refuse_paged
 from iosim.algorithms.standard import SOFTMAX_FLOPS_PER_SCORE
 from iosim.inputs.workload import Workload
 
@@ -59,10 +60,11 @@ class Flash1(Algorithm):
     name = "flash1"
     title = "FlashAttention (Algorithm 1): K/V blocks outer, Q/O/l/m re-read every pass"
     tiled = True
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "page_size"})  # GQA: dK/dV sums
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 1's kernels: the initialisation of O, l, m and the fused K/V-outer kernel."""
+        refuse_paged(self.name, workload, why="its K/V-outer loop reads a contiguous K, V")
         init = Kernel("init", "init O, l, m", "elementwise", (
             Access("O", "write", "prologue", "q", "d", "Alg. 1 line 2: O = (0) in HBM", init=True),
             Access("l", "write", "prologue", "q", "1", "Alg. 1 line 2: l = (0) in HBM",
@@ -86,6 +88,7 @@ class Flash1(Algorithm):
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 4's kernels: the initialisation of dQ, dK, dV and the fused backward (plus
         GQA's dK/dV group sums)."""
+        refuse_paged(self.name, workload, why="a backward pass does not run over a KV cache")
         dk, dv = dkv_names(workload)
         init = Kernel("bwd_init", "init dQ, dK, dV", "elementwise", (
             Access("dQ", "write", "prologue", "q", "d", "Alg. 4 line 5: dQ = (0) in HBM", init=True),

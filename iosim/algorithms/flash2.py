@@ -44,6 +44,7 @@ from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.algorithms.paging import PAGED_CITE, block_table_read, refuse_paged
 from iosim.estimates.occupancy import programs_per_sm
 from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
 from iosim.inputs.implementations import SharedMemory, TileRow
@@ -72,12 +73,13 @@ class Flash2(Algorithm):
     title = "FlashAttention-2: Q blocks outer, K/V re-read per query block, O and L written once"
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "page_size"})  # GQA: dK/dV sums
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FA2 Alg. 1's one fused Q-outer kernel."""
         return (Kernel("attn", "fused attention", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i"),
+            *block_table_read(workload, PAGED_CITE),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j"),
             Access("V", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load V_j"),
             Access("O", "write", "outer_end", "q", "d", "FA2 Alg. 1 line 14: write O_i"),
@@ -88,6 +90,8 @@ class Flash2(Algorithm):
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FA2's three backward kernels (dot_do_o, the K/V-outer main kernel, convert_dQ) and
         GQA's group sums."""
+        refuse_paged(self.name, workload, why="a backward pass does not run over a KV cache; "
+                     "use pass_='fwd'")
         dk, dv = dkv_names(workload)
         pre = Kernel("bwd_dot_do_o", "D = rowsum(dO∘O)", "elementwise", (
             Access("dO", "read", "prologue", "q", "d", f"FA2 Alg. 2 line 4 ({_PRE}): read dO"),

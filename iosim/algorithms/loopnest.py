@@ -55,10 +55,13 @@ from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import STAT_BYTES
 from iosim.inputs.workload import Workload
 
+PAGE_INDEX_BYTES = 4
+"""A block-table entry: int32 (vLLM `block_tables`, FA2 `block_table`, FlashInfer `kv_indices`)."""
+
 Where = Literal["prologue", "outer", "inner", "outer_end", "epilogue"]
 Axis = Literal["q", "kv"]
 Cols = Literal["d", "1", "kv"]
-ElementType = Literal["io", "fp32", "u8"]
+ElementType = Literal["io", "fp32", "u8", "i32"]
 KernelKind = Literal["elementwise", "matmul", "fused"]
 
 
@@ -82,6 +85,9 @@ class Access:
     the group's last query head."""
     per_split: bool = False
     """The tensor has one copy per KV split (split-KV partial outputs and log-sum-exps)."""
+    per_page: bool = False
+    """A paged KV cache's block table (paging.py): an inner access of a query-outer kernel
+    that reads one element per page its K/V tile spans (Dims.page_size), not one per row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -134,6 +140,9 @@ class Kernel:
         for access in self.accesses:
             if self.loop is None and access.where != "prologue":
                 raise ValueError(f"{self.name}: whole-tensor kernels only have prologue accesses")
+            if access.per_page and (access.where != "inner" or self.loop != "q"):
+                raise ValueError(f"{self.name}: a block table is read by the inner loop of a "
+                                 f"query-outer kernel")
             if access.where in ("outer", "outer_end") and access.rows != self.loop:
                 raise ValueError(f"{self.name}: outer tile {access.tensor} must run along {self.loop}")
 
@@ -144,7 +153,8 @@ KV_HEAD_TENSORS = frozenset({"K", "V", "dK", "dV"})
 
 def element_bytes(element: ElementType, workload_element_bytes: Any) -> Any:
     """Bytes of one element of an access: the workload's dtype (io), fp32 or u8."""
-    return {"io": workload_element_bytes, "fp32": STAT_BYTES, "u8": 1}[element]
+    return {"io": workload_element_bytes, "fp32": STAT_BYTES, "u8": 1,
+            "i32": PAGE_INDEX_BYTES}[element]
 
 
 def row_width(cols: Cols, d: Any, n_kv: Any) -> Any:
@@ -179,6 +189,8 @@ class Dims:
     bwd_block_q: Any = None
     bwd_block_kv: Any = None
     """Block sizes of the kernels that tile with the backward's (None: block_q, block_kv)."""
+    page_size: Any = 0
+    """Tokens per page of a paged KV cache (0: contiguous)."""
 
     @classmethod
     def of(cls, workload: Workload, tiling: Tiling | None) -> Dims:
@@ -189,7 +201,8 @@ class Dims:
                    tiling.block_q if tiling else workload.n,
                    tiling.block_kv if tiling else workload.n_kv, workload.causal,
                    tiling.splits if tiling else 1, num, den,
-                   tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None)
+                   tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None,
+                   workload.page_size or 0)
 
 
 def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
@@ -249,7 +262,13 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
     """Elements one access moves over the whole workload."""
     kd = kernel_dims(kernel, dims)
     length = kd.n_q if access.rows == "q" else kd.n_kv
-    if access.where == "inner":
+    if access.per_page:
+        # one entry per page each visited K/V tile spans (paging.py)
+        from iosim.algorithms.paging import page_entries  # paging.py builds on Access
+
+        rows = page_entries(kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal, kd.splits,
+                            kd.page_size, split=kernel.split)
+    elif access.where == "inner":
         rows = sums.pair_q_rows if access.rows == "q" else sums.pair_kv_rows
     elif kernel.split and access.where == "outer":
         # one tile per (query block, split) program that has a key block to visit

@@ -38,6 +38,7 @@ from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
+from iosim.algorithms.paging import PAGED_CITE, block_table_read
 from iosim.errors import IosimError, arg
 from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
 from iosim.inputs.ints import Int, at_first, both, cdiv, is_array, select
@@ -92,7 +93,7 @@ class SplitKV(Algorithm):
              "outputs combined; GQA heads packed when N = 1")
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits"})  # packing, combine
+    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "page_size"})  # packing, combine
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
         """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""
@@ -120,6 +121,7 @@ class SplitKV(Algorithm):
             )
         split = Kernel("splitkv_attn", "split-KV attn", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i (once per split)"),
+            *block_table_read(workload, PAGED_CITE),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j (of this split)"),
             Access("V", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load V_j (of this split)"),
             *outputs,

@@ -22,6 +22,7 @@ from iosim.algorithms.loopnest import (
     row_width,
 )
 from iosim.algorithms.packing import packed_problem
+from iosim.algorithms.paging import tile_pages
 from iosim.algorithms.traffic import Op
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -141,6 +142,7 @@ class _WalkGeometry:
         length_q, _ = packed_problem(workload.n, workload.heads, workload.kv_heads, packed)
         self.axes = {"q": (length_q, block_q), "kv": (workload.n_kv, block_kv)}
         self.d, self.n_kv = workload.d, workload.n_kv
+        self.page_size = workload.page_size or 0
 
     def whole(self, kernel: Kernel, access: Access, b: int, h: int,
               splits: int) -> Iterator[TileAccess]:
@@ -159,6 +161,14 @@ class _WalkGeometry:
         start, stop = (0, length) if index is None else (
             index * block, min(length, (index + 1) * block))
         copy = split if access.per_split else 0
+        if access.per_page:
+            # the block-table entries of the pages rows [start, stop) span (paging.py): one
+            # table per request, read by every head's programs
+            first = start // self.page_size
+            yield TileAccess(kernel.name, access.tensor, access.op, b, 0, first,
+                             first + tile_pages(start, stop, self.page_size), 1,
+                             element_bytes(access.element, self.elt), access.init, 0)
+            return
         width = row_width(access.cols, self.d, self.n_kv)
         elt = element_bytes(access.element, self.elt)
         if self.packed and access.rows == "q" and not access.per_kv_head:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from iosim.algorithms.flash2 import Flash2
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.algorithms.paging import refuse_paged
 from iosim.errors import IosimError, arg
 from iosim.inputs.ints import select
 from iosim.inputs.tiling import Tiles, Tiling, TilingInputs, working_set_bytes
@@ -98,12 +99,14 @@ DQ_FLOPS = (
 
 class TritonKernels(Flash2):
     name = "triton"
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "n_kv", "d", "sparsity"})
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "n_kv", "d", "sparsity",
+                             "page_size"})
     """The refusals read n, n_kv, sparsity (and unfused); the tiles, d; GQA adds the group sum."""
     title = ("iosim's Triton kernels: FA2 forward; backward as a D pre-pass, a K/V-outer dK/dV "
              "kernel and a Q-outer dQ kernel (no atomics)")
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
+        refuse_paged(self.name, workload, why="its kernels read a contiguous K, V")
         why = triton_unsupported(workload)
         if why is not None:
             raise IosimError(why)
@@ -132,6 +135,7 @@ class TritonKernels(Flash2):
                                  "(their launch configuration)"))
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
+        refuse_paged(self.name, workload, why="its kernels read a contiguous K, V")
         why = triton_unsupported(workload)
         if why is not None:
             raise IosimError(why)

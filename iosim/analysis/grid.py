@@ -68,6 +68,8 @@ class Grid:
     """What the tiling rules read, over the whole grid (not cut by `take` or `subset`)."""
     sm_count: Any = None
     """The GPU's SMs along the gpu axis (0: unknown), for the grids' utilisation."""
+    page_size: int = 0
+    """Tokens per page of a paged KV cache, the same at every point (0: contiguous)."""
 
     def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> Grid:
         def apply(value: Any) -> Any:
@@ -143,7 +145,7 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                 sparsity_num=num,
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
                 efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling,
-                sm_count=sms)
+                sm_count=sms, page_size=spec.page_size or 0)
     return grid, list(dict.fromkeys(notes))
 
 

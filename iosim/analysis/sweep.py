@@ -266,7 +266,7 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
     dims = Dims(n_q=g.n, n_kv=g.n_kv, d=g.d, batch=g.batch, heads=g.heads, kv_heads=g.kv_heads,
                 element_bytes=g.element_bytes, block_q=block_q, block_kv=block_kv, causal=causal,
                 splits=t.splits, sparsity_num=g.sparsity_num, sparsity_den=g.sparsity_den,
-                bwd_block_q=t.bwd_block_q, bwd_block_kv=t.bwd_block_kv)
+                bwd_block_q=t.bwd_block_q, bwd_block_kv=t.bwd_block_kv, page_size=g.page_size)
     sums_cache: dict[tuple[bool, str, bool, tuple[int, int] | None], BlockSums] = {}
 
     def sums_of(kernel: Kernel) -> BlockSums:

@@ -158,7 +158,8 @@ class SweepResult:
 
     def describe_fixed(self) -> list[str]:
         """'axis value' of the axes that do not vary, for headers and titles."""
-        out = []
+        out = [] if self.spec.page_size is None else [
+            f"paged KV ({self.spec.page_size} tokens/page)"]
         for axis in AXES:
             values = self.spec.values(axis)
             if len(values) != 1:
@@ -203,6 +204,7 @@ class SweepResult:
             "axes": {("pass" if a == "pass_" else a): list(spec.values(a)) for a in AXES},
             "gpus": [h.name for h in self.hardware],
             "unfused": list(spec.unfused),
+            **({"page_size": spec.page_size} if spec.page_size is not None else {}),
             "algorithms": [a.name for a in self.algorithms],
             "profile": spec.profile,
             "notes": list(self.notes),

@@ -78,6 +78,9 @@ class SweepSpec:
     """splitkv's KV splits (None: flash_api.cpp's heuristic); other algorithms ignore it."""
     unfused: tuple[str, ...] = ()
     """Not an axis: the same unfused standard pipeline at every point."""
+    page_size: int | None = None
+    """Not an axis: the same paged KV cache (tokens per page) at every point (None: contiguous);
+    its effect on the bytes is the block table's few entries (algorithms/paging.py)."""
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     profile: Profile = "spec"
 
@@ -189,4 +192,5 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
     if "heads" in values and "kv_heads" not in values and spec.kv_heads == (None,):
         first["kv_heads"] = None
     pass_ = first.pop("pass_")
-    return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, **first)
+    return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused,
+                    page_size=spec.page_size, **first)

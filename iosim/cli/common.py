@@ -9,6 +9,8 @@ import click
 
 from iosim.algorithms import ALGORITHMS
 from iosim.analysis.comparison import Comparison
+from iosim.errors import IosimError, arg
+from iosim.inputs.limits import excerpt
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import PASSES, UNFUSED_OPS, Workload
 
@@ -59,6 +61,53 @@ def _workload_options(f: F, *, n: int | None, heads: int, batch: int) -> F:
     for option in reversed(options):
         f = option(f)
     return f
+
+
+def decoding_options(f: F) -> F:
+    """--page-size, --prefix-len, --suffix-lens: a paged KV cache and a shared-prefix decoding
+    batch (docs/variants-decoding.md)."""
+    options = [
+        click.option("--page-size", type=int, default=None,
+                     help="Paged KV cache: tokens per page, read through an int32 block table "
+                          "(flash2, splitkv; default: a contiguous cache)."),
+        click.option("--prefix-len", type=int, default=None,
+                     help="Shared-prefix decoding batch: tokens of the prefix every request "
+                          "shares (with --suffix-lens; --n 1)."),
+        click.option("--suffix-lens", default=None, metavar="LIST",
+                     help="Each request's own KV tokens after the prefix, e.g. 16,40,9 (sets "
+                          "--batch and --n-kv when not given)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def parse_suffix_lens(text: str | None) -> tuple[int, ...] | None:
+    """--suffix-lens 16,40,9 as (16, 40, 9); a malformed list is one line naming the flag."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        bad = next(p for p in parts if not p.lstrip("-").isdigit())
+        raise IosimError(f"{arg('suffix_lens')} must be whole numbers of tokens separated by "
+                         f"commas, e.g. 16,40,9; got {excerpt(bad or text)}") from None
+
+
+def decoding_fields(params: dict[str, Any]) -> dict[str, Any]:
+    """The Workload fields of decoding_options' flags, with the batch (when 1, the default) and
+    N_kv (when not given) that a shared-prefix batch implies."""
+    suffixes = parse_suffix_lens(params.get("suffix_lens"))
+    prefix = params.get("prefix_len")
+    fields: dict[str, Any] = {"page_size": params.get("page_size"), "prefix_len": prefix,
+                              "suffix_lens": suffixes}
+    if suffixes is not None and isinstance(prefix, int):
+        if params.get("batch") in (None, 1):
+            fields["batch"] = len(suffixes)
+        if params.get("n_kv") is None:
+            fields["n_kv"] = prefix + max(suffixes)
+    return fields
 
 
 def tiling_options(f: F) -> F:
@@ -142,14 +191,14 @@ def comparison_options(f: F) -> F:
 def comparison_options_with(**defaults: Any) -> Callable[[F], F]:
     """comparison_options with other workload defaults (as workload_options takes them)."""
     def apply(g: F) -> F:
-        with_workload: F = workload_options(tiling_options(impl_options(algorithm_options(g))),
-                                            **defaults)
+        with_workload: F = workload_options(
+            decoding_options(tiling_options(impl_options(algorithm_options(g)))), **defaults)
         return gpu_option(with_workload)
     return apply
 
 
 WORKLOAD_PARAMS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal", "unfused",
-                   "pass_", "sparsity")
+                   "pass_", "sparsity", "page_size", "prefix_len", "suffix_lens")
 COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo", "splits",
                   "profile", "force", "impl", "tiles")
 
@@ -157,12 +206,13 @@ COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo",
 def workload_from(params: dict[str, Any]) -> Workload:
     """The Workload of comparison_options' flags."""
     sparsity = params.get("sparsity")
-    return Workload(params["n"], n_kv=params["n_kv"], d=params["d"], heads=params["heads"],
-                    kv_heads=params["kv_heads"], batch=params["batch"], dtype=params["dtype"],
+    sizes = {"n_kv": params["n_kv"], "batch": params["batch"], **decoding_fields(params)}
+    return Workload(params["n"], d=params["d"], heads=params["heads"],
+                    kv_heads=params["kv_heads"], dtype=params["dtype"],
                     causal=params["causal"],
                     unfused=tuple(comma_list(params["unfused"]) or ()),
                     pass_=params.get("pass_", "fwd"),
-                    sparsity=1.0 if sparsity is None else sparsity)
+                    sparsity=1.0 if sparsity is None else sparsity, **sizes)
 
 
 def compare_arguments(params: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,8 @@ from typing import Any
 
 import click
 
-from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
+from iosim.algorithms import ALGORITHMS
+from iosim.analysis.requests import decoding_defaults
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.cli import cli
 from iosim.cli.common import FORMATS, comma_list, wide_option
@@ -62,6 +63,8 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
 @click.option("--unfused", default=None, metavar="LIST",
               help=f"Extra N×N kernels of the unfused standard pipeline (the same at every "
                    f"point): any of {','.join(UNFUSED_OPS)}.")
+@click.option("--page-size", type=int, default=None,
+              help="Paged KV cache: tokens per page, the same at every point (flash2, splitkv).")
 @click.option("--block-q", metavar="RANGE", callback=_ints("--block-q", auto=True),
               help="B_r values; auto = Alg. 1 line 1 (default).")
 @click.option("--block-kv", metavar="RANGE", callback=_ints("--block-kv", auto=True),
@@ -92,7 +95,7 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
 def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   d: tuple[int, ...], heads: tuple[int, ...], kv_heads: tuple[int, ...] | None,
                   batch: tuple[int, ...], dtype: str, causal: str, pass_: str,
-                  unfused: str | None, block_q: tuple[int | None, ...] | None,
+                  unfused: str | None, page_size: int | None, block_q: tuple[int | None, ...] | None,
                   block_kv: tuple[int | None, ...] | None, sparsity: str,
                   splits: tuple[int | None, ...] | None, sram: str | None,
                   sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
@@ -122,7 +125,8 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         sram_elements=sram_elements or (None,), block_q=block_q or (None,),
         block_kv=block_kv or (None,), unfused=tuple(comma_list(unfused) or ()),
         sparsity=parse_fractions(sparsity, "--sparsity"), splits=splits or (None,),
-        algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_)),
+        algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_, page_size)),
+        page_size=page_size,
         profile=profile,  # type: ignore[arg-type]
     )
     if plot_dir is not None:
@@ -159,11 +163,11 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         render_sweep.print_sweep(result, limit=limit, wide=wide)
 
 
-def default_algorithms(n: tuple[int, ...], passes: str) -> tuple[str, ...]:
-    """As `compare`: standard, flash1, flash2, and splitkv for decoding (N = 1, forward)."""
-    if 1 in n and passes.strip().lower() == "fwd":
-        return (*DEFAULT_ALGORITHMS, "splitkv")
-    return DEFAULT_ALGORITHMS
+def default_algorithms(n: tuple[int, ...], passes: str,
+                       page_size: int | None = None) -> tuple[str, ...]:
+    """As `compare`: standard, flash1, flash2, and splitkv for decoding (N = 1, forward);
+    flash1 left out over a paged KV cache."""
+    return decoding_defaults(1 in n and passes.strip().lower() == "fwd", page_size)
 
 
 def run_with_progress(spec: SweepSpec, console: Any = None) -> SweepResult:

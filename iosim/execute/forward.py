@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from iosim.execute.numerics import blocks, dropout_keep
+from iosim.execute.paged import load_kv_tile
 from iosim.execute.registry import Run, register
 
 Array = np.ndarray[Any, Any]
@@ -223,8 +224,9 @@ def flash2_forward(run: Run) -> None:
                         break  # causal: this and every later key block lie above the diagonal
                     if not computed[i, j]:
                         continue  # block-sparse: a zero block of the mask is skipped
-                    k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)  # line 7: load K_j, V_j
-                    v = hbm.read("V", b, pr.kv_head(h), k0, k1)
+                    # line 7: load K_j, V_j (through the block table of a paged cache)
+                    k, v = load_kv_tile(hbm, run.page_size, b, pr.kv_head(h), k0, k1)
+                    k = k.astype(cdt)
                     sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
                     sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
                     # line 8: S_ij = τ Q_i K_jᵀ, masked

@@ -118,6 +118,14 @@ class InstrumentedHBM:
         self._count(name, "read", batch, head, start, stop, tile.shape, init=False, split=split)
         return tile.copy()
 
+    def gather(self, name: str, batch: int, head: int, start: int, stop: int,
+               rows: Array) -> Array:
+        """Rows `rows` of KV head `head` of a paged pool (held as batch 0): logical rows
+        start..stop of request `batch`, counted and logged as that logical tile (execute/paged.py)."""
+        tile: Array = self._tensor(name, 0)[0, head, rows]
+        self._count(name, "read", batch, head, start, stop, tile.shape, init=False, split=0)
+        return tile.copy()
+
     def write(self, name: str, batch: int, head: int, start: int | None, stop: int | None,
               value: Array | float, *, init: bool = False, split: int = 0) -> None:
         """Store `value` (cast to the tensor's dtype) into rows start..stop of one (batch, head)."""

@@ -42,6 +42,8 @@ class Run:
     """The backward kernels' B_r × B_c where they differ from the forward's (None: the same)."""
     splits: int = 1
     """Split-KV: programs per query block, each over ⌈T_c/splits⌉ key blocks."""
+    page_size: int | None = None
+    """A paged KV cache (execute/paged.py): K, V are read through the block table (None: not)."""
 
     @property
     def dropout(self) -> bool:

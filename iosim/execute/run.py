@@ -14,6 +14,7 @@ from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.errors import IosimError, arg
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
+from iosim.execute.paged import PAGED_EXECUTORS, place_paged
 from iosim.execute.registry import EXECUTORS, Run
 from iosim.inputs.ints import check_count
 from iosim.inputs.limits import check_executor_memory
@@ -219,19 +220,25 @@ def execute(
                                         workload.d, prec)
         sram_source = f"working set of {block_q}×{block_kv} blocks"
     hbm = InstrumentedHBM(record=record)
+    paged = workload.page_size if algorithm in PAGED_EXECUTORS else None
     for name, array in inputs.items():
-        hbm.place(name, array.astype(prec.storage))
+        if paged is None or name not in ("K", "V"):
+            hbm.place(name, array.astype(prec.storage))
+    if paged is not None:
+        place_paged(hbm, {n: inputs[n].astype(prec.storage) for n in ("K", "V")}, paged, seed,
+                    prec.storage)
     sram = SramBudget(sram_bytes, source=sram_source, owner=algorithm)
     meter = ScoreMeter()
     run = Run(hbm, sram, meter, problem_of(workload), prec, block_q, block_kv,
-              workload.unfused, dropout_p, seed, bwd_block_q, bwd_block_kv, splits)
+              workload.unfused, dropout_p, seed, bwd_block_q, bwd_block_kv, splits, paged)
     for step, counted in steps:
         if counted:
             EXECUTORS[(algorithm, step)](run)
         else:
             with hbm.uncounted():
                 EXECUTORS[(algorithm, step)](run)
-    names = [n for n in ("Q", "K", "V", "dO", "S", "P", "Z", "O", "l", "m", "L", "O_partial",
+    kv = ("K", "V") if paged is None else ()  # a paged pool is not the (batch, head) K, V
+    names = [n for n in ("Q", *kv, "dO", "S", "P", "Z", "O", "l", "m", "L", "O_partial",
                          "lse_partial", "D", "dQ", "dK", "dV") if n in hbm]
     return Execution(algorithm, dtype, dict(hbm.counts), dict(hbm.itemsize),
                      {n: hbm.peek(n) for n in names}, meter.peak, sram.peak_bytes, sram_bytes,

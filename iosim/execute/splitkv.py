@@ -29,6 +29,7 @@ import numpy as np
 
 from iosim.execute.forward import _dropped, _finite_or_zero, online_step
 from iosim.execute.numerics import Problem, blocks, dropout_keep
+from iosim.execute.paged import load_kv_tile
 from iosim.execute.registry import Run, register
 
 Array = np.ndarray[Any, Any]
@@ -111,8 +112,8 @@ def splitkv_forward(run: Run) -> None:
                             if not computed[i, j]:
                                 continue  # block-sparse: a zero block of the mask is skipped
                             k0, k1 = kv_blocks[j]
-                            kt = hbm.read("K", b, pr.kv_head(h) if not packed else h, k0, k1)
-                            vt = hbm.read("V", b, pr.kv_head(h) if not packed else h, k0, k1)
+                            kt, vt = load_kv_tile(hbm, run.page_size, b,
+                                                  pr.kv_head(h) if not packed else h, k0, k1)
                             sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
                             sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
                             s = pc.matmul(q, kt.T) * cdt(pr.scale)
