@@ -9,6 +9,7 @@ import click
 
 from iosim.algorithms import ALGORITHMS
 from iosim.analysis.comparison import Comparison
+from iosim.analysis.split_choice import SplitChoice
 from iosim.errors import IosimError, arg
 from iosim.inputs.limits import excerpt
 from iosim.inputs.units import DTYPE_BYTES
@@ -144,6 +145,28 @@ def impl_options(f: F) -> F:
     return f
 
 
+class SplitsType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.5 only
+    """--splits: a whole number, or `auto` (splitkv's time at every count, the best one run)."""
+
+    name = "splits"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | str:
+        if isinstance(value, int) or value == "auto":
+            return value  # type: ignore[no-any-return]
+        text = str(value).strip().lower()
+        if text == "auto":
+            return "auto"
+        try:
+            return int(text)
+        except ValueError:
+            self.fail(f"{value!r} is neither a whole number nor auto", param, ctx)
+
+
+def splits_auto(params: dict[str, Any]) -> bool:
+    return params.get("splits") == "auto"
+
+
 def format_option(f: F) -> F:
     return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
                         show_default=True, help="Output format.")(f)
@@ -167,8 +190,9 @@ def algorithm_options(f: F) -> F:
         click.option("--sparsity", type=float, default=None, metavar="S",
                      help="Block-sparse FlashAttention: fraction of non-zero blocks in (0, 1] "
                           "(tiled algorithms; standard stays dense)."),
-        click.option("--splits", type=int, default=None,
-                     help="splitkv's KV splits, 1 to the number of key blocks (default: "
+        click.option("--splits", type=SplitsType(), default=None, metavar="N|auto",
+                     help="splitkv's KV splits, 1 to the number of key blocks, or auto: "
+                          "every count's predicted time and the best pick (default: "
                           "FlashAttention-2's heuristic for the GPU's SMs)."),
         click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
                      show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML."),
@@ -216,12 +240,32 @@ def workload_from(params: dict[str, Any]) -> Workload:
 
 
 def compare_arguments(params: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of `iosim.compare` (after the workload and the GPU)."""
-    return {"algorithms": comma_list(params["algo"]), "block_q": params["block_q"],
-            "block_kv": params["block_kv"], "sram": params["sram"],
-            "sram_elements": params["sram_elements"], "profile": params["profile"],
-            "splits": params["splits"], "impl": params.get("impl"),
-            "tiles": params.get("tiles", "code")}
+    """The keyword arguments of `iosim.compare` (after the workload and the GPU); with
+    `--splits auto`, the split count `split_choice` picks."""
+    arguments = {"algorithms": comma_list(params["algo"]), "block_q": params["block_q"],
+                 "block_kv": params["block_kv"], "sram": params["sram"],
+                 "sram_elements": params["sram_elements"], "profile": params["profile"],
+                 "splits": params["splits"], "impl": params.get("impl"),
+                 "tiles": params.get("tiles", "code")}
+    if splits_auto(params):
+        arguments["splits"] = split_choice(params).best.splits
+    return arguments
+
+
+def split_choice(params: dict[str, Any]) -> SplitChoice:
+    """`--splits auto`: splitkv at every split count (analysis/split_choice.py)."""
+    from iosim.analysis.split_choice import choose_splits
+
+    if params.get("impl") is not None:
+        raise click.UsageError("--splits auto tries splitkv's split counts; drop --impl")
+    algorithms = comma_list(params["algo"])
+    if algorithms is not None and "splitkv" not in [a.strip().lower() for a in algorithms]:
+        raise IosimError(f"{arg('splits', 'auto')} applies to splitkv; add it to "
+                         f"{arg('algorithms')} (e.g. {arg('algorithms', 'flash2,splitkv')})")
+    return choose_splits(workload_from(params), params["gpu"], block_q=params["block_q"],
+                         block_kv=params["block_kv"], sram=params["sram"],
+                         sram_elements=params["sram_elements"], profile=params["profile"],
+                         tiles=params.get("tiles", "code"))
 
 
 def command_words(ctx: click.Context, params: dict[str, Any]) -> list[str]:

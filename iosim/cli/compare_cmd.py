@@ -13,6 +13,8 @@ from iosim.cli.common import (
     comparison_options,
     format_option,
     refuse_impossible_sram,
+    split_choice,
+    splits_auto,
     wide_option,
     workload_from,
 )
@@ -31,16 +33,37 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
       iosim compare --n 4096 --gpu my-gpu.yaml --sram-elements 65536 --format json
       iosim compare --n 1024 --heads 16 --batch 64 --gpu a100-40gb-sxm --pass fwdbwd
       iosim compare --n 1 --n-kv 32768 --d 128 --heads 32 --kv-heads 8 --gpu h100
+      iosim compare --n 1 --n-kv 8192 --d 128 --heads 32 --kv-heads 8 --batch 4 --gpu h200 \\
+          --algo splitkv --splits auto
     """
-    result = compare(workload_from(params), params["gpu"], **compare_arguments(params))
+    choice = split_choice(params) if splits_auto(params) else None
+    arguments = compare_arguments({**params, "splits": None} if choice else params)
+    if choice is not None:
+        arguments["splits"] = choice.best.splits  # the comparison runs the best pick
+    result = compare(workload_from(params), params["gpu"], **arguments)
     refuse_impossible_sram(result, params["force"])
     from iosim.output import render
 
     if fmt == "json":
-        click.echo(render.comparison_json(result))
+        if choice is None:
+            click.echo(render.comparison_json(result))
+        else:
+            from iosim.output import strict_json
+
+            click.echo(strict_json.dumps({**result.to_dict(), "splits_auto": choice.to_dict()},
+                                         indent=2, ensure_ascii=False))
     elif fmt == "csv":
         click.echo(render.comparison_csv(result), nl=False)
     elif fmt == "markdown":
         click.echo(render.comparison_markdown(result), nl=False)
+        if choice is not None:
+            from iosim.output.render_splits import split_choice_markdown
+
+            click.echo("\n" + split_choice_markdown(choice), nl=False)
     else:
-        render.print_comparison(result, render.make_console(), wide=wide)
+        console = render.make_console()
+        render.print_comparison(result, console, wide=wide)
+        if choice is not None:
+            from iosim.output.render_splits import print_split_choice
+
+            print_split_choice(choice, console)

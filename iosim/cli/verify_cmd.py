@@ -8,7 +8,7 @@ import click
 
 from iosim.analysis.verify import verify
 from iosim.cli import cli
-from iosim.cli.common import comma_list
+from iosim.cli.common import comma_list, decoding_fields, decoding_options
 from iosim.execute import EXECUTOR_DTYPES
 from iosim.inputs.workload import PASSES, Workload
 from iosim.output import strict_json
@@ -69,11 +69,13 @@ def executor_dtype(value: str) -> str:
               help="Pass to run: forward, backward (its forward runs first, uncounted) or both.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Output format.")
+@decoding_options
 def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int | None, batch: int,
                    causal: bool, sparsity: float, dtype: str, block: int, block_q: int | None,
                    block_kv: int | None, sram: str | None, algo: str | None, splits: int | None,
                    seed: int, unfused: str | None, dropout_p: float, pass_: str,
-                   fmt: str) -> None:
+                   fmt: str, page_size: int | None, prefix_len: int | None,
+                   suffix_lens: str | None) -> None:
     """Prove the counts: closed form = tile walk = NumPy executor, and the output exact.
 
     Runs each algorithm on seeded random data through an instrumented HBM that counts every
@@ -88,9 +90,12 @@ def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int |
       iosim verify --n 256 --d 16 --block 64 --pass fwdbwd
       iosim verify --n 1 --n-kv 4096 --heads 8 --kv-heads 2 --algo splitkv --splits 4
     """
-    workload = Workload(n, n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch,
+    sizes = {"n_kv": n_kv, "batch": batch, **decoding_fields(
+        {"n_kv": n_kv, "batch": batch, "page_size": page_size, "prefix_len": prefix_len,
+         "suffix_lens": suffix_lens})}
+    workload = Workload(n, d=d, heads=heads, kv_heads=kv_heads,
                         causal=causal, pass_=pass_,  # type: ignore[arg-type]
-                        unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity)
+                        unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity, **sizes)
     result = verify(workload, algorithms=comma_list(algo), dtype=dtype,
                     block_q=block if block_q is None else block_q,
                     block_kv=block if block_kv is None else block_kv,

@@ -1,0 +1,137 @@
+"""`--splits auto`: splitkv's predicted time at every split count, the best pick, and the
+FlashAttention-2 heuristic's pick beside it.
+
+For each split count s = 1 .. min(128, T_c) (flash_api.cpp refuses more than 128 splits; a split
+needs a key block) the split kernel and, for s > 1, the combine kernel are counted and placed on
+the roofline exactly as `compare` places them (its own function runs per count), each kernel's
+time divided by its grid's utilisation over its waves (estimates/occupancy.py): the split
+kernel's grid is batch × heads × query blocks × s programs. The best pick is the count with the
+least total time (the smallest such count on a tie), among the counts FA2 would run: a count
+that leaves the blocks per split of one split fewer (so that a split is empty) is skipped. FA2's heuristic
+(splitkv.num_splits_heuristic) instead asks for the smallest count whose wave efficiency is
+within 85 % of the best, and for 1 split whenever the grid already holds 80 % of 2 × the SMs: it
+never weighs the extra partial-output traffic and the combine kernel against the waves, and its
+"SMs" are doubled (two 128-thread programs per SM), so it can stop short of (or go past) the
+count that fills the GPU.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from iosim.algorithms.splitkv import MAX_SPLITS
+from iosim.analysis.compare import compare
+from iosim.analysis.comparison import AlgorithmEstimate, Comparison
+from iosim.errors import IosimError, arg
+from iosim.inputs.hardware import Hardware, resolve_hardware
+from iosim.inputs.ints import cdiv
+from iosim.inputs.workload import Workload
+
+SCHEMA = "iosim.splits/1"
+
+
+@dataclass(frozen=True, slots=True)
+class SplitRow:
+    """splitkv at one split count."""
+
+    splits: int
+    blocks_per_split: int
+    programs: int
+    utilisation: float
+    """u of the split kernel's grid (1.0 when every SM runs the same number of programs)."""
+    split_kernel_s: float
+    combine_s: float
+    hbm_bytes: int
+    eligible: bool = True
+    """False where the count leaves the blocks per split of one split fewer (then a split is
+    empty: FA2's heuristic skips such counts, and so does the pick)."""
+
+    @property
+    def time_s(self) -> float:
+        return self.split_kernel_s + self.combine_s
+
+
+@dataclass(frozen=True, slots=True)
+class SplitChoice:
+    """Every split count's prediction, the best one and FA2's heuristic's."""
+
+    workload: Workload
+    gpu: str
+    sm_count: int | None
+    profile: str
+    rows: tuple[SplitRow, ...]
+    heuristic: int
+    """flash_api.cpp num_splits_heuristic's count for this workload and GPU."""
+    bound: str
+    """Why the table stops where it does."""
+
+    @property
+    def best(self) -> SplitRow:
+        return min((r for r in self.rows if r.eligible), key=lambda r: (r.time_s, r.splits))
+
+    def row(self, splits: int) -> SplitRow:
+        return next(r for r in self.rows if r.splits == splits)
+
+    @property
+    def heuristic_slowdown(self) -> float:
+        """The heuristic's predicted time over the best's (1.0: it picks as well)."""
+        return self.row(self.heuristic).time_s / self.best.time_s
+
+    def to_dict(self) -> dict[str, Any]:
+        best = self.best
+        return {
+            "schema": SCHEMA, "gpu": self.gpu, "sm_count": self.sm_count,
+            "profile": self.profile, "workload": self.workload.describe(), "bound": self.bound,
+            "best": best.splits, "heuristic": self.heuristic,
+            "heuristic_time_over_best": self.heuristic_slowdown,
+            "rows": [{"splits": r.splits, "blocks_per_split": r.blocks_per_split,
+                      "programs": r.programs, "utilisation": r.utilisation,
+                      "split_kernel_s": r.split_kernel_s, "combine_s": r.combine_s,
+                      "time_s": r.time_s, "hbm_bytes": r.hbm_bytes, "eligible": r.eligible}
+                     for r in self.rows],
+        }
+
+
+def _splitkv(result: Comparison) -> AlgorithmEstimate:
+    return next(a for a in result.algorithms if a.algorithm == "splitkv")
+
+
+def choose_splits(workload: Workload, hardware: Hardware | str, **options: Any) -> SplitChoice:
+    """splitkv at every split count 1 .. min(128, T_c) for `workload` on `hardware`; `options`
+    are compare's (block_q, block_kv, sram, sram_elements, profile, tiles), not `algorithms`,
+    `splits` or `impl`."""
+    for name in ("algorithms", "splits", "impl"):
+        if options.get(name) is not None:
+            raise IosimError(f"{arg('splits', 'auto')} tries every split count of splitkv; drop "
+                             f"{arg(name)}", param=name)
+    hw = resolve_hardware(hardware).hardware if isinstance(hardware, str) else hardware
+    if workload.pass_ != "fwd":
+        raise IosimError(f"{arg('splits', 'auto')} chooses splitkv's KV splits, a forward "
+                         f"(decoding) kernel; use {arg('pass_', 'fwd')}", param="splits")
+    if hw.sm_count is None:
+        raise IosimError(f"{arg('splits', 'auto')} weighs waves over the GPU's SMs, and "
+                         f"{hw.path} has no sm_count; give {arg('splits')} a number",
+                         param="splits")
+    options = {k: v for k, v in options.items() if k not in ("algorithms", "splits", "impl")}
+    first = _splitkv(compare(workload, hw, algorithms=["splitkv"], **options))
+    tiling = first.tiling
+    assert tiling is not None
+    heuristic = int(tiling.splits)
+    key_blocks = int(cdiv(workload.n_kv, tiling.block_kv))
+    top = min(MAX_SPLITS, key_blocks)
+    bound = (f"1 to {top}: " + (f"FA2's limit of {MAX_SPLITS} splits" if top == MAX_SPLITS
+                                else f"the {key_blocks} key blocks of B_c = {tiling.block_kv}"))
+    rows = []
+    for s in range(1, top + 1):
+        est = _splitkv(compare(workload, hw, algorithms=["splitkv"], splits=s, **options))
+        kernels = {k.name: k for k in est.kernels}
+        split = kernels["splitkv_attn"]
+        combine = kernels.get("splitkv_combine")
+        programs = next(o.programs for o in est.occupancy if o.kernel == "splitkv_attn")
+        per_split = int(cdiv(key_blocks, s))
+        eligible = s == 1 or per_split != int(cdiv(key_blocks, s - 1))
+        rows.append(SplitRow(s, per_split, programs, split.utilisation, split.time_s,
+                             combine.time_s if combine else 0.0, est.hbm_bytes, eligible))
+    return SplitChoice(workload, hw.name, hw.sm_count, str(options.get("profile", "spec")),
+                       tuple(rows), heuristic, bound)

@@ -1,0 +1,63 @@
+"""`--splits auto` (issue 14 item 3): splitkv's predicted time per split count, the best pick
+and FlashAttention-2's heuristic's."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+
+from iosim import Workload
+from iosim.algorithms.splitkv import num_splits_heuristic
+from iosim.analysis.split_choice import choose_splits
+from iosim.inputs.hardware import resolve_hardware
+
+
+def test_a_full_grid_needs_no_split() -> None:
+    """8 · 32 · 1 = 256 programs of MHA decoding already fill 132 SMs nearly twice: splitting
+    only adds partial outputs and a combine kernel."""
+    choice = choose_splits(Workload(1, n_kv=4096, d=128, heads=32, batch=8), "h200")
+    assert choice.best.splits in (1, 2)  # 256 CTAs: 97 % either way; 2 only if waves favour it
+    assert choice.best.utilisation >= 0.96
+
+
+def test_one_head_is_split_until_the_grid_fills_the_gpu() -> None:
+    """MQA with one request: one program per split, so the best count is where the CTAs come
+    closest to a whole number of waves on 132 SMs (the utilisation rule, occupancy.py)."""
+    choice = choose_splits(Workload(1, n_kv=131072, d=128, heads=8, kv_heads=1), "h200")
+    assert choice.best.programs >= 100 and choice.best.utilisation > 0.9
+    assert choice.rows[0].splits == 1 and choice.rows[-1].splits == 128  # FA2's limit
+
+
+def test_the_heuristic_column_is_fa2s_rule() -> None:
+    w = Workload(1, n_kv=8192, d=128, heads=32, kv_heads=8, batch=4)
+    choice = choose_splits(w, "h200")
+    sms = resolve_hardware("h200").hardware.sm_count
+    assert sms is not None
+    # packed GQA: 4 requests × 8 KV heads × 1 row block; 64 key blocks of 128 (B_c for d = 128)
+    assert choice.heuristic == num_splits_heuristic(4 * 8 * 1, 2 * sms, 64, 128)
+    assert choice.heuristic_slowdown >= 1.0
+    assert all(r.eligible == (r.splits == 1 or -(-64 // r.splits) != -(-64 // (r.splits - 1)))
+               for r in choice.rows)
+
+
+def test_json_carries_every_count(iosim_cli: Any) -> None:
+    code, out, err = iosim_cli("compare", "--gpu", "h200", "--n", "1", "--n-kv", "4096", "--d",
+                               "128", "--heads", "8", "--kv-heads", "1", "--algo", "splitkv",
+                               "--splits", "auto", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)["splits_auto"]
+    assert data["schema"] == "iosim.splits/1" and len(data["rows"]) == 32
+    assert data["best"] in [r["splits"] for r in data["rows"] if r["eligible"]]
+
+
+@pytest.mark.parametrize(("args", "words"), [
+    (["--n", "1", "--n-kv", "4096", "--splits", "auto", "--algo", "flash2"],
+     "--splits auto applies to splitkv"),
+    (["--n", "64", "--splits", "auto", "--algo", "splitkv", "--pass", "bwd"], "--pass fwd"),
+    (["--n", "1", "--n-kv", "4096", "--splits", "many"], "neither a whole number nor auto"),
+])
+def test_bad_splits_auto_input_is_one_line(iosim_cli: Any, args: list[str], words: str) -> None:
+    code, _out, err = iosim_cli("compare", "--gpu", "h200", *args)
+    assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
