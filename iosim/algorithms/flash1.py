@@ -39,6 +39,7 @@ from iosim.algorithms.base import Algorithm
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.paging import refuse_paged
+from iosim.algorithms.segments import refuse_shared_prefix
 from iosim.algorithms.standard import SOFTMAX_FLOPS_PER_SCORE
 from iosim.inputs.workload import Workload
 
@@ -60,10 +61,12 @@ class Flash1(Algorithm):
     name = "flash1"
     title = "FlashAttention (Algorithm 1): K/V blocks outer, Q/O/l/m re-read every pass"
     tiled = True
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "page_size"})  # GQA: dK/dV sums
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "page_size", "prefix_len"})
+    """GQA adds the dK/dV group sums; a paged cache or a shared prefix is read (or refused)."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 1's kernels: the initialisation of O, l, m and the fused K/V-outer kernel."""
+        refuse_shared_prefix(self.name, workload)
         refuse_paged(self.name, workload, why="its K/V-outer loop reads a contiguous K, V")
         init = Kernel("init", "init O, l, m", "elementwise", (
             Access("O", "write", "prologue", "q", "d", "Alg. 1 line 2: O = (0) in HBM", init=True),

@@ -45,6 +45,7 @@ from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.paging import PAGED_CITE, block_table_read, refuse_paged
+from iosim.algorithms.segments import refuse_shared_prefix
 from iosim.estimates.occupancy import programs_per_sm
 from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
 from iosim.inputs.implementations import SharedMemory, TileRow
@@ -73,10 +74,12 @@ class Flash2(Algorithm):
     title = "FlashAttention-2: Q blocks outer, K/V re-read per query block, O and L written once"
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "page_size"})  # GQA: dK/dV sums
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "page_size", "prefix_len"})
+    """GQA adds the dK/dV group sums; a paged cache or a shared prefix is read (or refused)."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FA2 Alg. 1's one fused Q-outer kernel."""
+        refuse_shared_prefix(self.name, workload)
         return (Kernel("attn", "fused attention", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i"),
             *block_table_read(workload, PAGED_CITE),

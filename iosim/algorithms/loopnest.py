@@ -107,6 +107,20 @@ class FlopCount:
 
 
 @dataclass(frozen=True, slots=True)
+class Segment:
+    """Part of a ragged launch (segments.py): `batch` requests from batch index `batch_start`,
+    each of n_q query rows and n_kv keys (no mask: decoding sees every key), their rows
+    starting at `q_start` and `kv_start` of the tensors they address."""
+
+    batch_start: int
+    batch: int
+    n_q: int
+    n_kv: int
+    q_start: int = 0
+    kv_start: int = 0
+
+
+@dataclass(frozen=True, slots=True)
 class Kernel:
     """One kernel launch of an algorithm (over all batches and heads)."""
 
@@ -129,6 +143,9 @@ class Kernel:
     tile: tuple[int, int] | None = None
     """Fixed (B_r, B_c) of a kernel whose code sets its tiles (iosim's Triton backward, whose
     block sizes are its launch configuration): they override the Tiling's."""
+    segments: tuple[Segment, ...] = ()
+    """A ragged launch: the loops run once per segment over its own sizes (shared-prefix
+    batches, cascade.py), replacing the workload's N, N_kv and batch; () = the workload's."""
 
     def __post_init__(self) -> None:
         if self.split and self.loop != "q":
@@ -244,9 +261,23 @@ def _is_dense(dims: Dims) -> bool:
     return not isinstance(num, np.ndarray) and not isinstance(den, np.ndarray) and num == den
 
 
+def segment_dims(dims: Dims, segment: Segment) -> Dims:
+    """The dims of one segment of a ragged launch: its sizes, one request per batch entry, no
+    mask (every key of a decoding step is visible)."""
+    return replace(dims, n_q=segment.n_q, n_kv=segment.n_kv, batch=segment.batch, causal=False)
+
+
+def _per_segment(kernel: Kernel, dims: Dims) -> list[tuple[Kernel, Dims]]:
+    plain = replace(kernel, segments=())
+    return [(plain, segment_dims(dims, s)) for s in kernel.segments]
+
+
 def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
     """Exact sums over the block pairs a kernel visits (its pass's blocks, the causal skip, the
-    block-sparse mask); ints or arrays."""
+    block-sparse mask); ints or arrays. A ragged launch's sums add its segments'."""
+    if kernel.segments:
+        parts = [kernel_sums(k, d) for k, d in _per_segment(kernel, dims)]
+        return BlockSums(*(sum(p[i] for p in parts) for i in range(len(BlockSums._fields))))
     kd = kernel_dims(kernel, dims)
     if kernel.loop is None:
         return BlockSums(1, 1, 1, kd.n_q, kd.n_kv, kd.n_q * kd.n_kv)
@@ -259,7 +290,11 @@ def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
 
 
 def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums) -> Any:
-    """Elements one access moves over the whole workload."""
+    """Elements one access moves over the whole workload (a ragged launch: over its segments;
+    `sums` is then ignored, each segment has its own)."""
+    if kernel.segments:
+        return sum(access_elements(access, k, d, kernel_sums(k, d))
+                   for k, d in _per_segment(kernel, dims))
     kd = kernel_dims(kernel, dims)
     length = kd.n_q if access.rows == "q" else kd.n_kv
     if access.per_page:
@@ -291,6 +326,9 @@ def kernel_flops(kernel: Kernel, dims: Dims, sums: BlockSums) -> tuple[Any, Any]
     Executed FLOPs: `sums.scores` counts every score of every visited tile, so a causal tiled
     kernel pays for the diagonal tiles in full (FLOP conventions halve N² instead).
     """
+    if kernel.segments:
+        parts = [kernel_flops(k, d, kernel_sums(k, d)) for k, d in _per_segment(kernel, dims)]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
     kd = kernel_dims(kernel, dims)
     per = {"score": sums.scores, "score_d": sums.scores * kd.d,
            "q_d": kd.n_q * kd.d, "q": kd.n_q, "pair_q_d": sums.pair_q_rows * kd.d}
@@ -310,6 +348,8 @@ def kernel_programs(kernel: Kernel, dims: Dims) -> Any:
     """
     if kernel.grid is None:
         return None
+    if kernel.segments:
+        return sum(kernel_programs(k, d) for k, d in _per_segment(kernel, dims))
     kd = kernel_dims(kernel, dims)
     instances = kd.batch * kd.heads
     if kernel.grid == "heads":

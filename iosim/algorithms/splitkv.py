@@ -39,6 +39,7 @@ from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.paging import PAGED_CITE, block_table_read
+from iosim.algorithms.segments import per_request
 from iosim.errors import IosimError, arg
 from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
 from iosim.inputs.ints import Int, at_first, both, cdiv, is_array, select
@@ -93,7 +94,8 @@ class SplitKV(Algorithm):
              "outputs combined; GQA heads packed when N = 1")
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "page_size"})  # packing, combine
+    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "page_size",
+                             "prefix_len", "suffix_lens"})  # packing, combine
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
         """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""
@@ -128,7 +130,7 @@ class SplitKV(Algorithm):
         ), FORWARD_FLOPS, loop="q", split=True, grid="blocks",
             pack_heads=packs_heads(workload.n, workload.heads, workload.kv_heads))
         if splits == 1:
-            return (split,)
+            return per_request((split,), workload)
         combine = Kernel("splitkv_combine", "combine splits", "elementwise", (
             Access("lse_partial", "read", "prologue", "q", "1",
                    "combine_attn_seqk_parallel: read every split's log-sum-exp", element="fp32",
@@ -142,7 +144,7 @@ class SplitKV(Algorithm):
         ), (FlopCount("elementwise", "q", 3, "max, exp and sum of the split LSEs", per_split=True),
             FlopCount("elementwise", "q_d", 2, "scale and add each split's output",
                       per_split=True)))
-        return split, combine
+        return per_request((split, combine), workload)
 
     def code_tiles(self, inputs: TilingInputs) -> CodeTiles | None:
         """The split kernel's tiles: flash_fwd_launch_template.h run_mha_fwd_splitkv_dispatch

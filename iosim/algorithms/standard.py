@@ -29,6 +29,7 @@ from __future__ import annotations
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.algorithms.segments import per_request
 from iosim.inputs.workload import Workload
 
 # The seed article's illustrative softmax cost: subtract the max, exponentiate, add to the sum,
@@ -44,7 +45,8 @@ class Standard(Algorithm):
     name = "standard"
     title = "standard attention (FlashAttention paper, Algorithm 0): S and P written to HBM"
     tiled = False
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads"})  # GQA adds the dK/dV group sums
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "prefix_len", "suffix_lens"})
+    """GQA adds the dK/dV group sums; a shared-prefix batch makes the kernels ragged."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 0's kernels: S = QKᵀ, softmax (and the unfused scale/mask/dropout), O = PV."""
@@ -75,7 +77,7 @@ class Standard(Algorithm):
             _whole("V", "read", "kv", "d", "Alg. 0 line 3: load V by blocks"),
             _whole("O", "write", "q", "d", "Alg. 0 line 3: write O to HBM"),
         ), (FlopCount("matmul", "score_d", 2, "O = PV: d multiply-adds per score"),)))
-        return tuple(kernels)
+        return per_request(tuple(kernels), workload)  # a shared-prefix batch: per request
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 3's kernels, in the order they run, and GQA's dK/dV group sums."""

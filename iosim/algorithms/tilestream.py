@@ -225,6 +225,9 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
              "element_bytes", "init", "split")
     columns: dict[str, list[np.ndarray[Any, Any]]] = {c: [] for c in names}
     for k, kernel in enumerate(kernels):
+        if kernel.segments:
+            raise ValueError(f"{kernel.name}: a ragged launch (segments) has no array walk; "
+                             f"use tilewalk.walk")
         packed = kernel.pack_heads
         n_q, n_kv, heads, block_q, block_kv, causal = walk_problem(kernel, workload, tiling)
         t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)

@@ -8,7 +8,7 @@ tilestream.walk_arrays builds the same stream as numpy columns, for long ones.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from iosim.algorithms.blockmask import kept
@@ -62,7 +62,25 @@ def walk(
 ) -> Iterator[TileAccess]:
     """Every tile load and store of the algorithm, kernel by kernel, head by head, in loop order."""
     for kernel in kernels:
-        yield from _walk_kernel(kernel, workload, tiling)
+        if kernel.segments:
+            yield from _walk_segments(kernel, workload, tiling)
+        else:
+            yield from _walk_kernel(kernel, workload, tiling)
+
+
+def _walk_segments(kernel: Kernel, workload: Workload, tiling: Tiling | None
+                   ) -> Iterator[TileAccess]:
+    """A ragged launch, segment by segment: each walked as a workload of its own sizes, its
+    accesses moved to the segment's batch entries and rows."""
+    plain = replace(kernel, segments=())
+    axis = {a.tensor: a.rows for a in kernel.accesses}
+    for seg in kernel.segments:
+        part = workload.with_(n=seg.n_q, n_kv=seg.n_kv, batch=seg.batch, causal=False,
+                              prefix_len=None, suffix_lens=None)
+        for a in _walk_kernel(plain, part, tiling):
+            shift = seg.q_start if axis[a.tensor] == "q" else seg.kv_start
+            yield replace(a, batch=a.batch + seg.batch_start, row_start=a.row_start + shift,
+                          row_stop=a.row_stop + shift)
 
 
 def walk_problem(kernel: Kernel, workload: Workload, tiling: Tiling | None

@@ -100,7 +100,7 @@ DQ_FLOPS = (
 class TritonKernels(Flash2):
     name = "triton"
     kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "n_kv", "d", "sparsity",
-                             "page_size"})
+                             "page_size", "prefix_len"})
     """The refusals read n, n_kv, sparsity (and unfused); the tiles, d; GQA adds the group sum."""
     title = ("iosim's Triton kernels: FA2 forward; backward as a D pre-pass, a K/V-outer dK/dV "
              "kernel and a Q-outer dQ kernel (no atomics)")

@@ -144,6 +144,8 @@ def modelled(kernel: Kernel) -> bool:
     tests/data/backward-h200.json). FA1's and FA2's backward kernels (dQ read-modify-written
     from every key block's program: atomics), split-KV programs and packed heads follow other
     schedules; they keep their L2-oblivious count, and say so."""
+    if kernel.segments:
+        return False  # a ragged launch: its own sizes, not the workload's
     if kernel.loop is None:
         return True
     if kernel.split or kernel.pack_heads:

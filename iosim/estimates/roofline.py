@@ -236,7 +236,8 @@ def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any,
         return 1.0
     programs = kernel_programs(kernel, dims)
     causal = dims.causal if not isinstance(dims.causal, np.ndarray) else bool(dims.causal.any())
-    if causal and kernel.loop == "q" and not kernel.split and kernel.grid == "blocks":
+    if (causal and kernel.loop == "q" and not kernel.split and kernel.grid == "blocks"
+            and not kernel.segments):
         sums = kernel_sums(kernel, dims) if sums is None else sums
         kd = kernel_dims(kernel, dims)
         return causal_utilisation(programs, kd.batch * kd.heads * sums.pairs, sums.kv_blocks,

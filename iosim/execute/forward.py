@@ -75,34 +75,39 @@ def standard_forward(run: Run) -> None:
     # attention computes the same masked attention, densely
     allowed = pr.attention_mask(run.block_q, run.block_kv)
     scale_unfused, mask_unfused = "scale" in run.unfused, "mask" in run.unfused
+    # a ragged batch (shared prefix): request b's rows of S, P, Z hold its own keys only
+    width = {b: (run.kv_len(b) if run.kv_lens is not None else None) for b in range(pr.batch)}
 
     with hbm.kernel("qk"):  # Alg. 0 line 1: load Q, K by blocks, compute S = QKᵀ, write S
         for b, h in heads:
             q = hbm.read("Q", b, h)
-            k = hbm.read("K", b, pr.kv_head(h))
+            k = hbm.read("K", b, pr.kv_head(h), 0, run.kv_len(b))
             s = pc.matmul(q, k.T)
-            run.scores.hold(n_q, n_kv)
+            run.scores.hold(n_q, run.kv_len(b))
             # the scale τ rides on the matmul (cuBLAS alpha) unless it is its own kernel
-            hbm.write("S", b, h, None, None, s if scale_unfused else s * pc.compute(pr.scale))
+            hbm.write("S", b, h, None, None, s if scale_unfused else s * pc.compute(pr.scale),
+                      cols=width[b])
     if scale_unfused:
         with hbm.kernel("scale"):  # unfused scale kernel: read S, write S/√d
             for b, h in heads:
-                s = hbm.read("S", b, h).astype(pc.compute)
-                hbm.write("S", b, h, None, None, s * pc.compute(pr.scale))
+                s = hbm.read("S", b, h, cols=width[b]).astype(pc.compute)
+                hbm.write("S", b, h, None, None, s * pc.compute(pr.scale), cols=width[b])
     if mask_unfused:
         with hbm.kernel("mask"):  # unfused mask kernel: read S, write mask(S)
             for b, h in heads:
-                s = hbm.read("S", b, h)
-                hbm.write("S", b, h, None, None, np.where(allowed, s, -np.inf))
+                s = hbm.read("S", b, h, cols=width[b])
+                hbm.write("S", b, h, None, None, np.where(allowed[..., :s.shape[-1]], s, -np.inf),
+                          cols=width[b])
     with hbm.kernel("softmax"):  # Alg. 0 line 2: read S, compute P = softmax(S), write P
         for b, h in heads:
-            s = hbm.read("S", b, h).astype(pc.compute)
-            s = np.where(allowed, s, -np.inf)  # the mask fused into the softmax (a no-op if done)
+            s = hbm.read("S", b, h, cols=width[b]).astype(pc.compute)
+            # the mask fused into the softmax (a no-op if done)
+            s = np.where(allowed[..., :s.shape[-1]], s, -np.inf)
             m = _finite_or_zero(s.max(axis=1))
             e = np.exp(s - m[:, None])
             total = e.sum(axis=1)
             safe = np.where(total > 0, total, 1.0)
-            hbm.write("P", b, h, None, None, e / safe[:, None])
+            hbm.write("P", b, h, None, None, e / safe[:, None], cols=width[b])
     dropout = "dropout" in run.unfused
     if dropout:
         # P itself stays for the backward's softmax (Alg. 3 line 3); the dropped P feeds O = PV
@@ -110,15 +115,16 @@ def standard_forward(run: Run) -> None:
         hbm.allocate("Z", shape, np.uint8)
         with hbm.kernel("dropout"):  # unfused dropout: read P, write dropped P and the mask Z
             for b, h in heads:
-                p = hbm.read("P", b, h).astype(pc.compute)
-                keep = dropout_keep(run.seed, pr, b, h, 0, n_q, 0, n_kv, run.dropout_p)
+                p = hbm.read("P", b, h, cols=width[b]).astype(pc.compute)
+                keep = dropout_keep(run.seed, pr, b, h, 0, n_q, 0, p.shape[-1], run.dropout_p)
                 scaled = p / pc.compute(1.0 - run.dropout_p) if run.dropout_p else p
-                hbm.write("P_drop", b, h, None, None, np.where(keep, scaled, 0.0))
-                hbm.write("Z", b, h, None, None, keep)
+                hbm.write("P_drop", b, h, None, None, np.where(keep, scaled, 0.0),
+                          cols=width[b])
+                hbm.write("Z", b, h, None, None, keep, cols=width[b])
     with hbm.kernel("pv"):  # Alg. 0 line 3: load P and V by blocks, compute O = PV, write O
         for b, h in heads:
-            p = hbm.read("P_drop" if dropout else "P", b, h)
-            v = hbm.read("V", b, pr.kv_head(h))
+            p = hbm.read("P_drop" if dropout else "P", b, h, cols=width[b])
+            v = hbm.read("V", b, pr.kv_head(h), 0, run.kv_len(b))
             hbm.write("O", b, h, None, None, pc.matmul(p, v))
 
 

@@ -112,9 +112,12 @@ class InstrumentedHBM:
 
     # -- the kernels' side: counted --------------------------------------------------------
     def read(self, name: str, batch: int, head: int, start: int | None = None,
-             stop: int | None = None, *, split: int = 0) -> Array:
-        """A copy of rows start..stop (default all) of tensor `name` for one (batch, head)."""
+             stop: int | None = None, *, split: int = 0, cols: int | None = None) -> Array:
+        """A copy of rows start..stop (default all) of tensor `name` for one (batch, head); of
+        its first `cols` columns only when given (a ragged batch's rows of an N×N_kv matrix)."""
         tile = self._tensor(name, split)[batch, head, start:stop]
+        if cols is not None:
+            tile = tile[..., :cols]
         self._count(name, "read", batch, head, start, stop, tile.shape, init=False, split=split)
         return tile.copy()
 
@@ -127,9 +130,13 @@ class InstrumentedHBM:
         return tile.copy()
 
     def write(self, name: str, batch: int, head: int, start: int | None, stop: int | None,
-              value: Array | float, *, init: bool = False, split: int = 0) -> None:
-        """Store `value` (cast to the tensor's dtype) into rows start..stop of one (batch, head)."""
+              value: Array | float, *, init: bool = False, split: int = 0,
+              cols: int | None = None) -> None:
+        """Store `value` (cast to the tensor's dtype) into rows start..stop of one (batch, head)
+        (its first `cols` columns only, when given)."""
         target = self._tensor(name, split)[batch, head, start:stop]
+        if cols is not None:
+            target = target[..., :cols]
         target[...] = value
         self._count(name, "write", batch, head, start, stop, target.shape, init=init, split=split)
 

@@ -12,6 +12,7 @@ from iosim.algorithms.tilewalk import TileAccess
 from iosim.algorithms.traffic import Op
 from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.errors import IosimError, arg
+from iosim.execute.cascade import batch_major, place_cascade
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.paged import PAGED_EXECUTORS, place_paged
@@ -113,6 +114,13 @@ def refusal(algorithm: str, workload: Workload, *, block_q: int, block_kv: int,
     return None
 
 
+def kv_lens(workload: Workload) -> tuple[int, ...] | None:
+    """The keys each request of a shared-prefix batch attends to (None: every N_kv)."""
+    if workload.prefix_len is None or workload.suffix_lens is None:
+        return None
+    return tuple(workload.prefix_len + s for s in workload.suffix_lens)
+
+
 def random_inputs(workload: Workload, seed: int, prec: Precision, *,
                   grad: bool = False) -> dict[str, Array]:
     """Seeded standard-normal Q (batch, heads, N, d), K and V (batch, kv_heads, N_kv, d), and dO
@@ -123,7 +131,12 @@ def random_inputs(workload: Workload, seed: int, prec: Precision, *,
               "V": (w.batch, w.kv_heads, w.n_kv, w.d)}
     if grad:
         shapes["dO"] = (w.batch, w.heads, w.n, w.d)
-    return {name: rng.standard_normal(shape).astype(prec.storage) for name, shape in shapes.items()}
+    arrays = {name: rng.standard_normal(shape).astype(prec.storage)
+              for name, shape in shapes.items()}
+    if w.prefix_len is not None:  # a shared prefix: every request's first L keys are one cache
+        for name in ("K", "V"):
+            arrays[name][:, :, :w.prefix_len] = arrays[name][:1, :, :w.prefix_len]
+    return arrays
 
 
 @dataclass(frozen=True, slots=True)
@@ -221,16 +234,20 @@ def execute(
         sram_source = f"working set of {block_q}×{block_kv} blocks"
     hbm = InstrumentedHBM(record=record)
     paged = workload.page_size if algorithm in PAGED_EXECUTORS else None
+    own_layout = algorithm == "cascade"  # token-major, the prefix once (execute/cascade.py)
     for name, array in inputs.items():
-        if paged is None or name not in ("K", "V"):
+        if (paged is None or name not in ("K", "V")) and not own_layout:
             hbm.place(name, array.astype(prec.storage))
+    if own_layout:
+        place_cascade(hbm, inputs, workload, prec.storage)
     if paged is not None:
         place_paged(hbm, {n: inputs[n].astype(prec.storage) for n in ("K", "V")}, paged, seed,
                     prec.storage)
     sram = SramBudget(sram_bytes, source=sram_source, owner=algorithm)
     meter = ScoreMeter()
     run = Run(hbm, sram, meter, problem_of(workload), prec, block_q, block_kv,
-              workload.unfused, dropout_p, seed, bwd_block_q, bwd_block_kv, splits, paged)
+              workload.unfused, dropout_p, seed, bwd_block_q, bwd_block_kv, splits, paged,
+              kv_lens(workload), workload.prefix_len)
     for step, counted in steps:
         if counted:
             EXECUTORS[(algorithm, step)](run)
@@ -238,9 +255,14 @@ def execute(
             with hbm.uncounted():
                 EXECUTORS[(algorithm, step)](run)
     kv = ("K", "V") if paged is None else ()  # a paged pool is not the (batch, head) K, V
-    names = [n for n in ("Q", *kv, "dO", "S", "P", "Z", "O", "l", "m", "L", "O_partial",
+    q = ("Q",) if not own_layout else ()  # cascade's token-major Q is not the inputs' Q
+    names = [n for n in (*q, *kv, "dO", "S", "P", "Z", "O", "l", "m", "L", "O_partial",
                          "lse_partial", "D", "dQ", "dK", "dV") if n in hbm]
-    return Execution(algorithm, dtype, dict(hbm.counts), dict(hbm.itemsize),
-                     {n: hbm.peek(n) for n in names}, meter.peak, sram.peak_bytes, sram_bytes,
+    outputs = {n: hbm.peek(n) for n in names}
+    if own_layout:
+        outputs["O"] = batch_major(outputs["O"])
+        outputs.pop("L", None)  # token-major; the others' L is not compared either
+    return Execution(algorithm, dtype, dict(hbm.counts), dict(hbm.itemsize), outputs,
+                     meter.peak, sram.peak_bytes, sram_bytes,
                      tuple(hbm.log) if hbm.log is not None else None)
 

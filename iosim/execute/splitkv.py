@@ -76,8 +76,7 @@ def splitkv_forward(run: Run) -> None:
     # since N_q = 1 and the causal mask is bottom-right aligned)
     grid = Problem(pr.batch, pr.kv_heads, pr.kv_heads, pr.n_q * pr.group, pr.n_kv, d, False,
                    pr.sparsity) if packed else pr
-    row_blocks, kv_blocks = blocks(grid.n_q, run.block_q), blocks(grid.n_kv, run.block_kv)
-    per_split = -(-len(kv_blocks) // splits)
+    row_blocks = blocks(grid.n_q, run.block_q)
     computed = grid.nonzero_blocks(run.block_q, run.block_kv)
     shape = (pr.batch, pr.heads, pr.n_q)
     hbm.allocate("O", (*shape, d), pc.storage)
@@ -90,6 +89,9 @@ def splitkv_forward(run: Run) -> None:
 
     with hbm.kernel("splitkv_attn"):
         for b in range(pr.batch):
+            # a ragged batch: request b's own keys, cut into `splits` runs of its key blocks
+            kv_blocks = blocks(run.kv_len(b), run.block_kv)
+            per_split = -(-len(kv_blocks) // splits)
             for h in range(grid.heads):  # a query head, or a KV head when packed
                 for i, (r0, r1) in enumerate(row_blocks):
                     rows = r1 - r0

@@ -29,7 +29,9 @@ def check_page_size(page_size: object) -> int | None:
 
 
 def check_shared_prefix(prefix_len: object, suffix_lens: object, *, n: int, n_kv: int,
-                        batch: int, sparsity: float) -> tuple[int | None, tuple[int, ...] | None]:
+                        batch: int, sparsity: float, pass_: str = "fwd",
+                        page_size: int | None = None
+                        ) -> tuple[int | None, tuple[int, ...] | None]:
     """(prefix_len, suffix_lens) checked together and against the decoding shape they need."""
     if prefix_len is None and suffix_lens is None:
         return None, None
@@ -54,6 +56,12 @@ def check_shared_prefix(prefix_len: object, suffix_lens: object, *, n: int, n_kv
         raise WorkloadError(f"{arg('n_kv', n_kv)} must be the longest request, prefix_len + "
                             f"max(suffix_lens) = {prefix} + {max(suffixes)} = {longest}; use "
                             f"{arg('n_kv', longest)}", param="n_kv")
+    if pass_ != "fwd":
+        raise WorkloadError(f"a shared-prefix batch is a decoding (forward) step; use "
+                            f"{arg('pass_', 'fwd')}", param="pass_")
+    if page_size is not None:
+        raise WorkloadError(f"a shared-prefix batch is modelled over a contiguous cache; drop "
+                            f"{arg('page_size')}", param="page_size")
     if sparsity != 1:
         raise WorkloadError(f"a shared-prefix batch is modelled dense; drop {arg('sparsity')}",
                             param="sparsity")

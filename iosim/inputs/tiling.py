@@ -164,6 +164,8 @@ class TilingInputs:
     """"code": the implementation's tile table where it has one; "alg1": Alg. 1 line 1."""
     impl: Implementation | None = None
     """The implementation whose tables apply (None: each algorithm's default)."""
+    prefix_len: Int = 0
+    """A shared-prefix batch's prefix tokens (0: none), which cascade's prefix kernel splits."""
 
     @classmethod
     def of(cls, workload: Workload, sram_bytes: int, *, block_q: int | None = None,
@@ -174,7 +176,8 @@ class TilingInputs:
         w = workload
         return cls(w.n, w.n_kv, w.d, w.heads, w.kv_heads, w.batch, w.element_bytes, sram_bytes,
                    w.pass_ != "fwd", block_q or 0, block_kv or 0, splits or 0, sm_count or 0,
-                   w.causal, dtype_code(w.dtype), cc, sram_per_sm, tile_rule, impl)
+                   w.causal, dtype_code(w.dtype), cc, sram_per_sm, tile_rule, impl,
+                   w.prefix_len or 0)
 
     @property
     def limits(self) -> SmLimits:

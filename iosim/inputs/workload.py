@@ -109,7 +109,7 @@ class Workload:
                                 f"{arg('sparsity')} or {arg('page_size')}", param="sparsity")
         prefix, suffixes = decoding.check_shared_prefix(
             self.prefix_len, self.suffix_lens, n=self.n, n_kv=self.n_kv, batch=self.batch,
-            sparsity=self.sparsity)
+            sparsity=self.sparsity, pass_=self.pass_, page_size=self.page_size)
         object.__setattr__(self, "prefix_len", prefix)
         object.__setattr__(self, "suffix_lens", suffixes)
 
