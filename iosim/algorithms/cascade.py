@@ -7,16 +7,16 @@ Prefix Batch Decoding", flashinfer.ai blog, 2024; `MultiLevelCascadeAttentionWra
 flash_attn.py `cascade_attention`: a prefix call with every query packed as one sequence, a
 suffix call per request, then `merge_attn_states`) run the same three steps. A shared-prefix
 batch (inputs/decoding.py) of B requests, L prefix tokens and s_b own tokens, as iosim counts it
-(tensors token-major as FlashInfer and vLLM hold them: Q, O [B tokens, heads, d]; the prefix K/V
-[L, kv_heads, d] once; the suffixes ragged [Σ s_b, kv_heads, d]):
+(tensors token-major as FlashInfer and vLLM hold them: Q, O [B tokens, heads, d]; one K and one
+V cache [L + Σ s_b, kv_heads, d] holding the prefix once, then each request's suffix in turn):
 
   prefix kernel, one problem of B query rows per head (the g query heads of a KV head packed
   too: B·g rows, as FA2's `seqlenq_ngroups_swapped` packs one request's): split-KV over the L
   keys, `splits` programs per query block (FA2's heuristic on this problem, or --splits):
-      program (i, k): load Q_i; for each of its key blocks: load K_prefix_j, V_prefix_j;
+      program (i, k): load Q_i; for each of its prefix key blocks: load K_j, V_j;
       write O_prefix[k]_i, lse_prefix[k]_i (fp32)
   suffix kernel, one program per (request, KV head), its g query rows packed:
-      load Q_b; for each key block of its s_b keys: load K_suffix_j, V_suffix_j;
+      load Q_b; for each key block of its s_b own keys: load K_j, V_j;
       write O_suffix_b, lse_suffix_b (fp32)
   merge kernel (`merge_state`), per (request, head): read every prefix split's lse and O and
       the suffix's; L = log(Σ exp lse), O = Σ exp(lse − L)·O; write O (dtype), L (fp32)
@@ -86,8 +86,8 @@ class Cascade(Algorithm):
         prefix_kernel = Kernel("cascade_prefix", "shared prefix attn", "fused", (
             Access("Q", "read", "outer", "q", "d", f"{_FI}: load every request's Q_i (once per "
                    "split)"),
-            Access("K_prefix", "read", "inner", "kv", "d", f"{_FI}: load the shared K_j"),
-            Access("V_prefix", "read", "inner", "kv", "d", f"{_FI}: load the shared V_j"),
+            Access("K", "read", "inner", "kv", "d", f"{_FI}: load the shared prefix's K_j"),
+            Access("V", "read", "inner", "kv", "d", f"{_FI}: load the shared prefix's V_j"),
             Access("O_prefix", "write", "outer_end", "q", "d",
                    f"{_FI}: write the prefix state's output (fp32, one per split)",
                    element="fp32", per_split=split),
@@ -99,14 +99,14 @@ class Cascade(Algorithm):
         starts = [0, *accumulate(suffixes)]
         suffix_kernel = Kernel("cascade_suffix", "per-request suffix attn", "fused", (
             Access("Q", "read", "outer", "q", "d", f"{_FI}: load request b's Q"),
-            Access("K_suffix", "read", "inner", "kv", "d", f"{_FI}: load request b's own K_j"),
-            Access("V_suffix", "read", "inner", "kv", "d", f"{_FI}: load request b's own V_j"),
+            Access("K", "read", "inner", "kv", "d", f"{_FI}: load request b's own K_j"),
+            Access("V", "read", "inner", "kv", "d", f"{_FI}: load request b's own V_j"),
             Access("O_suffix", "write", "outer_end", "q", "d",
                    f"{_FI}: write the suffix state's output (fp32)", element="fp32"),
             Access("lse_suffix", "write", "outer_end", "q", "1",
                    f"{_FI}: write the suffix state's log-sum-exp", element="fp32"),
         ), FORWARD_FLOPS, loop="q", grid="blocks", pack_heads=pack,
-            segments=tuple(Segment(0, 1, 1, s, q_start=b, kv_start=starts[b])
+            segments=tuple(Segment(0, 1, 1, s, q_start=b, kv_start=prefix + starts[b])
                            for b, s in enumerate(suffixes)))
         merge = Kernel("cascade_merge", "merge states", "elementwise", (
             Access("lse_prefix", "read", "prologue", "q", "1", f"{_MERGE}: read the prefix's "

@@ -138,7 +138,7 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                                                     for hw in hardware], dtype=np.int64)),
                           sram_per_sm=along("gpu", np.array(
                               [int(hw.sram_per_sm_bytes or 0) for hw in hardware],
-                              dtype=np.int64)))
+                              dtype=np.int64)), prefix_len=spec.prefix_len or 0)
     grid = Grid(n=n, n_kv=n_kv, d=ints("d"), batch=ints("batch"), heads=heads,
                 kv_heads=kv_heads, element_bytes=elt, sram_bytes=sram,
                 hbm_capacity=along("gpu", [float(hw.hbm_capacity_bytes) for hw in hardware]),

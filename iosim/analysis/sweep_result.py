@@ -160,6 +160,9 @@ class SweepResult:
         """'axis value' of the axes that do not vary, for headers and titles."""
         out = [] if self.spec.page_size is None else [
             f"paged KV ({self.spec.page_size} tokens/page)"]
+        if self.spec.prefix_len is not None and self.spec.suffix_lens is not None:
+            out.append(f"shared prefix {self.spec.prefix_len} + {len(self.spec.suffix_lens)} "
+                       f"suffixes")
         for axis in AXES:
             values = self.spec.values(axis)
             if len(values) != 1:
@@ -205,6 +208,8 @@ class SweepResult:
             "gpus": [h.name for h in self.hardware],
             "unfused": list(spec.unfused),
             **({"page_size": spec.page_size} if spec.page_size is not None else {}),
+            **({"prefix_len": spec.prefix_len, "suffix_lens": list(spec.suffix_lens or ())}
+               if spec.prefix_len is not None else {}),
             "algorithms": [a.name for a in self.algorithms],
             "profile": spec.profile,
             "notes": list(self.notes),

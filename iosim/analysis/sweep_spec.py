@@ -81,6 +81,10 @@ class SweepSpec:
     page_size: int | None = None
     """Not an axis: the same paged KV cache (tokens per page) at every point (None: contiguous);
     its effect on the bytes is the block table's few entries (algorithms/paging.py)."""
+    prefix_len: int | None = None
+    suffix_lens: tuple[int, ...] | None = None
+    """Not axes: one shared-prefix decoding batch at every point (inputs/decoding.py); then N is
+    1, N_kv the longest request and the batch one request per suffix."""
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     profile: Profile = "spec"
 
@@ -193,4 +197,5 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
         first["kv_heads"] = None
     pass_ = first.pop("pass_")
     return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused,
-                    page_size=spec.page_size, **first)
+                    page_size=spec.page_size, prefix_len=spec.prefix_len,
+                    suffix_lens=spec.suffix_lens, **first)

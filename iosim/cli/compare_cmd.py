@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from iosim.analysis.cascade_verdict import cascade_verdict
 from iosim.analysis.compare import compare
 from iosim.cli import cli
 from iosim.cli.common import (
@@ -44,14 +45,17 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
     refuse_impossible_sram(result, params["force"])
     from iosim.output import render
 
+    verdict = cascade_verdict(result)
     if fmt == "json":
-        if choice is None:
+        if choice is None and verdict is None:
             click.echo(render.comparison_json(result))
         else:
             from iosim.output import strict_json
 
-            click.echo(strict_json.dumps({**result.to_dict(), "splits_auto": choice.to_dict()},
-                                         indent=2, ensure_ascii=False))
+            extra = {**({"splits_auto": choice.to_dict()} if choice else {}),
+                     **({"shared_prefix": verdict.to_dict()} if verdict else {})}
+            click.echo(strict_json.dumps({**result.to_dict(), **extra}, indent=2,
+                                         ensure_ascii=False))
     elif fmt == "csv":
         click.echo(render.comparison_csv(result), nl=False)
     elif fmt == "markdown":
@@ -60,6 +64,8 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
             from iosim.output.render_splits import split_choice_markdown
 
             click.echo("\n" + split_choice_markdown(choice), nl=False)
+        if verdict is not None:
+            click.echo("\n" + verdict.sentence())
     else:
         console = render.make_console()
         render.print_comparison(result, console, wide=wide)
@@ -67,3 +73,5 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
             from iosim.output.render_splits import print_split_choice
 
             print_split_choice(choice, console)
+        if verdict is not None:
+            console.print(verdict.sentence(), highlight=False)

@@ -14,7 +14,7 @@ from iosim.algorithms import ALGORITHMS
 from iosim.analysis.requests import decoding_defaults
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.cli import cli
-from iosim.cli.common import FORMATS, comma_list, wide_option
+from iosim.cli.common import FORMATS, comma_list, parse_suffix_lens, wide_option
 from iosim.cli.lists import (
     HELP,
     parse_booleans,
@@ -65,6 +65,10 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
                    f"point): any of {','.join(UNFUSED_OPS)}.")
 @click.option("--page-size", type=int, default=None,
               help="Paged KV cache: tokens per page, the same at every point (flash2, splitkv).")
+@click.option("--prefix-len", type=int, default=None,
+              help="Shared-prefix decoding batch (the same at every point): prefix tokens.")
+@click.option("--suffix-lens", default=None, metavar="LIST",
+              help="Each request's own tokens, e.g. 16,40,9 (sets the batch and N_kv).")
 @click.option("--block-q", metavar="RANGE", callback=_ints("--block-q", auto=True),
               help="B_r values; auto = Alg. 1 line 1 (default).")
 @click.option("--block-kv", metavar="RANGE", callback=_ints("--block-kv", auto=True),
@@ -95,7 +99,8 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
 def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   d: tuple[int, ...], heads: tuple[int, ...], kv_heads: tuple[int, ...] | None,
                   batch: tuple[int, ...], dtype: str, causal: str, pass_: str,
-                  unfused: str | None, page_size: int | None, block_q: tuple[int | None, ...] | None,
+                  unfused: str | None, page_size: int | None, prefix_len: int | None,
+                  suffix_lens: str | None, block_q: tuple[int | None, ...] | None,
                   block_kv: tuple[int | None, ...] | None, sparsity: str,
                   splits: tuple[int | None, ...] | None, sram: str | None,
                   sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
@@ -115,6 +120,10 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
           --algo flash1 --block-kv 32..2048 --plot figures/
       iosim sweep --gpu a100,h100,h200 --n 1024,4096 --d 64,128 --causal no,yes --format csv
     """
+    suffixes = parse_suffix_lens(suffix_lens)
+    if suffixes is not None and prefix_len is not None:  # one request per suffix, the longest
+        batch = (len(suffixes),) if batch == (1,) else batch
+        n_kv = n_kv or (prefix_len + max(suffixes),)
     spec = SweepSpec(
         n=n, gpu=parse_names(gpu, "--gpu"), n_kv=n_kv or (None,), d=d, heads=heads,
         kv_heads=kv_heads or (None,), batch=batch,
@@ -125,8 +134,9 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         sram_elements=sram_elements or (None,), block_q=block_q or (None,),
         block_kv=block_kv or (None,), unfused=tuple(comma_list(unfused) or ()),
         sparsity=parse_fractions(sparsity, "--sparsity"), splits=splits or (None,),
-        algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_, page_size)),
-        page_size=page_size,
+        algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_, page_size,
+                                                                prefix_len is not None)),
+        page_size=page_size, prefix_len=prefix_len, suffix_lens=suffixes,
         profile=profile,  # type: ignore[arg-type]
     )
     if plot_dir is not None:
@@ -163,11 +173,12 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         render_sweep.print_sweep(result, limit=limit, wide=wide)
 
 
-def default_algorithms(n: tuple[int, ...], passes: str,
-                       page_size: int | None = None) -> tuple[str, ...]:
+def default_algorithms(n: tuple[int, ...], passes: str, page_size: int | None = None,
+                       shared_prefix: bool = False) -> tuple[str, ...]:
     """As `compare`: standard, flash1, flash2, and splitkv for decoding (N = 1, forward);
-    flash1 left out over a paged KV cache."""
-    return decoding_defaults(1 in n and passes.strip().lower() == "fwd", page_size)
+    flash1 left out over a paged KV cache; standard, splitkv, cascade for a shared prefix."""
+    return decoding_defaults(1 in n and passes.strip().lower() == "fwd", page_size,
+                             shared_prefix=shared_prefix)
 
 
 def run_with_progress(spec: SweepSpec, console: Any = None) -> SweepResult:

@@ -2,18 +2,18 @@
 
 Written by hand from FlashInfer's cascade inference (`MultiLevelCascadeAttentionWrapper`,
 `merge_state`) and vLLM's `cascade_attention`, not from iosim/algorithms/cascade.py. The tensors
-are token-major as those libraries hold them: Q and O as [1, heads, B tokens, d]; the shared
-prefix's K, V once, [1, kv_heads, L, d]; the suffixes ragged, [1, kv_heads, Σ s_b, d], request b's
-rows starting at s_0 + ... + s_{b−1}. (The host builds them from the batch-major inputs, whose
+are token-major as those libraries hold them: Q and O as [1, heads, B tokens, d]; one K and one V
+cache [1, kv_heads, L + Σ s_b, d]: the shared prefix once (rows 0 .. L − 1), then the suffixes,
+request b's rows starting at L + s_0 + ... + s_{b−1}. (The host builds them from the batch-major inputs, whose
 first L rows are the same for every request; placing is not traffic.)
 
   prefix kernel: one problem of the B query tokens per head (with GQA, the g query heads of a
       KV head packed: row r of KV head h is token r mod B of query head h·g + r div B), split
       over the L prefix keys like split-KV (program (i, k) visits key blocks [k·nb, (k+1)·nb),
       nb = ⌈T_c/splits⌉; an empty split writes a zero output and a −∞ log-sum-exp, loading
-      nothing): load Q_i, then each K_prefix_j, V_prefix_j; write O_prefix[k]_i, lse_prefix[k]_i.
+      nothing): load Q_i, then each prefix K_j, V_j; write O_prefix[k]_i, lse_prefix[k]_i.
   suffix kernel: per (request b, head or KV head): load Q_b, then each block of its own
-      K_suffix, V_suffix; write O_suffix_b, lse_suffix_b.
+      keys; write O_suffix_b, lse_suffix_b.
   merge kernel, per head: read every prefix split's lse and O, the suffix's lse and O;
       L = log Σ exp(lse), O = Σ exp(lse − L)·O; write O and L.
 """
@@ -43,9 +43,8 @@ def place_cascade(hbm: InstrumentedHBM, inputs: dict[str, Array], workload: Work
     hbm.place("Q", inputs["Q"][:, :, 0][None].transpose(0, 2, 1, 3).astype(storage))
     for name in ("K", "V"):
         cache = inputs[name]
-        hbm.place(f"{name}_prefix", cache[:1, :, :prefix].astype(storage))
         own = [cache[b:b + 1, :, prefix:prefix + s] for b, s in enumerate(workload.suffix_lens)]
-        hbm.place(f"{name}_suffix", np.concatenate(own, axis=2).astype(storage))
+        hbm.place(name, np.concatenate([cache[:1, :, :prefix], *own], axis=2).astype(storage))
 
 
 def batch_major(token_major: Array) -> Array:
@@ -55,10 +54,10 @@ def batch_major(token_major: Array) -> Array:
 
 
 def _attend(run: Run, pr: Problem, packed: bool, h: int, kv_head: int, rows: tuple[int, int],
-            q_offset: int, keys: list[tuple[int, int]], kv_name: str, out: tuple[str, str],
+            q_offset: int, keys: list[tuple[int, int]], out: tuple[str, str],
             split: int) -> None:
     """One program: its query rows (pieces per query head when packed, token rows shifted by
-    q_offset), its key blocks of `kv_name`, its output state written to `out`."""
+    q_offset), its key blocks (rows of the K/V cache), its output state written to `out`."""
     hbm, pc, sram = run.hbm, run.precision, run.sram
     r0, r1 = rows
     n, d, cdt = r1 - r0, pr.d, pc.compute
@@ -72,8 +71,8 @@ def _attend(run: Run, pr: Problem, packed: bool, h: int, kv_head: int, rows: tup
         sram.hold("Q_i", n * d, pc.storage_bytes)
         sram.hold("O_i", n * d, pc.storage_bytes)
     for k0, k1 in keys:
-        kt = hbm.read(f"K_{kv_name}", 0, kv_head, k0, k1)
-        vt = hbm.read(f"V_{kv_name}", 0, kv_head, k0, k1)
+        kt = hbm.read("K", 0, kv_head, k0, k1)
+        vt = hbm.read("V", 0, kv_head, k0, k1)
         sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
         sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
         s = pc.matmul(q, kt.T) * cdt(pr.scale)
@@ -124,17 +123,17 @@ def cascade_forward(run: Run) -> None:
             for rows in blocks(batch * (pr.group if packed else 1), run.block_q):
                 for k in range(splits):
                     keys = prefix_blocks[k * per_split:(k + 1) * per_split]
-                    _attend(run, whole, packed, h, kv_head, rows, 0, keys, "prefix", names, k)
+                    _attend(run, whole, packed, h, kv_head, rows, 0, keys, names, k)
 
     one = Problem(1, pr.heads, pr.kv_heads, 1, 1, pr.d, False)
-    starts = [0, *accumulate(suffixes)]
+    starts = [prefix + s for s in accumulate([0, *suffixes])]
     with hbm.kernel("cascade_suffix"):
         for b, own in enumerate(suffixes):
             for h in range(heads):
                 kv_head = h if packed else pr.kv_head(h)
                 keys = [(starts[b] + k0, starts[b] + k1) for k0, k1 in blocks(own, run.block_kv)]
                 for rows in blocks(pr.group if packed else 1, run.block_q):
-                    _attend(run, one, packed, h, kv_head, rows, b, keys, "suffix",
+                    _attend(run, one, packed, h, kv_head, rows, b, keys,
                             ("O_suffix", "lse_suffix"), 0)
 
     with hbm.kernel("cascade_merge"):  # merge_state, per head over the B tokens
