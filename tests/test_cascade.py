@@ -4,15 +4,24 @@ request's full KV, counted three ways and checked against a masked float64 refer
 from __future__ import annotations
 
 import json
+from collections import Counter
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from iosim import Workload
+from iosim.algorithms import ALGORITHMS
+from iosim.algorithms.blocks import cdiv
+from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.tilewalk import walk
 from iosim.analysis.cascade_verdict import cascade_verdict
 from iosim.analysis.compare import compare
 from iosim.analysis.sweep import SweepSpec, sweep
 from iosim.analysis.verify import verify
+from iosim.inputs.tiling import make_tiling
+from tests.conftest import examples
 
 ALL = ["standard", "splitkv", "cascade"]
 
@@ -97,3 +106,30 @@ def test_the_cli_says_who_wins(iosim_cli: Any) -> None:
 def test_bad_shared_prefix_input_is_one_line(iosim_cli: Any, args: list[str], words: str) -> None:
     code, _out, err = iosim_cli("compare", "--gpu", "h200", *args)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+@settings(max_examples=examples(40), deadline=None)
+@given(prefix=st.integers(1, 90), suffixes=st.lists(st.integers(1, 40), min_size=1, max_size=5),
+       kv_heads=st.sampled_from([1, 2, 4]), block_q=st.sampled_from([1, 3, 16]),
+       block_kv=st.sampled_from([4, 7, 32]), splits=st.integers(1, 4),
+       algorithm=st.sampled_from(ALL))
+def test_closed_form_equals_the_walk_on_any_shared_prefix_batch(
+        prefix: int, suffixes: list[int], kv_heads: int, block_q: int, block_kv: int,
+        splits: int, algorithm: str) -> None:
+    w = Workload(1, n_kv=prefix + max(suffixes), batch=len(suffixes), heads=4,
+                 kv_heads=kv_heads, d=4, prefix_len=prefix, suffix_lens=tuple(suffixes))
+    alg = ALGORITHMS[algorithm]
+    tiling = None
+    if alg.tiled:
+        base = make_tiling(w, 10**9, "test", block_q=block_q, block_kv=block_kv, outer="q")
+        top = cdiv(prefix if algorithm == "cascade" else w.n_kv, block_kv)
+        tiling = alg.finish_tiling(base, w, sm_count=132, splits=min(splits, top),
+                                   blocks_given=True)
+    kernels = alg.kernels(w, tiling)
+    closed: Counter[tuple[str, str, str]] = Counter()
+    for t in closed_form(kernels, w, tiling):
+        closed[(t.kernel, t.tensor, t.op)] += t.elements
+    walked: Counter[tuple[str, str, str]] = Counter()
+    for a in walk(kernels, w, tiling):
+        walked[(a.kernel, a.tensor, a.op)] += a.elements
+    assert +closed == +walked
