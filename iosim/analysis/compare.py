@@ -26,6 +26,7 @@ from iosim.errors import IosimError, arg
 from iosim.estimates.footprint import footprint, kept_for_backward
 from iosim.estimates.l2 import DramEstimate, dram_estimate
 from iosim.estimates.occupancy import compute_capability
+from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
 from iosim.estimates.roofline import (
     Profile,
     estimate_kernels,
@@ -126,6 +127,7 @@ def compare(
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram,
                                           sram_elements=sram_elements)
     given = block_q is not None or block_kv is not None
+    paging = page_efficiency(hw, workload.page_size) if workload.page_size else None
 
     def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None, *,
                  impl_: Implementation | None = None, impl_splits: int | None = None
@@ -147,7 +149,8 @@ def compare(
             raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "
                              f"sm_count in {hw.path}")
         on_roof = None if profile != "measured" or dram is None else {
-            k.name: dram.of_kernel(k.name).bytes for k in kernels}
+            k.name: paged_roof_bytes(k, [(t.tensor, t.bytes) for t in dram.of_kernel(k.name).terms],
+                                     paging) for k in kernels}
         kernel_estimates = estimate_kernels(kernels, w, tiling, roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
         totals = total_cost(kernel_estimates)
@@ -182,4 +185,4 @@ def compare(
     n, n_kv, d = workload.n, workload.n_kv, workload.d
     theorem2 = Theorem2(m, float(n * d + n * n_kv), n * n_kv * d * d / m)
     return Comparison(workload, hw, requested, note, roofs, sram_bytes, sram_source, theorem2,
-                      results)
+                      results, paging)

@@ -42,6 +42,9 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
             "n_kv": w.n_kv, "d": w.d, "dtype": w.dtype, "element_bytes": w.element_bytes,
             "causal": w.causal, "pass": w.pass_, "unfused": list(w.unfused),
             "sparsity": w.sparsity,
+            **{k: (list(v) if isinstance(v, tuple) else v) for k, v in (
+                ("page_size", w.page_size), ("prefix_len", w.prefix_len),
+                ("suffix_lens", w.suffix_lens)) if v is not None},
         },
         "sram": {"bytes": c.sram_bytes, "elements": c.sram_bytes // w.element_bytes,
                  "source": c.sram_source},
@@ -54,6 +57,7 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
         "score_matrix_bytes_per_head": c.score_matrix_bytes_per_head,
         "compulsory_hbm_bytes": c.compulsory_hbm_bytes,
         "algorithms": [_algorithm_dict(a) for a in c.algorithms],
+        **({"paged_kv": c.paging.to_dict()} if c.paging is not None else {}),
     }
 
 def kernel_dict(k: KernelEstimate) -> dict[str, Any]:

@@ -66,6 +66,8 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
             click.echo("\n" + split_choice_markdown(choice), nl=False)
         if verdict is not None:
             click.echo("\n" + verdict.sentence())
+        if result.paging is not None:
+            click.echo("\n" + result.paging.note[0].upper() + result.paging.note[1:] + ".")
     else:
         console = render.make_console()
         render.print_comparison(result, console, wide=wide)
@@ -75,3 +77,6 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
             print_split_choice(choice, console)
         if verdict is not None:
             console.print(verdict.sentence(), highlight=False)
+        if result.paging is not None:
+            console.print(result.paging.note[0].upper() + result.paging.note[1:] + ".",
+                          highlight=False)
