@@ -25,8 +25,8 @@ from pathlib import Path
 from typing import Any
 
 from iosim.analysis.compare import compare
-from iosim.inputs.hardware import resolve_hardware
-from iosim.inputs.implementations import get_implementation
+from iosim.inputs.gpus import resolve_hardware
+from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
 KINDS = ("fused", "matmul", "elementwise")

@@ -18,7 +18,7 @@ import sys
 import torch
 
 from iosim.calibrate.measure import _tensors, make_runner
-from iosim.inputs.implementations import get_implementation
+from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
 LAUNCHES = (

@@ -22,7 +22,7 @@ import time
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.env import device_info
 from iosim.calibrate.measure import check, time_and_kernels
-from iosim.inputs.implementations import get_implementation
+from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
 IMPLS = ("sdpa-flash", "iosim-triton", "sdpa-efficient", "sdpa-cudnn", "torch-naive", "flex")

@@ -20,7 +20,7 @@ from iosim.algorithms.tilestream import walk_arrays
 from iosim.algorithms.tilewalk import walk
 from iosim.analysis.compare import tiling_for
 from iosim.analysis.requests import sram_budget
-from iosim.inputs.hardware import resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.workload import Workload
 
 TARGET_S = 2.0

@@ -17,7 +17,7 @@ _PUBLIC = {
     "AlgorithmEstimate": "iosim.analysis.comparison",
     "Comparison": "iosim.analysis.comparison",
     "ConfigError": "iosim.errors",
-    "DramEstimate": "iosim.estimates.l2",
+    "DramEstimate": "iosim.estimates.l2_model",
     "Footprint": "iosim.estimates.footprint",
     "Hardware": "iosim.inputs.hardware",
     "IosimError": "iosim.errors",
@@ -33,17 +33,17 @@ _PUBLIC = {
     "TilingError": "iosim.errors",
     "Traffic": "iosim.algorithms.traffic",
     "UnknownGpuError": "iosim.errors",
-    "Verification": "iosim.analysis.verify",
+    "Verification": "iosim.analysis.verification",
     "Workload": "iosim.inputs.workload",
     "WorkloadError": "iosim.errors",
     "closed_form": "iosim.algorithms.loopnest",
     "compare": "iosim.analysis.compare",
     "dram_estimate": "iosim.estimates.l2",
     "get_algorithm": "iosim.algorithms",
-    "list_hardware": "iosim.inputs.hardware",
-    "load_hardware": "iosim.inputs.hardware",
+    "list_hardware": "iosim.inputs.gpus",
+    "load_hardware": "iosim.inputs.hardware_yaml",
     "make_tiling": "iosim.inputs.tiling",
-    "resolve_hardware": "iosim.inputs.hardware",
+    "resolve_hardware": "iosim.inputs.gpus",
     "roofs_for": "iosim.estimates.roofline",
     "sweep": "iosim.analysis.sweep",
     "verify": "iosim.analysis.verify",
@@ -62,12 +62,16 @@ if TYPE_CHECKING:
     from iosim.analysis.compare import compare
     from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
     from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
-    from iosim.analysis.verify import Verification, verify
+    from iosim.analysis.verification import Verification
+    from iosim.analysis.verify import verify
     from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
     from iosim.estimates.footprint import Footprint
-    from iosim.estimates.l2 import DramEstimate, dram_estimate
+    from iosim.estimates.l2 import dram_estimate
+    from iosim.estimates.l2_model import DramEstimate
     from iosim.estimates.roofline import KernelEstimate, Roofs, roofs_for
-    from iosim.inputs.hardware import Hardware, list_hardware, load_hardware, resolve_hardware
+    from iosim.inputs.gpus import list_hardware, resolve_hardware
+    from iosim.inputs.hardware import Hardware
+    from iosim.inputs.hardware_yaml import load_hardware
     from iosim.inputs.tiling import Tiling, make_tiling
     from iosim.inputs.workload import Workload
 

@@ -13,7 +13,7 @@ from typing import Any
 from click.testing import CliRunner
 
 from iosim.cli import cli
-from iosim.inputs.hardware import config_dir
+from iosim.inputs.gpus import config_dir
 
 A100_YAML = (config_dir() / "a100-80gb-sxm.yaml").read_text(encoding="utf-8")
 """A valid GPU file to mutate (the shipped A100 80GB)."""

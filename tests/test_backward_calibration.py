@@ -12,7 +12,8 @@ import pytest
 
 from iosim.calibrate import CalibrationError
 from iosim.calibrate import backward_fit as F
-from iosim.inputs.hardware import config_dir, load_hardware
+from iosim.inputs.gpus import config_dir
+from iosim.inputs.hardware_yaml import load_hardware
 
 RECORD = Path(__file__).parent / "data" / "backward-h200.json"
 

@@ -16,7 +16,8 @@ import pytest
 from iosim.analysis.compare import compare
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.env import names_match, require_gpu
-from iosim.calibrate.fit import fit, programs_per_sm, sdpa_ratios
+from iosim.calibrate.fit import fit, programs_per_sm
+from iosim.calibrate.fit_result import sdpa_ratios
 from iosim.calibrate.ncu import attach, parse_raw_csv
 from iosim.calibrate.plan import FIT_N, make_plan
 from iosim.calibrate.records import (
@@ -27,7 +28,8 @@ from iosim.calibrate.records import (
     save_calibration,
 )
 from iosim.calibrate.yaml_out import strip_measured, write_measured_yaml
-from iosim.inputs.hardware import load_hardware, resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
+from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.workload import Workload
 from iosim.output.calibration_report import write_report
 from tests.conftest import run_cli as run

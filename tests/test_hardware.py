@@ -7,7 +7,8 @@ from pathlib import Path
 import pytest
 
 from iosim.errors import ConfigError, UnknownGpuError
-from iosim.inputs.hardware import list_hardware, load_hardware, resolve_hardware, shipped_config_paths
+from iosim.inputs.gpus import list_hardware, resolve_hardware, shipped_config_paths
+from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.units import parse_quantity
 
 SHIPPED = [

@@ -12,7 +12,7 @@ import pytest
 from iosim.analysis.compare import compare
 from iosim.errors import ConfigError, IosimError
 from iosim.estimates.occupancy import programs_per_sm, sm_limits, utilisation
-from iosim.inputs.implementations import get_implementation, shipped_implementations
+from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
 from iosim.inputs.workload import Workload
 from tests.conftest import DATA
 from tests.conftest import run_cli as run

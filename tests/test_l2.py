@@ -13,8 +13,10 @@ from hypothesis import strategies as st
 from iosim.algorithms import get_algorithm
 from iosim.algorithms.loopnest import closed_form
 from iosim.errors import IosimError
-from iosim.estimates.l2 import dram_estimate, programs_per_sm_estimate, simulate
-from iosim.inputs.hardware import resolve_hardware
+from iosim.estimates.l2 import dram_estimate
+from iosim.estimates.l2_model import programs_per_sm_estimate
+from iosim.estimates.l2_simulate import simulate
+from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from tests.conftest import examples

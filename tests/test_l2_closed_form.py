@@ -9,7 +9,7 @@ from hypothesis import assume, given, settings
 from hypothesis import strategies as st
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, visited_kv_blocks
-from iosim.estimates.l2 import _hit_fraction
+from iosim.estimates.l2_model import hit_fraction
 from iosim.estimates.l2_waves import sum_where, wave_rereads
 from iosim.inputs.tiling import default_blocks, make_tiling, paper_blocks, working_set_bytes
 from iosim.inputs.workload import Workload
@@ -40,7 +40,7 @@ def _old_wave_loop(units: int, unit_programs: int, p: int, unit_bytes: float, ow
             alpha = (unit_bytes * (1 + before) + programs_in(wave) * own_write
                      + programs_in(wave + 1) * own_read)
             beta = unit_bytes * (after - before)
-            miss = 1.0 - _hit_fraction(alpha, beta, capacity)
+            miss = 1.0 - hit_fraction(alpha, beta, capacity)
             total += miss
             rereads += miss > 0
     return total, rereads
@@ -54,7 +54,7 @@ def test_wave_rereads_equals_the_loop(units, unit_programs, p, unit_bytes, own_r
                                       capacity):
     def miss(now: int, nxt: int, programs_now: int, programs_next: int) -> float:
         alpha = unit_bytes * now + programs_now * own_write + programs_next * own_read
-        return 1.0 - _hit_fraction(alpha, unit_bytes * (nxt - now), capacity)
+        return 1.0 - hit_fraction(alpha, unit_bytes * (nxt - now), capacity)
 
     extra, rereads = wave_rereads(units, unit_programs, p, miss)
     total, old_rereads = _old_wave_loop(units, unit_programs, p, unit_bytes, own_read, own_write,

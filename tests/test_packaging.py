@@ -29,7 +29,7 @@ def test_wheel_ships_the_gpu_configs(tmp_path):
                     str(wheel)], check=True, capture_output=True)
     elsewhere = tmp_path / "elsewhere"
     elsewhere.mkdir()
-    code = ("import iosim, iosim.inputs.hardware as h; print(iosim.__file__); "
+    code = ("import iosim, iosim.inputs.gpus as h; print(iosim.__file__); "
             "print(h.config_dir()); print(len(iosim.list_hardware()))")
     env = {**os.environ, "PYTHONPATH": str(target)}
     out = subprocess.run([sys.executable, "-c", code], cwd=elsewhere, env=env, capture_output=True,

@@ -12,7 +12,8 @@ from iosim import Workload
 from iosim.analysis.compare import compare
 from iosim.errors import IosimError
 from iosim.estimates.paged_dram import page_efficiency
-from iosim.inputs.hardware import load_hardware, resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
+from iosim.inputs.hardware_yaml import load_hardware
 
 H200 = Path(resolve_hardware("h200").hardware.path)
 TABLE = {1: 0.25, 16: 0.75, 256: 1.0}

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 import iosim
-from iosim.output import render
+from iosim.output import render, render_tables
 from tests.conftest import SEED_ACCELERATOR, render_plain
 
 # Seed 000's workload (N = 4,096, d = 64, fp16, one head) on its illustrative accelerator: the
@@ -50,11 +50,11 @@ def _plain(renderable: object) -> str:
 
 
 def test_kernel_table(seed000):
-    assert _plain(render.kernel_table(seed000, wide=True)) == KERNELS
+    assert _plain(render_tables.kernel_table(seed000, wide=True)) == KERNELS
 
 
 def test_summary_table(seed000):
-    assert _plain(render.summary_table(seed000, wide=True)) == SUMMARY
+    assert _plain(render_tables.summary_table(seed000, wide=True)) == SUMMARY
 
 
 @pytest.mark.parametrize(("value", "text"), [

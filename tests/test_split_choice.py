@@ -11,7 +11,7 @@ import pytest
 from iosim import Workload
 from iosim.algorithms.splitkv import num_splits_heuristic
 from iosim.analysis.split_choice import choose_splits
-from iosim.inputs.hardware import resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
 
 
 def test_a_full_grid_needs_no_split() -> None:

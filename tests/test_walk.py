@@ -17,7 +17,7 @@ from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.analysis.compare import tiling_for
 from iosim.analysis.requests import sram_budget
-from iosim.inputs.hardware import resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.tiling import Tiling, make_tiling
 from iosim.inputs.workload import Workload
 from tests.conftest import examples

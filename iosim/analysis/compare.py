@@ -24,7 +24,8 @@ from iosim.analysis.impl_kernels import (
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
 from iosim.errors import IosimError, arg
 from iosim.estimates.footprint import footprint, kept_for_backward
-from iosim.estimates.l2 import DramEstimate, dram_estimate
+from iosim.estimates.l2 import dram_estimate
+from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.occupancy import compute_capability
 from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
 from iosim.estimates.roofline import (
@@ -38,8 +39,10 @@ from iosim.estimates.training import (
     Occupancy,
     convention_flops,
 )
-from iosim.inputs.hardware import Hardware, resolve_hardware
-from iosim.inputs.implementations import Implementation, get_implementation
+from iosim.inputs.gpus import resolve_hardware
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.implementations import Implementation
+from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import Workload
 

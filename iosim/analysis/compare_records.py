@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from iosim._version import __version__
-from iosim.estimates.l2 import DramEstimate
+from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.roofline import KernelEstimate
 
 if TYPE_CHECKING:

@@ -7,7 +7,7 @@ from typing import Any
 
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.estimates.footprint import Footprint
-from iosim.estimates.l2 import DramEstimate
+from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.paged_dram import PageEfficiency
 from iosim.estimates.roofline import CostTotals, KernelEstimate, Roofs, total_cost
 from iosim.estimates.training import Occupancy

@@ -24,7 +24,8 @@ from iosim.algorithms.splitkv import MAX_SPLITS
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.errors import IosimError, arg
-from iosim.inputs.hardware import Hardware, resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
+from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import cdiv
 from iosim.inputs.workload import Workload
 

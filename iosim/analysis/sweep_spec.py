@@ -17,7 +17,8 @@ from iosim.algorithms import DEFAULT_ALGORITHMS, Algorithm
 from iosim.analysis.requests import choose_algorithms, refuse_both_sram
 from iosim.errors import IosimError, arg
 from iosim.estimates.roofline import Profile, roofs_for
-from iosim.inputs.hardware import Hardware, resolve_hardware
+from iosim.inputs.gpus import resolve_hardware
+from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import check_count
 from iosim.inputs.limits import (
     MAX_BLOCK,

@@ -14,12 +14,10 @@ kernel).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from iosim._version import __version__
 from iosim.algorithms import Algorithm
 from iosim.algorithms.loopnest import closed_form
 from iosim.algorithms.splitkv import refuse_too_many_splits
@@ -27,6 +25,7 @@ from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.traffic import Op
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms
 from iosim.analysis.requests import parse_sram as parse_sram_bytes
+from iosim.analysis.verification import AlgorithmCheck, GradientCheck, TermCheck, Verification
 from iosim.errors import IosimError, arg
 from iosim.execute import (
     EXECUTOR_DTYPES,
@@ -46,8 +45,6 @@ from iosim.inputs.limits import check_int
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 
-SCHEMA = "iosim.verify/1"
-
 MODEL_DTYPE = {"float64": "fp32", "float32": "fp32", "float16": "fp16"}
 """The model dtype whose closed form a run is compared with (elements do not depend on it)."""
 
@@ -60,170 +57,6 @@ float64's rounding is ~1e-16 (seed 003: 5.6e-16 at N = 256, d = 16). float16 has
 bound because Algorithm 1 stores O in fp16 after every K/V block, so its error grows with T_c:
 measured at most 1.4e-3 for `iosim verify --dtype float16` at N = 1024..4096, d = 16..128, blocks
 16..64 (README); the gradients' at most 1.1e-3 of their scale (README, backward)."""
-
-
-@dataclass(frozen=True, slots=True)
-class TermCheck:
-    """One (kernel, tensor, op) term counted three ways, in elements."""
-
-    kernel: str
-    tensor: str
-    op: Op
-    cite: str
-    element_bytes: int
-    """Bytes per element in the model (the closed form's)."""
-    closed_form: int
-    walk: int
-    executor: int
-    executor_element_bytes: int | None
-    """Bytes per element as the executor stored the tensor (None if it never touched it)."""
-
-    @property
-    def agree(self) -> bool:
-        """Whether closed form, walk and executor count the same elements."""
-        return self.closed_form == self.walk == self.executor
-
-
-@dataclass(frozen=True, slots=True)
-class GradientCheck:
-    """One gradient (dQ, dK or dV) of one algorithm against standard's and the float64 formula."""
-
-    name: str
-    max_abs_diff_vs_standard: float
-    max_abs_err_vs_float64: float
-    scale: float
-    """max(1, max |float64 gradient|): the tolerance is relative to it."""
-    tolerance: float
-
-    @property
-    def agrees(self) -> bool:
-        """Whether the gradient equals standard's and the float64 formula's within tolerance."""
-        return self.max_abs_diff_vs_standard <= self.tolerance * self.scale
-
-
-@dataclass(frozen=True, slots=True)
-class AlgorithmCheck:
-    name: str
-    title: str
-    block_q: int | None
-    block_kv: int | None
-    terms: tuple[TermCheck, ...]
-    accesses: int
-    """Tile loads and stores in the walk."""
-    stream_equal: bool
-    """The executor issued the walk's accesses, one for one, in the same order."""
-    stream_difference: str | None
-    bytes_checked: bool
-    max_abs_diff_vs_standard: float
-    max_abs_err_vs_float64: float
-    peak_scores: int
-    sram_peak_bytes: int | None
-    sram_budget_bytes: int | None
-    tolerance: float
-    gradients: tuple[GradientCheck, ...] = ()
-    """dQ, dK, dV when the pass has a backward."""
-    splits: int | None = None
-    """Split-KV's programs per query block (splitkv only)."""
-
-    @property
-    def counts_agree(self) -> bool:
-        """Whether every term agrees three ways."""
-        return all(t.agree for t in self.terms) and self.stream_equal and self.bytes_agree
-
-    @property
-    def bytes_agree(self) -> bool:
-        """Whether every stored tensor has the model's bytes per element."""
-        return not self.bytes_checked or all(
-            t.executor_element_bytes == t.element_bytes for t in self.terms)
-
-    @property
-    def output_agrees(self) -> bool:
-        """Whether the output equals standard's and the float64 formula's within tolerance."""
-        return self.max_abs_diff_vs_standard <= self.tolerance
-
-    @property
-    def gradients_agree(self) -> bool:
-        """Whether every gradient agrees."""
-        return all(g.agrees for g in self.gradients)
-
-    @property
-    def ok(self) -> bool:
-        """Whether everything checked agrees."""
-        return self.counts_agree and self.output_agrees and self.gradients_agree
-
-    def totals(self) -> tuple[int, int, int]:
-        """(closed form, walk, executor) elements over all terms."""
-        return (sum(t.closed_form for t in self.terms), sum(t.walk for t in self.terms),
-                sum(t.executor for t in self.terms))
-
-
-@dataclass(frozen=True, slots=True)
-class Verification:
-    workload: Workload
-    """The shape verified (its dtype is the model dtype of `dtype`)."""
-    dtype: str
-    seed: int
-    dropout_p: float
-    sram_bytes: int
-    sram_source: str
-    algorithms: tuple[AlgorithmCheck, ...]
-    standard_peak_scores: int
-    """Scores the reference run of standard attention held at once (N_q·N_kv)."""
-    standard_max_abs_err_vs_float64: float
-
-    @property
-    def ok(self) -> bool:
-        """Whether everything checked agrees."""
-        return all(a.ok for a in self.algorithms)
-
-    def to_dict(self) -> dict[str, Any]:
-        """The stable JSON (schema iosim.verify/1)."""
-        w = self.workload
-        return {
-            "schema": SCHEMA,
-            "iosim_version": __version__,
-            "ok": self.ok,
-            "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.kv_heads, "n": w.n,
-                         "n_kv": w.n_kv, "d": w.d, "causal": w.causal, "pass": w.pass_,
-                         "unfused": list(w.unfused), "sparsity": w.sparsity},
-            "dtype": self.dtype,
-            "seed": self.seed,
-            "dropout_p": self.dropout_p if "dropout" in w.unfused else 0.0,
-            "sram": {"bytes": self.sram_bytes, "source": self.sram_source},
-            "standard_reference": {
-                "peak_scores": self.standard_peak_scores,
-                "max_abs_err_vs_float64": self.standard_max_abs_err_vs_float64,
-            },
-            "algorithms": [{
-                "name": a.name,
-                "block_q": a.block_q,
-                "block_kv": a.block_kv,
-                "splits": a.splits,
-                "ok": a.ok,
-                "counts_agree": a.counts_agree,
-                "stream_equal": a.stream_equal,
-                "stream_difference": a.stream_difference,
-                "accesses": a.accesses,
-                "bytes_checked": a.bytes_checked,
-                "max_abs_diff_vs_standard": a.max_abs_diff_vs_standard,
-                "max_abs_err_vs_float64": a.max_abs_err_vs_float64,
-                "tolerance": a.tolerance,
-                "peak_scores": a.peak_scores,
-                "sram_peak_bytes": a.sram_peak_bytes,
-                "sram_budget_bytes": a.sram_budget_bytes,
-                "gradients": [{
-                    "name": g.name, "max_abs_diff_vs_standard": g.max_abs_diff_vs_standard,
-                    "max_abs_err_vs_float64": g.max_abs_err_vs_float64, "scale": g.scale,
-                    "tolerance": g.tolerance * g.scale, "agree": g.agrees,
-                } for g in a.gradients],
-                "terms": [{
-                    "kernel": t.kernel, "tensor": t.tensor, "op": t.op, "cite": t.cite,
-                    "element_bytes": t.element_bytes, "closed_form": t.closed_form,
-                    "walk": t.walk, "executor": t.executor,
-                    "executor_element_bytes": t.executor_element_bytes, "agree": t.agree,
-                } for t in a.terms],
-            } for a in self.algorithms],
-        }
 
 
 def parse_sram(sram: str | int | None) -> int | None:

@@ -3,6 +3,9 @@
     plan.py       what is measured (pure): ceilings, the standard path, the fused kernel
     records.py    the measurement file (pure): one JSON written by a run, read back by the fit
     fit.py        per-kernel-class efficiencies and predictions from iosim's model (pure)
+    fit_result.py what the fit found, and the checks a calibration report prints (pure)
+    backward_fit.py the backward's DRAM and time model fitted on its H200 record (pure)
+    points.py     measured points for the hierarchical roofline (pure)
     yaml_out.py   the `measured:` section of a hardware YAML (pure)
     ncu.py        Nsight Compute: the command line and its CSV (pure); runs ncu in a subprocess
     env.py        what a run needs (torch, triton, a CUDA GPU) and the device it found
@@ -10,10 +13,13 @@
     kernels.py    the Triton kernels (imports torch and triton)
     bench.py      checks each kernel against torch, then times it (imports torch and triton)
     ncu_target.py the program ncu profiles (imports torch and triton)
-    report.py     CSV, Markdown and plots of predicted vs measured (pandas, matplotlib)
+    kernels_bwd.py, bench_bwd.py, ncu_bwd.py, ncu_bwd_target.py  the same for the backward
+    measure.py    `iosim measure`: one implementation timed at the user's shape (imports torch)
 
-Only kernels.py, bench.py and ncu_target.py import torch or triton, and only when a run on a GPU
-asks for them; everything else runs on a CPU from a recorded measurement file.
+The report (CSV, Markdown and plots of predicted vs measured) is output/calibration_report.py.
+
+Only the modules marked so (and env.py, to look for them) import torch or triton, and only when
+a run on a GPU asks for them; everything else runs on a CPU from a recorded measurement file.
 """
 
 from __future__ import annotations

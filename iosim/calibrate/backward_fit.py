@@ -277,7 +277,8 @@ def report(record: dict[str, Any], hardware: Hardware) -> str:
 
 
 def main(argv: list[str]) -> int:
-    from iosim.inputs.hardware import config_dir, load_hardware
+    from iosim.inputs.gpus import config_dir
+    from iosim.inputs.hardware_yaml import load_hardware
 
     ap = argparse.ArgumentParser(prog="python -m iosim.calibrate.backward_fit")
     ap.add_argument("record")

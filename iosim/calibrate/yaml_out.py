@@ -10,7 +10,7 @@ from typing import Any
 
 import yaml
 
-from iosim.inputs.hardware import load_hardware
+from iosim.inputs.hardware_yaml import load_hardware
 
 _TOP_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\s*:")
 

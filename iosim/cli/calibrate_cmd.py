@@ -54,7 +54,7 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
     from iosim.calibrate.fit import fit
     from iosim.calibrate.records import load_calibration, save_calibration
     from iosim.calibrate.yaml_out import write_measured_yaml
-    from iosim.inputs.hardware import resolve_hardware
+    from iosim.inputs.gpus import resolve_hardware
 
     hardware = resolve_hardware(gpu).hardware
     _refuse_existing(out, force, "--out")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import click
 
 from iosim.cli import cli
-from iosim.inputs.hardware import list_hardware, resolve_hardware
+from iosim.inputs.gpus import list_hardware, resolve_hardware
 from iosim.output import strict_json
 
 

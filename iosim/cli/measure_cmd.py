@@ -41,7 +41,7 @@ def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
       iosim measure --gpu h200 --impl sdpa-flash --n 4096 --d 128 --heads 32 --batch 2
     """
     from iosim.analysis.compare import compare
-    from iosim.inputs.implementations import get_implementation
+    from iosim.inputs.implementations_yaml import get_implementation
 
     if unfused:
         raise IosimError("--unfused is the implementation's to say (torch-naive's scale and "

@@ -50,7 +50,7 @@ def roofline_command(out_dir: Path, name: str, hierarchical: bool, record: Path 
                                  param_hint="'--name'")
     result = compare(workload_from(params), params["gpu"], **compare_arguments(params))
     refuse_impossible_sram(result, params["force"])
-    from iosim.output.report import ensure_writable_dir
+    from iosim.output.folders import ensure_writable_dir
 
     check_output_files([out_dir / f"{name}.{fmt}" for fmt in ("png", "svg")], "name",
                        overwrite=params["force"])  # before the folder is made

@@ -140,7 +140,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         profile=profile,  # type: ignore[arg-type]
     )
     if plot_dir is not None:
-        from iosim.output.report import ensure_writable_dir
+        from iosim.output.folders import ensure_writable_dir
 
         ensure_writable_dir(plot_dir, "--plot", create=False)  # early; made once there is a result
     result = run_with_progress(spec)

@@ -47,7 +47,7 @@ def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
             f"exact counts at this size use the closed form: iosim compare {sizes} --gpu a100"
         )
     try:  # before any array is made: --d alone can ask for gigabytes
-        check_executor_memory(w.batch, w.heads, w.kv_heads, w.n, w.n_kv, w.d)
+        check_executor_memory(w.batch, w.heads, w.kv_heads, w.n, w.n_kv, max(w.d, w.d_v))
     except IosimError as exc:
         raise ExecutorError(exc.problem, param=exc.param) from None
     pairs = w.batch * w.heads * -(-w.n // block_q) * -(-w.n_kv // block_kv)

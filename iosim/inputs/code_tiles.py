@@ -10,10 +10,10 @@ from iosim.inputs.implementations import (
     Implementation,
     SharedMemory,
     TileRow,
-    get_implementation,
     match_rows,
     row_values,
 )
+from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.ints import Int, select
 
 DEFAULT_FLASH2_CODE = "sdpa-flash"

@@ -11,38 +11,23 @@ A tile table is a list of rows tried in order, the first that matches wins. A ro
 `d_max` (the head dimension is at most this; FA2's HEADDIM_SWITCH rounds d up the same way),
 and optionally `causal`, `cc` (compute capabilities, e.g. ["86", "89"]), `smem_per_block_min`
 and `smem_per_sm_below` (bytes; FA2's hdim256 choice reads the device's opt-in shared memory).
-The lookup works on ints (one workload) and arrays (a sweep) alike.
+The lookup works on ints (one workload) and arrays (a sweep) alike. The YAML is read by
+implementations_yaml.py (`get_implementation`).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import cache
-from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from iosim.errors import ConfigError, IosimError
+from iosim.errors import IosimError
 from iosim.inputs.ints import Int
-from iosim.inputs.limits import excerpt
 
-SCHEMA_VERSION = 1
-ALGORITHMS = ("standard", "flash2", "splitkv")
 EXTRA_KERNELS = ("gqa_expand", "scale", "mask")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
 scale, mask: an elementwise pass over S (standard attention's unfused ops)."""
-SPLIT_RULES = ("none", "fa2-heuristic")
-RUNS = ("iosim-triton", "sdpa", "flex", "eager")
-
-_TOP = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
-        "forward_tiles", "backward_tiles", "shared_memory", "backward_shared_memory",
-        "launch_order", "split_kv", "backward", "gqa", "extra_kernels", "notes", "persistent", "calibration"}
-_REQUIRED = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
-             "launch_order", "split_kv", "backward", "gqa"}
-_ROW_MATCH = {"d_max", "causal", "dtype", "cc", "smem_per_block_min", "smem_per_sm_below"}
-_ROW_VALUES = {"block_q", "block_kv", "warps", "stages", "shared_bytes", "registers_per_thread",
-               "source"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -212,208 +197,3 @@ def row_values(rows: tuple[TileRow, ...], index: Any, field: str) -> Any:
     values = np.array([getattr(r, field) for r in rows] + [0], dtype=np.int64)
     picked = values[np.where(np.asarray(index) < 0, len(rows), index)]
     return int(picked) if np.ndim(picked) == 0 else picked
-
-
-# ---------------------------------------------------------------------------------------------
-# loading
-
-
-def impls_dir() -> Path:
-    """configs/impls: inside the installed package (wheel), else at the source checkout's top."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "configs" / "impls", package.parent / "configs" / "impls"):
-        if candidate.is_dir():
-            return candidate
-    raise IosimError(f"the shipped implementation profiles are missing (looked in "
-                     f"{package / 'configs' / 'impls'}); reinstall iosim")
-
-
-def shipped_implementations() -> tuple[str, ...]:
-    return tuple(sorted(p.stem for p in impls_dir().glob("*.yaml")))
-
-
-def get_implementation(name_or_path: str) -> Implementation:
-    """A shipped implementation by name, or the YAML file at a path."""
-    path = Path(name_or_path)
-    if path.suffix in (".yaml", ".yml") or path.exists():
-        if not path.is_file():
-            raise IosimError(f"--impl {name_or_path}: no such file; give a shipped name "
-                             f"({', '.join(shipped_implementations())}) or a YAML path")
-        return _load(str(path.resolve()))
-    name = name_or_path.strip().lower()
-    if name not in shipped_implementations():
-        raise IosimError(f"unknown implementation '{name_or_path}'; use one of "
-                         f"{', '.join(shipped_implementations())}, or the path of your own YAML "
-                         f"(configs/impls/README.md)")
-    return _load(str(impls_dir() / f"{name}.yaml"))
-
-
-@cache
-def _load(path: str) -> Implementation:
-    from iosim.inputs.safe_yaml import read_yaml  # the one bounded, strict YAML reader, as
-    # for the GPU files
-
-    data = read_yaml(Path(path))
-    if not isinstance(data, dict):
-        raise ConfigError(path, None, "expected a mapping of keys at the top level")
-    return parse_implementation(data, path)
-
-
-def _need(data: dict[str, Any], key: str, kind: type | tuple[type, ...], path: str,
-          where: str = "") -> Any:
-    full = f"{where}{key}"
-    if key not in data:
-        raise ConfigError(path, full, "missing")
-    value = data[key]
-    if (isinstance(value, bool) and kind is not bool) or not isinstance(value, kind):
-        names = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
-        raise ConfigError(path, full, f"must be {names}, got {excerpt(value)}")
-    if isinstance(value, int) and not isinstance(value, bool) and value < 0:
-        raise ConfigError(path, full, f"must not be negative, got {value}")
-    return value
-
-
-def _mapping(value: Any, path: str, key: str, allowed: set[str]) -> dict[str, Any]:
-    if not isinstance(value, dict):
-        raise ConfigError(path, key, f"must be a mapping, got {type(value).__name__}")
-    unknown = sorted(str(k) for k in value if k not in allowed)
-    if unknown:
-        raise ConfigError(path, f"{key}.{unknown[0]}", f"unknown key; allowed: "
-                          f"{', '.join(sorted(allowed))}")
-    return value
-
-
-def _trait(data: dict[str, Any], key: str, path: str) -> Trait:
-    m = _mapping(_need(data, key, dict, path), path, key, {"value", "source"})
-    return Trait(_need(m, "value", str, path, f"{key}."), _need(m, "source", str, path, f"{key}."))
-
-
-def _rows(value: Any, path: str, key: str) -> tuple[TileRow, ...]:
-    if not isinstance(value, list) or not value:
-        raise ConfigError(path, key, "must be a non-empty list of tile rows")
-    rows = []
-    for i, raw in enumerate(value):
-        where = f"{key}[{i}]"
-        m = _mapping(raw, path, where, _ROW_MATCH | _ROW_VALUES)
-        w = where + "."
-        for size in ("d_max", "block_q", "block_kv", "warps"):
-            if _need(m, size, int, path, w) < 1:
-                raise ConfigError(path, w + size, "must be at least 1")
-        cc = m.get("cc", [])
-        if not isinstance(cc, list) or not all(isinstance(c, str) and c.isdigit() for c in cc):
-            raise ConfigError(path, w + "cc", 'must be a list of compute capabilities like "86"')
-        dtypes = m.get("dtype", [])
-        if not isinstance(dtypes, list) or not all(t in ("fp16", "bf16", "fp32") for t in dtypes):
-            raise ConfigError(path, w + "dtype", "must be a list of fp16, bf16, fp32")
-        causal = m.get("causal")
-        if causal is not None and not isinstance(causal, bool):
-            raise ConfigError(path, w + "causal", f"must be true or false, got {excerpt(causal)}")
-        optional = {k: _need(m, k, int, path, w) for k in
-                    ("smem_per_block_min", "smem_per_sm_below", "stages", "shared_bytes",
-                     "registers_per_thread") if k in m}
-        rows.append(TileRow(m["d_max"], m["block_q"], m["block_kv"], m["warps"],
-                            _need(m, "source", str, path, w), causal, tuple(dtypes), tuple(cc),
-                            **optional))
-    return tuple(rows)
-
-
-def _shared(data: dict[str, Any], key: str, path: str) -> SharedMemory | None:
-    if key not in data:
-        return None
-    m = _mapping(data[key], path, key, {"q_tiles", "kv_tiles", "score_tiles", "source"})
-    return SharedMemory(_need(m, "q_tiles", int, path, key + "."),
-                        _need(m, "kv_tiles", int, path, key + "."),
-                        _need(m, "source", str, path, key + "."),
-                        _need(m, "score_tiles", int, path, key + ".") if "score_tiles" in m else 0)
-
-
-def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
-    """An Implementation from a YAML mapping, strictly (ConfigError naming file and key)."""
-    unknown = sorted(str(k) for k in data if k not in _TOP)
-    if unknown:
-        raise ConfigError(path, unknown[0], f"unknown key; allowed: {', '.join(sorted(_TOP))}")
-    for key in sorted(_REQUIRED):
-        if key not in data:
-            raise ConfigError(path, key, "missing")
-    if data["schema_version"] != SCHEMA_VERSION or isinstance(data["schema_version"], bool):
-        raise ConfigError(path, "schema_version", f"must be {SCHEMA_VERSION}")
-    name = _need(data, "name", str, path)
-    runs = _need(data, "runs", str, path)
-    if runs not in RUNS:
-        raise ConfigError(path, "runs", f"must be one of {', '.join(RUNS)}, got {excerpt(runs)}")
-    algorithm = _need(data, "algorithm", str, path)
-    if algorithm not in ALGORITHMS:
-        raise ConfigError(path, "algorithm", f"must be one of {', '.join(ALGORITHMS)}")
-    dtypes = _need(data, "dtypes", list, path)
-    if not dtypes or not all(t in ("fp16", "bf16", "fp32") for t in dtypes):
-        raise ConfigError(path, "dtypes", "must list some of fp16, bf16, fp32")
-    hd = _mapping(_need(data, "head_dim", dict, path), path, "head_dim",
-                  {"max", "multiple_of", "source"})
-    tiled = algorithm != "standard"
-    forward = _rows(data.get("forward_tiles"), path, "forward_tiles") if tiled else ()
-    backward = (_rows(data["backward_tiles"], path, "backward_tiles")
-                if "backward_tiles" in data else ())
-    shared = _shared(data, "shared_memory", path)
-    bwd_shared = _shared(data, "backward_shared_memory", path) or shared
-    if tiled and shared is None and any(not r.shared_bytes for r in forward):
-        raise ConfigError(path, "shared_memory", "missing: a tile row without shared_bytes "
-                          "needs the shared-memory rule")
-    split = _mapping(_need(data, "split_kv", dict, path), path, "split_kv",
-                     {"rule", "source", "tiles"})
-    rule = _need(split, "rule", str, path, "split_kv.")
-    if rule not in SPLIT_RULES:
-        raise ConfigError(path, "split_kv.rule", f"must be one of {', '.join(SPLIT_RULES)}")
-    split_tiles = _rows(split["tiles"], path, "split_kv.tiles") if "tiles" in split else ()
-    if rule != "none" and not split_tiles:
-        raise ConfigError(path, "split_kv.tiles", f"missing: rule {rule} needs the split "
-                          f"kernel's tiles")
-    extras = []
-    for i, raw in enumerate(data.get("extra_kernels") or []):
-        where = f"extra_kernels[{i}]"
-        m = _mapping(raw, path, where, {"kind", "when", "source"})
-        kind = _need(m, "kind", str, path, where + ".")
-        when = _need(m, "when", str, path, where + ".")
-        if kind not in EXTRA_KERNELS:
-            raise ConfigError(path, where + ".kind", f"must be one of {', '.join(EXTRA_KERNELS)}")
-        if when not in ("always", "gqa", "causal"):
-            raise ConfigError(path, where + ".when", "must be always, gqa or causal")
-        extras.append(ExtraKernel(kind, when, _need(m, "source", str, path, where + ".")))
-    persistent = _trait(data, "persistent", path) if "persistent" in data else None
-    if persistent is not None and persistent.value not in ("true", "false"):
-        raise ConfigError(path, "persistent.value", 'must be "true" or "false"')
-    if persistent is not None and persistent.value == "false":
-        persistent = None
-    calibration: dict[str, dict[str, float]] = {}
-    calibration_source: dict[str, str] = {}
-    for gpu, raw in _mapping(data.get("calibration") or {}, path, "calibration",
-                             set(data.get("calibration") or {})).items():
-        where = f"calibration.{gpu}"
-        m = _mapping(raw, path, where, {"efficiency", "call_overhead_s", "source"})
-        eff = _mapping(_need(m, "efficiency", dict, path, where + "."), path,
-                       where + ".efficiency", {"fused", "matmul", "elementwise", "memory"})
-        for kind, value in eff.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    0 < value <= 1.5):
-                raise ConfigError(path, f"{where}.efficiency.{kind}",
-                                  f"must be a number in (0, 1.5], got {excerpt(value)}")
-        calibration[str(gpu)] = {k: float(v) for k, v in eff.items()}
-        if "call_overhead_s" in m:
-            overhead = m["call_overhead_s"]
-            if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or not (
-                    0 <= overhead < 0.01):
-                raise ConfigError(path, where + ".call_overhead_s",
-                                  f"must be seconds in [0, 0.01), got {excerpt(overhead)}")
-            calibration[str(gpu)]["call_overhead_s"] = float(overhead)
-        calibration_source[str(gpu)] = _need(m, "source", str, path, where + ".")
-    return Implementation(
-        persistent=persistent, calibration=calibration, calibration_source=calibration_source,
-        name=name, title=_need(data, "title", str, path), runs=runs, algorithm=algorithm,
-        dtypes=tuple(dtypes), head_dim_max=_need(hd, "max", int, path, "head_dim."),
-        head_dim_multiple=int(hd.get("multiple_of", 1)),
-        head_dim_source=_need(hd, "source", str, path, "head_dim."),
-        forward_tiles=forward, backward_tiles=backward, shared_memory=shared,
-        backward_shared_memory=bwd_shared,
-        launch_order=_trait(data, "launch_order", path),
-        split_kv=SplitRule(rule, _need(split, "source", str, path, "split_kv."), split_tiles),
-        backward=_trait(data, "backward", path), gqa=_trait(data, "gqa", path),
-        extra_kernels=tuple(extras), path=path, notes=str(data.get("notes", "")))

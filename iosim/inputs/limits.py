@@ -46,6 +46,12 @@ MAX_BATCH: Final = 1 << 40
 MAX_SCORE_PRODUCT: Final = 1 << 53
 """N·N_kv·d·batch·heads: below it every count of every algorithm fits int64 with 2^10 spare."""
 
+MAX_SEQLENS: Final = 1 << 16
+"""Sequences in one packed varlen batch (Workload.seqlens): 65,536, some 100 times the batches
+serving stacks pack; the mask's sums, the walk and the executor each hold one entry per sequence
+and per row block, and a flag or JSON value with more entries is refused before it is parsed
+further."""
+
 MAX_SRAM_BYTES: Final = 1 << 40
 """An SRAM budget M (--sram, --sram-elements × element size, a YAML's sram_per_block): 1 TiB,
 some 10^6 times any real one; Alg. 1's default blocks then stay below 2^38 rows."""
@@ -127,6 +133,28 @@ def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = 
         raise error(f"{arg(name, excerpt(value))} is beyond the {high:,} iosim models{reason}; "
                     f"use a value of at most {high:,}")
     return value
+
+
+def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tuple[int, ...]:
+    """Packed sequence lengths: a non-empty list of at most MAX_SEQLENS whole numbers >= 1."""
+    if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
+        raise error(f"{arg('seqlens')} must be a list of sequence lengths, got {excerpt(value)}; "
+                    f"e.g. [512, 3000, 77]", param="seqlens")
+    if not value:
+        raise error(f"{arg('seqlens')} is empty; give at least one sequence length, or leave "
+                    f"it unset for one sequence", param="seqlens")
+    if len(value) > MAX_SEQLENS:
+        raise error(f"{arg('seqlens')} has {len(value):,} sequences, beyond the "
+                    f"{MAX_SEQLENS:,} iosim models in one packed batch; pack fewer",
+                    param="seqlens")
+    for position, length in enumerate(value):
+        if isinstance(length, bool) or not isinstance(length, int):
+            raise error(f"{arg('seqlens')} entry {position + 1} must be a whole number of "
+                        f"tokens, got {excerpt(length)}", param="seqlens")
+        if not 1 <= length <= MAX_LENGTH:
+            raise error(f"{arg('seqlens')} entry {position + 1} is {excerpt(length)}; each "
+                        f"length must be between 1 and {MAX_LENGTH:,}", param="seqlens")
+    return tuple(value)
 
 
 def check_workload_size(n: int, n_kv: int, d: int, batch: int, heads: int, *,

@@ -13,8 +13,17 @@ from typing import Final
 
 from iosim.inputs.limits import excerpt
 
-DTYPE_BYTES: Final[dict[str, int]] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}
-"""Bytes per element of each input dtype iosim models."""
+DTYPE_BYTES: Final[dict[str, int]] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1,
+                                      "fp8_e4m3": 1, "fp8_e5m2": 1}
+"""Bytes per element of each input dtype iosim models. "fp8" is a generic 1-byte dtype for
+every tensor (O too); fp8_e4m3 and fp8_e5m2 are FlashAttention-3's FP8 forward: 1-byte Q, K,
+V, a bf16 O and descale factors read from HBM."""
+
+FP8_DTYPES: Final = ("fp8_e4m3", "fp8_e5m2")
+"""The FP8 formats of FlashAttention-3's FP8 forward (descale factors, bf16 output)."""
+
+FP8_OUTPUT_DTYPE: Final = "bf16"
+"""O's dtype when Q, K, V are FP8: FlashAttention-3's FP8 forward writes bf16."""
 
 STAT_BYTES: Final = 4
 """Softmax statistics (m, l, logsumexp) and accumulators are fp32 in every implementation read."""

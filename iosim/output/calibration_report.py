@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
-from iosim.calibrate.fit import BytesCheck, FitResult, Point, sdpa_ratios
+from iosim.calibrate.fit_result import BytesCheck, FitResult, Point, sdpa_ratios
 from iosim.errors import IosimError
 from iosim.output.plot import new_figure, save
 from iosim.output.render import fmt_bytes, fmt_rate, fmt_time, records_csv

@@ -28,8 +28,8 @@ from iosim.output.render import (
     fmt_intensity,
     fmt_rate,
     fmt_time,
-    label_grid,
 )
+from iosim.output.render_tables import label_grid
 from iosim.output.tables import compact_table, markdown_table
 
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",

@@ -6,7 +6,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from iosim.analysis.verify import Verification
+from iosim.analysis.verification import Verification
 from iosim.output.tables import compact_table, simple_table
 
 OK, BAD = "✓", "✗"

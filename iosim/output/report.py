@@ -12,8 +12,7 @@ the same byte for byte.
 
 from __future__ import annotations
 
-import html
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -24,167 +23,17 @@ from iosim.analysis.compare import compare
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
-from iosim.inputs.hardware import list_hardware, resolve_hardware
+from iosim.inputs.gpus import list_hardware, resolve_hardware
 from iosim.inputs.limits import check_folder, clip
 from iosim.inputs.workload import Workload
 from iosim.output import strict_json
+from iosim.output.document import Block, Code, Heading, Image, Links, Para, TableBlock, to_html, to_markdown
+from iosim.output.folders import ensure_writable_dir
 from iosim.output.tables import table_cells
 
 SCHEMA = "iosim.report/1"
 REPORT_SUFFIXES = (".png", ".svg", ".csv", ".json", ".md", ".html")
 """What a report writes (a folder of that name in --out is refused, even with --force)."""
-
-
-def ensure_writable_dir(path: Path, flag: str, *, must_be_empty: bool = False,
-                        force: bool = False, create: bool = True) -> Path:
-    """Create `path` if needed and check that files can be written in it; one-line errors.
-    With create=False only check (nothing is made): a refusal leaves the disk as it was."""
-    check_folder(path, flag.lstrip("-").replace("-", "_"))  # a parameter name, as limits names it
-    if must_be_empty and not force and path.is_dir() and any(path.iterdir()):
-        raise IosimError(f"{flag} {path} is not empty; choose a new folder or add "
-                         f"--force to write over it")
-    if not create:
-        return path
-    try:
-        if not path.is_dir():  # a folder already there was checked by check_folder (os.access);
-            path.mkdir(parents=True)  # a probe file in it would change its mtime for nothing
-            probe = path / ".iosim-write-test"
-            probe.write_bytes(b"")
-            probe.unlink()
-    except OSError as exc:
-        reason = exc.strerror or type(exc).__name__
-        raise IosimError(f"cannot write to {flag} {path}: {reason}; choose a folder you can "
-                         f"write to") from None
-    return path
-
-
-# ---------------------------------------------------------------------------------------------
-# a tiny document model, rendered twice (Markdown and HTML) so the two never drift apart
-
-
-@dataclass(frozen=True)
-class Heading:
-    level: int
-    text: str
-
-
-@dataclass(frozen=True)
-class Para:
-    text: str
-
-
-@dataclass(frozen=True)
-class Code:
-    text: str
-
-
-@dataclass(frozen=True)
-class Image:
-    png: str
-    svg: str
-    alt: str
-    width_px: int
-    height_px: int
-
-
-@dataclass(frozen=True)
-class TableBlock:
-    headers: Sequence[str]
-    rows: Sequence[Sequence[str]]
-    right: Sequence[bool]
-    caption: str = ""
-
-
-@dataclass(frozen=True)
-class Links:
-    items: Sequence[tuple[str, str]]
-    """(text, relative path)."""
-
-
-Block = Heading | Para | Code | Image | TableBlock | Links
-
-
-def to_markdown(blocks: Sequence[Block]) -> str:
-    out: list[str] = []
-    for b in blocks:
-        if isinstance(b, Heading):
-            out.append("#" * b.level + " " + b.text)
-        elif isinstance(b, Para):
-            out.append(b.text)
-        elif isinstance(b, Code):
-            out.append("```\n" + b.text + "\n```")
-        elif isinstance(b, Image):
-            out.append(f"[![{b.alt}]({b.png})]({b.svg})")
-        elif isinstance(b, TableBlock):
-            lines = ([f"*{b.caption}*", ""] if b.caption else []) + [
-                "| " + " | ".join(b.headers) + " |",
-                "|" + "|".join("---:" if r else "---" for r in b.right) + "|",
-                *("| " + " | ".join(row) + " |" for row in b.rows)]
-            out.append("\n".join(lines))
-        else:
-            out.append(" · ".join(f"[{text}]({path})" for text, path in b.items))
-        out.append("")
-    return "\n".join(out)
-
-
-_CSS = """
-body { font-family: system-ui, sans-serif; max-width: 1100px; margin: 2em auto; padding: 0 1em;
-       color: #222; line-height: 1.45; }
-h1 { font-size: 1.6em; } h2 { margin-top: 2em; border-bottom: 1px solid #ddd; }
-table { border-collapse: collapse; margin: 0.6em 0 1.2em; font-size: 0.9em; }
-th, td { padding: 0.25em 0.7em; border-bottom: 1px solid #e4e4e4; }
-th { text-align: left; background: #f6f6f6; } td.r, th.r { text-align: right; }
-caption { text-align: left; font-style: italic; padding-bottom: 0.3em; }
-pre { background: #f6f6f6; padding: 0.8em; overflow-x: auto; }
-img { max-width: 100%; height: auto; border: 1px solid #eee; }
-"""
-
-
-def to_html(blocks: Sequence[Block], title: str) -> str:
-    e = html.escape
-    out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
-           f"<title>{e(title)}</title>", f"<style>{_CSS}</style>", "</head>", "<body>"]
-    for b in blocks:
-        if isinstance(b, Heading):
-            out.append(f"<h{b.level}>{e(b.text)}</h{b.level}>")
-        elif isinstance(b, Para):
-            out.append(f"<p>{_inline(b.text)}</p>")
-        elif isinstance(b, Code):
-            out.append(f"<pre><code>{e(b.text)}</code></pre>")
-        elif isinstance(b, Image):
-            out.append(f'<p><a href="{e(b.svg)}"><img src="{e(b.png)}" alt="{e(b.alt)}" '
-                       f'width="{b.width_px}" height="{b.height_px}"></a></p>')
-        elif isinstance(b, TableBlock):
-            cells = ["<table>"]
-            if b.caption:
-                cells.append(f"<caption>{e(b.caption)}</caption>")
-            cells.append("<tr>" + "".join(
-                f'<th{" class=r" if r else ""}>{e(h)}</th>'
-                for h, r in zip(b.headers, b.right, strict=True)) + "</tr>")
-            for row in b.rows:
-                cells.append("<tr>" + "".join(
-                    f'<td{" class=r" if r else ""}>{e(c)}</td>'
-                    for c, r in zip(row, b.right, strict=True)) + "</tr>")
-            cells.append("</table>")
-            out.append("\n".join(cells))
-        else:
-            out.append("<p>" + " · ".join(f'<a href="{e(path)}">{e(text)}</a>'
-                                          for text, path in b.items) + "</p>")
-    out += ["</body>", "</html>"]
-    return "\n".join(out) + "\n"
-
-
-def _inline(text: str) -> str:
-    """Markdown-lite for paragraphs: `code` spans and **bold**, everything else escaped."""
-    import re
-
-    escaped = html.escape(text)
-    escaped = re.sub(r"`([^`]+)`", r"<code>\1</code>", escaped)
-    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", escaped)
-
-
-# ---------------------------------------------------------------------------------------------
-# the report
 
 
 @dataclass(frozen=True)
@@ -228,7 +77,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
             raise IosimError(f"--out {clip(str(folder))} holds a folder named {clip(taken[0])} "
                              f"where the report writes a file; remove it or choose another --out")
     ensure_writable_dir(folder, "--out", must_be_empty=True, force=force, create=False)
-    from iosim.output import plot, render
+    from iosim.output import plot, render_tables
     from iosim.output.render_sweep import roofline_records, sweep_frame
 
     w = request.workload
@@ -297,8 +146,9 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
 
     # 1. the comparison
     blocks += [Heading(2, "1. Standard attention vs FlashAttention")]
-    for table in (render.summary_table(comparison, wide=True),
-                  render.kernel_table(comparison, wide=True), render.tensor_table(comparison)):
+    for table in (render_tables.summary_table(comparison, wide=True),
+                  render_tables.kernel_table(comparison, wide=True),
+                  render_tables.tensor_table(comparison)):
         blocks.append(_rich_table(table))
     kernels = table_csv(pd.DataFrame(render_rows(comparison)), "compare_kernels.csv")
     terms = table_csv(pd.DataFrame(comparison.term_records()), "compare_terms.csv")
@@ -447,7 +297,7 @@ def _summary(request: ReportRequest, c: Comparison, by_gpu: SweepResult, report:
 
 def _portable_path(path: str) -> str:
     """A shipped YAML as configs/gpus/NAME.yaml (no machine-specific prefix in reports)."""
-    from iosim.inputs.hardware import config_dir
+    from iosim.inputs.gpus import config_dir
 
     p = Path(path)
     try:

@@ -1,0 +1,83 @@
+"""The GPUs that ship with iosim (configs/gpus/*.yaml), and the --gpu lookup: name, alias or path."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from functools import cache
+from pathlib import Path
+
+from iosim.errors import IosimError, UnknownGpuError
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.hardware_yaml import load_hardware
+from iosim.inputs.limits import clip, excerpt
+
+
+def config_dir() -> Path:
+    """configs/gpus: inside the installed package (wheel), else at the source checkout's top."""
+    package = Path(__file__).resolve().parent.parent  # iosim/, where the wheel puts configs/
+    for candidate in (package / "configs" / "gpus", package.parent / "configs" / "gpus"):
+        if candidate.is_dir():
+            return candidate
+    raise IosimError(f"the shipped GPU configs are missing (looked in {package / 'configs' / 'gpus'}); "
+                     "reinstall iosim")
+
+
+def shipped_config_paths() -> list[Path]:
+    """The GPU YAML files that ship with iosim, sorted by name."""
+    return sorted(config_dir().glob("*.yaml"))
+
+
+@cache
+def _load_shipped(path: str) -> Hardware:
+    return load_hardware(path)
+
+
+def list_hardware() -> list[Hardware]:
+    """Every shipped GPU model, sorted by name."""
+    return [_load_shipped(str(p)) for p in shipped_config_paths()]
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedHardware:
+    hardware: Hardware
+    requested: str
+    how: str
+    """How `requested` was matched: 'name', 'alias' or 'file'."""
+
+    @property
+    def note(self) -> str | None:
+        """How the requested name resolved (an alias, a path), or None when it was a name."""
+        if self.how == "alias":
+            return f"'{self.requested}' is an alias of {self.hardware.name}"
+        return None
+
+
+def resolve_hardware(spec: str) -> ResolvedHardware:
+    """A --gpu value: a shipped name, an alias, or a path to the user's own YAML."""
+    text = spec.strip()
+    looks_like_path = text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
+    if looks_like_path:
+        try:
+            is_file = Path(text).is_file()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise UnknownGpuError(f"cannot use hardware file {excerpt(text)}: {reason}") from None
+        if not is_file:
+            raise UnknownGpuError(f"no such hardware file: {clip(text, 200)}")
+        return ResolvedHardware(load_hardware(text), spec, "file")
+    key = text.lower()
+    paths = {p.stem: p for p in shipped_config_paths()}
+    if key in paths:
+        return ResolvedHardware(_load_shipped(str(paths[key])), spec, "name")
+    for hw in list_hardware():
+        if key in (a.lower() for a in hw.aliases):
+            return ResolvedHardware(hw, spec, "alias")
+    from iosim.inputs.suggest import did_you_mean
+
+    known = ", ".join(sorted(paths))
+    hint = did_you_mean(text, [*sorted(paths), *(a for hw in list_hardware() for a in hw.aliases)])
+    raise UnknownGpuError(
+        f"unknown GPU {excerpt(spec)}.{hint} Known: {known} (or pass a path to your own YAML; "
+        "`iosim gpus` lists aliases)"
+    )

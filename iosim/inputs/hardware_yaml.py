@@ -1,0 +1,313 @@
+"""GPU hardware models, one YAML file per GPU, loaded strictly into SI-unit values.
+
+A file looks like this (configs/gpus/*.yaml ship inside the wheel; users may pass their own path)::
+
+    schema_version: 1
+    name: a100-80gb-sxm
+    display_name: NVIDIA A100 80GB SXM4
+    aliases: [a100]
+    hbm_capacity:   {value: 80 GiB,   source: "NVIDIA A100 datasheet"}
+    hbm_bandwidth:  {value: 2039 GB/s, source: "..."}
+    sram_per_block: {value: 163 KiB,  source: "...", estimate: false}
+    peak_flops:
+      fp16: {value: 312 TFLOP/s, source: "..."}
+
+Every figure carries a source; one without a good source says `estimate: true`. Unknown keys,
+missing keys, wrong types, duplicate keys, YAML tags, anchors, aliases and merge keys, files over
+1 MiB or not UTF-8, and figures that are not finite or out of range (iosim/inputs/limits.py) are
+rejected with the file and key named.
+"""
+
+from __future__ import annotations
+
+import datetime
+import os
+from pathlib import Path
+from typing import Any
+
+from iosim.errors import ConfigError
+from iosim.inputs.hardware import (
+    KERNEL_KINDS,
+    PEAK_DTYPES,
+    SCHEMA_VERSION,
+    BackwardSchedule,
+    Figure,
+    Hardware,
+    MeasuredProfile,
+)
+from iosim.inputs.limits import (
+    MAX_PAGE_SIZE,
+    MAX_SM_COUNT,
+    MAX_SRAM_BYTES,
+    check_figure,
+    clip,
+    excerpt,
+)
+from iosim.inputs.safe_yaml import read_yaml as _read_yaml
+from iosim.inputs.units import parse_quantity
+
+# YAML key -> (dimension for parse_quantity or "count", required)
+_FIGURES: dict[str, tuple[str, bool]] = {
+    "hbm_capacity": ("bytes", True),
+    "hbm_bandwidth": ("bytes_per_s", True),
+    "l2_size": ("bytes", False),
+    "l2_bandwidth": ("bytes_per_s", False),
+    "sram_per_sm": ("bytes", False),
+    "sram_per_block": ("bytes", True),
+    "sram_bandwidth": ("bytes_per_s", False),
+    "sm_count": ("count", False),
+}
+_TEXT_KEYS = ("display_name", "vendor", "architecture", "notes")
+_TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
+             *_TEXT_KEYS, *_FIGURES}
+_FIGURE_KEYS = {"value", "source", "estimate", "note"}
+_MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
+                  "backward_schedule", "paged_kv_efficiency"}
+_PAGED_KEYS = {"source", "by_page_size"}
+_SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
+
+# ---------------------------------------------------------------------------------------------
+# YAML loading
+
+
+def _kind(value: object) -> str:
+    """A value's YAML kind, for messages: 'a list', 'a mapping', 'empty (null)', 'a date'."""
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f"a date ({value})"
+    return excerpt(value)
+
+
+def _figure(path: str, key: str, raw: Any, dimension: str) -> Figure:
+    if not isinstance(raw, dict):
+        raise ConfigError(path, key, f"expected a mapping {{value: ..., source: ...}}, got "
+                                     f"{_kind(raw)}")
+    unknown = set(raw) - _FIGURE_KEYS
+    if unknown:
+        raise ConfigError(path, f"{key}.{clip(sorted(unknown, key=str)[0])}",
+                          f"unknown key; allowed: {', '.join(sorted(_FIGURE_KEYS))}")
+    if "value" not in raw:
+        raise ConfigError(path, f"{key}.value", "missing")
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source",
+                          "missing; every figure needs a source (or estimate: true and a reason)")
+    estimate = raw.get("estimate", False)
+    if not isinstance(estimate, bool):
+        raise ConfigError(path, f"{key}.estimate", "must be true or false")
+    note = raw.get("note")
+    if note is not None and not isinstance(note, str):
+        raise ConfigError(path, f"{key}.note", "must be text")
+    value = raw["value"]
+    if dimension == "count":
+        if isinstance(value, bool) or not isinstance(value, int):
+            raise ConfigError(path, f"{key}.value", f"must be a whole number, got {_kind(value)}")
+        if not 1 <= value <= MAX_SM_COUNT:
+            raise ConfigError(path, f"{key}.value", f"must be a whole number from 1 to "
+                                                    f"{MAX_SM_COUNT:,}, got {excerpt(value)}")
+        number = float(value)
+    else:
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+            raise ConfigError(path, f"{key}.value", f"must be a number or a quantity such as "
+                                                    f"'2039 GB/s', got {_kind(value)}")
+        try:
+            number = parse_quantity(value, dimension)
+        except (ValueError, OverflowError) as exc:
+            raise ConfigError(path, f"{key}.value", str(exc)) from None
+    if not number > 0:
+        raise ConfigError(path, f"{key}.value", f"must be positive, got {excerpt(value)}")
+    problem = check_figure(number, value)
+    if problem is not None:
+        raise ConfigError(path, f"{key}.value", problem)
+    return Figure(number, source.strip(), estimate, note)
+
+
+def _peak_figures(path: str, key: str, raw: Any, *, required: bool) -> dict[str, Figure]:
+    if not isinstance(raw, dict) or (required and not raw):
+        raise ConfigError(path, key, f"expected a mapping of dtype -> figure ({', '.join(PEAK_DTYPES)})")
+    for dtype in raw:
+        if dtype not in PEAK_DTYPES:
+            raise ConfigError(path, f"{key}.{clip(dtype)}",
+                              f"unknown dtype; allowed: {', '.join(PEAK_DTYPES)}")
+    return {dtype: _figure(path, f"{key}.{dtype}", fig, "flops_per_s") for dtype, fig in raw.items()}
+
+
+def _measured(path: str, raw: Any) -> MeasuredProfile:
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "measured", "expected a mapping")
+    unknown = set(raw) - _MEASURED_KEYS
+    if unknown:
+        raise ConfigError(path, f"measured.{clip(sorted(unknown, key=str)[0])}",
+                          f"unknown key; allowed: {', '.join(sorted(_MEASURED_KEYS))}")
+    provenance = raw.get("provenance")
+    if not isinstance(provenance, str) or not provenance.strip():
+        raise ConfigError(path, "measured.provenance",
+                          "missing; say how the figures were measured (command, device, date)")
+    figures: dict[str, Figure] = {}
+    bandwidth = None
+    if "hbm_bandwidth" in raw:
+        figures["hbm_bandwidth"] = _figure(path, "measured.hbm_bandwidth", raw["hbm_bandwidth"],
+                                           "bytes_per_s")
+        bandwidth = figures["hbm_bandwidth"].value
+    peaks = _peak_figures(path, "measured.peak_flops", raw.get("peak_flops", {}), required=False)
+    figures.update({f"peak_flops.{k}": v for k, v in peaks.items()})
+    vector = None
+    if "vector_flops" in raw:
+        figures["vector_flops"] = _figure(path, "measured.vector_flops", raw["vector_flops"],
+                                          "flops_per_s")
+        vector = figures["vector_flops"].value
+    efficiency_raw = raw.get("kernel_efficiency", {})
+    if not isinstance(efficiency_raw, dict):
+        raise ConfigError(path, "measured.kernel_efficiency", "expected a mapping kind -> fraction")
+    efficiency: dict[str, float] = {}
+    for kind, value in efficiency_raw.items():
+        key = f"measured.kernel_efficiency.{clip(kind)}"
+        if kind not in KERNEL_KINDS:
+            raise ConfigError(path, key, f"unknown kernel class; allowed: {', '.join(KERNEL_KINDS)}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
+            raise ConfigError(path, key, f"must be a number in (0, 1.5], got {_kind(value)}")
+        efficiency[kind] = float(value)
+    schedule = None
+    if "backward_schedule" in raw:
+        schedule = _schedule(path, raw["backward_schedule"])
+    paged, paged_source = _paged(path, raw.get("paged_kv_efficiency"))
+    return MeasuredProfile(provenance.strip(), bandwidth,
+                           {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
+                           schedule, paged, paged_source)
+
+
+def _paged(path: str, raw: Any) -> tuple[dict[int, float], str]:
+    """measured.paged_kv_efficiency: {source: text, by_page_size: {P: fraction}}."""
+    key = "measured.paged_kv_efficiency"
+    if raw is None:
+        return {}, ""
+    if not isinstance(raw, dict):
+        raise ConfigError(path, key, "expected a mapping (source, by_page_size)")
+    unknown = set(raw) - _PAGED_KEYS
+    if unknown:
+        raise ConfigError(path, f"{key}.{clip(sorted(unknown, key=str)[0])}",
+                          f"unknown key; allowed: {', '.join(sorted(_PAGED_KEYS))}")
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source", "missing; say which measurement it was fitted on")
+    table = raw.get("by_page_size")
+    if not isinstance(table, dict) or not table:
+        raise ConfigError(path, f"{key}.by_page_size", "expected a mapping tokens per page -> "
+                          "fraction, e.g. {1: 0.2, 16: 0.9}")
+    out: dict[int, float] = {}
+    for page, value in table.items():
+        where = f"{key}.by_page_size.{clip(page)}"
+        if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= MAX_PAGE_SIZE:
+            raise ConfigError(path, where, f"a page size must be a whole number of tokens in 1.."
+                              f"{MAX_PAGE_SIZE}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
+            raise ConfigError(path, where, f"must be a number in (0, 1.5], got {_kind(value)}")
+        out[page] = float(value)
+    return dict(sorted(out.items())), source.strip()
+
+
+def _schedule(path: str, raw: Any) -> BackwardSchedule:
+    key = "measured.backward_schedule"
+    if not isinstance(raw, dict):
+        raise ConfigError(path, key, "expected a mapping (efficiency, program_overhead_us, "
+                                     "programs_per_sm, source)")
+    unknown = set(raw) - _SCHEDULE_KEYS
+    if unknown:
+        raise ConfigError(path, f"{key}.{sorted(unknown)[0]}",
+                          f"unknown key; allowed: {', '.join(sorted(_SCHEDULE_KEYS))}")
+    eff, overhead, per_sm = (raw.get(k) for k in ("efficiency", "program_overhead_us",
+                                                   "programs_per_sm"))
+    if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1.5:
+        raise ConfigError(path, f"{key}.efficiency", f"must be a number in (0, 1.5], got {eff!r}")
+    if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or overhead < 0:
+        raise ConfigError(path, f"{key}.program_overhead_us",
+                          f"must be a number of microseconds >= 0, got {overhead!r}")
+    if (not isinstance(per_sm, dict) or not per_sm
+            or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in per_sm.values())
+            or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in per_sm)):
+        raise ConfigError(path, f"{key}.programs_per_sm",
+                          f"must map head dims to whole numbers >= 1 (e.g. {{64: 2, 128: 1}}), "
+                          f"got {per_sm!r}")
+    return BackwardSchedule(float(eff), float(overhead) * 1e-6, dict(per_sm),
+                            str(raw.get("source", "")))
+
+
+def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
+    value = raw.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(path, key, f"must be text, got {_kind(value)}")
+    return value
+
+
+def load_hardware(path: str | os.PathLike[str]) -> Hardware:
+    """Load and validate one hardware YAML file."""
+    file = Path(path)
+    where = str(file)
+    raw = _read_yaml(file)
+    if not isinstance(raw, dict):
+        raise ConfigError(where, None, f"expected a mapping of keys at the top level, the "
+                                       f"document is {_kind(raw)}")
+    unknown = sorted(set(raw) - _TOP_KEYS, key=str)
+    if unknown:
+        raise ConfigError(where, clip(unknown[0]),
+                          f"unknown key; allowed: {', '.join(sorted(_TOP_KEYS))}")
+    version = raw.get("schema_version")
+    if isinstance(version, bool) or version != SCHEMA_VERSION:
+        got = _kind(version) if "schema_version" in raw else "missing"
+        raise ConfigError(where, "schema_version", f"must be {SCHEMA_VERSION}, got {got}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip():
+        raise ConfigError(where, "name", "missing; give the GPU a short name, e.g. a100-80gb-sxm")
+    aliases = raw.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
+        raise ConfigError(where, "aliases", "must be a list of names")
+    if "sram_per_block" in raw:
+        sram = _figure(where, "sram_per_block", raw["sram_per_block"], "bytes").value
+        if sram > MAX_SRAM_BYTES:
+            raise ConfigError(where, "sram_per_block.value", f"{sram:.3g} bytes is beyond the "
+                                                             f"{MAX_SRAM_BYTES:,} (1 TiB) iosim models")
+    figures: dict[str, Figure] = {}
+    for key, (dimension, required) in _FIGURES.items():
+        if key in raw:
+            figures[key] = _figure(where, key, raw[key], dimension)
+        elif required:
+            raise ConfigError(where, key, "missing (required)")
+    if "peak_flops" not in raw:
+        raise ConfigError(where, "peak_flops", "missing (required)")
+    peaks = _peak_figures(where, "peak_flops", raw["peak_flops"], required=True)
+    figures.update({f"peak_flops.{k}": v for k, v in peaks.items()})
+    texts = {key: _text(where, raw, key) for key in _TEXT_KEYS}
+
+    def optional(key: str) -> float | None:
+        return figures[key].value if key in figures else None
+
+    sm_count = optional("sm_count")
+    return Hardware(
+        name=name.strip(),
+        display_name=texts["display_name"] or name.strip(),
+        path=where,
+        hbm_capacity_bytes=figures["hbm_capacity"].value,
+        hbm_bandwidth_bytes_per_s=figures["hbm_bandwidth"].value,
+        sram_per_block_bytes=figures["sram_per_block"].value,
+        peak_flops_per_s={k: v.value for k, v in peaks.items()},
+        aliases=tuple(aliases),
+        l2_bytes=optional("l2_size"),
+        l2_bandwidth_bytes_per_s=optional("l2_bandwidth"),
+        sram_per_sm_bytes=optional("sram_per_sm"),
+        sram_bandwidth_bytes_per_s=optional("sram_bandwidth"),
+        sm_count=int(sm_count) if sm_count is not None else None,
+        vendor=texts["vendor"],
+        architecture=texts["architecture"],
+        notes=texts["notes"],
+        figures=figures,
+        measured=_measured(where, raw["measured"]) if "measured" in raw else None,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# The shipped GPUs

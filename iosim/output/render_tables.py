@@ -1,0 +1,128 @@
+"""compare's three tables for people (per kernel, per algorithm, per tensor), and the label grid
+that compare and sweep print above their tables.
+
+Human units (MB, µs, TFLOP/s) exist only in output/; the core hands over bytes, seconds and FLOPs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.table import Table
+from rich.text import Text
+
+from iosim.algorithms.traffic import CATEGORIES
+from iosim.analysis.comparison import AlgorithmEstimate, Comparison
+from iosim.output.numbers import (
+    fmt_bytes,
+    fmt_flops,
+    fmt_flops_fit,
+    fmt_intensity,
+    fmt_time,
+)
+from iosim.output.tables import compact_table
+
+
+def _tiling(a: AlgorithmEstimate) -> str:
+    return "—" if a.tiling is None else f"{a.tiling.block_q}×{a.tiling.block_kv}"
+
+
+def label_grid(rows: Sequence[tuple[str, str]]) -> Table:
+    """'label     value' lines whose values wrap under themselves (not under the label) when
+    the terminal is narrow: the header of compare and sweep."""
+    grid = Table.grid(padding=(0, 1))
+    grid.add_column(no_wrap=True, min_width=9)
+    grid.add_column(overflow="fold")
+    for label, value in rows:
+        grid.add_row(label, value)
+    return grid
+
+
+def kernel_table(c: Comparison, *, wide: bool = False) -> Table:
+    """One row per kernel. HBM read and write columns only with `wide` (the total, FLOPs,
+    bound and time fit 80 columns; the tensor table splits reads from writes anyway)."""
+    columns = [("algorithm", "left"), ("kernel", "left"),
+               *([("read", "right"), ("write", "right")] if wide else []),
+               ("HBM", "right"), ("FLOPs", "right"), ("FLOP/B", "right"), ("bound", "left"),
+               ("time", "right")]
+    table = compact_table("Kernels (HBM bytes, executed FLOPs, roofline time)", columns)
+    for a in c.algorithms:
+        for i, k in enumerate(a.kernels):
+            rw = [fmt_bytes(k.hbm_read_bytes), fmt_bytes(k.hbm_write_bytes)] if wide else []
+            table.add_row(a.name if i == 0 else "", k.label, *rw, fmt_bytes(k.hbm_bytes),
+                          fmt_flops_fit(k.flops), fmt_intensity(k.intensity_flops_per_byte),
+                          k.bound, fmt_time(k.time_s), end_section=i == len(a.kernels) - 1)
+    return table
+
+
+def kernel_legend(c: Comparison) -> Text:
+    """What the kernel table's columns count, and why FLOPs ÷ peak need not be the time."""
+    roofs = c.roofs
+    rule = ("max(DRAM ÷ bandwidth, matmul ÷ matmul peak + elementwise ÷ elementwise rate) ÷ "
+            "efficiency" if roofs.additive_compute else
+            "max(HBM ÷ bandwidth, matmul ÷ matmul peak, elementwise ÷ vector peak)")
+    return Text(f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
+                f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = {rule}, so FLOPs "
+                f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units.")
+
+
+def summary_table(c: Comparison, *, wide: bool = False) -> Table:
+    """One row per algorithm; its FLOPs only with `wide` (they are the kernel table's sums)."""
+    table = compact_table("Per algorithm", (
+        ("algorithm", "left"), ("blocks", "right"), ("HBM", "right"), ("÷ std", "right"),
+        *([("FLOPs", "right")] if wide else []), ("time", "right"), ("speed-up", "right"),
+        ("bound", "left"), ("extra HBM", "right"), ("fits HBM", "left")))
+    for a in c.algorithms:
+        flops = [fmt_flops(a.flops)] if wide else []
+        table.add_row(a.name, _tiling(a), fmt_bytes(a.hbm_bytes),
+                      f"{a.traffic_ratio_vs_standard:.2f}×", *flops,
+                      fmt_time(a.time_s), f"{a.speedup_vs_standard:.2f}×", a.bound,
+                      fmt_bytes(a.footprint.extra_bytes), "yes" if a.footprint.fits else "NO")
+    return table
+
+
+LATER_CATEGORIES = ("Z", "P_drop", "O_partial", "dO", "dP", "dS", "dQ", "dQaccum", "dK", "dV",
+                    "dK_expanded", "dV_expanded")
+"""Column (or row) order of the tensors beyond the forward's CATEGORIES: the unfused dropout's,
+split-KV's partial outputs, then the backward's."""
+
+
+def _categories(c: Comparison) -> list[str]:
+    present = {cat for a in c.algorithms for cat in a.traffic.by_category()}
+    order = [*CATEGORIES, *LATER_CATEGORIES]
+    return [cat for cat in order if cat in present] + sorted(present - set(order))
+
+
+IO_TENSORS = ("Q", "K", "V", "O")
+"""The inputs and output: their subtotal is what the papers (and the seed articles) count."""
+
+
+def tensor_table(c: Comparison, *, wide: bool = False) -> Table:
+    """HBM bytes by tensor: one row per (tensor, read or write), one column per algorithm, then
+    the Q/K/V/O subtotal, the rest (fp32 statistics, initialisation, ...) and the total. This
+    shape fits 80 columns whatever the pass moves (a backward has a dozen tensors)."""
+    del wide
+    cats = _categories(c)
+    stats = sorted({t.tensor for a in c.algorithms for t in a.traffic
+                    if t.category == "statistics"})
+    table = compact_table("HBM bytes by tensor", [("tensor", "left"), ("op", "left"),
+                                           *((a.name, "right") for a in c.algorithms)])
+    by = [a.traffic.by_category() for a in c.algorithms]
+    for cat in cats:
+        name = f"stats ({', '.join(stats)})" if cat == "statistics" else cat
+        for op in ("read", "write"):
+            values = [entry.get(cat, {}).get(op, 0) for entry in by]
+            if any(values):
+                table.add_row(name if op == "read" or not any(
+                    e.get(cat, {}).get("read", 0) for e in by) else "", op,
+                    *(fmt_bytes(v) if v else "·" for v in values))
+    io = [sum(sum(entry.get(t, {}).values()) for t in IO_TENSORS) for entry in by]
+    totals = [a.hbm_bytes for a in c.algorithms]
+    table.add_section()
+    table.add_row("Q, K, V, O", "both", *(fmt_bytes(v) for v in io))
+    table.add_row("the rest", "both", *(fmt_bytes(t - v) if t - v else "·"
+                                        for t, v in zip(totals, io, strict=True)))
+    table.add_row("total", "both", *(fmt_bytes(t) for t in totals))
+    return table
+
+
