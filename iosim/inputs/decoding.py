@@ -84,6 +84,24 @@ def _suffixes(value: object) -> tuple[int, ...]:
                  for s in value)
 
 
+def refuse_unmodelled(page_size: int | None, prefix_len: int | None, *, window: object,
+                      seqlens: object, latent_kv: bool) -> None:
+    """The combinations iosim does not count yet: a paged cache or a shared prefix with a
+    sliding window or packed sequences (their visited key ranges are not 0 .. n_i), and a
+    shared prefix over MLA's latent cache."""
+    for name, value in (("page_size", page_size), ("prefix_len", prefix_len)):
+        if value is None:
+            continue
+        for other, given in (("window", window), ("seqlens", seqlens)):
+            if given is not None:
+                raise WorkloadError(f"{arg(name)} with {arg(other)} is not modelled yet; drop "
+                                    f"one of them", param=name)
+    if prefix_len is not None and latent_kv:
+        raise WorkloadError(f"{arg('prefix_len')} with {arg('latent_kv')} (cascade over MLA's "
+                            f"latent cache) is not modelled yet; drop one of them",
+                            param="prefix_len")
+
+
 def describe(page_size: int | None, prefix_len: int | None,
              suffix_lens: tuple[int, ...] | None) -> str:
     """The words Workload.describe adds for the decoding fields ('' when none is set)."""

@@ -210,6 +210,8 @@ class Workload:
             sparsity=self.sparsity, pass_=self.pass_, page_size=self.page_size)
         object.__setattr__(self, "prefix_len", prefix)
         object.__setattr__(self, "suffix_lens", suffixes)
+        decoding.refuse_unmodelled(self.page_size, self.prefix_len, window=self.window,
+                                   seqlens=self.seqlens, latent_kv=self.latent_kv)
 
     @property
     def sparsity_fraction(self) -> tuple[int, int]:
