@@ -15,11 +15,16 @@ V cache [L + Σ s_b, kv_heads, d] holding the prefix once, then each request's s
   keys, `splits` programs per query block (FA2's heuristic on this problem, or --splits):
       program (i, k): load Q_i; for each of its prefix key blocks: load K_j, V_j;
       write O_prefix[k]_i, lse_prefix[k]_i (fp32)
-  suffix kernel, one program per (request, KV head), its g query rows packed:
-      load Q_b; for each key block of its s_b own keys: load K_j, V_j;
-      write O_suffix_b, lse_suffix_b (fp32)
-  merge kernel (`merge_state`), per (request, head): read every prefix split's lse and O and
-      the suffix's; L = log(Σ exp lse), O = Σ exp(lse − L)·O; write O (dtype), L (fp32)
+  suffix kernel, per (request, KV head) its g query rows packed, split-KV over its own s_b
+  keys with the same number of splits (a batch-decode kernel, as FlashInfer's, splits too):
+      program (b, k): load Q_b; for each of its key blocks: load K_j, V_j;
+      write O_suffix[k]_b, lse_suffix[k]_b (fp32)
+  merge kernel (`merge_state`), per (request, head): read every split's lse and O of the
+      prefix and of the suffix; L = log(Σ exp lse), O = Σ exp(lse − L)·O; write O, L (fp32)
+The split count is --splits, or the larger of FA2's heuristic on the prefix problem and on the
+suffix problem (batch × KV heads programs over the longest suffix): one count for both kernels,
+so that the merge reads 2 × splits states; a split with no key block (a short suffix, a short
+prefix) writes a zero output and a −∞ log-sum-exp without loading anything.
 
 So the prefix's K/V are read once per query block of the packed problem — ⌈B·g/B_r⌉ times per KV
 head, not B times — which is what cascade saves over split-KV across each request's full KV
@@ -54,11 +59,18 @@ _FI = "FlashInfer cascade"
 _MERGE = "merge_state (FlashInfer cascade.py; vLLM merge_attn_states)"
 
 
-def _prefix_problem(p: TilingInputs, tiles: Tiles) -> tuple[Int, Int, Int]:
-    """(heads, query blocks, key blocks) of the prefix kernel: B query rows per head, the g
-    query heads of a KV head packed (B·g rows), over the L prefix keys."""
-    rows, heads = packed_problem(p.batch, p.heads, p.kv_heads, packs_heads(1, p.heads, p.kv_heads))
-    return heads, cdiv(rows, tiles.block_q), cdiv(p.prefix_len, tiles.block_kv)
+def _problems(p: TilingInputs, tiles: Tiles) -> tuple[tuple[Int, Int], tuple[Int, Int]]:
+    """((programs, key blocks) of the prefix kernel, the same of the suffix kernel). Prefix: B
+    query rows per head, the g query heads of a KV head packed (B·g rows), over the L prefix
+    keys; suffix: B requests × heads (KV heads when packed) of g rows, over the longest suffix
+    N_kv − L."""
+    packed = packs_heads(1, p.heads, p.kv_heads)
+    rows, heads = packed_problem(p.batch, p.heads, p.kv_heads, packed)
+    own_rows, _ = packed_problem(1, p.heads, p.kv_heads, packed)
+    prefix = (heads * cdiv(rows, tiles.block_q), cdiv(p.prefix_len, tiles.block_kv))
+    suffix = (p.batch * heads * cdiv(own_rows, tiles.block_q),
+              cdiv(p.n_kv - p.prefix_len, tiles.block_kv))
+    return prefix, suffix
 
 
 class Cascade(Algorithm):
@@ -102,10 +114,12 @@ class Cascade(Algorithm):
             Access("K", "read", "inner", "kv", "d", f"{_FI}: load request b's own K_j"),
             Access("V", "read", "inner", "kv", "d", f"{_FI}: load request b's own V_j"),
             Access("O_suffix", "write", "outer_end", "q", "d",
-                   f"{_FI}: write the suffix state's output (fp32)", element="fp32"),
+                   f"{_FI}: write the suffix state's output (fp32, one per split)",
+                   element="fp32", per_split=split),
             Access("lse_suffix", "write", "outer_end", "q", "1",
-                   f"{_FI}: write the suffix state's log-sum-exp", element="fp32"),
-        ), FORWARD_FLOPS, loop="q", grid="blocks", pack_heads=pack,
+                   f"{_FI}: write the suffix state's log-sum-exp (one per split)",
+                   element="fp32", per_split=split),
+        ), FORWARD_FLOPS, loop="q", split=split, grid="blocks", pack_heads=pack,
             segments=tuple(Segment(0, 1, 1, s, q_start=b, kv_start=prefix + starts[b])
                            for b, s in enumerate(suffixes)))
         merge = Kernel("cascade_merge", "merge states", "elementwise", (
@@ -114,18 +128,17 @@ class Cascade(Algorithm):
             Access("O_prefix", "read", "prologue", "q", "d", f"{_MERGE}: read the prefix's "
                    "output (every split's)", element="fp32", per_split=split),
             Access("lse_suffix", "read", "prologue", "q", "1",
-                   f"{_MERGE}: read the suffix's log-sum-exp", element="fp32"),
+                   f"{_MERGE}: read the suffix's log-sum-exp (every split's)", element="fp32",
+                   per_split=split),
             Access("O_suffix", "read", "prologue", "q", "d", f"{_MERGE}: read the suffix's "
-                   "output", element="fp32"),
+                   "output (every split's)", element="fp32", per_split=split),
             Access("O", "write", "prologue", "q", "d", f"{_MERGE}: write the merged O"),
             Access("L", "write", "prologue", "q", "1", f"{_MERGE}: write the merged "
                    "log-sum-exp", element="fp32"),
-        ), (FlopCount("elementwise", "q", 3, "max, exp and sum of the prefix states' LSEs",
-                      per_split=True),
-            FlopCount("elementwise", "q", 3, "and of the suffix state's"),
-            FlopCount("elementwise", "q_d", 2, "scale and add each prefix state's output",
-                      per_split=True),
-            FlopCount("elementwise", "q_d", 2, "and the suffix state's")),
+        ), (FlopCount("elementwise", "q", 6, "max, exp and sum of the prefix's and the suffix's "
+                      "split LSEs", per_split=True),
+            FlopCount("elementwise", "q_d", 4, "scale and add each prefix and suffix state's "
+                      "output", per_split=True)),
             segments=(Segment(0, 1, batch, 1),))
         return prefix_kernel, suffix_kernel, merge
 
@@ -139,27 +152,33 @@ class Cascade(Algorithm):
         return np.minimum(splits, 2)
 
     def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:
-        """The prefix kernel's splits: the requested count (checked against its key blocks) or
-        FA2's heuristic on the prefix problem (B·g rows per KV head over L keys)."""
+        """The splits of the prefix and suffix kernels: the requested count (at most the key
+        blocks of the longer of the prefix and the longest suffix) or the larger of FA2's
+        heuristic on either problem."""
         p = inputs
         if np.any(np.asarray(p.prefix_len) <= 0):
             raise IosimError(f"cascade needs a shared-prefix batch; give {arg('prefix_len')} "
                              f"and {arg('suffix_lens')}", param="prefix_len")
-        heads, m_blocks, n_blocks = _prefix_problem(p, tiles)
-        refuse_too_many_splits(p.splits, p.prefix_len, tiles.block_kv)
+        (prefix_grid, prefix_blocks), (suffix_grid, suffix_blocks) = _problems(p, tiles)
+        longest = np.maximum(p.prefix_len, p.n_kv - p.prefix_len)
+        refuse_too_many_splits(p.splits, longest, tiles.block_kv)
         if np.all(np.asarray(p.splits) > 0):
             return replace(tiles, splits=p.splits)
         if np.any(both(np.asarray(p.splits) == 0, np.asarray(p.sm_count) == 0)):
             raise IosimError(f"the GPU's YAML has no sm_count, which the split heuristic needs; "
                              f"give {arg('splits')}")
-        auto = num_splits_heuristic(heads * m_blocks, 2 * p.sm_count, n_blocks, MAX_SPLITS)
-        return replace(tiles, splits=select(p.splits > 0, p.splits, auto))
+        auto = np.maximum(
+            num_splits_heuristic(prefix_grid, 2 * p.sm_count, prefix_blocks, MAX_SPLITS),
+            num_splits_heuristic(suffix_grid, 2 * p.sm_count, suffix_blocks, MAX_SPLITS))
+        chosen = select(p.splits > 0, p.splits, auto)
+        return replace(tiles, splits=int(chosen) if np.ndim(chosen) == 0 else chosen)
 
     def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
         if inputs.splits:
-            return replace(tiling, splits=int(tiles.splits), splits_rule="--splits (prefix kernel)")
-        heads, m_blocks, n_blocks = _prefix_problem(inputs, tiles)
-        rule = (f"prefix kernel: flash_api.cpp num_splits_heuristic({heads}·{m_blocks} = "
-                f"{heads * m_blocks} programs, 2 × {inputs.sm_count} SMs, {n_blocks} prefix key "
-                f"blocks, max {MAX_SPLITS})")
+            return replace(tiling, splits=int(tiles.splits),
+                           splits_rule="--splits (prefix and suffix kernels)")
+        (pg, pb), (sg, sb) = _problems(inputs, tiles)
+        rule = (f"the larger of flash_api.cpp num_splits_heuristic for the prefix ({pg} "
+                f"programs, {pb} key blocks) and the suffixes ({sg} programs, {sb} key blocks), "
+                f"2 × {inputs.sm_count} SMs, max {MAX_SPLITS}")
         return replace(tiling, splits=int(tiles.splits), splits_rule=rule)

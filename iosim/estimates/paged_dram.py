@@ -20,6 +20,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from pathlib import Path
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.inputs.hardware import Hardware
@@ -56,7 +57,7 @@ def page_efficiency(hardware: Hardware, page_size: int) -> PageEfficiency:
     if not table:
         return PageEfficiency(page_size, None, (
             f"paged KV ({page_size} tokens/page): transaction efficiency not calibrated for "
-            f"{hardware.name} (no {KEY} in {hardware.path}); bytes only"))
+            f"{hardware.name} (no {KEY} in {Path(hardware.path).name}); bytes only"))
     source = hardware.measured.paged_kv_source if hardware.measured else ""
     if page_size in table:
         factor = table[page_size]

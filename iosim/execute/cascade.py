@@ -12,9 +12,9 @@ first L rows are the same for every request; placing is not traffic.)
       over the L prefix keys like split-KV (program (i, k) visits key blocks [k·nb, (k+1)·nb),
       nb = ⌈T_c/splits⌉; an empty split writes a zero output and a −∞ log-sum-exp, loading
       nothing): load Q_i, then each prefix K_j, V_j; write O_prefix[k]_i, lse_prefix[k]_i.
-  suffix kernel: per (request b, head or KV head): load Q_b, then each block of its own
-      keys; write O_suffix_b, lse_suffix_b.
-  merge kernel, per head: read every prefix split's lse and O, the suffix's lse and O;
+  suffix kernel: per (request b, head or KV head), split the same way over its own s_b keys:
+      load Q_b, then each of its key blocks; write O_suffix[k]_b, lse_suffix[k]_b.
+  merge kernel, per head: read every prefix split's lse and O, then every suffix split's;
       L = log Σ exp(lse), O = Σ exp(lse − L)·O; write O and L.
 """
 
@@ -97,8 +97,8 @@ def _allocate_states(hbm: InstrumentedHBM, pc: Precision, heads: int, batch: int
     hbm.allocate("L", (1, heads, batch), pc.stats)
     hbm.allocate("O_prefix", (1, heads, batch, d), pc.stats, copies=copies)
     hbm.allocate("lse_prefix", (1, heads, batch), pc.stats, copies=copies)
-    hbm.allocate("O_suffix", (1, heads, batch, d), pc.stats)
-    hbm.allocate("lse_suffix", (1, heads, batch), pc.stats)
+    hbm.allocate("O_suffix", (1, heads, batch, d), pc.stats, copies=copies)
+    hbm.allocate("lse_suffix", (1, heads, batch), pc.stats, copies=copies)
 
 
 @register("cascade", "fwd")
@@ -132,18 +132,21 @@ def cascade_forward(run: Run) -> None:
             for h in range(heads):
                 kv_head = h if packed else pr.kv_head(h)
                 keys = [(starts[b] + k0, starts[b] + k1) for k0, k1 in blocks(own, run.block_kv)]
+                own_split = -(-len(keys) // splits)
                 for rows in blocks(pr.group if packed else 1, run.block_q):
-                    _attend(run, one, packed, h, kv_head, rows, b, keys,
-                            ("O_suffix", "lse_suffix"), 0)
+                    for k in range(splits):
+                        _attend(run, one, packed, h, kv_head, rows, b,
+                                keys[k * own_split:(k + 1) * own_split],
+                                ("O_suffix", "lse_suffix"), k)
 
     with hbm.kernel("cascade_merge"):  # merge_state, per head over the B tokens
         cdt = pc.compute
         for h in range(pr.heads):
-            copies = range(splits) if splits > 1 else range(1)
+            copies = range(splits)
             lses = [hbm.read("lse_prefix", 0, h, split=k).astype(cdt) for k in copies]
             outs = [hbm.read("O_prefix", 0, h, split=k).astype(cdt) for k in copies]
-            lses.append(hbm.read("lse_suffix", 0, h).astype(cdt))
-            outs.append(hbm.read("O_suffix", 0, h).astype(cdt))
+            lses += [hbm.read("lse_suffix", 0, h, split=k).astype(cdt) for k in copies]
+            outs += [hbm.read("O_suffix", 0, h, split=k).astype(cdt) for k in copies]
             lse_all, out_all = np.stack(lses), np.stack(outs)
             top = _finite_or_zero(lse_all.max(axis=0))
             lse = top + np.log(np.exp(lse_all - top).sum(axis=0))
