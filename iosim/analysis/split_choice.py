@@ -3,9 +3,20 @@ FlashAttention-2 heuristic's pick beside it.
 
 For each split count s = 1 .. min(128, T_c) (flash_api.cpp refuses more than 128 splits; a split
 needs a key block) the split kernel and, for s > 1, the combine kernel are counted and placed on
-the roofline exactly as `compare` places them (its own function runs per count), each kernel's
-time divided by its grid's utilisation over its waves (estimates/occupancy.py): the split
-kernel's grid is batch × heads × query blocks × s programs. The best pick is the count with the
+the roofline exactly as `compare` places them (its own function runs per count). The split
+kernel's time is then divided by the utilisation of its grid (batch × heads × query blocks × s
+programs) over the GPU's resident *slots*, c programs per SM × the SMs,
+
+    u_slots = P / (c·S · ⌈P / (c·S)⌉),
+
+not over the SMs alone as `compare` divides it (estimates/occupancy.py, measured on
+FlashAttention-2's prefill, whose programs reach an SM's rate one at a time). A decoding split
+kernel is memory-bound with a few query rows per program: its DRAM rate follows the loads in
+flight, so every resident program adds to it until the slots are full (Little's law). On the
+H200 record of issue 14 (tests/data/h200-variants.json, 10 decode shapes timed at every split
+count) the slot rule's pick is within 5 % of the fastest measured count on 8 shapes, the SM
+rule's on 5, FA2's heuristic's on 6 (docs/variants-decoding.md; the rule was chosen on those
+same shapes, so it is not yet judged on held-out ones). The best pick is the count with the
 least total time (the smallest such count on a tie), among the counts FA2 would run: a count
 that leaves the blocks per split of one split fewer (so that a split is empty) is skipped. FA2's heuristic
 (splitkv.num_splits_heuristic) instead asks for the smallest count whose wave efficiency is
@@ -24,6 +35,7 @@ from iosim.algorithms.splitkv import MAX_SPLITS
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.errors import IosimError, arg
+from iosim.estimates.occupancy import utilisation
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import cdiv
@@ -40,10 +52,14 @@ class SplitRow:
     blocks_per_split: int
     programs: int
     utilisation: float
-    """u of the split kernel's grid (1.0 when every SM runs the same number of programs)."""
+    """u_slots of the split kernel's grid (1.0 when every resident slot of every SM is busy in
+    every wave)."""
     split_kernel_s: float
+    """The split kernel's time at u_slots (compare's time × its u over the SMs ÷ u_slots)."""
     combine_s: float
     hbm_bytes: int
+    compare_s: float = 0.0
+    """splitkv's total time as `compare` reports it (u over the SMs alone)."""
     eligible: bool = True
     """False where the count leaves the blocks per split of one split fewer (then a split is
     empty: FA2's heuristic skips such counts, and so does the pick)."""
@@ -89,7 +105,8 @@ class SplitChoice:
             "rows": [{"splits": r.splits, "blocks_per_split": r.blocks_per_split,
                       "programs": r.programs, "utilisation": r.utilisation,
                       "split_kernel_s": r.split_kernel_s, "combine_s": r.combine_s,
-                      "time_s": r.time_s, "hbm_bytes": r.hbm_bytes, "eligible": r.eligible}
+                      "time_s": r.time_s, "compare_time_s": r.compare_s,
+                      "hbm_bytes": r.hbm_bytes, "eligible": r.eligible}
                      for r in self.rows],
         }
 
@@ -129,10 +146,14 @@ def choose_splits(workload: Workload, hardware: Hardware | str, **options: Any) 
         kernels = {k.name: k for k in est.kernels}
         split = kernels["splitkv_attn"]
         combine = kernels.get("splitkv_combine")
-        programs = next(o.programs for o in est.occupancy if o.kernel == "splitkv_attn")
+        occupancy = next(o for o in est.occupancy if o.kernel == "splitkv_attn")
+        programs = occupancy.programs
+        slots = float(utilisation(programs, hw.sm_count * occupancy.per_sm))
         per_split = int(cdiv(key_blocks, s))
         eligible = s == 1 or per_split != int(cdiv(key_blocks, s - 1))
-        rows.append(SplitRow(s, per_split, programs, split.utilisation, split.time_s,
-                             combine.time_s if combine else 0.0, est.hbm_bytes, eligible))
+        rows.append(SplitRow(s, per_split, programs, slots,
+                             split.time_s * split.utilisation / slots,
+                             combine.time_s if combine else 0.0, est.hbm_bytes, est.time_s,
+                             eligible))
     return SplitChoice(workload, hw.name, hw.sm_count, str(options.get("profile", "spec")),
                        tuple(rows), heuristic, bound)
