@@ -94,9 +94,12 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
               "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
               "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
               "algorithms": tuple(a.name for a in comparison.algorithms),
-              "sram_bytes": (comparison.sram_bytes if sram_given else None,)}
+              "sram_bytes": (comparison.sram_bytes if sram_given else None,),
+              "page_size": w.page_size, "prefix_len": w.prefix_len, "suffix_lens": w.suffix_lens}
     gpu = (request.gpu,)
-    by_n = sweep(SweepSpec(n=request.n_range, gpu=gpu, **common))  # type: ignore[arg-type]
+    # a shared-prefix batch is one decoding step (N = 1, N_kv its longest request): no N range
+    n_range = (1,) if w.prefix_len is not None else request.n_range
+    by_n = sweep(SweepSpec(n=n_range, gpu=gpu, **common))  # type: ignore[arg-type]
     tiled = [a for a in comparison.algorithms if a.tiling is not None]
     block_sweeps: list[tuple[str, str, SweepResult]] = []
     for a in tiled:
