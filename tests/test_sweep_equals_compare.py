@@ -27,7 +27,8 @@ def points(draw):
         "d": draw(st.integers(1, 300)), "heads": draw(st.sampled_from([1, 2, 3, 4, 8, 16])),
         "kv_heads": draw(st.none() | st.sampled_from([1, 2, 4])),
         "batch": draw(st.integers(1, 64)),
-        "dtype": draw(st.sampled_from(["fp16", "fp32", "fp8"])), "causal": draw(st.booleans()),
+        "dtype": draw(st.sampled_from(["fp16", "fp32", "fp8", "fp8_e4m3"])),
+        "causal": draw(st.booleans()),
         "pass_": draw(st.sampled_from(["fwd", "bwd", "fwdbwd"])),
         "sparsity": draw(st.sampled_from([1.0, 1.0, 0.5, 0.125, 0.3])),
         "block_q": draw(st.none() | st.integers(1, 512)),
@@ -35,6 +36,7 @@ def points(draw):
         "sram": draw(st.none() | st.sampled_from(["elements", "bytes"])),
         "sram_value": draw(st.integers(1, 300_000)),
         "gpu": draw(st.sampled_from(["a100", "h100", "t4", "mi300x"])),
+        "d_v": draw(st.none() | st.none() | st.integers(1, 300)),  # issue 14: V's own head dim
     }
     if draw(st.integers(0, 2)) == 0:
         key = draw(st.sampled_from(["n", "n_kv", "d", "heads", "kv_heads", "batch", "block_q",
@@ -46,7 +48,7 @@ def points(draw):
 def _compare(p):
     w = Workload(p["n"], n_kv=p["n_kv"], d=p["d"], heads=p["heads"], kv_heads=p["kv_heads"],
                  batch=p["batch"], dtype=p["dtype"], causal=p["causal"], pass_=p["pass_"],
-                 sparsity=p["sparsity"])
+                 sparsity=p["sparsity"], d_v=p["d_v"])
     return compare(w, p["gpu"], block_q=p["block_q"], block_kv=p["block_kv"],
                    sram=p["sram_value"] if p["sram"] == "bytes" else None,
                    sram_elements=p["sram_value"] if p["sram"] == "elements" else None)
@@ -59,7 +61,7 @@ def _sweep(p):
         causal=(p["causal"],), pass_=(p["pass_"],), sparsity=(p["sparsity"],),
         block_q=(p["block_q"],), block_kv=(p["block_kv"],),
         sram_bytes=(p["sram_value"] if p["sram"] == "bytes" else None,),
-        sram_elements=(p["sram_value"] if p["sram"] == "elements" else None,)))
+        sram_elements=(p["sram_value"] if p["sram"] == "elements" else None,), d_v=(p["d_v"],)))
 
 
 def _outcome(run, p):

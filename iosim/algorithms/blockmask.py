@@ -104,13 +104,29 @@ def split_work_rows(n_q: Int, n_kv: Int, block_q: Int, block_kv: Int, causal: An
     work. For the causal full rows n_i = ⌊x_i/B_c⌋ + 1 with x_i = (i+1)·B_r − 1 + n_kv − n_q, and
     ⌈(⌊x/B_c⌋ + 1)/nb⌉ = ⌊(x + nb·B_c)/(nb·B_c)⌋, a floor sum.
     """
+    full, with_work, r_last, _ = _split_work(n_q, n_kv, block_q, block_kv, splits)
+    return select(causal, block_q * full + r_last * with_work, n_q * with_work)
+
+
+def split_work_programs(n_q: Int, n_kv: Int, block_q: Int, block_kv: Int, causal: Any,
+                        splits: Int) -> Int:
+    """The (row block i, split k) programs that visit at least one key block: Σ_i ⌈n_i/nb⌉,
+    the same sum as split_work_rows without the rows' weights (FP8 scales are read once per
+    such program)."""
+    full, with_work, _, t_r = _split_work(n_q, n_kv, block_q, block_kv, splits)
+    return select(causal, full + with_work, t_r * with_work)
+
+
+def _split_work(n_q: Int, n_kv: Int, block_q: Int, block_kv: Int,
+                splits: Int) -> tuple[Int, Int, Int, Int]:
+    """(Σ over the causal full row blocks of ⌈n_i/nb⌉, programs with work of a row block that
+    sees every key block, r_last, T_r)."""
     t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
     nb = split_blocks(t_c, splits)
     with_work = cdiv(t_c, nb)
-    dense = n_q * with_work
     first, count, _ = _causal_geometry(n_q, n_kv, block_q, block_kv)
     base = imax(0, (first + 1) * block_q - 1 + n_kv - n_q)
     full = floor_sum(count, nb * block_kv, block_q, base + nb * block_kv)
     r_last = n_q - (t_r - 1) * block_q
-    return select(causal, block_q * full + r_last * with_work, dense)
+    return full, with_work, r_last, t_r
 

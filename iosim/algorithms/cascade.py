@@ -99,8 +99,8 @@ class Cascade(Algorithm):
             Access("Q", "read", "outer", "q", "d", f"{_FI}: load every request's Q_i (once per "
                    "split)"),
             Access("K", "read", "inner", "kv", "d", f"{_FI}: load the shared prefix's K_j"),
-            Access("V", "read", "inner", "kv", "d", f"{_FI}: load the shared prefix's V_j"),
-            Access("O_prefix", "write", "outer_end", "q", "d",
+            Access("V", "read", "inner", "kv", "dv", f"{_FI}: load the shared prefix's V_j"),
+            Access("O_prefix", "write", "outer_end", "q", "dv",
                    f"{_FI}: write the prefix state's output (fp32, one per split)",
                    element="fp32", per_split=split),
             Access("lse_prefix", "write", "outer_end", "q", "1",
@@ -112,8 +112,8 @@ class Cascade(Algorithm):
         suffix_kernel = Kernel("cascade_suffix", "per-request suffix attn", "fused", (
             Access("Q", "read", "outer", "q", "d", f"{_FI}: load request b's Q"),
             Access("K", "read", "inner", "kv", "d", f"{_FI}: load request b's own K_j"),
-            Access("V", "read", "inner", "kv", "d", f"{_FI}: load request b's own V_j"),
-            Access("O_suffix", "write", "outer_end", "q", "d",
+            Access("V", "read", "inner", "kv", "dv", f"{_FI}: load request b's own V_j"),
+            Access("O_suffix", "write", "outer_end", "q", "dv",
                    f"{_FI}: write the suffix state's output (fp32, one per split)",
                    element="fp32", per_split=split),
             Access("lse_suffix", "write", "outer_end", "q", "1",
@@ -125,19 +125,20 @@ class Cascade(Algorithm):
         merge = Kernel("cascade_merge", "merge states", "elementwise", (
             Access("lse_prefix", "read", "prologue", "q", "1", f"{_MERGE}: read the prefix's "
                    "log-sum-exp (every split's)", element="fp32", per_split=split),
-            Access("O_prefix", "read", "prologue", "q", "d", f"{_MERGE}: read the prefix's "
+            Access("O_prefix", "read", "prologue", "q", "dv", f"{_MERGE}: read the prefix's "
                    "output (every split's)", element="fp32", per_split=split),
             Access("lse_suffix", "read", "prologue", "q", "1",
                    f"{_MERGE}: read the suffix's log-sum-exp (every split's)", element="fp32",
                    per_split=split),
-            Access("O_suffix", "read", "prologue", "q", "d", f"{_MERGE}: read the suffix's "
+            Access("O_suffix", "read", "prologue", "q", "dv", f"{_MERGE}: read the suffix's "
                    "output (every split's)", element="fp32", per_split=split),
-            Access("O", "write", "prologue", "q", "d", f"{_MERGE}: write the merged O"),
+            Access("O", "write", "prologue", "q", "dv", f"{_MERGE}: write the merged O",
+                   element="out"),
             Access("L", "write", "prologue", "q", "1", f"{_MERGE}: write the merged "
                    "log-sum-exp", element="fp32"),
         ), (FlopCount("elementwise", "q", 6, "max, exp and sum of the prefix's and the suffix's "
                       "split LSEs", per_split=True),
-            FlopCount("elementwise", "q_d", 4, "scale and add each prefix and suffix state's "
+            FlopCount("elementwise", "q_dv", 4, "scale and add each prefix and suffix state's "
                       "output", per_split=True)),
             segments=(Segment(0, 1, batch, 1),))
         return prefix_kernel, suffix_kernel, merge

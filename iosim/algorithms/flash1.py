@@ -36,24 +36,27 @@ the line-5 initialisation 3Nd, its own kernel (init). dQ stays in the input dtyp
 from __future__ import annotations
 
 from iosim.algorithms.base import Algorithm
+from iosim.algorithms.fp8 import program_scales, tile_scale
 from iosim.algorithms.grads import dkv_names, sum_dkdv
-from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
 from iosim.algorithms.paging import refuse_paged
 from iosim.algorithms.segments import refuse_shared_prefix
 from iosim.algorithms.standard import SOFTMAX_FLOPS_PER_SCORE
 from iosim.inputs.workload import Workload
 
 FORWARD_FLOPS = (
-    FlopCount("matmul", "score_d", 4, "S_ij = Q_i K_jᵀ and P̃_ij V_j: 2d each per score"),
+    FlopCount("matmul", "score_d", 2, "S_ij = Q_i K_jᵀ: 2d per score"),
+    FlopCount("matmul", "score_dv", 2, "P̃_ij V_j: 2d_v per score"),
     FlopCount("elementwise", "score", SOFTMAX_FLOPS_PER_SCORE,
               "online softmax: max, subtract, exp, sum, rescale (seed 000)"),
 )
 
 BACKWARD_FLOPS = (
-    FlopCount("matmul", "score_d", 10, "recompute S = QKᵀ, dV += PᵀdO, dP = dO Vᵀ, dQ += dS K, "
-              "dK += dSᵀQ: five matmuls, 2d each per score (FA2 §4.1: bwd = 2.5 × fwd)"),
+    FlopCount("matmul", "score_d", 6, "recompute S = QKᵀ, dQ += dS K, dK += dSᵀQ: 2d each per "
+              "score (FA2 §4.1: bwd = 2.5 × fwd)"),
+    FlopCount("matmul", "score_dv", 4, "dV += PᵀdO, dP = dO Vᵀ: 2d_v each per score"),
     FlopCount("elementwise", "score", 5, "P = exp(S − m)/l: 3; dS = P∘(dP − D): 2"),
-    FlopCount("elementwise", "pair_q_d", 2, "Alg. 4 line 19: D_i = rowsum(dO_i∘O_i), every pass"),
+    FlopCount("elementwise", "pair_q_dv", 2, "Alg. 4 line 19: D_i = rowsum(dO_i∘O_i), every pass"),
 )
 
 
@@ -61,28 +64,35 @@ class Flash1(Algorithm):
     name = "flash1"
     title = "FlashAttention (Algorithm 1): K/V blocks outer, Q/O/l/m re-read every pass"
     tiled = True
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "page_size", "prefix_len"})
-    """GQA adds the dK/dV group sums; a paged cache or a shared prefix is read (or refused)."""
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales",
+                             "page_size", "prefix_len"})
+    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load; FP8 adds scales; a
+    paged cache or a shared prefix is read (or refused)."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 1's kernels: the initialisation of O, l, m and the fused K/V-outer kernel."""
         refuse_shared_prefix(self.name, workload)
         refuse_paged(self.name, workload, why="its K/V-outer loop reads a contiguous K, V")
         init = Kernel("init", "init O, l, m", "elementwise", (
-            Access("O", "write", "prologue", "q", "d", "Alg. 1 line 2: O = (0) in HBM", init=True),
+            Access("O", "write", "prologue", "q", "dv", "Alg. 1 line 2: O = (0) in HBM", init=True,
+                   element="out"),
             Access("l", "write", "prologue", "q", "1", "Alg. 1 line 2: l = (0) in HBM",
                    element="fp32", init=True),
             Access("m", "write", "prologue", "q", "1", "Alg. 1 line 2: m = (−∞) in HBM",
                    element="fp32", init=True),
         ))
         fused = Kernel("attn", "fused attention", "fused", (
+            *program_scales(workload, "prologue", "kv"),
             Access("K", "read", "outer", "kv", "d", "Alg. 1 line 6: load K_j"),
-            Access("V", "read", "outer", "kv", "d", "Alg. 1 line 6: load V_j"),
+            *tile_scale(workload, "K", "outer", "kv"),
+            *v_tile(workload, Access("V", "read", "outer", "kv", "dv", "Alg. 1 line 6: load V_j")),
+            *tile_scale(workload, "V", "outer", "kv"),
             Access("Q", "read", "inner", "q", "d", "Alg. 1 line 8: load Q_i"),
-            Access("O", "read", "inner", "q", "d", "Alg. 1 line 8: load O_i"),
+            *tile_scale(workload, "Q", "inner", "q"),
+            Access("O", "read", "inner", "q", "dv", "Alg. 1 line 8: load O_i", element="out"),
             Access("l", "read", "inner", "q", "1", "Alg. 1 line 8: load l_i", element="fp32"),
             Access("m", "read", "inner", "q", "1", "Alg. 1 line 8: load m_i", element="fp32"),
-            Access("O", "write", "inner", "q", "d", "Alg. 1 line 12: write O_i"),
+            Access("O", "write", "inner", "q", "dv", "Alg. 1 line 12: write O_i", element="out"),
             Access("l", "write", "inner", "q", "1", "Alg. 1 line 13: write l_i", element="fp32"),
             Access("m", "write", "inner", "q", "1", "Alg. 1 line 13: write m_i", element="fp32"),
         ), FORWARD_FLOPS, loop="kv", grid="heads")
@@ -96,19 +106,19 @@ class Flash1(Algorithm):
         init = Kernel("bwd_init", "init dQ, dK, dV", "elementwise", (
             Access("dQ", "write", "prologue", "q", "d", "Alg. 4 line 5: dQ = (0) in HBM", init=True),
             Access(dk, "write", "prologue", "kv", "d", "Alg. 4 line 5: dK = (0) in HBM", init=True),
-            Access(dv, "write", "prologue", "kv", "d", "Alg. 4 line 5: dV = (0) in HBM", init=True),
+            Access(dv, "write", "prologue", "kv", "dv", "Alg. 4 line 5: dV = (0) in HBM", init=True),
         ))
         fused = Kernel("bwd_attn", "fused backward", "fused", (
             Access("K", "read", "outer", "kv", "d", "Alg. 4 line 7: load K_j"),
-            Access("V", "read", "outer", "kv", "d", "Alg. 4 line 7: load V_j"),
+            Access("V", "read", "outer", "kv", "dv", "Alg. 4 line 7: load V_j"),
             Access("Q", "read", "inner", "q", "d", "Alg. 4 line 10: load Q_i"),
-            Access("O", "read", "inner", "q", "d", "Alg. 4 line 10: load O_i"),
-            Access("dO", "read", "inner", "q", "d", "Alg. 4 line 10: load dO_i"),
+            Access("O", "read", "inner", "q", "dv", "Alg. 4 line 10: load O_i"),
+            Access("dO", "read", "inner", "q", "dv", "Alg. 4 line 10: load dO_i"),
             Access("dQ", "read", "inner", "q", "d", "Alg. 4 line 10: load dQ_i"),
             Access("l", "read", "inner", "q", "1", "Alg. 4 line 10: load l_i", element="fp32"),
             Access("m", "read", "inner", "q", "1", "Alg. 4 line 10: load m_i", element="fp32"),
             Access("dQ", "write", "inner", "q", "d", "Alg. 4 line 21: write dQ_i"),
             Access(dk, "write", "outer_end", "kv", "d", "Alg. 4 line 24: write dK_j"),
-            Access(dv, "write", "outer_end", "kv", "d", "Alg. 4 line 24: write dV_j"),
+            Access(dv, "write", "outer_end", "kv", "dv", "Alg. 4 line 24: write dV_j"),
         ), BACKWARD_FLOPS, loop="kv", grid="heads", blocks="backward")
         return (init, fused, *sum_dkdv(workload))

@@ -42,8 +42,9 @@ import numpy as np
 
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
+from iosim.algorithms.fp8 import program_scales, tile_scale
 from iosim.algorithms.grads import dkv_names, sum_dkdv
-from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
 from iosim.algorithms.paging import PAGED_CITE, block_table_read, refuse_paged
 from iosim.algorithms.segments import refuse_shared_prefix
 from iosim.estimates.occupancy import programs_per_sm
@@ -63,8 +64,9 @@ from iosim.inputs.workload import Workload
 
 _PRE = "flash_bwd_preprocess_kernel.h compute_dot_do_o"
 BACKWARD_FLOPS = (
-    FlopCount("matmul", "score_d", 10, "recompute S = QKᵀ, dV += PᵀdO, dP = dO Vᵀ, dQ += dS K, "
-              "dK += dSᵀQ: five matmuls, 2d each per score (FA2 §4.1: bwd = 2.5 × fwd)"),
+    FlopCount("matmul", "score_d", 6, "recompute S = QKᵀ, dQ += dS K, dK += dSᵀQ: 2d each per "
+              "score (FA2 §4.1: bwd = 2.5 × fwd)"),
+    FlopCount("matmul", "score_dv", 4, "dV += PᵀdO, dP = dO Vᵀ: 2d_v each per score"),
     FlopCount("elementwise", "score", 4, "P = exp(S − L): 2; dS = P∘(dP − D): 2"),
 )
 
@@ -74,18 +76,25 @@ class Flash2(Algorithm):
     title = "FlashAttention-2: Q blocks outer, K/V re-read per query block, O and L written once"
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "page_size", "prefix_len"})
-    """GQA adds the dK/dV group sums; a paged cache or a shared prefix is read (or refused)."""
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales",
+                             "page_size", "prefix_len"})
+    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load; FP8 adds scales; a
+    paged cache or a shared prefix is read (or refused)."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FA2 Alg. 1's one fused Q-outer kernel."""
         refuse_shared_prefix(self.name, workload)
         return (Kernel("attn", "fused attention", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i"),
+            *program_scales(workload, "outer", "q"),
             *block_table_read(workload, PAGED_CITE),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j"),
-            Access("V", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load V_j"),
-            Access("O", "write", "outer_end", "q", "d", "FA2 Alg. 1 line 14: write O_i"),
+            *tile_scale(workload, "K", "inner", "kv"),
+            *v_tile(workload, Access("V", "read", "inner", "kv", "dv",
+                                     "FA2 Alg. 1 line 7: load V_j")),
+            *tile_scale(workload, "V", "inner", "kv"),
+            Access("O", "write", "outer_end", "q", "dv", "FA2 Alg. 1 line 14: write O_i",
+                   element="out"),
             Access("L", "write", "outer_end", "q", "1", "FA2 Alg. 1 line 15: write L_i (logsumexp)",
                    element="fp32"),
         ), FORWARD_FLOPS, loop="q", grid="blocks"),)
@@ -97,19 +106,19 @@ class Flash2(Algorithm):
                      "use pass_='fwd'")
         dk, dv = dkv_names(workload)
         pre = Kernel("bwd_dot_do_o", "D = rowsum(dO∘O)", "elementwise", (
-            Access("dO", "read", "prologue", "q", "d", f"FA2 Alg. 2 line 4 ({_PRE}): read dO"),
-            Access("O", "read", "prologue", "q", "d", f"FA2 Alg. 2 line 4 ({_PRE}): read O"),
+            Access("dO", "read", "prologue", "q", "dv", f"FA2 Alg. 2 line 4 ({_PRE}): read dO"),
+            Access("O", "read", "prologue", "q", "dv", f"FA2 Alg. 2 line 4 ({_PRE}): read O"),
             Access("D", "write", "prologue", "q", "1", f"FA2 Alg. 2 line 4 ({_PRE}): write D",
                    element="fp32"),
             Access("dQaccum", "write", "prologue", "q", "d",
                    f"FA2 Alg. 2 line 3: dQ = (0) in HBM ({_PRE}: Clear_dQaccum, fp32)",
                    element="fp32", init=True),
-        ), (FlopCount("elementwise", "q_d", 2, "dO∘O and its row sum"),))
+        ), (FlopCount("elementwise", "q_dv", 2, "dO∘O and its row sum"),))
         main = Kernel("bwd_attn", "fused backward", "fused", (
             Access("K", "read", "outer", "kv", "d", "FA2 Alg. 2 line 6: load K_j"),
-            Access("V", "read", "outer", "kv", "d", "FA2 Alg. 2 line 6: load V_j"),
+            Access("V", "read", "outer", "kv", "dv", "FA2 Alg. 2 line 6: load V_j"),
             Access("Q", "read", "inner", "q", "d", "FA2 Alg. 2 line 9: load Q_i"),
-            Access("dO", "read", "inner", "q", "d", "FA2 Alg. 2 line 9: load dO_i"),
+            Access("dO", "read", "inner", "q", "dv", "FA2 Alg. 2 line 9: load dO_i"),
             Access("dQaccum", "read", "inner", "q", "d",
                    "FA2 Alg. 2 line 15: load dQ_i (fp32 dq_accum, atomicAdd)", element="fp32"),
             Access("L", "read", "inner", "q", "1", "FA2 Alg. 2 line 9: load L_i", element="fp32"),
@@ -118,7 +127,7 @@ class Flash2(Algorithm):
                    "FA2 Alg. 2 line 15: write dQ_i back (fp32 dq_accum, atomicAdd)",
                    element="fp32"),
             Access(dk, "write", "outer_end", "kv", "d", "FA2 Alg. 2 line 18: write dK_j"),
-            Access(dv, "write", "outer_end", "kv", "d", "FA2 Alg. 2 line 18: write dV_j"),
+            Access(dv, "write", "outer_end", "kv", "dv", "FA2 Alg. 2 line 18: write dV_j"),
         ), BACKWARD_FLOPS, loop="kv", grid="blocks", blocks="backward")
         convert = Kernel("bwd_convert_dq", "dQ = fp16(dQaccum)", "elementwise", (
             Access("dQaccum", "read", "prologue", "q", "d",
@@ -144,9 +153,9 @@ class Flash2(Algorithm):
         the user gives hold for both passes. Ints or arrays.
         """
         p = inputs
-        alg_q, alg_kv = default_blocks(p.sram_bytes, p.d, p.element_bytes, "kv")
+        alg_q, alg_kv = default_blocks(p.sram_bytes, p.d, p.element_bytes, "kv", p.dv)
         alg_per_sm = programs_per_sm(p.limits, shared_bytes=working_set_bytes(
-            alg_q, alg_kv, p.d, p.element_bytes), warps=ASSUMED_WARPS)
+            alg_q, alg_kv, p.d, p.element_bytes, d_v=p.dv), warps=ASSUMED_WARPS)
         bwd_q, bwd_kv, bwd_per_sm = alg_q, alg_kv, alg_per_sm
         if p.tile_rule != "alg1":
             impl = implementation_or_default(p.impl)
@@ -169,8 +178,8 @@ class Flash2(Algorithm):
         backward = (int(tiles.bwd_block_q), int(tiles.bwd_block_kv))
         if backward == (tiling.block_q, tiling.block_kv) and not inputs.backward:
             return tiling
-        rule = default_rule(tiling.sram_bytes, inputs.d, inputs.element_bytes, "kv", backward
-                            ) + " (the backward's K/V-outer loop)"
+        rule = default_rule(tiling.sram_bytes, inputs.d, inputs.element_bytes, "kv", backward,
+                            inputs.dv) + " (the backward's K/V-outer loop)"
         if inputs.tile_rule != "alg1" and not inputs.blocks_given:
             impl = implementation_or_default(inputs.impl)
             if impl.backward_tiles:

@@ -32,9 +32,9 @@ def sum_dkdv(workload: Workload) -> tuple[Kernel, ...]:
         return ()
     return (Kernel("bwd_sum_dkdv", "dK, dV = Σ_group", "elementwise", (
         Access("dK_expanded", "read", "prologue", "kv", "d", f"{_SUM_CITE}: read dk_expanded"),
-        Access("dV_expanded", "read", "prologue", "kv", "d", f"{_SUM_CITE}: read dv_expanded"),
+        Access("dV_expanded", "read", "prologue", "kv", "dv", f"{_SUM_CITE}: read dv_expanded"),
         Access("dK", "write", "prologue", "kv", "d", f"{_SUM_CITE}: write dK per KV head",
                per_kv_head=True),
-        Access("dV", "write", "prologue", "kv", "d", f"{_SUM_CITE}: write dV per KV head",
+        Access("dV", "write", "prologue", "kv", "dv", f"{_SUM_CITE}: write dV per KV head",
                per_kv_head=True),
     )),)

@@ -47,7 +47,7 @@ from typing import Any, Literal
 
 import numpy as np
 
-from iosim.algorithms.blockmask import sparse_block_sums, split_work_rows
+from iosim.algorithms.blockmask import sparse_block_sums, split_work_programs, split_work_rows
 from iosim.algorithms.blocks import BlockSums, block_sums, cdiv
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Op, Term, Traffic
@@ -60,8 +60,9 @@ PAGE_INDEX_BYTES = 4
 
 Where = Literal["prologue", "outer", "inner", "outer_end", "epilogue"]
 Axis = Literal["q", "kv"]
-Cols = Literal["d", "1", "kv"]
-ElementType = Literal["io", "fp32", "u8", "i32"]
+Cols = Literal["d", "dv", "1", "kv"]
+ElementType = Literal["io", "out", "fp32", "u8", "i32"]
+Scale = Literal["", "tensor", "block"]
 KernelKind = Literal["elementwise", "matmul", "fused"]
 
 
@@ -75,16 +76,23 @@ class Access:
     rows: Axis
     """The tile's rows run along the query (q) or the key/value (kv) sequence."""
     cols: Cols
-    """Each row holds d elements, 1 (a per-row statistic) or n_kv (a row of an N×N matrix)."""
+    """Each row holds d elements (Q, K, dQ, dK), d_v (V, O, dO, dV, split-KV's partial outputs:
+    V's head dim), 1 (a per-row statistic) or n_kv (a row of an N×N matrix)."""
     cite: str
     element: ElementType = "io"
-    """io: the workload's dtype; fp32: statistics and accumulators; u8: a dropout mask."""
+    """io: the workload's dtype; out: O's dtype (bf16 for FP8 inputs, else the workload's);
+    fp32: statistics, accumulators and FP8 scales; u8: a dropout mask."""
     init: bool = False
     per_kv_head: bool = False
     """Done once per KV head instead of once per query head (GQA/MQA); the walk issues it with
     the group's last query head."""
     per_split: bool = False
     """The tensor has one copy per KV split (split-KV partial outputs and log-sum-exps)."""
+    scale: Scale = ""
+    """An FP8 descale factor (fp8.py): one element per program ("prologue": per (batch, head);
+    "outer": per outer block, or per split-KV program with work) or per tile loaded ("inner":
+    per visited pair), not rows × width. "tensor": FA3's per-(batch, KV head) factor, row 0;
+    "block": one per tile, its row the tile's index."""
     per_page: bool = False
     """A paged KV cache's block table (paging.py): an inner access of a query-outer kernel
     that reads one element per page its K/V tile spans (Dims.page_size), not one per row."""
@@ -94,12 +102,14 @@ class Access:
 class FlopCount:
     """FLOPs of a kernel: coefficient × a count per head.
 
-    score: visited scores; score_d: visited scores × d; q_d: n_q·d; q: n_q; pair_q_d: Σ over
-    visited pairs of the query block's rows × d (work redone on a query tile every pass).
+    score: visited scores; score_d: visited scores × d (Q·K products: S, dQ, dK);
+    score_dv: visited scores × d_v (products over V's head dim: PV, dV, dP); q_d: n_q·d;
+    q_dv: n_q·d_v (O-wide work); q: n_q; pair_q_dv: Σ over visited pairs of the query block's
+    rows × d_v (work redone on an O-wide query tile every pass).
     """
 
     kind: Literal["matmul", "elementwise"]
-    per: Literal["score", "score_d", "q_d", "q", "pair_q_d"]
+    per: Literal["score", "score_d", "score_dv", "q_d", "q_dv", "q", "pair_q_dv"]
     coefficient: int
     cite: str
     per_split: bool = False
@@ -164,20 +174,32 @@ class Kernel:
                 raise ValueError(f"{self.name}: outer tile {access.tensor} must run along {self.loop}")
 
 
-KV_HEAD_TENSORS = frozenset({"K", "V", "dK", "dV"})
-"""Tensors that exist once per KV head (GQA/MQA), not once per query head."""
+KV_HEAD_TENSORS = frozenset({"K", "V", "dK", "dV", "q_descale", "k_descale", "v_descale",
+                             "K_scale", "V_scale"})
+"""Tensors that exist once per KV head (GQA/MQA), not once per query head (FA3's descale
+factors are (batch, KV heads), q_descale too; fp8.py)."""
 
 
-def element_bytes(element: ElementType, workload_element_bytes: Any) -> Any:
-    """Bytes of one element of an access: the workload's dtype (io), fp32 or u8."""
-    return {"io": workload_element_bytes, "fp32": STAT_BYTES, "u8": 1,
+def v_tile(workload: Workload, access: Access) -> tuple[Access, ...]:
+    """A fused kernel's load of V_j, or nothing for MLA's latent cache (Workload.latent_kv):
+    there V_j is the first d_v columns of the K_j tile already in SRAM (DeepSeek-V2 §2.1.2's
+    absorbed form; FlashMLA multiplies P by that part of its K tile), so no byte of V is read."""
+    return () if workload.latent_kv else (access,)
+
+
+def element_bytes(element: ElementType, workload_element_bytes: Any,
+                  output_element_bytes: Any = None) -> Any:
+    """Bytes of one element of an access: the workload's dtype (io), O's (out; None: io's),
+    fp32, u8, or a block table's int32 (i32)."""
+    out = workload_element_bytes if output_element_bytes is None else output_element_bytes
+    return {"io": workload_element_bytes, "out": out, "fp32": STAT_BYTES, "u8": 1,
             "i32": PAGE_INDEX_BYTES}[element]
 
 
-def row_width(cols: Cols, d: Any, n_kv: Any) -> Any:
-    """Elements in one row of an access's tensor: d, 1 (a per-row statistic) or n_kv (a row of
-    an N×N matrix). Ints or arrays."""
-    return {"d": d, "1": 1, "kv": n_kv}[cols]
+def row_width(cols: Cols, d: Any, n_kv: Any, d_v: Any = None) -> Any:
+    """Elements in one row of an access's tensor: d (the Q·K head dim), d_v (V's head dim;
+    None: d), 1 (a per-row statistic) or n_kv (a row of an N×N matrix). Ints or arrays."""
+    return {"d": d, "dv": d if d_v is None else d_v, "1": 1, "kv": n_kv}[cols]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -206,8 +228,17 @@ class Dims:
     bwd_block_q: Any = None
     bwd_block_kv: Any = None
     """Block sizes of the kernels that tile with the backward's (None: block_q, block_kv)."""
+    d_v: Any = None
+    """V's head dim (None: d)."""
+    out_bytes: Any = None
+    """Bytes per element of O (None: element_bytes)."""
     page_size: Any = 0
     """Tokens per page of a paged KV cache (0: contiguous)."""
+
+    @property
+    def dv(self) -> Any:
+        """V's head dim d_v (d where not given)."""
+        return self.d if self.d_v is None else self.d_v
 
     @classmethod
     def of(cls, workload: Workload, tiling: Tiling | None) -> Dims:
@@ -219,7 +250,7 @@ class Dims:
                    tiling.block_kv if tiling else workload.n_kv, workload.causal,
                    tiling.splits if tiling else 1, num, den,
                    tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None,
-                   workload.page_size or 0)
+                   workload.d_v, workload.output_element_bytes, workload.page_size or 0)
 
 
 def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
@@ -296,6 +327,8 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
         return sum(access_elements(access, k, d, kernel_sums(k, d))
                    for k, d in _per_segment(kernel, dims))
     kd = kernel_dims(kernel, dims)
+    if access.scale:
+        return _scale_elements(access, kernel, kd, sums)
     length = kd.n_q if access.rows == "q" else kd.n_kv
     if access.per_page:
         # one entry per page each visited K/V tile spans (paging.py)
@@ -315,9 +348,25 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
     else:
         # whole tensors, or one tile per outer block: every outer block is visited once
         rows = length
-    width = row_width(access.cols, kd.d, kd.n_kv)
+    width = row_width(access.cols, kd.d, kd.n_kv, kd.dv)
     instances = kd.batch * (kd.kv_heads if access.per_kv_head else kd.heads)
     return rows * width * instances
+
+
+def _scale_elements(access: Access, kernel: Kernel, kd: Dims, sums: BlockSums) -> Any:
+    """An FP8 scale access: one fp32 element per program (prologue: one per (batch, head) of a
+    kernel; outer: one per outer block, or per split-KV program with work) or per tile loaded
+    (inner: one per visited pair)."""
+    if access.where == "inner":
+        per_head = sums.pairs
+    elif access.where == "outer" and kernel.split:
+        per_head = split_work_programs(kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal,
+                                       kd.splits)
+    elif access.where == "outer":
+        per_head = sums.row_blocks if kernel.loop == "q" else sums.kv_blocks
+    else:
+        per_head = 1
+    return per_head * kd.batch * kd.heads
 
 
 def kernel_flops(kernel: Kernel, dims: Dims, sums: BlockSums) -> tuple[Any, Any]:
@@ -330,8 +379,9 @@ def kernel_flops(kernel: Kernel, dims: Dims, sums: BlockSums) -> tuple[Any, Any]
         parts = [kernel_flops(k, d, kernel_sums(k, d)) for k, d in _per_segment(kernel, dims)]
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
     kd = kernel_dims(kernel, dims)
-    per = {"score": sums.scores, "score_d": sums.scores * kd.d,
-           "q_d": kd.n_q * kd.d, "q": kd.n_q, "pair_q_d": sums.pair_q_rows * kd.d}
+    per = {"score": sums.scores, "score_d": sums.scores * kd.d, "score_dv": sums.scores * kd.dv,
+           "q_d": kd.n_q * kd.d, "q_dv": kd.n_q * kd.dv, "q": kd.n_q,
+           "pair_q_dv": sums.pair_q_rows * kd.dv}
     totals = {"matmul": 0, "elementwise": 0}
     for flop in kernel.flops:
         times = flop.coefficient * (kd.splits if flop.per_split else 1)
@@ -370,7 +420,8 @@ def closed_form(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
                 tensor=access.tensor,
                 op=access.op,
                 elements=int(access_elements(access, kernel, dims, sums)),
-                element_bytes=element_bytes(access.element, workload.element_bytes),
+                element_bytes=element_bytes(access.element, workload.element_bytes,
+                                            workload.output_element_bytes),
                 cite=access.cite,
                 init=access.init,
             ))

@@ -36,7 +36,8 @@ import numpy as np
 
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
-from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.algorithms.fp8 import program_scales, tile_scale
+from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.paging import PAGED_CITE, block_table_read
 from iosim.algorithms.segments import per_request
@@ -94,8 +95,10 @@ class SplitKV(Algorithm):
              "outputs combined; GQA heads packed when N = 1")
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "page_size",
-                             "prefix_len", "suffix_lens"})  # packing, combine
+    kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "latent_kv", "dtype",
+                             "fp8_scales", "page_size", "prefix_len", "suffix_lens"})
+    """Packing (n, heads, kv_heads), the combine kernel (splits), MLA's latent cache (no V),
+    FP8's scales, a paged cache's block table, a shared-prefix batch's requests."""
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
         """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""
@@ -108,7 +111,7 @@ class SplitKV(Algorithm):
         """The split-KV kernels for `splits` KV splits per query block."""
         if splits > 1:
             outputs = (
-                Access("O_partial", "write", "outer_end", "q", "d",
+                Access("O_partial", "write", "outer_end", "q", "dv",
                        "split kernel: write O_partial (fp32 out_accum, one per split)",
                        element="fp32", per_split=True),
                 Access("lse_partial", "write", "outer_end", "q", "1",
@@ -117,15 +120,20 @@ class SplitKV(Algorithm):
             )
         else:
             outputs = (
-                Access("O", "write", "outer_end", "q", "d", "FA2 Alg. 1 line 14: write O_i"),
+                Access("O", "write", "outer_end", "q", "dv", "FA2 Alg. 1 line 14: write O_i",
+                       element="out"),
                 Access("L", "write", "outer_end", "q", "1", "FA2 Alg. 1 line 15: write L_i",
                        element="fp32"),
             )
         split = Kernel("splitkv_attn", "split-KV attn", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i (once per split)"),
+            *program_scales(workload, "outer", "q"),
             *block_table_read(workload, PAGED_CITE),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j (of this split)"),
-            Access("V", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load V_j (of this split)"),
+            *tile_scale(workload, "K", "inner", "kv"),
+            *v_tile(workload, Access("V", "read", "inner", "kv", "dv",
+                                     "FA2 Alg. 1 line 7: load V_j (of this split)")),
+            *tile_scale(workload, "V", "inner", "kv"),
             *outputs,
         ), FORWARD_FLOPS, loop="q", split=True, grid="blocks",
             pack_heads=packs_heads(workload.n, workload.heads, workload.kv_heads))
@@ -135,14 +143,15 @@ class SplitKV(Algorithm):
             Access("lse_partial", "read", "prologue", "q", "1",
                    "combine_attn_seqk_parallel: read every split's log-sum-exp", element="fp32",
                    per_split=True),
-            Access("O_partial", "read", "prologue", "q", "d",
+            Access("O_partial", "read", "prologue", "q", "dv",
                    "combine_attn_seqk_parallel: read every split's partial output",
                    element="fp32", per_split=True),
-            Access("O", "write", "prologue", "q", "d", "blog step 3: write the reduced output O"),
+            Access("O", "write", "prologue", "q", "dv", "blog step 3: write the reduced output O",
+                   element="out"),
             Access("L", "write", "prologue", "q", "1", "combine: write the final log-sum-exp L",
                    element="fp32"),
         ), (FlopCount("elementwise", "q", 3, "max, exp and sum of the split LSEs", per_split=True),
-            FlopCount("elementwise", "q_d", 2, "scale and add each split's output",
+            FlopCount("elementwise", "q_dv", 2, "scale and add each split's output",
                       per_split=True)))
         return per_request((split, combine), workload)
 
@@ -156,9 +165,10 @@ class SplitKV(Algorithm):
         if not impl.split_kv.tiles:
             impl = implementation_or_default(None)
         p = inputs
-        return lookup(impl.split_kv.tiles, impl.shared_memory, d=p.d, causal=p.causal,
+        code = lookup(impl.split_kv.tiles, impl.shared_memory, d=p.d, causal=p.causal,
                       dtype=p.dtype, element_bytes=p.element_bytes, cc=p.cc,
                       smem_per_block=p.sram_bytes, smem_per_sm=p.sram_bytes)
+        return flashmla_tiles(code, p) if p.latent_kv else code
 
     def split_class(self, splits: Any) -> Any:
         """The kernel list depends on the split count only through splits > 1 (the combine
@@ -196,3 +206,23 @@ class SplitKV(Algorithm):
         rule = (f"flash_api.cpp num_splits_heuristic({inputs.batch}·{heads}·{m_blocks} = {grid} "
                 f"programs, 2 × {inputs.sm_count} SMs, {n_blocks} key blocks, max {MAX_SPLITS})")
         return replace(tiling, splits=int(tiles.splits), splits_rule=rule)
+
+
+FLASHMLA_SOURCE = ("FlashMLA csrc/flash_fwd_mla_kernel.h run_mha_fwd_splitkv_mla: "
+                   "Flash_fwd_kernel_traits_mla<576, 64, 64, 8, T, 512>")
+"""FlashMLA's decoding kernel: 64 query rows (packed heads) × 64 keys, 8 warps, d 576, d_v 512."""
+
+
+def flashmla_tiles(code: CodeTiles, inputs: TilingInputs) -> CodeTiles:
+    """MLA's absorbed decoding (latent_kv) at DeepSeek's dims (d = 576, d_v = 512) tiles as
+    FlashMLA does; other dims keep the table's `code`. Shared memory from its SharedStorageMLA:
+    Q (64 × 576), K double-buffered (2 × 64 × 576; V is a view of it), P (4,096 elements) in the
+    input dtype, and 256 fp32 row scales. Ints or arrays."""
+    p = inputs
+    mla = both(p.d == 576, p.dv == 512)
+    shared = (3 * 64 * 576 + 4096) * p.element_bytes + 256 * 4
+    source = FLASHMLA_SOURCE if not is_array(mla) and mla else code.source
+    return CodeTiles(select(mla, 64, code.block_q), select(mla, 64, code.block_kv),
+                     select(mla, True, code.found), select(mla, shared, code.shared_bytes),
+                     select(mla, 8, code.warps), select(mla, 0, code.registers_per_thread),
+                     source)

@@ -27,6 +27,7 @@ dK/dV of each query head are summed over its group (grads.py).
 from __future__ import annotations
 
 from iosim.algorithms.base import Algorithm
+from iosim.algorithms.fp8 import gemm_scales
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.segments import per_request
@@ -45,38 +46,47 @@ class Standard(Algorithm):
     name = "standard"
     title = "standard attention (FlashAttention paper, Algorithm 0): S and P written to HBM"
     tiled = False
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "prefix_len", "suffix_lens"})
-    """GQA adds the dK/dV group sums; a shared-prefix batch makes the kernels ragged."""
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales",
+                             "n", "prefix_len", "suffix_lens"})
+    """GQA adds the dK/dV group sums; MLA's latent cache reads V as part of K; FP8 adds the
+    GEMMs' scales; a shared-prefix batch makes the kernels ragged."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
-        """Alg. 0's kernels: S = QKᵀ, softmax (and the unfused scale/mask/dropout), O = PV."""
+        """Alg. 0's kernels: S = QKᵀ, softmax (and the unfused scale/mask/dropout), O = PV.
+        S, P and O are in O's dtype (an FP8 GEMM writes bf16; otherwise the input dtype)."""
+        out = "out"
         kernels = [Kernel("qk", "S = QKᵀ", "matmul", (
             _whole("Q", "read", "q", "d", "Alg. 0 line 1: load Q by blocks"),
             _whole("K", "read", "kv", "d", "Alg. 0 line 1: load K by blocks"),
-            _whole("S", "write", "q", "kv", "Alg. 0 line 1: write S to HBM"),
+            *gemm_scales(workload, "q", "k"),
+            _whole("S", "write", "q", "kv", "Alg. 0 line 1: write S to HBM", element=out),
         ), (FlopCount("matmul", "score_d", 2, "S = QKᵀ: d multiply-adds per score"),))]
         if "scale" in workload.unfused:
-            kernels.append(_elementwise("scale", "S ← S/√d", "S", 1))
+            kernels.append(_elementwise("scale", "S ← S/√d", "S", 1, out))
         if "mask" in workload.unfused:
-            kernels.append(_elementwise("mask", "S ← mask(S)", "S", 1))
+            kernels.append(_elementwise("mask", "S ← mask(S)", "S", 1, out))
         kernels.append(Kernel("softmax", "P = softmax(S)", "elementwise", (
-            _whole("S", "read", "q", "kv", "Alg. 0 line 2: read S from HBM"),
-            _whole("P", "write", "q", "kv", "Alg. 0 line 2: write P to HBM"),
+            _whole("S", "read", "q", "kv", "Alg. 0 line 2: read S from HBM", element=out),
+            _whole("P", "write", "q", "kv", "Alg. 0 line 2: write P to HBM", element=out),
         ), (FlopCount("elementwise", "score", SOFTMAX_FLOPS_PER_SCORE,
                       "max, subtract, exp, sum, divide (seed 000)"),)))
         if "dropout" in workload.unfused:
             kernels.append(Kernel("dropout", "P ← dropout(P)", "elementwise", (
-                _whole("P", "read", "q", "kv", "unfused dropout kernel: read P"),
-                _whole("P_drop", "write", "q", "kv", "unfused dropout kernel: write dropped P"),
+                _whole("P", "read", "q", "kv", "unfused dropout kernel: read P", element=out),
+                _whole("P_drop", "write", "q", "kv", "unfused dropout kernel: write dropped P",
+                       element=out),
                 _whole("Z", "write", "q", "kv", "dropout mask kept for backward (1 byte/element)",
                        element="u8"),
             ), (FlopCount("elementwise", "score", 2, "compare with a random draw, scale"),)))
         p = "P_drop" if "dropout" in workload.unfused else "P"
         kernels.append(Kernel("pv", "O = PV", "matmul", (
-            _whole(p, "read", "q", "kv", "Alg. 0 line 3: load P by blocks"),
-            _whole("V", "read", "kv", "d", "Alg. 0 line 3: load V by blocks"),
-            _whole("O", "write", "q", "d", "Alg. 0 line 3: write O to HBM"),
-        ), (FlopCount("matmul", "score_d", 2, "O = PV: d multiply-adds per score"),)))
+            _whole(p, "read", "q", "kv", "Alg. 0 line 3: load P by blocks", element=out),
+            _whole("K", "read", "kv", "dv", "Alg. 0 line 3: load V by blocks — MLA's latent "
+                   "cache: V is the first d_v columns of K") if workload.latent_kv else
+            _whole("V", "read", "kv", "dv", "Alg. 0 line 3: load V by blocks"),
+            *gemm_scales(workload, "v"),
+            _whole("O", "write", "q", "dv", "Alg. 0 line 3: write O to HBM", element=out),
+        ), (FlopCount("matmul", "score_dv", 2, "O = PV: d_v multiply-adds per score"),)))
         return per_request(tuple(kernels), workload)  # a shared-prefix batch: per request
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
@@ -88,14 +98,14 @@ class Standard(Algorithm):
             Kernel("bwd_dv", "dV = PᵀdO", "matmul", (
                 _whole(p, "read", "q", "kv", "Alg. 3 line 1: load P by blocks"
                        + (" (the dropped P the forward multiplied with V)" if dropout else "")),
-                _whole("dO", "read", "q", "d", "Alg. 3 line 1: load dO by blocks"),
-                _whole(dv, "write", "kv", "d", "Alg. 3 line 1: write dV to HBM"),
-            ), (FlopCount("matmul", "score_d", 2, "dV = PᵀdO: d multiply-adds per score"),)),
+                _whole("dO", "read", "q", "dv", "Alg. 3 line 1: load dO by blocks"),
+                _whole(dv, "write", "kv", "dv", "Alg. 3 line 1: write dV to HBM"),
+            ), (FlopCount("matmul", "score_dv", 2, "dV = PᵀdO: d_v multiply-adds per score"),)),
             Kernel("bwd_dp", "dP = dO Vᵀ", "matmul", (
-                _whole("dO", "read", "q", "d", "Alg. 3 line 2: load dO by blocks"),
-                _whole("V", "read", "kv", "d", "Alg. 3 line 2: load V by blocks"),
+                _whole("dO", "read", "q", "dv", "Alg. 3 line 2: load dO by blocks"),
+                _whole("V", "read", "kv", "dv", "Alg. 3 line 2: load V by blocks"),
                 _whole("dP", "write", "q", "kv", "Alg. 3 line 2: write dP to HBM"),
-            ), (FlopCount("matmul", "score_d", 2, "dP = dO Vᵀ: d multiply-adds per score"),)),
+            ), (FlopCount("matmul", "score_dv", 2, "dP = dO Vᵀ: d_v multiply-adds per score"),)),
         ]
         if dropout:
             kernels.append(Kernel("bwd_dropout", "dP ← dP∘Z/(1−p)", "elementwise", (
@@ -128,12 +138,12 @@ class Standard(Algorithm):
         return (*kernels, *sum_dkdv(workload))
 
 
-def _elementwise(name: str, label: str, tensor: str, flops: int) -> Kernel:
+def _elementwise(name: str, label: str, tensor: str, flops: int, element: str = "io") -> Kernel:
     """One extra N×N elementwise kernel of an unfused pipeline: read the matrix, write it back."""
     what = name.removeprefix("bwd_")
     kernel = f"backward of the unfused {what} kernel" if name.startswith("bwd_") else (
         f"unfused {name} kernel")
     return Kernel(name, label, "elementwise", (
-        _whole(tensor, "read", "q", "kv", f"{kernel}: read {tensor}"),
-        _whole(tensor, "write", "q", "kv", f"{kernel}: write {tensor}"),
+        _whole(tensor, "read", "q", "kv", f"{kernel}: read {tensor}", element=element),
+        _whole(tensor, "write", "q", "kv", f"{kernel}: write {tensor}", element=element),
     ), (FlopCount("elementwise", "score", flops, f"{what}: {flops} FLOP per score"),))

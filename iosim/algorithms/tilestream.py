@@ -29,7 +29,7 @@ import numpy as np
 from iosim.algorithms.blockmask import kept_between
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, element_bytes, row_width
-from iosim.algorithms.tilewalk import TileAccess, walk_problem
+from iosim.algorithms.tilewalk import TileAccess, walk, walk_problem
 from iosim.algorithms.traffic import Op
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -215,6 +215,10 @@ def _loop(kernel: Kernel, grid: _Grid,
 
 def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None) -> TileStream:
     """`walk(kernels, workload, tiling)` as one `TileStream` (same accesses, same order)."""
+    if any(a.scale for k in kernels for a in k.accesses):
+        # FP8 scales (one element per program or tile) have no row template here: the stream
+        # is the walk's own, gathered into columns (exact; as slow as the walk)
+        return _from_walk(kernels, workload, tiling)
     group, batch = workload.group_size, workload.batch
     splits = tiling.splits if tiling else 1
     sparsity = workload.sparsity_fraction
@@ -270,8 +274,9 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
                            np.where(paged, (stop - 1) // page + 1, stop))
         a_tensor = prop([tensor_id[a.tensor] for a in acc], np.int64, access)
         a_write = prop([a.op == "write" for a in acc], np.bool_, access)
-        a_cols = prop([row_width(a.cols, workload.d, n_kv) for a in acc], np.int64, access)
-        a_elt = prop([element_bytes(a.element, workload.element_bytes) for a in acc], np.int64,
+        a_cols = prop([row_width(a.cols, workload.d, n_kv, workload.d_v) for a in acc], np.int64, access)
+        a_elt = prop([element_bytes(a.element, workload.element_bytes,
+                                    workload.output_element_bytes) for a in acc], np.int64,
                      access)
         a_init = prop([a.init for a in acc], np.bool_, access)
         a_once = prop([a.per_kv_head and not packed for a in acc], np.bool_, access)
@@ -303,6 +308,27 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         columns["init"].append(np.tile(a_init, instances)[keep])
         columns["split"].append(np.tile(copy, instances)[keep])
 
+    return _stream(kernel_names, tensor_names, columns)
+
+
+def _from_walk(kernels: Sequence[Kernel], workload: Workload,
+               tiling: Tiling | None) -> TileStream:
+    kernel_names = tuple(k.name for k in kernels)
+    tensor_names = tuple(dict.fromkeys(a.tensor for k in kernels for a in k.accesses))
+    kernel_id = {t: i for i, t in enumerate(kernel_names)}
+    tensor_id = {t: i for i, t in enumerate(tensor_names)}
+    rows = [(kernel_id[a.kernel], tensor_id[a.tensor], a.op == "write", a.batch, a.head,
+             a.row_start, a.row_stop, a.cols, a.element_bytes, a.init, a.split)
+            for a in walk(kernels, workload, tiling)]
+    names = ("kernel", "tensor", "write", "batch", "head", "row_start", "row_stop", "cols",
+             "element_bytes", "init", "split")
+    columns = {n: [np.asarray([r[i] for r in rows])] if rows else []
+               for i, n in enumerate(names)}
+    return _stream(kernel_names, tensor_names, columns)
+
+
+def _stream(kernel_names: tuple[str, ...], tensor_names: tuple[str, ...],
+            columns: dict[str, list[np.ndarray[Any, Any]]]) -> TileStream:
     def cat(name: str, dtype: Any) -> np.ndarray[Any, Any]:
         parts = columns[name]
         return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)

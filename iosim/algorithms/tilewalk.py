@@ -157,9 +157,10 @@ class _WalkGeometry:
         self.packed = packed
         self.n_q = workload.n
         self.elt = workload.element_bytes
+        self.out = workload.output_element_bytes
         length_q, _ = packed_problem(workload.n, workload.heads, workload.kv_heads, packed)
         self.axes = {"q": (length_q, block_q), "kv": (workload.n_kv, block_kv)}
-        self.d, self.n_kv = workload.d, workload.n_kv
+        self.d, self.d_v, self.n_kv = workload.d, workload.d_v, workload.n_kv
         self.page_size = workload.page_size or 0
 
     def whole(self, kernel: Kernel, access: Access, b: int, h: int,
@@ -171,6 +172,9 @@ class _WalkGeometry:
     def emit(self, kernel: Kernel, access: Access, b: int, h: int, index: int | None,
              split: int) -> Iterator[TileAccess]:
         """`h` is the program's head: a query head, or a KV head when the kernel packs heads."""
+        if access.scale:
+            yield self._scale(kernel, access, b, h, index)
+            return
         if access.per_kv_head and (h + 1) % self.group and not self.packed:
             # once per KV head, by the group's last query head: a group sum (grads.py) writes
             # dK, dV after it has read every query head's share
@@ -187,8 +191,8 @@ class _WalkGeometry:
                              first + tile_pages(start, stop, self.page_size), 1,
                              element_bytes(access.element, self.elt), access.init, 0)
             return
-        width = row_width(access.cols, self.d, self.n_kv)
-        elt = element_bytes(access.element, self.elt)
+        width = row_width(access.cols, self.d, self.n_kv, self.d_v)
+        elt = element_bytes(access.element, self.elt, self.out)
         if self.packed and access.rows == "q" and not access.per_kv_head:
             # packed row r of KV head h is row r mod n_q of query head h·g + r div n_q
             row = start
@@ -203,3 +207,13 @@ class _WalkGeometry:
         head = h if self.packed else (h // self.group if per_kv else h)
         yield TileAccess(kernel.name, access.tensor, access.op, b, head, start, stop, width, elt,
                          access.init, copy)
+
+    def _scale(self, kernel: Kernel, access: Access, b: int, h: int,
+               index: int | None) -> TileAccess:
+        """An FP8 scale: one fp32 element, row 0 of a (batch, KV head) factor ("tensor") or the
+        tile's own row ("block"); its head the KV head (Q's block scales: the program's head)."""
+        row = 0 if access.scale == "tensor" or index is None else index
+        per_kv = access.tensor in KV_HEAD_TENSORS
+        head = h if self.packed or not per_kv else h // self.group
+        return TileAccess(kernel.name, access.tensor, access.op, b, head, row, row + 1, 1,
+                          element_bytes(access.element, self.elt))

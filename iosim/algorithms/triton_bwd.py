@@ -75,6 +75,15 @@ def triton_unsupported(workload: Workload) -> str | None:
     if workload.n_kv != workload.n:
         return (f"the Triton kernels are self-attention only (N_kv = N); got N = {workload.n}, "
                 f"N_kv = {workload.n_kv}: use {arg('n_kv', workload.n)} or another algorithm")
+    if workload.fp8_scales is not None:
+        return (f"the Triton kernels run fp16/bf16/fp32, not {arg('dtype', workload.dtype)}: use "
+                f"flash2 or splitkv")
+    if workload.latent_kv:
+        return (f"the Triton kernels read V apart from K; MLA's {arg('latent_kv')} cache runs "
+                f"with splitkv (or flash2)")
+    if workload.d_v != workload.d:
+        return (f"the Triton kernels take one head dim for Q, K and V (HEAD_DIM); got "
+                f"{arg('d', workload.d)}, {arg('d_v', workload.d_v)}: use flash2 or splitkv")
     if workload.sparsity != 1:
         return (f"the Triton kernels have no block-sparse mask: use {arg('sparsity', 1)} or "
                 "flash2")
@@ -86,22 +95,26 @@ def triton_unsupported(workload: Workload) -> str | None:
 
 _K = "kernels_bwd.py"
 DKDV_FLOPS = (
-    FlopCount("matmul", "score_d", 8, f"{_K} bwd_dkdv: Sᵀ = K Qᵀ, dV += Pᵀ dO, dPᵀ = V dOᵀ, "
-              "dK += dSᵀ Q: four matmuls, 2d each per score"),
+    FlopCount("matmul", "score_d", 4, f"{_K} bwd_dkdv: Sᵀ = K Qᵀ, dK += dSᵀ Q: 2d each per "
+              "score"),
+    FlopCount("matmul", "score_dv", 4, f"{_K} bwd_dkdv: dV += Pᵀ dO, dPᵀ = V dOᵀ: 2d_v each "
+              "per score"),
     FlopCount("elementwise", "score", 4, "P = exp2(S·scale − L): 2; dS = P∘(dP − D): 2"),
 )
 DQ_FLOPS = (
-    FlopCount("matmul", "score_d", 6, f"{_K} bwd_dq: S = Q Kᵀ, dP = dO Vᵀ, dQ += dS K: three "
-              "matmuls, 2d each per score (S and dP recomputed: the price of no atomics)"),
+    FlopCount("matmul", "score_d", 4, f"{_K} bwd_dq: S = Q Kᵀ, dQ += dS K: 2d each per score "
+              "(S and dP recomputed: the price of no atomics)"),
+    FlopCount("matmul", "score_dv", 2, f"{_K} bwd_dq: dP = dO Vᵀ: 2d_v per score"),
     FlopCount("elementwise", "score", 4, "P = exp2(S·scale − L): 2; dS = P∘(dP − D): 2"),
 )
 
 
 class TritonKernels(Flash2):
     name = "triton"
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "n_kv", "d", "sparsity",
-                             "page_size", "prefix_len"})
-    """The refusals read n, n_kv, sparsity (and unfused); the tiles, d; GQA adds the group sum."""
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "n_kv", "d", "d_v", "sparsity",
+                             "latent_kv", "page_size", "prefix_len"})
+    """The refusals read n, n_kv, d_v, sparsity, a page size, a shared prefix (and unfused); the
+    tiles, d; GQA adds the group sum."""
     title = ("iosim's Triton kernels: FA2 forward; backward as a D pre-pass, a K/V-outer dK/dV "
              "kernel and a Q-outer dQ kernel (no atomics)")
 
@@ -122,7 +135,7 @@ class TritonKernels(Flash2):
             bwd_q = select(inputs.d == d, t.block_m1, bwd_q)
             bwd_kv = select(inputs.d == d, t.block_n1, bwd_kv)
         fits = working_set_bytes(FORWARD_TILE[0], FORWARD_TILE[1], inputs.d,
-                                 inputs.element_bytes) <= inputs.sram_bytes
+                                 inputs.element_bytes, d_v=inputs.dv) <= inputs.sram_bytes
         return replace(tiles, block_q=FORWARD_TILE[0], block_kv=FORWARD_TILE[1], fits=fits,
                        bwd_block_q=bwd_q, bwd_block_kv=bwd_kv)
 
@@ -142,28 +155,28 @@ class TritonKernels(Flash2):
         t = backward_tiles(workload.d)
         dk, dv = dkv_names(workload)
         pre = Kernel("bwd_preprocess", "D = rowsum(dO∘O)", "elementwise", (
-            Access("O", "read", "prologue", "q", "d", f"{_K} bwd_preprocess: read O_i"),
-            Access("dO", "read", "prologue", "q", "d", f"{_K} bwd_preprocess: read dO_i"),
+            Access("O", "read", "prologue", "q", "dv", f"{_K} bwd_preprocess: read O_i"),
+            Access("dO", "read", "prologue", "q", "dv", f"{_K} bwd_preprocess: read dO_i"),
             Access("D", "write", "prologue", "q", "1",
                    f"{_K} bwd_preprocess: write D_i (FA2 Alg. 2 line 4)", element="fp32"),
-        ), (FlopCount("elementwise", "q_d", 2, "dO∘O and its row sum"),))
+        ), (FlopCount("elementwise", "q_dv", 2, "dO∘O and its row sum"),))
         dkdv = Kernel("bwd_dkdv", "dK, dV (K/V outer)", "fused", (
             Access("K", "read", "outer", "kv", "d", f"{_K} bwd_dkdv: load K_j (FA2 Alg. 2 line 6)"),
-            Access("V", "read", "outer", "kv", "d", f"{_K} bwd_dkdv: load V_j (FA2 Alg. 2 line 6)"),
+            Access("V", "read", "outer", "kv", "dv", f"{_K} bwd_dkdv: load V_j (FA2 Alg. 2 line 6)"),
             Access("Q", "read", "inner", "q", "d", f"{_K} bwd_dkdv: load Q_i (transposed)"),
             Access("L", "read", "inner", "q", "1", f"{_K} bwd_dkdv: load L_i", element="fp32"),
-            Access("dO", "read", "inner", "q", "d", f"{_K} bwd_dkdv: load dO_i"),
+            Access("dO", "read", "inner", "q", "dv", f"{_K} bwd_dkdv: load dO_i"),
             Access("D", "read", "inner", "q", "1", f"{_K} bwd_dkdv: load D_i", element="fp32"),
             Access(dk, "write", "outer_end", "kv", "d", f"{_K} bwd_dkdv: write dK_j"),
-            Access(dv, "write", "outer_end", "kv", "d", f"{_K} bwd_dkdv: write dV_j"),
+            Access(dv, "write", "outer_end", "kv", "dv", f"{_K} bwd_dkdv: write dV_j"),
         ), DKDV_FLOPS, loop="kv", grid="blocks", tile=(t.block_m1, t.block_n1))
         dq = Kernel("bwd_dq", "dQ (Q outer)", "fused", (
             Access("Q", "read", "outer", "q", "d", f"{_K} bwd_dq: load Q_i"),
-            Access("dO", "read", "outer", "q", "d", f"{_K} bwd_dq: load dO_i"),
+            Access("dO", "read", "outer", "q", "dv", f"{_K} bwd_dq: load dO_i"),
             Access("L", "read", "outer", "q", "1", f"{_K} bwd_dq: load L_i", element="fp32"),
             Access("D", "read", "outer", "q", "1", f"{_K} bwd_dq: load D_i", element="fp32"),
             Access("K", "read", "inner", "kv", "d", f"{_K} bwd_dq: load K_j (transposed)"),
-            Access("V", "read", "inner", "kv", "d", f"{_K} bwd_dq: load V_j (transposed)"),
+            Access("V", "read", "inner", "kv", "dv", f"{_K} bwd_dq: load V_j (transposed)"),
             Access("dQ", "write", "outer_end", "q", "d",
                    f"{_K} bwd_dq: write dQ_i once (FA2 Alg. 2 line 15, summed on chip)"),
         ), DQ_FLOPS, loop="q", grid="blocks", tile=(t.block_m2, t.block_n2))

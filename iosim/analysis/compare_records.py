@@ -41,7 +41,8 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
             "batch": w.batch, "heads": w.heads, "kv_heads": w.kv_heads, "n": w.n,
             "n_kv": w.n_kv, "d": w.d, "dtype": w.dtype, "element_bytes": w.element_bytes,
             "causal": w.causal, "pass": w.pass_, "unfused": list(w.unfused),
-            "sparsity": w.sparsity,
+            "sparsity": w.sparsity, "d_v": w.d_v, "latent_kv": w.latent_kv,
+            "output_dtype": w.output_dtype, "fp8_scales": w.fp8_scales,
             **{k: (list(v) if isinstance(v, tuple) else v) for k, v in (
                 ("page_size", w.page_size), ("prefix_len", w.prefix_len),
                 ("suffix_lens", w.suffix_lens)) if v is not None},

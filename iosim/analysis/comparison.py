@@ -126,11 +126,13 @@ class Comparison:
 
     @property
     def compulsory_hbm_bytes(self) -> int:
-        """Any exact forward: read Q, K, V once (K, V per KV head), write O once."""
+        """Any exact forward: read Q, K, V once (K, V per KV head; a latent cache's V is part
+        of K), write O once (in its output dtype)."""
         w = self.workload
-        q_o = 2 * w.batch * w.heads * w.n * w.d
-        k_v = 2 * w.batch * w.kv_heads * w.n_kv * w.d
-        return (q_o + k_v) * w.element_bytes
+        q = w.batch * w.heads * w.n * w.d
+        o = w.batch * w.heads * w.n * w.d_v
+        k_v = w.batch * w.kv_heads * w.n_kv * (w.d if w.latent_kv else w.d + w.d_v)
+        return (q + k_v) * w.element_bytes + o * w.output_element_bytes
 
     def algorithm(self, name: str) -> AlgorithmEstimate:
         """The estimate of the algorithm named `name` (KeyError if it was not run)."""

@@ -24,7 +24,7 @@ from iosim.estimates.roofline import roofs_for
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware
 from iosim.inputs.implementations import dtype_code
 from iosim.inputs.tiling import TilingInputs
-from iosim.inputs.units import DTYPE_BYTES
+from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES, FP8_OUTPUT_DTYPE
 
 
 def along(axis: str, values: Any) -> np.ndarray:
@@ -48,10 +48,14 @@ class Grid:
     n: np.ndarray
     n_kv: np.ndarray
     d: np.ndarray
+    d_v: np.ndarray
+    """V's head dim (d where the axis says None)."""
     batch: np.ndarray
     heads: np.ndarray
     kv_heads: np.ndarray
     element_bytes: np.ndarray
+    out_bytes: np.ndarray
+    """Bytes per element of O (bf16 for the FP8 dtypes, else the dtype's)."""
     sram_bytes: np.ndarray
     hbm_capacity: np.ndarray
     """Each GPU's HBM in bytes (over the GPU axis): what a point's footprint must fit."""
@@ -100,6 +104,8 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
     n, n_kv_given = ints("n"), ints("n_kv")
     heads, kv_given = ints("heads"), ints("kv_heads")
     elt = along("dtype", [DTYPE_BYTES[t] for t in spec.dtype]).astype(np.int64)
+    out = along("dtype", [DTYPE_BYTES[FP8_OUTPUT_DTYPE if t in FP8_DTYPES else t]
+                          for t in spec.dtype]).astype(np.int64)
     gpu_sram = along("gpu", [int(hw.sram_per_block_bytes) for hw in hardware]).astype(np.int64)
     sram_given, elements_given = ints("sram_bytes"), ints("sram_elements")
     sram = sram_bytes_of(gpu_sram, elt, sram_given, elements_given)
@@ -128,8 +134,10 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
         notes.extend(f"{hw.name}, {dtype}: {n}" for n in roofs.notes)
     n_kv = np.where(n_kv_given > 0, n_kv_given, n)
     kv_heads = np.where(kv_given > 0, kv_given, heads)
+    d, d_v_given = ints("d"), ints("d_v")
+    d_v = np.where(d_v_given > 0, d_v_given, d)
     sms = along("gpu", np.array([hw.sm_count or 0 for hw in hardware], dtype=np.int64))
-    tiling = TilingInputs(n, n_kv, ints("d"), heads, kv_heads, ints("batch"), elt, sram,
+    tiling = TilingInputs(n, n_kv, d, heads, kv_heads, ints("batch"), elt, sram,
                           along("pass_", np.array([p != "fwd" for p in spec.pass_])),
                           ints("block_q"), ints("block_kv"), ints("splits"), sms,
                           causal=along("causal", np.array(spec.causal, dtype=bool)),
@@ -138,9 +146,10 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                                                     for hw in hardware], dtype=np.int64)),
                           sram_per_sm=along("gpu", np.array(
                               [int(hw.sram_per_sm_bytes or 0) for hw in hardware],
-                              dtype=np.int64)), prefix_len=spec.prefix_len or 0)
-    grid = Grid(n=n, n_kv=n_kv, d=ints("d"), batch=ints("batch"), heads=heads,
-                kv_heads=kv_heads, element_bytes=elt, sram_bytes=sram,
+                              dtype=np.int64)), d_v=d_v, latent_kv=spec.latent_kv,
+                          prefix_len=spec.prefix_len or 0)
+    grid = Grid(n=n, n_kv=n_kv, d=d, d_v=d_v, batch=ints("batch"), heads=heads,
+                kv_heads=kv_heads, element_bytes=elt, out_bytes=out, sram_bytes=sram,
                 hbm_capacity=along("gpu", [float(hw.hbm_capacity_bytes) for hw in hardware]),
                 sparsity_num=num,
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,

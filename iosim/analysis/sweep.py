@@ -141,6 +141,8 @@ def _kernel_plan(spec: SweepSpec, algorithm: Algorithm, tiles: Tiles) -> _Kernel
         axes.add("n")  # N_kv defaults to N
     if "kv_heads" in axes and spec.kv_heads == (None,):
         axes.add("heads")  # kv_heads defaults to heads
+    if "d_v" in axes and spec.d_v == (None,):
+        axes.add("d")  # d_v defaults to d
     read_axes = [a for a in WORKLOAD_AXES if a in axes and len(spec.values(a)) > 1]
     split_values: list[int] = [1]
     split_index: Any = 0
@@ -247,6 +249,8 @@ class _ArrayWorkload:
     kv_heads: Any
     element_bytes: Any
     pass_: str
+    d_v: Any
+    output_element_bytes: Any
 
 
 def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles,
@@ -256,7 +260,8 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
     `compare` runs (kernel_cost, total_cost, and the footprint), on arrays."""
     saved, fixed, pass_ = kept
     held = footprint_bytes(kernels, _ArrayWorkload(g.n, g.n_kv, g.d, g.batch, g.heads,
-                                                   g.kv_heads, g.element_bytes, pass_),
+                                                   g.kv_heads, g.element_bytes, pass_, g.d_v,
+                                                   g.out_bytes),
                            saved=saved, splits=t.splits, fixed=fixed)
     put("fits_in_hbm", held <= g.hbm_capacity)
     if algorithm.tiled:
@@ -266,7 +271,8 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
     dims = Dims(n_q=g.n, n_kv=g.n_kv, d=g.d, batch=g.batch, heads=g.heads, kv_heads=g.kv_heads,
                 element_bytes=g.element_bytes, block_q=block_q, block_kv=block_kv, causal=causal,
                 splits=t.splits, sparsity_num=g.sparsity_num, sparsity_den=g.sparsity_den,
-                bwd_block_q=t.bwd_block_q, bwd_block_kv=t.bwd_block_kv, page_size=g.page_size)
+                bwd_block_q=t.bwd_block_q, bwd_block_kv=t.bwd_block_kv, d_v=g.d_v,
+                out_bytes=g.out_bytes, page_size=g.page_size)
     sums_cache: dict[tuple[bool, str, bool, tuple[int, int] | None], BlockSums] = {}
 
     def sums_of(kernel: Kernel) -> BlockSums:

@@ -101,14 +101,14 @@ class SweepResult:
         raise KeyError(name)
 
     def axis_values(self, axis: str, cut: slice = slice(None)) -> np.ndarray:
-        """Each point's value on an axis, defaults resolved (kv_heads = heads, n_kv = n); `cut`
+        """Each point's value on an axis, defaults resolved (kv_heads = heads, n_kv = n, d_v = d); `cut`
         keeps those points only (a streamed chunk indexes its own points, not all)."""
         index = self.index[axis][cut]
         if axis == "gpu":
             return np.asarray(np.array([h.name for h in self.hardware], dtype=object)[index])
-        if axis == "kv_heads" or axis == "n_kv":
+        if axis in ("kv_heads", "n_kv", "d_v"):
             own = int_values(self.spec.values(axis))[index]
-            other = self.axis_values("heads" if axis == "kv_heads" else "n", cut)
+            other = self.axis_values({"kv_heads": "heads", "n_kv": "n", "d_v": "d"}[axis], cut)
             return np.asarray(np.where(own > 0, own, other))
         values = self.spec.values(axis)
         if axis == "sparsity":
@@ -138,8 +138,10 @@ class SweepResult:
             return np.stack(arrays, axis=1).reshape(-1)
 
         cols: dict[str, np.ndarray] = {}
-        for axis in ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
-                     "n_kv", "sparsity"):
+        for axis in ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "d_v",
+                     "n", "n_kv", "sparsity"):
+            if axis == "d_v" and self.spec.d_v == (None,):
+                continue  # d_v = d everywhere: the d column says it (the columns stay as before)
             cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis, cut))
         cols["sram_bytes"] = per_point(self.sram_bytes[cut])
         points = len(self.sram_bytes[cut])
@@ -182,6 +184,9 @@ class SweepResult:
             elif axis == "splits":
                 if value is not None:
                     out.append(f"splits {value}")
+            elif axis == "d_v":
+                if value is not None:
+                    out.append(f"d_v {value:,}")
             elif axis == "sram_elements":
                 if value is not None:
                     out.append(f"M {value:,} elements")
@@ -195,6 +200,10 @@ class SweepResult:
                             "block_kv": "B_c by Alg. 1 line 1"}[axis])
             else:
                 out.append(f"{_LABELS.get(axis, axis)} {value:,}")
+        if self.spec.latent_kv:
+            out.append("latent KV (V = K[:, :d_v])")
+        if self.spec.fp8_scales:
+            out.append(f"FP8 {self.spec.fp8_scales} scales")
         return out
 
     def metadata(self) -> dict[str, Any]:
@@ -204,9 +213,12 @@ class SweepResult:
             "schema": SCHEMA,
             "iosim_version": __version__,
             "points": self.points,
-            "axes": {("pass" if a == "pass_" else a): list(spec.values(a)) for a in AXES},
+            "axes": {("pass" if a == "pass_" else a): list(spec.values(a)) for a in AXES
+                     if a != "d_v" or spec.d_v != (None,)},
             "gpus": [h.name for h in self.hardware],
             "unfused": list(spec.unfused),
+            **({"latent_kv": True} if spec.latent_kv else {}),
+            **({"fp8_scales": spec.fp8_scales} if spec.fp8_scales else {}),
             **({"page_size": spec.page_size} if spec.page_size is not None else {}),
             **({"prefix_len": spec.prefix_len, "suffix_lens": list(spec.suffix_lens or ())}
                if spec.prefix_len is not None else {}),

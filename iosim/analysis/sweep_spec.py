@@ -27,20 +27,21 @@ from iosim.inputs.limits import (
     check_int,
     check_sram_bytes,
 )
-from iosim.inputs.units import DTYPE_BYTES
+from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 from iosim.inputs.workload import Workload
 
 SCHEMA = "iosim.sweep/1"
 
-AXES: tuple[str, ...] = ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n",
-                         "n_kv", "sparsity", "sram_bytes", "sram_elements", "block_q", "block_kv",
-                         "splits")
+AXES: tuple[str, ...] = ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d",
+                         "d_v", "n", "n_kv", "sparsity", "sram_bytes", "sram_elements", "block_q",
+                         "block_kv", "splits")
 """Grid axes, slowest-varying first: points are enumerated in this (C) order."""
 
-WORKLOAD_AXES = ("dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "n", "n_kv",
-                 "sparsity")
-DEFAULTABLE = ("kv_heads", "n_kv", "sram_bytes", "sram_elements", "block_q", "block_kv", "splits")
-"""Axes whose value None means "the default": kv_heads = heads, n_kv = n, the GPU's SRAM,
+WORKLOAD_AXES = ("dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "d_v", "n",
+                 "n_kv", "sparsity")
+DEFAULTABLE = ("kv_heads", "n_kv", "d_v", "sram_bytes", "sram_elements", "block_q", "block_kv",
+               "splits")
+"""Axes whose value None means "the default": kv_heads = heads, n_kv = n, d_v = d, the GPU's SRAM,
 Alg. 1 line 1's block sizes, FlashAttention-2's split heuristic. In the int64 grids None is 0."""
 
 MAX_POINTS = 5_000_000
@@ -63,6 +64,8 @@ class SweepSpec:
     gpu: tuple[str, ...]
     n_kv: tuple[int | None, ...] = (None,)
     d: tuple[int, ...] = (64,)
+    d_v: tuple[int | None, ...] = (None,)
+    """V's head dim (None: d)."""
     heads: tuple[int, ...] = (1,)
     kv_heads: tuple[int | None, ...] = (None,)
     batch: tuple[int, ...] = (1,)
@@ -79,6 +82,11 @@ class SweepSpec:
     """splitkv's KV splits (None: flash_api.cpp's heuristic); other algorithms ignore it."""
     unfused: tuple[str, ...] = ()
     """Not an axis: the same unfused standard pipeline at every point."""
+    latent_kv: bool = False
+    """Not an axis: MLA's latent cache (V inside K) at every point."""
+    fp8_scales: str | None = None
+    """Not an axis: the FP8 scale granularity of the points whose dtype is fp8_e4m3/fp8_e5m2
+    (None: "tensor")."""
     page_size: int | None = None
     """Not an axis: the same paged KV cache (tokens per page) at every point (None: contiguous);
     its effect on the bytes is the block table's few entries (algorithms/paging.py)."""
@@ -126,6 +134,10 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
     for axis in AXES:
         if not spec.values(axis):
             raise IosimError(f"{arg(axis)} has no values; give at least one")
+    if spec.fp8_scales is not None and not set(spec.dtype) & set(FP8_DTYPES):
+        raise IosimError(f"{arg('fp8_scales', spec.fp8_scales)} needs an FP8 dtype among "
+                         f"{arg('dtype')}; add {FP8_DTYPES[0]} or drop {arg('fp8_scales')}",
+                         param="fp8_scales")
     points = spec.points
     if points > MAX_POINTS:
         raise IosimError(
@@ -151,6 +163,8 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
     for v in spec.n_kv:
         if v is not None:
             spec_workload(spec, n_kv=v)
+    for d, d_v in itertools.product(spec.d, spec.d_v):
+        spec_workload(spec, d=d, d_v=d_v)
     for h, kv in itertools.product(spec.heads, spec.kv_heads):
         spec_workload(spec, heads=h, kv_heads=kv)
     algorithms = choose_algorithms(spec.algorithms, splits_given=spec.splits != (None,))
@@ -164,7 +178,8 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
         seen[r.hardware.name] = r.requested
     for hw, dtype in itertools.product(hardware, spec.dtype):
         roofs_for(hw, dtype, spec.profile)  # raises when the YAML lacks that dtype's peak
-    biggest = (float(max(spec.n)) * max(v or max(spec.n) for v in spec.n_kv) * max(spec.d)
+    biggest = (float(max(spec.n)) * max(v or max(spec.n) for v in spec.n_kv)
+               * max([*spec.d, *(v for v in spec.d_v if v is not None)])
                * max(spec.batch) * max(spec.heads))
     if biggest >= INT64_HEADROOM:
         raise IosimError(
@@ -196,7 +211,10 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
         first["n_kv"] = None
     if "heads" in values and "kv_heads" not in values and spec.kv_heads == (None,):
         first["kv_heads"] = None
+    if "d" in values and "d_v" not in values and spec.d_v == (None,):
+        first["d_v"] = None
     pass_ = first.pop("pass_")
-    return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused,
-                    page_size=spec.page_size, prefix_len=spec.prefix_len,
-                    suffix_lens=spec.suffix_lens, **first)
+    scales = spec.fp8_scales if first["dtype"] in FP8_DTYPES else None
+    return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, latent_kv=spec.latent_kv,
+                    fp8_scales=scales, page_size=spec.page_size,
+                    prefix_len=spec.prefix_len, suffix_lens=spec.suffix_lens, **first)

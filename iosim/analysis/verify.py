@@ -43,6 +43,7 @@ from iosim.execute.run import passes_of
 from iosim.inputs.ints import check_count
 from iosim.inputs.limits import check_int
 from iosim.inputs.tiling import Tiling
+from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import Workload
 
 MODEL_DTYPE = {"float64": "fp32", "float32": "fp32", "float16": "fp16"}
@@ -131,7 +132,10 @@ def verify(
     if dtype not in EXECUTOR_DTYPES:
         raise IosimError(f"unknown {arg('dtype')} '{dtype}'; use one of "
                          f"{', '.join(EXECUTOR_DTYPES)}")
-    model = workload.with_(dtype=MODEL_DTYPE[dtype])
+    # an FP8 workload keeps its dtype (its scales are terms of the count); any other is counted
+    # in the model dtype of the run's numbers
+    fp8 = workload.dtype in FP8_DTYPES
+    model = workload if fp8 else workload.with_(dtype=MODEL_DTYPE[dtype])
     check_count("block_q", block_q)
     check_count("block_kv", block_kv)
     check_int("seed", seed, low=0, high=2**64 - 1)  # numpy's generators take no negative seed
@@ -156,10 +160,11 @@ def verify(
     sram_bytes = parse_sram(sram)
     if sram_bytes is None:
         sram_bytes = default_sram_bytes(model.pass_, block_q, block_kv, (block_q, block_kv),
-                                        workload.d, prec)
+                                        workload.d, prec, workload.d_v, workload.latent_kv)
         if model.pass_ == "fwd":
+            tiles = "K_j (V_j inside it)" if model.latent_kv else "K_j, V_j"
             sram_source = (f"the working set of {block_q}×{block_kv} blocks in {dtype}: Q_i, O_i, "
-                           f"K_j, V_j and l_i, m_i")
+                           f"{tiles} and l_i, m_i")
         else:  # the backward holds more tiles (execute.backward_sram_bytes)
             sram_source = (f"the backward's working set of {block_q}×{block_kv} blocks in {dtype} "
                            f"(the larger pass)")
@@ -190,7 +195,7 @@ def verify(
     reference = reference_attention(model, inputs, **masks)
     standard_out = runs["standard"].output.astype(np.float64)
     grad_reference = reference_gradients(model, inputs, **masks) if backward else {}
-    bytes_checked = dtype != "float64"
+    bytes_checked = dtype != "float64" and not fp8  # NumPy has no 8-bit float to store
 
     checks = []
     for a in chosen:

@@ -13,7 +13,7 @@ from iosim.analysis.split_choice import SplitChoice
 from iosim.errors import IosimError, arg
 from iosim.inputs.limits import excerpt
 from iosim.inputs.units import DTYPE_BYTES
-from iosim.inputs.workload import PASSES, UNFUSED_OPS, Workload
+from iosim.inputs.workload import FP8_SCALES, PASSES, UNFUSED_OPS, Workload
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,6 +58,25 @@ def _workload_options(f: F, *, n: int | None, heads: int, batch: int) -> F:
         click.option("--unfused", default=None, metavar="LIST",
                      help=f"Extra N×N elementwise kernels of an unfused standard pipeline: "
                           f"any of {','.join(UNFUSED_OPS)}."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def head_dim_options(f: F) -> F:
+    """--d-v, --latent-kv, --fp8-scales: V's own head dim, MLA's latent cache, FP8's scales
+    (issue 14 items 4-5; docs/variants-mla-fp8.md)."""
+    options = [
+        click.option("--d-v", "d_v", type=int, default=None,
+                     help="Head dimension of V and O (default: --d); MLA prefill: --d 192 "
+                          "--d-v 128."),
+        click.option("--latent-kv", is_flag=True,
+                     help="MLA absorbed decoding: K and V are one latent cache (--kv-heads 1, "
+                          "--d 576 --d-v 512), V its first d_v columns, never read apart."),
+        click.option("--fp8-scales", type=click.Choice(list(FP8_SCALES)), default=None,
+                     help="FP8 descale factors read from HBM: per (batch, KV head) tensor, or "
+                          "per block (needs --dtype fp8_e4m3|fp8_e5m2; default: tensor)."),
     ]
     for option in reversed(options):
         f = option(f)
@@ -215,14 +234,15 @@ def comparison_options(f: F) -> F:
 def comparison_options_with(**defaults: Any) -> Callable[[F], F]:
     """comparison_options with other workload defaults (as workload_options takes them)."""
     def apply(g: F) -> F:
-        with_workload: F = workload_options(
-            decoding_options(tiling_options(impl_options(algorithm_options(g)))), **defaults)
+        with_workload: F = workload_options(head_dim_options(decoding_options(tiling_options(
+            impl_options(algorithm_options(g))))), **defaults)
         return gpu_option(with_workload)
     return apply
 
 
 WORKLOAD_PARAMS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal", "unfused",
-                   "pass_", "sparsity", "page_size", "prefix_len", "suffix_lens")
+                   "pass_", "sparsity", "d_v", "latent_kv", "fp8_scales", "page_size", "prefix_len",
+                   "suffix_lens")
 COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo", "splits",
                   "profile", "force", "impl", "tiles")
 
@@ -236,7 +256,9 @@ def workload_from(params: dict[str, Any]) -> Workload:
                     causal=params["causal"],
                     unfused=tuple(comma_list(params["unfused"]) or ()),
                     pass_=params.get("pass_", "fwd"),
-                    sparsity=1.0 if sparsity is None else sparsity, **sizes)
+                    sparsity=1.0 if sparsity is None else sparsity,
+                    d_v=params.get("d_v"), latent_kv=params.get("latent_kv", False),
+                    fp8_scales=params.get("fp8_scales"), **sizes)
 
 
 def compare_arguments(params: dict[str, Any]) -> dict[str, Any]:

@@ -47,7 +47,14 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
 @click.option("--n-kv", metavar="RANGE", callback=_ints("--n-kv"),
               help="Key/value lengths (default: = N at each point).")
 @click.option("--d", "d", default="64", show_default=True, metavar="RANGE", callback=_ints("--d"),
-              help="Head dimensions.")
+              help="Head dimensions (of Q·K).")
+@click.option("--d-v", metavar="RANGE", callback=_ints("--d-v"),
+              help="Head dimensions of V and O (default: = d at each point; MLA: 128 with d 192).")
+@click.option("--latent-kv", is_flag=True,
+              help="MLA absorbed decoding at every point: V is the first d_v columns of the "
+                   "one latent KV head (--kv-heads 1, --d 576 --d-v 512).")
+@click.option("--fp8-scales", type=click.Choice(["tensor", "block"]), default=None,
+              help="FP8 descale granularity of the fp8_e4m3/fp8_e5m2 points (default: tensor).")
 @click.option("--heads", default="1", show_default=True, metavar="RANGE",
               callback=_ints("--heads"), help="Query heads.")
 @click.option("--kv-heads", metavar="RANGE", callback=_ints("--kv-heads"),
@@ -97,7 +104,8 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
               help="Also write the figures (PNG and SVG) into DIR.")
 @click.option("--force", is_flag=True, help="Let --plot overwrite figures already in DIR.")
 def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
-                  d: tuple[int, ...], heads: tuple[int, ...], kv_heads: tuple[int, ...] | None,
+                  d: tuple[int, ...], d_v: tuple[int, ...] | None, heads: tuple[int, ...],
+                  kv_heads: tuple[int, ...] | None, latent_kv: bool, fp8_scales: str | None,
                   batch: tuple[int, ...], dtype: str, causal: str, pass_: str,
                   unfused: str | None, page_size: int | None, prefix_len: int | None,
                   suffix_lens: str | None, block_q: tuple[int | None, ...] | None,
@@ -125,8 +133,9 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         batch = (len(suffixes),) if batch == (1,) else batch
         n_kv = n_kv or (prefix_len + max(suffixes),)
     spec = SweepSpec(
-        n=n, gpu=parse_names(gpu, "--gpu"), n_kv=n_kv or (None,), d=d, heads=heads,
-        kv_heads=kv_heads or (None,), batch=batch,
+        n=n, gpu=parse_names(gpu, "--gpu"), n_kv=n_kv or (None,), d=d, d_v=d_v or (None,),
+        heads=heads,
+        kv_heads=kv_heads or (None,), batch=batch, latent_kv=latent_kv, fp8_scales=fp8_scales,
         dtype=parse_choices(dtype, "--dtype", list(DTYPE_BYTES)),
         causal=parse_booleans(causal, "--causal"),
         pass_=parse_choices(pass_, "--pass", list(PASSES)),

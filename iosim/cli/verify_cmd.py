@@ -37,6 +37,13 @@ def executor_dtype(value: str) -> str:
 @click.option("--n", "n", type=int, required=True, help="Query sequence length N.")
 @click.option("--n-kv", type=int, default=None, help="Key/value length (default: --n).")
 @click.option("--d", "d", type=int, default=64, show_default=True, help="Head dimension.")
+@click.option("--d-v", "d_v", type=int, default=None,
+              help="Head dimension of V and O (default: --d).")
+@click.option("--latent-kv", is_flag=True,
+              help="MLA's latent cache: V is the first --d-v columns of K (--kv-heads 1).")
+@click.option("--fp8-scales", type=click.Choice(["tensor", "block"]), default=None,
+              help="Count the workload as FP8 (e4m3, FA3's forward) with these descale "
+                   "factors; the executor quantises and dequantises (its numbers stay --dtype).")
 @click.option("--heads", type=int, default=1, show_default=True, help="Query heads.")
 @click.option("--kv-heads", type=int, default=None, help="Key/value heads, GQA/MQA (default: --heads).")
 @click.option("--batch", type=int, default=1, show_default=True, help="Batch size.")
@@ -70,7 +77,9 @@ def executor_dtype(value: str) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Output format.")
 @decoding_options
-def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int | None, batch: int,
+def verify_command(n: int, n_kv: int | None, d: int, d_v: int | None, latent_kv: bool,
+                   fp8_scales: str | None, heads: int,
+                   kv_heads: int | None, batch: int,
                    causal: bool, sparsity: float, dtype: str, block: int, block_q: int | None,
                    block_kv: int | None, sram: str | None, algo: str | None, splits: int | None,
                    seed: int, unfused: str | None, dropout_p: float, pass_: str,
@@ -95,7 +104,9 @@ def verify_command(n: int, n_kv: int | None, d: int, heads: int, kv_heads: int |
          "suffix_lens": suffix_lens})}
     workload = Workload(n, d=d, heads=heads, kv_heads=kv_heads,
                         causal=causal, pass_=pass_,  # type: ignore[arg-type]
-                        unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity, **sizes)
+                        unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity, d_v=d_v,
+                        latent_kv=latent_kv, fp8_scales=fp8_scales,
+                        dtype="fp8_e4m3" if fp8_scales else "fp16", **sizes)
     result = verify(workload, algorithms=comma_list(algo), dtype=dtype,
                     block_q=block if block_q is None else block_q,
                     block_kv=block if block_kv is None else block_kv,

@@ -48,12 +48,14 @@ class Footprint:
 def _tensor_bytes(access: Access, workload: Workload, splits: int = 1) -> int:
     """Size in HBM of the whole tensor an access touches (every split's copy of a partial)."""
     length = workload.n if access.rows == "q" else workload.n_kv
-    width = row_width(access.cols, workload.d, workload.n_kv)
+    width = row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
     per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
     instances = workload.batch * (workload.kv_heads if per_kv else workload.heads)
     copies = splits if access.per_split else 1
-    size = length * width * instances * copies * element_bytes(access.element,
-                                                                workload.element_bytes)
+    if access.scale:
+        return 0  # FP8 descale factors: a few bytes per (batch, head), not modelled as held
+    size = length * width * instances * copies * element_bytes(
+        access.element, workload.element_bytes, workload.output_element_bytes)
     return int(size) if np.ndim(size) == 0 else size  # arrays in a sweep (footprint_bytes)
 
 
@@ -111,14 +113,14 @@ def _held(kernels: Sequence[Kernel], workload: Any, saved: Sequence[Access], spl
     """(inputs+outputs, per kernel the N×N and saved tensors alive during it, statistics,
     workspace, saved tensors): the pieces of `footprint` (see its docstring)."""
     io_tensors = [Access("Q", "read", "prologue", "q", "d", ""),
-                  Access("O", "read", "prologue", "q", "d", ""),
+                  Access("O", "read", "prologue", "q", "dv", "", element="out"),
                   Access("K", "read", "prologue", "kv", "d", ""),
-                  Access("V", "read", "prologue", "kv", "d", "")]
+                  Access("V", "read", "prologue", "kv", "dv", "")]
     if workload.pass_ != "fwd":
-        io_tensors += [Access("dO", "read", "prologue", "q", "d", ""),
+        io_tensors += [Access("dO", "read", "prologue", "q", "dv", ""),
                        Access("dQ", "read", "prologue", "q", "d", ""),
                        Access("dK", "read", "prologue", "kv", "d", ""),
-                       Access("dV", "read", "prologue", "kv", "d", "")]
+                       Access("dV", "read", "prologue", "kv", "dv", "")]
     io = sum(_tensor_bytes(a, workload) for a in io_tensors)
     saved_bytes = {a.tensor: _tensor_bytes(a, workload, splits) for a in saved}
     written = set(saved_bytes) if workload.pass_ == "bwd" else set()
@@ -131,5 +133,5 @@ def _held(kernels: Sequence[Kernel], workload: Any, saved: Sequence[Access], spl
     stats = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
              if a.cols == "1" and a.op == "write"}
     workspace = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
-                 if a.cols == "d" and a.op == "write" and a.tensor not in IO_TENSORS}
+                 if a.cols in ("d", "dv") and a.op == "write" and a.tensor not in IO_TENSORS}
     return io, candidates, stats, workspace, saved_bytes

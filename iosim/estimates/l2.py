@@ -139,6 +139,10 @@ class _ClosedForm:
                 else None
             written: set[str] = set()
             for access, term in zip(kernel.accesses, mine.terms, strict=True):
+                if access.scale:
+                    terms.append(DramTerm(kernel.name, access.tensor, access.op, term.bytes,
+                                          term.bytes, "FP8 scales: the L2-oblivious count"))
+                    continue
                 size = tensor_bytes(access, self.w, per_head=False)
                 hit, dirty = carried[access.tensor]
                 if serial is not None and access.where == "inner" and access.rows != kernel.loop:
@@ -200,9 +204,12 @@ class _ClosedForm:
         block = block_q if kernel.loop == "q" else block_kv
         read = write = 0.0
         for a in kernel.accesses:
+            if a.scale:
+                continue
             if a.where in ("outer", "outer_end") or (a.where == "inner" and a.rows == kernel.loop):
-                width = row_width(a.cols, self.w.d, self.w.n_kv)
-                tile = block * width * element_bytes(a.element, self.w.element_bytes)
+                width = row_width(a.cols, self.w.d, self.w.n_kv, self.w.d_v)
+                tile = block * width * element_bytes(a.element, self.w.element_bytes,
+                                                     self.w.output_element_bytes)
                 if a.op == "read":
                     read += tile
                 else:
@@ -283,10 +290,12 @@ class _ClosedForm:
         row_bytes = 0.0
         seen = set()
         for a in kernel.accesses:
-            if a.where == "inner" and a.rows != kernel.loop and a.tensor not in seen:
+            if a.where == "inner" and a.rows != kernel.loop and a.tensor not in seen \
+                    and not a.scale:
                 seen.add(a.tensor)
-                width = row_width(a.cols, self.w.d, self.w.n_kv)
-                row_bytes += width * element_bytes(a.element, self.w.element_bytes)
+                width = row_width(a.cols, self.w.d, self.w.n_kv, self.w.d_v)
+                row_bytes += width * element_bytes(a.element, self.w.element_bytes,
+                                                   self.w.output_element_bytes)
         tile = kernel_blocks(kernel, self.tiling, self.w.n, self.w.n_kv)[0] * row_bytes
         outer_tile = sum(tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
                          if a.where == "outer") / max(1, outer_count)

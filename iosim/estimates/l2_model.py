@@ -78,15 +78,19 @@ def programs_per_sm_estimate(workload: Workload, tiling: Tiling | None, hardware
     if tiling is None:
         return 1
     per_sm = hardware.sram_per_sm_bytes or hardware.sram_per_block_bytes
-    shared = (tiling.block_q + 4 * tiling.block_kv) * workload.d * workload.element_bytes
+    shared = ((tiling.block_q + 2 * tiling.block_kv) * workload.d
+              + 2 * tiling.block_kv * workload.d_v) * workload.element_bytes
     return max(1, int(per_sm // shared))
 
 
 def tensor_bytes(access: Access, workload: Workload, *, per_head: bool) -> int:
     """Bytes of the whole tensor an access touches (one head's, or all heads')."""
     length = workload.n if access.rows == "q" else workload.n_kv
-    width = row_width(access.cols, workload.d, workload.n_kv)
-    size = length * width * element_bytes(access.element, workload.element_bytes)
+    if access.scale:
+        return 0  # FP8 descale factors: a few bytes per program (their terms stay oblivious)
+    width = row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
+    size = length * width * element_bytes(access.element, workload.element_bytes,
+                                          workload.output_element_bytes)
     if per_head:
         return int(size)
     kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS

@@ -213,7 +213,7 @@ def kernel_cost(kernel: Kernel, dims: Dims, *, bandwidth: Any, matmul_peak: Any,
     write: Any = 0
     for access in kernel.accesses:
         moved = access_elements(access, kernel, dims, sums) * element_bytes(
-            access.element, dims.element_bytes)
+            access.element, dims.element_bytes, dims.out_bytes)
         if access.op == "read":
             read = read + moved
         else:

@@ -53,8 +53,9 @@ def scheduled_compute_s(kernel: Kernel, workload: Workload, tiling: Tiling | Non
     """The kernel's compute time by the list schedule (see the module docstring)."""
     block_q, block_kv = kernel_blocks(kernel, tiling, workload.n, workload.n_kv)
     tile = block_q * block_kv
-    matmul = sum(f.coefficient * (workload.d if f.per == "score_d" else 1)
-                 for f in kernel.flops if f.kind == "matmul" and f.per in ("score", "score_d"))
+    width = {"score": 1, "score_d": workload.d, "score_dv": workload.d_v}
+    matmul = sum(f.coefficient * width[f.per]
+                 for f in kernel.flops if f.kind == "matmul" and f.per in width)
     elementwise = sum(f.coefficient for f in kernel.flops
                       if f.kind == "elementwise" and f.per == "score")
     slots = sm_count * schedule.per_sm(workload.d)

@@ -38,5 +38,6 @@ def resident_rereads(kernel_name: str, algorithm: str, workload: Workload,
             continue
         per_pair = access_elements(replace(access, where="inner"), kernel, dims, sums)
         once = access_elements(access, kernel, dims, sums)
-        extra += int(per_pair - once) * element_bytes(access.element, workload.element_bytes)
+        extra += int(per_pair - once) * element_bytes(access.element, workload.element_bytes,
+                                                      workload.output_element_bytes)
     return extra

@@ -47,9 +47,10 @@ def saved_for_backward(forward: Sequence[Kernel], backward: Sequence[Kernel]) ->
 
 def convention_flops(workload: Workload, *, recompute: bool) -> int:
     """FLOPs by the FA2/FA3 convention for the workload's pass (see the module docstring), as
-    an exact integer: 4·N·N_kv·d·heads·batch (halved when causal) is even, so ×2.5 is exact."""
+    an exact integer: 2·N·N_kv·(d + d_v)·heads·batch (QKᵀ 2·N·N_kv·d, PV 2·N·N_kv·d_v; with
+    d = d_v the convention's 4·N·N_kv·d), halved when causal."""
     w = workload
-    forward = 4 * w.n * w.n_kv * w.d * w.heads * w.batch // (2 if w.causal else 1)
+    forward = 2 * w.n * w.n_kv * (w.d + w.d_v) * w.heads * w.batch // (2 if w.causal else 1)
     backward = forward * 5 // 2 if recompute else forward * 2
     return {"fwd": forward, "bwd": backward, "fwdbwd": forward + backward}[w.pass_]
 
@@ -61,8 +62,9 @@ def compulsory_backward_bytes(workload: Workload) -> int:
     w = workload
     q_rows = w.batch * w.heads * w.n
     kv_rows = w.batch * w.kv_heads * w.n_kv
-    return (3 * q_rows + 2 * kv_rows) * w.d * w.element_bytes + q_rows * STAT_BYTES + (
-        q_rows + 2 * kv_rows) * w.d * w.element_bytes
+    reads = (q_rows * (w.d + 2 * w.d_v) + kv_rows * (w.d + w.d_v)) * w.element_bytes  # Q, O, dO; K, V
+    writes = (q_rows * w.d + kv_rows * (w.d + w.d_v)) * w.element_bytes  # dQ; dK, dV
+    return reads + q_rows * STAT_BYTES + writes
 
 
 @dataclass(frozen=True, slots=True)

@@ -42,8 +42,8 @@ def _allocate_grads(run: Run) -> tuple[str, str]:
     dk, dv = _grad_names(pr)
     heads = pr.heads if pr.group > 1 else pr.kv_heads
     hbm.allocate("dQ", (pr.batch, pr.heads, pr.n_q, pr.d), pc.storage)
-    for name in (dk, dv):
-        hbm.allocate(name, (pr.batch, heads, pr.n_kv, pr.d), pc.storage)
+    hbm.allocate(dk, (pr.batch, heads, pr.n_kv, pr.d), pc.storage)
+    hbm.allocate(dv, (pr.batch, heads, pr.n_kv, pr.dv), pc.storage)
     return dk, dv
 
 
@@ -70,12 +70,12 @@ def group_sum(run: Run) -> None:
     if pr.group == 1:
         return
     hbm.allocate("dK", (pr.batch, pr.kv_heads, pr.n_kv, pr.d), pc.storage)
-    hbm.allocate("dV", (pr.batch, pr.kv_heads, pr.n_kv, pr.d), pc.storage)
+    hbm.allocate("dV", (pr.batch, pr.kv_heads, pr.n_kv, pr.dv), pc.storage)
     with hbm.kernel("bwd_sum_dkdv"):
         for b in range(pr.batch):
             for kv in range(pr.kv_heads):
                 dk = np.zeros((pr.n_kv, pr.d), dtype=pc.compute)
-                dv = np.zeros((pr.n_kv, pr.d), dtype=pc.compute)
+                dv = np.zeros((pr.n_kv, pr.dv), dtype=pc.compute)
                 for h in range(kv * pr.group, (kv + 1) * pr.group):  # read every share ...
                     dk += hbm.read("dK_expanded", b, h).astype(pc.compute)
                     dv += hbm.read("dV_expanded", b, h).astype(pc.compute)
@@ -177,9 +177,9 @@ def flash1_backward(run: Run) -> None:
                 v = hbm.read("V", b, pr.kv_head(h), k0, k1)
                 # line 8: initialise dK_j = (0), dV_j = (0) on SRAM
                 dk = np.zeros((cols, d), dtype=cdt)
-                dv = np.zeros((cols, d), dtype=cdt)
-                for name in ("K_j", "V_j", "dK_j", "dV_j"):
-                    sram.hold(name, cols * d, pc.storage_bytes)
+                dv = np.zeros((cols, pr.dv), dtype=cdt)
+                for name, width in (("K_j", d), ("V_j", pr.dv), ("dK_j", d), ("dV_j", pr.dv)):
+                    sram.hold(name, cols * width, pc.storage_bytes)
                 for i, (q0, q1) in enumerate(row_blocks):  # line 9
                     if not computed[i, j]:
                         continue  # causal skip, or a zero block of a block-sparse mask
@@ -191,8 +191,8 @@ def flash1_backward(run: Run) -> None:
                     dq = hbm.read("dQ", b, h, q0, q1).astype(cdt)
                     l_i = hbm.read("l", b, h, q0, q1).astype(cdt)
                     m_i = hbm.read("m", b, h, q0, q1).astype(cdt)
-                    for name in ("Q_i", "O_i", "dO_i", "dQ_i"):
-                        sram.hold(name, rows * d, pc.storage_bytes)
+                    for name, width in (("Q_i", d), ("O_i", pr.dv), ("dO_i", pr.dv), ("dQ_i", d)):
+                        sram.hold(name, rows * width, pc.storage_bytes)
                     sram.hold("l_i", rows, pc.stats_bytes)
                     sram.hold("m_i", rows, pc.stats_bytes)
                     # line 11: S_ij = τ Q_i K_jᵀ (masked)
@@ -262,9 +262,9 @@ def flash2_backward(run: Run) -> None:
                 k = hbm.read("K", b, pr.kv_head(h), k0, k1)  # Alg. 2 line 6: load K_j, V_j
                 v = hbm.read("V", b, pr.kv_head(h), k0, k1)
                 dk = np.zeros((cols, d), dtype=cdt)  # line 7: dK_j = (0), dV_j = (0) on chip
-                dv = np.zeros((cols, d), dtype=cdt)
-                for name in ("K_j", "V_j", "dK_j", "dV_j"):
-                    sram.hold(name, cols * d, pc.storage_bytes)
+                dv = np.zeros((cols, pr.dv), dtype=cdt)
+                for name, width in (("K_j", d), ("V_j", pr.dv), ("dK_j", d), ("dV_j", pr.dv)):
+                    sram.hold(name, cols * width, pc.storage_bytes)
                 for i, (q0, q1) in enumerate(row_blocks):  # line 8
                     if not computed[i, j]:
                         continue  # causal skip, or a zero block of a block-sparse mask
@@ -277,7 +277,7 @@ def flash2_backward(run: Run) -> None:
                     lse = hbm.read("L", b, h, q0, q1).astype(cdt)
                     big_d = hbm.read("D", b, h, q0, q1).astype(cdt)
                     sram.hold("Q_i", rows * d, pc.storage_bytes)
-                    sram.hold("dO_i", rows * d, pc.storage_bytes)
+                    sram.hold("dO_i", rows * pr.dv, pc.storage_bytes)
                     sram.hold("dQ_i", rows * d, pc.stats_bytes)  # fp32 dq_accum
                     sram.hold("L_i", rows, pc.stats_bytes)
                     sram.hold("D_i", rows, pc.stats_bytes)

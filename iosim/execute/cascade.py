@@ -60,21 +60,21 @@ def _attend(run: Run, pr: Problem, packed: bool, h: int, kv_head: int, rows: tup
     q_offset), its key blocks (rows of the K/V cache), its output state written to `out`."""
     hbm, pc, sram = run.hbm, run.precision, run.sram
     r0, r1 = rows
-    n, d, cdt = r1 - r0, pr.d, pc.compute
+    n, d, dv, cdt = r1 - r0, pr.d, pr.dv, pc.compute
     pieces = _pieces(pr, packed, h, r0, r1)
-    acc = np.zeros((n, d), dtype=cdt)
+    acc = np.zeros((n, dv), dtype=cdt)
     l_i = np.zeros(n, dtype=cdt)
     m_i = np.full(n, -np.inf, dtype=cdt)
     if keys:  # an empty split exits before loading anything
         q = np.concatenate([hbm.read("Q", 0, hq, q_offset + s0, q_offset + s1)
                             for hq, s0, s1 in pieces])
         sram.hold("Q_i", n * d, pc.storage_bytes)
-        sram.hold("O_i", n * d, pc.storage_bytes)
+        sram.hold("O_i", n * dv, pc.storage_bytes)
     for k0, k1 in keys:
         kt = hbm.read("K", 0, kv_head, k0, k1)
         vt = hbm.read("V", 0, kv_head, k0, k1)
         sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
-        sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
+        sram.hold("V_j", (k1 - k0) * dv, pc.storage_bytes)
         s = pc.matmul(q, kt.T) * cdt(pr.scale)
         run.scores.hold(n, k1 - k0)
         m_i, l_i, p, alpha = online_step(m_i, l_i, s)
@@ -92,6 +92,7 @@ def _attend(run: Run, pr: Problem, packed: bool, h: int, kv_head: int, rows: tup
 
 def _allocate_states(hbm: InstrumentedHBM, pc: Precision, heads: int, batch: int, d: int,
                      splits: int) -> None:
+    """O, L and the prefix's and suffixes' states; `d` is V's head dim d_v."""
     copies = splits if splits > 1 else None
     hbm.allocate("O", (1, heads, batch, d), pc.storage)
     hbm.allocate("L", (1, heads, batch), pc.stats)
@@ -110,10 +111,10 @@ def cascade_forward(run: Run) -> None:
     suffixes = [n - prefix for n in lens]
     packed = pr.group > 1
     heads = pr.kv_heads if packed else pr.heads
-    _allocate_states(hbm, pc, pr.heads, batch, pr.d, splits)
+    _allocate_states(hbm, pc, pr.heads, batch, pr.dv, splits)
 
     # the prefix problem: B token rows per query head (B·g per KV head when packed)
-    whole = Problem(1, pr.heads, pr.kv_heads, batch, prefix, pr.d, False)
+    whole = Problem(1, pr.heads, pr.kv_heads, batch, prefix, pr.d, False, d_v=pr.d_v)
     prefix_blocks = blocks(prefix, run.block_kv)
     per_split = -(-len(prefix_blocks) // splits)
     names = ("O_prefix", "lse_prefix")
@@ -125,7 +126,7 @@ def cascade_forward(run: Run) -> None:
                     keys = prefix_blocks[k * per_split:(k + 1) * per_split]
                     _attend(run, whole, packed, h, kv_head, rows, 0, keys, names, k)
 
-    one = Problem(1, pr.heads, pr.kv_heads, 1, 1, pr.d, False)
+    one = Problem(1, pr.heads, pr.kv_heads, 1, 1, pr.d, False, d_v=pr.d_v)
     starts = [prefix + s for s in accumulate([0, *suffixes])]
     with hbm.kernel("cascade_suffix"):
         for b, own in enumerate(suffixes):

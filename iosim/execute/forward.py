@@ -24,8 +24,9 @@ from typing import Any
 
 import numpy as np
 
+from iosim.execute.fp8 import quantise, read_block_scale, read_descales, read_gemm_scales
 from iosim.execute.numerics import blocks, dropout_keep
-from iosim.execute.paged import load_kv_tile
+from iosim.execute.paged import read_rows, read_table
 from iosim.execute.registry import Run, register
 
 Array = np.ndarray[Any, Any]
@@ -52,6 +53,31 @@ def online_step(m_i: Array, l_i: Array, s: Array) -> tuple[Array, Array, Array, 
     return m_new, alpha * l_i + p.sum(axis=1), p, alpha
 
 
+def read_v(run: Run, b: int, kv_head: int, stop: int | None = None) -> Array:
+    """All of V for one (batch, KV head) (its first `stop` rows: a ragged batch's request), as
+    an unfused kernel reads it: from V, or, for MLA's latent cache, the first d_v columns of K
+    (a read of those columns of K's rows)."""
+    pr = run.problem
+    if pr.latent_kv:
+        return run.hbm.read("K", b, kv_head, 0, stop, cols=pr.dv)
+    return run.hbm.read("V", b, kv_head, 0, stop)
+
+
+def load_v_tile(run: Run, b: int, kv_head: int, k0: int, k1: int, k_tile: Array,
+                entries: Array | None = None) -> Array:
+    """V_j of a fused kernel (rows k0..k1), held in SRAM with K_j: read from V, or, for MLA's
+    latent cache, the first d_v columns of the K_j tile already on chip (no HBM read, no
+    second tile: FlashMLA multiplies P by that part of its K tile)."""
+    pr, pc, sram = run.problem, run.precision, run.sram
+    sram.hold("K_j", (k1 - k0) * pr.d, pc.storage_bytes)
+    if pr.latent_kv:
+        return k_tile[:, :pr.dv].astype(pc.storage)
+    # through the block table's `entries` for a paged cache (execute/paged.py)
+    v = read_rows(run.hbm, run.page_size, entries, "V", b, kv_head, k0, k1)
+    sram.hold("V_j", (k1 - k0) * pr.dv, pc.storage_bytes)
+    return v
+
+
 def _finite_or_zero(x: Array) -> Array:
     """The max to subtract: a row that has seen no key yet (max −∞) subtracts 0 instead of −∞,
     so that exp(−∞ − (−∞)) never produces NaN."""
@@ -65,16 +91,17 @@ def _finite_or_zero(x: Array) -> Array:
 @register("standard", "fwd")
 def standard_forward(run: Run) -> None:
     hbm, pr, pc = run.hbm, run.problem, run.precision
-    n_q, n_kv, d = pr.n_q, pr.n_kv, pr.d
+    n_q, n_kv = pr.n_q, pr.n_kv
     shape = (pr.batch, pr.heads, n_q, n_kv)
     hbm.allocate("S", shape, pc.storage)
     hbm.allocate("P", shape, pc.storage)
-    hbm.allocate("O", (pr.batch, pr.heads, n_q, d), pc.storage)
+    hbm.allocate("O", (pr.batch, pr.heads, n_q, pr.dv), pc.storage)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     # the causal mask and a block-sparse mask (on the grid of the tiled kernels' blocks): standard
     # attention computes the same masked attention, densely
     allowed = pr.attention_mask(run.block_q, run.block_kv)
     scale_unfused, mask_unfused = "scale" in run.unfused, "mask" in run.unfused
+    quantise(run)  # FP8: per-tensor factors, the GEMMs' (host side, uncounted)
     # a ragged batch (shared prefix): request b's rows of S, P, Z hold its own keys only
     width = {b: (run.kv_len(b) if run.kv_lens is not None else None) for b in range(pr.batch)}
 
@@ -82,7 +109,7 @@ def standard_forward(run: Run) -> None:
         for b, h in heads:
             q = hbm.read("Q", b, h)
             k = hbm.read("K", b, pr.kv_head(h), 0, run.kv_len(b))
-            s = pc.matmul(q, k.T)
+            s = pc.matmul(q, k.T) * pc.compute(read_gemm_scales(run, b, pr.kv_head(h), "q", "k"))
             run.scores.hold(n_q, run.kv_len(b))
             # the scale τ rides on the matmul (cuBLAS alpha) unless it is its own kernel
             hbm.write("S", b, h, None, None, s if scale_unfused else s * pc.compute(pr.scale),
@@ -124,8 +151,9 @@ def standard_forward(run: Run) -> None:
     with hbm.kernel("pv"):  # Alg. 0 line 3: load P and V by blocks, compute O = PV, write O
         for b, h in heads:
             p = hbm.read("P_drop" if dropout else "P", b, h, cols=width[b])
-            v = hbm.read("V", b, pr.kv_head(h), 0, run.kv_len(b))
-            hbm.write("O", b, h, None, None, pc.matmul(p, v))
+            v = read_v(run, b, pr.kv_head(h), run.kv_len(b))
+            dequant = pc.compute(read_gemm_scales(run, b, pr.kv_head(h), "v"))
+            hbm.write("O", b, h, None, None, pc.matmul(p, v) * dequant)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -135,13 +163,14 @@ def standard_forward(run: Run) -> None:
 @register("flash1", "fwd")
 def flash1_forward(run: Run) -> None:
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
-    d, cdt = pr.d, pc.compute
-    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, d), pc.storage)
+    d, dv, cdt = pr.d, pr.dv, pc.compute
+    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, dv), pc.storage)
     hbm.allocate("l", (pr.batch, pr.heads, pr.n_q), pc.stats)
     hbm.allocate("m", (pr.batch, pr.heads, pr.n_q), pc.stats)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
     computed = pr.nonzero_blocks(run.block_q, run.block_kv)
+    quantise(run, pr)  # FP8: the factors, on this kernel's tiles (host side, uncounted)
 
     with hbm.kernel("init"):  # Alg. 1 line 2: initialise O = (0), l = (0), m = (−∞) in HBM
         for b, h in heads:
@@ -151,12 +180,14 @@ def flash1_forward(run: Run) -> None:
 
     with hbm.kernel("attn"):
         for b, h in heads:
+            qs, ks, vs = read_descales(run, b, pr.kv_head(h))  # FP8: the program's factors
             for j, (k0, k1) in enumerate(kv_blocks):  # Alg. 1 line 5
                 # line 6: load K_j, V_j from HBM to on-chip SRAM
                 k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)
-                v = hbm.read("V", b, pr.kv_head(h), k0, k1)
-                sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
-                sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
+                k_scale = read_block_scale(run, "K_scale", b, pr.kv_head(h), j)
+                v = load_v_tile(run, b, pr.kv_head(h), k0, k1, k)
+                v_scale = k_scale if pr.latent_kv else read_block_scale(
+                    run, "V_scale", b, pr.kv_head(h), j)
                 for i, (q0, q1) in enumerate(row_blocks):  # line 7
                     if not computed[i, j]:
                         # causal: the block lies wholly above the diagonal; block-sparse (Alg. 5):
@@ -164,16 +195,17 @@ def flash1_forward(run: Run) -> None:
                         continue
                     # line 8: load Q_i, O_i, l_i, m_i from HBM to on-chip SRAM
                     q = hbm.read("Q", b, h, q0, q1)
+                    q_scale = qs * read_block_scale(run, "Q_scale", b, h, i)
                     o = hbm.read("O", b, h, q0, q1).astype(cdt)
                     l_i = hbm.read("l", b, h, q0, q1).astype(cdt)
                     m_i = hbm.read("m", b, h, q0, q1).astype(cdt)
                     rows = q1 - q0
                     sram.hold("Q_i", rows * d, pc.storage_bytes)
-                    sram.hold("O_i", rows * d, pc.storage_bytes)
+                    sram.hold("O_i", rows * dv, pc.storage_bytes)
                     sram.hold("l_i", rows, pc.stats_bytes)
                     sram.hold("m_i", rows, pc.stats_bytes)
-                    # line 9: S_ij = τ Q_i K_jᵀ (on chip), masked
-                    s = pc.matmul(q, k.T) * cdt(pr.scale)
+                    # line 9: S_ij = τ Q_i K_jᵀ (on chip), masked; FP8: dequantised
+                    s = pc.matmul(q, k.T) * cdt(pr.scale * q_scale * ks * k_scale)
                     run.scores.hold(rows, k1 - k0)
                     s = np.where(pr.causal_allowed(q0, q1, k0, k1), s, -np.inf)
                     # line 10: m̃_ij = rowmax(S_ij), P̃_ij = exp(S_ij − m̃_ij), l̃_ij = rowsum(P̃_ij)
@@ -186,7 +218,7 @@ def flash1_forward(run: Run) -> None:
                     alpha, beta = np.exp(m_i - base), np.exp(m_tilde - base)
                     l_new = alpha * l_i + beta * l_tilde
                     # line 12: O_i ← diag(l_new)⁻¹ (diag(l_i) e^{m_i − m_new} O_i + e^{m̃ − m_new} P̃ V_j)
-                    pv = pc.matmul(_dropped(run, p, b, h, q0, q1, k0, k1), v)
+                    pv = pc.matmul(_dropped(run, p, b, h, q0, q1, k0, k1), v) * cdt(vs * v_scale)
                     numerator = (alpha * l_i)[:, None] * o + beta[:, None] * pv
                     safe = np.where(l_new > 0, l_new, 1.0)
                     hbm.write("O", b, h, q0, q1, numerator / safe[:, None])
@@ -204,25 +236,28 @@ def flash1_forward(run: Run) -> None:
 @register("flash2", "fwd")
 def flash2_forward(run: Run) -> None:
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
-    d, cdt = pr.d, pc.compute
-    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, d), pc.storage)
+    d, dv, cdt = pr.d, pr.dv, pc.compute
+    hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, dv), pc.storage)
     hbm.allocate("L", (pr.batch, pr.heads, pr.n_q), pc.stats)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
     computed = pr.nonzero_blocks(run.block_q, run.block_kv)
+    quantise(run, pr)  # FP8: the factors, on this kernel's tiles (host side, uncounted)
 
     with hbm.kernel("attn"):
         for b, h in heads:
             for i, (q0, q1) in enumerate(row_blocks):  # FA2 Alg. 1 line 3
                 rows = q1 - q0
                 q = hbm.read("Q", b, h, q0, q1)  # line 4: load Q_i
+                qs, ks, vs = read_descales(run, b, pr.kv_head(h))  # FP8: FA3's mainloop start
+                qs *= read_block_scale(run, "Q_scale", b, h, i)
                 # line 5: O_i = (0), l_i = (0), m_i = (−∞) on chip; the accumulator is kept in
                 # the compute dtype but charged to the SRAM at O's width, as the working set does
-                acc = np.zeros((rows, d), dtype=cdt)
+                acc = np.zeros((rows, dv), dtype=cdt)
                 l_i = np.zeros(rows, dtype=cdt)
                 m_i = np.full(rows, -np.inf, dtype=cdt)
                 sram.hold("Q_i", rows * d, pc.storage_bytes)
-                sram.hold("O_i", rows * d, pc.storage_bytes)
+                sram.hold("O_i", rows * dv, pc.storage_bytes)
                 sram.hold("l_i", rows, pc.stats_bytes)
                 sram.hold("m_i", rows, pc.stats_bytes)
                 for j, (k0, k1) in enumerate(kv_blocks):  # line 6
@@ -231,17 +266,21 @@ def flash2_forward(run: Run) -> None:
                     if not computed[i, j]:
                         continue  # block-sparse: a zero block of the mask is skipped
                     # line 7: load K_j, V_j (through the block table of a paged cache)
-                    k, v = load_kv_tile(hbm, run.page_size, b, pr.kv_head(h), k0, k1)
-                    k = k.astype(cdt)
-                    sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
-                    sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
-                    # line 8: S_ij = τ Q_i K_jᵀ, masked
-                    s = pc.matmul(q, k.T) * cdt(pr.scale)
+                    entries = read_table(hbm, run.page_size, b, k0, k1)
+                    k = read_rows(hbm, run.page_size, entries, "K", b, pr.kv_head(h), k0,
+                                  k1).astype(cdt)
+                    k_scale = read_block_scale(run, "K_scale", b, pr.kv_head(h), j)
+                    v = load_v_tile(run, b, pr.kv_head(h), k0, k1, k, entries)
+                    v_scale = k_scale if pr.latent_kv else read_block_scale(
+                        run, "V_scale", b, pr.kv_head(h), j)
+                    # line 8: S_ij = τ Q_i K_jᵀ, masked; FP8: dequantised
+                    s = pc.matmul(q, k.T) * cdt(pr.scale * qs * ks * k_scale)
                     run.scores.hold(rows, k1 - k0)
                     s = np.where(pr.causal_allowed(q0, q1, k0, k1), s, -np.inf)
                     m_i, l_i, p, alpha = online_step(m_i, l_i, s)  # line 9
                     # line 10: O_i ← diag(e^{m_i − m_new}) O_i + P̃ V_j (un-normalised)
-                    acc = alpha[:, None] * acc + pc.matmul(_dropped(run, p, b, h, q0, q1, k0, k1), v)
+                    acc = alpha[:, None] * acc + pc.matmul(
+                        _dropped(run, p, b, h, q0, q1, k0, k1), v) * cdt(vs * v_scale)
                     sram.drop("K_j", "V_j")
                 # line 12: O_i ← diag(l_i)⁻¹ O_i; line 13: L_i = m_i + log(l_i)
                 seen = l_i > 0

@@ -82,6 +82,19 @@ class Problem:
     causal: bool
     sparsity: tuple[int, int] = (1, 1)
     """Block-sparse FlashAttention: the fraction p/q of non-zero blocks (1/1: dense)."""
+    d_v: int = 0
+    """V's (and O's) head dim; 0: d."""
+    latent_kv: bool = False
+    """MLA's latent cache: V is the first d_v columns of K (no V tensor in HBM)."""
+    fp8_scales: str | None = None
+    """FP8 inputs: "tensor" or "block" descale factors (execute/fp8.py); None: no FP8."""
+    dtype: str = ""
+    """The workload's dtype (the FP8 format, for its largest value)."""
+
+    @property
+    def dv(self) -> int:
+        """V's head dim (d unless d_v is given)."""
+        return self.d_v or self.d
 
     @property
     def group(self) -> int:
@@ -155,7 +168,8 @@ class Problem:
 def problem_of(workload: Workload) -> Problem:
     """The executor's view of a workload (sizes and the head grouping)."""
     return Problem(workload.batch, workload.heads, workload.kv_heads, workload.n,
-                   workload.n_kv, workload.d, workload.causal, workload.sparsity_fraction)
+                   workload.n_kv, workload.d, workload.causal, workload.sparsity_fraction,
+                   workload.d_v, workload.latent_kv, workload.fp8_scales, workload.dtype)
 
 
 def blocks(length: int, size: int) -> list[tuple[int, int]]:

@@ -31,12 +31,12 @@ PAGED_EXECUTORS = frozenset({"flash2", "splitkv"})
 def place_paged(hbm: InstrumentedHBM, inputs: dict[str, Array], page_size: int, seed: int,
                 storage: Any) -> None:
     """Put K and V (batch, kv_heads, N_kv, d) into HBM as a shuffled page pool + block table."""
-    k = inputs["K"]
-    batch, kv_heads, n_kv, d = k.shape
+    batch, kv_heads, n_kv, _ = inputs["K"].shape
     pages = -(-n_kv // page_size)
     order = np.random.default_rng(seed + 7919).permutation(batch * pages)
     table = order.reshape(batch, 1, pages).astype(np.int32)
-    for name in ("K", "V"):
+    for name in inputs:  # K, and V unless MLA's latent cache holds V inside K
+        d = inputs[name].shape[-1]
         pool = np.zeros((1, kv_heads, batch * pages * page_size, d), dtype=storage)
         for b in range(batch):
             for p in range(pages):
@@ -47,15 +47,22 @@ def place_paged(hbm: InstrumentedHBM, inputs: dict[str, Array], page_size: int, 
     hbm.place(TABLE, table)
 
 
-def load_kv_tile(hbm: InstrumentedHBM, page_size: int | None, b: int, kv_head: int, k0: int,
-                 k1: int) -> tuple[Array, Array]:
-    """(K rows, V rows) k0..k1 of request b's KV head: read directly from a contiguous cache, or
-    through the block table of a paged one."""
+def read_table(hbm: InstrumentedHBM, page_size: int | None, b: int, k0: int,
+               k1: int) -> Array | None:
+    """The block-table entries of the pages that rows k0..k1 of request b span (one read), or
+    None for a contiguous cache."""
     if page_size is None:
-        return hbm.read("K", b, kv_head, k0, k1), hbm.read("V", b, kv_head, k0, k1)
-    first = k0 // page_size
-    entries = hbm.read(TABLE, b, 0, first, (k1 - 1) // page_size + 1)
+        return None
+    return hbm.read(TABLE, b, 0, k0 // page_size, (k1 - 1) // page_size + 1)
+
+
+def read_rows(hbm: InstrumentedHBM, page_size: int | None, entries: Array | None, name: str,
+              b: int, kv_head: int, k0: int, k1: int, cols: int | None = None) -> Array:
+    """Rows k0..k1 of request b's K or V (their first `cols` columns when given): read directly
+    from a contiguous cache, or gathered from the pages `entries` (read_table) name."""
+    if page_size is None or entries is None:
+        return hbm.read(name, b, kv_head, k0, k1, cols=cols)
     logical = np.arange(k0, k1)
-    rows = entries[logical // page_size - first].astype(np.int64) * page_size + logical % page_size
-    return (hbm.gather("K", b, kv_head, k0, k1, rows),
-            hbm.gather("V", b, kv_head, k0, k1, rows))
+    rows = (entries[logical // page_size - k0 // page_size].astype(np.int64) * page_size
+            + logical % page_size)
+    return hbm.gather(name, b, kv_head, k0, k1, rows, cols)

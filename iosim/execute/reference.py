@@ -31,7 +31,9 @@ def _forward(workload: Workload, inputs: dict[str, Array], seed: int, dropout_p:
     pr = problem_of(workload)
     q = inputs["Q"].astype(np.float64)
     k = np.repeat(inputs["K"].astype(np.float64), pr.group, axis=1)
-    v = np.repeat(inputs["V"].astype(np.float64), pr.group, axis=1)
+    # MLA's latent cache: V is the first d_v columns of K (DeepSeek-V2 §2.1.2, absorbed)
+    values = inputs["K"][..., :pr.dv] if pr.latent_kv else inputs["V"]
+    v = np.repeat(values.astype(np.float64), pr.group, axis=1)
     s = np.einsum("bhqd,bhkd->bhqk", q, k) * pr.scale
     s = np.where(pr.attention_mask(block_q, block_kv), s, -np.inf)
     if workload.prefix_len is not None and workload.suffix_lens is not None:

@@ -60,33 +60,38 @@ def check_limits(workload: Workload, block_q: int, block_kv: int) -> None:
         )
 
 
-def forward_sram_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
+def forward_sram_bytes(block_q: int, block_kv: int, d: int, prec: Precision,
+                       d_v: int | None = None, v_in_k: bool = False) -> int:
     """Bytes of the tiles a tiled forward kernel holds at once: the model's working set
     (inputs/tiling.py:working_set_bytes) at the run's storage and statistics widths."""
     return int(working_set_bytes(block_q, block_kv, d, prec.storage_bytes,
-                                 stat_bytes=prec.stats_bytes))
+                                 stat_bytes=prec.stats_bytes, d_v=d_v, v_in_k=v_in_k))
 
 
-def backward_sram_bytes(block_q: int, block_kv: int, d: int, prec: Precision) -> int:
+def backward_sram_bytes(block_q: int, block_kv: int, d: int, prec: Precision,
+                        d_v: int | None = None) -> int:
     """The tiles a tiled backward kernel holds at once, the larger of the two:
 
     Alg. 4 (flash1): K_j, V_j, dK_j, dV_j (B_c × d), Q_i, O_i, dO_i, dQ_i (B_r × d), l_i, m_i;
     FlashAttention-2: K_j, V_j, dK_j, dV_j, Q_i, dO_i, an fp32 dQ_i, and L_i, D_i.
     The dK_j, dV_j accumulators are charged at the storage width, as O_i is in the forward; the
     scores' tiles (S, P, dP, dS) live in registers and are not charged, as in the forward.
+    V, O, dO and dV are d_v wide (None: d).
     """
     s, t = prec.storage_bytes, prec.stats_bytes
-    flash1 = (4 * block_kv + 4 * block_q) * d * s + 2 * block_q * t
-    flash2 = (4 * block_kv + 2 * block_q) * d * s + block_q * d * t + 2 * block_q * t
+    dv = d if d_v is None else d_v
+    flash1 = (2 * block_kv + 2 * block_q) * (d + dv) * s + 2 * block_q * t
+    flash2 = (2 * block_kv * (d + dv) + block_q * (d + dv)) * s + block_q * d * t + 2 * block_q * t
     return max(flash1, flash2)
 
 
 def default_sram_bytes(pass_: str, block_q: int, block_kv: int, bwd_blocks: tuple[int, int],
-                       d: int, prec: Precision) -> int:
+                       d: int, prec: Precision, d_v: int | None = None,
+                       v_in_k: bool = False) -> int:
     """The budget a run gets by default: the working set of every pass it runs."""
-    need = forward_sram_bytes(block_q, block_kv, d, prec)
+    need = forward_sram_bytes(block_q, block_kv, d, prec, d_v, v_in_k)
     if pass_ != "fwd":
-        need = max(need, backward_sram_bytes(*bwd_blocks, d, prec))
+        need = max(need, backward_sram_bytes(*bwd_blocks, d, prec, d_v))
     return need
 
 
@@ -99,6 +104,11 @@ def refusal(algorithm: str, workload: Workload, *, block_q: int, block_kv: int,
         why = triton_unsupported(workload)
         if why is not None:
             return why
+    if (workload.page_size is not None and workload.fp8_scales is not None
+            and algorithm in PAGED_EXECUTORS):
+        return (f"the executor quantises a contiguous K/V cache to FP8, not a paged pool; verify "
+                f"a paged cache without FP8 (drop {arg('fp8_scales')}) or FP8 without "
+                f"{arg('page_size')} (compare counts both together)")
     if workload.sparsity == 1:
         return None
     if workload.pass_ != "fwd" and bwd_blocks != (block_q, block_kv):
@@ -128,14 +138,17 @@ def random_inputs(workload: Workload, seed: int, prec: Precision, *,
     rng = np.random.default_rng(seed)
     w = workload
     shapes = {"Q": (w.batch, w.heads, w.n, w.d), "K": (w.batch, w.kv_heads, w.n_kv, w.d),
-              "V": (w.batch, w.kv_heads, w.n_kv, w.d)}
+              "V": (w.batch, w.kv_heads, w.n_kv, w.d_v)}
+    if w.latent_kv:
+        del shapes["V"]  # MLA: V is the first d_v columns of the latent K, not a tensor of its own
     if grad:
-        shapes["dO"] = (w.batch, w.heads, w.n, w.d)
+        shapes["dO"] = (w.batch, w.heads, w.n, w.d_v)
     arrays = {name: rng.standard_normal(shape).astype(prec.storage)
               for name, shape in shapes.items()}
     if w.prefix_len is not None:  # a shared prefix: every request's first L keys are one cache
         for name in ("K", "V"):
-            arrays[name][:, :, :w.prefix_len] = arrays[name][:1, :, :w.prefix_len]
+            if name in arrays:
+                arrays[name][:, :, :w.prefix_len] = arrays[name][:1, :, :w.prefix_len]
     return arrays
 
 
@@ -230,7 +243,7 @@ def execute(
         raise ExecutorError(f"{algorithm}: {why}")
     if sram_bytes is None:
         sram_bytes = default_sram_bytes(workload.pass_, block_q, block_kv, bwd_blocks,
-                                        workload.d, prec)
+                                        workload.d, prec, workload.d_v, workload.latent_kv)
         sram_source = f"working set of {block_q}×{block_kv} blocks"
     hbm = InstrumentedHBM(record=record)
     paged = workload.page_size if algorithm in PAGED_EXECUTORS else None
@@ -241,8 +254,8 @@ def execute(
     if own_layout:
         place_cascade(hbm, inputs, workload, prec.storage)
     if paged is not None:
-        place_paged(hbm, {n: inputs[n].astype(prec.storage) for n in ("K", "V")}, paged, seed,
-                    prec.storage)
+        place_paged(hbm, {n: inputs[n].astype(prec.storage) for n in ("K", "V") if n in inputs},
+                    paged, seed, prec.storage)
     sram = SramBudget(sram_bytes, source=sram_source, owner=algorithm)
     meter = ScoreMeter()
     run = Run(hbm, sram, meter, problem_of(workload), prec, block_q, block_kv,

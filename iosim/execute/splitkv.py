@@ -27,9 +27,10 @@ from typing import Any
 
 import numpy as np
 
-from iosim.execute.forward import _dropped, _finite_or_zero, online_step
+from iosim.execute.forward import _dropped, _finite_or_zero, load_v_tile, online_step
+from iosim.execute.fp8 import quantise, read_block_scale, read_descales
 from iosim.execute.numerics import Problem, blocks, dropout_keep
-from iosim.execute.paged import load_kv_tile
+from iosim.execute.paged import read_rows, read_table
 from iosim.execute.registry import Run, register
 
 Array = np.ndarray[Any, Any]
@@ -70,19 +71,20 @@ def _keep_factor(run: Run, b: int, pieces: list[tuple[int, int, int]], k0: int, 
 @register("splitkv", "fwd")
 def splitkv_forward(run: Run) -> None:
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
-    d, cdt, splits = pr.d, pc.compute, run.splits
+    d, dv, cdt, splits = pr.d, pr.dv, pc.compute, run.splits
     packed = packs_heads(pr)
     # the problem the programs see: g·N_q rows per KV head when packed (every row sees every key,
     # since N_q = 1 and the causal mask is bottom-right aligned)
     grid = Problem(pr.batch, pr.kv_heads, pr.kv_heads, pr.n_q * pr.group, pr.n_kv, d, False,
-                   pr.sparsity) if packed else pr
+                   pr.sparsity, pr.d_v, pr.latent_kv, pr.fp8_scales, pr.dtype) if packed else pr
+    quantise(run, grid)
     row_blocks = blocks(grid.n_q, run.block_q)
     computed = grid.nonzero_blocks(run.block_q, run.block_kv)
     shape = (pr.batch, pr.heads, pr.n_q)
-    hbm.allocate("O", (*shape, d), pc.storage)
+    hbm.allocate("O", (*shape, dv), pc.storage)
     hbm.allocate("L", shape, pc.stats)
     if splits > 1:  # flash_api.cpp out_accum, softmax_lse_accum: fp32, one copy per split
-        hbm.allocate("O_partial", (*shape, d), pc.stats, copies=splits)
+        hbm.allocate("O_partial", (*shape, dv), pc.stats, copies=splits)
         hbm.allocate("lse_partial", shape, pc.stats, copies=splits)
     out_name, lse_name = ("O_partial", "lse_partial") if splits > 1 else ("O", "L")
     empty_lse = -np.inf if splits > 1 else np.inf
@@ -100,30 +102,35 @@ def splitkv_forward(run: Run) -> None:
                         mine = [j for j in range(k * per_split, min((k + 1) * per_split,
                                                                     len(kv_blocks)))
                                 if grid.block_visited(r0, r1, kv_blocks[j][0])]
-                        acc = np.zeros((rows, d), dtype=cdt)
+                        acc = np.zeros((rows, dv), dtype=cdt)
                         l_i = np.zeros(rows, dtype=cdt)
                         m_i = np.full(rows, -np.inf, dtype=cdt)
                         if mine:  # an empty split exits before loading anything
                             q = np.concatenate([hbm.read("Q", b, hq, s0, s1)
                                                 for hq, s0, s1 in pieces])
+                            kv_head = pr.kv_head(h) if not packed else h
+                            qs, ks, vs = read_descales(run, b, kv_head)
+                            qs *= read_block_scale(run, "Q_scale", b, h, i)
                             sram.hold("Q_i", rows * d, pc.storage_bytes)
-                            sram.hold("O_i", rows * d, pc.storage_bytes)
+                            sram.hold("O_i", rows * dv, pc.storage_bytes)
                             sram.hold("l_i", rows, pc.stats_bytes)
                             sram.hold("m_i", rows, pc.stats_bytes)
                         for j in mine:
                             if not computed[i, j]:
                                 continue  # block-sparse: a zero block of the mask is skipped
                             k0, k1 = kv_blocks[j]
-                            kt, vt = load_kv_tile(hbm, run.page_size, b,
-                                                  pr.kv_head(h) if not packed else h, k0, k1)
-                            sram.hold("K_j", (k1 - k0) * d, pc.storage_bytes)
-                            sram.hold("V_j", (k1 - k0) * d, pc.storage_bytes)
-                            s = pc.matmul(q, kt.T) * cdt(pr.scale)
+                            entries = read_table(hbm, run.page_size, b, k0, k1)
+                            kt = read_rows(hbm, run.page_size, entries, "K", b, kv_head, k0, k1)
+                            k_scale = read_block_scale(run, "K_scale", b, kv_head, j)
+                            vt = load_v_tile(run, b, kv_head, k0, k1, kt, entries)
+                            v_scale = k_scale if pr.latent_kv else read_block_scale(
+                                run, "V_scale", b, kv_head, j)
+                            s = pc.matmul(q, kt.T) * cdt(pr.scale * qs * ks * k_scale)
                             run.scores.hold(rows, k1 - k0)
                             s = np.where(grid.causal_allowed(r0, r1, k0, k1), s, -np.inf)
                             m_i, l_i, p, alpha = online_step(m_i, l_i, s)
                             acc = alpha[:, None] * acc + pc.matmul(
-                                _keep_factor(run, b, pieces, k0, k1, p), vt)
+                                _keep_factor(run, b, pieces, k0, k1, p), vt) * cdt(vs * v_scale)
                             sram.drop("K_j", "V_j")
                         seen = l_i > 0
                         out = acc / np.where(seen, l_i, 1.0)[:, None]

@@ -85,7 +85,7 @@ def _suffixes(value: object) -> tuple[int, ...]:
 
 
 def refuse_unmodelled(page_size: int | None, prefix_len: int | None, *, window: object,
-                      seqlens: object, latent_kv: bool) -> None:
+                      seqlens: object, latent_kv: bool, fp8: bool = False) -> None:
     """The combinations iosim does not count yet: a paged cache or a shared prefix with a
     sliding window or packed sequences (their visited key ranges are not 0 .. n_i), and a
     shared prefix over MLA's latent cache."""
@@ -96,6 +96,9 @@ def refuse_unmodelled(page_size: int | None, prefix_len: int | None, *, window: 
             if given is not None:
                 raise WorkloadError(f"{arg(name)} with {arg(other)} is not modelled yet; drop "
                                     f"one of them", param=name)
+    if prefix_len is not None and fp8:
+        raise WorkloadError(f"{arg('prefix_len')} with an FP8 {arg('dtype')} (cascade's scales) "
+                            f"is not modelled yet; use fp16 or bf16", param="prefix_len")
     if prefix_len is not None and latent_kv:
         raise WorkloadError(f"{arg('prefix_len')} with {arg('latent_kv')} (cascade over MLA's "
                             f"latent cache) is not modelled yet; drop one of them",

@@ -7,10 +7,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from iosim.errors import ConfigError, IosimError, arg
 from iosim.inputs.limits import MAX_SM_COUNT, check_figure, excerpt
-from iosim.inputs.units import DTYPE_BYTES
+from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 
 SCHEMA_VERSION = 1
 PEAK_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -120,7 +121,15 @@ class Hardware:
         return self.peak_flops("fp16") / self.hbm_bandwidth_bytes_per_s
 
     def peak_flops(self, dtype: str) -> float:
-        """Peak dense matmul FLOP/s for an input dtype (fp32 means non-tensor-core fp32)."""
+        """Peak dense matmul FLOP/s for an input dtype (fp32 means non-tensor-core fp32; e4m3
+        and e5m2 run at the YAML's one FP8 tensor-core figure, peak_flops.fp8)."""
+        if dtype in FP8_DTYPES:
+            if "fp8" not in self.peak_flops_per_s:
+                raise IosimError(
+                    f"{self.name} has no FP8 tensor cores in its YAML (no peak_flops.fp8: e.g. "
+                    f"Ampere and Turing have none); use {arg('dtype', 'bf16')}, or add "
+                    f"peak_flops.fp8, with its source, to {Path(self.path).name}", param="dtype")
+            return self.peak_flops_per_s["fp8"]
         try:
             return self.peak_flops_per_s[dtype]
         except KeyError:

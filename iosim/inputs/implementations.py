@@ -154,7 +154,7 @@ class Implementation:
         return tuple(k for k in self.extra_kernels if on[k.when])
 
 
-_DTYPE_CODES = {"fp16": 0, "bf16": 1, "fp32": 2, "fp8": 3}
+_DTYPE_CODES = {"fp16": 0, "bf16": 1, "fp32": 2, "fp8": 3, "fp8_e4m3": 4, "fp8_e5m2": 5}
 
 
 def dtype_code(dtype: str) -> int:

@@ -70,24 +70,38 @@ class Tiling:
 
 
 def working_set_bytes(block_q: Int, block_kv: Int, d: Int, element_bytes: Int, *,
-                      stat_bytes: Int = STAT_BYTES) -> Int:
+                      stat_bytes: Int = STAT_BYTES, d_v: Int = None, v_in_k: Int = False) -> Int:
     """Bytes of SRAM one program of a tiled forward kernel holds: the tiles Alg. 1 lines 6-8 load.
 
-    K_j, V_j (B_c × d), Q_i, O_i (B_r × d) at `element_bytes` each, and l_i, m_i (B_r each) at
-    `stat_bytes` (fp32). S_ij and P_ij (B_r × B_c) stay in registers, as in FlashAttention-2's
-    kernels, and are not charged to the SRAM. Ints or arrays.
+    K_j (B_c × d), V_j (B_c × d_v), Q_i (B_r × d), O_i (B_r × d_v) at `element_bytes` each, and
+    l_i, m_i (B_r each) at `stat_bytes` (fp32); d_v = V's head dim (None: d, the paper's
+    (2B_c + 2B_r)·d). S_ij and P_ij (B_r × B_c) stay in registers, as in FlashAttention-2's
+    kernels, and are not charged to the SRAM. `v_in_k` (MLA's latent cache): V_j is the first
+    d_v columns of K_j, no tile of its own. Ints or arrays.
     """
-    return (2 * block_kv + 2 * block_q) * d * element_bytes + 2 * block_q * stat_bytes
+    width = 2 * d if d_v is None else d + d_v
+    v_tile = block_kv * (d if d_v is None else d_v)
+    own_v = select(v_in_k, 0, v_tile) if is_array(v_in_k) else (0 if v_in_k else v_tile)
+    return ((block_kv + block_q) * width - v_tile + own_v) * element_bytes \
+        + 2 * block_q * stat_bytes
 
 
-def paper_blocks(sram_elements: Int, d: Int, outer: str) -> tuple[Int, Int]:
+def paper_blocks(sram_elements: Int, d: Int, outer: str, d_v: Int = None) -> tuple[Int, Int]:
     """(B_r, B_c) by Alg. 1 line 1: B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d), M in elements.
 
     Algorithm 1 keeps K_j, V_j resident in its outer loop, so the resident (outer) block gets
     ⌈M/4d⌉ rows and the streamed one min(⌈M/4d⌉, d). FlashAttention-2 swaps the loops (Q_i
     resident), so the same rule applied to its loop order gives B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d).
+
+    When V's head dim d_v differs from d (MLA, issue 14), the paper's 4d — one row of each of
+    the four tiles Q_i, K_j, V_j, O_i of width d that must fit in M (proof of Theorem 2,
+    arXiv 2205.14135 App. C: "K_j, V_j ... B_c d = O(M)", "Q_i, O_i ... B_r d = O(M)") — becomes
+    the same four rows at their own widths, 2(d + d_v): B_c = ⌈M/2(d + d_v)⌉; the streamed
+    block keeps min(·, d), d being the Q·K dim of S_ij = Q_i K_jᵀ. With d_v = d both are the
+    paper's rule, to the element.
     """
-    resident = -(-sram_elements // (4 * d))
+    four_rows = 4 * d if d_v is None else 2 * (d + d_v)
+    resident = -(-sram_elements // four_rows)
     streamed = imin(resident, d)
     return (streamed, resident) if outer == "kv" else (resident, streamed)
 
@@ -104,29 +118,33 @@ def _after_steps(k: Int, q0: Int, kv0: Int) -> tuple[Int, Int]:
     return select(early, early_q, low - j // 2), select(early, early_kv, low - (j + 1) // 2)
 
 
-def default_blocks(sram_bytes: Int, d: Int, element_bytes: Int, outer: str) -> tuple[Int, Int]:
+def default_blocks(sram_bytes: Int, d: Int, element_bytes: Int, outer: str,
+                   d_v: Int = None, v_in_k: Int = False) -> tuple[Int, Int]:
     """(B_r, B_c): Alg. 1 line 1 for a loop with `outer` resident, stepped down until they fit.
 
     ⌈M/4d⌉ rounds up, and the fp32 statistics need room too, so the paper's blocks can overflow
     the SRAM by a little; then one row comes off the larger block (B_c on a tie) per step. The
     working set falls strictly with the steps, so the fewest steps that fit are found by
     bisection over k in [0, q0 + kv0 − 2] (1 × 1 tiles, where the steps stop; when even those
-    do not fit the blocks stay 1 × 1 and `make_tiling` refuses). Ints or arrays.
+    do not fit the blocks stay 1 × 1 and `make_tiling` refuses). `d_v`: V's head dim (None:
+    d). Ints or arrays.
     """
-    q0, kv0 = paper_blocks(sram_bytes // element_bytes, d, outer)
+    q0, kv0 = paper_blocks(sram_bytes // element_bytes, d, outer, d_v)
     q0, kv0 = imax(q0, 1), imax(kv0, 1)
-    if not is_array(sram_bytes, d, element_bytes):
-        if working_set_bytes(q0, kv0, d, element_bytes) <= sram_bytes:
+    if not is_array(sram_bytes, d, element_bytes, d_v, v_in_k):
+        if working_set_bytes(q0, kv0, d, element_bytes, d_v=d_v, v_in_k=v_in_k) <= sram_bytes:
             return q0, kv0
         q, kv = default_blocks(np.asarray(sram_bytes), np.asarray(d), np.asarray(element_bytes),
-                               outer)
+                               outer, None if d_v is None else np.asarray(d_v),
+                               np.asarray(v_in_k))
         return int(q), int(kv)
     q0, kv0 = (np.asarray(v, dtype=np.int64) for v in np.broadcast_arrays(q0, kv0))
     lo = np.zeros_like(q0)
     hi = q0 + kv0 - 2
     while (lo < hi).any():
         mid = (lo + hi) // 2
-        ok = working_set_bytes(*_after_steps(mid, q0, kv0), d, element_bytes) <= sram_bytes
+        ok = working_set_bytes(*_after_steps(mid, q0, kv0), d, element_bytes,
+                               d_v=d_v, v_in_k=v_in_k) <= sram_bytes
         hi = np.where(ok, mid, hi)
         lo = np.where(ok | (lo >= hi), lo, mid + 1)
     return _after_steps(lo, q0, kv0)
@@ -164,8 +182,18 @@ class TilingInputs:
     """"code": the implementation's tile table where it has one; "alg1": Alg. 1 line 1."""
     impl: Implementation | None = None
     """The implementation whose tables apply (None: each algorithm's default)."""
+    d_v: Int = 0
+    """V's head dim (0: d)."""
+    latent_kv: Int = False
+    """MLA's latent cache: V_j is part of K_j in SRAM (bool or bool array)."""
     prefix_len: Int = 0
-    """A shared-prefix batch's prefix tokens (0: none), which cascade's prefix kernel splits."""
+    """A shared-prefix batch's prefix tokens (0: none), which cascade's kernels split."""
+
+    @property
+    def dv(self) -> Int:
+        """V's head dim d_v (d where not given)."""
+        return select(np.asarray(self.d_v) > 0, self.d_v, self.d) if is_array(self.d_v) else (
+            self.d_v or self.d)
 
     @classmethod
     def of(cls, workload: Workload, sram_bytes: int, *, block_q: int | None = None,
@@ -176,8 +204,8 @@ class TilingInputs:
         w = workload
         return cls(w.n, w.n_kv, w.d, w.heads, w.kv_heads, w.batch, w.element_bytes, sram_bytes,
                    w.pass_ != "fwd", block_q or 0, block_kv or 0, splits or 0, sm_count or 0,
-                   w.causal, dtype_code(w.dtype), cc, sram_per_sm, tile_rule, impl,
-                   w.prefix_len or 0)
+                   w.causal, dtype_code(w.dtype), cc, sram_per_sm, tile_rule, impl, w.d_v,
+                   w.latent_kv, w.prefix_len or 0)
 
     @property
     def limits(self) -> SmLimits:
@@ -225,7 +253,7 @@ def tiles_for(inputs: TilingInputs, outer: str, code: CodeTiles | None = None) -
     the fits check says so instead (`fits_note`).
     """
     p = inputs
-    paper_q, paper_kv = paper_blocks(p.sram_bytes // p.element_bytes, p.d, outer)
+    paper_q, paper_kv = paper_blocks(p.sram_bytes // p.element_bytes, p.d, outer, p.dv)
     paper_q, paper_kv = imax(paper_q, 1), imax(paper_kv, 1)
     given = p.blocks_given
     use_code: Any = False if code is None else both(
@@ -238,7 +266,8 @@ def tiles_for(inputs: TilingInputs, outer: str, code: CodeTiles | None = None) -
                                                       paper_q))
     block_kv = select(p.block_kv > 0, p.block_kv, select(use_code, code.block_kv if code else 0,
                                                          paper_kv))
-    own = working_set_bytes(block_q, block_kv, p.d, p.element_bytes)
+    own = working_set_bytes(block_q, block_kv, p.d, p.element_bytes, d_v=p.dv,
+                            v_in_k=p.latent_kv)
     shared = own if code is None else select(use_code, code.shared_bytes, own)
     fits = shared <= p.sram_bytes
     warps = ASSUMED_WARPS if code is None else select(use_code, code.warps, ASSUMED_WARPS)
@@ -249,24 +278,26 @@ def tiles_for(inputs: TilingInputs, outer: str, code: CodeTiles | None = None) -
 
 
 def default_rule(sram_bytes: int, d: int, element_bytes: int, outer: str,
-                 chosen: tuple[int, int]) -> str:
+                 chosen: tuple[int, int], d_v: int | None = None) -> str:
     """How Alg. 1 line 1 chose `chosen` = (B_r, B_c), in words (one workload)."""
-    rule = ("Alg. 1 line 1: B_c = ⌈M/4d⌉, B_r = min(⌈M/4d⌉, d)" if outer == "kv" else
-            "Alg. 1 line 1 for a Q-outer loop: B_r = ⌈M/4d⌉, B_c = min(⌈M/4d⌉, d)")
-    paper = paper_blocks(sram_bytes // element_bytes, d, outer)
+    rows = "4d" if d_v is None or d_v == d else "2(d+d_v)"
+    rule = (f"Alg. 1 line 1: B_c = ⌈M/{rows}⌉, B_r = min(⌈M/{rows}⌉, d)" if outer == "kv" else
+            f"Alg. 1 line 1 for a Q-outer loop: B_r = ⌈M/{rows}⌉, B_c = min(⌈M/{rows}⌉, d)")
+    paper = paper_blocks(sram_bytes // element_bytes, d, outer, d_v)
     if chosen != (max(paper[0], 1), max(paper[1], 1)):
         rule += f" = {paper[0]} × {paper[1]}, stepped down to fit the SRAM"
     return rule
 
 
 def fits_note(block_q: int, block_kv: int, sram_bytes: int, sram_source: str, d: int,
-              element_bytes: int, outer: str) -> str:
+              element_bytes: int, outer: str, d_v: int | None = None,
+              v_in_k: bool = False) -> str:
     """The fits check of Alg. 1's blocks: '' when Q_i, K_j, V_j, O_i and ℓ_i, m_i fit, else what
     they need and the blocks, stepped down one row at a time, that would fit."""
-    need = working_set_bytes(block_q, block_kv, d, element_bytes)
+    need = working_set_bytes(block_q, block_kv, d, element_bytes, d_v=d_v, v_in_k=v_in_k)
     if need <= sram_bytes:
         return ""
-    q, kv = default_blocks(sram_bytes, d, element_bytes, outer)
+    q, kv = default_blocks(sram_bytes, d, element_bytes, outer, d_v, v_in_k)
     return (f"fits check: {block_q} × {block_kv} tiles with fp32 ℓ_i, m_i need {need:,} B, "
             f"{need - sram_bytes:,} B more than the SRAM ({sram_source}); the paper's rule "
             f"does not count ℓ and m — {q} × {kv} would fit (--block-q {q} --block-kv {kv})")
@@ -293,8 +324,9 @@ def make_tiling(
     algorithm's outer-loop axis ("kv" for Algorithm 1, "q" for FlashAttention-2). Raises
     TilingError, naming block_q/block_kv or sram, when the tiles cannot fit.
     """
-    d, elt = workload.d, workload.element_bytes
-    smallest = working_set_bytes(1, 1, d, elt)
+    d, elt, d_v = workload.d, workload.element_bytes, workload.d_v
+    latent = workload.latent_kv
+    smallest = working_set_bytes(1, 1, d, elt, d_v=d_v, v_in_k=latent)
     if sram_bytes < smallest:
         raise TilingError(
             f"d = {d} does not fit in the SRAM: even 1-row tiles of Q, K, V, O need {smallest:,} "
@@ -315,19 +347,23 @@ def make_tiling(
         if tiles.code and code is not None:
             rule = f"the code's tiles for d = {d}: {str(code.source).split(';')[0]}"
         else:
-            rule = default_rule(sram_bytes, d, elt, outer, (chosen_q, chosen_kv))
+            rule = default_rule(sram_bytes, d, elt, outer, (chosen_q, chosen_kv), d_v)
             if code is not None:
                 rule += (f" (the code's tiles for d = {d} do not fit the SRAM)" if code.found
                          else f" (no tile-table row for d = {d})")
-            note = fits_note(chosen_q, chosen_kv, sram_bytes, sram_source, d, elt, outer)
+            note = fits_note(chosen_q, chosen_kv, sram_bytes, sram_source, d, elt, outer, d_v,
+                             latent)
     else:
         rule = "given" if block_q is not None and block_kv is not None else (
             "given; the other from Alg. 1 line 1")
         if not tiles.fits:
-            need = working_set_bytes(chosen_q, chosen_kv, d, elt)
+            need = working_set_bytes(chosen_q, chosen_kv, d, elt, d_v=d_v, v_in_k=latent)
+            held = (f"Q_i, O_i ({chosen_q}×{d}) + K_j, V_j ({chosen_kv}×{d})" if d_v == d else
+                    f"Q_i ({chosen_q}×{d}), O_i ({chosen_q}×{d_v}) + K_j ({chosen_kv}×{d}), "
+                    f"V_j ({chosen_kv}×{d_v})")
             raise TilingError(
-                f"blocks B_r = {chosen_q}, B_c = {chosen_kv} do not fit: Q_i, O_i "
-                f"({chosen_q}×{d}) + K_j, V_j ({chosen_kv}×{d}) in {workload.dtype} + l_i, m_i "
+                f"blocks B_r = {chosen_q}, B_c = {chosen_kv} do not fit: "
+                f"{held} in {workload.dtype} + l_i, m_i "
                 f"need {need:,} bytes, the SRAM ({sram_source}) holds {sram_bytes:,}; "
                 f"use smaller {arg('block_q')}/{arg('block_kv')} or a larger {arg('sram')}",
                 param="block_q" if block_q is not None else "block_kv")

@@ -181,6 +181,11 @@ class Workload:
                 f"{arg('latent_kv')} needs one latent KV head that every query head reads, got "
                 f"{arg('kv_heads', self.kv_heads)}; use {arg('kv_heads', 1)} (MLA: d = 576, "
                 f"d_v = 512)")
+        if self.latent_kv and self.pass_ != "fwd":
+            raise WorkloadError(
+                f"{arg('latent_kv')} is MLA's absorbed decoding, an inference (forward) kernel; "
+                f"use {arg('pass_', 'fwd')}, or train with the decompressed per-head K and V "
+                f"(e.g. {arg('d', 192)} {arg('d_v', 128)})", param="latent_kv")
         if self.latent_kv and self.d <= self.d_v:
             raise WorkloadError(
                 f"{arg('latent_kv')} needs {arg('d', self.d)} > {arg('d_v', self.d_v)}: V is "
@@ -211,7 +216,8 @@ class Workload:
         object.__setattr__(self, "prefix_len", prefix)
         object.__setattr__(self, "suffix_lens", suffixes)
         decoding.refuse_unmodelled(self.page_size, self.prefix_len, window=self.window,
-                                   seqlens=self.seqlens, latent_kv=self.latent_kv)
+                                   seqlens=self.seqlens, latent_kv=self.latent_kv,
+                                   fp8=self.fp8_scales is not None)
 
     @property
     def sparsity_fraction(self) -> tuple[int, int]:

@@ -17,6 +17,7 @@ import numpy as np
 
 from iosim.analysis.hbm_fit import hbm_fits
 from iosim.analysis.sweep import SweepResult
+from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES, FP8_OUTPUT_DTYPE
 from iosim.output import plot_kit
 from iosim.output.plot_kit import (
     _SERIES_STYLES,
@@ -62,8 +63,12 @@ def traffic_vs_n(result: SweepResult, *, title_note: str | None = None) -> Figur
     n_all, n_kv_all = result.axis_values("n"), result.axis_values("n_kv")
     n, n_kv = n_all[first].astype(float), n_kv_all[first].astype(float)
     d = result.axis_values("d")[first].astype(float)
-    elt = np.array([{"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1}[t]
-                    for t in result.axis_values("dtype")[first]], dtype=float)
+    d_v = result.axis_values("d_v")[first].astype(float)
+    dtypes = result.axis_values("dtype")[first]
+    elt = np.array([DTYPE_BYTES[t] for t in dtypes], dtype=float)
+    out = np.array([DTYPE_BYTES[FP8_OUTPUT_DTYPE if t in FP8_DTYPES else t] for t in dtypes],
+                   dtype=float)
+    kv_width = d if result.spec.latent_kv else d + d_v  # a latent cache's V is inside K
     instances = (result.axis_values("batch")[first] * result.axis_values("heads")[first]
                  ).astype(float)
     m = result.sram_bytes[first] / elt
@@ -72,7 +77,8 @@ def traffic_vs_n(result: SweepResult, *, title_note: str | None = None) -> Figur
             lw=1.5, label="∝ N² through standard's last point (Theorem 2: Θ(Nd + N²))")
     ax.plot(n, n * n_kv * d**2 / m * elt * instances, color=GUIDE_COLOR, ls=(0, (5, 3)), lw=1.2,
             label="N²d²/M bytes (Theorem 2's FlashAttention term, constant 1)")
-    ax.plot(n, (2 * n + 2 * n_kv) * d * elt * instances, color=GUIDE_COLOR, ls="-.", lw=1.0,
+    compulsory = ((n * d + n_kv * kv_width) * elt + n * d_v * out) * instances
+    ax.plot(n, compulsory, color=GUIDE_COLOR, ls="-.", lw=1.0,
             label="compulsory: read Q, K, V, write O once (∝ N)")
     ax.set_ylabel("HBM traffic (bytes)")
     ax.autoscale_view()

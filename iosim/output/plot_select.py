@@ -24,7 +24,7 @@ class Series:
 
 
 _AXIS_LABELS = {"gpu": "GPU", "dtype": "", "pass_": "", "causal": "causal", "batch": "batch",
-                "heads": "heads", "kv_heads": "kv heads", "d": "d", "n": "N", "n_kv": "N_kv",
+                "heads": "heads", "kv_heads": "kv heads", "d": "d", "d_v": "d_v", "n": "N", "n_kv": "N_kv",
                 "sram_bytes": "SRAM", "sram_elements": "M", "block_q": "B_r",
                 "block_kv": "B_c"}
 

@@ -33,7 +33,7 @@ from iosim.output.render_tables import label_grid
 from iosim.output.tables import compact_table, markdown_table
 
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",
-                "batch": "batch", "heads": "heads", "kv_heads": "kv heads", "d": "d", "n": "N",
+                "batch": "batch", "heads": "heads", "kv_heads": "kv heads", "d": "d", "d_v": "d_v", "n": "N",
                 "n_kv": "N_kv", "sram_bytes": "SRAM", "sram_elements": "SRAM",
                 "block_q": "B_r", "block_kv": "B_c", "sparsity": "s", "splits": "splits"}
 """Varying axes shown as table columns (block axes show up in the blocks column instead)."""

@@ -31,9 +31,14 @@ def _header(v: Verification) -> Text:
     if "dropout" in w.unfused:
         extra += f" (p = {v.dropout_p:g})"
     tiled = [a for a in v.algorithms if a.block_q is not None]
-    lines = [f"workload  batch {w.batch} × {heads}, N {w.n}{kv}, d {w.d}, {mask}, pass {w.pass_}"
-             f"{extra}",
-             f"data      {v.dtype}, standard normal Q, K, V{', dO' if w.pass_ != 'fwd' else ''}, "
+    d_v = f" (d_v {w.d_v})" if w.d_v != w.d else ""
+    d_v += ", latent KV (V = K[:, :d_v])" if w.latent_kv else ""
+    d_v += (f", counted as {w.dtype} ({w.fp8_scales} scales, O {w.output_dtype})"
+            if w.fp8_scales else "")
+    inputs = "Q, K" if w.latent_kv else "Q, K, V"
+    lines = [f"workload  batch {w.batch} × {heads}, N {w.n}{kv}, d {w.d}{d_v}, {mask}, pass "
+             f"{w.pass_}{extra}",
+             f"data      {v.dtype}, standard normal {inputs}{', dO' if w.pass_ != 'fwd' else ''}, "
              f"seed {v.seed}"]
     if tiled:
         a = tiled[0]

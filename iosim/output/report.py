@@ -25,6 +25,7 @@ from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
 from iosim.inputs.gpus import list_hardware, resolve_hardware
 from iosim.inputs.limits import check_folder, clip
+from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import Workload
 from iosim.output import strict_json
 from iosim.output.document import Block, Code, Heading, Image, Links, Para, TableBlock, to_html, to_markdown
@@ -62,8 +63,10 @@ class Report:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def default_compare_gpus() -> tuple[str, ...]:
-    return tuple(h.name for h in list_hardware())
+def default_compare_gpus(dtype: str = "fp16") -> tuple[str, ...]:
+    """Every shipped GPU — for an FP8 workload, those with FP8 tensor cores (peak_flops.fp8)."""
+    return tuple(h.name for h in list_hardware()
+                 if dtype not in FP8_DTYPES or "fp8" in h.peak_flops_per_s)
 
 
 def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -> Report:
@@ -87,9 +90,11 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     hw = comparison.hardware
     kv_heads = None if w.kv_heads == w.heads else w.kv_heads
     sram_given = request.sram or options.get("sram_elements")
-    common = {"d": (w.d,), "heads": (w.heads,), "kv_heads": (kv_heads,), "batch": (w.batch,),
+    common = {"d": (w.d,), "d_v": (None if w.d_v == w.d else w.d_v,), "heads": (w.heads,),
+              "kv_heads": (kv_heads,), "batch": (w.batch,),
               "dtype": (w.dtype,), "causal": (w.causal,), "pass_": (w.pass_,),
-              "unfused": w.unfused, "profile": request.profile,
+              "unfused": w.unfused, "profile": request.profile, "latent_kv": w.latent_kv,
+              "fp8_scales": w.fp8_scales,
               "n_kv": (None if w.n_kv == w.n else w.n_kv,),
               "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
               "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),

@@ -69,14 +69,24 @@ def _csv_text(value: Any) -> str:
 
 PER_POINT = ("gpu", "dtype", "pass", "causal", "batch", "heads", "kv_heads", "d", "n", "n_kv",
              "sparsity", "sram_bytes")
-"""The leading columns, equal on the rows of one point's algorithms: formatted once per point."""
+"""The leading columns, equal on the rows of one point's algorithms: formatted once per point
+(with d_v after d when the sweep gives d_v: per_point_columns)."""
+
+
+def per_point_columns(result: SweepResult) -> tuple[str, ...]:
+    """PER_POINT, with the d_v column where the sweep has one (SweepResult.columns)."""
+    if result.spec.d_v == (None,):
+        return PER_POINT
+    at = PER_POINT.index("d") + 1
+    return (*PER_POINT[:at], "d_v", *PER_POINT[at:])
 
 
 def _per_point(result: SweepResult, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The chunk's columns with the PER_POINT ones once per point instead of once per row."""
+    """The chunk's columns with the per-point ones once per point instead of once per row."""
     k = len(result.algorithms)
-    assert list(columns)[:len(PER_POINT)] == list(PER_POINT)
-    return {name: values[::k] if name in PER_POINT else values
+    lead = per_point_columns(result)
+    assert list(columns)[:len(lead)] == list(lead)
+    return {name: values[::k] if name in lead else values
             for name, values in columns.items()}
 
 
@@ -85,7 +95,7 @@ def _rows_text(result: SweepResult, template: str, lists: list[list[Any]], sep: 
     """Every row of a chunk through `template`; the per-point columns (`lists` from
     `_per_point`) formatted once a point and joined to each of its algorithms' rows."""
     k = len(result.algorithms)
-    lead = len(PER_POINT)
+    lead = len(per_point_columns(result))
     head = sep.join(template.split(sep)[:lead])
     tail = sep.join(template.split(sep)[lead:])
     heads = [head % row for row in zip(*lists[:lead], strict=True)]
