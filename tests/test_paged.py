@@ -66,6 +66,12 @@ def test_block_table_entries_on_arrays_equal_each_point() -> None:
      {"splits": 2, "block_kv": 32}),
     (Workload(70, n_kv=150, causal=True, batch=2, page_size=7), ["flash2"],
      {"block_q": 16, "block_kv": 32}),
+    # MLA absorbed decoding over a paged latent cache (FlashMLA's layout): V from the K pages
+    (Workload(1, n_kv=200, heads=4, kv_heads=1, d=24, d_v=16, latent_kv=True, page_size=16),
+     ["splitkv"], {"splits": 2, "block_q": 16, "block_kv": 32}),
+    # V's head dim apart from Q·K's
+    (Workload(70, n_kv=150, d=16, d_v=8, page_size=7), ["flash2"],
+     {"block_q": 16, "block_kv": 32}),
 ])
 def test_paged_counts_three_ways_and_the_gathered_output(workload: Workload,
                                                          algorithms: list[str],
