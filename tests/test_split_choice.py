@@ -66,3 +66,19 @@ def test_json_carries_every_count(iosim_cli: Any) -> None:
 def test_bad_splits_auto_input_is_one_line(iosim_cli: Any, args: list[str], words: str) -> None:
     code, _out, err = iosim_cli("compare", "--gpu", "h200", *args)
     assert code == 2 and words in err and len(err.strip().splitlines()) == 1, err
+
+
+def test_cascade_keeps_its_own_split_rule_beside_the_best_splitkv(iosim_cli: Any) -> None:
+    args = ("compare", "--gpu", "h200", "--n", "1", "--heads", "32", "--kv-heads", "8", "--d",
+            "128", "--prefix-len", "4096", "--suffix-lens", "16,40,9,100")
+    code, out, err = iosim_cli(*args, "--splits", "auto", "--format", "json")
+    assert code == 0, err
+    data = json.loads(out)
+    by_name = {a["name"]: a for a in data["algorithms"]}
+    assert by_name["splitkv"]["tiling"]["splits"] == data["splits_auto"]["best"]
+    code, plain, _ = iosim_cli(*args, "--format", "json")
+    cascade = {a["name"]: a for a in json.loads(plain)["algorithms"]}["cascade"]
+    assert by_name["cascade"]["tiling"]["splits"] == cascade["tiling"]["splits"]
+    # the figure and the report run one split count for all: refused with cascade in the list
+    code, _, err = iosim_cli("roofline", *args[1:], "--splits", "auto", "--out", "unused")
+    assert code == 2 and "cascade splits by its own rule" in err

@@ -28,7 +28,7 @@ count that fills the GPU.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from iosim.algorithms.splitkv import MAX_SPLITS
@@ -109,6 +109,16 @@ class SplitChoice:
                       "hbm_bytes": r.hbm_bytes, "eligible": r.eligible}
                      for r in self.rows],
         }
+
+
+def with_best_pick(result: Comparison, choice: SplitChoice, **options: Any) -> Comparison:
+    """`result` (a comparison run with each algorithm's own split rule) with its splitkv run
+    at the best pick of `choice` instead; `options` are compare's, as for choose_splits. The
+    other algorithms that split (cascade) keep their own rule."""
+    best = _splitkv(compare(result.workload, result.hardware, algorithms=["splitkv"],
+                            splits=choice.best.splits, **options))
+    return replace(result, algorithms=tuple(best if a.algorithm == "splitkv" else a
+                                            for a in result.algorithms))
 
 
 def _splitkv(result: Comparison) -> AlgorithmEstimate:

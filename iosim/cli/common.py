@@ -270,6 +270,13 @@ def compare_arguments(params: dict[str, Any]) -> dict[str, Any]:
                  "splits": params["splits"], "impl": params.get("impl"),
                  "tiles": params.get("tiles", "code")}
     if splits_auto(params):
+        from iosim.analysis.requests import default_algorithms
+
+        names = arguments["algorithms"] or default_algorithms(workload_from(params))
+        if any(n.strip().lower() == "cascade" for n in names):
+            raise IosimError(f"{arg('splits', 'auto')} picks splitkv's split count, and cascade "
+                             f"splits by its own rule here; give {arg('algorithms')} without "
+                             f"cascade, or {arg('splits')} a number (compare takes both)")
         arguments["splits"] = split_choice(params).best.splits
     return arguments
 
@@ -280,8 +287,10 @@ def split_choice(params: dict[str, Any]) -> SplitChoice:
 
     if params.get("impl") is not None:
         raise click.UsageError("--splits auto tries splitkv's split counts; drop --impl")
-    algorithms = comma_list(params["algo"])
-    if algorithms is not None and "splitkv" not in [a.strip().lower() for a in algorithms]:
+    from iosim.analysis.requests import default_algorithms
+
+    algorithms = comma_list(params["algo"]) or default_algorithms(workload_from(params))
+    if "splitkv" not in [a.strip().lower() for a in algorithms]:
         raise IosimError(f"{arg('splits', 'auto')} applies to splitkv; add it to "
                          f"{arg('algorithms')} (e.g. {arg('algorithms', 'flash2,splitkv')})")
     return choose_splits(workload_from(params), params["gpu"], block_q=params["block_q"],

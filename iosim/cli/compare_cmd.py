@@ -39,9 +39,12 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
     """
     choice = split_choice(params) if splits_auto(params) else None
     arguments = compare_arguments({**params, "splits": None} if choice else params)
-    if choice is not None:
-        arguments["splits"] = choice.best.splits  # the comparison runs the best pick
     result = compare(workload_from(params), params["gpu"], **arguments)
+    if choice is not None:  # splitkv runs the best pick; cascade keeps its own split rule
+        from iosim.analysis.split_choice import with_best_pick
+
+        result = with_best_pick(result, choice, **{k: arguments[k] for k in (
+            "block_q", "block_kv", "sram", "sram_elements", "profile", "tiles")})
     refuse_impossible_sram(result, params["force"])
     from iosim.output import render
 
