@@ -67,6 +67,40 @@ def verdicts(record: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def dram_points(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per split-KV point Nsight Compute counted (decode, paged, and the split-KV side
+    of the shared-prefix batches): iosim's bytes (compare, the measured kernels' tiles and that
+    split count; L2-oblivious: the L2 model does not cover split-KV) over the kernels' DRAM
+    read + write bytes."""
+    config = record["decode_config"]
+    shapes = {s["id"]: s for s in record["decode"] + record["paged"] + record["cascade"]}
+    rows = []
+    for section in record["counters"]:
+        for p in section.get("points", []):
+            shape = shapes.get(p["id"])
+            if shape is None or p.get("method") == "cascade" or "splits" not in p:
+                continue  # cascade's prefix and suffix run their own split counts: not one
+            if "prefix_len" in shape:
+                suffixes = tuple(shape["suffix_lens"])
+                w = Workload(1, n_kv=shape["prefix_len"] + max(suffixes), d=shape["d"],
+                             heads=shape["heads"], kv_heads=shape["kv_heads"],
+                             batch=shape["batch"], prefix_len=shape["prefix_len"],
+                             suffix_lens=suffixes)
+                kind = "shared prefix"
+            else:
+                w = Workload(1, n_kv=shape["n_kv"], d=shape["d"], heads=shape["heads"],
+                             kv_heads=shape["kv_heads"], batch=shape["batch"],
+                             page_size=shape.get("page_size"))
+                kind = "paged" if shape.get("page_size") else "decode"
+            result = compare(w, "h200", algorithms=["splitkv"], block_q=config["block_r"],
+                             block_kv=config["block_n"], splits=p["splits"])
+            model = next(a for a in result.algorithms if a.name == "splitkv").hbm_bytes
+            measured = sum(k["dram__bytes_read.sum"] + k["dram__bytes_write.sum"]
+                           for k in p["kernels"])
+            rows.append({"id": p["count_id"], "kind": kind, "ratio": model / measured})
+    return rows
+
+
 def main(argv: list[str]) -> int:
     record = json.loads(Path(argv[0] if argv else RECORD).read_text())
     picks = split_picks(record)
@@ -88,6 +122,15 @@ def main(argv: list[str]) -> int:
     print(f"verdict right: {right} of {len(rows)} (measured: cascade wins "
           f"{sum(r['measured'] == 'cascade' for r in rows)}, split-KV "
           f"{sum(r['measured'] == 'splitkv' for r in rows)})")
+    points = dram_points(record)
+    print("\nsplit-KV bytes: iosim (L2-oblivious) ÷ ncu DRAM read + write, per point")
+    for kind in ("decode", "paged", "shared prefix"):
+        ratios = sorted(r["ratio"] for r in points if r["kind"] == kind)
+        if not ratios:
+            continue
+        inside = sum(abs(x - 1) <= 0.10 for x in ratios)
+        print(f"{kind:<14} {len(ratios):>3} points, {inside:>3} within ±10 %; ratio "
+              f"{ratios[0]:.2f} .. {ratios[-1]:.2f}, median {ratios[len(ratios) // 2]:.2f}")
     return 0
 
 
