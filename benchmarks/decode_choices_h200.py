@@ -69,8 +69,9 @@ def verdicts(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 def dram_points(record: dict[str, Any]) -> list[dict[str, Any]]:
     """One row per split-KV point Nsight Compute counted (decode, paged, and the split-KV side
-    of the shared-prefix batches): iosim's bytes (compare, the measured kernels' tiles and that
-    split count; L2-oblivious: the L2 model does not cover split-KV) over the kernels' DRAM
+    of the shared-prefix batches): iosim's DRAM estimate (compare, the measured kernels' tiles
+    and that split count: the L2-oblivious count, which the L2 model keeps for split-KV, less a
+    shared prefix's duplicate reads, estimates/shared_prefix_dram.py) over the kernels' DRAM
     read + write bytes."""
     config = record["decode_config"]
     shapes = {s["id"]: s for s in record["decode"] + record["paged"] + record["cascade"]}
@@ -94,7 +95,8 @@ def dram_points(record: dict[str, Any]) -> list[dict[str, Any]]:
                 kind = "paged" if shape.get("page_size") else "decode"
             result = compare(w, "h200", algorithms=["splitkv"], block_q=config["block_r"],
                              block_kv=config["block_n"], splits=p["splits"])
-            model = next(a for a in result.algorithms if a.name == "splitkv").hbm_bytes
+            splitkv = next(a for a in result.algorithms if a.name == "splitkv")
+            model = splitkv.dram.bytes if splitkv.dram is not None else splitkv.hbm_bytes
             measured = sum(k["dram__bytes_read.sum"] + k["dram__bytes_write.sum"]
                            for k in p["kernels"])
             rows.append({"id": p["count_id"], "kind": kind, "ratio": model / measured})
@@ -123,7 +125,7 @@ def main(argv: list[str]) -> int:
           f"{sum(r['measured'] == 'cascade' for r in rows)}, split-KV "
           f"{sum(r['measured'] == 'splitkv' for r in rows)})")
     points = dram_points(record)
-    print("\nsplit-KV bytes: iosim (L2-oblivious) ÷ ncu DRAM read + write, per point")
+    print("\nsplit-KV bytes: iosim's DRAM estimate ÷ ncu DRAM read + write, per point")
     for kind in ("decode", "paged", "shared prefix"):
         ratios = sorted(r["ratio"] for r in points if r["kind"] == kind)
         if not ratios:

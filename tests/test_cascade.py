@@ -133,3 +133,18 @@ def test_closed_form_equals_the_walk_on_any_shared_prefix_batch(
     for a in walk(kernels, w, tiling):
         walked[(a.kernel, a.tensor, a.op)] += a.elements
     assert +closed == +walked
+
+
+def test_split_kv_dram_reads_the_shared_prefix_once() -> None:
+    """The DRAM estimate of split-KV over a shared prefix: every distinct cache row once — the
+    prefix, then each request's own suffix — for K and V (shared_prefix_dram.py), while the
+    exact HBM count charges each request its own L + s_b rows."""
+    w = Workload(1, n_kv=300, batch=3, heads=8, kv_heads=2, d=64, prefix_len=256,
+                 suffix_lens=(44, 3, 17))
+    splitkv = next(a for a in compare(w, "h200", algorithms=["splitkv"]).algorithms
+                   if a.name == "splitkv")
+    assert splitkv.dram is not None
+    k_dram = sum(t.bytes for t in splitkv.dram.terms if t.tensor == "K")
+    k_hbm = sum(t.bytes for k in splitkv.kernels for t in k.traffic.terms if t.tensor == "K")
+    assert k_dram == (256 + 44 + 3 + 17) * 2 * 64 * 2
+    assert k_hbm == (3 * 256 + 44 + 3 + 17) * 2 * 64 * 2

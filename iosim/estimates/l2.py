@@ -66,6 +66,7 @@ from iosim.estimates.l2_model import (
     tensor_bytes,
 )
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
+from iosim.estimates.shared_prefix_dram import prefix_once
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -330,4 +331,5 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
     per_sm = programs_per_sm or programs_per_sm_estimate(workload, tiling, hardware)
     concurrent = concurrent_programs or hardware.sm_count * per_sm
     terms = _ClosedForm(kernels, workload, tiling, capacity, concurrent).run()
-    return DramEstimate(tuple(terms), capacity, concurrent, "closed form")
+    shared = prefix_once(terms, kernels, workload)  # shared_prefix_dram.py
+    return DramEstimate(shared, capacity, concurrent, "closed form")
