@@ -74,6 +74,7 @@ def _problems(p: TilingInputs, tiles: Tiles) -> tuple[tuple[Int, Int], tuple[Int
 
 
 class Cascade(Algorithm):
+    """Cascade attention over a shared-prefix batch: prefix, suffix and merge kernels."""
     name = "cascade"
     title = ("cascade attention (FlashInfer, vLLM): the shared prefix attended once for every "
              "request's query, each suffix apart, merged by log-sum-exp")
@@ -83,6 +84,7 @@ class Cascade(Algorithm):
                              "suffix_lens", "splits"})
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
+        """The three kernels at the tiling's split count (forward only)."""
         if workload.pass_ != "fwd":
             raise IosimError(f"cascade is a decoding (forward) kernel; use {arg('pass_', 'fwd')}")
         return self.forward(workload, tiling.splits if tiling else 1)
@@ -175,6 +177,7 @@ class Cascade(Algorithm):
         return replace(tiles, splits=int(chosen) if np.ndim(chosen) == 0 else chosen)
 
     def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
+        """The split count and how it was chosen (--splits, or the two heuristics' inputs)."""
         if inputs.splits:
             return replace(tiling, splits=int(tiles.splits),
                            splits_rule="--splits (prefix and suffix kernels)")

@@ -61,6 +61,9 @@ BACKWARD_FLOPS = (
 
 
 class Flash1(Algorithm):
+    """FlashAttention's Algorithm 1 (forward) and Algorithm 4 (backward): K/V blocks in the outer
+    loop, so Q_i, O_i, l_i, m_i are re-read (and O_i, l_i, m_i rewritten) at every K/V block."""
+
     name = "flash1"
     title = "FlashAttention (Algorithm 1): K/V blocks outer, Q/O/l/m re-read every pass"
     tiled = True

@@ -72,6 +72,9 @@ BACKWARD_FLOPS = (
 
 
 class Flash2(Algorithm):
+    """FlashAttention-2: Q blocks in the outer loop, K/V streamed per query block, O_i and L_i
+    written once; its backward is FA2's dK/dV-outer kernel with dQ read-modify-written."""
+
     name = "flash2"
     title = "FlashAttention-2: Q blocks outer, K/V re-read per query block, O and L written once"
     tiled = True

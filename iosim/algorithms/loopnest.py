@@ -202,6 +202,25 @@ def row_width(cols: Cols, d: Any, n_kv: Any, d_v: Any = None) -> Any:
     return {"d": d, "dv": d if d_v is None else d_v, "1": 1, "kv": n_kv}[cols]
 
 
+def tensor_bytes(access: Access, workload: Workload, *, per_head: bool = False,
+                 splits: Any = 1) -> Any:
+    """Bytes in HBM of the whole tensor an access touches: one head's (`per_head`), or every
+    (batch, head)'s, K/V-side tensors per KV head, with `splits` copies of a per-split partial
+    output. Ints, or arrays in a sweep. The footprint (what is held) and the L2 model (what a
+    sweep over a tensor touches) both size tensors with it."""
+    if access.scale:
+        return 0  # FP8 descale factors: a few bytes per program, neither held nor cached
+    length = workload.n if access.rows == "q" else workload.n_kv
+    size = (length * row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
+            * element_bytes(access.element, workload.element_bytes,
+                            workload.output_element_bytes))
+    if not per_head:
+        per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
+        size = size * workload.batch * (workload.kv_heads if per_kv else workload.heads)
+        size = size * (splits if access.per_split else 1)
+    return int(size) if np.ndim(size) == 0 else size
+
+
 # ---------------------------------------------------------------------------------------------
 # 1. closed form
 

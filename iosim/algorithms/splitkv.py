@@ -90,6 +90,9 @@ def refuse_too_many_splits(splits: Int, n_kv: Int, block_kv: Int) -> None:
 
 
 class SplitKV(Algorithm):
+    """Flash-Decoding: FlashAttention-2 with the key axis split across `splits` programs per query
+    block, each writing a partial output and its logsumexp, then a combine kernel."""
+
     name = "splitkv"
     title = ("Flash-Decoding (split-KV FlashAttention-2): K/V split across programs, partial "
              "outputs combined; GQA heads packed when N = 1")

@@ -43,6 +43,9 @@ def _whole(tensor: str, op: str, rows: str, cols: str, cite: str, **kw: object) 
 
 
 class Standard(Algorithm):
+    """Standard attention (Algorithm 0, backward Algorithm 3): S = QKᵀ, P = softmax(S) and O = PV as
+    separate kernels, S and P written to and read back from HBM."""
+
     name = "standard"
     title = "standard attention (FlashAttention paper, Algorithm 0): S and P written to HBM"
     tiled = False

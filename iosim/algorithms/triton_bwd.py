@@ -67,6 +67,7 @@ FORWARD_TILE = (128, 64)
 
 
 def backward_tiles(d: int) -> BackwardTiles:
+    """The Triton backward's launch tiles for head dim `d` (d = 64's where d is not listed)."""
     return TRITON_BWD_TILES.get(d, TRITON_BWD_TILES[64])
 
 
@@ -110,6 +111,9 @@ DQ_FLOPS = (
 
 
 class TritonKernels(Flash2):
+    """iosim's own Triton kernels (calibrate/kernels.py, kernels_bwd.py) with their fixed launch
+    tiles: FA2's forward, and a backward of a D pre-pass, a dK/dV kernel and a dQ kernel."""
+
     name = "triton"
     kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "n_kv", "d", "d_v", "sparsity",
                              "latent_kv", "page_size", "prefix_len"})
@@ -119,6 +123,7 @@ class TritonKernels(Flash2):
              "kernel and a Q-outer dQ kernel (no atomics)")
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """FlashAttention-2's forward kernels, refused where the Triton kernels do not run the workload."""
         refuse_paged(self.name, workload, why="its kernels read a contiguous K, V")
         why = triton_unsupported(workload)
         if why is not None:
@@ -140,6 +145,7 @@ class TritonKernels(Flash2):
                        bwd_block_q=bwd_q, bwd_block_kv=bwd_kv)
 
     def describe_tiles(self, tiling: Tiling, tiles: Tiles, inputs: TilingInputs) -> Tiling:
+        """The tiling with the kernels' launch tiles (forward BLOCK_M × BLOCK_N; dK/dV and dQ blocks)."""
         t = backward_tiles(int(inputs.d))
         return replace(tiling, block_q=int(tiles.block_q), block_kv=int(tiles.block_kv),
                        rule="the Triton forward's launch configuration (BLOCK_M × BLOCK_N)",
@@ -148,6 +154,7 @@ class TritonKernels(Flash2):
                                  "(their launch configuration)"))
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
+        """The backward's kernels: D = rowsum(dO∘O), dK/dV (K-outer), dQ (Q-outer) and GQA's group sum."""
         refuse_paged(self.name, workload, why="its kernels read a contiguous K, V")
         why = triton_unsupported(workload)
         if why is not None:

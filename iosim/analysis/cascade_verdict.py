@@ -11,6 +11,7 @@ from iosim.analysis.comparison import Comparison
 
 @dataclass(frozen=True, slots=True)
 class CascadeVerdict:
+    """The winner of cascade against split-KV, with both times and bytes."""
     winner: str
     loser: str
     cascade_s: float
@@ -25,11 +26,13 @@ class CascadeVerdict:
         return slow / fast
 
     def sentence(self) -> str:
+        """One line for people: who wins, by how much, and the bytes each moves."""
         return (f"Shared prefix: {self.winner} wins, {self.ratio:.2f}× faster than {self.loser} "
                 f"(cascade moves {self.cascade_bytes / self.splitkv_bytes:.2f}× split-KV's HBM "
                 f"bytes).")
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON object (compare's key shared_prefix)."""
         return {"winner": self.winner, "speedup": self.ratio, "cascade_time_s": self.cascade_s,
                 "splitkv_time_s": self.splitkv_s, "cascade_hbm_bytes": self.cascade_bytes,
                 "splitkv_hbm_bytes": self.splitkv_bytes}

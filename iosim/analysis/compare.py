@@ -72,10 +72,14 @@ def tiling_for(
 
 
 def gpu_cc(hardware: Hardware | None) -> int:
+    """The GPU's compute capability as an int (80 for sm_80) from its YAML architecture; 0 when
+    there is no GPU or it is unknown (the tile tables' `cc` match)."""
     return compute_capability(hardware.architecture) if hardware is not None else 0
 
 
 def gpu_sram_per_sm(hardware: Hardware | None) -> int:
+    """The GPU's shared memory per SM in bytes (the tile tables' `smem_per_sm_below` match); 0 when
+    there is no GPU or its YAML lacks sram_per_sm."""
     return int(hardware.sram_per_sm_bytes or 0) if hardware is not None else 0
 
 

@@ -58,11 +58,15 @@ class SoftmaxStep:
 
     @property
     def rescaled_sum(self) -> float:
+        """The running sum l before this block, rescaled to the new maximum: e^(m_old − m_new) · l_old."""
         return self.rescale * self.sum_before
 
 
 @dataclass(frozen=True, slots=True)
 class SoftmaxTrace:
+    """The online softmax of one score vector, block by block (Alg. 1 lines 9-11), beside the
+    one-pass softmax of the same scores; with values, the output o = Σ p·v both ways."""
+
     scores: Vector
     block: int
     steps: tuple[SoftmaxStep, ...]
@@ -75,18 +79,22 @@ class SoftmaxTrace:
 
     @property
     def final_max(self) -> float:
+        """The maximum m after the last block: the one-pass softmax's max(s)."""
         return self.steps[-1].max_after
 
     @property
     def final_sum(self) -> float:
+        """The normaliser l after the last block: the one-pass softmax's Σ e^(s − max)."""
         return self.steps[-1].sum_after
 
     @property
     def max_weight_difference(self) -> float:
+        """Largest |online weight − one-pass weight| over the vector (rounding only: they are equal)."""
         return float(np.max(np.abs(np.subtract(self.weights, self.one_pass_weights))))
 
     @property
     def max_output_difference(self) -> float | None:
+        """Largest |online output − one-pass output| over the head dim, or None without values."""
         if self.output is None or self.one_pass_output is None:
             return None
         return float(np.max(np.abs(np.subtract(self.output, self.one_pass_output))))

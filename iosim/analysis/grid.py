@@ -159,6 +159,8 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
 
 
 def roof_index(gpu: int, dtype: int) -> tuple[int, ...]:
+    """An index into the grid's broadcast arrays that selects one (GPU, dtype) pair (the axes the
+    roofs depend on) and 0 on every other axis."""
     at = [0] * len(AXES)
     at[AXES.index("gpu")] = gpu
     at[AXES.index("dtype")] = dtype

@@ -66,6 +66,7 @@ class SplitRow:
 
     @property
     def time_s(self) -> float:
+        """The split kernel's time at u_slots plus the combine kernel's."""
         return self.split_kernel_s + self.combine_s
 
 
@@ -85,9 +86,11 @@ class SplitChoice:
 
     @property
     def best(self) -> SplitRow:
+        """The eligible count of least predicted time (the smallest on a tie)."""
         return min((r for r in self.rows if r.eligible), key=lambda r: (r.time_s, r.splits))
 
     def row(self, splits: int) -> SplitRow:
+        """The row of one split count."""
         return next(r for r in self.rows if r.splits == splits)
 
     @property
@@ -96,6 +99,7 @@ class SplitChoice:
         return self.row(self.heuristic).time_s / self.best.time_s
 
     def to_dict(self) -> dict[str, Any]:
+        """The JSON object (compare's key splits_auto, schema iosim.splits/1)."""
         best = self.best
         return {
             "schema": SCHEMA, "gpu": self.gpu, "sm_count": self.sm_count,

@@ -56,6 +56,9 @@ class GradientCheck:
 
 @dataclass(frozen=True, slots=True)
 class AlgorithmCheck:
+    """One algorithm verified: its blocks, each term counted three ways, the walk's accesses against
+    the executor's, its output's and gradients' errors, and the most scores and SRAM it held."""
+
     name: str
     title: str
     block_q: int | None
@@ -112,6 +115,10 @@ class AlgorithmCheck:
 
 @dataclass(frozen=True, slots=True)
 class Verification:
+    """What `verify` returns: the workload run, the dtype, seed, dropout and SRAM budget (bytes), one
+    AlgorithmCheck per algorithm, and standard attention's peak scores and float64 error;
+    `ok` says whether every check passed, `to_dict()` is the JSON of `iosim verify --format json`."""
+
     workload: Workload
     """The shape verified (its dtype is the model dtype of `dtype`)."""
     dtype: str

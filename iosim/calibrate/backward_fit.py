@@ -57,6 +57,8 @@ such points are reported but neither fitted nor judged."""
 
 
 def load_record(path: str | Path) -> dict[str, Any]:
+    """The backward's H200 record (tests/data/backward-h200.json) as a dict; CalibrationError when the
+    file cannot be read or has no points."""
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
@@ -68,11 +70,13 @@ def load_record(path: str | Path) -> dict[str, Any]:
 
 
 def workload_of(p: dict[str, Any]) -> Workload:
+    """A record point's backward Workload (shape, GQA, causal, dtype)."""
     return Workload(p["n"], d=p["d"], heads=p["heads"], kv_heads=p["kv_heads"], batch=p["batch"],
                     causal=p["causal"], pass_="bwd", dtype=p["dtype"])
 
 
 def kernels_of(w: Workload) -> tuple[Kernel, ...]:
+    """The Triton backward's kernels (the `triton` algorithm) for a workload."""
     return get_algorithm("triton").backward(w)
 
 
@@ -82,12 +86,15 @@ def kernels_of(w: Workload) -> tuple[Kernel, ...]:
 
 @dataclass(frozen=True, slots=True)
 class KernelBytes:
+    """One backward kernel's DRAM bytes: iosim's estimate against ncu's measurement."""
+
     kernel: str
     estimate: float
     measured: float
 
     @property
     def error(self) -> float:
+        """Relative error of the estimate: (estimate − measured) / measured."""
         return (self.estimate - self.measured) / self.measured
 
 
@@ -184,11 +191,14 @@ def dram_comparison(record: dict[str, Any], hardware: Hardware, share: float = D
 
 @dataclass(frozen=True, slots=True)
 class TimeModel:
+    """The backward's fitted time model: an efficiency and a per-program overhead (s)."""
+
     efficiency: float
     overhead_s: float
     """Per program (prologue, epilogue, pipeline fill)."""
 
     def schedule(self) -> BackwardSchedule:
+        """The model as the BackwardSchedule a hardware YAML's measured profile holds."""
         return BackwardSchedule(self.efficiency, self.overhead_s, dict(PROGRAMS_PER_SM))
 
 
@@ -243,6 +253,8 @@ def fit_time(record: dict[str, Any], hardware: Hardware) -> TimeModel:
 
 
 def report(record: dict[str, Any], hardware: Hardware) -> str:
+    """A Markdown report of the record against iosim: DIRTY_SHARE and the time model fitted on
+    FIT_N, then every point's DRAM bytes and time, estimated against measured."""
     share = fit_dirty_share(record, hardware)
     model = fit_time(record, hardware)
     lines = [f"# The Triton backward on {record.get('device', '?')}: record vs iosim", "",
@@ -277,6 +289,8 @@ def report(record: dict[str, Any], hardware: Hardware) -> str:
 
 
 def main(argv: list[str]) -> int:
+    """`python -m iosim.calibrate.backward_fit RECORD`: fit on a backward record and print the
+    report; returns the exit status."""
     from iosim.inputs.gpus import config_dir
     from iosim.inputs.hardware_yaml import load_hardware
 

@@ -40,6 +40,8 @@ def rel_error(out: torch.Tensor, ref: torch.Tensor) -> float:
 
 
 def require_close(what: str, out: torch.Tensor, ref: torch.Tensor, dtype: str) -> float:
+    """The relative error of `out` against `ref`; CalibrationError when it exceeds the dtype's
+    tolerance (nothing is timed before a kernel computes right)."""
     err = rel_error(out, ref)
     tol = TOLERANCE[dtype]
     if not math.isfinite(err) or err > tol:
@@ -56,14 +58,17 @@ DEVICE = "cuda"
 
 
 def poisoned(shape: tuple[int, ...], dtype: torch.dtype) -> torch.Tensor:
+    """A tensor of NaNs on the device, so that an output element a kernel never writes shows."""
     return torch.full(shape, float("nan"), dtype=dtype, device=DEVICE)
 
 
 def randn(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    """A standard-normal tensor on the device."""
     return torch.randn(*shape, dtype=dtype, device=DEVICE)
 
 
 def empty(*shape: int, dtype: torch.dtype) -> torch.Tensor:
+    """An uninitialised tensor on the device."""
     return torch.empty(*shape, dtype=dtype, device=DEVICE)
 
 
@@ -107,6 +112,8 @@ ROWS_CONFIG = K.RowsConfig(128, 128, 8, 3)
 
 
 def matmul_config(role: str, d: int = 0) -> K.MatmulConfig:
+    """The Triton matmul's tile configuration for a role (the square ceiling, or the standard
+    path's QKᵀ and PV at head dim `d`)."""
     if role == "square":
         return K.MatmulConfig(128, 256, 64, 8, 8, 3)
     if role == "qk":  # S = QKᵀ: M = N_q, N = N_kv, K = d
@@ -132,6 +139,7 @@ class Bench:
 
     def measure(self, id_: str, kernel: str, dtype: str, fn: Callable[[], Any], *, io_bytes: int,
                 flops: int, rel_error: float | None, **fields: Any) -> Measurement:
+        """Time `fn` (median seconds) and record it as one Measurement with its bytes, FLOPs and error."""
         self.progress(id_)
         median, p20, p80 = self.time(fn)
         return Measurement(id=id_, kernel=kernel, dtype=dtype, time_s=median, time_p20_s=p20,
@@ -139,6 +147,8 @@ class Bench:
                            **fields)
 
     def run(self) -> Iterator[Measurement]:
+        """Every measurement of the plan: the copy ceilings, the matmuls, the standard path and the
+        fused kernel, one section after another (each section's tensors freed before the next)."""
         sections: list[Callable[[], list[Measurement]]] = [self.copies]
         sections += [partial(self.matmul, dtype) for dtype in self.plan.matmul_dtypes]
         sections += [partial(self.standard, s) for s in self.plan.standard]
@@ -190,6 +200,7 @@ class Bench:
         ]
 
     def matmul(self, dtype: str) -> list[Measurement]:
+        """The matmul ceiling in `dtype`: the Triton matmul and torch.matmul on the plan's square size."""
         s = self.plan.matmul_size
         tdt = TORCH_DTYPES[dtype]
         a, b = randn(1, s, s, dtype=tdt), randn(1, s, s, dtype=tdt)
@@ -213,6 +224,8 @@ class Bench:
     # -- standard attention: three kernels -----------------------------------------------------
 
     def standard(self, shape: Shape) -> list[Measurement]:
+        """The standard path at one shape: S = QKᵀ (two variants), softmax and PV, each checked
+        against torch then timed."""
         errors = self._check_standard(shape)
         tdt = TORCH_DTYPES[shape.dtype]
         n, d, bh = shape.n, shape.d, shape.batch * shape.heads
@@ -284,6 +297,8 @@ class Bench:
     # -- fused attention -----------------------------------------------------------------------
 
     def fused(self, shape: Shape, configs: tuple[FusedConfig, ...]) -> list[Measurement]:
+        """The fused forward at one shape in each tile configuration, and torch SDPA's flash kernel
+        beside it, each checked then timed."""
         errors, err_sdpa = self._check_fused(shape, configs)
         tdt = TORCH_DTYPES[shape.dtype]
         n, d, causal = shape.n, shape.d, shape.causal

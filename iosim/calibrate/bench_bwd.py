@@ -36,6 +36,8 @@ DEVICE = "cuda"
 
 @dataclass(frozen=True, slots=True)
 class BwdPoint:
+    """One backward point of the record: shape, GQA, causal, dtype."""
+
     n: int
     d: int
     batch: int
@@ -46,19 +48,23 @@ class BwdPoint:
 
     @property
     def group(self) -> int:
+        """Query heads per KV head."""
         return self.heads // self.kv_heads
 
     @property
     def id(self) -> str:
+        """The point's id in the record ("fp16/n4096/d128/b4h32kv8/causal")."""
         mask = "causal" if self.causal else "full"
         return (f"{self.dtype}/n{self.n}/d{self.d}/b{self.batch}h{self.heads}kv{self.kv_heads}/"
                 f"{mask}")
 
     def fields(self) -> dict[str, Any]:
+        """The point's fields as a dict (for the record's JSON)."""
         return asdict(self)
 
 
 def config_of(tiles: BackwardTiles) -> KB.BackwardConfig:
+    """The Triton backward's launch configuration for the model's backward tiles."""
     return KB.BackwardConfig(tiles.block_m1, tiles.block_n1, tiles.block_m2, tiles.block_n2,
                              tiles.num_warps, tiles.num_stages, tiles.pre_block)
 
@@ -137,6 +143,7 @@ def flash_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, p: BwdPoint
 
 @contextmanager
 def flash_backend() -> Iterator[None]:
+    """A context in which torch SDPA runs its flash backend only."""
     from torch.nn.attention import SDPBackend, sdpa_kernel
 
     with sdpa_kernel(SDPBackend.FLASH_ATTENTION):
@@ -182,6 +189,7 @@ def eager_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.
 
 
 def bench(fn: Callable[[], Any], warmup_ms: int = 25, rep_ms: int = 100) -> tuple[float, float, float]:
+    """(median, 20th, 80th percentile) seconds of `fn` from triton.testing.do_bench."""
     ms = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms, quantiles=[0.5, 0.2, 0.8])
     median, p20, p80 = (float(x) * 1e-3 for x in ms)
     return median, p20, p80

@@ -47,6 +47,8 @@ MODEL_KERNEL = {"qk": "qk", "softmax": "softmax", "pv": "pv", "attn_fwd": "attn"
 
 
 def ceilings(calibration: Calibration) -> Ceilings:
+    """The measured ceilings: the best copy's bandwidth (B/s) and the best matmul's FLOP/s per
+    dtype, each with a source that says what was measured where."""
     copies = [m for m in calibration.measurements if m.kernel in ("copy", "torch_copy")]
     if not copies:
         raise CalibrationError("the measurement file has no copy measurement (the bandwidth "
@@ -82,10 +84,12 @@ def _where(calibration: Calibration) -> str:
 
 
 def workload_of(n: int, d: int, batch: int, heads: int, dtype: str, causal: bool) -> Workload:
+    """The Workload of a measured shape."""
     return Workload(n, d=d, heads=heads, batch=batch, dtype=dtype, causal=causal)
 
 
 def tiling_of(block_m: int, block_n: int, hardware: Hardware) -> Tiling:
+    """The Tiling of a calibration kernel's BLOCK_M × BLOCK_N on `hardware`."""
     return Tiling(block_m, block_n, int(hardware.sram_per_block_bytes),
                   f"sram_per_block of {hardware.name}", "the calibration kernel's BLOCK_M × BLOCK_N")
 
@@ -160,6 +164,8 @@ def _fused_fit(rows: Sequence[tuple[float, float, float]]) -> tuple[float, float
 
 
 def fit(calibration: Calibration, hardware: Hardware) -> FitResult:
+    """Fit the efficiencies (and the vector rate) on the FIT_N points and predict every point's
+    time (s) and DRAM bytes on the measured ceilings (see the module docstring)."""
     ceil = ceilings(calibration)
     models = {m.id: _model(m, hardware) for m in calibration.measurements
               if m.kernel in ATTENTION_KERNELS}
@@ -258,4 +264,5 @@ def bytes_checks(calibration: Calibration, hardware: Hardware) -> tuple[BytesChe
 
 
 def geomean(values: Sequence[float]) -> float:
+    """The geometric mean of positive values."""
     return math.exp(sum(math.log(v) for v in values) / len(values))

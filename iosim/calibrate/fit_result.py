@@ -17,6 +17,8 @@ from iosim.inputs.hardware import Hardware, MeasuredProfile
 
 @dataclass(frozen=True, slots=True)
 class Ceilings:
+    """Measured ceilings: HBM bandwidth (B/s) and matmul peak per dtype (FLOP/s), with sources."""
+
     hbm_bandwidth_bytes_per_s: float
     hbm_source: str
     peak_flops_per_s: dict[str, float]
@@ -40,6 +42,7 @@ class Point:
 
     @property
     def time_error(self) -> float | None:
+        """Relative error of the predicted time, (predicted − measured) / measured; None unpredicted."""
         if self.predicted_time_s is None:
             return None
         return self.predicted_time_s / self.m.time_s - 1
@@ -68,19 +71,25 @@ class BytesCheck:
 
     @property
     def measured_dram_bytes(self) -> float:
+        """ncu's DRAM bytes: reads plus writes (with the evict kernel's write-backs)."""
         return self.measured_dram_read_bytes + self.measured_dram_write_bytes
 
     @property
     def predicted_dram_bytes(self) -> int:
+        """iosim's L2-aware DRAM estimate of the point, in bytes."""
         return self.estimate.bytes
 
     @property
     def error(self) -> float:
+        """Relative error of the estimate against ncu: predicted / measured − 1."""
         return self.predicted_dram_bytes / self.measured_dram_bytes - 1
 
 
 @dataclass(frozen=True, slots=True)
 class FitResult:
+    """A fit: the calibration and hardware it used, the ceilings, efficiencies per kernel class,
+    the vector rate (FLOP/s), every point's prediction and every ncu point's bytes check."""
+
     calibration: Calibration
     hardware: Hardware
     ceilings: Ceilings
@@ -91,6 +100,7 @@ class FitResult:
 
     @property
     def provenance(self) -> str:
+        """One line saying what was measured, on which device and software, when, and what was fitted."""
         c, dev = self.calibration, self.calibration.device
         return (f"{c.command} — for {self.hardware.name} ({self.hardware.display_name}), measured "
                 f"on {dev.get('name')} (driver {dev.get('driver')}, CUDA "
@@ -98,11 +108,13 @@ class FitResult:
                 f"{c.created}; efficiencies fitted at N in {list(FIT_N)}")
 
     def profile(self) -> MeasuredProfile:
+        """The fit as a MeasuredProfile (what `--profile measured` uses)."""
         return MeasuredProfile(self.provenance, self.ceilings.hbm_bandwidth_bytes_per_s,
                                dict(self.ceilings.peak_flops_per_s), dict(self.efficiency),
                                vector_flops_per_s=self.vector_flops_per_s)
 
     def profile_yaml(self) -> dict[str, Any]:
+        """The `measured:` section of a hardware YAML for this fit, in YAML units (GB/s, TFLOP/s)."""
         c = self.ceilings
         out: dict[str, Any] = {
             "provenance": self.provenance,

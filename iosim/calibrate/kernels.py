@@ -47,6 +47,7 @@ def _iosim_copy_kernel(src, dst, n_elements, BLOCK: tl.constexpr):
 
 
 def copy(src: torch.Tensor, dst: torch.Tensor, *, block: int = 4096, num_warps: int = 8) -> None:
+    """dst = src with the Triton copy kernel (the bandwidth ceiling); same shape and dtype, contiguous."""
     if src.shape != dst.shape or src.dtype != dst.dtype:
         raise KernelInputError(f"copy: src {tuple(src.shape)} {src.dtype} vs dst "
                                f"{tuple(dst.shape)} {dst.dtype}")
@@ -81,6 +82,7 @@ def evict_buffers(*, block: int = 8192) -> tuple[torch.Tensor, torch.Tensor]:
 
 
 def evict(buffer: torch.Tensor, partials: torch.Tensor, *, block: int = 8192) -> None:
+    """Read all of `buffer` (sized beyond L2, evict_buffers) so that the next kernel starts cold."""
     n = buffer.numel()
     programs = triton.cdiv(n, block)
     if partials.numel() < programs:
@@ -101,6 +103,7 @@ def _iosim_fill_kernel(dst, value, n_elements, BLOCK: tl.constexpr):
 
 
 def fill(dst: torch.Tensor, value: float, *, block: int = 4096, num_warps: int = 8) -> None:
+    """dst = value everywhere, written only (the write-bandwidth ceiling)."""
     if not dst.is_contiguous():
         raise KernelInputError("fill: dst must be contiguous")
     n = dst.numel()
@@ -113,6 +116,8 @@ def fill(dst: torch.Tensor, value: float, *, block: int = 4096, num_warps: int =
 
 @dataclass(frozen=True, slots=True)
 class MatmulConfig:
+    """The Triton matmul's tiles, group size and launch configuration."""
+
     block_m: int = 128
     block_n: int = 128
     block_k: int = 64
@@ -182,6 +187,27 @@ def bmm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
 
 
 # ---------------------------------------------------------------------------------------------
+# what every attention kernel here starts with: its place in the grid, its tiles' offsets
+
+
+@triton.jit
+def _iosim_program_rows(BLOCK: tl.constexpr, HEAD_DIM: tl.constexpr):
+    """This program's place in the (row blocks, batch·heads) grid that every attention kernel
+    here launches: its first row, its head (int64, so that a head's offset past 2³¹ elements does
+    not wrap), the offsets of its BLOCK rows and of the head dim."""
+    start = tl.program_id(0) * BLOCK
+    head = tl.program_id(1).to(tl.int64)
+    return start, head, start + tl.arange(0, BLOCK), tl.arange(0, HEAD_DIM)
+
+
+@triton.jit
+def _iosim_tile(head, stride_h, rows, stride_rows, cols):
+    """Element offsets of the (rows × cols) tile of one head of a (heads, N, width) tensor whose
+    rows are contiguous: head · stride_h + row · stride_rows + col."""
+    return head * stride_h + rows[:, None] * stride_rows + cols[None, :]
+
+
+# ---------------------------------------------------------------------------------------------
 # S = QKᵀ one row strip per program: Q_i stays on chip, K_j streams through (software-pipelined),
 # S_ij is stored as soon as it is computed, so loads of K and stores of S overlap
 
@@ -190,15 +216,12 @@ def bmm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
 def _iosim_qk_rows_kernel(q_ptr, k_ptr, s_ptr, n_kv, stride_qh, stride_qm, stride_kh, stride_kn,
                           stride_sh, stride_sm, HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                           BLOCK_N: tl.constexpr):
-    start_m = tl.program_id(0)
-    head = tl.program_id(1).to(tl.int64)
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    _, head, offs_m, offs_d = _iosim_program_rows(BLOCK_M, HEAD_DIM)
     offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
     # Alg. 0 line 1: load Q by blocks (this program's rows, once)
-    q = tl.load(q_ptr + head * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :])
-    k_ptrs = k_ptr + head * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :]
-    s_ptrs = s_ptr + head * stride_sh + offs_m[:, None] * stride_sm + offs_n[None, :]
+    q = tl.load(q_ptr + _iosim_tile(head, stride_qh, offs_m, stride_qm, offs_d))
+    k_ptrs = k_ptr + _iosim_tile(head, stride_kh, offs_n, stride_kn, offs_d)
+    s_ptrs = s_ptr + _iosim_tile(head, stride_sh, offs_m, stride_sm, offs_n)
     for start_n in range(0, n_kv, BLOCK_N):
         start_n = tl.multiple_of(start_n, BLOCK_N)
         # Alg. 0 line 1: load K by blocks; compute S = QKᵀ; write S to HBM
@@ -208,6 +231,8 @@ def _iosim_qk_rows_kernel(q_ptr, k_ptr, s_ptr, n_kv, stride_qh, stride_qm, strid
 
 @dataclass(frozen=True, slots=True)
 class RowsConfig:
+    """The row-strip QKᵀ kernel's tiles and launch configuration."""
+
     block_m: int = 128
     block_n: int = 128
     num_warps: int = 8
@@ -272,6 +297,8 @@ def softmax_rows(s: torch.Tensor, p: torch.Tensor, scale: float) -> None:
 
 @dataclass(frozen=True, slots=True)
 class AttentionConfig:
+    """The fused forward's tiles (BLOCK_M × BLOCK_N) and launch configuration."""
+
     block_m: int = 128
     block_n: int = 64
     num_warps: int = 8
@@ -279,6 +306,7 @@ class AttentionConfig:
 
     @property
     def label(self) -> str:
+        """"128x64/w8/s3": the tiles, warps and stages."""
         return f"{self.block_m}x{self.block_n}/w{self.num_warps}/s{self.num_stages}"
 
 
@@ -314,15 +342,12 @@ def _iosim_attn_fwd_kernel(
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
 ):
     # grid (n_ctx / BLOCK_M, batch·heads): query blocks of one head are adjacent in launch order
-    start_m = tl.program_id(0)
-    head = tl.program_id(1).to(tl.int64)
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    start_m, head, offs_m, offs_d = _iosim_program_rows(BLOCK_M, HEAD_DIM)
     offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
     # FA2 Alg. 1 line 4: load Q_i once; O_i, l_i, m_i stay on chip
-    q = tl.load(q_ptr + head * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :])
-    k_ptrs = k_ptr + head * stride_kh + offs_n[:, None] * stride_kn + offs_d[None, :]
-    v_ptrs = v_ptr + head * stride_vh + offs_n[:, None] * stride_vn + offs_d[None, :]
+    q = tl.load(q_ptr + _iosim_tile(head, stride_qh, offs_m, stride_qm, offs_d))
+    k_ptrs = k_ptr + _iosim_tile(head, stride_kh, offs_n, stride_kn, offs_d)
+    v_ptrs = v_ptr + _iosim_tile(head, stride_vh, offs_n, stride_vn, offs_d)
     m_i = tl.full((BLOCK_M,), -float("inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
     acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
@@ -330,18 +355,17 @@ def _iosim_attn_fwd_kernel(
         # key blocks wholly below the diagonal, unmasked; then the diagonal band, masked;
         # blocks above the diagonal are never loaded (FA2 §3.1.1)
         acc, l_i, m_i = _iosim_attn_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
-                                          0, start_m * BLOCK_M, offs_m, offs_n, qk_scale,
-                                          BLOCK_N, False)
+                                          0, start_m, offs_m, offs_n, qk_scale, BLOCK_N, False)
         acc, l_i, m_i = _iosim_attn_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
-                                          start_m * BLOCK_M, (start_m + 1) * BLOCK_M, offs_m,
-                                          offs_n, qk_scale, BLOCK_N, True)
+                                          start_m, start_m + BLOCK_M, offs_m, offs_n, qk_scale,
+                                          BLOCK_N, True)
     else:
         acc, l_i, m_i = _iosim_attn_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
                                           0, n_ctx, offs_m, offs_n, qk_scale, BLOCK_N, False)
     # FA2 Alg. 1 lines 12-15: O_i = diag(l_i)⁻¹ O_i, L_i = m_i + log l_i; write O_i and L_i
     acc = acc / l_i[:, None]
     tl.store(lse_ptr + head * n_ctx + offs_m, (m_i + tl.math.log2(l_i)) * 0.6931471805599453)
-    tl.store(o_ptr + head * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :],
+    tl.store(o_ptr + _iosim_tile(head, stride_oh, offs_m, stride_om, offs_d),
              acc.to(o_ptr.dtype.element_ty))
 
 

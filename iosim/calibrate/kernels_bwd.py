@@ -40,7 +40,7 @@ import torch
 import triton
 import triton.language as tl
 
-from iosim.calibrate.kernels import LOG2E, KernelInputError
+from iosim.calibrate.kernels import LOG2E, KernelInputError, _iosim_program_rows, _iosim_tile
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +59,7 @@ class BackwardConfig:
 
     @property
     def label(self) -> str:
+        """The tiles of both kernels, warps and stages, as one label."""
         return (f"dkdv{self.block_m1}x{self.block_n1}/dq{self.block_m2}x{self.block_n2}"
                 f"/w{self.num_warps}/s{self.num_stages}")
 
@@ -71,11 +72,8 @@ class BackwardConfig:
 def _iosim_bwd_preprocess_kernel(o_ptr, do_ptr, delta_ptr, n_ctx, stride_h, stride_m,
                                  HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr,
                                  EVEN_N: tl.constexpr):
-    start_m = tl.program_id(0)
-    head = tl.program_id(1).to(tl.int64)
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    offs_d = tl.arange(0, HEAD_DIM)
-    offs = head * stride_h + offs_m[:, None] * stride_m + offs_d[None, :]
+    _, head, offs_m, offs_d = _iosim_program_rows(BLOCK_M, HEAD_DIM)
+    offs = _iosim_tile(head, stride_h, offs_m, stride_m, offs_d)
     # FA2 Alg. 2 line 4: read O_i, dO_i; write D_i (fp32)
     if EVEN_N:
         o = tl.load(o_ptr + offs).to(tl.float32)
@@ -137,12 +135,9 @@ def _iosim_bwd_dkdv_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dk_p
                            BLOCK_M1: tl.constexpr, BLOCK_N1: tl.constexpr, CAUSAL: tl.constexpr,
                            EVEN_N: tl.constexpr):
     # grid (⌈N/B_c⌉, batch·query heads): the key blocks of one head are adjacent in launch order
-    start_n = tl.program_id(0) * BLOCK_N1
-    head = tl.program_id(1).to(tl.int64)
+    start_n, head, offs_n, offs_d = _iosim_program_rows(BLOCK_N1, HEAD_DIM)
     kv_head = head // group  # (batch, head) flattened batch-major: query head h reads KV head h // g
-    offs_n = start_n + tl.arange(0, BLOCK_N1)
-    offs_d = tl.arange(0, HEAD_DIM)
-    kv_offs = kv_head * stride_kh + offs_n[:, None] * stride_km + offs_d[None, :]
+    kv_offs = _iosim_tile(kv_head, stride_kh, offs_n, stride_km, offs_d)
     # FA2 Alg. 2 line 6: load K_j, V_j once; dK_j, dV_j accumulate on chip (fp32)
     if EVEN_N:
         k = tl.load(k_ptr + kv_offs)
@@ -221,12 +216,9 @@ def _iosim_bwd_dq_kernel(q_ptr, k_ptr, v_ptr, do_ptr, lse_ptr, delta_ptr, dq_ptr
                          HEAD_DIM: tl.constexpr, BLOCK_M2: tl.constexpr, BLOCK_N2: tl.constexpr,
                          CAUSAL: tl.constexpr, EVEN_N: tl.constexpr):
     # grid (⌈N/B_r⌉, batch·query heads), like the forward
-    start_m = tl.program_id(0) * BLOCK_M2
-    head = tl.program_id(1).to(tl.int64)
+    start_m, head, offs_m, offs_d = _iosim_program_rows(BLOCK_M2, HEAD_DIM)
     kv_head = head // group
-    offs_m = start_m + tl.arange(0, BLOCK_M2)
-    offs_d = tl.arange(0, HEAD_DIM)
-    q_offs = head * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :]
+    q_offs = _iosim_tile(head, stride_qh, offs_m, stride_qm, offs_d)
     # load Q_i, dO_i, L_i, D_i once; dQ_i accumulates on chip (fp32)
     if EVEN_N:
         q = tl.load(q_ptr + q_offs)

@@ -43,6 +43,8 @@ def _causal_mask(w: Workload, torch: Any) -> Any:
 
 
 def reference(q: Any, k: Any, v: Any, w: Workload, torch: Any) -> Any:
+    """Attention in fp32 through torch (K, V repeated per query-head group; causal if the workload
+    is), the reference a measured implementation is checked against."""
     g = w.group_size
     kf = k.float().repeat_interleave(g, 1)
     vf = v.float().repeat_interleave(g, 1)

@@ -45,6 +45,7 @@ def ncu_path() -> str | None:
 
 
 def profile_command(ncu: str, report: Path, spec: Path, manifest: Path) -> list[str]:
+    """The ncu command line that profiles the forward calibration's kernels into `report`."""
     return [ncu, "--clock-control", "none", "--cache-control", "none",
             "--kernel-name", f"regex:^{KERNEL_PREFIX}", "--metrics", ",".join(METRICS),
             "--force-overwrite", "--export", str(report),

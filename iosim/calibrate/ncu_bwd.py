@@ -19,6 +19,7 @@ EVICT = "_iosim_evict_kernel"
 
 
 def profile_command(ncu: str, report: Path, spec: Path, manifest: Path) -> list[str]:
+    """The ncu command line that profiles the backward's kernels into `report`."""
     return [ncu, "--clock-control", "none", "--cache-control", "none", "--profile-from-start",
             "off", "--metrics", ",".join(BWD_METRICS), "--force-overwrite", "--export",
             str(report), sys.executable, "-m", "iosim.calibrate.ncu_bwd_target", str(spec),

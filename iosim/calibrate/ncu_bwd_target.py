@@ -27,15 +27,19 @@ from iosim.calibrate import kernels_bwd as KB
 
 
 class Target:
+    """The program ncu profiles for the backward: runs each point's kernels, an evict before each."""
+
     def __init__(self) -> None:
         self.buffer, self.partials = K.evict_buffers()
         self.evicts = 0
 
     def evict(self) -> None:
+        """Evict L2 (read a buffer larger than it) and count it."""
         K.evict(self.buffer, self.partials)
         self.evicts += 1
 
     def run(self, item: dict[str, Any]) -> dict[str, Any]:
+        """Run one point's backward kernels (after an evict each) and say what was launched."""
         p = BB.BwdPoint(**item["point"])
         q, k, v, do = BB.random_inputs(p)
         what = item["what"]
@@ -65,6 +69,7 @@ class Target:
 
 
 def main(argv: list[str]) -> int:
+    """`ncu_bwd_target SPEC MANIFEST`: run every point of SPEC, write what was launched to MANIFEST."""
     spec_path, manifest_path = argv
     with open(spec_path) as f:
         spec = json.load(f)

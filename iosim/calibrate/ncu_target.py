@@ -28,18 +28,23 @@ NAMES = {"copy": "_iosim_copy_kernel", "evict": "_iosim_evict_kernel", "qk": "_i
 
 
 class Target:
+    """The program ncu profiles for the forward: runs each point's kernels, an evict before each."""
+
     def __init__(self) -> None:
         self.buffer, self.partials = K.evict_buffers()
         self.manifest: list[dict[str, str]] = []
 
     def launch(self, point: str, name: str, role: str = "kernel") -> None:
+        """Note a launched kernel in the manifest (which point, which kernel, its role)."""
         self.manifest.append({"id": point, "kernel": NAMES[name], "name": name, "role": role})
 
     def evict(self, point: str) -> None:
+        """Evict L2 and note the evict kernel in the manifest."""
         K.evict(self.buffer, self.partials)
         self.launch(point, "evict", "evict")
 
     def run(self, item: dict[str, Any]) -> None:
+        """Run one point's kernels (the standard path or the fused kernel) after an evict each."""
         point, what = item["id"], item["what"]
         dtype = TORCH_DTYPES[item.get("dtype", "fp16")]
         if what == "copy":
@@ -83,6 +88,7 @@ class Target:
 
 
 def main(argv: list[str]) -> int:
+    """`ncu_target SPEC MANIFEST`: run every point of SPEC, write what was launched to MANIFEST."""
     spec_path, manifest_path = argv
     with open(spec_path) as f:
         spec = json.load(f)

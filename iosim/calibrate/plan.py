@@ -35,6 +35,7 @@ class FusedConfig:
 
     @property
     def label(self) -> str:
+        """"128x64/w8/s3": the tiles, warps and stages."""
         return f"{self.block_m}x{self.block_n}/w{self.num_warps}/s{self.num_stages}"
 
 
@@ -51,6 +52,7 @@ class Shape:
 
     @property
     def label(self) -> str:
+        """"N=4096 d=64 4x16 full fp16": the shape for people."""
         mask = "causal" if self.causal else "full"
         return f"N={self.n} d={self.d} {self.batch}x{self.heads} {mask} {self.dtype}"
 
@@ -76,6 +78,9 @@ L2_FUSED = ((32768, 128, 8, False), (65536, 128, 2, False), (131072, 128, 1, Fal
 
 @dataclass(frozen=True, slots=True)
 class Plan:
+    """What one calibration run measures: the copy size (bytes), matmul size and dtypes, the
+    standard path's and the fused kernel's shapes and configurations."""
+
     quick: bool
     copy_bytes: int
     matmul_size: int
@@ -96,12 +101,14 @@ class Plan:
 
 
 def attention_shape(n: int, d: int, causal: bool, dtype: str = "fp16") -> Shape:
+    """A shape of N × d whose batch keeps batch · heads · N at the plan's token count."""
     heads = HEADS
     batch = max(1, TOKENS_TIMES_HEADS // (n * heads))
     return Shape(n, d, batch, heads, causal, dtype)
 
 
 def make_plan(*, quick: bool) -> Plan:
+    """The calibration plan: the full grid of N and d, or a few points with `quick`."""
     ns, ds = (QUICK_N, QUICK_D) if quick else (FULL_N, FULL_D)
     standard = tuple(attention_shape(n, d, False) for d in ds for n in ns)
     fused = tuple(attention_shape(n, d, causal) for d in ds for causal in (False, True) for n in ns)

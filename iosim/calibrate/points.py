@@ -21,6 +21,8 @@ IOSIM_KERNEL = {"qk": ("standard", "qk"), "softmax": ("standard", "softmax"),
 
 @dataclass(frozen=True, slots=True)
 class MeasuredKernel:
+    """One measured kernel placed on the hierarchical roofline: its time (s), DRAM and L2 bytes."""
+
     algorithm: str
     kernel: str
     """The iosim kernel it measures (AlgorithmEstimate.kernels[...].name)."""

@@ -71,14 +71,17 @@ class Measurement:
 
     @property
     def kind(self) -> str:
+        """The kernel class the fit gives it (elementwise, matmul, fused)."""
         return KERNELS[self.kernel][0]
 
     @property
     def algorithm(self) -> str | None:
+        """The iosim algorithm whose kernel it measures, or None for a ceiling."""
         return KERNELS[self.kernel][1]
 
     @property
     def block_label(self) -> str:
+        """The tile configuration as a label ("128x64/w8/s3"), or the variant where there is none."""
         if not self.block_m:
             return self.variant
         label = f"{self.block_m}x{self.block_n}/w{self.num_warps}/s{self.num_stages}"
@@ -100,6 +103,8 @@ class CounterRow:
 
 @dataclass(frozen=True, slots=True)
 class Counters:
+    """What ncu counted in a run: its status, command and version, the rows and what was launched."""
+
     status: str
     """'ok', or why there are none (ncu missing, refused, failed)."""
     command: str = ""
@@ -109,11 +114,15 @@ class Counters:
     """What was launched under ncu (ncu_target's items: shapes, block sizes)."""
 
     def of(self, point_id: str) -> list[CounterRow]:
+        """The counter rows of one point."""
         return [r for r in self.rows if r.id == point_id]
 
 
 @dataclass(frozen=True, slots=True)
 class Calibration:
+    """One measurement file: the GPU it is for, the device and software, the command, the time,
+    every measurement and the ncu counters."""
+
     gpu: str
     """The hardware YAML's name that the run was for."""
     command: str
@@ -126,6 +135,7 @@ class Calibration:
     notes: tuple[str, ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
+        """The file's JSON (schema iosim.calibration/1)."""
         return {
             "schema": SCHEMA,
             "gpu": self.gpu,
@@ -142,6 +152,7 @@ class Calibration:
         }
 
     def find(self, **match: Any) -> list[Measurement]:
+        """The measurements whose fields equal every `match` value."""
         return [m for m in self.measurements
                 if all(getattr(m, key) == value for key, value in match.items())]
 
@@ -186,6 +197,7 @@ def _field_problem(kind: str, name: str, value: Any) -> str | None:
 
 
 def calibration_from_dict(raw: Any, where: str = "measurement file") -> Calibration:
+    """A Calibration from its JSON, checked; CalibrationError naming `where` when it is not one."""
     if not isinstance(raw, dict) or raw.get("schema") != SCHEMA:
         got = raw.get("schema") if isinstance(raw, dict) else type(raw).__name__
         raise CalibrationError(f"{where}: not an iosim measurement file (schema {got!r}, "
@@ -228,6 +240,7 @@ MAX_RECORD_BYTES = 16 << 20
 
 
 def load_calibration(path: str | Path) -> Calibration:
+    """Read and check a measurement file."""
     file = Path(path)
 
     def refuse_constant(name: str) -> Any:
@@ -254,4 +267,5 @@ def load_calibration(path: str | Path) -> Calibration:
 
 
 def save_calibration(calibration: Calibration, path: str | Path) -> None:
+    """Write a measurement file (JSON)."""
     Path(path).write_text(json.dumps(calibration.to_dict(), indent=1) + "\n", encoding="utf-8")

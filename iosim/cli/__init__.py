@@ -30,14 +30,17 @@ class IosimGroup(click.Group):
     """A click group whose every failure is one line on stderr and an exit status, no traceback."""
 
     def list_commands(self, ctx: click.Context) -> list[str]:
+        """Every command name, loaded or not (for --help)."""
         return sorted(set(super().list_commands(ctx)) | set(COMMAND_MODULES))
 
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        """The command `name`, importing its module on first use; None when there is no such command."""
         if name not in self.commands and name in COMMAND_MODULES:
             importlib.import_module(COMMAND_MODULES[name])  # its decorator registers it on `cli`
         return super().get_command(ctx, name)
 
     def resolve_command(self, ctx: click.Context, args: list[str]) -> Any:
+        """click's resolution, with a "did you mean" hint for an unknown command."""
         name = args[0] if args else ""
         if name and not name.startswith("-") and self.get_command(ctx, name) is None:
             from iosim.inputs.suggest import did_you_mean
@@ -47,6 +50,8 @@ class IosimGroup(click.Group):
 
     def main(self, args: Any = None, prog_name: str | None = None, complete_var: str | None = None,
              standalone_mode: bool = True, **extra: Any) -> Any:
+        """Run the command line; every error becomes one `Error: ...` line on stderr and exit status 2
+        (usage and bad input) or the error's own status, never a traceback."""
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
@@ -95,6 +100,7 @@ def cli() -> None:
 
 
 def main() -> None:
+    """The `iosim` console script."""
     cli()
 
 

@@ -21,12 +21,14 @@ FORMATS = ("table", "json", "csv", "markdown")
 
 
 def comma_list(text: str | None) -> list[str] | None:
+    """A comma-separated flag value as a list of stripped parts (None when the flag was not given)."""
     if text is None:
         return None
     return [part.strip() for part in text.split(",")]
 
 
 def gpu_option(f: F) -> F:
+    """The --gpu flag (a shipped name, an alias or a YAML path), required."""
     return click.option(
         "--gpu", required=True, metavar="NAME|ALIAS|PATH",
         help="A shipped GPU (see `iosim gpus`), an alias such as a100, or your own YAML file.",
@@ -131,6 +133,8 @@ def decoding_fields(params: dict[str, Any]) -> dict[str, Any]:
 
 
 def tiling_options(f: F) -> F:
+    """--block-q, --block-kv, --sram, --sram-elements, --impl and --tiles: the tiling flags every
+    comparison shares."""
     options = [
         click.option("--block-q", type=int, default=None,
                      help="B_r, query rows per block (default: flash1 Alg. 1 line 1, flash2 "
@@ -171,6 +175,7 @@ class SplitsType(click.ParamType):  # type: ignore[type-arg]  # generic from cli
 
     def convert(self, value: Any, param: click.Parameter | None,
                 ctx: click.Context | None) -> int | str:
+        """A whole number, or the word auto (any case)."""
         if isinstance(value, int) or value == "auto":
             return value  # type: ignore[no-any-return]
         text = str(value).strip().lower()
@@ -183,15 +188,18 @@ class SplitsType(click.ParamType):  # type: ignore[type-arg]  # generic from cli
 
 
 def splits_auto(params: dict[str, Any]) -> bool:
+    """Whether --splits auto was given."""
     return params.get("splits") == "auto"
 
 
 def format_option(f: F) -> F:
+    """The --format flag (table, json, csv or markdown), passed to the command as `fmt`."""
     return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
                         show_default=True, help="Output format.")(f)
 
 
 def wide_option(f: F) -> F:
+    """The --wide flag: every column instead of the 80-column layout."""
     return click.option("--wide", is_flag=True,
                         help="Every column (HBM reads and writes apart, FLOPs per algorithm); "
                              "the default layout fits an 80-column terminal.")(f)

@@ -196,4 +196,5 @@ def parse_names(text: str, flag: str) -> tuple[str, ...]:
 
 
 def describe(values: Sequence[Any]) -> str:
+    """A list flag's values as the user could type them back ("auto" for the default, None)."""
     return ",".join("auto" if v is None else str(v) for v in values)

@@ -10,7 +10,7 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms.base import Algorithm
-from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width
+from iosim.algorithms.loopnest import Access, Kernel, tensor_bytes
 from iosim.estimates.training import IO_TENSORS, RNG_STATE_BYTES, saved_for_backward
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
@@ -43,20 +43,6 @@ class Footprint:
     def fits(self) -> bool:
         """Whether the footprint fits the GPU's HBM capacity."""
         return self.total_bytes <= self.capacity_bytes
-
-
-def _tensor_bytes(access: Access, workload: Workload, splits: int = 1) -> int:
-    """Size in HBM of the whole tensor an access touches (every split's copy of a partial)."""
-    length = workload.n if access.rows == "q" else workload.n_kv
-    width = row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
-    per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
-    instances = workload.batch * (workload.kv_heads if per_kv else workload.heads)
-    copies = splits if access.per_split else 1
-    if access.scale:
-        return 0  # FP8 descale factors: a few bytes per (batch, head), not modelled as held
-    size = length * width * instances * copies * element_bytes(
-        access.element, workload.element_bytes, workload.output_element_bytes)
-    return int(size) if np.ndim(size) == 0 else size  # arrays in a sweep (footprint_bytes)
 
 
 def footprint(kernels: Sequence[Kernel], workload: Workload, hardware: Hardware, *,
@@ -121,17 +107,17 @@ def _held(kernels: Sequence[Kernel], workload: Any, saved: Sequence[Access], spl
                        Access("dQ", "read", "prologue", "q", "d", ""),
                        Access("dK", "read", "prologue", "kv", "d", ""),
                        Access("dV", "read", "prologue", "kv", "dv", "")]
-    io = sum(_tensor_bytes(a, workload) for a in io_tensors)
-    saved_bytes = {a.tensor: _tensor_bytes(a, workload, splits) for a in saved}
+    io = sum(tensor_bytes(a, workload) for a in io_tensors)
+    saved_bytes = {a.tensor: tensor_bytes(a, workload, splits=splits) for a in saved}
     written = set(saved_bytes) if workload.pass_ == "bwd" else set()
     candidates = []
     for kernel in kernels:
         written |= {a.tensor for a in kernel.accesses if a.op == "write"}
         alive = {t: b for t, b in saved_bytes.items() if t in written}
-        matrices = {a.tensor: _tensor_bytes(a, workload) for a in kernel.accesses if a.cols == "kv"}
+        matrices = {a.tensor: tensor_bytes(a, workload) for a in kernel.accesses if a.cols == "kv"}
         candidates.append({**alive, **matrices})
-    stats = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
+    stats = {a.tensor: tensor_bytes(a, workload, splits=splits) for k in kernels for a in k.accesses
              if a.cols == "1" and a.op == "write"}
-    workspace = {a.tensor: _tensor_bytes(a, workload, splits) for k in kernels for a in k.accesses
+    workspace = {a.tensor: tensor_bytes(a, workload, splits=splits) for k in kernels for a in k.accesses
                  if a.cols in ("d", "dv") and a.op == "write" and a.tensor not in IO_TENSORS}
     return io, candidates, stats, workspace, saved_bytes

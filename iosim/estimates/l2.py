@@ -52,6 +52,7 @@ from iosim.algorithms.loopnest import (
     element_bytes,
     kernel_blocks,
     row_width,
+    tensor_bytes,
 )
 from iosim.errors import IosimError
 from iosim.estimates.l2_model import (
@@ -63,7 +64,6 @@ from iosim.estimates.l2_model import (
     programs_per_sm_estimate,
     runs_serially,
     shared_tile,
-    tensor_bytes,
 )
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
 from iosim.estimates.shared_prefix_dram import prefix_once
@@ -253,7 +253,7 @@ class _ClosedForm:
             def evicted(length: int) -> bool:
                 sweep_tiles = (length + (running - 1) * mean) / running
                 distance = tile * sweep_tiles + running * (own_read + own_write)
-                return distance > self.capacity
+                return bool(distance > self.capacity)
 
             again = sum_where(lengths, 1, len(lengths), evicted)
             passes = 1.0 + again * group / sweep

@@ -10,11 +10,8 @@ from dataclasses import dataclass
 from typing import Literal
 
 from iosim.algorithms.loopnest import (
-    KV_HEAD_TENSORS,
     Access,
     Kernel,
-    element_bytes,
-    row_width,
 )
 from iosim.algorithms.traffic import Op, ReadWriteTotals
 from iosim.inputs.hardware import Hardware
@@ -44,6 +41,9 @@ class DramTerm:
 
 @dataclass(frozen=True, slots=True)
 class DramEstimate(ReadWriteTotals):
+    """The L2-aware DRAM bytes of an algorithm's kernels: one DramTerm per (kernel, tensor, op),
+    the L2 size (bytes) and concurrency they assume, and which form of the model made them."""
+
     terms: tuple[DramTerm, ...]
     l2_bytes: float
     concurrent_programs: int
@@ -81,20 +81,6 @@ def programs_per_sm_estimate(workload: Workload, tiling: Tiling | None, hardware
     shared = ((tiling.block_q + 2 * tiling.block_kv) * workload.d
               + 2 * tiling.block_kv * workload.d_v) * workload.element_bytes
     return max(1, int(per_sm // shared))
-
-
-def tensor_bytes(access: Access, workload: Workload, *, per_head: bool) -> int:
-    """Bytes of the whole tensor an access touches (one head's, or all heads')."""
-    length = workload.n if access.rows == "q" else workload.n_kv
-    if access.scale:
-        return 0  # FP8 descale factors: a few bytes per program (their terms stay oblivious)
-    width = row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
-    size = length * width * element_bytes(access.element, workload.element_bytes,
-                                          workload.output_element_bytes)
-    if per_head:
-        return int(size)
-    kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
-    return int(size * workload.batch * (workload.kv_heads if kv else workload.heads))
 
 
 def modelled(kernel: Kernel) -> bool:

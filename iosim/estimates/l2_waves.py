@@ -27,9 +27,14 @@ from iosim.algorithms.blocks import floor_sum
 
 
 class Lengths(Protocol):
+    """The inner-loop lengths (steps) of a kernel's programs in launch order, with prefix sums."""
+
     def __len__(self) -> int: ...
     def __getitem__(self, i: int) -> int: ...
-    def prefix(self, k: int) -> int: ...
+
+    def prefix(self, k: int) -> int:
+        """The sum of the first k lengths."""
+        ...
 
 
 def sum_where(lengths: Lengths, lo: int, hi: int, holds: Callable[[int], bool]) -> int:

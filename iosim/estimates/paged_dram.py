@@ -37,6 +37,7 @@ class PageEfficiency:
     note: str
 
     def to_dict(self) -> dict[str, object]:
+        """The JSON object (compare's key paged_kv)."""
         return {"page_size": self.page_size, "efficiency": self.factor, "note": self.note}
 
 

@@ -80,6 +80,7 @@ class Occupancy:
 
     @property
     def slots(self) -> int | None:
+        """Programs the whole GPU holds at once (per SM × SMs), or None when the SM count is unknown."""
         return None if self.sm_count is None else self.per_sm * self.sm_count
 
     @property

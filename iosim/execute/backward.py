@@ -89,6 +89,8 @@ def group_sum(run: Run) -> None:
 
 @register("standard", "bwd")
 def standard_backward(run: Run) -> None:
+    """Algorithm 3 (standard attention's backward) through the instrumented HBM: dP, dS written
+    and read back whole; writes dQ, dK, dV."""
     hbm, pr, pc = run.hbm, run.problem, run.precision
     n_q, n_kv, cdt = pr.n_q, pr.n_kv, pc.compute
     shape = (pr.batch, pr.heads, n_q, n_kv)
@@ -154,6 +156,8 @@ def standard_backward(run: Run) -> None:
 
 @register("flash1", "bwd")
 def flash1_backward(run: Run) -> None:
+    """Algorithm 4 (FlashAttention's backward): K/V blocks outer, Q_i, O_i, dO_i, dQ_i, l_i, m_i
+    re-read per K/V block, dQ_i rewritten in HBM, dK_j, dV_j written once."""
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
     d, cdt, tau = pr.d, pc.compute, pc.compute(pr.scale)
     block_q, block_kv = run.backward_blocks  # Alg. 4 line 2: Algorithm 1's block sizes
@@ -236,6 +240,8 @@ def flash1_backward(run: Run) -> None:
 
 @register("flash2", "bwd")
 def flash2_backward(run: Run) -> None:
+    """FlashAttention-2's backward: a D = rowsum(dO∘O) pass, then K/V blocks outer with dQ
+    accumulated in HBM (FA2's dQaccum) and dK_j, dV_j written once."""
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
     d, cdt, tau = pr.d, pc.compute, pc.compute(pr.scale)
     block_q, block_kv = run.backward_blocks  # the backward's own tiles

@@ -104,6 +104,7 @@ def _allocate_states(hbm: InstrumentedHBM, pc: Precision, heads: int, batch: int
 
 @register("cascade", "fwd")
 def cascade_forward(run: Run) -> None:
+    """The prefix, suffix and merge kernels on the token-major tensors (module docstring)."""
     hbm, pr, pc = run.hbm, run.problem, run.precision
     lens = run.kv_lens
     assert lens is not None and run.prefix_len is not None

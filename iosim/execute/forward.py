@@ -90,6 +90,8 @@ def _finite_or_zero(x: Array) -> Array:
 
 @register("standard", "fwd")
 def standard_forward(run: Run) -> None:
+    """Algorithm 0 through the instrumented HBM: S = QKᵀ and P = softmax(S) written whole, then
+    O = PV (with the unfused scale, mask and dropout passes the workload names)."""
     hbm, pr, pc = run.hbm, run.problem, run.precision
     n_q, n_kv = pr.n_q, pr.n_kv
     shape = (pr.batch, pr.heads, n_q, n_kv)
@@ -162,6 +164,8 @@ def standard_forward(run: Run) -> None:
 
 @register("flash1", "fwd")
 def flash1_forward(run: Run) -> None:
+    """Algorithm 1: K/V blocks outer, Q_i, O_i, l_i, m_i read and O_i, l_i, m_i written per block
+    pair, the online softmax kept in l and m."""
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
     d, dv, cdt = pr.d, pr.dv, pc.compute
     hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, dv), pc.storage)
@@ -235,6 +239,8 @@ def flash1_forward(run: Run) -> None:
 
 @register("flash2", "fwd")
 def flash2_forward(run: Run) -> None:
+    """FlashAttention-2's forward: Q blocks outer, K_j, V_j streamed, O_i and the logsumexp L_i
+    written once per query block."""
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
     d, dv, cdt = pr.d, pr.dv, pc.compute
     hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, dv), pc.storage)

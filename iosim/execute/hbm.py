@@ -174,6 +174,7 @@ class SramBudget:
 
     @property
     def held_bytes(self) -> int:
+        """Bytes held on chip now."""
         return sum(self.held.values())
 
     def hold(self, name: str, elements: int, element_bytes: int) -> None:
@@ -192,6 +193,7 @@ class SramBudget:
         self.peak_bytes = max(self.peak_bytes, total)
 
     def drop(self, *names: str) -> None:
+        """Release the named tiles (a name not held is ignored)."""
         for name in names:
             self.held.pop(name, None)
 
@@ -203,4 +205,5 @@ class ScoreMeter:
         self.peak = 0
 
     def hold(self, rows: int, cols: int) -> None:
+        """Note a rows × cols score tile held at once (keeps the peak, in elements)."""
         self.peak = max(self.peak, rows * cols)

@@ -34,6 +34,8 @@ EXECUTOR_DTYPES = ("float64", "float32", "float16")
 
 @dataclass(frozen=True, slots=True)
 class Precision:
+    """The NumPy dtypes of one executor precision: storage in HBM, computation, statistics."""
+
     name: str
     storage: Any
     """Q, K, V, O (and standard's S, P) in HBM."""
@@ -98,6 +100,7 @@ class Problem:
 
     @property
     def group(self) -> int:
+        """Query heads per KV head (GQA's group size g)."""
         return self.heads // self.kv_heads
 
     @property
@@ -107,6 +110,7 @@ class Problem:
 
     @property
     def scale(self) -> float:
+        """The softmax scale τ = 1/√d."""
         return float(1.0 / np.sqrt(self.d))
 
     def kv_head(self, head: int) -> int:
@@ -132,6 +136,7 @@ class Problem:
 
     @property
     def dense(self) -> bool:
+        """Whether every block pair is computed (no block-sparse mask)."""
         return self.sparsity[0] == self.sparsity[1]
 
     def nonzero_blocks(self, block_q: int, block_kv: int) -> Array:

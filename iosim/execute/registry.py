@@ -56,10 +56,12 @@ class Run:
 
     @property
     def dropout(self) -> bool:
+        """Whether this run applies dropout ('dropout' unfused and p > 0)."""
         return "dropout" in self.unfused and self.dropout_p > 0
 
     @property
     def backward_blocks(self) -> tuple[int, int]:
+        """(block_q, block_kv) of the backward: its own when given, else the forward's."""
         return (self.block_q if self.bwd_block_q is None else self.bwd_block_q,
                 self.block_kv if self.bwd_block_kv is None else self.bwd_block_kv)
 
@@ -71,6 +73,7 @@ EXECUTORS: dict[tuple[str, str], PassExecutor] = {}
 
 
 def register(algorithm: str, pass_: str) -> Callable[[PassExecutor], PassExecutor]:
+    """Decorator: register `executor` as the one for (algorithm, pass_); a second one is an error."""
     def add(executor: PassExecutor) -> PassExecutor:
         key = (algorithm, pass_)
         if key in EXECUTORS:

@@ -174,6 +174,7 @@ class Execution:
 
     @property
     def output(self) -> Array:
+        """The attention output O, shape (batch, heads, N, d)."""
         return self.outputs["O"]
 
     def gradients(self) -> dict[str, Array]:

@@ -70,6 +70,8 @@ def _keep_factor(run: Run, b: int, pieces: list[tuple[int, int, int]], k0: int, 
 
 @register("splitkv", "fwd")
 def splitkv_forward(run: Run) -> None:
+    """Flash-Decoding's forward: each query block's keys in `splits` ranges, one program each
+    writing a partial O and its logsumexp, then the combine kernel; GQA heads packed when N = 1."""
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
     d, dv, cdt, splits = pr.d, pr.dv, pc.compute, run.splits
     packed = packs_heads(pr)

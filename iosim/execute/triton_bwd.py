@@ -25,6 +25,8 @@ register("triton", "fwd")(flash2_forward)
 
 @register("triton", "bwd")
 def triton_backward(run: Run) -> None:
+    """iosim's Triton backward as its kernels run: the D pre-pass, the dK/dV kernel (K-outer), the
+    dQ kernel (Q-outer) and, under GQA, the group sum of dK and dV."""
     hbm, pr, pc = run.hbm, run.problem, run.precision
     cdt, tau = pc.compute, pc.compute(pr.scale)
     tiles = backward_tiles(pr.d)

@@ -51,4 +51,5 @@ def lookup(rows: tuple[TileRow, ...], shared: SharedMemory | None, *, d: Int, ca
 
 
 def implementation_or_default(impl: Implementation | None) -> Implementation:
+    """`impl`, or FlashAttention-2's own profile (sdpa-flash) whose code tiles flash2 uses by default."""
     return impl if impl is not None else get_implementation(DEFAULT_FLASH2_CODE)

@@ -40,6 +40,8 @@ def list_hardware() -> list[Hardware]:
 
 @dataclass(frozen=True, slots=True)
 class ResolvedHardware:
+    """A --gpu value resolved: the Hardware, what was asked for and how it matched."""
+
     hardware: Hardware
     requested: str
     how: str
@@ -70,7 +72,11 @@ def resolve_hardware(spec: str) -> ResolvedHardware:
     paths = {p.stem: p for p in shipped_config_paths()}
     if key in paths:
         return ResolvedHardware(_load_shipped(str(paths[key])), spec, "name")
-    for hw in list_hardware():
+    # Files are read in name order until one lists the alias, not all of them: aliases are
+    # unique across the shipped files (tests/test_hardware.py), so the first match is the only
+    # one, and `iosim compare --gpu a100` reads two YAMLs instead of every GPU's (start-up time).
+    for path in paths.values():
+        hw = _load_shipped(str(path))
         if key in (a.lower() for a in hw.aliases):
             return ResolvedHardware(hw, spec, "alias")
     from iosim.inputs.suggest import did_you_mean

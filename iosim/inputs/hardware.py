@@ -31,6 +31,7 @@ class BackwardSchedule:
     source: str = ""
 
     def per_sm(self, d: int) -> int:
+        """Programs per SM of the backward kernels at head dim `d`."""
         return self.programs_per_sm.get(d, self.programs_per_sm[min(self.programs_per_sm)])
 
 

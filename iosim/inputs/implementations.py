@@ -63,6 +63,8 @@ class SharedMemory:
     score_tiles: int = 0
 
     def bytes(self, block_q: Int, block_kv: Int, d: Int, element_bytes: Int) -> Int:
+        """Shared memory of one program in bytes: its Q, K/V and score tiles at these blocks, head dim
+        and element size (ints or arrays)."""
         return ((self.q_tiles * block_q + self.kv_tiles * block_kv) * d
                 + self.score_tiles * block_q * block_kv) * element_bytes
 
@@ -86,6 +88,8 @@ class SplitRule:
 
 @dataclass(frozen=True, slots=True)
 class ExtraKernel:
+    """A kernel an implementation launches beside the attention (kind: gqa_expand, scale or mask)."""
+
     kind: str
     when: str
     """always, gqa (heads > kv_heads) or causal."""
@@ -124,6 +128,7 @@ class Implementation:
 
     @property
     def refuses_gqa(self) -> bool:
+        """Whether the implementation refuses GQA (heads ≠ kv_heads)."""
         return self.gqa.value.startswith("refused")
 
     def check_shape(self, d: int, dtype: str, *, gqa: bool = False,
@@ -150,6 +155,7 @@ class Implementation:
                              f"({self.head_dim_source}); use another --impl or --d")
 
     def extra_kernels_for(self, *, gqa: bool, causal: bool) -> tuple[ExtraKernel, ...]:
+        """The extra kernels that run for a workload with or without GQA and a causal mask."""
         on = {"always": True, "gqa": gqa, "causal": causal}
         return tuple(k for k in self.extra_kernels if on[k.when])
 

@@ -62,6 +62,7 @@ def impls_dir() -> Path:
 
 
 def shipped_implementations() -> tuple[str, ...]:
+    """The names of the shipped profiles (configs/impls/*.yaml), sorted."""
     return tuple(sorted(p.stem for p in impls_dir().glob("*.yaml")))
 
 

@@ -41,6 +41,8 @@ def _sig(row: dict[str, Any]) -> dict[str, Any]:
 
 
 def point_records(result: FitResult) -> list[dict[str, Any]]:
+    """One CSV row per measured point: its shape, measured and predicted time (s), DRAM bytes
+    (measured, estimated, L2-oblivious), programs per SM and relative errors."""
     rows = []
     for p in result.points:
         m = p.m
@@ -61,6 +63,8 @@ def point_records(result: FitResult) -> list[dict[str, Any]]:
 
 
 def bytes_records(result: FitResult) -> list[dict[str, Any]]:
+    """One CSV row per ncu-counted point: measured DRAM read/write bytes beside iosim's L2-aware
+    estimate and the L2-oblivious count, with their relative errors."""
     return [_sig({
         "id": b.id, "algorithm": b.algorithm, "set": "grid" if b.grid else "l2-regimes",
         "main": b.main, "n": b.n, "d": b.d, "batch_heads": b.heads, "causal": b.causal,
@@ -87,6 +91,9 @@ def _table(title: str, columns: Sequence[str], left: Sequence[str]) -> Table:
 
 def print_summary(result: FitResult, console: Console, *, out: Path, record: Path | None,
                   report: Path | None) -> None:
+    """Print a fit's summary to `console`: the device, the measured ceilings (B/s, FLOP/s), the
+    fitted efficiencies, Triton against SDPA, predicted against measured time (s) and DRAM bytes,
+    the acceptance checks, and the paths `out`, `record` and `report` were written to."""
     c, dev = result.ceilings, result.calibration.device
     console.print(f"device    {dev.get('name')} · driver {dev.get('driver')} · torch "
                   f"{dev.get('torch')} · Triton {dev.get('triton')}")
@@ -169,6 +176,8 @@ def _md_rows(rows: Sequence[Sequence[object]]) -> list[list[str]]:
 
 
 def markdown(result: FitResult) -> str:
+    """The calibration report's README.md: the device, ceilings, fitted efficiencies, every point's
+    predicted vs measured time and bytes, and the command that regenerates the folder."""
     cal, dev, c = result.calibration, result.calibration.device, result.ceilings
     lines = [
         f"# Calibration: {dev.get('name')} ({result.hardware.name})",

@@ -45,6 +45,7 @@ class _RstripWriter:
 
 
 def pipe_columns(default: int = PIPE_WIDTH) -> int:
+    """Columns for output that is not a terminal: $COLUMNS when it is a number ≥ 40, else `default`."""
     columns = os.environ.get("COLUMNS", "")
     return int(columns) if columns.isdigit() and int(columns) >= 40 else default
 
@@ -55,7 +56,11 @@ def make_console(*, pipe_width: int = PIPE_WIDTH, stderr: bool = False) -> Conso
     probe = Console(file=stream)
     if probe.is_terminal:
         return probe
-    return Console(file=_RstripWriter(stream), width=pipe_columns(pipe_width))  # type: ignore[arg-type]
+    # highlight=False: a pipe gets no colours, so the highlighter's regexes over every cell would
+    # style text whose styles are then dropped (a third of compare's drawing time); the bytes
+    # written are the same.
+    return Console(file=_RstripWriter(stream), width=pipe_columns(pipe_width),  # type: ignore[arg-type]
+                   highlight=False)
 
 
 __all__ = ["PIPE_WIDTH", "make_console", "pipe_columns"]

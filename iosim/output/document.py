@@ -9,22 +9,30 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class Heading:
+    """A heading of `level` (1 for the title)."""
+
     level: int
     text: str
 
 
 @dataclass(frozen=True)
 class Para:
+    """A paragraph; `code` spans and **bold** are kept in both renderings."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class Code:
+    """A preformatted block (a command and its output)."""
+
     text: str
 
 
 @dataclass(frozen=True)
 class Image:
+    """A figure: its PNG shown at width_px × height_px (pixels), linked to its SVG."""
+
     png: str
     svg: str
     alt: str
@@ -34,6 +42,8 @@ class Image:
 
 @dataclass(frozen=True)
 class TableBlock:
+    """A table of text cells; `right` says which columns are right-justified."""
+
     headers: Sequence[str]
     rows: Sequence[Sequence[str]]
     right: Sequence[bool]
@@ -42,6 +52,8 @@ class TableBlock:
 
 @dataclass(frozen=True)
 class Links:
+    """A line of links to the report's files."""
+
     items: Sequence[tuple[str, str]]
     """(text, relative path)."""
 
@@ -50,6 +62,7 @@ Block = Heading | Para | Code | Image | TableBlock | Links
 
 
 def to_markdown(blocks: Sequence[Block]) -> str:
+    """The blocks as GitHub Markdown (index.md), one blank line between blocks."""
     out: list[str] = []
     for b in blocks:
         if isinstance(b, Heading):
@@ -86,6 +99,7 @@ img { max-width: 100%; height: auto; border: 1px solid #eee; }
 
 
 def to_html(blocks: Sequence[Block], title: str) -> str:
+    """The blocks as one self-contained HTML page (index.html) titled `title`, styles inline."""
     e = html.escape
     out = ["<!DOCTYPE html>", '<html lang="en">', "<head>", '<meta charset="utf-8">',
            f"<title>{e(title)}</title>", f"<style>{_CSS}</style>", "</head>", "<body>"]

@@ -26,6 +26,7 @@ NO_FIT_HATCH = "///"
 
 
 def is_two_dimensional(result: SweepResult) -> bool:
+    """Whether the sweep varies both block_q and block_kv (then its block figure is a heatmap)."""
     return all(len(result.spec.values(a)) > 1 for a in ("block_q", "block_kv"))
 
 

@@ -71,6 +71,8 @@ def ceilings(c: Comparison) -> dict[str, tuple[float, str]]:
 
 def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKernel] = (), *,
                           title_note: str | None = None) -> Figure:
+    """The hierarchical roofline of one comparison: each kernel's DRAM, L2↔SM and SRAM bytes on
+    the HBM, L2 and SRAM roofs (FLOP/B against FLOP/s), with `measured` kernels as filled dots."""
     from matplotlib.lines import Line2D
 
     c = comparison

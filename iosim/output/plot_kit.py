@@ -47,6 +47,7 @@ GUIDE_COLOR = "#555555"
 
 
 def color_of(algorithm: str) -> str:
+    """An algorithm's colour, the same in every figure (a stable pick for names without one)."""
     if algorithm in ALGORITHM_COLORS:
         return ALGORITHM_COLORS[algorithm]
     return _EXTRA_COLORS[sum(map(ord, algorithm)) % len(_EXTRA_COLORS)]
@@ -148,6 +149,7 @@ def _log_block_axis(ax: Axes, values: Sequence[int]) -> None:
 
 
 def renderer_of(fig: Figure | Any) -> Any:
+    """The figure's Agg renderer (for measuring text extents in display pixels)."""
     return fig.canvas.get_renderer()  # type: ignore[union-attr]
 
 
@@ -261,6 +263,7 @@ def display_polyline(line: Any, step_px: float = 2.0) -> np.ndarray:
 
 
 def bbox_hits_points(box: Bbox, pts: np.ndarray, pad: float = LABEL_GAP_PX) -> bool:
+    """Whether any of the display points `pts` (pixels) lies inside `box` grown by `pad` pixels."""
     if len(pts) == 0:
         return False
     x, y = pts[:, 0], pts[:, 1]
@@ -269,6 +272,7 @@ def bbox_hits_points(box: Bbox, pts: np.ndarray, pad: float = LABEL_GAP_PX) -> b
 
 
 def boxes_overlap(a: Bbox, b: Bbox, pad: float = 0.0) -> bool:
+    """Whether two display boxes overlap, or come closer than `pad` pixels."""
     return not (a.x1 + pad <= b.x0 or b.x1 + pad <= a.x0
                 or a.y1 + pad <= b.y0 or b.y1 + pad <= a.y0)
 
@@ -352,6 +356,7 @@ def _hits_disc(box: Bbox, x: float, y: float, r: float) -> bool:
 
 
 def marker_radius_px(fig: Figure, size_pt: float) -> float:
+    """A marker's radius in display pixels, from its size in points."""
     return size_pt / 2 * fig.dpi / 72
 
 

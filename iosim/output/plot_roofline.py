@@ -162,6 +162,7 @@ def roofline(comparison: Comparison, *, title_note: str | None = None) -> Figure
 
 
 def point_label(group: Sequence[tuple[str, Any, float, float]]) -> str:
+    """The label of a group of roofline points that fall together: each algorithm's kernels."""
     by_algo: dict[str, list[str]] = {}
     for name, k, _, _ in group:
         by_algo.setdefault(name, []).append(k.label)

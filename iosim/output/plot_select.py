@@ -30,6 +30,7 @@ _AXIS_LABELS = {"gpu": "GPU", "dtype": "", "pass_": "", "causal": "causal", "bat
 
 
 def value_text(result: SweepResult, axis: str, i: int) -> str:
+    """One axis value of a sweep as a figure's caption says it ("GPU a100-80gb-sxm", "N = 4096")."""
     value = result.spec.values(axis)[i]
     if axis == "gpu":
         return f"GPU {result.hardware[i].name}"
@@ -85,6 +86,7 @@ def fixed_text(result: SweepResult, skip: Sequence[str] = ()) -> str:
 
 
 def sram_text(result: SweepResult, positions: np.ndarray) -> str:
+    """The SRAM per block (KiB) of the selected points, or its range."""
     values = sorted(set(result.sram_bytes[positions].tolist()))
     if len(values) == 1:
         return f"SRAM {fmt_binary_bytes(values[0])} per block"
@@ -92,6 +94,7 @@ def sram_text(result: SweepResult, positions: np.ndarray) -> str:
 
 
 def blocks_text(result: SweepResult, positions: np.ndarray) -> str:
+    """The block sizes of the selected points, per tiled algorithm."""
     parts = []
     for a in result.algorithms:
         if not a.tiled:
@@ -104,5 +107,6 @@ def blocks_text(result: SweepResult, positions: np.ndarray) -> str:
 
 
 def gpu_text(result: SweepResult, positions: np.ndarray) -> str:
+    """The display names of the GPUs of the selected points."""
     gpus = sorted(set(result.index["gpu"][positions].tolist()))
     return ", ".join(result.hardware[g].display_name for g in gpus)

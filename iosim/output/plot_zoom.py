@@ -26,6 +26,8 @@ CORNERS = ((0.62, 0.04, 0.35, 0.36), (0.04, 0.60, 0.35, 0.36), (0.62, 0.60, 0.35
 
 @dataclass(frozen=True)
 class Zoom:
+    """An inset that magnifies a crowded cluster of markers, and which markers it shows."""
+
     inset: Any
     members: tuple[int, ...]
     """Indices (into the markers given) of the points drawn in the inset."""

@@ -49,6 +49,8 @@ from iosim.output.tables import rich_markdown
 
 
 def header_grid(c: Comparison) -> Table:
+    """The lines above compare's tables: GPU and profile, workload, roofs (B/s, FLOP/s), SRAM,
+    each tiled algorithm's blocks and splits, occupancy warnings, sparsity and the roofs' notes."""
     hw, w, roofs = c.hardware, c.workload, c.roofs
     gpu = hw.display_name + (f" ({c.gpu_note})" if c.gpu_note else "")
     rows = [
@@ -95,6 +97,8 @@ def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
 
 
 def comparison_renderable(c: Comparison, *, wide: bool = False) -> RenderableType:
+    """Everything `iosim compare` prints as one rich renderable: header, tables and footer lines
+    (`wide`: every column instead of the 80-column layout)."""
     tables: list[RenderableType] = [kernel_table(c, wide=wide), kernel_legend(c), Text(""),
                                     summary_table(c, wide=wide), tensor_table(c, wide=wide)]
     if c.workload.pass_ != "fwd" and any(a.dram is not None for a in c.algorithms):
@@ -105,6 +109,7 @@ def comparison_renderable(c: Comparison, *, wide: bool = False) -> RenderableTyp
 
 
 def print_comparison(c: Comparison, console: Console, *, wide: bool = False) -> None:
+    """Print `comparison_renderable(c, wide=wide)` to `console`."""
     console.print(comparison_renderable(c, wide=wide))
 
 
@@ -113,10 +118,12 @@ def print_comparison(c: Comparison, console: Console, *, wide: bool = False) -> 
 
 
 def comparison_json(c: Comparison) -> str:
+    """The JSON of `iosim compare --format json` (schema iosim.compare/1; strict: no NaN)."""
     return strict_json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
 
 
 def records_csv(records: Sequence[dict[str, Any]]) -> str:
+    """Dict rows as CSV text, the first row's keys as the header (empty text for no rows)."""
     out = io.StringIO()
     if records:
         writer = csv.DictWriter(out, fieldnames=list(records[0]), lineterminator="\n")

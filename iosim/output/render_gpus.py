@@ -23,6 +23,8 @@ def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str
 
 
 def gpus_table(hardware: Sequence[Hardware]) -> Table:
+    """The table of `iosim gpus`: one row per GPU model with its HBM bandwidth and size, SRAM per
+    block, SMs and fp16 peak in people's units."""
     table = compact_table("GPU models (configs/gpus; `iosim gpus show NAME` for sources)", (
         ("name", "left"), ("aliases", "left"), ("HBM BW", "right"), ("HBM", "right"),
         ("SRAM/block", "right"), ("SMs", "right"), ("peak fp16", "right")))
@@ -46,6 +48,7 @@ _FIGURE_UNITS = {"hbm_capacity": ("B", False), "hbm_bandwidth": ("B/s", False),
 
 
 def figure_text(key: str, fig: Figure) -> str:
+    """One hardware figure in people's units (FLOP/s, B/s, KiB/MiB/GiB, or a count)."""
     if key == "sm_count":
         return f"{fig.value:.0f}"
     if key.startswith("peak_flops") or key == "vector_flops":
@@ -55,6 +58,8 @@ def figure_text(key: str, fig: Figure) -> str:
 
 
 def gpu_detail(hw: Hardware) -> RenderableType:
+    """What `iosim gpus show NAME` prints: the GPU's names, file, notes and every figure with its
+    source (and its measured profile, when the YAML has one)."""
     head = Text("\n".join(line for line in (
         f"{hw.display_name}  ({hw.name})",
         f"aliases: {', '.join(hw.aliases) or '—'}",
@@ -84,6 +89,7 @@ def gpu_detail(hw: Hardware) -> RenderableType:
 
 
 def gpu_dict(hw: Hardware) -> dict[str, Any]:
+    """The JSON of `iosim gpus show NAME --format json`: every figure in SI units with its source."""
     return {
         "name": hw.name, "display_name": hw.display_name, "aliases": list(hw.aliases),
         "path": hw.path, "vendor": hw.vendor, "architecture": hw.architecture,

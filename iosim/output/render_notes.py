@@ -149,6 +149,8 @@ def _training_lines(c: Comparison) -> list[str]:
 
 
 def footer_text(c: Comparison) -> Text:
+    """The lines under compare's tables: Theorem 2, the score matrix and compulsory bytes, each
+    algorithm's HBM footprint, the backward's lines, why an algorithm is slower, the DRAM estimate."""
     t2, w = c.theorem2, c.workload
     lines = [
         f"Theorem 2 per head (elements, constants ignored): Θ(Nd + N²) = "

@@ -42,10 +42,12 @@ def verdict(choice: SplitChoice) -> str:
 
 
 def print_split_choice(choice: SplitChoice, console: Console) -> None:
+    """The table and the verdict line on the console."""
     console.print()
     console.print(split_table(choice))
     console.print(verdict(choice), highlight=False)
 
 
 def split_choice_markdown(choice: SplitChoice) -> str:
+    """The table as Markdown and the verdict line."""
     return rich_markdown(split_table(choice)) + "\n" + verdict(choice) + "\n"

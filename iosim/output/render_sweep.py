@@ -115,6 +115,8 @@ def _headers(result: SweepResult, *, wide: bool = False) -> list[tuple[str, str]
 
 
 def header_rows(result: SweepResult) -> list[tuple[str, str]]:
+    """(label, text) lines above a sweep's table: its grid (points × algorithms), the varying axes,
+    the fixed values and the roofs' notes."""
     spec = result.spec
     varying = ", ".join(f"{AXIS_HEADERS[a]} ({len(spec.values(a))} values)"
                         for a in spec.varying)
@@ -197,6 +199,7 @@ def print_sweep(result: SweepResult, *, limit: int | None = 100, wide: bool = Fa
 
 
 def sweep_markdown(result: SweepResult, *, limit: int | None = 100) -> str:
+    """A sweep as Markdown: its header, then its table, cut after `limit` rows (None: every row)."""
     rows, total = _rows(result, limit, wide=True)
     headers = _headers(result, wide=True)
     parts = ["```", header_text(result), "```", "",
@@ -228,6 +231,7 @@ def sweep_csv(result: SweepResult) -> str:
 
 
 def sweep_json(result: SweepResult) -> str:
+    """A sweep as one JSON document (schema iosim.sweep/1), every row included."""
     from iosim.output.sweep_stream import write_json
 
     out = io.StringIO()
@@ -264,6 +268,8 @@ def roofline_records(c: Comparison) -> list[dict[str, Any]]:
 
 
 def roofline_table(c: Comparison) -> Table:
+    """The table `iosim roofline` prints: each kernel's bytes (HBM, or DRAM on the measured
+    profile), FLOPs, intensity (FLOP/B), achieved FLOP/s, time and bound."""
     memory = "DRAM" if c.roofs.profile == "measured" else "HBM"  # the bytes the roof charged
     table = compact_table(f"Roofline points ({c.hardware.display_name}; ridge "
                           f"{c.roofs.ridge_point_flops_per_byte:.0f} FLOP/B)", (

@@ -268,6 +268,7 @@ def _wrap_command(command: str, width: int = 88) -> str:
 
 
 def render_rows(c: Comparison) -> list[dict[str, Any]]:
+    """The comparison's per-kernel records (compare_kernels.csv: bytes, FLOPs, seconds)."""
     return c.to_records()
 
 
