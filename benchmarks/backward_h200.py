@@ -1,6 +1,7 @@
 """The backward on the H200 in one run (issue 10): check, tune, time, count.
 
     python3 benchmarks/backward_h200.py OUTDIR [--quick] [--tune]
+    python3 benchmarks/backward_h200.py OUTDIR --torch-only     # SDPA's and eager's kernels
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -11,6 +12,11 @@
 4. ncu: DRAM and L2 bytes (and time) of every backward kernel (ncu_bwd.py), in launch order;
    the Triton backward also with an evict between its kernels on a subset (isolate).
 Writes OUTDIR/backward-h200.json (the record), progress to stdout.
+
+--torch-only (the standard path's and FA2's CUDA backward, issue 10 item 3): no Triton kernel;
+the points of `torch_grid`, each labelled fit or judge, timed (SDPA's flash backward, and eager
+PyTorch's where it is listed, its gradients compared with SDPA's first) and counted under ncu per
+kernel. Writes OUTDIR/backward-h200-torch.json.
 """
 
 from __future__ import annotations
@@ -61,6 +67,82 @@ def grid(quick: bool) -> tuple[list[Any], list[Any]]:
     return pts, eager
 
 
+def torch_grid() -> list[tuple[Any, bool, str]]:
+    """(point, with eager, split) for --torch-only. The fit set: few heads, N a power of two or
+    near one, both dtypes, causal and not, one GQA point. The judge set varies every axis away
+    from it: batch·heads below one wave and far above it, N not a power of two, N_kv ≠ N, MQA
+    and GQA, d = 64 and 128, fp16 and bf16, causal, and the standard path's N×N matrices in L2
+    (P of 4-36 MiB) and far beyond it, FA2's Q/dO/dQaccum of a head beyond the L2."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    fit = [  # eager and SDPA
+        (Pt(1024, 128, 1, 16, 16, False), True), (Pt(2048, 128, 1, 16, 16, False), True),
+        (Pt(4096, 128, 1, 16, 16, False), True), (Pt(2048, 64, 1, 8, 8, True), True),
+        (Pt(4096, 128, 1, 16, 4, False), True), (Pt(3072, 128, 1, 8, 8, True, "bf16"), True),
+        (Pt(1024, 64, 2, 4, 4, False), True),
+        (Pt(8192, 128, 2, 16, 16, False), False), (Pt(16384, 64, 1, 16, 16, True), False),
+        (Pt(4096, 64, 2, 16, 16, True, "bf16"), False), (Pt(32768, 128, 1, 4, 4, False), False),
+    ]
+    judge = [
+        (Pt(1536, 128, 1, 8, 8, False), True), (Pt(1024, 128, 1, 2, 2, True, "bf16"), True),
+        (Pt(5000, 64, 1, 4, 1, False), True), (Pt(2048, 128, 2, 8, 8, False, n_kv=4096), True),
+        (Pt(6000, 128, 1, 8, 2, True, "bf16"), True), (Pt(1024, 128, 4, 16, 16, False), True),
+        (Pt(12345, 64, 1, 2, 2, False), True), (Pt(8192, 128, 1, 16, 16, True), True),
+        (Pt(2500, 64, 1, 16, 16, False), True),
+        (Pt(2048, 128, 2, 16, 16, False, n_kv=8192), False),
+        (Pt(4096, 64, 1, 8, 8, False, "bf16", n_kv=1024), False),
+        (Pt(777, 128, 1, 4, 4, False), False), (Pt(10000, 64, 1, 32, 4, True, "bf16"), False),
+        (Pt(6000, 128, 3, 8, 8, True), False), (Pt(24000, 128, 1, 8, 2, False), False),
+        (Pt(1024, 128, 1, 16, 16, False, "bf16", n_kv=16384), False),
+        (Pt(50000, 64, 1, 4, 4, True), False), (Pt(8192, 64, 4, 16, 16, False), False),
+    ]
+    return [(p, e, "fit") for p, e in fit] + [(p, e, "judge") for p, e in judge]
+
+
+def torch_only(args: argparse.Namespace, argv: list[str], out: Path) -> int:
+    import torch
+    import triton
+
+    from iosim.calibrate import bench_bwd as BB
+    from iosim.calibrate.ncu_bwd import collect
+
+    started = time.time()
+    record: dict[str, Any] = {
+        "what": "SDPA flash backward and eager PyTorch backward, per kernel (issue 10 item 3)",
+        "command": "python3 benchmarks/backward_h200.py " + " ".join(argv),
+        "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+        "triton": triton.__version__, "python": platform.python_version(),
+        "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
+        "l2_bytes": int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)),
+    }
+    torch.manual_seed(0)
+    grid_points = torch_grid()
+    timed = []
+    for p, eager, split in grid_points:
+        r = BB.time_torch(p, eager=eager)
+        r["split"] = split
+        timed.append(r)
+        log(f"{p.id} [{split}]: sdpa {r['sdpa_s'] * 1e3:.3f} ms" + (
+            f", eager {r['eager_s'] * 1e3:.3f} ms, agree {max(r['agree_eager'].values()):.1e}"
+            if eager else ""))
+        torch.cuda.empty_cache()
+    record["points"] = timed
+    (out / "backward-h200-torch.json").write_text(json.dumps(record, indent=1))
+    log(f"timed in {time.time() - started:.0f} s")
+    if not args.no_ncu:
+        spec = []
+        for p, eager, _ in grid_points:
+            spec.append({"id": p.id, "what": "sdpa", "point": p.fields()})
+            if eager:
+                spec.append({"id": p.id, "what": "eager", "point": p.fields()})
+        budget = args.deadline_s - (time.time() - started)
+        record["counters"] = collect(spec, log=out / "ncu.log", timeout_s=max(10.0, budget))
+        log(f"ncu: {record['counters']['status']} ({time.time() - started:.0f} s)")
+    record["wall_s"] = time.time() - started
+    (out / "backward-h200-torch.json").write_text(json.dumps(record, indent=1))
+    return 0
+
+
 def candidates() -> list[Any]:
     from iosim.algorithms.triton_bwd import BackwardTiles as T
 
@@ -79,6 +161,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--tune", action="store_true")
     ap.add_argument("--no-ncu", action="store_true")
     ap.add_argument("--skip-timing", action="store_true", help="checks, then ncu only")
+    ap.add_argument("--torch-only", action="store_true",
+                    help="SDPA's and eager's backward kernels on torch_grid (no Triton kernel)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -94,6 +178,8 @@ def main(argv: list[str]) -> int:
         print("backward_h200: no CUDA GPU (torch.cuda.is_available() is False); run it on the "
               "GPU to be measured", file=sys.stderr)
         return 2
+    if args.torch_only:
+        return torch_only(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError
     from iosim.calibrate import bench_bwd as BB

@@ -11,7 +11,8 @@ from iosim.inputs.workload import Workload
 @st.composite
 def workloads(draw: st.DrawFn, *, max_n: int = 300, max_instances: int = 4,
               unfused: bool = True) -> Workload:
-    """Small workloads: uneven lengths, n != n_kv, causal or not, GQA/MQA, batch."""
+    """Small workloads: uneven lengths, n != n_kv, causal or not, GQA/MQA, batch; V's own head
+    dim, MLA's latent cache and FP8 with its scales (issue 14) now and then."""
     n = draw(st.integers(1, max_n))
     n_kv = draw(st.one_of(st.just(n), st.integers(1, max_n)))
     kv_heads = draw(st.integers(1, 2))
@@ -19,9 +20,17 @@ def workloads(draw: st.DrawFn, *, max_n: int = 300, max_instances: int = 4,
     heads = kv_heads * group
     batch = draw(st.integers(1, max(1, max_instances // heads)))
     ops = draw(st.sets(st.sampled_from(["scale", "mask", "dropout"]))) if unfused else set()
-    return Workload(n, n_kv=n_kv, d=draw(st.integers(1, 8)), heads=heads, kv_heads=kv_heads,
+    d = draw(st.integers(1, 8))
+    d_v = draw(st.one_of(st.none(), st.none(), st.integers(1, 8)))
+    latent = kv_heads == 1 and draw(st.integers(0, 5)) == 0
+    if latent:
+        d_v = draw(st.integers(1, 6))
+        d = d_v + draw(st.integers(1, 3))
+    dtype = draw(st.sampled_from(["fp16", "fp32", "fp16", "fp32", "fp8_e4m3"]))
+    scales = draw(st.sampled_from(["tensor", "block"])) if dtype == "fp8_e4m3" else None
+    return Workload(n, n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads,
                     batch=batch, causal=draw(st.booleans()), unfused=tuple(ops),
-                    dtype=draw(st.sampled_from(["fp16", "fp32"])))
+                    dtype=dtype, d_v=d_v, latent_kv=latent, fp8_scales=scales)
 
 
 @st.composite

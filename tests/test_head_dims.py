@@ -157,3 +157,29 @@ def test_latent_decoding_tiles_as_flashmla_and_a_one_point_sweep_equals_compare(
     for grid in result.algorithms:
         a = c.algorithm(grid.name)
         assert int(grid.hbm_bytes[0]) == a.hbm_bytes and int(grid.block_q[0]) == a.tiling.block_q
+
+
+def test_sweep_csv_has_a_d_v_column_only_when_d_v_is_given() -> None:
+    args = ["sweep", "--gpu", "h100", "--n", "256", "--d", "64", "--algo", "flash2",
+            "--format", "csv"]
+    plain = CliRunner().invoke(cli, args).output.splitlines()
+    given = CliRunner().invoke(cli, [*args, "--d-v", "64,32"]).output.splitlines()
+    assert "d_v" not in plain[0].split(",")
+    header = given[0].split(",")
+    assert header[header.index("d") + 1] == "d_v"
+    # d_v = d is the same workload as no d_v: the same row, with the column added
+    row = dict(zip(header, given[1].split(","), strict=True))
+    assert row["d_v"] == "64"
+    assert [v for k, v in row.items() if k != "d_v"] == plain[1].split(",")
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    # FA2 and PyTorch's flash backend need one head dim for Q, K, V (sdpa-flash.yaml's source)
+    (["--d", "128", "--d-v", "64", "--impl", "sdpa-flash"], "needs V's head dim equal"),
+    (["--d", "576", "--d-v", "512", "--latent-kv", "--n", "1", "--impl", "flex"],
+     "reads V as a tensor of its own"),
+])
+def test_implementations_refuse_what_they_do_not_run(args: list[str], needle: str) -> None:
+    out = CliRunner().invoke(cli, ["compare", "--n", "256", "--gpu", "h100", *args])
+    assert out.exit_code == 2 and needle in out.output
+    assert len(out.output.strip().splitlines()) == 1

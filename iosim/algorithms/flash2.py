@@ -131,7 +131,9 @@ class Flash2(Algorithm):
                    element="fp32"),
             Access(dk, "write", "outer_end", "kv", "d", "FA2 Alg. 2 line 18: write dK_j"),
             Access(dv, "write", "outer_end", "kv", "dv", "FA2 Alg. 2 line 18: write dV_j"),
-        ), BACKWARD_FLOPS, loop="kv", grid="blocks", blocks="backward")
+        ), BACKWARD_FLOPS, loop="kv", grid="blocks", blocks="backward", inner_descending=True)
+        # flash_bwd_kernel.h compute_dq_dk_dv_1colblock: `for (; m_block >= m_block_min;
+        # --m_block)`, the query blocks from the last down
         convert = Kernel("bwd_convert_dq", "dQ = fp16(dQaccum)", "elementwise", (
             Access("dQaccum", "read", "prologue", "q", "d",
                    "flash_bwd_preprocess_kernel.h convert_dQ: read dq_accum (fp32)",

@@ -28,6 +28,9 @@ Three refinements, each a flag on the Kernel or the Dims (issue 3):
     stacked as g·n_q rows of one problem (FA2 `seqlenq_ngroups_swapped` for decoding), so a
     program serves a KV head and reads its K/V once. Valid only where every query row sees
     every key (n_q = 1, or no causal mask): the packed problem is counted without a mask.
+And three of issue 14: a "dv" column kind (V, O, dO, dV rows are Workload.d_v wide), an "out"
+element (O in its own dtype: bf16 for FP8 inputs) and Access.scale (an FP8 descale factor, one
+element per program or per tile, algorithms/fp8.py).
 
 From that one description come
   1. `closed_form`: exact element counts as sums over the loop (block sums in blocks.py),
@@ -153,6 +156,10 @@ class Kernel:
     tile: tuple[int, int] | None = None
     """Fixed (B_r, B_c) of a kernel whose code sets its tiles (iosim's Triton backward, whose
     block sizes are its launch configuration): they override the Tiling's."""
+    inner_descending: bool = False
+    """The inner loop walks its blocks from the last down (FlashAttention-2's backward: `for (;
+    m_block >= m_block_min; --m_block)`). Counts do not depend on it; the L2 model does: causal
+    programs of one head then start on the same tiles and walk them in lockstep."""
     segments: tuple[Segment, ...] = ()
     """A ragged launch: the loops run once per segment over its own sizes (shared-prefix
     batches, cascade.py), replacing the workload's N, N_kv and batch; () = the workload's."""

@@ -9,6 +9,7 @@ comparison.py and their JSON compare_records.py.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Dims, Kernel, kernel_programs
@@ -16,8 +17,10 @@ from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
     call_overhead,
-    extra_kernels,
     impl_algorithm,
+    impl_backward_note,
+    impl_backward_roofs,
+    impl_kernels,
     impl_roofs,
     impl_workload,
 )
@@ -125,12 +128,16 @@ def compare(
             raise IosimError(f"{arg('impl')} picks the algorithm ({implementation.name} runs "
                              f"{implementation.algorithm}); drop {arg('algorithms')}")
         implementation.check_shape(workload.d, workload.dtype, gqa=workload.group_size > 1,
+                                   d_v=workload.d_v, latent_kv=workload.latent_kv,
                                    backward=workload.pass_ != "fwd")
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
                                splits_given=splits is not None) if implementation is None else ()
     roofs = roofs_for(hw, workload.dtype, profile)
     if implementation is not None and profile == "measured":
         roofs = impl_roofs(roofs, implementation, hw)
+        timed_by = impl_backward_note(implementation, hw) if workload.pass_ != "fwd" else None
+        if timed_by is not None:
+            roofs = replace(roofs, notes=(*roofs.notes, timed_by))
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram,
                                           sram_elements=sram_elements)
     given = block_q is not None or block_kv is not None
@@ -150,7 +157,7 @@ def compare(
                                          blocks_given=given, base=base)
         kernels = algorithm.kernels(w, tiling)
         if impl_ is not None:
-            kernels = extra_kernels(impl_, w) + kernels
+            kernels = impl_kernels(impl_, w, kernels)
         dram = _dram_or_none(kernels, w, tiling, hw)
         if profile == "measured" and dram is None:
             raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "
@@ -158,7 +165,10 @@ def compare(
         on_roof = None if profile != "measured" or dram is None else {
             k.name: paged_roof_bytes(k, [(t.tensor, t.bytes) for t in dram.of_kernel(k.name).terms],
                                      paging) for k in kernels}
-        kernel_estimates = estimate_kernels(kernels, w, tiling, roofs, dram_bytes=on_roof,
+        own_roofs = roofs
+        if impl_ is not None and profile == "measured" and w.pass_ != "fwd":
+            own_roofs = impl_backward_roofs(roofs, impl_, hw, tiling, w.d)
+        kernel_estimates = estimate_kernels(kernels, w, tiling, own_roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
         totals = total_cost(kernel_estimates)
         time_s, hbm = float(totals.time_s), int(totals.hbm_read_bytes + totals.hbm_write_bytes)
@@ -176,7 +186,7 @@ def compare(
             footprint(kernels, w, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
             convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_,
-            call_overhead(impl_, hw, profile))
+            call_overhead(impl_, hw, profile, w.pass_))
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)
@@ -190,6 +200,10 @@ def compare(
 
     m = sram_bytes // workload.element_bytes
     n, n_kv, d = workload.n, workload.n_kv, workload.d
-    theorem2 = Theorem2(m, float(n * d + n * n_kv), n * n_kv * d * d / m)
+    if workload.d_v == d:
+        theorem2 = Theorem2(m, float(n * d + n * n_kv), n * n_kv * d * d / m)
+    else:  # Q, K d wide and V, O d_v wide: the mean d̄ = (d + d_v)/2 where the paper has d
+        mean = (d + workload.d_v) / 2
+        theorem2 = Theorem2(m, n * mean + n * n_kv, n * n_kv * mean * mean / m)
     return Comparison(workload, hw, requested, note, roofs, sram_bytes, sram_source, theorem2,
                       results, paging)

@@ -93,9 +93,10 @@ class Theorem2:
 
     sram_elements: int
     standard_elements: float
-    """Θ(Nd + N²): here N·d + N·N_kv."""
+    """Θ(Nd + N²): here N·d + N·N_kv (with d_v ≠ d, d̄ = (d + d_v)/2 for d)."""
     flash_elements: float
-    """Θ(N²d²/M): here N·N_kv·d²/M."""
+    """Θ(N²d²/M): here N·N_kv·d²/M (with d_v ≠ d, N·N_kv·d̄²/M: the block rule's four rows are
+    2(d + d_v) = 4d̄ elements)."""
 
     @property
     def ratio(self) -> float:

@@ -15,6 +15,7 @@ import numpy as np
 from iosim.analysis.sweep import SweepResult
 from iosim.analysis.sweep_spec import WORKLOAD_AXES
 from iosim.errors import IosimError
+from iosim.inputs.units import FP8_DTYPES
 
 
 def hbm_fits(result: SweepResult, algorithm: str, positions: np.ndarray, *,
@@ -41,8 +42,12 @@ def _fits(result: SweepResult, algorithm: str, i: int) -> bool:
     # the point's value on each axis (None: the default, which Workload resolves alike)
     values = {a: _plain(result.spec.values(a)[int(result.index[a][i])]) for a in WORKLOAD_AXES}
     pass_ = values.pop("pass_")
+    spec = result.spec
     try:
-        workload = Workload(values.pop("n"), pass_=pass_, unfused=result.spec.unfused, **values)
+        workload = Workload(values.pop("n"), pass_=pass_, unfused=spec.unfused,
+                            latent_kv=spec.latent_kv,
+                            fp8_scales=spec.fp8_scales if values["dtype"] in FP8_DTYPES else None,
+                            **values)
         c = compare(workload, result.hardware[int(result.index["gpu"][i])],
                     algorithms=(algorithm,), sram=int(result.sram_bytes[i]))
     except IosimError:

@@ -7,14 +7,15 @@ from __future__ import annotations
 from dataclasses import replace
 
 from iosim.algorithms import ALGORITHMS, Algorithm
-from iosim.algorithms.loopnest import Access, Kernel
+from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.errors import IosimError
 from iosim.estimates.roofline import Roofs
-from iosim.inputs.hardware import Hardware
+from iosim.inputs.hardware import BackwardSchedule, Hardware
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.ints import cdiv
+from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import UNFUSED_OPS, Workload
 
 TILE_RULES = ("code", "alg1")
@@ -46,6 +47,47 @@ def extra_kernels(impl: Implementation, workload: Workload) -> tuple[Kernel, ...
     )),)
 
 
+def impl_kernels(impl: Implementation, workload: Workload,
+                 kernels: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
+    """The kernels the implementation launches: the loop nest's, with its extra kernels (the
+    GQA expansion before them; in a backward pass its layout copies before the first backward
+    kernel and its softmax backward split in two)."""
+    extras = {k.kind: k for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
+                                                        causal=workload.causal)}
+    # the GQA expansion runs in the forward: a backward pass alone has only its gradient (the
+    # group sum, which every backward loop nest already ends with)
+    expand = extra_kernels(impl, workload) if workload.pass_ != "bwd" else ()
+    out = list(expand + kernels)
+    first_bwd = next((i for i, k in enumerate(out) if k.name.startswith("bwd_")), None)
+    if first_bwd is None:
+        return tuple(out)
+    if "softmax_mul" in extras:
+        out = [part for k in out for part in (_softmax_in_two(k, impl, extras["softmax_mul"].source)
+                                              if k.name == "bwd_softmax" else (k,))]
+    if "layout_copy" in extras:
+        cite = f"{impl.name}: {extras['layout_copy'].source}"
+        out[first_bwd:first_bwd] = [Kernel(
+            f"bwd_copy_{t}", f"{t} copied to the kernel's layout", "elementwise", (
+                Access(f"{t}_in", "read", "prologue", "q", "dv", f"{cite}: read {t} as given"),
+                Access(t, "write", "prologue", "q", "dv", f"{cite}: write {t} contiguous"),
+            )) for t in ("dO", "O")]
+    return tuple(out)
+
+
+def _softmax_in_two(kernel: Kernel, impl: Implementation, source: str) -> tuple[Kernel, ...]:
+    """Alg. 3 line 3 as eager PyTorch runs it: T = P∘dP (one pass), dS = T − P·rowsum(T)."""
+    cite = f"{impl.name}: {source}"
+    p_read, dp_read, ds_write = kernel.accesses
+    mul = Kernel("bwd_softmax_mul", "T = P∘dP", "elementwise", (
+        p_read, dp_read, Access("T", "write", "prologue", "q", "kv", f"{cite}: write T = P∘dP"),
+    ), (FlopCount("elementwise", "score", 1, f"{cite}: P∘dP"),))
+    rest = Kernel("bwd_softmax", "dS = T − P·rowsum(T)", "elementwise", (
+        Access("T", "read", "prologue", "q", "kv", f"{cite}: read T"),
+        Access("P", "read", "prologue", "q", "kv", f"{cite}: read P"), ds_write,
+    ), (FlopCount("elementwise", "score", 3, f"{cite}: rowsum(T), P·rowsum, T − ·"),))
+    return mul, rest
+
+
 def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
     """The measured roofs with the implementation's own fitted efficiencies (its profile's
     `calibration` entry for this GPU); refused when it has none."""
@@ -68,12 +110,41 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
                    memory_efficiency=fitted.get("memory"))
 
 
-def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str) -> float:
+def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str,
+                  pass_: str = "fwd") -> float:
     """Seconds of host time per call the implementation's calibration fitted on this GPU (0
-    for the spec profile, an algorithm, or a calibration without it)."""
+    for the spec profile, an algorithm, or a calibration without it): the forward's, the
+    backward's (its `backward` fit), or both for a training step."""
     if impl is None or profile != "measured":
         return 0.0
-    return impl.calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
+    forward = impl.calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
+    backward = impl.backward_calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
+    return {"fwd": forward, "bwd": backward}.get(pass_, forward + backward)
+
+
+def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
+                        tiling: Tiling | None, d: int) -> Roofs:
+    """The measured roofs with the implementation's fitted backward schedule (its profile's
+    `calibration.GPU.backward`), which times its fused backward kernel program by program
+    (estimates/schedule.py) at the tiling's backward occupancy; unchanged without one."""
+    fitted = impl.backward_calibration.get(hardware.name)
+    if fitted is None or tiling is None or hardware.sm_count is None:
+        return roofs
+    schedule = BackwardSchedule(fitted["efficiency"], fitted["program_overhead_s"],
+                                {d: tiling.bwd_programs_per_sm},
+                                impl.calibration_source.get(hardware.name, ""))
+    return replace(roofs, schedule=schedule, schedules_untiled=True, sm_count=hardware.sm_count)
+
+
+def impl_backward_note(impl: Implementation, hardware: Hardware) -> str | None:
+    """The line saying that the implementation's backward calibration times its backward."""
+    fitted = impl.backward_calibration.get(hardware.name)
+    if fitted is None:
+        return None
+    return (f"{impl.name}'s fused backward kernel is timed by scheduling its programs on the "
+            f"SMs (efficiency {fitted['efficiency']:g}, {fitted['program_overhead_s'] * 1e6:g} µs "
+            f"per program, {fitted['call_overhead_s'] * 1e6:g} µs host time per backward call; "
+            "calibrate/torch_bwd_fit.py)")
 
 
 def impl_algorithm(impl: Implementation, workload: Workload, hardware: Hardware,

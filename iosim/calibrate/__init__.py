@@ -5,6 +5,8 @@
     fit.py        per-kernel-class efficiencies and predictions from iosim's model (pure)
     fit_result.py what the fit found, and the checks a calibration report prints (pure)
     backward_fit.py the backward's DRAM and time model fitted on its H200 record (pure)
+    torch_bwd_fit.py SDPA's and eager's backward records against the L2 model and the
+                  sdpa-flash backward time fit; the backward report (pure)
     points.py     measured points for the hierarchical roofline (pure)
     yaml_out.py   the `measured:` section of a hardware YAML (pure)
     ncu.py        Nsight Compute: the command line and its CSV (pure); runs ncu in a subprocess

@@ -45,6 +45,9 @@ class BwdPoint:
     kv_heads: int
     causal: bool
     dtype: str = "fp16"
+    n_kv: int | None = None
+    """Keys per head when they differ from the queries (SDPA and eager only; the Triton
+    kernels are self-attention)."""
 
     @property
     def group(self) -> int:
@@ -52,11 +55,17 @@ class BwdPoint:
         return self.heads // self.kv_heads
 
     @property
+    def keys(self) -> int:
+        """Keys per head (N_kv)."""
+        return self.n if self.n_kv is None else self.n_kv
+
+    @property
     def id(self) -> str:
         """The point's id in the record ("fp16/n4096/d128/b4h32kv8/causal")."""
         mask = "causal" if self.causal else "full"
-        return (f"{self.dtype}/n{self.n}/d{self.d}/b{self.batch}h{self.heads}kv{self.kv_heads}/"
-                f"{mask}")
+        keys = "" if self.n_kv is None or self.n_kv == self.n else f"nkv{self.n_kv}/"
+        return (f"{self.dtype}/n{self.n}/{keys}d{self.d}/b{self.batch}h{self.heads}"
+                f"kv{self.kv_heads}/{mask}")
 
     def fields(self) -> dict[str, Any]:
         """The point's fields as a dict (for the record's JSON)."""
@@ -71,12 +80,13 @@ def config_of(tiles: BackwardTiles) -> KB.BackwardConfig:
 
 def random_inputs(p: BwdPoint, n: int | None = None, batch: int | None = None, kv_heads: int | None = None
                   ) -> tuple[torch.Tensor, ...]:
-    """q, do: (batch·heads, n, d); k, v: (batch·kv_heads, n, d), fresh standard normals."""
+    """q, do: (batch·heads, n, d); k, v: (batch·kv_heads, n_kv, d), fresh standard normals."""
     n, b, hkv = n or p.n, batch or p.batch, kv_heads or p.kv_heads
+    keys = n if p.n_kv is None else p.n_kv
     dt = TORCH_DTYPES[p.dtype]
     q = torch.randn(b * hkv * p.group, n, p.d, dtype=dt, device=DEVICE)
-    k = torch.randn(b * hkv, n, p.d, dtype=dt, device=DEVICE)
-    v = torch.randn(b * hkv, n, p.d, dtype=dt, device=DEVICE)
+    k = torch.randn(b * hkv, keys, p.d, dtype=dt, device=DEVICE)
+    v = torch.randn(b * hkv, keys, p.d, dtype=dt, device=DEVICE)
     do = torch.randn_like(q)
     return q, k, v, do
 
@@ -153,7 +163,7 @@ def flash_backend() -> Iterator[None]:
 def sdpa_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.Tensor,
                   p: BwdPoint) -> tuple[Callable[[], Any], str]:
     """A closure running SDPA's flash backward once (graph kept), and how GQA was given to it."""
-    shape, kv = (p.batch, p.heads, p.n, p.d), (p.batch, p.kv_heads, p.n, p.d)
+    shape, kv = (p.batch, p.heads, p.n, p.d), (p.batch, p.kv_heads, p.keys, p.d)
     q4 = q.view(shape).detach().requires_grad_()
     do4 = do.view(shape)
     variant = "native"
@@ -182,7 +192,7 @@ def eager_backward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, do: torch.
     ve = vh.repeat_interleave(p.group, 0) if p.group > 1 else vh
     s = torch.matmul(qh, ke.transpose(1, 2)) * (1.0 / math.sqrt(p.d))
     if p.causal:
-        s = s.masked_fill(torch.ones(p.n, p.n, dtype=torch.bool, device=q.device).triu_(1),
+        s = s.masked_fill(torch.ones(p.n, p.keys, dtype=torch.bool, device=q.device).triu_(1),
                           float("-inf"))
     o = torch.matmul(torch.softmax(s, dim=-1), ve)
     return lambda: torch.autograd.grad(o, (qh, kh, vh), do, retain_graph=True)
@@ -235,4 +245,24 @@ def time_point(p: BwdPoint, tiles: BackwardTiles, *, eager: bool) -> dict[str, A
     if eagers:
         record["eager_s"], record["eager_p20_s"], record["eager_p80_s"] = bench(_rotated(eagers))
     record["speed_ratio"] = record["sdpa_s"] / record["triton_s"]
+    return record
+
+
+def time_torch(p: BwdPoint, *, eager: bool) -> dict[str, Any]:
+    """Times of SDPA's flash backward (and eager PyTorch's) alone: no Triton kernel, so a point
+    may have N_kv ≠ N. Eager's gradients are compared with SDPA's first (recorded, `agree_eager`)."""
+    q, k, v, do = random_inputs(p)
+    sdpa_fn, variant = sdpa_backward(q, k, v, do, p)
+    record: dict[str, Any] = {"id": p.id, **p.fields(), "sdpa_gqa": variant}
+    if eager:
+        eager_fn = eager_backward(q, k, v, do, p)
+        ref, mine = sdpa_fn(), eager_fn()
+        if variant == "expanded":
+            kv = (p.batch, p.kv_heads, p.group, p.keys, p.d)
+            ref = (ref[0], *(t.view(kv).sum(2) for t in ref[1:]))
+        record["agree_eager"] = {name: rel_error(m.reshape(r.shape), r) for name, m, r in
+                                 zip(("dQ", "dK", "dV"), mine, ref, strict=True)}
+        del ref, mine
+        record["eager_s"], record["eager_p20_s"], record["eager_p80_s"] = bench(eager_fn)
+    record["sdpa_s"], record["sdpa_p20_s"], record["sdpa_p80_s"] = bench(sdpa_fn)
     return record

@@ -22,8 +22,13 @@ The model (one for both forms below)
     program when it finishes, and all advancing one inner-loop step per time unit. Programs of
     equal length (no mask) therefore run in lockstep waves; causal programs (lengths 1 … T)
     drift apart into a staggered stream.
-  * A kernel whose inner loop rewrites the inner-axis tiles (Algorithm 1's O_i, l_i, m_i) cannot
-    split its outer loop across programs: it runs one program per (batch, head).
+  * A kernel whose inner loop rewrites the inner-axis tiles (Algorithm 1's O_i, l_i, m_i,
+    Algorithm 4's dQ_i) and runs one program per (batch, head) sweeps them serially. One whose
+    parallel programs update them with atomics (FA2's backward dQaccum, `accumulator`) shares
+    them like K_j, V_j, held once (ACCUMULATOR_COPIES) and written back once per stay.
+  * A backward kernel runs at its own occupancy (Tiling.bwd_programs_per_sm); a kernel whose
+    inner loop walks from the last block down (FA2's backward, Kernel.inner_descending) starts
+    its causal programs on the same tiles.
   * Whole-tensor kernels (standard attention's steps) stream their tensors head by head in
     order; a tensor the previous kernels touched is still in L2 where the bytes touched since
     then fit in it.
@@ -56,9 +61,10 @@ from iosim.algorithms.loopnest import (
 )
 from iosim.errors import IosimError
 from iosim.estimates.l2_model import (
-    SHARED_COPIES,
     DramEstimate,
     DramTerm,
+    accumulator,
+    copies_in_l2,
     hit_fraction,
     modelled,
     programs_per_sm_estimate,
@@ -83,12 +89,14 @@ class _Touch:
 
 class _ClosedForm:
     def __init__(self, kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None,
-                 l2_bytes: float, concurrent: int) -> None:
+                 l2_bytes: float, concurrent: int, backward_concurrent: int | None = None
+                 ) -> None:
         self.kernels = kernels
         self.w = workload
         self.tiling = tiling
         self.capacity = l2_bytes
         self.concurrent = concurrent
+        self.backward_concurrent = backward_concurrent or concurrent
         self.footprint = [self._footprint(k) for k in kernels]
         self.last: dict[str, _Touch] = {}
 
@@ -97,8 +105,7 @@ class _ClosedForm:
         seen: dict[str, float] = {}
         for a in kernel.accesses:
             size = tensor_bytes(a, self.w, per_head=False)
-            seen[a.tensor] = max(seen.get(a.tensor, 0), size * (SHARED_COPIES if shared_tile(kernel, a)
-                                                                 else 1))
+            seen[a.tensor] = max(seen.get(a.tensor, 0), size * copies_in_l2(kernel, a))
         return sum(seen.values())
 
     def _carried(self, tensor: str, index: int) -> tuple[float, bool]:
@@ -117,7 +124,7 @@ class _ClosedForm:
         head at once, its first outer block already walks all their Q_i, O_i, l_i, m_i."""
         kernel = self.kernels[index]
         heads = self.w.batch * self.w.heads
-        if kernel.loop is None or not runs_serially(kernel) or heads > self.concurrent:
+        if kernel.loop is None or not runs_serially(kernel) or heads > self._slots(kernel):
             return self.footprint[index]
         return float(sum({a.tensor: tensor_bytes(a, self.w, per_head=False)
                           for a in kernel.accesses
@@ -155,6 +162,13 @@ class _ClosedForm:
                     else:
                         dram = round(size * (1 - (hit if dirty else 0.0) + again))
                     note = why
+                elif shared is not None and access.op == "write" and accumulator(kernel, access):
+                    # every stay of an accumulator line in L2 ends in one write-back; the first
+                    # may merge with the zeroed lines an earlier kernel left dirty there
+                    passes, note = shared
+                    merged = hit if dirty else 0.0
+                    dram = round(size * max(0.0, passes - merged))
+                    note = "atomics in L2, written back once per stay: " + note
                 elif access.op == "write":
                     if access.tensor in written:
                         dram, note = 0, "written again while dirty in L2"
@@ -199,6 +213,10 @@ class _ClosedForm:
         rows = RowsPerKvBlock(n_i)
         return rows, len(rows), len(n_i)
 
+    def _slots(self, kernel: Kernel) -> int:
+        """Programs of the kernel that run at once (a backward kernel's own occupancy)."""
+        return self.backward_concurrent if kernel.blocks == "backward" else self.concurrent
+
     def _own_tile_bytes(self, kernel: Kernel) -> tuple[float, float]:
         """(bytes one program reads at its start, writes at its end): its own tiles Q_i, O_i, L_i."""
         block_q, block_kv = kernel_blocks(kernel, self.tiling, self.w.n, self.w.n_kv)
@@ -229,9 +247,10 @@ class _ClosedForm:
         group = self.w.group_size if per_kv else 1
         units = self.w.batch * self.w.heads // group
         unit_programs = per_head * group
-        unit_bytes = SHARED_COPIES * sum(tensor_bytes(a, self.w, per_head=True) for a in shared)
+        unit_bytes = sum(copies_in_l2(kernel, a) * tensor_bytes(a, self.w, per_head=True)
+                         for a in {a.tensor: a for a in shared}.values())
         own_read, own_write = self._own_tile_bytes(kernel)
-        p = self.concurrent
+        p = self._slots(kernel)
         programs = units * unit_programs
         tile = unit_bytes / sweep
         step = min(p, programs) * (own_read + own_write + tile)
@@ -246,14 +265,17 @@ class _ClosedForm:
             # staggered (causal): the running programs start at different times; between two
             # programs' reads of tile j the running ones advance by about one program's length,
             # i.e. touch about one sweep of K/V (the program's own with one slot, the mean sweep
-            # with many) plus their own tiles
+            # with many) plus their own tiles. Programs that walk from the last block down
+            # (FA2's backward) start on the same tiles; once the first ones end, each new one
+            # starts about mean/running steps after the one before it, and in between the
+            # running ones touch that one sweep, but few start or end: no own tiles.
             running = min(p, programs)
             mean = total_steps / len(lengths)
+            own = 0.0 if kernel.inner_descending else running * (own_read + own_write)
 
             def evicted(length: int) -> bool:
                 sweep_tiles = (length + (running - 1) * mean) / running
-                distance = tile * sweep_tiles + running * (own_read + own_write)
-                return bool(distance > self.capacity)
+                return bool(tile * sweep_tiles + own > self.capacity)
 
             again = sum_where(lengths, 1, len(lengths), evicted)
             passes = 1.0 + again * group / sweep
@@ -300,7 +322,7 @@ class _ClosedForm:
         tile = kernel_blocks(kernel, self.tiling, self.w.n, self.w.n_kv)[0] * row_bytes
         outer_tile = sum(tensor_bytes(a, self.w, per_head=True) for a in kernel.accesses
                          if a.where == "outer") / max(1, outer_count)
-        running = min(self.concurrent, self.w.batch * self.w.heads)
+        running = min(self._slots(kernel), self.w.batch * self.w.heads)
         # sweep o+1 is a suffix of sweep o (the rows that key block o+1 sees): between two
         # touches of a tile, the running programs finish sweep o after it and start sweep o+1
         # up to it, i.e. touch one sweep o+1 each (LRU: the same for every tile); summed over
@@ -330,6 +352,11 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
                          f"the DRAM estimate needs the L2 size and the SM count")
     per_sm = programs_per_sm or programs_per_sm_estimate(workload, tiling, hardware)
     concurrent = concurrent_programs or hardware.sm_count * per_sm
-    terms = _ClosedForm(kernels, workload, tiling, capacity, concurrent).run()
+    # a backward kernel's occupancy is its own (FA2's backward: one 64 × 128 program of 144 KiB
+    # shared memory per SM at d = 128), when the tiling says it and no count is forced
+    backward = concurrent
+    if concurrent_programs is None and programs_per_sm is None and tiling is not None:
+        backward = hardware.sm_count * tiling.bwd_programs_per_sm
+    terms = _ClosedForm(kernels, workload, tiling, capacity, concurrent, backward).run()
     shared = prefix_once(terms, kernels, workload)  # shared_prefix_dram.py
     return DramEstimate(shared, capacity, concurrent, "closed form")

@@ -18,7 +18,7 @@ from iosim.algorithms.loopnest import (
     kernel_blocks,
 )
 from iosim.algorithms.tilewalk import TileAccess, walk
-from iosim.estimates.l2_model import SHARED_COPIES, DramEstimate, DramTerm, runs_serially, shared_tile
+from iosim.estimates.l2_model import DramEstimate, DramTerm, copies_in_l2, runs_serially
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 
@@ -91,7 +91,7 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
         return out
 
     def pieces(pairs: list[tuple[TileAccess, Access]]) -> _Event:
-        return [(t, a, SHARED_COPIES if shared_tile(kernel, a) else 1) for t, a in pairs]
+        return [(t, a, copies_in_l2(kernel, a)) for t, a in pairs]
 
     programs: list[list[_Event]] = []
     if kernel.loop is None:
@@ -111,12 +111,15 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
             outer_count = t_r if kernel.loop == "q" else t_c
             for o in range(outer_count):
                 events: list[_Event] = []
-                current = pieces(take(places["outer"], h))
+                first = pieces(take(places["outer"], h))
                 inner = (range(n_i[o]) if kernel.loop == "q" else
                          [i for i in range(t_r) if n_i[i] > o])
-                for _p in inner:
-                    current += pieces(take(places["inner"], h))
-                    events.append(current)
+                steps = [pieces(take(places["inner"], h)) for _p in inner]
+                if kernel.inner_descending:  # the walk lists them ascending
+                    steps.reverse()
+                current = first
+                for step in steps:
+                    events.append(current + step)
                     current = []
                 current += pieces(take(places["outer_end"], h))
                 if current or not events:

@@ -64,6 +64,9 @@ class Roofs:
     schedule: BackwardSchedule | None = None
     """Measured profile: the scheduled time of iosim's Triton backward kernels (schedule.py)."""
     sm_count: int | None = None
+    schedules_untiled: bool = False
+    """The schedule is an implementation's own fit of its fused backward kernel (FA2's, whose
+    tiles are the Tiling's): it times that kernel too (analysis/impl_kernels.py)."""
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
@@ -118,8 +121,8 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
 def scheduled(kernel: Kernel, roofs: Roofs) -> bool:
     """Whether the kernel is timed by schedule.py: the fitted kernels only (fixed tiles of the
     Triton backward), with the measured profile's schedule."""
-    return (roofs.schedule is not None and kernel.tile is not None and kernel.kind == "fused"
-            and kernel.name.startswith("bwd_"))
+    return (roofs.schedule is not None and (kernel.tile is not None or roofs.schedules_untiled)
+            and kernel.kind == "fused" and kernel.name.startswith("bwd_"))
 
 
 @dataclass(frozen=True, slots=True)

@@ -25,9 +25,12 @@ import numpy as np
 from iosim.errors import IosimError
 from iosim.inputs.ints import Int
 
-EXTRA_KERNELS = ("gqa_expand", "scale", "mask")
+EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
-scale, mask: an elementwise pass over S (standard attention's unfused ops)."""
+scale, mask: an elementwise pass over S (standard attention's unfused ops); layout_copy (a
+backward pass only): dO and O copied into the kernel's layout before the backward kernels;
+softmax_mul (a backward pass only): the softmax backward as two N×N passes, T = P∘dP, then
+dS = T − P·rowsum(T) (impl_kernels.py)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -125,6 +128,12 @@ class Implementation:
     calibration: dict[str, dict[str, float]] = field(default_factory=dict)
     """Per GPU name: fitted efficiency per kernel class (the measured profile uses them)."""
     calibration_source: dict[str, str] = field(default_factory=dict)
+    backward_calibration: dict[str, dict[str, float]] = field(default_factory=dict)
+    """Per GPU name: the backward's fitted schedule (`calibration.GPU.backward`: efficiency,
+    program_overhead_s, call_overhead_s; calibrate/torch_bwd_fit.py)."""
+    head_dim_v_same: str = ""
+    """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
+    head_dim.v_same_source); "" when it takes a d_v of its own."""
 
     @property
     def refuses_gqa(self) -> bool:
@@ -132,9 +141,19 @@ class Implementation:
         return self.gqa.value.startswith("refused")
 
     def check_shape(self, d: int, dtype: str, *, gqa: bool = False,
-                    backward: bool = False) -> None:
+                    backward: bool = False, d_v: int | None = None,
+                    latent_kv: bool = False) -> None:
         """Refuse (one line) a head dim, dtype, GQA or backward pass this implementation does
-        not run or whose backward its profile does not declare."""
+        not run or whose backward its profile does not declare; a V head dim apart from d where
+        it needs them equal; MLA's latent cache (every profile reads V as a tensor of its own)."""
+        if latent_kv:
+            raise IosimError(f"{self.name} reads V as a tensor of its own; MLA's latent cache "
+                             f"(--latent-kv) is modelled without --impl (--algo splitkv: "
+                             f"FlashMLA's tiles)")
+        if d_v is not None and d_v != d and self.head_dim_v_same:
+            raise IosimError(f"{self.name} needs V's head dim equal to Q's and K's "
+                             f"({self.head_dim_v_same}), got --d {d} --d-v {d_v}; use "
+                             f"another --impl, or none")
         if backward and self.algorithm != "standard" and not self.backward_tiles:
             raise IosimError(f"{self.name}'s profile declares no backward tiles ({self.backward.value}; "
                              f"{self.backward.source}); use --pass fwd, or --impl sdpa-flash for "

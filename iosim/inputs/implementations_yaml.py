@@ -182,7 +182,7 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     if not dtypes or not all(t in ("fp16", "bf16", "fp32") for t in dtypes):
         raise ConfigError(path, "dtypes", "must list some of fp16, bf16, fp32")
     hd = _mapping(_need(data, "head_dim", dict, path), path, "head_dim",
-                  {"max", "multiple_of", "source"})
+                  {"max", "multiple_of", "source", "v_same_source"})
     tiled = algorithm != "standard"
     forward = _rows(data.get("forward_tiles"), path, "forward_tiles") if tiled else ()
     backward = (_rows(data["backward_tiles"], path, "backward_tiles")
@@ -219,10 +219,11 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         persistent = None
     calibration: dict[str, dict[str, float]] = {}
     calibration_source: dict[str, str] = {}
+    backward_calibration: dict[str, dict[str, float]] = {}
     for gpu, raw in _mapping(data.get("calibration") or {}, path, "calibration",
                              set(data.get("calibration") or {})).items():
         where = f"calibration.{gpu}"
-        m = _mapping(raw, path, where, {"efficiency", "call_overhead_s", "source"})
+        m = _mapping(raw, path, where, {"efficiency", "call_overhead_s", "backward", "source"})
         eff = _mapping(_need(m, "efficiency", dict, path, where + "."), path,
                        where + ".efficiency", {"fused", "matmul", "elementwise", "memory"})
         for kind, value in eff.items():
@@ -239,15 +240,40 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
                                   f"must be seconds in [0, 0.01), got {excerpt(overhead)}")
             calibration[str(gpu)]["call_overhead_s"] = float(overhead)
         calibration_source[str(gpu)] = _need(m, "source", str, path, where + ".")
+        if "backward" in m:
+            backward_calibration[str(gpu)] = _backward_calibration(m["backward"], path,
+                                                                   where + ".backward")
     return Implementation(
         persistent=persistent, calibration=calibration, calibration_source=calibration_source,
+        backward_calibration=backward_calibration,
         name=name, title=_need(data, "title", str, path), runs=runs, algorithm=algorithm,
         dtypes=tuple(dtypes), head_dim_max=_need(hd, "max", int, path, "head_dim."),
         head_dim_multiple=int(hd.get("multiple_of", 1)),
         head_dim_source=_need(hd, "source", str, path, "head_dim."),
+        head_dim_v_same=str(hd.get("v_same_source", "")),
         forward_tiles=forward, backward_tiles=backward, shared_memory=shared,
         backward_shared_memory=bwd_shared,
         launch_order=_trait(data, "launch_order", path),
         split_kv=SplitRule(rule, _need(split, "source", str, path, "split_kv."), split_tiles),
         backward=_trait(data, "backward", path), gqa=_trait(data, "gqa", path),
         extra_kernels=tuple(extras), path=path, notes=str(data.get("notes", "")))
+
+
+_BACKWARD_BOUNDS = {"efficiency": (0.0, 1.5), "program_overhead_s": (0.0, 1e-3),
+                    "call_overhead_s": (0.0, 0.01)}
+
+
+def _backward_calibration(raw: Any, path: str, where: str) -> dict[str, float]:
+    """`calibration.GPU.backward`: the fused backward kernel's schedule (efficiency and
+    overhead per program, estimates/schedule.py) and the host time of one backward call."""
+    m = _mapping(raw, path, where, {*_BACKWARD_BOUNDS, "source"})
+    out = {}
+    for key, (lo, hi) in _BACKWARD_BOUNDS.items():
+        value = _need(m, key, (int, float), path, where + ".")
+        if not lo < value <= hi if key == "efficiency" else not lo <= value < hi:
+            raise ConfigError(path, f"{where}.{key}",
+                              f"must be in {'(' if key == 'efficiency' else '['}{lo:g}, {hi:g}"
+                              f"{']' if key == 'efficiency' else ')'}, got {excerpt(value)}")
+        out[key] = float(value)
+    _need(m, "source", str, path, where + ".")
+    return out

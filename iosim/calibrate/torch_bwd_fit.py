@@ -1,0 +1,445 @@
+"""SDPA's flash backward and eager PyTorch's backward, measured, against iosim: pure, no GPU.
+
+    python -m iosim.calibrate.torch_bwd_fit [RECORD ...] [--out REPORT.md]
+
+The records (benchmarks/backward_h200.py; default RECORDS) hold, per point, the backward's time
+(do_bench) and, per kernel, ncu's DRAM bytes in launch order (one evict before, one after).
+iosim's side of a point is `iosim compare --impl sdpa-flash` (FA2's CUDA kernels: the layout
+copies, dot_do_o, the K/V-outer kernel with dQ accumulated by atomics, convert_dQ, the GQA sum)
+or `--impl torch-naive` (Alg. 3's kernels as eager PyTorch launches them), pass bwd:
+
+DRAM. The closed-form L2 estimate of every kernel (estimates/l2.py), with the dirty lines a
+kernel leaves in L2 moved to the next one as the Triton backward's comparison does
+(backward_fit.handover, DIRTY_SHARE fitted on the Triton record's isolated runs, not on these).
+No constant is fitted here: every point is judged. Launches are matched to the loop nest's
+kernels by position (the two reduce kernels of the GQA sum count as one).
+
+Time. Each kernel's roofline time on the measured H200 (HBM bandwidth, matmul peak, vector
+rate of configs/gpus/h200.yaml's `measured:`), its memory side at the DRAM estimate; the main
+kernel of FA2 is scheduled program by program (estimates/schedule.py) with an efficiency and a
+per-program overhead fitted on the points marked `fit` (backward-h200-torch.json) and judged
+on every other point of both records; the other kernels at the fitted elementwise efficiency.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from pathlib import Path
+from statistics import median
+from typing import Any
+
+from iosim.algorithms import ALGORITHMS
+from iosim.algorithms.loopnest import Kernel
+from iosim.analysis.compare import compare
+from iosim.analysis.comparison import AlgorithmEstimate
+from iosim.analysis.impl_kernels import impl_kernels, impl_workload
+from iosim.calibrate import CalibrationError
+from iosim.calibrate.backward_fit import DIRTY_SHARE, handover
+from iosim.errors import IosimError
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.implementations_yaml import get_implementation
+from iosim.inputs.workload import Workload
+
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
+RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
+IMPLS = {"sdpa": "sdpa-flash", "eager": "torch-naive"}
+BIG = 50e6
+"""Kernels of at least this many DRAM bytes are judged against ±10 %; smaller ones (a few MB,
+where the dirty lines one kernel leaves to the next are most of the count) are reported."""
+
+
+def load(paths: tuple[Path, ...] | list[Path] = RECORDS) -> list[dict[str, Any]]:
+    """The records, each with its `path`; a file that is not one: CalibrationError, one line."""
+    records = []
+    for path in paths:
+        try:
+            record = json.loads(Path(path).read_text())
+        except (OSError, ValueError) as exc:
+            raise CalibrationError(f"cannot read the backward record {path}: {exc}") from None
+        if not isinstance(record, dict) or "points" not in record:
+            raise CalibrationError(f"{path} is not a backward record (no 'points'); make one "
+                                   "with benchmarks/backward_h200.py --torch-only")
+        record["path"] = str(path)
+        records.append(record)
+    return records
+
+
+def workload_of(p: dict[str, Any]) -> Workload:
+    """The backward workload of a recorded point."""
+    return Workload(p["n"], n_kv=p.get("n_kv") or p["n"], d=p["d"], heads=p["heads"],
+                    kv_heads=p["kv_heads"], batch=p["batch"], causal=p["causal"],
+                    pass_="bwd", dtype=p["dtype"])
+
+
+_MODELS: dict[tuple[Workload, str, str], AlgorithmEstimate] = {}
+
+
+def model(w: Workload, what: str, hardware: Hardware) -> AlgorithmEstimate:
+    """iosim's estimate of the implementation that ran (`compare --impl`), cached."""
+    key = (w, what, hardware.path)
+    if key not in _MODELS:
+        _MODELS[key] = compare(w, hardware, impl=IMPLS[what]).algorithms[1]
+    return _MODELS[key]
+
+
+def launched(w: Workload, what: str, a: AlgorithmEstimate) -> tuple[Kernel, ...]:
+    """The loop-nest kernels behind `a` (compare's own steps: impl_workload, impl_kernels)."""
+    impl = get_implementation(IMPLS[what])
+    iw = impl_workload(impl, w)
+    return impl_kernels(impl, iw, ALGORITHMS[impl.algorithm].kernels(iw, a.tiling))
+
+
+@dataclass(frozen=True, slots=True)
+class KernelBytes:
+    """One kernel of one ncu run: iosim's DRAM estimate (dirty lines handed over) and ncu's."""
+
+    point: str
+    what: str
+    kernel: str
+    estimate: float
+    measured: float
+    oblivious: float
+    run: int = 0
+    """Which ncu run (items' order) the kernel belongs to."""
+
+    @property
+    def error(self) -> float:
+        """(estimate − measured) / measured."""
+        return (self.estimate - self.measured) / self.measured
+
+
+def _launches(segment: dict[str, Any], what: str) -> list[float]:
+    """DRAM bytes per launch, the GQA sum's two reduce kernels as one, the residue (the
+    closing evict's write-backs) to the last."""
+    out: list[float] = []
+    reduce_open = False
+    for k in segment["kernels"]:
+        nbytes = k["dram_read_bytes"] + k["dram_write_bytes"]
+        is_reduce = "reduce_kernel" in k["kernel"]
+        if is_reduce and reduce_open:
+            out[-1] += nbytes
+        else:
+            out.append(nbytes)
+        reduce_open = is_reduce
+    out[-1] += segment["residue_write_bytes"]
+    return out
+
+
+def items(records: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """(point, 'sdpa' or 'eager', its ncu segment) for every counted SDPA and eager run."""
+    for record in records:
+        counters = record.get("counters", {})
+        if counters.get("status") != "ok":
+            continue
+        points = {p["id"]: p for p in record["points"]}
+        for item in counters["items"]:
+            if item["what"] in IMPLS and item["id"] in points:
+                yield points[item["id"]], item["what"], item["segments"][0]
+
+
+def dram_comparison(records: list[dict[str, Any]], hardware: Hardware,
+                    share: float = DIRTY_SHARE) -> list[KernelBytes]:
+    """Every kernel of every SDPA and eager ncu run against iosim's estimate, in launch order."""
+    assert hardware.l2_bytes is not None
+    rows = []
+    for run, (p, what, segment) in enumerate(items(records)):
+        a = model(workload_of(p), what, hardware)
+        assert a.dram is not None
+        est = [(k.name, float(a.dram.of_kernel(k.name).read_bytes),
+                float(a.dram.of_kernel(k.name).write_bytes)) for k in a.kernels]
+        measured = _launches(segment, what)
+        if len(measured) != len(est):
+            raise CalibrationError(
+                f"{p['id']} ({what}): ncu counted {len(measured)} launches, iosim's "
+                f"{IMPLS[what]} has {len(est)} kernels ({', '.join(n for n, _, _ in est)})")
+        for (name, moved), m in zip(handover(est, hardware.l2_bytes, share), measured,
+                                    strict=True):
+            rows.append(KernelBytes(p["id"], what, name, moved, m,
+                                    float(a.dram.of_kernel(name).oblivious_bytes), run))
+    return rows
+
+
+# ---------------------------------------------------------------------------------------------
+# time
+
+
+@dataclass(frozen=True, slots=True)
+class TimeModel:
+    """Fitted constants of one implementation's backward time (none is a hardware fact)."""
+
+    efficiency: float
+    """sdpa: FA2's main kernel's share of the measured matmul/vector rates (schedule.py);
+    eager: the cuBLAS matmuls' share of the measured matmul peak."""
+    overhead_s: float
+    """sdpa: per program of the main kernel (prologue, epilogue: schedule.py); eager: per
+    kernel launch."""
+    call_s: float
+    """Host time per backward call (autograd and the launches from Python), added once."""
+    memory_efficiency: float = 1.0
+    """eager: its kernels' share of the measured bandwidth (sdpa: the calibration's
+    elementwise efficiency)."""
+
+
+def _roofs(hardware: Hardware, dtype: str) -> tuple[float, float, float]:
+    """(bandwidth, matmul peak, vector rate) of the measured profile."""
+    m = hardware.measured
+    if m is None or not m.hbm_bandwidth_bytes_per_s or not m.vector_flops_per_s:
+        raise CalibrationError(f"{hardware.path} has no measured bandwidth and vector rate; "
+                               "the backward's time needs the calibrated GPU YAML")
+    return m.hbm_bandwidth_bytes_per_s, m.peak_flops_per_s[dtype], m.vector_flops_per_s
+
+
+_SDPA_KERNELS: dict[tuple[Workload, str, float, float], float] = {}
+
+
+def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel) -> float:
+    """The backward's time. sdpa: `iosim compare --impl sdpa-flash --pass bwd --profile
+    measured` itself, with `tm` as its backward calibration (the main kernel scheduled program
+    by program, the others at the DRAM estimate over the measured bandwidth and the profile's
+    memory efficiency). eager (this report only, not in compare): each kernel at max(its DRAM
+    estimate over the bandwidth, its compute), plus a fixed time per kernel."""
+    w = workload_of(p)
+    if what == "sdpa":
+        key = (w, hardware.path, tm.efficiency, tm.overhead_s)
+        if key not in _SDPA_KERNELS:
+            impl = get_implementation(IMPLS[what])
+            impl = replace(impl, backward_calibration={hardware.name: {
+                "efficiency": tm.efficiency, "program_overhead_s": tm.overhead_s,
+                "call_overhead_s": 0.0}})
+            _SDPA_KERNELS[key] = compare(w, hardware, impl=impl,
+                                         profile="measured").algorithms[1].time_s
+        return _SDPA_KERNELS[key] + tm.call_s
+    a = model(w, what, hardware)
+    assert a.dram is not None and hardware.sm_count is not None
+    bandwidth, matmul_peak, vector = _roofs(hardware, p["dtype"])
+    total = tm.call_s
+    for kernel, est in zip(launched(w, what, a), a.kernels, strict=True):
+        memory = a.dram.of_kernel(kernel.name).bytes / bandwidth
+        if kernel.kind == "matmul":
+            total += max(memory, est.matmul_flops / (matmul_peak * tm.efficiency))
+        else:
+            rate = MASK_EFFICIENCY if kernel.name == "bwd_mask" else tm.memory_efficiency
+            total += max(memory / rate, est.elementwise_flops / vector)
+        total += tm.overhead_s
+    return total
+
+
+MASK_EFFICIENCY = 0.33
+"""Eager's causal mask pass (masked_fill's backward, a non-vectorised `elementwise_kernel` over
+dS and a broadcast bool mask) reaches a third of the measured bandwidth: `fit_mask_efficiency`
+on the fit set (0.32 and 0.34; the judged points show 0.03 at N = 1024, 2 heads, and 0.39-0.41
+at N ≥ 6000)."""
+
+
+def fit_mask_efficiency(records: list[dict[str, Any]], hardware: Hardware) -> float:
+    """Median over the `fit` causal eager runs of the mask kernel's ncu DRAM bytes per ncu
+    second, over the measured bandwidth (the mask kernel is the launch after the softmax's)."""
+    bandwidth = _roofs(hardware, "fp16")[0]
+    rates = []
+    for p, what, segment in items(records):
+        if what == "eager" and p["causal"] and p.get("split") == "fit":
+            k = segment["kernels"][4]
+            rates.append((k["dram_read_bytes"] + k["dram_write_bytes"]) / k["time_s"] / bandwidth)
+    if not rates:
+        raise CalibrationError("no causal eager runs marked fit in the records")
+    return float(median(rates))
+
+
+def timed(records: list[dict[str, Any]], what: str) -> list[tuple[dict[str, Any], str]]:
+    """(point, split) of every point with a time of `what`: the torch record's own split, the
+    Triton record's points (not chosen for this fit) all judged."""
+    key = f"{what}_s"
+    return [(p, p.get("split", "judge")) for r in records for p in r["points"] if key in p]
+
+
+def fit_loss(records: list[dict[str, Any]], what: str, hardware: Hardware,
+             tm: TimeModel) -> float:
+    """Σ (relative error)² over the `fit` points."""
+    fit = [p for p, split in timed(records, what) if split == "fit"]
+    if not fit:
+        raise CalibrationError(f"no {what} points marked fit in the records")
+    return float(sum(((predict_time(p, what, hardware, tm) - p[f"{what}_s"])
+                      / p[f"{what}_s"]) ** 2 for p in fit))
+
+
+def fit_time(records: list[dict[str, Any]], what: str, hardware: Hardware) -> TimeModel:
+    """Least squares of the relative error over the `fit` points, on a grid."""
+
+    def loss(tm: TimeModel) -> float:
+        return fit_loss(records, what, hardware, tm)
+
+    if what == "sdpa":  # each (efficiency, overhead) is one compare per point, cached
+        grid = [TimeModel(e / 100, o * 1e-6, c * 1e-6) for e in range(40, 71, 5)
+                for o in range(0, 16, 5) for c in range(0, 61, 10)]
+    else:
+        grid = [TimeModel(e / 100, o * 1e-6, c * 1e-6, m / 100) for e in range(40, 101, 10)
+                for o in range(0, 13, 4) for c in range(0, 61, 20) for m in range(50, 101, 10)]
+    best = min(grid, key=loss)
+    fine = [TimeModel(best.efficiency + de / 100, max(0.0, best.overhead_s + do * 1e-6),
+                      max(0.0, best.call_s + dc * 1e-6), best.memory_efficiency + dm / 100)
+            for de in range(-4, 5, 2) for do in range(-2, 3, 2 if what == "sdpa" else 1)
+            for dc in range(-6, 7, 3) for dm in ((-4, -2, 0, 2, 4) if what == "eager" else (0,))]
+    return min(fine, key=loss)
+
+
+# ---------------------------------------------------------------------------------------------
+# report
+
+SDPA_TIME = TimeModel(0.52, 17e-6, 20e-6)
+"""`fit_time` on the `fit` points of backward-h200-torch.json, as shipped in
+configs/impls/sdpa-flash.yaml (calibration.h200.backward); tests hold the two equal."""
+EAGER_TIME = TimeModel(1.04, 12e-6, 46e-6, 1.04)
+"""`fit_time` on the `fit` points for eager (this report's model only; compare keeps the
+torch-naive profile's forward fit). Efficiencies above 1: the matmuls are memory-bound at
+these shapes, and elementwise kernels that read two matrices and write one pass 4.4 TB/s,
+above the copy bandwidth the profile measured (4.27)."""
+LAUNCH_BOUND_S = 2e-4
+"""Below this a backward call is mostly host time (autograd, 5-10 launches from Python): such
+points are shown, not judged (as for the Triton backward, backward_fit.LAUNCH_BOUND_S)."""
+
+
+def per_backward(rows: list[KernelBytes]) -> dict[tuple[int, str], float]:
+    """Per ncu run (its index, its point): the error of all its kernels' bytes together."""
+    sums: dict[tuple[int, str], list[float]] = {}
+    for r in rows:
+        pair = sums.setdefault((r.run, r.point), [0.0, 0.0])
+        pair[0] += r.estimate
+        pair[1] += r.measured
+    return {key: (e - m) / m for key, (e, m) in sums.items()}
+
+
+def within(rows: list[KernelBytes], bound: float = 0.10) -> tuple[int, int]:
+    """(kernels of ≥ BIG bytes within ±bound, kernels of ≥ BIG bytes)."""
+    big = [r for r in rows if r.measured >= BIG]
+    return sum(abs(r.error) <= bound for r in big), len(big)
+
+
+def sensitivity(records: list[dict[str, Any]], hardware: Hardware) -> list[str]:
+    """Kernels of ≥ 50 MB within ±10 % as SHARED_COPIES and DIRTY_SHARE move."""
+    from iosim.estimates import l2_model
+
+    lines = ["| SHARED_COPIES | ACCUMULATOR_COPIES | DIRTY_SHARE | SDPA kernels within ±10 % | "
+             "eager kernels within ±10 % |", "|---:|---:|---:|---:|---:|"]
+    shipped = l2_model.SHARED_COPIES, l2_model.ACCUMULATOR_COPIES
+    try:
+        for copies, acc, share in ((1, 1, DIRTY_SHARE), (1.5, 1, DIRTY_SHARE),
+                                   (2, 1, DIRTY_SHARE), (2.5, 1, DIRTY_SHARE),
+                                   (3, 1, DIRTY_SHARE), (2, 2, DIRTY_SHARE), (2, 1, 0.5),
+                                   (2, 1, 0.9)):
+            l2_model.SHARED_COPIES, l2_model.ACCUMULATOR_COPIES = copies, acc  # type: ignore[assignment]
+            _MODELS.clear()
+            rows = dram_comparison(records, hardware, share)
+            cells = []
+            for what in IMPLS:
+                ok, n = within([r for r in rows if r.what == what])
+                cells.append(f"{ok} / {n}")
+            lines.append(f"| {copies:g} | {acc:g} | {share:g} | {cells[0]} | {cells[1]} |")
+    finally:
+        l2_model.SHARED_COPIES, l2_model.ACCUMULATOR_COPIES = shipped
+        _MODELS.clear()
+    return lines
+
+
+def report(records: list[dict[str, Any]], hardware: Hardware) -> str:
+    """The Markdown section of reports/backward-h200.md on SDPA's and eager's backward."""
+    rows = dram_comparison(records, hardware)
+    lines = ["## SDPA's flash backward and eager PyTorch's backward: record vs iosim", "",
+             "Records: " + "; ".join(f"`{r.get('command', '')}` ({Path(r['path']).name}, torch "
+                                     f"{r.get('torch')})" for r in records) + ". "
+             "`python -m iosim.calibrate.torch_bwd_fit --out reports/backward-h200.md` writes "
+             "this page (the Triton section above by calibrate/backward_fit.py).", "",
+             "iosim's side: `iosim compare --impl sdpa-flash --pass bwd` (FA2's CUDA kernels: "
+             "the two layout copies, dot_do_o, the K/V-outer kernel with dQ accumulated in fp32 "
+             "by atomics, convert_dQ, the GQA sum) and `--impl torch-naive` (Alg. 3's kernels as "
+             "eager PyTorch launches them). No DRAM constant is fitted on these records: every "
+             "point is judged (SHARED_COPIES = 2 and DIRTY_SHARE = 0.66 come from the Triton "
+             "record; their sensitivity below).", ""]
+    for what, title in (("sdpa", "SDPA flash backward"), ("eager", "eager backward")):
+        ok, n = within([r for r in rows if r.what == what])
+        totals = per_backward([r for r in rows if r.what == what])
+        inside = [p for p, e in totals.items() if abs(e) <= 0.10]
+        worst = max(totals, key=lambda k: abs(totals[k]))
+        lines.append(f"- {title}: {ok} of {n} kernels of ≥ 50 MB within ±10 % of ncu; the whole "
+                     f"backward (every kernel, and the closing evict's write-backs) within ±10 % "
+                     f"at {len(inside)} of {len(totals)} runs (worst {worst[1]}, "
+                     f"{totals[worst]:+.1%}).")
+    lines += ["", "### Sensitivity of the DRAM estimate", "", *sensitivity(records, hardware), ""]
+    for what in IMPLS:
+        tm = fit_time(records, what, hardware)
+        judged = [(p, split) for p, split in timed(records, what)]
+        errs = []
+        table = ["| point | measured ms | predicted ms | error | split |", "|---|---:|---:|---:|---|"]
+        for p, split in judged:
+            t = predict_time(p, what, hardware, tm)
+            m = p[f"{what}_s"]
+            shown = "launch-bound" if m < LAUNCH_BOUND_S and split != "fit" else split
+            if shown == "judge":
+                errs.append((t - m) / m)
+            table.append(f"| {p['id']} | {m * 1e3:.3f} | {t * 1e3:.3f} | {(t - m) / m:+.1%} | "
+                         f"{shown} |")
+        inside = sum(abs(e) <= (0.15 if what == "sdpa" else 0.20) for e in errs)
+        shipped = SDPA_TIME if what == "sdpa" else EAGER_TIME
+        same = all(abs(x - y) <= 1e-9 for x, y in zip(
+            (tm.efficiency, tm.overhead_s, tm.call_s, tm.memory_efficiency),
+            (shipped.efficiency, shipped.overhead_s, shipped.call_s, shipped.memory_efficiency),
+            strict=True))
+        lines += [f"### Time: {IMPLS[what]}", "",
+                  f"Fitted on the `fit` points: efficiency {tm.efficiency:.2f}, "
+                  + (f"{tm.overhead_s * 1e6:.0f} µs per program of the main kernel, "
+                     if what == "sdpa" else
+                     f"{tm.overhead_s * 1e6:.0f} µs per kernel, memory efficiency "
+                     f"{tm.memory_efficiency:.2f}, ")
+                  + f"{tm.call_s * 1e6:.0f} µs per call"
+                  + (" (= the shipped constants)" if same else f" (shipped: {shipped})")
+                  + (f"; the mask pass at {MASK_EFFICIENCY:g} of the bandwidth"
+                     if what == "eager" else "") + ". Judged points above "
+                  f"{LAUNCH_BOUND_S * 1e3:.1f} ms within ±{15 if what == 'sdpa' else 20} %: "
+                  f"{inside} of {len(errs)}"
+                  + (f" (worst {max(errs, key=abs):+.1%})." if errs else "."), "", *table, ""]
+    lines += ["### DRAM bytes per kernel (launch order, dirty lines handed to the next kernel)",
+              "", "| point | impl | kernel | L2-oblivious MB | estimate MB | ncu MB | error |",
+              "|---|---|---|---:|---:|---:|---:|"]
+    for r in rows:
+        lines.append(f"| {r.point} | {IMPLS[r.what]} | {r.kernel} | {r.oblivious / 1e6:.1f} | "
+                     f"{r.estimate / 1e6:.1f} | {r.measured / 1e6:.1f} | {r.error:+.1%} |")
+    return "\n".join(lines) + "\n"
+
+
+def main(argv: list[str]) -> int:
+    """`python -m iosim.calibrate.torch_bwd_fit`: the report (to stdout, or the whole page to
+    --out, never over an existing file); exit 2 with one line on a bad record."""
+    from iosim.calibrate import backward_fit
+    from iosim.inputs.gpus import config_dir
+    from iosim.inputs.hardware_yaml import load_hardware
+
+    ap = argparse.ArgumentParser(prog="python -m iosim.calibrate.torch_bwd_fit")
+    ap.add_argument("records", nargs="*", default=[str(p) for p in RECORDS])
+    ap.add_argument("--gpu-yaml", default=str(config_dir() / "h200.yaml"))
+    ap.add_argument("--out", help="the whole report (the Triton record's section first)")
+    args = ap.parse_args(argv)
+    try:
+        hw = load_hardware(args.gpu_yaml)
+        records = load([Path(p) for p in args.records])
+        text = report(records, hw)
+        if args.out:
+            triton = backward_fit.report(backward_fit.load_record(RECORDS[0]), hw)
+            text = triton + "\n" + text
+    except (CalibrationError, IosimError) as exc:
+        print(f"torch_bwd_fit: {exc}", file=sys.stderr)
+        return 2
+    if args.out:
+        if Path(args.out).exists():
+            print(f"torch_bwd_fit: {args.out} exists; remove it first", file=sys.stderr)
+            return 2
+        Path(args.out).write_text(text)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
