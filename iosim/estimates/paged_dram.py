@@ -59,7 +59,6 @@ def page_efficiency(hardware: Hardware, page_size: int) -> PageEfficiency:
         return PageEfficiency(page_size, None, (
             f"paged KV ({page_size} tokens/page): transaction efficiency not calibrated for "
             f"{hardware.name} (no {KEY} in {Path(hardware.path).name}); bytes only"))
-    source = hardware.measured.paged_kv_source if hardware.measured else ""
     if page_size in table:
         factor = table[page_size]
         how = "measured"
@@ -75,5 +74,5 @@ def page_efficiency(hardware: Hardware, page_size: int) -> PageEfficiency:
         factor = table[lo] + t * (table[hi] - table[lo])
         how = f"interpolated between the measured {lo} and {hi} tokens/page"
     return PageEfficiency(page_size, factor, (
-        f"paged KV ({page_size} tokens/page): K/V reads at {factor:.2f}× a contiguous "
-        f"cache's rate ({how}; {source})"))
+        f"paged KV ({page_size} tokens/page): K/V reads at {factor:.3g}× a contiguous "
+        f"cache's rate ({how}: {KEY} of {hardware.name}, charged by the measured profile)"))

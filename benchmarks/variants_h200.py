@@ -1,0 +1,312 @@
+"""Issue 14 on the H200: FlexAttention windows and documents, split-KV decoding (every split
+count), paged KV (page size 1..256), cascade vs split-KV on shared-prefix batches.
+
+    PYTHONPATH=$PWD python3 benchmarks/variants_h200.py OUTDIR [--quick] [--deadline-s S]
+
+Phase 1 (this process): every point is checked against a float64 dense masked reference (a
+wrong kernel is refused, not timed), then timed with triton.testing.do_bench (L2 flushed before
+every repeat; median, p20, p80), the Triton decode kernels as CUDA-graph replays so that Python's
+launch cost stays out. Phase 2: the same points again under ncu (`--profile-from-start off`,
+cache and clock control none), each launched between two evict kernels (calibrate/ncu.py's
+protocol): DRAM read/write and L2 bytes, kernel time and launch shape per kernel.
+OUTDIR/variants-h200.json is the record (tests/data/h200-variants.json).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+import torch
+import triton
+
+from iosim.calibrate import kernels_variants as KV
+from iosim.calibrate import variants as VA
+from iosim.calibrate import variants_mla_fp8 as MF
+from iosim.calibrate import variants_points as VP
+from iosim.calibrate.env import device_info
+from iosim.calibrate.variants_ncu import count_spec, key_blocks, run_ncu
+
+SCHEMA = "iosim/h200-variants/1"
+DEVICE = "cuda" if torch.cuda.is_available() else "cpu"
+"""Without a GPU (a dry run under TRITON_INTERPRET=1) the script's logic runs on tiny points."""
+
+
+class Clock:
+    def __init__(self, deadline_s: float) -> None:
+        self.start = time.monotonic()
+        self.deadline_s = deadline_s
+
+    def left(self) -> float:
+        return self.deadline_s - (time.monotonic() - self.start)
+
+
+def timed(built: VA.Built, warmup_ms: int, rep_ms: int) -> dict[str, float]:
+    fn = built.launch
+    if DEVICE == "cpu":
+        start = time.perf_counter()
+        fn()
+        wall = time.perf_counter() - start
+        return {"time_s": wall, "time_p20_s": wall, "time_p80_s": wall}
+    if built.graphable:
+        stream = torch.cuda.Stream()
+        stream.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(stream):
+            fn()
+            fn()
+        torch.cuda.current_stream().wait_stream(stream)
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph):
+            fn()
+        fn = graph.replay
+    median, p20, p80 = triton.testing.do_bench(fn, warmup=warmup_ms, rep=rep_ms,
+                                               quantiles=[0.5, 0.2, 0.8])
+    return {"time_s": median * 1e-3, "time_p20_s": p20 * 1e-3, "time_p80_s": p80 * 1e-3}
+
+
+def run_flex(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any) -> list[dict[str, Any]]:
+    rows = []
+    for p in points:
+        if clock.left() < 0:
+            rows.append({**p, "status": "skipped: deadline"})
+            continue
+        try:
+            t0 = time.monotonic()
+            built = VA.build_flex(p, gen, DEVICE)
+            rows.append({**p, "status": "ok", "rel_error": built.rel_error, **built.info,
+                         **timed(built, 25, 100), "build_s": time.monotonic() - t0})
+            log(f"{p['id']}: {rows[-1]['time_s'] * 1e3:.3f} ms err {built.rel_error:.2e} "
+                f"blocks {built.info['partial_blocks']}+{built.info['full_blocks']}")
+        except Exception as exc:  # recorded, the run goes on
+            rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
+            log(traceback.format_exc())
+        torch.cuda.empty_cache()
+    return rows
+
+
+def run_decode(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any, *,
+               all_splits: bool, page_sizes: list[int | None]) -> list[dict[str, Any]]:
+    rows = []
+    for base in points:
+        for page in page_sizes:
+            p = {**base, "page_size": page}
+            if page is not None or not all_splits:
+                p["id"] = f"{base['id']}-p{page or 'contig'}"
+            if clock.left() < 0:
+                rows.append({**p, "status": "skipped: deadline"})
+                continue
+            try:
+                problem = VA.decode_problem(p, gen, DEVICE)
+                top = key_blocks(p["n_kv"])
+                counts = list(range(1, min(128, top) + 1)) if all_splits else VP.powers_of_two(top)
+                sweep = []
+                for s in counts:
+                    built = problem.build(s)
+                    sweep.append({"splits": s, "rel_error": built.rel_error,
+                                  **timed(built, 5, 25)})
+                best = min(sweep, key=lambda r: r["time_s"])
+                rows.append({**p, "status": "ok", "block_n": problem.config.block_n,
+                             "block_r": problem.config.block_r, "num_warps": problem.config.num_warps,
+                             "sweep": sweep, "best_splits": best["splits"],
+                             "best_time_s": best["time_s"]})
+                log(f"{p['id']}: best {best['splits']} splits {best['time_s'] * 1e6:.1f} us, "
+                    f"1 split {sweep[0]['time_s'] * 1e6:.1f} us")
+                del problem
+            except Exception as exc:
+                rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
+                log(traceback.format_exc())
+            torch.cuda.empty_cache()
+    return rows
+
+
+def run_cascade(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any
+                ) -> list[dict[str, Any]]:
+    rows = []
+    for p in points:
+        if clock.left() < 0:
+            rows.append({**p, "status": "skipped: deadline"})
+            continue
+        try:
+            problem = VA.cascade_problem(p, gen, DEVICE)
+            full = p["prefix_len"] + max(p["suffix_lens"])
+            plain = []
+            for s in VP.powers_of_two(key_blocks(full)):
+                built = problem.build_splitkv(s)
+                plain.append({"splits": s, "rel_error": built.rel_error, **timed(built, 5, 25)})
+            casc = []
+            for sp in VP.powers_of_two(key_blocks(p["prefix_len"]), 64):
+                for ss in VP.powers_of_two(key_blocks(max(p["suffix_lens"])), 32):
+                    built = problem.build_cascade(sp, ss)
+                    casc.append({"prefix_splits": sp, "suffix_splits": ss,
+                                 "rel_error": built.rel_error, **timed(built, 5, 25)})
+            bp = min(plain, key=lambda r: r["time_s"])
+            bc = min(casc, key=lambda r: r["time_s"])
+            winner = "cascade" if bc["time_s"] < bp["time_s"] else "splitkv"
+            rows.append({**p, "status": "ok", "block_n": problem.config.block_n,
+                         "prefix_block_r": problem.prefix_config.block_r, "splitkv": plain,
+                         "cascade": casc, "best_splitkv": bp, "best_cascade": bc,
+                         "winner": winner})
+            log(f"{p['id']}: split-KV {bp['time_s'] * 1e6:.1f} us ({bp['splits']}), cascade "
+                f"{bc['time_s'] * 1e6:.1f} us ({bc['prefix_splits']}+{bc['suffix_splits']}): "
+                f"{winner}")
+            del problem
+        except Exception as exc:
+            rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
+            log(traceback.format_exc())
+        torch.cuda.empty_cache()
+    return rows
+
+
+def run_mla(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any
+            ) -> list[dict[str, Any]]:
+    rows = []
+    for p in points:
+        if clock.left() < 0:
+            rows.append({**p, "status": "skipped: deadline"})
+            continue
+        try:
+            problem = MF.mla_problem(p, gen, DEVICE)
+            sweep = []
+            for s in VP.powers_of_two(triton.cdiv(p["n_kv"], problem.config.block_n), 64):
+                built = problem.build(s)
+                sweep.append({"splits": s, "rel_error": built.rel_error, **timed(built, 5, 25)})
+            best = min(sweep, key=lambda r: r["time_s"])
+            rows.append({**p, "status": "ok", "block_r": problem.config.block_r,
+                         "block_n": problem.config.block_n, "num_warps": problem.config.num_warps,
+                         "sweep": sweep, "best_splits": best["splits"], "best_time_s": best["time_s"]})
+            log(f"{p['id']}: best {best['splits']} splits {best['time_s'] * 1e6:.1f} us")
+            del problem
+        except Exception as exc:
+            rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
+            log(traceback.format_exc())
+        torch.cuda.empty_cache()
+    return rows
+
+
+def run_fp8(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any
+            ) -> list[dict[str, Any]]:
+    rows = []
+    for p in points:
+        if clock.left() < 0:
+            rows.append({**p, "status": "skipped: deadline"})
+            continue
+        try:
+            built = MF.build_fp8(p, gen, DEVICE)
+            rows.append({**p, "status": "ok", "rel_error": built.rel_error, **built.info,
+                         **timed(built, 25, 100)})
+            log(f"{p['id']}: {rows[-1]['time_s'] * 1e3:.3f} ms err {built.rel_error:.2e}")
+            del built
+        except Exception as exc:
+            rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
+            log(traceback.format_exc())
+        torch.cuda.empty_cache()
+    return rows
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("out", type=Path)
+    parser.add_argument("--quick", action="store_true")
+    parser.add_argument("--deadline-s", type=float, default=300.0, help="phase 1's time budget")
+    parser.add_argument("--budget-s", type=float, default=540.0, help="the whole run's budget")
+    parser.add_argument("--ncu-timeout-s", type=float, default=150.0)
+    parser.add_argument("--sections", default="decode,cascade,paged,flex",
+                        help="sections to run, in this order")
+    args = parser.parse_args(argv)
+    args.out.mkdir(parents=True, exist_ok=True)
+    logfile = open(args.out / "run.log", "a")  # noqa: SIM115 (open for the whole run)
+
+    def log(msg: str) -> None:
+        print(msg, flush=True)
+        logfile.write(msg + "\n")
+        logfile.flush()
+
+    torch.manual_seed(14)
+    gen = torch.Generator(device=DEVICE).manual_seed(14)
+    clock = Clock(args.deadline_s)
+    sets = VP.TINY if DEVICE == "cpu" else VP.QUICK if args.quick else VP.FULL
+    record: dict[str, Any] = {
+        "schema": SCHEMA,
+        "command": "PYTHONPATH=$PWD python3 benchmarks/variants_h200.py " + " ".join(argv),
+        "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "environment": {**(device_info() if DEVICE == "cuda" else {"name": "cpu (dry run)"}),
+                        "platform": platform.platform(),
+                        "TORCHINDUCTOR": os.environ.get("TORCHINDUCTOR_CACHE_DIR", "")},
+        "timing": "triton.testing.do_bench (L2 flushed before every repeat), quantiles 0.5/0.2/0.8;"
+                  " Triton decode kernels as CUDA-graph replays; Flex as compiled calls",
+        "decode_config": {"block_r": KV.DecodeConfig().block_r, "block_n": KV.DecodeConfig().block_n,
+                          "num_warps": KV.DecodeConfig().num_warps,
+                          "num_stages": KV.DecodeConfig().num_stages,
+                          "prefix_block_r": 64},
+        "flex": [], "decode": [], "paged": [], "cascade": [], "mla": [], "fp8": [], "repeat": [],
+        "flex2": [],
+    }
+    path = args.out / "variants-h200.json"
+    sections = {
+        "decode": lambda: run_decode(sets["decode"], gen, clock, log, all_splits=True,
+                                     page_sizes=[None]),
+        "cascade": lambda: run_cascade(sets["cascade"], gen, clock, log),
+        "paged": lambda: run_decode(sets["paged"], gen, clock, log, all_splits=False,
+                                    page_sizes=VP.PAGE_SIZES),
+        "flex": lambda: run_flex(sets["flex"], gen, clock, log),
+        "flex2": lambda: run_flex(sets["flex2"], gen, clock, log),
+        "mla": lambda: run_mla(sets["mla"], gen, clock, log),
+        "fp8": lambda: run_fp8(sets["fp8"], gen, clock, log),
+        "repeat": lambda: [{**r, "id": r["id"] + "-repeat"} for r in run_decode(
+            sets["repeat"], gen, clock, log, all_splits=True, page_sizes=[None])],
+    }
+    # in the order given: the deadline skips the points of the last sections
+    for name in args.sections.split(","):
+        if name in sections:
+            record[name] = sections[name]()
+            path.write_text(json.dumps(record, indent=1))
+    record["phase1_s"] = time.monotonic() - clock.start
+    log(f"phase 1 done in {record['phase1_s']:.0f} s")
+    torch.cuda.empty_cache()
+    spec = count_spec(record)
+    decode_spec = [s_ for s_ in spec if s_["point"]["kind"] != "flex"]  # our Triton kernels
+    flex_spec = [s_ for s_ in spec if s_["point"]["kind"] == "flex"]
+    record["counters"] = {}
+    total = Clock(args.budget_s)
+    total.start = clock.start
+    for name, part in (("decode", decode_spec), ("flex", flex_spec)):
+        if not part:
+            continue
+        if DEVICE != "cuda":
+            record["counters"][name] = {"status": "dry run: no ncu", "spec": part, "points": []}
+            continue
+        timeout = max(30.0, total.left() - 20.0) if name == "flex" else max(
+            30.0, min(args.ncu_timeout_s, 0.6 * total.left()))
+        record["counters"][name] = run_ncu(part, args.out, timeout, log, name)
+        path.write_text(json.dumps(record, indent=1))
+    path.write_text(json.dumps(record, indent=1))
+    summary(record, log)
+    return 0
+
+
+def summary(record: dict[str, Any], log: Any) -> None:
+    for r in record["flex"] + record["flex2"]:
+        log(f"flex {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
+    for r in record["decode"] + record["paged"]:
+        log(f"dec  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
+            f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
+    for r in record["cascade"]:
+        log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
+    for r in record["mla"] + record["repeat"]:
+        log(f"mla  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
+            f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
+    for r in record["fp8"]:
+        log(f"fp8  {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
+    for name, c in record["counters"].items():
+        log(f"ncu {name} {c['status']}: {len(c['points'])} points")
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,74 @@
+"""Merge the H200 runs of benchmarks/variants_h200.py into tests/data/h200-variants.json.
+
+    python benchmarks/variants_merge.py OUT.json RUN1.json[:section,...] RUN2.json[:section,...]
+
+Each run contributes the sections named after its colon (all four when none is named) and the
+ncu counters of those sections ("decode" counters cover decode, paged and cascade points; "flex"
+the Flex points). Failed points are left out of the sections and listed under "refused". Floats
+are rounded to 5 significant digits (the timings' spread is ≥ 0.5 %).
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+SECTIONS = ("flex", "flex2", "decode", "paged", "cascade", "mla", "fp8", "repeat")
+
+
+def rounded(value: Any) -> Any:
+    if isinstance(value, float):
+        return float(f"{value:.5g}")
+    if isinstance(value, list):
+        return [rounded(v) for v in value]
+    if isinstance(value, dict):
+        return {k: rounded(v) for k, v in value.items()}
+    return value
+
+
+def counters_key(section: str) -> str:
+    return "flex" if section.startswith("flex") else "decode"
+
+
+def merge(runs: list[tuple[dict[str, Any], list[str]]]) -> dict[str, Any]:
+    first = runs[0][0]
+    out: dict[str, Any] = {"schema": first["schema"], "timing": first["timing"],
+                           "decode_config": first["decode_config"], "runs": [],
+                           **{s: [] for s in SECTIONS}, "counters": [], "refused": []}
+    for record, sections in runs:
+        out["runs"].append({"command": record["command"], "date": record["date"],
+                            "environment": record["environment"], "sections": sections,
+                            "phase1_s": record.get("phase1_s")})
+        ids: set[str] = set()
+        for s in sections:
+            rows = [r for r in record.get(s, []) if r["status"] == "ok"]
+            out[s].extend(rows)
+            out["refused"].extend({"id": r["id"], "section": s, "status": r["status"].splitlines()[0]}
+                                  for r in record.get(s, []) if r["status"] != "ok")
+            ids |= {r["id"] for r in rows}
+        for key in sorted({counters_key(s) for s in sections}):
+            c = record["counters"].get(key)
+            if not c:
+                continue
+            points = [p for p in c["points"] if p["id"] in ids]
+            out["counters"].append({"status": c["status"], "command": c["command"],
+                                    "version": c["version"], "metrics": c["metrics"],
+                                    "date": record["date"], "points": points})
+    return rounded(out)
+
+
+def main(argv: list[str]) -> int:
+    target, *specs = argv
+    runs = []
+    for spec in specs:
+        path, _, names = spec.partition(":")
+        runs.append((json.loads(Path(path).read_text()),
+                     names.split(",") if names else list(SECTIONS)))
+    Path(target).write_text(json.dumps(merge(runs), indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,180 @@
+"""Which points the issue-14 H200 run measures (benchmarks/variants_h200.py), in iosim's terms.
+
+Every shape is fp16, d = 128. Working sets: a point's K and V (2 · n_kv · kv_heads · d · 2 B per
+sequence) and its Q/O; points marked in comments exceed the H200's 60 MiB L2.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+Point = dict[str, Any]
+
+BASE = {"dtype": "fp16", "d": 128}
+
+
+def _flex(id_: str, n: int, heads: int, kv_heads: int, causal: bool, *, window: int | None = None,
+          seqlens: list[int] | None = None, batch: int = 1) -> Point:
+    return {"id": id_, "kind": "flex", **BASE, "n": n, "n_kv": n, "heads": heads,
+            "kv_heads": kv_heads, "batch": batch, "causal": causal, "window": window,
+            "seqlens": seqlens, "block_size": 128}
+
+
+FLEX = [
+    # sliding windows, causal (HF sliding_window = W)
+    _flex("win-c-4k-256", 4096, 16, 16, True, window=256),
+    _flex("win-c-8k-1k", 8192, 16, 16, True, window=1024),
+    _flex("win-c-16k-4k", 16384, 16, 16, True, window=4096),          # K/V 128 MiB
+    _flex("win-c-32k-512", 32768, 16, 16, True, window=512),          # K/V 256 MiB
+    _flex("win-c-64k-4k-gqa", 65536, 32, 8, True, window=4096),       # K/V 256 MiB, GQA 4
+    _flex("win-c-16k-128-gqa", 16384, 32, 8, True, window=128),
+    _flex("win-c-8k-4k", 8192, 32, 32, True, window=4096),
+    # sliding windows, two-sided
+    _flex("win-2-4k-4k", 4096, 16, 16, False, window=4096),
+    _flex("win-2-8k-512", 8192, 16, 16, False, window=512),
+    _flex("win-2-16k-2k", 16384, 16, 16, False, window=2048),         # K/V 128 MiB
+    _flex("win-2-32k-1k-gqa", 32768, 32, 8, False, window=1024),
+    _flex("win-2-64k-256", 65536, 16, 16, False, window=256),         # K/V 512 MiB
+    _flex("win-2-16k-8k", 16384, 16, 16, False, window=8192),
+    # documents (packed sequences), causal inside each
+    _flex("doc-c-16x512", 8192, 16, 16, True, seqlens=[512] * 16),
+    _flex("doc-c-ragged-8k", 8192, 16, 16, True, seqlens=[1000, 3000, 77, 4115]),
+    _flex("doc-c-3x-32k", 32768, 16, 16, True, seqlens=[8192, 8192, 16384]),   # K/V 256 MiB
+    _flex("doc-c-ragged-64k-gqa", 65536, 32, 8, True,
+          seqlens=[12345, 30000, 777, 5000, 17414]),                         # K/V 256 MiB
+    _flex("doc-c-64x256", 16384, 16, 16, True, seqlens=[256] * 64),
+    _flex("doc-c-imbalanced-16k", 16384, 16, 16, True, seqlens=[15000, 200, 300, 884]),
+    # documents, bidirectional inside each (encoders)
+    _flex("doc-2-ragged-8k", 8192, 16, 16, False, seqlens=[1000, 3000, 77, 4115]),
+    _flex("doc-2-4x4k", 16384, 16, 16, False, seqlens=[4096] * 4),
+]
+
+
+def _decode(id_: str, batch: int, n_kv: int, heads: int, kv_heads: int,
+            page_size: int | None = None) -> Point:
+    return {"id": id_, "kind": "decode", **BASE, "n": 1, "n_kv": n_kv, "heads": heads,
+            "kv_heads": kv_heads, "batch": batch, "causal": False, "page_size": page_size}
+
+
+DECODE = [
+    _decode("dec-b1-1k-gqa", 1, 1024, 32, 8),
+    _decode("dec-b1-16k-gqa", 1, 16384, 32, 8),
+    _decode("dec-b1-128k-gqa", 1, 131072, 32, 8),       # K/V 512 MiB
+    _decode("dec-b1-32k-mha", 1, 32768, 32, 32),        # K/V 512 MiB
+    _decode("dec-b4-64k-gqa8", 4, 65536, 64, 8),        # K/V 1 GiB
+    _decode("dec-b8-8k-gqa", 8, 8192, 32, 8),           # K/V 256 MiB
+    _decode("dec-b16-4k-mha", 16, 4096, 32, 32),        # K/V 1 GiB
+    _decode("dec-b32-2k-mha", 32, 2048, 32, 32),        # K/V 1 GiB
+    _decode("dec-b64-1k-gqa", 64, 1024, 32, 8),         # K/V 256 MiB
+    _decode("dec-b64-8k-gqa", 64, 8192, 32, 8),         # K/V 2 GiB
+]
+"""Every split count 1..min(128, key blocks) is timed on a contiguous cache."""
+
+PAGE_SIZES: list[int | None] = [1, 8, 16, 64, 128, 256, None]
+PAGED = [
+    _decode("page-b8-8k-gqa", 8, 8192, 32, 8),
+    _decode("page-b64-2k-gqa", 64, 2048, 32, 8),
+    _decode("page-b1-128k-gqa", 1, 131072, 32, 8),
+    _decode("page-b16-4k-mha", 16, 4096, 32, 32),
+]
+"""Each at every page size (None: contiguous) and split counts 1, 2, 4, ..., 128."""
+
+
+def _cascade(id_: str, batch: int, prefix_len: int, suffix_lens: list[int]) -> Point:
+    return {"id": id_, "kind": "cascade", **BASE, "n": 1, "heads": 32, "kv_heads": 8,
+            "batch": batch, "causal": False, "prefix_len": prefix_len,
+            "suffix_lens": suffix_lens, "page_size": 16}
+
+
+CASCADE = [
+    _cascade("cas-b1-p4k-s128", 1, 4096, [128]),
+    _cascade("cas-b8-p256-s256", 8, 256, [256] * 8),
+    _cascade("cas-b64-p512-s32", 64, 512, [32] * 64),
+    _cascade("cas-b64-p8k-s128", 64, 8192, [128] * 64),
+    _cascade("cas-b16-p32k-s512", 16, 32768, [512] * 16),
+    _cascade("cas-b4-p1k-s8k", 4, 1024, [8192] * 4),
+    _cascade("cas-b32-p2k-mixed", 32, 2048, [64, 4096, 300, 1500] * 8),
+    _cascade("cas-b64-p256-s2k", 64, 256, [2048] * 64),
+    _cascade("cas-b2-p32k-s32", 2, 32768, [32, 32]),
+    _cascade("cas-b32-p16k-s16", 32, 16384, [16] * 32),
+]
+"""Plain split-KV at 1, 2, 4, ..., 128 splits against cascade at every (prefix, suffix) pair of
+1, 2, 4, ..., 64 and 1, 2, 4, ..., 32 splits; page size 16 for both (vLLM's default)."""
+
+
+
+def powers_of_two(limit: int, top: int = 128) -> list[int]:
+    """1, 2, 4, ..., up to min(limit, top)."""
+    return [s for s in (1, 2, 4, 8, 16, 32, 64, 128) if s <= min(limit, top)]
+
+
+
+def _mla(id_: str, batch: int, n_kv: int, heads: int) -> Point:
+    # DeepSeek-V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64, 128 attention heads (16 a
+    # GPU at tensor parallelism 8); bf16 as served; FlashMLA's page size 64
+    return {"id": id_, "kind": "mla", "dtype": "bf16", "d": 576, "d_v": 512, "n": 1,
+            "n_kv": n_kv, "heads": heads, "kv_heads": 1, "batch": batch, "causal": False,
+            "latent_kv": True, "page_size": 64}
+
+
+MLA = [
+    _mla("mla-b1-4k-h128", 1, 4096, 128),
+    _mla("mla-b8-8k-h128", 8, 8192, 128),
+    _mla("mla-b32-4k-h128", 32, 4096, 128),        # latent 151 MiB
+    _mla("mla-b16-16k-h128", 16, 16384, 128),      # latent 302 MiB
+    _mla("mla-b64-8k-h16", 64, 8192, 16),          # latent 604 MiB
+    _mla("mla-b128-2k-h16", 128, 2048, 16),
+    _mla("mla-b1-32k-h16", 1, 32768, 16),
+]
+"""Each at split counts 1, 2, 4, ..., 64."""
+
+
+def _fp8(id_: str, n: int, causal: bool, dtype: str) -> Point:
+    return {"id": id_, "kind": "fp8", "dtype": dtype, "d": 128, "n": n, "n_kv": n, "heads": 16,
+            "kv_heads": 16, "batch": 1, "causal": causal,
+            "fp8_scales": "tensor" if dtype.startswith("fp8") else None}
+
+
+FP8 = [_fp8(f"{dt}-{n // 1024}k-{'causal' if c else 'full'}", n, c, dt)
+       for dt in ("fp8_e4m3", "fp16") for n in (4096, 8192, 16384) for c in (False, True)]
+"""The same kernel at fp8_e4m3 (per-tensor descales read from HBM) and fp16."""
+
+
+FLEX2 = [
+    {**FLEX[2], "id": "win-c-16k-4k-bs64", "block_size": 64},
+    {**FLEX[8], "id": "win-2-8k-512-bs64", "block_size": 64},
+    {**FLEX[15], "id": "doc-c-3x-32k-bs64", "block_size": 64},
+    _flex("causal-16k", 16384, 16, 16, True),
+    _flex("causal-16k-gqa", 16384, 32, 8, True),
+    _flex("win-c-16k-4k-gqa", 16384, 32, 8, True, window=4096),
+    {**FLEX[2], "id": "win-c-16k-4k-repeat"},
+]
+"""Flex's block-mask BLOCK_SIZE 64 beside 128, dense causal baselines, GQA beside MHA, a repeat."""
+
+QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2],
+         "paged": PAGED[:1],
+         "cascade": CASCADE[:2], "mla": MLA[:1], "fp8": FP8[:1] + FP8[6:7], "repeat": DECODE[:1]}
+FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
+        "mla": MLA, "fp8": FP8,
+        "repeat": [DECODE[1], DECODE[5], DECODE[9]]}
+"""`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
+
+
+def _tiny(p: Point, **changes: Any) -> Point:
+    return {**p, "id": "tiny-" + p["id"], "d": 32, **changes}
+
+
+TINY = {
+    "flex": [_tiny(FLEX[0], n=300, n_kv=300, heads=2, kv_heads=1, window=50),
+             _tiny(FLEX[14], n=300, n_kv=300, heads=2, kv_heads=2, seqlens=[100, 17, 183])],
+    "decode": [_tiny(DECODE[0], n_kv=200, heads=4, kv_heads=2, batch=2)],
+    "paged": [_tiny(PAGED[0], n_kv=150, heads=2, kv_heads=2, batch=2)],
+    "cascade": [_tiny(CASCADE[1], batch=3, prefix_len=96, suffix_lens=[5, 70, 1], heads=4,
+                      kv_heads=2)],
+    "mla": [{**_mla("tiny-mla", 2, 70, 20), "dtype": "fp16"}],
+    "fp8": [{**_fp8("tiny-fp8", 128, True, "fp8_e4m3"), "heads": 2, "d": 32},
+            {**_fp8("tiny-fp16", 128, False, "fp16"), "heads": 2, "d": 32}],
+    "repeat": [],
+    "flex2": [],
+}
+"""A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""
