@@ -83,3 +83,16 @@ def examples(count: int) -> int:
     """A test's number of examples: `count` scaled by the profile (half under `ci`, about eight
     times under `thorough`), at least 1."""
     return max(1, count * settings.default.max_examples // (2 * CI_EXAMPLES))
+
+
+# The `slow` marker: exhaustive versions of checks whose sampled version runs by default. The
+# README's `pytest -q` leaves them out (reported as deselected) to stay well under two minutes on
+# a 2-core machine; `pytest -m slow` runs them, as .ci/run does in a step after the README's, and
+# any explicit -m expression decides for itself.
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if config.getoption("markexpr"):
+        return
+    slow = [item for item in items if item.get_closest_marker("slow") is not None]
+    if slow:
+        config.hook.pytest_deselected(items=slow)
+        items[:] = [item for item in items if item.get_closest_marker("slow") is None]

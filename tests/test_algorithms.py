@@ -134,10 +134,11 @@ class _Recorder:
 
 
 DERIVED = {"group_size": {"heads", "kv_heads"}, "element_bytes": {"dtype"},
-           "sparsity_fraction": {"sparsity"}}
+           "sparsity_fraction": {"sparsity"}, "masked": {"window"}}
+# (masked also reads seqlens, the same at every point of a sweep)
 """Workload properties and the fields they are computed from."""
-NOT_AXES = {"unfused", "with_", "describe"}
-"""Read by kernels but the same at every point of a sweep (unfused) or not data."""
+NOT_AXES = {"unfused", "seqlens", "with_", "describe"}
+"""Read by kernels but the same at every point of a sweep (unfused, seqlens) or not data."""
 
 
 @pytest.mark.parametrize("name", list(ALGORITHMS))

@@ -41,6 +41,9 @@ def _nav_files(nav: list) -> list[str]:
     return files
 
 
+# slow (8 s, about thirty commands): the README's `pytest -q` leaves it to `pytest -m slow` and to
+# .ci/run's docs step, which runs the same `tools/readme_sync.py --check` over README and docs
+@pytest.mark.slow
 def test_docs_outputs_are_current():
     out = subprocess.run([sys.executable, "tools/readme_sync.py", "--check", "docs"], cwd=ROOT,
                          capture_output=True, text=True)

@@ -134,6 +134,13 @@ def _lists() -> st.SearchStrategy[str]:
                      st.sampled_from(GARBAGE))
 
 
+def _seqlens() -> st.SearchStrategy[str]:
+    """--seqlens: lengths (rarely adding up to the drawn N), garbage, or one huge list."""
+    lengths = st.lists(st.one_of(st.integers(1, 4096).map(str), st.sampled_from(HUGE)),
+                       min_size=1, max_size=4).map(",".join)
+    return st.one_of(lengths, lengths, st.sampled_from(GARBAGE), st.just(",".join(["1"] * 70000)))
+
+
 def _choice(options: list[str]) -> st.SearchStrategy[str]:
     plausible = st.sampled_from(options)
     return st.one_of(plausible, plausible, plausible, st.sampled_from(GARBAGE))
@@ -162,7 +169,9 @@ COMPARE_FLAGS = {**WORKLOAD_FLAGS,
                                     "standard,standard", "FLASH1"]),
                  "--pass": _choice(["fwd", "bwd", "fwdbwd"]), "--sparsity": _floats(),
                  "--splits": _ints(1, 64), "--profile": _choice(["spec", "measured"]),
-                 "--format": _choice(["table", "json", "csv", "markdown"])}
+                 "--format": _choice(["table", "json", "csv", "markdown"]),
+                 "--window": _ints(), "--seqlens": _seqlens(),
+                 "--packing": _choice(["varlen", "document"])}
 
 
 @st.composite
@@ -181,6 +190,7 @@ SWEEP_FLAGS = {**{flag: _lists() for flag in ("--n-kv", "--d", "--heads", "--kv-
                "--sram": st.one_of(_sizes(), st.just("32KiB..256KiB"), st.just("auto,1e400")),
                "--sparsity": st.one_of(_floats(), st.just("0.25,0.5,1")),
                "--algo": COMPARE_FLAGS["--algo"], "--limit": _ints(1, 50),
+               "--window": st.one_of(_lists(), st.just("none,64..256")), "--seqlens": _seqlens(),
                "--format": _choice(["table", "json", "csv", "markdown"])}
 
 
@@ -197,6 +207,7 @@ VERIFY_FLAGS = {"--n-kv": _ints(1, 300), "--d": _ints(1, 64), "--heads": _ints(1
                 "--sram": _sizes(), "--algo": COMPARE_FLAGS["--algo"], "--splits": _ints(1, 8),
                 "--seed": _ints(0, 10), "--unfused": COMPARE_FLAGS["--unfused"],
                 "--dropout-p": _floats(), "--pass": _choice(["fwd", "bwd", "fwdbwd"]),
+                "--window": _ints(1, 300), "--seqlens": _seqlens(),
                 "--format": _choice(["table", "json"])}
 
 

@@ -26,14 +26,17 @@ spec_module = importlib.import_module("iosim.analysis.sweep_spec")
 roofline_module = importlib.import_module("iosim.estimates.roofline")
 
 
-def _check_against_compare(result: SweepResult) -> int:
-    """Every (point, algorithm) equals compare() on that workload; returns rows checked."""
+def _check_against_compare(result: SweepResult, every: int = 1) -> int:
+    """Every (point, algorithm) of every `every`-th point equals compare() on that workload;
+    returns rows checked."""
     cols = result.columns()
     spec = result.spec
     checked = 0
     per_point = len(result.algorithms)
     for row in range(len(cols["algorithm"])):
         point = row // per_point
+        if point % every:
+            continue
         pick = {axis: spec.values(axis)[int(result.index[axis][point])]
                 for axis in spec_module.AXES}
         w = Workload(int(cols["n"][row]), n_kv=int(cols["n_kv"][row]), d=int(cols["d"][row]),
@@ -80,12 +83,23 @@ def _check_against_compare(result: SweepResult) -> int:
     return checked
 
 
-def test_grid_equals_compare_everywhere() -> None:
-    spec = SweepSpec(n=(1, 100, 1000, 4096), n_kv=(None, 777), gpu=("a100", "h100-sxm"),
-                     d=(64, 128), heads=(4, 8), kv_heads=(None, 2), causal=(False, True),
-                     block_kv=(None, 64, 1024), dtype=("fp16", "fp32"))
-    result = sweep(spec)
+GRID = SweepSpec(n=(1, 100, 1000, 4096), n_kv=(None, 777), gpu=("a100", "h100-sxm"),
+                 d=(64, 128), heads=(4, 8), kv_heads=(None, 2), causal=(False, True),
+                 block_kv=(None, 64, 1024), dtype=("fp16", "fp32"))
+
+
+def test_grid_equals_compare_at_every_seventh_point() -> None:
+    """Every 7th of the grid's 1,536 points (7 is prime to every axis' length, so each value of
+    each axis is checked, in many combinations); test_grid_equals_compare_everywhere, marked
+    slow, checks them all."""
+    result = sweep(GRID)
     assert result.points == 4 * 2 * 2 * 2 * 2 * 2 * 2 * 3 * 2
+    assert _check_against_compare(result, every=7) > result.points // 7  # most rows fit
+
+
+@pytest.mark.slow
+def test_grid_equals_compare_everywhere() -> None:
+    result = sweep(GRID)
     assert _check_against_compare(result) > result.points  # most rows fit, all checked
 
 
@@ -107,16 +121,27 @@ def test_backward_passes_gqa_and_sparsity_equal_compare() -> None:
     assert set(flash2.bwd_block_q[passes == "fwd"].tolist()) == {0}
 
 
+DECODING = SweepSpec(n=(1, 16), n_kv=(4096, 65536), gpu=("a100", "h100"), heads=(16, 32),
+                     kv_heads=(2, 16), batch=(1, 8),
+                     algorithms=("standard", "flash2", "splitkv"), splits=(None, 1, 4),
+                     causal=(False, True))
+
+
 def test_decoding_with_splitkv_equals_compare() -> None:
-    """Flash-Decoding: N = 1, GQA packing, the split heuristic and given split counts."""
-    spec = SweepSpec(n=(1, 16), n_kv=(4096, 65536), gpu=("a100", "h100"), heads=(16, 32),
-                     kv_heads=(2, 16), batch=(1, 8), algorithms=("standard", "flash2", "splitkv"),
-                     splits=(None, 1, 4), causal=(False, True))
-    result = sweep(spec)
-    assert _check_against_compare(result) == result.points * 3
+    """Flash-Decoding: N = 1, GQA packing, the split heuristic and given split counts; every
+    5th of the 384 points against compare (5 is prime to every axis' length), all of them in
+    test_decoding_with_splitkv_equals_compare_everywhere (slow)."""
+    result = sweep(DECODING)
+    assert _check_against_compare(result, every=5) == -(-result.points // 5) * 3
     splits = result.algorithm("splitkv").splits
     assert len(set(splits.tolist())) > 3  # the heuristic picks many counts across the grid
     assert set(result.algorithm("flash2").splits.tolist()) == {1}
+
+
+@pytest.mark.slow
+def test_decoding_with_splitkv_equals_compare_everywhere() -> None:
+    result = sweep(DECODING)
+    assert _check_against_compare(result) == result.points * 3
 
 
 def test_splits_errors() -> None:

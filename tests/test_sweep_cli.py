@@ -188,7 +188,9 @@ def test_roofline_never_overwrites_without_force(tmp_path):
 
 
     args = ["roofline", "--gpu", "a100", "--n", "1024", "--out", str(tmp_path)]
-    assert run(*args).exit_code == 0
+    (tmp_path / "roofline.png").write_bytes(b"mine")  # a file of the user's (one build less)
     second = run(*args)
     assert second.exit_code == 2 and "roofline.png exists; pass --force" in second.output
+    assert (tmp_path / "roofline.png").read_bytes() == b"mine"
     assert run(*[*args, "--force"]).exit_code == 0
+    assert (tmp_path / "roofline.png").read_bytes().startswith(b"\x89PNG")

@@ -37,7 +37,13 @@ def points(draw):
         "sram_value": draw(st.integers(1, 300_000)),
         "gpu": draw(st.sampled_from(["a100", "h100", "t4", "mi300x"])),
         "d_v": draw(st.none() | st.none() | st.integers(1, 300)),  # issue 14: V's own head dim
+        "window": draw(st.none() | st.none() | st.integers(1, 6000)),
+        "seqlens": None,
     }
+    if draw(st.integers(0, 5)) == 0:  # packed sequences: a partition of N (issue 14 item 1)
+        cuts = sorted(draw(st.sets(st.integers(1, p["n"] - 1), max_size=6))) if p["n"] > 1 else []
+        p["seqlens"] = tuple(b - a for a, b in zip([0, *cuts], [*cuts, p["n"]], strict=True))
+        p["batch"] = draw(st.sampled_from([1, 1, 2]))
     if draw(st.integers(0, 2)) == 0:
         key = draw(st.sampled_from(["n", "n_kv", "d", "heads", "kv_heads", "batch", "block_q",
                                     "block_kv", "sram_value"]))
@@ -48,7 +54,8 @@ def points(draw):
 def _compare(p):
     w = Workload(p["n"], n_kv=p["n_kv"], d=p["d"], heads=p["heads"], kv_heads=p["kv_heads"],
                  batch=p["batch"], dtype=p["dtype"], causal=p["causal"], pass_=p["pass_"],
-                 sparsity=p["sparsity"], d_v=p["d_v"])
+                 sparsity=p["sparsity"], d_v=p["d_v"], window=p["window"],
+                 seqlens=p["seqlens"])
     return compare(w, p["gpu"], block_q=p["block_q"], block_kv=p["block_kv"],
                    sram=p["sram_value"] if p["sram"] == "bytes" else None,
                    sram_elements=p["sram_value"] if p["sram"] == "elements" else None)
@@ -60,6 +67,7 @@ def _sweep(p):
         kv_heads=(p["kv_heads"],), batch=(p["batch"],), dtype=(p["dtype"],),
         causal=(p["causal"],), pass_=(p["pass_"],), sparsity=(p["sparsity"],),
         block_q=(p["block_q"],), block_kv=(p["block_kv"],),
+        window=(p["window"],), seqlens=p["seqlens"],
         sram_bytes=(p["sram_value"] if p["sram"] == "bytes" else None,),
         sram_elements=(p["sram_value"] if p["sram"] == "elements" else None,), d_v=(p["d_v"],)))
 

@@ -68,15 +68,28 @@ def test_vector_rule_equals_make_tiling(points: list[tuple[int, str, int, int, i
             assert (got_q[i], got_kv[i], bool(fits[i])) == expected
 
 
-@pytest.mark.parametrize("outer", ["kv", "q"])
-def test_every_sram_size_for_d64_fp16(outer: str) -> None:
-    """Exhaustive over SRAM sizes where ℓ, m can overflow the paper's blocks (not a sample):
-    the arrays keep Alg. 1's blocks as printed and mark the overflow, as make_tiling's fits
-    note does."""
-    sram = np.arange(600, 40_000, 7)
+def _check_sram_sizes(sram: np.ndarray, outer: str) -> None:
     q, kv, fits = tiling_arrays(sram, 64, 2, outer=outer)
     for i, s in enumerate(sram.tolist()):
         assert (q[i], kv[i], bool(fits[i])) == _scalar(64, "fp16", s, 0, 0, outer)
+
+
+@pytest.mark.parametrize("outer", ["kv", "q"])
+def test_sram_sizes_for_d64_fp16(outer: str) -> None:
+    """Every 11th size of the exhaustive run below, plus each multiple of 512 bytes and its two
+    neighbours (there M/4d, M = SRAM / 2 fp16 elements, d = 64, crosses a whole number and
+    Alg. 1's B_c = ⌈M/4d⌉ steps): the arrays keep Alg. 1's blocks as printed and mark an ℓ, m
+    overflow, as make_tiling's fits note does."""
+    steps = np.arange(1024, 40_000, 512)
+    sram = np.unique(np.concatenate([np.arange(600, 40_000, 77), steps - 1, steps, steps + 1]))
+    _check_sram_sizes(sram, outer)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("outer", ["kv", "q"])
+def test_every_sram_size_for_d64_fp16(outer: str) -> None:
+    """Exhaustive over SRAM sizes (not a sample), as the test above."""
+    _check_sram_sizes(np.arange(600, 40_000, 7), outer)
 
 
 def test_given_blocks_that_overflow_are_kept_and_marked() -> None:

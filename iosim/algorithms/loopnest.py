@@ -52,6 +52,8 @@ import numpy as np
 
 from iosim.algorithms.blockmask import sparse_block_sums, split_work_programs, split_work_rows
 from iosim.algorithms.blocks import BlockSums, block_sums, cdiv
+from iosim.algorithms.masks import grid_blocks, longest_program, mask_sums
+from iosim.algorithms.masks import split_work_rows as mask_split_rows
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Op, Term, Traffic
 from iosim.inputs.tiling import Tiling
@@ -261,10 +263,39 @@ class Dims:
     page_size: Any = 0
     """Tokens per page of a paged KV cache (0: contiguous)."""
 
+    window: Any = None
+    """Sliding window W (None, or 0 in a sweep's array: none); masks.py."""
+    seqlens: tuple[int, ...] | None = None
+    """Packed sequence lengths (None: one sequence); masks.py."""
+    packing: str = "varlen"
+    """Workload.packing: varlen blocks per sequence, or one document-masked sequence."""
+
     @property
     def dv(self) -> Any:
         """V's head dim d_v (d where not given)."""
         return self.d if self.d_v is None else self.d_v
+
+    @property
+    def packed(self) -> bool:
+        """Packed sequences (a tuple of lengths)."""
+        return isinstance(self.seqlens, tuple)
+
+    @property
+    def varlen(self) -> bool:
+        """Packed sequences run as FA2 varlen: a grid of ⌈max_seqlen/B⌉ blocks per sequence."""
+        return self.packed and self.packing == "varlen"
+
+    @property
+    def masked(self) -> bool:
+        """A window or packed sequences at some point: block sums from masks.py."""
+        if self.packed:
+            return True
+        window = self.window
+        if isinstance(window, np.ndarray):
+            if window.dtype == object:  # Dims built field by field from ones without a window
+                return any(v is not None and v > 0 for v in window.ravel().tolist())
+            return bool((window > 0).any())
+        return window is not None and window > 0
 
     @classmethod
     def of(cls, workload: Workload, tiling: Tiling | None) -> Dims:
@@ -276,7 +307,8 @@ class Dims:
                    tiling.block_kv if tiling else workload.n_kv, workload.causal,
                    tiling.splits if tiling else 1, num, den,
                    tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None,
-                   workload.d_v, workload.output_element_bytes, workload.page_size or 0)
+                   workload.d_v, workload.output_element_bytes, page_size=workload.page_size or 0,
+                   window=workload.window, seqlens=workload.seqlens, packing=workload.packing)
 
 
 def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
@@ -338,6 +370,8 @@ def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
     kd = kernel_dims(kernel, dims)
     if kernel.loop is None:
         return BlockSums(1, 1, 1, kd.n_q, kd.n_kv, kd.n_q * kd.n_kv)
+    if kd.masked:  # a sliding window or packed sequences (masks.py)
+        return masked_sums(kd)
     sums = block_sums(kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal)
     if _is_dense(kd):
         return sums
@@ -366,7 +400,8 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
         rows = sums.pair_q_rows if access.rows == "q" else sums.pair_kv_rows
     elif kernel.split and access.where == "outer":
         # one tile per (query block, split) program that has a key block to visit
-        rows = split_work_rows(kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal, kd.splits)
+        rows = (masked_split_rows(kd) if kd.masked else
+                split_work_rows(kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal, kd.splits))
     elif kernel.split and access.where == "outer_end":
         rows = length * kd.splits  # every program writes its tile, even an empty split
     elif access.per_split and access.where in ("prologue", "epilogue"):
@@ -430,6 +465,11 @@ def kernel_programs(kernel: Kernel, dims: Dims) -> Any:
     instances = kd.batch * kd.heads
     if kernel.grid == "heads":
         return instances
+    if kd.varlen:  # FA2 varlen: ⌈max_seqlen/B⌉ programs per sequence (masks.py)
+        block = kd.block_q if kernel.loop == "q" else kd.block_kv
+        outer = grid_blocks(kd.n_q, kd.n_kv, block, kernel.loop == "q", kd.seqlens,
+                            kd.packing)[0]
+        return instances * outer * (kd.splits if kernel.split else 1)
     outer = cdiv(kd.n_q, kd.block_q) if kernel.loop == "q" else cdiv(kd.n_kv, kd.block_kv)
     return instances * outer * (kd.splits if kernel.split else 1)
 
@@ -452,3 +492,46 @@ def closed_form(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
                 init=access.init,
             ))
     return Traffic(tuple(terms))
+
+
+def _points(dims: Dims) -> tuple[tuple[int, ...], list[tuple[int, ...]]]:
+    """(shape, every point's (n_q, n_kv, B_r, B_c, causal, window, splits)) of masked dims."""
+    values = np.broadcast_arrays(*(np.asarray(v, dtype=np.int64) for v in (
+        dims.n_q, dims.n_kv, dims.block_q, dims.block_kv, dims.causal,
+        0 if dims.window is None else dims.window, dims.splits)))
+    shape = values[0].shape
+    return shape, list(zip(*(v.ravel().tolist() for v in values), strict=True))
+
+
+def _lengths(dims: Dims) -> tuple[int, ...] | None:
+    return dims.seqlens if dims.packed else None
+
+
+def masked_sums(dims: Dims) -> BlockSums:
+    """masks.mask_sums at every point of `dims` (ints, or a sweep's arrays point by point)."""
+    shape, points = _points(dims)
+    sums = [mask_sums(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(dims),
+                      dims.packing)
+            for n_q, n_kv, bq, bkv, causal, window, _ in points]
+    if not shape:
+        return sums[0]
+    return BlockSums(*(np.asarray(column, dtype=np.int64).reshape(shape)
+                       for column in zip(*sums, strict=True)))
+
+
+def masked_split_rows(dims: Dims) -> Any:
+    """masks.split_work_rows at every point of `dims`."""
+    shape, points = _points(dims)
+    rows = [mask_split_rows(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(dims),
+                            splits, dims.packing) for n_q, n_kv, bq, bkv, causal, window, splits in points]
+    return rows[0] if not shape else np.asarray(rows, dtype=np.int64).reshape(shape)
+
+
+def masked_longest(kernel: Kernel, dims: Dims) -> Any:
+    """Inner-block steps of the kernel's longest program under the mask, at every point."""
+    kd = kernel_dims(kernel, dims)
+    shape, points = _points(kd)
+    longest = [longest_program(n_q, n_kv, bq, bkv, bool(causal), window or None, _lengths(kd),
+                               kernel.loop == "q", kd.packing)
+               for n_q, n_kv, bq, bkv, causal, window, _ in points]
+    return longest[0] if not shape else np.asarray(longest, dtype=np.int64).reshape(shape)

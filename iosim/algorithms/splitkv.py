@@ -99,9 +99,10 @@ class SplitKV(Algorithm):
     tiled = True
     outer = "q"
     kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "latent_kv", "dtype",
-                             "fp8_scales", "page_size", "prefix_len", "suffix_lens"})
-    """Packing (n, heads, kv_heads), the combine kernel (splits), MLA's latent cache (no V),
-    FP8's scales, a paged cache's block table, a shared-prefix batch's requests."""
+                             "fp8_scales", "window", "page_size", "prefix_len", "suffix_lens"})
+    """Packing (n, heads, kv_heads; none under a window), the combine kernel (splits), MLA's
+    latent cache (no V), FP8's scales, a paged cache's block table, a shared-prefix batch's
+    requests."""
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
         """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""
@@ -139,7 +140,10 @@ class SplitKV(Algorithm):
             *tile_scale(workload, "V", "inner", "kv"),
             *outputs,
         ), FORWARD_FLOPS, loop="q", split=True, grid="blocks",
-            pack_heads=packs_heads(workload.n, workload.heads, workload.kv_heads))
+            # flash_api.cpp packs only without a window (window_size_left < 0 &&
+            # window_size_right < 0); iosim packs no packed-sequence batch either
+            pack_heads=packs_heads(workload.n, workload.heads, workload.kv_heads)
+            and not workload.masked)
         if splits == 1:
             return per_request((split,), workload)
         combine = Kernel("splitkv_combine", "combine splits", "elementwise", (
@@ -182,8 +186,13 @@ class SplitKV(Algorithm):
         """(heads, query blocks, key blocks) of one split kernel's problem (packed for GQA
         decoding): what the split rule reads."""
         p = inputs
-        rows, heads = packed_problem(p.n, p.heads, p.kv_heads,
-                                     packs_heads(p.n, p.heads, p.kv_heads))
+        packed = both(packs_heads(p.n, p.heads, p.kv_heads), np.logical_not(p.masked))
+        rows, heads = packed_problem(p.n, p.heads, p.kv_heads, packed)
+        if p.varlen is not None:
+            # mha_varlen_fwd: set_params_splitkv(batch = sequences, max_seqlen_q, max_seqlen_k)
+            longest = max(p.varlen)
+            return heads, len(p.varlen) * cdiv(longest, tiles.block_q), cdiv(longest,
+                                                                            tiles.block_kv)
         return heads, cdiv(rows, tiles.block_q), cdiv(p.n_kv, tiles.block_kv)
 
     def choose_tiles(self, tiles: Tiles, inputs: TilingInputs) -> Tiles:

@@ -215,9 +215,10 @@ def _loop(kernel: Kernel, grid: _Grid,
 
 def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None) -> TileStream:
     """`walk(kernels, workload, tiling)` as one `TileStream` (same accesses, same order)."""
-    if any(a.scale for k in kernels for a in k.accesses):
-        # FP8 scales (one element per program or tile) have no row template here: the stream
-        # is the walk's own, gathered into columns (exact; as slow as the walk)
+    if workload.masked or any(a.scale for k in kernels for a in k.accesses):
+        # FP8 scales (one element per program or tile) and masks (bands of blocks, packed
+        # sequences' own tiles) have no row template here: the stream is the walk's own,
+        # gathered into columns (exact; as slow as the walk)
         return _from_walk(kernels, workload, tiling)
     group, batch = workload.group_size, workload.batch
     splits = tiling.splits if tiling else 1

@@ -97,6 +97,11 @@ def walk_problem(kernel: Kernel, workload: Workload, tiling: Tiling | None
 
 
 def _walk_kernel(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> Iterator[TileAccess]:
+    if workload.masked and kernel.loop is not None:
+        from iosim.algorithms.maskwalk import walk_masked_kernel  # a window or packed sequences
+
+        yield from walk_masked_kernel(kernel, workload, tiling)
+        return
     packed = kernel.pack_heads
     n_q, n_kv, heads, block_q, block_kv, causal = walk_problem(kernel, workload, tiling)
     splits = tiling.splits if tiling else 1
@@ -182,6 +187,14 @@ class _WalkGeometry:
         length, block = self.axes[access.rows]
         start, stop = (0, length) if index is None else (
             index * block, min(length, (index + 1) * block))
+        yield from self.emit_rows(kernel, access, b, h, start, stop, split)
+
+    def emit_rows(self, kernel: Kernel, access: Access, b: int, h: int, start: int, stop: int,
+                  split: int) -> Iterator[TileAccess]:
+        """`emit` of the tile of rows start .. stop − 1 (packed sequences' tiles start at their
+        sequence's offset, not at a multiple of the block)."""
+        if access.per_kv_head and (h + 1) % self.group and not self.packed:
+            return
         copy = split if access.per_split else 0
         if access.per_page:
             # the block-table entries of the pages rows [start, stop) span (paging.py): one

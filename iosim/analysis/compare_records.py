@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 from iosim._version import __version__
 from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.roofline import KernelEstimate
+from iosim.inputs.workload import mask_fields
 
 if TYPE_CHECKING:
     from iosim.analysis.comparison import AlgorithmEstimate, Comparison
@@ -42,7 +43,7 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
             "n_kv": w.n_kv, "d": w.d, "dtype": w.dtype, "element_bytes": w.element_bytes,
             "causal": w.causal, "pass": w.pass_, "unfused": list(w.unfused),
             "sparsity": w.sparsity, "d_v": w.d_v, "latent_kv": w.latent_kv,
-            "output_dtype": w.output_dtype, "fp8_scales": w.fp8_scales,
+            "output_dtype": w.output_dtype, "fp8_scales": w.fp8_scales, **mask_fields(w),
             **{k: (list(v) if isinstance(v, tuple) else v) for k, v in (
                 ("page_size", w.page_size), ("prefix_len", w.prefix_len),
                 ("suffix_lens", w.suffix_lens)) if v is not None},
@@ -58,8 +59,19 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
         "score_matrix_bytes_per_head": c.score_matrix_bytes_per_head,
         "compulsory_hbm_bytes": c.compulsory_hbm_bytes,
         "algorithms": [_algorithm_dict(a) for a in c.algorithms],
+        **_mask_dict(c),
         **({"paged_kv": c.paging.to_dict()} if c.paging is not None else {}),
     }
+
+
+def _mask_dict(c: Comparison) -> dict[str, Any]:
+    """"mask": each tiled kernel under a window or packed sequences (only with one)."""
+    if not c.workload.masked:
+        return {}
+    from iosim.analysis.mask_summary import comparison_masks
+
+    return {"mask": [m.to_dict() for m in comparison_masks(c.workload, c.algorithms,
+                                                           c.hardware.sm_count)]}
 
 def kernel_dict(k: KernelEstimate) -> dict[str, Any]:
     """One kernel on the roofline as a flat row."""

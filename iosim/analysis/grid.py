@@ -72,6 +72,12 @@ class Grid:
     """What the tiling rules read, over the whole grid (not cut by `take` or `subset`)."""
     sm_count: Any = None
     """The GPU's SMs along the gpu axis (0: unknown), for the grids' utilisation."""
+    window: Any = None
+    """Sliding windows along the window axis (0: none), or None when no point has one."""
+    seqlens: tuple[int, ...] | None = None
+    """The packed sequences of every point (SweepSpec.seqlens)."""
+    packing: str = "varlen"
+    """How they are cut into blocks (SweepSpec.packing)."""
     page_size: int = 0
     """Tokens per page of a paged KV cache, the same at every point (0: contiguous)."""
 
@@ -147,6 +153,9 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                           sram_per_sm=along("gpu", np.array(
                               [int(hw.sram_per_sm_bytes or 0) for hw in hardware],
                               dtype=np.int64)), d_v=d_v, latent_kv=spec.latent_kv,
+                          masked=True if spec.seqlens is not None else
+                          ints("window") > 0,
+                          varlen=spec.seqlens if spec.packing == "varlen" else None,
                           prefix_len=spec.prefix_len or 0)
     grid = Grid(n=n, n_kv=n_kv, d=d, d_v=d_v, batch=ints("batch"), heads=heads,
                 kv_heads=kv_heads, element_bytes=elt, out_bytes=out, sram_bytes=sram,
@@ -154,7 +163,8 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                 sparsity_num=num,
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
                 efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling,
-                sm_count=sms, page_size=spec.page_size or 0)
+                sm_count=sms, window=None if spec.window == (None,) else ints("window"),
+                seqlens=spec.seqlens, packing=spec.packing, page_size=spec.page_size or 0)
     return grid, list(dict.fromkeys(notes))
 
 

@@ -28,7 +28,12 @@ def impl_workload(impl: Implementation, workload: Workload) -> Workload:
     ops = {k.kind for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
                                                   causal=workload.causal)}
     unfused = tuple(op for op in UNFUSED_OPS if op in ops or op in workload.unfused)
-    return workload.with_(unfused=unfused) if unfused != workload.unfused else workload
+    if unfused != workload.unfused:
+        workload = workload.with_(unfused=unfused)
+    if impl.runs == "flex" and workload.seqlens is not None and workload.packing != "document":
+        # FlexAttention runs packed sequences as a document mask over one sequence
+        workload = workload.with_(packing="document")
+    return workload
 
 
 def extra_kernels(impl: Implementation, workload: Workload) -> tuple[Kernel, ...]:
@@ -171,7 +176,8 @@ def impl_algorithm(impl: Implementation, workload: Workload, hardware: Hardware,
     if not code.found:
         return base, None
     rows, heads = packed_problem(workload.n, workload.heads, workload.kv_heads,
-                                 packs_heads(workload.n, workload.heads, workload.kv_heads))
+                                 packs_heads(workload.n, workload.heads, workload.kv_heads)
+                                 and not workload.masked)
     chosen = num_splits_heuristic(workload.batch * heads * cdiv(rows, 64),
                                   2 * hardware.sm_count, cdiv(workload.n_kv, code.block_kv),
                                   MAX_SPLITS)

@@ -144,6 +144,8 @@ class SweepResult:
                 continue  # d_v = d everywhere: the d column says it (the columns stay as before)
             cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis, cut))
         cols["sram_bytes"] = per_point(self.sram_bytes[cut])
+        if self.spec.window != (None,):  # only with a window, so other sweeps keep their columns
+            cols["window"] = per_point(self.axis_values("window", cut))
         points = len(self.sram_bytes[cut])
         cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), points)
         for name in ("block_q", "block_kv", "fits_sram", "fits_in_hbm", "bwd_block_q",
@@ -187,6 +189,9 @@ class SweepResult:
             elif axis == "d_v":
                 if value is not None:
                     out.append(f"d_v {value:,}")
+            elif axis == "window":
+                if value is not None:
+                    out.append(f"window {value:,}")
             elif axis == "sram_elements":
                 if value is not None:
                     out.append(f"M {value:,} elements")
@@ -214,7 +219,10 @@ class SweepResult:
             "iosim_version": __version__,
             "points": self.points,
             "axes": {("pass" if a == "pass_" else a): list(spec.values(a)) for a in AXES
-                     if a != "d_v" or spec.d_v != (None,)},
+                     if (a != "d_v" or spec.d_v != (None,))
+                     and (a != "window" or spec.window != (None,))},
+            **({"seqlens": list(spec.seqlens), "packing": spec.packing}
+               if spec.seqlens is not None else {}),
             "gpus": [h.name for h in self.hardware],
             "unfused": list(spec.unfused),
             **({"latent_kv": True} if spec.latent_kv else {}),
@@ -229,7 +237,7 @@ class SweepResult:
 
 
 _LABELS = {"n": "N", "n_kv": "N_kv", "kv_heads": "kv heads", "block_q": "B_r", "block_kv": "B_c",
-           "sparsity": "s", "splits": "splits"}
+           "sparsity": "s", "splits": "splits", "window": "window"}
 
 
 class _Index(Mapping[str, np.ndarray]):

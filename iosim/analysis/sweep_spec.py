@@ -34,15 +34,16 @@ SCHEMA = "iosim.sweep/1"
 
 AXES: tuple[str, ...] = ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d",
                          "d_v", "n", "n_kv", "sparsity", "sram_bytes", "sram_elements", "block_q",
-                         "block_kv", "splits")
+                         "block_kv", "splits", "window")
 """Grid axes, slowest-varying first: points are enumerated in this (C) order."""
 
 WORKLOAD_AXES = ("dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "d_v", "n",
-                 "n_kv", "sparsity")
+                 "n_kv", "sparsity", "window")
 DEFAULTABLE = ("kv_heads", "n_kv", "d_v", "sram_bytes", "sram_elements", "block_q", "block_kv",
-               "splits")
+               "splits", "window")
 """Axes whose value None means "the default": kv_heads = heads, n_kv = n, d_v = d, the GPU's SRAM,
-Alg. 1 line 1's block sizes, FlashAttention-2's split heuristic. In the int64 grids None is 0."""
+Alg. 1 line 1's block sizes, FlashAttention-2's split heuristic, no window. In the int64 grids
+None is 0."""
 
 MAX_POINTS = 5_000_000
 """A larger grid is refused: its result arrays alone would take several GB."""
@@ -80,6 +81,8 @@ class SweepSpec:
     """Block-sparse fraction s of non-zero blocks (Prop. 4); 1 = dense."""
     splits: tuple[int | None, ...] = (None,)
     """splitkv's KV splits (None: flash_api.cpp's heuristic); other algorithms ignore it."""
+    window: tuple[int | None, ...] = (None,)
+    """Sliding windows W (None: no window); algorithms/masks.py."""
     unfused: tuple[str, ...] = ()
     """Not an axis: the same unfused standard pipeline at every point."""
     latent_kv: bool = False
@@ -87,6 +90,10 @@ class SweepSpec:
     fp8_scales: str | None = None
     """Not an axis: the FP8 scale granularity of the points whose dtype is fp8_e4m3/fp8_e5m2
     (None: "tensor")."""
+    seqlens: tuple[int, ...] | None = None
+    """Not an axis: the same packed sequences at every point (so N takes one value)."""
+    packing: str = "varlen"
+    """Not an axis: how the packed sequences are cut into blocks (Workload.packing)."""
     page_size: int | None = None
     """Not an axis: the same paged KV cache (tokens per page) at every point (None: contiguous);
     its effect on the bytes is the block table's few entries (algorithms/paging.py)."""
@@ -165,6 +172,9 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
             spec_workload(spec, n_kv=v)
     for d, d_v in itertools.product(spec.d, spec.d_v):
         spec_workload(spec, d=d, d_v=d_v)
+    for n, n_kv, window in itertools.product(spec.n, spec.n_kv, spec.window):
+        if window is not None:  # a window longer than the keys is refused, as compare does
+            spec_workload(spec, n=n, n_kv=n_kv, window=window)
     for h, kv in itertools.product(spec.heads, spec.kv_heads):
         spec_workload(spec, heads=h, kv_heads=kv)
     algorithms = choose_algorithms(spec.algorithms, splits_given=spec.splits != (None,))
@@ -216,5 +226,6 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
     pass_ = first.pop("pass_")
     scales = spec.fp8_scales if first["dtype"] in FP8_DTYPES else None
     return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, latent_kv=spec.latent_kv,
-                    fp8_scales=scales, page_size=spec.page_size,
-                    prefix_len=spec.prefix_len, suffix_lens=spec.suffix_lens, **first)
+                    fp8_scales=scales, seqlens=spec.seqlens, packing=spec.packing,
+                    page_size=spec.page_size, prefix_len=spec.prefix_len,
+                    suffix_lens=spec.suffix_lens, **first)

@@ -10,7 +10,7 @@ from typing import Any
 
 from iosim._version import __version__
 from iosim.algorithms.traffic import Op
-from iosim.inputs.workload import Workload
+from iosim.inputs.workload import Workload, mask_fields
 
 SCHEMA = "iosim.verify/1"
 
@@ -146,7 +146,8 @@ class Verification:
             "workload": {"batch": w.batch, "heads": w.heads, "kv_heads": w.kv_heads, "n": w.n,
                          "n_kv": w.n_kv, "d": w.d, "d_v": w.d_v, "latent_kv": w.latent_kv,
                          "fp8_scales": w.fp8_scales, "causal": w.causal, "pass": w.pass_,
-                         "unfused": list(w.unfused), "sparsity": w.sparsity},
+                         "unfused": list(w.unfused), "sparsity": w.sparsity,
+                         **mask_fields(w)},
             "dtype": self.dtype,
             "seed": self.seed,
             "dropout_p": self.dropout_p if "dropout" in w.unfused else 0.0,

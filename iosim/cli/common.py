@@ -13,7 +13,7 @@ from iosim.analysis.split_choice import SplitChoice
 from iosim.errors import IosimError, arg
 from iosim.inputs.limits import excerpt
 from iosim.inputs.units import DTYPE_BYTES
-from iosim.inputs.workload import FP8_SCALES, PASSES, UNFUSED_OPS, Workload
+from iosim.inputs.workload import FP8_SCALES, PACKINGS, PASSES, UNFUSED_OPS, Workload
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -232,6 +232,35 @@ def algorithm_options(f: F) -> F:
     return f
 
 
+def mask_options(f: F) -> F:
+    """--window, --seqlens (docs/variants-masks.md): masks that skip tiles."""
+    options = [
+        click.option("--window", type=int, default=None, metavar="W",
+                     help="Sliding-window attention: with --causal each query sees its W most "
+                          "recent keys (HF sliding_window = W, FA2 window_size = (W-1, 0)); "
+                          "without, keys within W-1 on either side."),
+        click.option("--seqlens", default=None, metavar="LIST",
+                     help="Packed variable-length sequences, e.g. 512,3000,77 (summing to --n; "
+                          "FlashAttention varlen: attention stays within each sequence)."),
+        click.option("--packing", type=click.Choice(list(PACKINGS)), default="varlen",
+                     show_default=True,
+                     help="How --seqlens are cut into blocks: FA2 varlen (per sequence) or "
+                          "FlexAttention's document mask (one sequence; blocks straddle)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def parse_seqlens(text: str | None) -> tuple[int | str, ...] | None:
+    """--seqlens "512,3000,77" as lengths; an entry that is not a whole number stays text, for
+    the Workload to refuse by position (inputs/limits.py:check_seqlens)."""
+    if text is None:
+        return None
+    parts = [part.strip() for part in text.split(",")] if text.strip() else []
+    return tuple(int(part) if part.isdigit() else part for part in parts)
+
+
 def comparison_options(f: F) -> F:
     """Every flag of one comparison: --gpu, the workload, the tiling and the algorithms. One
     option set for compare, roofline and report (issue 13 item 6). The command then calls
@@ -242,15 +271,15 @@ def comparison_options(f: F) -> F:
 def comparison_options_with(**defaults: Any) -> Callable[[F], F]:
     """comparison_options with other workload defaults (as workload_options takes them)."""
     def apply(g: F) -> F:
-        with_workload: F = workload_options(head_dim_options(decoding_options(tiling_options(
-            impl_options(algorithm_options(g))))), **defaults)
+        with_workload: F = workload_options(head_dim_options(mask_options(decoding_options(
+            tiling_options(impl_options(algorithm_options(g)))))), **defaults)
         return gpu_option(with_workload)
     return apply
 
 
 WORKLOAD_PARAMS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal", "unfused",
-                   "pass_", "sparsity", "d_v", "latent_kv", "fp8_scales", "page_size", "prefix_len",
-                   "suffix_lens")
+                   "pass_", "sparsity", "d_v", "latent_kv", "fp8_scales", "window", "seqlens",
+                   "packing", "page_size", "prefix_len", "suffix_lens")
 COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo", "splits",
                   "profile", "force", "impl", "tiles")
 
@@ -266,7 +295,10 @@ def workload_from(params: dict[str, Any]) -> Workload:
                     pass_=params.get("pass_", "fwd"),
                     sparsity=1.0 if sparsity is None else sparsity,
                     d_v=params.get("d_v"), latent_kv=params.get("latent_kv", False),
-                    fp8_scales=params.get("fp8_scales"), **sizes)
+                    fp8_scales=params.get("fp8_scales"),
+                    window=params.get("window"),
+                    seqlens=parse_seqlens(params.get("seqlens")),  # type: ignore[arg-type]
+                    packing=params.get("packing") or "varlen", **sizes)
 
 
 def compare_arguments(params: dict[str, Any]) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from iosim.algorithms import ALGORITHMS
 from iosim.analysis.requests import decoding_defaults
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.cli import cli
-from iosim.cli.common import FORMATS, comma_list, parse_suffix_lens, wide_option
+from iosim.cli.common import FORMATS, comma_list, parse_seqlens, parse_suffix_lens, wide_option
 from iosim.cli.lists import (
     HELP,
     parse_booleans,
@@ -38,6 +38,20 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
     def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
         return None if value is None else parse_list(value, flag, auto=auto)
     return callback
+
+
+def _windows(value: str | None) -> tuple[int | None, ...] | None:
+    """--window's list; the word none is no window (parse_list's auto, spelt for windows)."""
+    if value is None:
+        return None
+    words = ",".join("auto" if part.strip().lower() == "none" else part
+                     for part in value.split(","))
+    try:
+        return parse_list(words, "--window", auto=True)
+    except click.BadParameter as exc:
+        raise click.BadParameter(exc.message.replace("auto = the default rule",
+                                                     "none = no window"),
+                                 param_hint="'--window'") from None
 
 
 @cli.command("sweep")
@@ -82,6 +96,15 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
               help="B_c values; auto = Alg. 1 line 1 (default).")
 @click.option("--sparsity", default="1", show_default=True, metavar="LIST",
               help="Block-sparse fractions of non-zero blocks (Prop. 4), e.g. 0.25,0.5,1.")
+@click.option("--window", metavar="RANGE", callback=lambda ctx, param, value: _windows(value),
+              help="Sliding windows W, e.g. 512..8192 or none,4096 (none: no window; "
+                   "docs/variants-masks.md).")
+@click.option("--seqlens", default=None, metavar="LIST",
+              help="Packed variable-length sequences, the same at every point (one --n: their "
+                   "sum), e.g. 512,3000,77.")
+@click.option("--packing", type=click.Choice(["varlen", "document"]), default="varlen",
+              show_default=True, help="How --seqlens are cut into blocks (FA2 varlen, or "
+              "FlexAttention's document mask).")
 @click.option("--splits", metavar="RANGE", callback=_ints("--splits", auto=True),
               help="splitkv's KV splits; auto = FlashAttention-2's heuristic (default).")
 @click.option("--sram", metavar="SIZES", help="SRAM M as sizes, e.g. 64KiB,128KiB or "
@@ -110,6 +133,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   unfused: str | None, page_size: int | None, prefix_len: int | None,
                   suffix_lens: str | None, block_q: tuple[int | None, ...] | None,
                   block_kv: tuple[int | None, ...] | None, sparsity: str,
+                  window: tuple[int | None, ...] | None, seqlens: str | None, packing: str,
                   splits: tuple[int | None, ...] | None, sram: str | None,
                   sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
                   fmt: str, wide: bool, limit: int, plot_dir: Path | None,
@@ -143,6 +167,9 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         sram_elements=sram_elements or (None,), block_q=block_q or (None,),
         block_kv=block_kv or (None,), unfused=tuple(comma_list(unfused) or ()),
         sparsity=parse_fractions(sparsity, "--sparsity"), splits=splits or (None,),
+        window=window or (None,),
+        seqlens=parse_seqlens(seqlens),  # type: ignore[arg-type]
+        packing=packing,
         algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_, page_size,
                                                                 prefix_len is not None)),
         page_size=page_size, prefix_len=prefix_len, suffix_lens=suffixes,

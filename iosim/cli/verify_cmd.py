@@ -8,7 +8,7 @@ import click
 
 from iosim.analysis.verify import verify
 from iosim.cli import cli
-from iosim.cli.common import comma_list, decoding_fields, decoding_options
+from iosim.cli.common import comma_list, decoding_fields, decoding_options, mask_options, parse_seqlens
 from iosim.execute import EXECUTOR_DTYPES
 from iosim.inputs.workload import PASSES, Workload
 from iosim.output import strict_json
@@ -51,6 +51,7 @@ def executor_dtype(value: str) -> str:
 @click.option("--sparsity", type=float, default=1.0, show_default=True,
               help="Block-sparse: the fraction of non-zero blocks, 0 < s <= 1 (standard applies the "
                    "same mask densely).")
+@mask_options
 @click.option("--dtype", default="fp64", show_default=True, metavar="fp16|fp32|fp64",
               callback=lambda ctx, param, value: executor_dtype(value),
               help="The executor's numbers (fp16 accumulates in fp32); float16, float32 and "
@@ -80,7 +81,8 @@ def executor_dtype(value: str) -> str:
 def verify_command(n: int, n_kv: int | None, d: int, d_v: int | None, latent_kv: bool,
                    fp8_scales: str | None, heads: int,
                    kv_heads: int | None, batch: int,
-                   causal: bool, sparsity: float, dtype: str, block: int, block_q: int | None,
+                   causal: bool, sparsity: float, window: int | None, seqlens: str | None,
+                   packing: str, dtype: str, block: int, block_q: int | None,
                    block_kv: int | None, sram: str | None, algo: str | None, splits: int | None,
                    seed: int, unfused: str | None, dropout_p: float, pass_: str,
                    fmt: str, page_size: int | None, prefix_len: int | None,
@@ -106,7 +108,9 @@ def verify_command(n: int, n_kv: int | None, d: int, d_v: int | None, latent_kv:
                         causal=causal, pass_=pass_,  # type: ignore[arg-type]
                         unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity, d_v=d_v,
                         latent_kv=latent_kv, fp8_scales=fp8_scales,
-                        dtype="fp8_e4m3" if fp8_scales else "fp16", **sizes)
+                        dtype="fp8_e4m3" if fp8_scales else "fp16",
+                        window=window, seqlens=parse_seqlens(seqlens),  # type: ignore[arg-type]
+                        packing=packing, **sizes)
     result = verify(workload, algorithms=comma_list(algo), dtype=dtype,
                     block_q=block if block_q is None else block_q,
                     block_kv=block if block_kv is None else block_kv,

@@ -17,6 +17,7 @@ from iosim.algorithms.loopnest import (
     closed_form,
     kernel_blocks,
 )
+from iosim.algorithms.masks import kv_blocks, row_blocks
 from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.estimates.l2_model import DramEstimate, DramTerm, copies_in_l2, runs_serially
 from iosim.inputs.tiling import Tiling
@@ -101,20 +102,25 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
         return programs
     n_q, n_kv = workload.n, workload.n_kv
     block_q, block_kv = kernel_blocks(kernel, tiling, n_q, n_kv)
-    n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
-    t_r, t_c = len(n_i), cdiv(n_kv, block_kv)
+    if workload.masked:  # inner steps of each outer block under the mask (algorithms/masks.py)
+        rb = row_blocks(n_q, n_kv, block_q, block_kv, workload.causal, workload.window,
+                        workload.seqlens, workload.packing)
+        kb = kv_blocks(rb, block_kv)
+        counts = (rb.hi - rb.lo if kernel.loop == "q" else kb.last - kb.first).tolist()
+    else:
+        n_i = visited_kv_blocks(n_q, n_kv, block_q, block_kv, workload.causal)
+        t_r = len(n_i)
+        counts = (n_i if kernel.loop == "q" else
+                  [sum(1 for i in range(t_r) if n_i[i] > o) for o in range(cdiv(n_kv, block_kv))])
     serial = runs_serially(kernel)
     for _b in range(workload.batch):
         for h in range(workload.heads):
             head_events: list[list[_Event]] = []
             prologue = pieces(take(places["prologue"], h))
-            outer_count = t_r if kernel.loop == "q" else t_c
-            for o in range(outer_count):
+            for o in range(len(counts)):
                 events: list[_Event] = []
                 first = pieces(take(places["outer"], h))
-                inner = (range(n_i[o]) if kernel.loop == "q" else
-                         [i for i in range(t_r) if n_i[i] > o])
-                steps = [pieces(take(places["inner"], h)) for _p in inner]
+                steps = [pieces(take(places["inner"], h)) for _p in range(counts[o])]
                 if kernel.inner_descending:  # the walk lists them ascending
                     steps.reverse()
                 current = first

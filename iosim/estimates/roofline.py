@@ -32,6 +32,7 @@ from iosim.algorithms.loopnest import (
     kernel_flops,
     kernel_programs,
     kernel_sums,
+    masked_longest,
 )
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError, arg
@@ -238,6 +239,13 @@ def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any,
     if kernel.grid is None or per_sm is None or sm_count is None:
         return 1.0
     programs = kernel_programs(kernel, dims)
+    if dims.masked and kernel.grid == "blocks" and not kernel.split:
+        # a window or packed sequences: programs of unequal length (and, packed, programs past a
+        # sequence's end that exit at once), as the causal tail below
+        sums = kernel_sums(kernel, dims) if sums is None else sums
+        kd = kernel_dims(kernel, dims)
+        return causal_utilisation(programs, kd.batch * kd.heads * sums.pairs,
+                                  masked_longest(kernel, dims), sm_count)
     causal = dims.causal if not isinstance(dims.causal, np.ndarray) else bool(dims.causal.any())
     if (causal and kernel.loop == "q" and not kernel.split and kernel.grid == "blocks"
             and not kernel.segments):

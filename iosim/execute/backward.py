@@ -26,7 +26,7 @@ from typing import Any
 
 import numpy as np
 
-from iosim.execute.numerics import Problem, blocks, dropout_keep
+from iosim.execute.numerics import Problem, dropout_keep
 from iosim.execute.registry import Run, register
 
 Array = np.ndarray[Any, Any]
@@ -161,7 +161,7 @@ def flash1_backward(run: Run) -> None:
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
     d, cdt, tau = pr.d, pc.compute, pc.compute(pr.scale)
     block_q, block_kv = run.backward_blocks  # Alg. 4 line 2: Algorithm 1's block sizes
-    row_blocks, kv_blocks = blocks(pr.n_q, block_q), blocks(pr.n_kv, block_kv)
+    row_blocks, kv_blocks = pr.row_blocks(block_q), pr.kv_blocks(block_kv)
     computed = pr.nonzero_blocks(block_q, block_kv)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     dk_name, dv_name = _allocate_grads(run)
@@ -245,7 +245,7 @@ def flash2_backward(run: Run) -> None:
     hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
     d, cdt, tau = pr.d, pc.compute, pc.compute(pr.scale)
     block_q, block_kv = run.backward_blocks  # the backward's own tiles
-    row_blocks, kv_blocks = blocks(pr.n_q, block_q), blocks(pr.n_kv, block_kv)
+    row_blocks, kv_blocks = pr.row_blocks(block_q), pr.kv_blocks(block_kv)
     computed = pr.nonzero_blocks(block_q, block_kv)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
     dk_name, dv_name = _allocate_grads(run)

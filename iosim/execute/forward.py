@@ -25,7 +25,7 @@ from typing import Any
 import numpy as np
 
 from iosim.execute.fp8 import quantise, read_block_scale, read_descales, read_gemm_scales
-from iosim.execute.numerics import blocks, dropout_keep
+from iosim.execute.numerics import dropout_keep
 from iosim.execute.paged import read_rows, read_table
 from iosim.execute.registry import Run, register
 
@@ -172,7 +172,7 @@ def flash1_forward(run: Run) -> None:
     hbm.allocate("l", (pr.batch, pr.heads, pr.n_q), pc.stats)
     hbm.allocate("m", (pr.batch, pr.heads, pr.n_q), pc.stats)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
-    row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
+    row_blocks, kv_blocks = pr.row_blocks(run.block_q), pr.kv_blocks(run.block_kv)
     computed = pr.nonzero_blocks(run.block_q, run.block_kv)
     quantise(run, pr)  # FP8: the factors, on this kernel's tiles (host side, uncounted)
 
@@ -246,7 +246,7 @@ def flash2_forward(run: Run) -> None:
     hbm.allocate("O", (pr.batch, pr.heads, pr.n_q, dv), pc.storage)
     hbm.allocate("L", (pr.batch, pr.heads, pr.n_q), pc.stats)
     heads = [(b, h) for b in range(pr.batch) for h in range(pr.heads)]
-    row_blocks, kv_blocks = blocks(pr.n_q, run.block_q), blocks(pr.n_kv, run.block_kv)
+    row_blocks, kv_blocks = pr.row_blocks(run.block_q), pr.kv_blocks(run.block_kv)
     computed = pr.nonzero_blocks(run.block_q, run.block_kv)
     quantise(run, pr)  # FP8: the factors, on this kernel's tiles (host side, uncounted)
 
@@ -267,8 +267,8 @@ def flash2_forward(run: Run) -> None:
                 sram.hold("l_i", rows, pc.stats_bytes)
                 sram.hold("m_i", rows, pc.stats_bytes)
                 for j, (k0, k1) in enumerate(kv_blocks):  # line 6
-                    if not pr.block_visited(q0, q1, k0):
-                        break  # causal: this and every later key block lie above the diagonal
+                    if not pr.block_visited(q0, q1, k0, k1):
+                        continue  # causal: above the diagonal; a window or another sequence
                     if not computed[i, j]:
                         continue  # block-sparse: a zero block of the mask is skipped
                     # line 7: load K_j, V_j (through the block table of a paged cache)

@@ -1,5 +1,14 @@
 """Precision, masks and block visits of the executor, written independently of the loop nests
-(the causal mask, the block-sparse mask's pairs, the dropout mask).
+(the causal mask, sliding windows and packed sequences, the block-sparse mask's pairs, the
+dropout mask).
+
+Masks (Workload.window, Workload.seqlens) are written here as their definition, score by score:
+query row q sits at key position p = q + N_kv − N_q (within its own sequence when packed), and
+keeps key k iff k is in q's sequence, k <= p when causal, and p − W < k (causal) or |k − p| < W
+(two-sided) under a window W. A tiled kernel computes a block pair iff it holds at least one kept
+score (`block_visited`, by brute force over the block's scores); packed sequences are cut into
+blocks each from its own first token (FlashAttention-2 varlen: blocks never straddle sequences),
+or, under FlexAttention's document mask (packing "document"), as one sequence.
 
 Precision (what the real kernels do, and what the executor does):
 
@@ -92,11 +101,34 @@ class Problem:
     """FP8 inputs: "tensor" or "block" descale factors (execute/fp8.py); None: no FP8."""
     dtype: str = ""
     """The workload's dtype (the FP8 format, for its largest value)."""
+    window: int | None = None
+    """Sliding window W (None: none)."""
+    seqlens: tuple[int, ...] | None = None
+    """Packed sequence lengths (None: one sequence)."""
+    packing: str = "varlen"
+    """varlen: blocks cut per sequence; document: one sequence's blocks (FlexAttention)."""
 
     @property
     def dv(self) -> int:
         """V's head dim (d unless d_v is given)."""
         return self.d_v or self.d
+
+    @property
+    def masked(self) -> bool:
+        """A window or packed sequences: block visits by brute force over the kept scores."""
+        return self.window is not None or self.seqlens is not None
+
+    def _positions(self, q0: int, q1: int, k0: int, k1: int) -> tuple[Array, Array, Array]:
+        """(query positions p, key positions, same-sequence booleans) of a block of scores."""
+        rows = np.arange(q0, q1)[:, None]
+        keys = np.arange(k0, k1)[None, :]
+        if self.seqlens is None:
+            return rows + self.offset, keys, np.ones((q1 - q0, k1 - k0), dtype=bool)
+        # packed: sequence s holds tokens starts[s] .. starts[s+1] − 1 of Q and of K alike
+        starts = np.concatenate([[0], np.cumsum(self.seqlens)])
+        row_seq = np.searchsorted(starts, rows, side="right") - 1
+        key_seq = np.searchsorted(starts, keys, side="right") - 1
+        return rows, keys, row_seq == key_seq
 
     @property
     def group(self) -> int:
@@ -124,15 +156,57 @@ class Problem:
         allowed: Array = keys <= rows + self.offset
         if not self.causal:
             allowed = np.ones_like(allowed)
-        return allowed
+        if not self.masked:
+            return allowed
+        position, key, same = self._positions(q0, q1, k0, k1)
+        kept: Array = same & (key <= position if self.causal else True)
+        if self.window is not None:
+            w = self.window
+            kept &= (key > position - w) if self.causal else (np.abs(key - position) < w)
+        return kept
 
-    def block_visited(self, q0: int, q1: int, k0: int) -> bool:
-        """Whether a tiled kernel computes the block of rows q0..q1 and keys from k0.
+    def block_visited(self, q0: int, q1: int, k0: int, k1: int | None = None) -> bool:
+        """Whether a tiled kernel computes the block of rows q0..q1 and keys from k0 (to k1).
 
         Non-causal: always. Causal: only if some row of the block sees the block's first key;
         the block's last row (q1 − 1) sees the most keys, so that is k0 <= q1 − 1 + offset.
+        With a window or packed sequences: iff the block keeps at least one score.
         """
+        if self.masked:
+            stop = min(self.n_kv, k0 + 1) if k1 is None else k1
+            return bool(self.causal_allowed(q0, q1, k0, stop).any())
         return not self.causal or k0 <= q1 - 1 + self.offset
+
+    def row_blocks(self, size: int) -> list[tuple[int, int]]:
+        """Query blocks of `size` rows: over the whole sequence, or each packed sequence cut
+        from its own first token (its last block may be short)."""
+        return self._cut(self.n_q, size)
+
+    def kv_blocks(self, size: int) -> list[tuple[int, int]]:
+        """Key/value blocks of `size` rows, cut as `row_blocks`."""
+        return self._cut(self.n_kv, size)
+
+    def kv_block_in_sequence(self, size: int) -> list[int]:
+        """Each key block's index among its own sequence's key blocks (split-KV cuts a
+        sequence's key blocks into splits)."""
+        index: list[int] = []
+        for length in ([self.n_kv] if not self._per_sequence else self.seqlens or ()):
+            index.extend(range(len(blocks(length, size))))
+        return index
+
+    @property
+    def _per_sequence(self) -> bool:
+        return self.seqlens is not None and self.packing == "varlen"
+
+    def _cut(self, length: int, size: int) -> list[tuple[int, int]]:
+        if not self._per_sequence or self.seqlens is None:
+            return blocks(length, size)
+        out: list[tuple[int, int]] = []
+        start = 0
+        for part in self.seqlens:
+            out.extend((start + a, start + b) for a, b in blocks(part, size))
+            start += part
+        return out
 
     @property
     def dense(self) -> bool:
@@ -146,13 +220,13 @@ class Problem:
         The mask (README, "Block-sparse FlashAttention"): number the pairs the causal mask leaves
         in row-major order k = 0, 1, ...; with s = p/q pair k is non-zero iff ⌈(k+1)·s⌉ > ⌈k·s⌉.
         """
-        row_blocks, kv_blocks = blocks(self.n_q, block_q), blocks(self.n_kv, block_kv)
+        row_blocks, kv_blocks = self.row_blocks(block_q), self.kv_blocks(block_kv)
         out = np.zeros((len(row_blocks), len(kv_blocks)), dtype=bool)
         num, den = self.sparsity
         k = 0
         for i, (q0, q1) in enumerate(row_blocks):
-            for j, (k0, _) in enumerate(kv_blocks):
-                if self.block_visited(q0, q1, k0):
+            for j, (k0, k1) in enumerate(kv_blocks):
+                if self.block_visited(q0, q1, k0, k1):
                     out[i, j] = -(-(k + 1) * num // den) > -(-k * num // den)
                     k += 1
         return out
@@ -174,7 +248,8 @@ def problem_of(workload: Workload) -> Problem:
     """The executor's view of a workload (sizes and the head grouping)."""
     return Problem(workload.batch, workload.heads, workload.kv_heads, workload.n,
                    workload.n_kv, workload.d, workload.causal, workload.sparsity_fraction,
-                   workload.d_v, workload.latent_kv, workload.fp8_scales, workload.dtype)
+                   workload.d_v, workload.latent_kv, workload.fp8_scales, workload.dtype,
+                   window=workload.window, seqlens=workload.seqlens, packing=workload.packing)
 
 
 def blocks(length: int, size: int) -> list[tuple[int, int]]:

@@ -38,7 +38,7 @@ Array = np.ndarray[Any, Any]
 
 def packs_heads(pr: Problem) -> bool:
     """FA2 packs a KV head's query heads when decoding one token with GQA/MQA."""
-    return pr.n_q == 1 and pr.group > 1
+    return pr.n_q == 1 and pr.group > 1 and not pr.masked  # flash_api.cpp: no window
 
 
 def _pieces(pr: Problem, packed: bool, h: int, r0: int, r1: int) -> list[tuple[int, int, int]]:
@@ -80,7 +80,12 @@ def splitkv_forward(run: Run) -> None:
     grid = Problem(pr.batch, pr.kv_heads, pr.kv_heads, pr.n_q * pr.group, pr.n_kv, d, False,
                    pr.sparsity, pr.d_v, pr.latent_kv, pr.fp8_scales, pr.dtype) if packed else pr
     quantise(run, grid)
-    row_blocks = blocks(grid.n_q, run.block_q)
+    row_blocks, kv_blocks = grid.row_blocks(run.block_q), grid.kv_blocks(run.block_kv)
+    # nb = ⌈T_c/splits⌉ key blocks per split, T_c of the longest sequence when packed
+    # (flash_fwd_kernel.h n_blocks_per_split uses params.seqlen_k, varlen's max_seqlen_k);
+    # split k owns blocks k·nb .. (k+1)·nb − 1 of each sequence's own key blocks
+    local = grid.kv_block_in_sequence(run.block_kv)
+    per_split = -(-(max(local) + 1) // splits)
     computed = grid.nonzero_blocks(run.block_q, run.block_kv)
     shape = (pr.batch, pr.heads, pr.n_q)
     hbm.allocate("O", (*shape, dv), pc.storage)
@@ -93,17 +98,19 @@ def splitkv_forward(run: Run) -> None:
 
     with hbm.kernel("splitkv_attn"):
         for b in range(pr.batch):
-            # a ragged batch: request b's own keys, cut into `splits` runs of its key blocks
-            kv_blocks = blocks(run.kv_len(b), run.block_kv)
-            per_split = -(-len(kv_blocks) // splits)
+            if run.kv_lens is not None:
+                # a ragged batch: request b's own keys, cut into `splits` runs of its key blocks
+                kv_blocks = blocks(run.kv_len(b), run.block_kv)
+                local = list(range(len(kv_blocks)))
+                per_split = -(-len(kv_blocks) // splits)
             for h in range(grid.heads):  # a query head, or a KV head when packed
                 for i, (r0, r1) in enumerate(row_blocks):
                     rows = r1 - r0
                     pieces = _pieces(pr, packed, h, r0, r1)
                     for k in range(splits):  # program (i, k)
-                        mine = [j for j in range(k * per_split, min((k + 1) * per_split,
-                                                                    len(kv_blocks)))
-                                if grid.block_visited(r0, r1, kv_blocks[j][0])]
+                        mine = [j for j, (k0, k1) in enumerate(kv_blocks)
+                                if k * per_split <= local[j] < (k + 1) * per_split
+                                and grid.block_visited(r0, r1, k0, k1)]
                         acc = np.zeros((rows, dv), dtype=cdt)
                         l_i = np.zeros(rows, dtype=cdt)
                         m_i = np.full(rows, -np.inf, dtype=cdt)

@@ -17,7 +17,6 @@ import numpy as np
 from iosim.algorithms.triton_bwd import backward_tiles
 from iosim.execute.backward import _allocate_grads, _grad_head, group_sum
 from iosim.execute.forward import flash2_forward
-from iosim.execute.numerics import blocks
 from iosim.execute.registry import Run, register
 
 register("triton", "fwd")(flash2_forward)
@@ -51,12 +50,12 @@ def triton_backward(run: Run) -> None:
     with hbm.kernel("bwd_dkdv"):  # _iosim_bwd_dkdv_kernel: grid (key blocks, query heads)
         visited = pr.nonzero_blocks(tiles.block_m1, tiles.block_n1)
         for b, h in heads:
-            for j, (k0, k1) in enumerate(blocks(pr.n_kv, tiles.block_n1)):
+            for j, (k0, k1) in enumerate(pr.kv_blocks(tiles.block_n1)):
                 k = hbm.read("K", b, pr.kv_head(h), k0, k1)
                 v = hbm.read("V", b, pr.kv_head(h), k0, k1)
                 dk = np.zeros((k1 - k0, pr.d), dtype=cdt)
                 dv = np.zeros((k1 - k0, pr.d), dtype=cdt)
-                for i, (q0, q1) in enumerate(blocks(pr.n_q, tiles.block_m1)):
+                for i, (q0, q1) in enumerate(pr.row_blocks(tiles.block_m1)):
                     if not visited[i, j]:
                         continue  # wholly above the diagonal: never loaded
                     q = hbm.read("Q", b, h, q0, q1)
@@ -73,13 +72,13 @@ def triton_backward(run: Run) -> None:
     with hbm.kernel("bwd_dq"):  # _iosim_bwd_dq_kernel: grid (query blocks, query heads)
         visited = pr.nonzero_blocks(tiles.block_m2, tiles.block_n2)
         for b, h in heads:
-            for i, (q0, q1) in enumerate(blocks(pr.n_q, tiles.block_m2)):
+            for i, (q0, q1) in enumerate(pr.row_blocks(tiles.block_m2)):
                 q = hbm.read("Q", b, h, q0, q1)
                 d_out = hbm.read("dO", b, h, q0, q1)
                 lse = hbm.read("L", b, h, q0, q1).astype(cdt)
                 big_d = hbm.read("D", b, h, q0, q1).astype(cdt)
                 dq = np.zeros((q1 - q0, pr.d), dtype=cdt)
-                for j, (k0, k1) in enumerate(blocks(pr.n_kv, tiles.block_n2)):
+                for j, (k0, k1) in enumerate(pr.kv_blocks(tiles.block_n2)):
                     if not visited[i, j]:
                         continue
                     k = hbm.read("K", b, pr.kv_head(h), k0, k1)

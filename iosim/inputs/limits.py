@@ -172,7 +172,9 @@ def check_workload_size(n: int, n_kv: int, d: int, batch: int, heads: int, *,
 def check_sram_bytes(name: str, value: int) -> int:
     """An SRAM budget in bytes (from sram, sram_elements × element bytes, or a YAML)."""
     if value > MAX_SRAM_BYTES:
-        raise IosimError(f"{arg(name)} gives an SRAM of {value:.3g} bytes, beyond the "
+        # an int past float's range (a 400-digit flag) has no :g form: give its digit count
+        size = f"{value:.3g}" if value < 10**300 else f"a {len(str(value))}-digit number of"
+        raise IosimError(f"{arg(name)} gives an SRAM of {size} bytes, beyond the "
                          f"{MAX_SRAM_BYTES:,} (1 TiB) iosim models; use a smaller {arg(name)}")
     return value
 

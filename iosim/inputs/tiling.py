@@ -182,6 +182,11 @@ class TilingInputs:
     """"code": the implementation's tile table where it has one; "alg1": Alg. 1 line 1."""
     impl: Implementation | None = None
     """The implementation whose tables apply (None: each algorithm's default)."""
+    masked: Int = False
+    """A sliding window or packed sequences (Workload.masked): no head packing (splitkv.py)."""
+    varlen: tuple[int, ...] | None = None
+    """Packed sequences run as FA2 varlen (Workload.seqlens with packing "varlen"): the split
+    heuristic counts sequences × ⌈max_seqlen/B⌉ query blocks (splitkv.py)."""
     d_v: Int = 0
     """V's head dim (0: d)."""
     latent_kv: Int = False
@@ -204,8 +209,9 @@ class TilingInputs:
         w = workload
         return cls(w.n, w.n_kv, w.d, w.heads, w.kv_heads, w.batch, w.element_bytes, sram_bytes,
                    w.pass_ != "fwd", block_q or 0, block_kv or 0, splits or 0, sm_count or 0,
-                   w.causal, dtype_code(w.dtype), cc, sram_per_sm, tile_rule, impl, w.d_v,
-                   w.latent_kv, w.prefix_len or 0)
+                   w.causal, dtype_code(w.dtype), cc, sram_per_sm, tile_rule, impl,
+                   masked=w.masked, varlen=w.seqlens if w.packing == "varlen" else None,
+                   d_v=w.d_v, latent_kv=w.latent_kv, prefix_len=w.prefix_len or 0)
 
     @property
     def limits(self) -> SmLimits:

@@ -19,6 +19,8 @@ Pass = Literal["fwd", "bwd", "fwdbwd"]
 PASSES: tuple[str, ...] = ("fwd", "bwd", "fwdbwd")
 UNFUSED_OPS: tuple[str, ...] = ("scale", "mask", "dropout")
 """Extra N×N elementwise kernels of an unfused standard pipeline (FlashAttention fuses them)."""
+PACKINGS: tuple[str, ...] = ("varlen", "document")
+"""Workload.packing: FlashAttention-2 varlen blocks, or FlexAttention's document mask."""
 FP8_SCALES: tuple[str, ...] = ("tensor", "block")
 """Granularity of FP8 descale factors: one per (batch, KV head) of each of Q, K, V (as
 FlashAttention-3's q_descale/k_descale/v_descale), or one per block of rows of each."""
@@ -57,6 +59,10 @@ class Workload:
     """Packed variable-length sequences (FlashAttention varlen `cu_seqlens`): sum(seqlens) == n
     == n_kv, batch 1; attention stays within a sequence (causal and window apply inside each).
     None: one sequence of n tokens per batch element."""
+    packing: str
+    """How kernels cut packed sequences into blocks: "varlen" (FlashAttention-2 varlen: each
+    sequence from its own first token, blocks never straddle two) or "document" (FlexAttention's
+    document mask over one packed sequence: blocks straddle, a straddling block is visited)."""
     d_v: int
     """Head dimension of V, O, dO and dV (None, the default, becomes d); d stays the Q·K head
     dimension (MLA prefill: d = 192, d_v = 128)."""
@@ -78,7 +84,8 @@ class Workload:
                  kv_heads: int | None = None, batch: int = 1, dtype: str = "fp16",
                  causal: bool = False, pass_: Pass = "fwd", unfused: tuple[str, ...] = (),
                  sparsity: float = 1.0, window: int | None = None,
-                 seqlens: tuple[int, ...] | None = None, d_v: int | None = None,
+                 seqlens: tuple[int, ...] | None = None, packing: str = "varlen",
+                 d_v: int | None = None,
                  latent_kv: bool = False, fp8_scales: str | None = None,
                  page_size: int | None = None, prefix_len: int | None = None,
                  suffix_lens: tuple[int, ...] | None = None) -> None:
@@ -89,7 +96,7 @@ class Workload:
         values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
                       kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
                       causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity,
-                      window=window, seqlens=seqlens,
+                      window=window, seqlens=seqlens, packing=packing,
                       d_v=d if d_v is None else d_v, latent_kv=latent_kv, fp8_scales=fp8_scales,
                       page_size=page_size, prefix_len=prefix_len, suffix_lens=suffix_lens)
         for name, value in values.items():
@@ -140,14 +147,14 @@ class Workload:
                 raise WorkloadError(
                     f"{arg('window', self.window)} is longer than the {arg('n_kv', self.n_kv)} "
                     f"keys; a window that covers every key is no window: leave {arg('window')} "
-                    f"unset (None) or use at most {arg('window', self.n_kv)}", param="window")
+                    f"out, or use at most {arg('window', self.n_kv)}", param="window")
         if self.seqlens is not None:
             lengths = limits.check_seqlens(self.seqlens, error=WorkloadError)
             object.__setattr__(self, "seqlens", lengths)
             total = sum(lengths)
             if total != self.n:
                 raise WorkloadError(f"{arg('seqlens')} add up to {total:,} tokens, not "
-                                    f"{arg('n', self.n)}; give lengths that sum to n, or "
+                                    f"{arg('n', self.n)}; give lengths that sum to {arg('n')}, or "
                                     f"{arg('n', total)}", param="seqlens")
             if self.n_kv != self.n:
                 raise WorkloadError(f"{arg('seqlens')} pack queries and keys alike (sum = n = "
@@ -159,6 +166,18 @@ class Workload:
                                     f"tokens, got {arg('batch', self.batch)}; use "
                                     f"{arg('batch', 1)} (the sequences are the batch)",
                                     param="seqlens")
+        if self.packing not in PACKINGS:
+            raise WorkloadError(f"unknown {arg('packing')} {limits.excerpt(self.packing)}; use "
+                                f"one of {', '.join(PACKINGS)}", param="packing")
+        if self.packing != "varlen" and self.seqlens is None:
+            raise WorkloadError(f"{arg('packing', self.packing)} says how packed sequences are "
+                                f"cut into blocks; give {arg('seqlens')} too, or leave "
+                                f"{arg('packing')} out", param="packing")
+        if self.masked and self.fp8_scales is not None:
+            name = "window" if self.window is not None else "seqlens"
+            raise WorkloadError(f"{arg(name)} with FP8 scales ({arg('dtype', self.dtype)}) is not "
+                                f"modelled yet (the scales' tiles under a mask); use fp16 or bf16 "
+                                f"with {arg(name)}", param=name)
         if (self.window is not None or self.seqlens is not None) and self.sparsity != 1:
             name = "window" if self.window is not None else "seqlens"
             raise WorkloadError(f"{arg(name)} does not combine with a block-sparse "
@@ -253,7 +272,8 @@ class Workload:
         mask = "causal" if self.causal else "non-causal"
         sparse = f", block-sparse s = {self.sparsity:g}" if self.sparsity != 1 else ""
         window = f", window {self.window}" if self.window is not None else ""
-        packed = (f", {len(self.seqlens)} packed sequences (longest {max(self.seqlens)})"
+        packed = (f", {len(self.seqlens)} packed sequences (longest {max(self.seqlens)}"
+                  f"{', document mask' if self.packing == 'document' else ''})"
                   if self.seqlens is not None else "")
         d_v = f" (d_v {self.d_v})" if self.d_v != self.d else ""
         latent = ", latent KV" if self.latent_kv else ""
@@ -266,6 +286,18 @@ class Workload:
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
         return replace(self, **changes)  # type: ignore[arg-type]
+
+
+def mask_fields(workload: Workload) -> dict[str, object]:
+    """The JSON keys of a workload's mask: "window" and "seqlens", each only when set (so that
+    every output without a mask stays byte-for-byte what it was)."""
+    fields: dict[str, object] = {}
+    if workload.window is not None:
+        fields["window"] = workload.window
+    if workload.seqlens is not None:
+        fields["seqlens"] = list(workload.seqlens)
+        fields["packing"] = workload.packing
+    return fields
 
 
 _PASS_NAMES = {"fwd": "forward", "bwd": "backward", "fwdbwd": "forward+backward"}

@@ -76,6 +76,12 @@ def header_grid(c: Comparison) -> Table:
         if (a.algorithm or a.name) == "splitkv":
             rows.append(("splits", f"{a.name}: {_splits_text(c, a)}"))
     rows.extend(("occupancy", line) for line in occupancy_lines(c))
+    if w.masked:
+        from iosim.analysis.mask_summary import comparison_masks, mask_lines
+
+        masks = comparison_masks(w, c.algorithms, c.hardware.sm_count)
+        impl = next((a.impl for a in c.algorithms if a.impl is not None), None)
+        rows.extend(("mask", line) for line in mask_lines(w, masks, impl))
     if w.sparsity != 1:
         num, den = w.sparsity_fraction
         rows.append(("sparsity", f"s = {num}/{den}: tiled kernels visit ⌈s·P⌉ of their P block "

@@ -35,7 +35,8 @@ from iosim.output.tables import compact_table, markdown_table
 AXIS_HEADERS = {"gpu": "GPU", "dtype": "dtype", "pass_": "pass", "causal": "causal",
                 "batch": "batch", "heads": "heads", "kv_heads": "kv heads", "d": "d", "d_v": "d_v", "n": "N",
                 "n_kv": "N_kv", "sram_bytes": "SRAM", "sram_elements": "SRAM",
-                "block_q": "B_r", "block_kv": "B_c", "sparsity": "s", "splits": "splits"}
+                "block_q": "B_r", "block_kv": "B_c", "sparsity": "s", "splits": "splits",
+                "window": "window"}
 """Varying axes shown as table columns (block axes show up in the blocks column instead)."""
 
 
@@ -66,6 +67,8 @@ def _rows(result: SweepResult, limit: int | None, *, wide: bool = False
                 cells.append("yes" if columns[key][i] else "no")
             elif axis == "sparsity":
                 cells.append(f"{columns[key][i]:g}")
+            elif axis == "window":
+                cells.append(str(columns[key][i]) if columns[key][i] else "none")
             else:
                 cells.append(str(columns[key][i]))
         tiled = columns["block_q"][i] > 0

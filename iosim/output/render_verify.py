@@ -27,6 +27,10 @@ def _header(v: Verification) -> Text:
     mask = "causal" if w.causal else "non-causal"
     if w.sparsity != 1:
         mask += f", block-sparse s = {w.sparsity:g}"
+    if w.window is not None:
+        mask += f", window {w.window}"
+    if w.seqlens is not None:
+        mask += f", {len(w.seqlens)} packed sequences"
     extra = f", unfused {','.join(w.unfused)}" if w.unfused else ""
     if "dropout" in w.unfused:
         extra += f" (p = {v.dropout_p:g})"

@@ -97,14 +97,17 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
               "fp8_scales": w.fp8_scales,
               "n_kv": (None if w.n_kv == w.n else w.n_kv,),
               "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
+              "window": (w.window,), "seqlens": w.seqlens, "packing": w.packing,
               "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
               "algorithms": tuple(a.name for a in comparison.algorithms),
               "sram_bytes": (comparison.sram_bytes if sram_given else None,),
               "page_size": w.page_size, "prefix_len": w.prefix_len, "suffix_lens": w.suffix_lens}
     gpu = (request.gpu,)
+    n_range, n_note = _masked_n_range(request.n_range, w)
     # a shared-prefix batch is one decoding step (N = 1, N_kv its longest request): no N range
-    n_range = (1,) if w.prefix_len is not None else request.n_range
-    by_n = sweep(SweepSpec(n=n_range, gpu=gpu, **common))  # type: ignore[arg-type]
+    n_range = (1,) if w.prefix_len is not None else n_range
+    by_n = sweep(SweepSpec(n=n_range, gpu=gpu, **{  # type: ignore[arg-type]
+        **common, "seqlens": None, "packing": "varlen"}))
     tiled = [a for a in comparison.algorithms if a.tiling is not None]
     block_sweeps: list[tuple[str, str, SweepResult]] = []
     for a in tiled:
@@ -154,6 +157,11 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
 
     # 1. the comparison
     blocks += [Heading(2, "1. Standard attention vs FlashAttention")]
+    if w.masked:  # what the window or the packing does to each tiled kernel (mask_summary.py)
+        from iosim.analysis.mask_summary import comparison_masks, mask_lines
+
+        masks = comparison_masks(w, comparison.algorithms, comparison.hardware.sm_count)
+        blocks += [Para(f"**Mask** {line}.") for line in mask_lines(w, masks)]
     for table in (render_tables.summary_table(comparison, wide=True),
                   render_tables.kernel_table(comparison, wide=True),
                   render_tables.tensor_table(comparison)):
@@ -184,6 +192,7 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
                Para("Standard attention moves Θ(Nd + N²) bytes, FlashAttention Θ(N²d²/M) "
                     "(Theorem 2): both grow as N² at large N, FlashAttention's a factor ≈ d²/M "
                     "lower. Grey guides: N², Theorem 2's N²d²/M term and the compulsory traffic."),
+               *([Para(n_note)] if n_note else []),
                figure(plot.traffic_vs_n(by_n), "traffic_vs_n", "HBM traffic vs N"),
                Para(_hbm_sentence(by_n, hw.hbm_capacity_bytes)),
                figure(plot.time_vs_n(by_n), "time_vs_n", "roofline time vs N"),
@@ -219,6 +228,22 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     report.files += [folder / "index.md", folder / "index.html"]
     report.summary = summary
     return report
+
+
+def _masked_n_range(n_range: tuple[int, ...], w: Workload) -> tuple[tuple[int, ...], str]:
+    """The N values of the N sweep under a mask, and what the report says about them: a window
+    needs N_kv >= W (shorter sequences are left out), and packed sequences exist at one N only
+    (the sweep runs one sequence of each N instead)."""
+    notes = []
+    if w.seqlens is not None:
+        notes.append(f"The {len(w.seqlens):,} packed sequences exist at N = {w.n:,} only: this "
+                     f"sweep runs one unpacked sequence of each N.")
+    if w.window is not None and w.n_kv == w.n:
+        kept = tuple(n for n in n_range if n >= w.window) or (w.n,)
+        if kept != n_range:
+            notes.append(f"N below the window ({w.window:,}) is left out.")
+        n_range = kept
+    return n_range, " ".join(notes)
 
 
 def _hbm_sentence(by_n: SweepResult, capacity_bytes: float) -> str:

@@ -2,9 +2,9 @@
 
 A million-point sweep is three million rows: building them all at once (a DataFrame, a list of
 dicts) took 2.5 GB for CSV and 21.5 GB for JSON. Here each chunk of CHUNK_POINTS points becomes
-one block of text through a single %-format template per row (C-level formatting, no per-field
-Python calls), is written, and is dropped. benchmarks/sweep_formats.py measures it
-(docs/sweeps-benchmarks.md).
+one block of text, column by column in NumPy (output/text_columns.py: no per-cell Python call;
+each float still Python's own repr), is written, and is dropped. benchmarks/sweep_formats.py
+measures it (docs/sweeps-benchmarks.md).
 
 The columns are `SweepResult.columns()`; an untiled algorithm's block sizes are empty (CSV) or
 null (JSON), as are the backward's blocks of a forward pass.
@@ -13,14 +13,13 @@ null (JSON), as are the backward's blocks of a forward pass.
 from __future__ import annotations
 
 import json
-import math
 from collections.abc import Callable
 from typing import IO, Any
 
 import numpy as np
 
 from iosim.analysis.sweep import SweepResult
-from iosim.output import strict_json
+from iosim.output import strict_json, text_columns
 
 CHUNK_POINTS = 1 << 14
 """Points per written block: bounds the memory to a few tens of MB whatever the sweep's size."""
@@ -34,32 +33,23 @@ def _chunks(result: SweepResult) -> Any:
         yield result.columns(start=start, max_points=CHUNK_POINTS)
 
 
-def _column_lists(columns: dict[str, np.ndarray], *, empty: str,
-                  text: Callable[[Any], str], boolean: tuple[str, str]
-                  ) -> tuple[list[str], list[list[Any]]]:
-    """Per column its %-code and its values as Python objects ready for that code."""
-    codes, lists = [], []
+def _text_columns(columns: dict[str, np.ndarray], *, empty: str, text: Callable[[Any], str],
+                  boolean: tuple[str, str]) -> list[text_columns.Cells]:
+    """Each column as text: blocks 0 as `empty`, non-finite floats as `empty`, booleans as the
+    pair (true, false), names through `text`."""
+    out = []
     for name, values in columns.items():
         if name in BLOCK_COLUMNS:
-            codes.append("%s")
-            lists.append([v if v else empty for v in values.tolist()])
+            out.append(text_columns.integers(values, zero=empty))
         elif values.dtype.kind == "b":
-            codes.append("%s")
-            yes, no = boolean
-            lists.append([yes if v else no for v in values.tolist()])
+            out.append(text_columns.booleans(values, true=boolean[0], false=boolean[1]))
         elif values.dtype.kind in "iu":
-            codes.append("%d")
-            lists.append(values.tolist())
+            out.append(text_columns.integers(values))
         elif values.dtype.kind == "f":
-            finite = bool(np.isfinite(values).all())
-            codes.append("%r" if finite else "%s")
-            lists.append(values.tolist() if finite else [
-                repr(v) if math.isfinite(v) else empty for v in values.tolist()])
+            out.append(text_columns.floats(values, non_finite=empty))
         else:  # names: GPU, dtype, pass, algorithm, bound (few distinct values)
-            names = {v: text(v) for v in set(values.tolist())}
-            codes.append("%s")
-            lists.append([names[v] for v in values.tolist()])
-    return codes, lists
+            out.append(text_columns.names(values, text))
+    return out
 
 
 def _csv_text(value: Any) -> str:
@@ -81,26 +71,19 @@ def per_point_columns(result: SweepResult) -> tuple[str, ...]:
     return (*PER_POINT[:at], "d_v", *PER_POINT[at:])
 
 
-def _per_point(result: SweepResult, columns: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
-    """The chunk's columns with the per-point ones once per point instead of once per row."""
+def _chunk_text(result: SweepResult, columns: dict[str, np.ndarray], separators: list[str], *,
+                empty: str, text: Callable[[Any], str], boolean: tuple[str, str]) -> bytes:
+    """The chunk's rows, UTF-8: the per-point columns formatted once per point and repeated on
+    each of its algorithms' rows; `separators` as in `text_columns.join_rows`."""
     k = len(result.algorithms)
     lead = per_point_columns(result)
     assert list(columns)[:len(lead)] == list(lead)
-    return {name: values[::k] if name in lead else values
-            for name, values in columns.items()}
-
-
-def _rows_text(result: SweepResult, template: str, lists: list[list[Any]], sep: str
-               ) -> list[str]:
-    """Every row of a chunk through `template`; the per-point columns (`lists` from
-    `_per_point`) formatted once a point and joined to each of its algorithms' rows."""
-    k = len(result.algorithms)
-    lead = len(per_point_columns(result))
-    head = sep.join(template.split(sep)[:lead])
-    tail = sep.join(template.split(sep)[lead:])
-    heads = [head % row for row in zip(*lists[:lead], strict=True)]
-    tails = [tail % row for row in zip(*lists[lead:], strict=True)]
-    return [heads[i // k] + sep + t for i, t in enumerate(tails)]
+    per_point = {name: columns[name][::k] for name in lead}
+    per_row = {name: values for name, values in columns.items() if name not in lead}
+    options: dict[str, Any] = {"empty": empty, "text": text, "boolean": boolean}
+    cells = [text_columns.repeat(c, k) for c in _text_columns(per_point, **options)]
+    cells += _text_columns(per_row, **options)
+    return text_columns.join_rows(cells, separators)
 
 
 def write_csv(result: SweepResult, stream: IO[str]) -> None:
@@ -110,28 +93,30 @@ def write_csv(result: SweepResult, stream: IO[str]) -> None:
         if not header_written:
             stream.write(",".join(columns) + "\n")
             header_written = True
-        codes, lists = _column_lists(_per_point(result, columns), empty="", text=_csv_text,
-                                     boolean=("True", "False"))
-        rows = _rows_text(result, ",".join(codes), lists, ",")
-        stream.write("\n".join(rows) + "\n")
+        separators = ["", *[","] * (len(columns) - 1), "\n"]
+        stream.write(_chunk_text(result, columns, separators, empty="", text=_csv_text,
+                                 boolean=("True", "False")).decode("utf-8"))
 
 
-def _json_rows(result: SweepResult) -> Any:
-    """Each chunk's rows as JSON objects, one per line (no trailing newline)."""
+ROW_END = ",\n  "
+"""Between two rows of a JSON document (JSON Lines: a newline)."""
+
+
+def _json_rows(result: SweepResult, row_end: str) -> Any:
+    """Each chunk's rows as JSON objects, each followed by `row_end`."""
     for columns in _chunks(result):
-        codes, lists = _column_lists(_per_point(result, columns), empty="null",
-                                     text=json.dumps, boolean=("true", "false"))
-        template = ", ".join(f"{json.dumps(name)}: {code}"
-                             for name, code in zip(columns, codes, strict=True))
-        yield ["{" + row + "}" for row in _rows_text(result, template, lists, ", ")]
+        keys = [json.dumps(name) + ": " for name in columns]
+        separators = ["{" + keys[0], *[", " + key for key in keys[1:]], "}" + row_end]
+        yield _chunk_text(result, columns, separators, empty="null", text=json.dumps,
+                          boolean=("true", "false")).decode("utf-8")
 
 
 def write_jsonl(result: SweepResult, stream: IO[str]) -> None:
     """JSON Lines: the sweep's metadata on the first line ({"metadata": ...}), then one object
     per row."""
     stream.write(strict_json.dumps({"metadata": result.metadata()}, ensure_ascii=False) + "\n")
-    for rows in _json_rows(result):
-        stream.write("\n".join(rows) + "\n")
+    for rows in _json_rows(result, "\n"):
+        stream.write(rows)
 
 
 def write_json(result: SweepResult, stream: IO[str]) -> None:
@@ -139,8 +124,9 @@ def write_json(result: SweepResult, stream: IO[str]) -> None:
     head = strict_json.dumps(result.metadata(), indent=1, ensure_ascii=False)
     stream.write(head[:-2] + ',\n "rows": [')
     first = True
-    for rows in _json_rows(result):
-        stream.write(("\n  " if first else ",\n  ") + ",\n  ".join(rows))
+    for rows in _json_rows(result, ROW_END):
+        # each row ends with ROW_END; the chunk's last one is written before the next chunk
+        stream.write(("\n  " if first else ROW_END) + rows[:-len(ROW_END)])
         first = False
     stream.write("\n ]\n}\n")
 
