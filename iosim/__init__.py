@@ -49,6 +49,13 @@ _PUBLIC = {
     "verify": "iosim.analysis.verify",
     "walk": "iosim.algorithms.tilewalk",
     "walk_arrays": "iosim.algorithms.tilestream",
+    "Model": "iosim.inputs.models",
+    "ModelComparison": "iosim.analysis.model_compare",
+    "compare_model": "iosim.analysis.model_compare",
+    "list_models": "iosim.inputs.model_files",
+    "load_model": "iosim.inputs.model_files",
+    "model_layers": "iosim.inputs.model_presets",
+    "resolve_model": "iosim.inputs.model_files",
 }
 """Each public name and the module it lives in: imported on first use (PEP 562), so that
 `import iosim` loads none of the executor, sweeps or plots until a caller asks for them."""
@@ -61,6 +68,7 @@ if TYPE_CHECKING:
     from iosim.algorithms.traffic import Term, Traffic
     from iosim.analysis.compare import compare
     from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
+    from iosim.analysis.model_compare import ModelComparison, compare_model
     from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
     from iosim.analysis.verification import Verification
     from iosim.analysis.verify import verify
@@ -72,6 +80,9 @@ if TYPE_CHECKING:
     from iosim.inputs.gpus import list_hardware, resolve_hardware
     from iosim.inputs.hardware import Hardware
     from iosim.inputs.hardware_yaml import load_hardware
+    from iosim.inputs.model_files import list_models, load_model, resolve_model
+    from iosim.inputs.model_presets import model_layers
+    from iosim.inputs.models import Model
     from iosim.inputs.tiling import Tiling, make_tiling
     from iosim.inputs.workload import Workload
 
@@ -102,6 +113,8 @@ __all__ = [
     "Hardware",
     "IosimError",
     "KernelEstimate",
+    "Model",
+    "ModelComparison",
     "Roofs",
     "SweepResult",
     "SweepSpec",
@@ -119,12 +132,17 @@ __all__ = [
     "__version__",
     "closed_form",
     "compare",
+    "compare_model",
     "dram_estimate",
     "get_algorithm",
     "list_hardware",
+    "list_models",
     "load_hardware",
+    "load_model",
     "make_tiling",
+    "model_layers",
     "resolve_hardware",
+    "resolve_model",
     "roofs_for",
     "sweep",
     "verify",

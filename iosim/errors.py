@@ -81,3 +81,12 @@ class WorkloadError(IosimError):
 
 class TilingError(IosimError):
     """Block sizes that do not fit in the SRAM, or an SRAM too small for the head dimension."""
+
+
+class UnknownModelError(IosimError):
+    """A --model value that is neither a shipped model, an alias nor a model YAML file."""
+
+
+class ModelError(IosimError):
+    """A model preset that cannot apply: a flag contradicting one of its figures, a layer kind
+    it lacks, a form (latent KV) it has no dimensions for."""

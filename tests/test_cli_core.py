@@ -147,7 +147,7 @@ def test_every_command_has_help_and_is_in_the_readme():
     readme = (Path(__file__).parents[1] / "README.md").read_text()
     context = click.Context(cli)
     names = cli.list_commands(context)
-    assert len(names) == 9
+    assert len(names) == 10
     for name in names:
         command = cli.get_command(context, name)
         assert command is not None and command.help, f"{name} has no help"

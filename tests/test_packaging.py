@@ -23,6 +23,8 @@ def test_wheel_ships_the_gpu_configs(tmp_path):
     shipped = sorted(p.name for p in (ROOT / "configs" / "gpus").glob("*.yaml"))
     assert sorted(Path(n).name for n in names if n.startswith("iosim/configs/gpus/")) == shipped
     assert "iosim/py.typed" in names
+    models = sorted(p.name for p in (ROOT / "configs" / "models").glob("*.yaml"))
+    assert sorted(Path(n).name for n in names if n.startswith("iosim/configs/models/")) == models
 
     target = tmp_path / "site"
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--target", str(target),

@@ -17,6 +17,7 @@ COMMAND_MODULES = {
     "explain": "iosim.cli.explain_cmd",
     "gpus": "iosim.cli.gpus_cmd",
     "measure": "iosim.cli.measure_cmd",
+    "models": "iosim.cli.models_cmd",
     "report": "iosim.cli.report_cmd",
     "roofline": "iosim.cli.roofline_cmd",
     "sweep": "iosim.cli.sweep_cmd",

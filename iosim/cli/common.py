@@ -271,8 +271,10 @@ def comparison_options(f: F) -> F:
 def comparison_options_with(**defaults: Any) -> Callable[[F], F]:
     """comparison_options with other workload defaults (as workload_options takes them)."""
     def apply(g: F) -> F:
+        from iosim.cli.model_flags import model_options
+
         with_workload: F = workload_options(head_dim_options(mask_options(decoding_options(
-            tiling_options(impl_options(algorithm_options(g)))))), **defaults)
+            tiling_options(impl_options(algorithm_options(model_options(g))))))), **defaults)
         return gpu_option(with_workload)
     return apply
 
@@ -285,7 +287,11 @@ COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo",
 
 
 def workload_from(params: dict[str, Any]) -> Workload:
-    """The Workload of comparison_options' flags."""
+    """The Workload of comparison_options' flags (under --model: of its one layer kind)."""
+    if params.get("model") is not None or params.get("layer") is not None:
+        from iosim.cli.model_flags import single_model_layer
+
+        return single_model_layer(params, workload_from).workload
     sparsity = params.get("sparsity")
     sizes = {"n_kv": params["n_kv"], "batch": params["batch"], **decoding_fields(params)}
     return Workload(params["n"], d=params["d"], heads=params["heads"],
@@ -343,8 +349,14 @@ def command_words(ctx: click.Context, params: dict[str, Any]) -> list[str]:
     """Every option with a value (defaults spelled out; unset options and flags left off), as
     words of the command line that remakes a report."""
     words: list[str] = []
+    preset: set[str] = set()
+    if params.get("model") is not None:  # the preset fills these: only typed ones are kept
+        from iosim.cli.model_flags import given_fields
+        from iosim.inputs.model_presets import PRESET_FIELDS
+
+        preset = set(PRESET_FIELDS) - set(given_fields(params, ctx))
     for param in ctx.command.params:
-        if not isinstance(param, click.Option) or param.name not in params:
+        if not isinstance(param, click.Option) or param.name not in params or param.name in preset:
             continue
         value = params[param.name]
         if value is None or value is False:

@@ -34,9 +34,13 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
       iosim compare --n 4096 --gpu my-gpu.yaml --sram-elements 65536 --format json
       iosim compare --n 1024 --heads 16 --batch 64 --gpu a100-40gb-sxm --pass fwdbwd
       iosim compare --n 1 --n-kv 32768 --d 128 --heads 32 --kv-heads 8 --gpu h100
+      iosim compare --model gemma-2-9b --n 8192 --gpu h100
       iosim compare --n 1 --n-kv 8192 --d 128 --heads 32 --kv-heads 8 --batch 4 --gpu h200 \\
           --algo splitkv --splits auto
     """
+    if params.get("model") is not None or params.get("layer") is not None:
+        _compare_model(fmt, wide, params)
+        return
     choice = split_choice(params) if splits_auto(params) else None
     arguments = compare_arguments({**params, "splits": None} if choice else params)
     result = compare(workload_from(params), params["gpu"], **arguments)
@@ -83,3 +87,26 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
         if result.paging is not None:
             console.print(result.paging.note[0].upper() + result.paging.note[1:] + ".",
                           highlight=False)
+
+
+def _compare_model(fmt: str, wide: bool, params: dict[str, Any]) -> None:
+    """--model: every layer kind (or --layer's), and the whole model's sums."""
+    from iosim.analysis.model_compare import compare_model
+    from iosim.cli.model_flags import builder, given_fields, model_of
+    from iosim.output import render, render_model
+
+    model = model_of(params)
+    assert model is not None
+    result = compare_model(model, builder(params, workload_from), params["gpu"],
+                           given=given_fields(params), latent_kv=bool(params.get("latent_kv")),
+                           layer=params.get("layer"), **compare_arguments(params))
+    for lc in result.layers:
+        refuse_impossible_sram(lc.comparison, params["force"])
+    if fmt == "json":
+        click.echo(render_model.model_comparison_json(result))
+    elif fmt == "csv":
+        click.echo(render_model.model_comparison_csv(result), nl=False)
+    elif fmt == "markdown":
+        click.echo(render_model.model_comparison_markdown(result), nl=False)
+    else:
+        render_model.print_model_comparison(result, render.make_console(), wide=wide)

@@ -24,6 +24,7 @@ from iosim.cli.lists import (
     parse_names,
     parse_sizes,
 )
+from iosim.cli.model_flags import model_options, sweep_with_model
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import PASSES, UNFUSED_OPS
 
@@ -120,6 +121,7 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
               show_default=True,
               help="Output format (table and markdown show --limit rows; csv, jsonl (JSON "
                    "Lines: metadata, then a row per line) and json stream every row).")
+@model_options
 @wide_option
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
               help="Rows shown by the table and markdown formats.")
@@ -137,7 +139,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   splits: tuple[int | None, ...] | None, sram: str | None,
                   sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
                   fmt: str, wide: bool, limit: int, plot_dir: Path | None,
-                  force: bool) -> None:
+                  force: bool, model: str | None, layer: str | None) -> None:
     """Evaluate a grid of workloads × GPUs × block sizes with the exact closed forms.
 
     Every workload flag takes one value, a list (1024,4096) or a range: a..b doubles
@@ -151,6 +153,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
       iosim sweep --gpu a100-40gb-sxm --n 1024 --heads 16 --batch 64 \\
           --algo flash1 --block-kv 32..2048 --plot figures/
       iosim sweep --gpu a100,h100,h200 --n 1024,4096 --d 64,128 --causal no,yes --format csv
+      iosim sweep --gpu h100 --model llama-3.1-8b --n 1024..32768
     """
     suffixes = parse_suffix_lens(suffix_lens)
     if suffixes is not None and prefix_len is not None:  # one request per suffix, the longest
@@ -175,6 +178,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         page_size=page_size, prefix_len=prefix_len, suffix_lens=suffixes,
         profile=profile,  # type: ignore[arg-type]
     )
+    spec = sweep_with_model(spec, {"model": model, "layer": layer})
     if plot_dir is not None:
         from iosim.output.folders import ensure_writable_dir
 

@@ -8,9 +8,16 @@ import click
 
 from iosim.analysis.verify import verify
 from iosim.cli import cli
-from iosim.cli.common import comma_list, decoding_fields, decoding_options, mask_options, parse_seqlens
+from iosim.cli.common import (
+    comma_list,
+    decoding_fields,
+    decoding_options,
+    mask_options,
+    parse_seqlens,
+)
+from iosim.cli.model_flags import model_options, workload_of
 from iosim.execute import EXECUTOR_DTYPES
-from iosim.inputs.workload import PASSES, Workload
+from iosim.inputs.workload import PASSES
 from iosim.output import strict_json
 
 VERIFY_DTYPES = {"fp16": "float16", "fp32": "float32", "fp64": "float64",
@@ -78,15 +85,17 @@ def executor_dtype(value: str) -> str:
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Output format.")
 @decoding_options
-def verify_command(n: int, n_kv: int | None, d: int, d_v: int | None, latent_kv: bool,
-                   fp8_scales: str | None, heads: int,
+@model_options
+@click.pass_context
+def verify_command(ctx: click.Context, /, n: int, n_kv: int | None, d: int, d_v: int | None,
+                   latent_kv: bool, fp8_scales: str | None, heads: int,
                    kv_heads: int | None, batch: int,
                    causal: bool, sparsity: float, window: int | None, seqlens: str | None,
                    packing: str, dtype: str, block: int, block_q: int | None,
                    block_kv: int | None, sram: str | None, algo: str | None, splits: int | None,
                    seed: int, unfused: str | None, dropout_p: float, pass_: str,
-                   fmt: str, page_size: int | None, prefix_len: int | None,
-                   suffix_lens: str | None) -> None:
+                   fmt: str, model: str | None, layer: str | None, page_size: int | None,
+                   prefix_len: int | None, suffix_lens: str | None) -> None:
     """Prove the counts: closed form = tile walk = NumPy executor, and the output exact.
 
     Runs each algorithm on seeded random data through an instrumented HBM that counts every
@@ -100,17 +109,16 @@ def verify_command(n: int, n_kv: int | None, d: int, d_v: int | None, latent_kv:
       iosim verify --n 300 --n-kv 200 --causal --heads 4 --kv-heads 2 --block-q 48 --block-kv 32
       iosim verify --n 256 --d 16 --block 64 --pass fwdbwd
       iosim verify --n 1 --n-kv 4096 --heads 8 --kv-heads 2 --algo splitkv --splits 4
+      iosim verify --model llama-3.2-1b --n 128 --block 64
     """
-    sizes = {"n_kv": n_kv, "batch": batch, **decoding_fields(
-        {"n_kv": n_kv, "batch": batch, "page_size": page_size, "prefix_len": prefix_len,
-         "suffix_lens": suffix_lens})}
-    workload = Workload(n, d=d, heads=heads, kv_heads=kv_heads,
-                        causal=causal, pass_=pass_,  # type: ignore[arg-type]
-                        unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity, d_v=d_v,
-                        latent_kv=latent_kv, fp8_scales=fp8_scales,
-                        dtype="fp8_e4m3" if fp8_scales else "fp16",
-                        window=window, seqlens=parse_seqlens(seqlens),  # type: ignore[arg-type]
-                        packing=packing, **sizes)
+    fields = dict(n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch, causal=causal,
+                  pass_=pass_, unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity,
+                  d_v=d_v, latent_kv=latent_kv, fp8_scales=fp8_scales,
+                  dtype="fp8_e4m3" if fp8_scales else "fp16", window=window,
+                  seqlens=parse_seqlens(seqlens), packing=packing)
+    fields.update(decoding_fields({"n_kv": n_kv, "batch": batch, "page_size": page_size,
+                                   "prefix_len": prefix_len, "suffix_lens": suffix_lens}))
+    workload = workload_of(n, fields, {**ctx.params, "model": model, "layer": layer}, ctx)
     result = verify(workload, algorithms=comma_list(algo), dtype=dtype,
                     block_q=block if block_q is None else block_q,
                     block_kv=block if block_kv is None else block_kv,

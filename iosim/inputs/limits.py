@@ -62,6 +62,9 @@ MAX_BLOCK: Final = MAX_LENGTH
 MAX_SPLITS: Final = MAX_LENGTH
 """splitkv's --splits (it must also be at most the number of key blocks)."""
 
+MAX_LAYERS: Final = 1 << 16
+"""Layers of one kind in a model YAML (today's largest models have about 100 to 200)."""
+
 MAX_PAGE_SIZE: Final = 1 << 20
 """Tokens per KV-cache page (--page-size): serving stacks use 1 to 256; a page longer than the
 sequence is one partly filled page."""

@@ -1,0 +1,274 @@
+"""Reading model presets: one YAML per model, validated strictly, and the shipped ones.
+
+The format is models.py's; this module reads a file (through safe_yaml.py, as GPU files are
+read), refuses unknown keys (with a "did you mean"), missing keys, wrong types, figures out of
+range (inputs/limits.py) and MLA dimensions that do not add up, with the file and key named;
+and it finds the shipped presets (configs/models) for `--model NAME`.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from functools import cache
+from pathlib import Path
+from typing import Any
+
+from iosim.errors import ConfigError, IosimError, UnknownModelError
+from iosim.inputs.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_LENGTH, clip, excerpt
+from iosim.inputs.models import MLA_KEYS, LayerGroup, MlaDims, Model, ModelFigure
+from iosim.inputs.safe_yaml import read_yaml
+from iosim.inputs.suggest import did_you_mean
+
+SCHEMA_VERSION = 1
+_TOP_KEYS = ("schema_version", "name", "display_name", "aliases", "sources", "heads", "kv_heads",
+             "d", "d_v", "causal", "layers", "mla", "notes")
+_FIGURE_KEYS = ("value", "source", "field", "note")
+_LAYER_KEYS = ("kind", "count", "window", "source", "field", "note")
+
+
+def _refuse_unknown(path: str, where: str, raw: Mapping[Any, Any], allowed: tuple[str, ...]) -> None:
+    for key in raw:
+        if key not in allowed:
+            hint = did_you_mean(str(key), allowed)
+            at = f"{where}.{clip(key)}" if where else clip(key)
+            raise ConfigError(path, at, f"unknown key.{hint} Allowed: {', '.join(allowed)}")
+
+
+def _count(path: str, key: str, value: object, high: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise ConfigError(path, key, f"must be a whole number, got {excerpt(value)}")
+    if not 1 <= value <= high:
+        raise ConfigError(path, key, f"must be a whole number from 1 to {high:,}, got "
+                                     f"{excerpt(value)}")
+    return value
+
+
+def _source(path: str, key: str, raw: Mapping[str, Any], sources: Mapping[str, str]) -> str:
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source", f"missing; every figure names one of the "
+                                                 f"sources ({', '.join(sources)})")
+    if source not in sources:
+        hint = did_you_mean(source, sources)
+        raise ConfigError(path, f"{key}.source", f"{excerpt(source)} is not a key of "
+                                                 f"sources.{hint} Sources: {', '.join(sources)}")
+    return source
+
+
+def _text(path: str, key: str, value: object) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(path, key, f"must be text, got {excerpt(value)}")
+    return value
+
+
+def _figure(path: str, key: str, raw: object, sources: Mapping[str, str], *,
+            high: int | None) -> ModelFigure:
+    """A {value, source, field, note} mapping; a whole number in [1, high], or a boolean when
+    `high` is None."""
+    if not isinstance(raw, dict):
+        raise ConfigError(path, key, f"expected a mapping {{value: ..., source: ...}}, got "
+                                     f"{excerpt(raw)}")
+    _refuse_unknown(path, key, raw, _FIGURE_KEYS)
+    if "value" not in raw:
+        raise ConfigError(path, f"{key}.value", "missing")
+    value = raw["value"]
+    if high is None:
+        if not isinstance(value, bool):
+            raise ConfigError(path, f"{key}.value", f"must be true or false, got {excerpt(value)}")
+    else:
+        value = _count(path, f"{key}.value", value, high)
+    return ModelFigure(value, _source(path, key, raw, sources),
+                       _text(path, f"{key}.field", raw.get("field")),
+                       _text(path, f"{key}.note", raw.get("note")))
+
+
+def _sources(path: str, raw: object) -> dict[str, str]:
+    if not isinstance(raw, dict) or not raw:
+        raise ConfigError(path, "sources", "missing; name where the figures come from, e.g. "
+                                           "{config: https://huggingface.co/.../config.json}")
+    for key, text in raw.items():
+        if not isinstance(key, str) or not isinstance(text, str) or not text.strip():
+            raise ConfigError(path, f"sources.{clip(key)}", "must be text naming a source (a "
+                                                            "URL with its revision, a paper)")
+    return {k: " ".join(v.split()) for k, v in raw.items()}
+
+
+def _layer(path: str, index: int, raw: object, sources: Mapping[str, str], *,
+           several: bool) -> LayerGroup:
+    key = f"layers[{index}]"
+    if not isinstance(raw, dict):
+        raise ConfigError(path, key, f"expected a mapping {{kind, count, window, source}}, got "
+                                     f"{excerpt(raw)}")
+    _refuse_unknown(path, key, raw, _LAYER_KEYS)
+    kind = raw.get("kind", None if several else "all")
+    if not isinstance(kind, str) or not kind.strip() or kind != kind.strip().lower():
+        raise ConfigError(path, f"{key}.kind", "must be a short lower-case name (local, global): "
+                                               "a model with several layer groups names each")
+    if "count" not in raw:
+        raise ConfigError(path, f"{key}.count", "missing: how many layers are of this kind")
+    window = raw.get("window")
+    return LayerGroup(kind, _count(path, f"{key}.count", raw["count"], MAX_LAYERS),
+                      None if window is None else _count(path, f"{key}.window", window, MAX_LENGTH),
+                      _source(path, key, raw, sources), _text(path, f"{key}.field", raw.get("field")))
+
+
+def _layers(path: str, raw: object, sources: Mapping[str, str]) -> tuple[LayerGroup, ...]:
+    if not isinstance(raw, list) or not raw:
+        raise ConfigError(path, "layers", "missing; list the layer groups, e.g. "
+                                          "[{count: 32, source: config}]")
+    groups = tuple(_layer(path, i, g, sources, several=len(raw) > 1) for i, g in enumerate(raw))
+    kinds = [g.kind for g in groups]
+    for i, kind in enumerate(kinds):
+        if kind in kinds[:i]:
+            raise ConfigError(path, f"layers[{i}].kind", f"{kind!r} is listed twice; merge the "
+                                                         f"groups (add their counts)")
+    return groups
+
+
+def _mla(path: str, raw: object, sources: Mapping[str, str]) -> tuple[MlaDims, dict[str, ModelFigure]]:
+    if not isinstance(raw, dict):
+        raise ConfigError(path, "mla", f"expected a mapping of {', '.join(MLA_KEYS)}")
+    _refuse_unknown(path, "mla", raw, MLA_KEYS)
+    figures = {}
+    for key in MLA_KEYS:
+        if key not in raw:
+            raise ConfigError(path, f"mla.{key}", "missing (every MLA dimension is required)")
+        figures[f"mla.{key}"] = _figure(path, f"mla.{key}", raw[key], sources, high=MAX_HEAD_DIM)
+    dims = MlaDims(*(int(figures[f"mla.{k}"].value) for k in MLA_KEYS))
+    return dims, figures
+
+
+def _check_mla(path: str, dims: MlaDims, figures: Mapping[str, ModelFigure]) -> None:
+    """An MLA model's kv_heads, d and d_v follow from its dimensions; any given must agree."""
+    expected = {"kv_heads": (int(figures["heads"].value), "heads (decompressed K/V: one per "
+                                                          "query head)"),
+                "d": (dims.prefill_d, f"qk_nope_head_dim + qk_rope_head_dim = "
+                                      f"{dims.qk_nope_head_dim} + {dims.qk_rope_head_dim}"),
+                "d_v": (dims.v_head_dim, "v_head_dim")}
+    for key, (value, rule) in expected.items():
+        if key in figures and figures[key].value != value:
+            raise ConfigError(path, f"{key}.value", f"{figures[key].value} does not match the "
+                                                    f"MLA dimensions: {key} = {rule} = {value}; "
+                                                    f"fix it or leave {key} out")
+
+
+def load_model(path: str | os.PathLike[str]) -> Model:
+    """Load and validate one model YAML file."""
+    where = str(Path(path))
+    raw = read_yaml(Path(path))
+    if not isinstance(raw, dict):
+        raise ConfigError(where, None, f"expected a mapping of keys at the top level, got "
+                                       f"{excerpt(raw)}")
+    _refuse_unknown(where, "", raw, _TOP_KEYS)
+    version = raw.get("schema_version")
+    if isinstance(version, bool) or version != SCHEMA_VERSION:
+        got = excerpt(version) if "schema_version" in raw else "missing"
+        raise ConfigError(where, "schema_version", f"must be {SCHEMA_VERSION}, got {got}")
+    name = raw.get("name")
+    if not isinstance(name, str) or not name.strip() or any(c.isspace() for c in name.strip()):
+        raise ConfigError(where, "name", "missing; give the model a short name without spaces, "
+                                         "e.g. llama-3.1-8b")
+    aliases = raw.get("aliases", [])
+    if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
+        raise ConfigError(where, "aliases", "must be a list of names")
+    sources = _sources(where, raw.get("sources"))
+    figures: dict[str, ModelFigure] = {}
+    mla = None
+    if "mla" in raw:
+        mla, mla_figures = _mla(where, raw["mla"], sources)
+        figures.update(mla_figures)
+    required = ("heads", "causal") if mla else ("heads", "kv_heads", "d", "causal")
+    for key in _TOP_KEYS[5:10]:  # heads, kv_heads, d, d_v, causal
+        if key in raw:
+            high = None if key == "causal" else MAX_HEADS if "heads" in key else MAX_HEAD_DIM
+            figures[key] = _figure(where, key, raw[key], sources, high=high)
+        elif key in required:
+            raise ConfigError(where, key, "missing (required" + (", or give mla: dimensions)"
+                                                                 if key in ("kv_heads", "d")
+                                                                 else ")"))
+    if mla is not None:
+        _check_mla(where, mla, figures)
+    heads = int(figures["heads"].value)
+    kv_heads = int(figures["kv_heads"].value) if "kv_heads" in figures else heads
+    d = int(figures["d"].value) if "d" in figures else mla.prefill_d  # type: ignore[union-attr]
+    d_v = int(figures["d_v"].value) if "d_v" in figures else (mla.v_head_dim if mla else d)
+    if heads % kv_heads:
+        raise ConfigError(where, "kv_heads.value", f"{kv_heads} does not divide heads = {heads}; "
+                                                   f"GQA needs heads = groups × kv_heads")
+    display = _text(where, "display_name", raw.get("display_name"))
+    return Model(name=name.strip(), display_name=(display or name).strip(), path=where,
+                 heads=heads, kv_heads=kv_heads, d=d, d_v=d_v,
+                 causal=bool(figures["causal"].value),
+                 layers=_layers(where, raw.get("layers"), sources), sources=sources,
+                 aliases=tuple(a.strip() for a in aliases), mla=mla, figures=figures,
+                 notes=_text(where, "notes", raw.get("notes")))
+
+
+# ---------------------------------------------------------------------------------------------
+# The shipped models
+
+
+def models_dir() -> Path:
+    """configs/models: inside the installed package (wheel), else at the source checkout's top."""
+    package = Path(__file__).resolve().parent.parent
+    for candidate in (package / "configs" / "models", package.parent / "configs" / "models"):
+        if candidate.is_dir():
+            return candidate
+    raise IosimError(f"the shipped model presets are missing (looked in "
+                     f"{package / 'configs' / 'models'}); reinstall iosim")
+
+
+def shipped_model_paths() -> list[Path]:
+    """The model YAML files that ship with iosim, sorted by name."""
+    return sorted(models_dir().glob("*.yaml"))
+
+
+@cache
+def _load_shipped(path: str) -> Model:
+    return load_model(path)
+
+
+def list_models() -> list[Model]:
+    """Every shipped model preset, sorted by name."""
+    return [_load_shipped(str(p)) for p in shipped_model_paths()]
+
+
+def resolve_model(spec: str) -> Model:
+    """A --model value: a shipped name, an alias, or a path to the user's own YAML."""
+    text = spec.strip()
+    if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
+        try:
+            is_file = Path(text).is_file()
+        except (OSError, ValueError) as exc:  # a name too long, a NUL byte
+            reason = getattr(exc, "strerror", None) or str(exc)
+            raise UnknownModelError(f"cannot use model file {excerpt(text)}: {reason}") from None
+        if not is_file:
+            raise UnknownModelError(f"no such model file: {clip(text, 200)}")
+        return load_model(text)
+    key = text.lower()
+    paths = {p.stem: p for p in shipped_model_paths()}
+    if key in paths:
+        return _load_shipped(str(paths[key]))
+    models = list_models()
+    for model in models:
+        if key in (a.lower() for a in model.aliases):
+            return model
+    hint = did_you_mean(text, [*paths, *(a for m in models for a in m.aliases)])
+    raise UnknownModelError(f"unknown model {excerpt(spec)}.{hint} Shipped: {', '.join(paths)} "
+                            f"(or pass a path to your own model YAML; `iosim models` lists them)")
+
+
+def shown_path(model: Model) -> str:
+    """configs/models/NAME.yaml for a shipped model (wherever iosim is installed), else the
+    path the user gave."""
+    path = Path(model.path)
+    try:
+        shipped = path.resolve().parent == models_dir().resolve()
+    except IosimError:
+        shipped = False
+    return f"configs/models/{path.name}" if shipped else model.path
+
+
+__all__ = ["SCHEMA_VERSION", "list_models", "load_model", "models_dir", "resolve_model",
+           "shipped_model_paths", "shown_path"]
