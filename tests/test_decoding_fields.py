@@ -58,3 +58,13 @@ def test_a_shared_prefix_needs_a_decoding_step() -> None:
     with pytest.raises(WorkloadError, match="one query token") as info:
         Workload(4, n_kv=10, batch=1, prefix_len=8, suffix_lens=(2,))
     assert info.value.param == "n"
+
+
+@pytest.mark.parametrize("kwargs", [
+    {"page_size": 16, "window": 8},
+    {"prefix_len": 64, "suffix_lens": (36,), "window": 8},
+    {"prefix_len": 64, "suffix_lens": (36,), "latent_kv": True, "d": 576, "d_v": 512},
+])
+def test_combinations_not_modelled_yet_are_refused(kwargs: dict[str, object]) -> None:
+    with pytest.raises(WorkloadError, match="not modelled yet"):
+        Workload(1, n_kv=100, **kwargs)  # type: ignore[arg-type]

@@ -33,8 +33,9 @@ from tests.conftest import examples
 from tests.strategies import tilings, workloads
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}
-FORWARD = sorted(a for a, p in EXECUTORS if p == "fwd" and a != "triton")
-"""Every forward executor but the Triton kernels' (flash2's, self-attention only)."""
+FORWARD = sorted(a for a, p in EXECUTORS if p == "fwd" and a not in ("triton", "cascade"))
+"""Every forward executor but the Triton kernels' (flash2's, self-attention only) and cascade's
+(shared-prefix batches only: tests/test_cascade.py)."""
 """Algorithms with a forward executor (an algorithm added without one is not tested here)."""
 
 

@@ -209,7 +209,7 @@ def test_verify_reports_a_backward_mismatch(monkeypatch: pytest.MonkeyPatch) -> 
     (["--n", "64", "--block", "16", "--algo", "splitkv", "--splits", "5"],
      "--splits 5 is more than the 4 key blocks (N_kv 64 in blocks of B_c = 16); use 1 to 4"),
     (["--n", "64", "--algo", "splitkv", "--splits", "0"], "--splits must be a whole number"),
-    (["--n", "64", "--splits", "2"], "--splits applies to splitkv; add it to --algo"),
+    (["--n", "64", "--splits", "2"], "--splits applies to splitkv, cascade; add it to --algo"),
     (["--n", "64", "--algo", "splitkv", "--pass", "bwd"],
      "splitkv is an inference (forward-only) kernel"),
     (["--n", "64", "--sparsity", "0"], "--sparsity must be a fraction of non-zero blocks in (0, 1]"),

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from iosim.algorithms.base import Algorithm
+from iosim.algorithms.cascade import Cascade
 from iosim.algorithms.flash1 import Flash1
 from iosim.algorithms.flash2 import Flash2
 from iosim.algorithms.splitkv import SplitKV
@@ -11,7 +12,7 @@ from iosim.algorithms.triton_bwd import TritonKernels
 from iosim.errors import IosimError
 
 ALGORITHMS: dict[str, Algorithm] = {
-    a.name: a for a in (Standard(), Flash1(), Flash2(), SplitKV(), TritonKernels())}
+    a.name: a for a in (Standard(), Flash1(), Flash2(), SplitKV(), TritonKernels(), Cascade())}
 DEFAULT_ALGORITHMS: tuple[str, ...] = ("standard", "flash1", "flash2")
 """What `compare` runs when not told: splitkv joins them for a decoding step (N = 1)."""
 

@@ -39,6 +39,8 @@ from iosim.algorithms.base import Algorithm
 from iosim.algorithms.fp8 import program_scales, tile_scale
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
+from iosim.algorithms.paging import refuse_paged
+from iosim.algorithms.segments import refuse_shared_prefix
 from iosim.algorithms.standard import SOFTMAX_FLOPS_PER_SCORE
 from iosim.inputs.workload import Workload
 
@@ -65,11 +67,15 @@ class Flash1(Algorithm):
     name = "flash1"
     title = "FlashAttention (Algorithm 1): K/V blocks outer, Q/O/l/m re-read every pass"
     tiled = True
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales"})
-    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load; FP8 adds scales."""
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales",
+                             "page_size", "prefix_len"})
+    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load; FP8 adds scales; a
+    paged cache or a shared prefix is read (or refused)."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 1's kernels: the initialisation of O, l, m and the fused K/V-outer kernel."""
+        refuse_shared_prefix(self.name, workload)
+        refuse_paged(self.name, workload, why="its K/V-outer loop reads a contiguous K, V")
         init = Kernel("init", "init O, l, m", "elementwise", (
             Access("O", "write", "prologue", "q", "dv", "Alg. 1 line 2: O = (0) in HBM", init=True,
                    element="out"),
@@ -98,6 +104,7 @@ class Flash1(Algorithm):
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 4's kernels: the initialisation of dQ, dK, dV and the fused backward (plus
         GQA's dK/dV group sums)."""
+        refuse_paged(self.name, workload, why="a backward pass does not run over a KV cache")
         dk, dv = dkv_names(workload)
         init = Kernel("bwd_init", "init dQ, dK, dV", "elementwise", (
             Access("dQ", "write", "prologue", "q", "d", "Alg. 4 line 5: dQ = (0) in HBM", init=True),

@@ -45,6 +45,8 @@ from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.fp8 import program_scales, tile_scale
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
+from iosim.algorithms.paging import PAGED_CITE, block_table_read, refuse_paged
+from iosim.algorithms.segments import refuse_shared_prefix
 from iosim.estimates.occupancy import programs_per_sm
 from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
 from iosim.inputs.implementations import SharedMemory, TileRow
@@ -77,14 +79,18 @@ class Flash2(Algorithm):
     title = "FlashAttention-2: Q blocks outer, K/V re-read per query block, O and L written once"
     tiled = True
     outer = "q"
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales"})
-    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load; FP8 adds scales."""
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales",
+                             "page_size", "prefix_len"})
+    """GQA adds the dK/dV group sums; MLA's latent cache has no V to load; FP8 adds scales; a
+    paged cache or a shared prefix is read (or refused)."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FA2 Alg. 1's one fused Q-outer kernel."""
+        refuse_shared_prefix(self.name, workload)
         return (Kernel("attn", "fused attention", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i"),
             *program_scales(workload, "outer", "q"),
+            *block_table_read(workload, PAGED_CITE),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j"),
             *tile_scale(workload, "K", "inner", "kv"),
             *v_tile(workload, Access("V", "read", "inner", "kv", "dv",
@@ -99,6 +105,8 @@ class Flash2(Algorithm):
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FA2's three backward kernels (dot_do_o, the K/V-outer main kernel, convert_dQ) and
         GQA's group sums."""
+        refuse_paged(self.name, workload, why="a backward pass does not run over a KV cache; "
+                     "use pass_='fwd'")
         dk, dv = dkv_names(workload)
         pre = Kernel("bwd_dot_do_o", "D = rowsum(dO∘O)", "elementwise", (
             Access("dO", "read", "prologue", "q", "dv", f"FA2 Alg. 2 line 4 ({_PRE}): read dO"),

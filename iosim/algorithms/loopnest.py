@@ -60,10 +60,13 @@ from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import STAT_BYTES
 from iosim.inputs.workload import Workload
 
+PAGE_INDEX_BYTES = 4
+"""A block-table entry: int32 (vLLM `block_tables`, FA2 `block_table`, FlashInfer `kv_indices`)."""
+
 Where = Literal["prologue", "outer", "inner", "outer_end", "epilogue"]
 Axis = Literal["q", "kv"]
 Cols = Literal["d", "dv", "1", "kv"]
-ElementType = Literal["io", "out", "fp32", "u8"]
+ElementType = Literal["io", "out", "fp32", "u8", "i32"]
 Scale = Literal["", "tensor", "block"]
 KernelKind = Literal["elementwise", "matmul", "fused"]
 
@@ -95,6 +98,9 @@ class Access:
     "outer": per outer block, or per split-KV program with work) or per tile loaded ("inner":
     per visited pair), not rows × width. "tensor": FA3's per-(batch, KV head) factor, row 0;
     "block": one per tile, its row the tile's index."""
+    per_page: bool = False
+    """A paged KV cache's block table (paging.py): an inner access of a query-outer kernel
+    that reads one element per page its K/V tile spans (Dims.page_size), not one per row."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -113,6 +119,20 @@ class FlopCount:
     cite: str
     per_split: bool = False
     """Counted once per KV split (× Dims.splits): split-KV's combine works on every split."""
+
+
+@dataclass(frozen=True, slots=True)
+class Segment:
+    """Part of a ragged launch (segments.py): `batch` requests from batch index `batch_start`,
+    each of n_q query rows and n_kv keys (no mask: decoding sees every key), their rows
+    starting at `q_start` and `kv_start` of the tensors they address."""
+
+    batch_start: int
+    batch: int
+    n_q: int
+    n_kv: int
+    q_start: int = 0
+    kv_start: int = 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -142,6 +162,9 @@ class Kernel:
     """The inner loop walks its blocks from the last down (FlashAttention-2's backward: `for (;
     m_block >= m_block_min; --m_block)`). Counts do not depend on it; the L2 model does: causal
     programs of one head then start on the same tiles and walk them in lockstep."""
+    segments: tuple[Segment, ...] = ()
+    """A ragged launch: the loops run once per segment over its own sizes (shared-prefix
+    batches, cascade.py), replacing the workload's N, N_kv and batch; () = the workload's."""
 
     def __post_init__(self) -> None:
         if self.split and self.loop != "q":
@@ -153,6 +176,9 @@ class Kernel:
         for access in self.accesses:
             if self.loop is None and access.where != "prologue":
                 raise ValueError(f"{self.name}: whole-tensor kernels only have prologue accesses")
+            if access.per_page and (access.where != "inner" or self.loop != "q"):
+                raise ValueError(f"{self.name}: a block table is read by the inner loop of a "
+                                 f"query-outer kernel")
             if access.where in ("outer", "outer_end") and access.rows != self.loop:
                 raise ValueError(f"{self.name}: outer tile {access.tensor} must run along {self.loop}")
 
@@ -173,9 +199,10 @@ def v_tile(workload: Workload, access: Access) -> tuple[Access, ...]:
 def element_bytes(element: ElementType, workload_element_bytes: Any,
                   output_element_bytes: Any = None) -> Any:
     """Bytes of one element of an access: the workload's dtype (io), O's (out; None: io's),
-    fp32 or u8."""
+    fp32, u8, or a block table's int32 (i32)."""
     out = workload_element_bytes if output_element_bytes is None else output_element_bytes
-    return {"io": workload_element_bytes, "out": out, "fp32": STAT_BYTES, "u8": 1}[element]
+    return {"io": workload_element_bytes, "out": out, "fp32": STAT_BYTES, "u8": 1,
+            "i32": PAGE_INDEX_BYTES}[element]
 
 
 def row_width(cols: Cols, d: Any, n_kv: Any, d_v: Any = None) -> Any:
@@ -233,6 +260,8 @@ class Dims:
     """V's head dim (None: d)."""
     out_bytes: Any = None
     """Bytes per element of O (None: element_bytes)."""
+    page_size: Any = 0
+    """Tokens per page of a paged KV cache (0: contiguous)."""
 
     window: Any = None
     """Sliding window W (None, or 0 in a sweep's array: none); masks.py."""
@@ -278,7 +307,7 @@ class Dims:
                    tiling.block_kv if tiling else workload.n_kv, workload.causal,
                    tiling.splits if tiling else 1, num, den,
                    tiling.bwd_block_q if tiling else None, tiling.bwd_block_kv if tiling else None,
-                   workload.d_v, workload.output_element_bytes,
+                   workload.d_v, workload.output_element_bytes, page_size=workload.page_size or 0,
                    window=workload.window, seqlens=workload.seqlens, packing=workload.packing)
 
 
@@ -321,9 +350,23 @@ def _is_dense(dims: Dims) -> bool:
     return not isinstance(num, np.ndarray) and not isinstance(den, np.ndarray) and num == den
 
 
+def segment_dims(dims: Dims, segment: Segment) -> Dims:
+    """The dims of one segment of a ragged launch: its sizes, one request per batch entry, no
+    mask (every key of a decoding step is visible)."""
+    return replace(dims, n_q=segment.n_q, n_kv=segment.n_kv, batch=segment.batch, causal=False)
+
+
+def _per_segment(kernel: Kernel, dims: Dims) -> list[tuple[Kernel, Dims]]:
+    plain = replace(kernel, segments=())
+    return [(plain, segment_dims(dims, s)) for s in kernel.segments]
+
+
 def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
     """Exact sums over the block pairs a kernel visits (its pass's blocks, the causal skip, the
-    block-sparse mask); ints or arrays."""
+    block-sparse mask); ints or arrays. A ragged launch's sums add its segments'."""
+    if kernel.segments:
+        parts = [kernel_sums(k, d) for k, d in _per_segment(kernel, dims)]
+        return BlockSums(*(sum(p[i] for p in parts) for i in range(len(BlockSums._fields))))
     kd = kernel_dims(kernel, dims)
     if kernel.loop is None:
         return BlockSums(1, 1, 1, kd.n_q, kd.n_kv, kd.n_q * kd.n_kv)
@@ -338,12 +381,22 @@ def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
 
 
 def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums) -> Any:
-    """Elements one access moves over the whole workload."""
+    """Elements one access moves over the whole workload (a ragged launch: over its segments;
+    `sums` is then ignored, each segment has its own)."""
+    if kernel.segments:
+        return sum(access_elements(access, k, d, kernel_sums(k, d))
+                   for k, d in _per_segment(kernel, dims))
     kd = kernel_dims(kernel, dims)
     if access.scale:
         return _scale_elements(access, kernel, kd, sums)
     length = kd.n_q if access.rows == "q" else kd.n_kv
-    if access.where == "inner":
+    if access.per_page:
+        # one entry per page each visited K/V tile spans (paging.py)
+        from iosim.algorithms.paging import page_entries  # paging.py builds on Access
+
+        rows = page_entries(kd.n_q, kd.n_kv, kd.block_q, kd.block_kv, kd.causal, kd.splits,
+                            kd.page_size, split=kernel.split)
+    elif access.where == "inner":
         rows = sums.pair_q_rows if access.rows == "q" else sums.pair_kv_rows
     elif kernel.split and access.where == "outer":
         # one tile per (query block, split) program that has a key block to visit
@@ -383,6 +436,9 @@ def kernel_flops(kernel: Kernel, dims: Dims, sums: BlockSums) -> tuple[Any, Any]
     Executed FLOPs: `sums.scores` counts every score of every visited tile, so a causal tiled
     kernel pays for the diagonal tiles in full (FLOP conventions halve N² instead).
     """
+    if kernel.segments:
+        parts = [kernel_flops(k, d, kernel_sums(k, d)) for k, d in _per_segment(kernel, dims)]
+        return sum(p[0] for p in parts), sum(p[1] for p in parts)
     kd = kernel_dims(kernel, dims)
     per = {"score": sums.scores, "score_d": sums.scores * kd.d, "score_dv": sums.scores * kd.dv,
            "q_d": kd.n_q * kd.d, "q_dv": kd.n_q * kd.dv, "q": kd.n_q,
@@ -403,6 +459,8 @@ def kernel_programs(kernel: Kernel, dims: Dims) -> Any:
     """
     if kernel.grid is None:
         return None
+    if kernel.segments:
+        return sum(kernel_programs(k, d) for k, d in _per_segment(kernel, dims))
     kd = kernel_dims(kernel, dims)
     instances = kd.batch * kd.heads
     if kernel.grid == "heads":

@@ -39,6 +39,8 @@ from iosim.algorithms.flash1 import FORWARD_FLOPS
 from iosim.algorithms.fp8 import program_scales, tile_scale
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
 from iosim.algorithms.packing import packed_problem, packs_heads
+from iosim.algorithms.paging import PAGED_CITE, block_table_read
+from iosim.algorithms.segments import per_request
 from iosim.errors import IosimError, arg
 from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
 from iosim.inputs.ints import Int, at_first, both, cdiv, is_array, select
@@ -97,9 +99,10 @@ class SplitKV(Algorithm):
     tiled = True
     outer = "q"
     kernel_axes = frozenset({"pass_", "n", "heads", "kv_heads", "splits", "latent_kv", "dtype",
-                             "fp8_scales", "window"})
+                             "fp8_scales", "window", "page_size", "prefix_len", "suffix_lens"})
     """Packing (n, heads, kv_heads; none under a window), the combine kernel (splits), MLA's
-    latent cache (no V), FP8's scales."""
+    latent cache (no V), FP8's scales, a paged cache's block table, a shared-prefix batch's
+    requests."""
 
     def kernels(self, workload: Workload, tiling: Tiling | None = None) -> tuple[Kernel, ...]:
         """The split kernel, and the combine kernel when the tiling has more than one split (forward only)."""
@@ -129,6 +132,7 @@ class SplitKV(Algorithm):
         split = Kernel("splitkv_attn", "split-KV attn", "fused", (
             Access("Q", "read", "outer", "q", "d", "FA2 Alg. 1 line 4: load Q_i (once per split)"),
             *program_scales(workload, "outer", "q"),
+            *block_table_read(workload, PAGED_CITE),
             Access("K", "read", "inner", "kv", "d", "FA2 Alg. 1 line 7: load K_j (of this split)"),
             *tile_scale(workload, "K", "inner", "kv"),
             *v_tile(workload, Access("V", "read", "inner", "kv", "dv",
@@ -141,7 +145,7 @@ class SplitKV(Algorithm):
             pack_heads=packs_heads(workload.n, workload.heads, workload.kv_heads)
             and not workload.masked)
         if splits == 1:
-            return (split,)
+            return per_request((split,), workload)
         combine = Kernel("splitkv_combine", "combine splits", "elementwise", (
             Access("lse_partial", "read", "prologue", "q", "1",
                    "combine_attn_seqk_parallel: read every split's log-sum-exp", element="fp32",
@@ -156,7 +160,7 @@ class SplitKV(Algorithm):
         ), (FlopCount("elementwise", "q", 3, "max, exp and sum of the split LSEs", per_split=True),
             FlopCount("elementwise", "q_dv", 2, "scale and add each split's output",
                       per_split=True)))
-        return split, combine
+        return per_request((split, combine), workload)
 
     def code_tiles(self, inputs: TilingInputs) -> CodeTiles | None:
         """The split kernel's tiles: flash_fwd_launch_template.h run_mha_fwd_splitkv_dispatch

@@ -30,6 +30,7 @@ from iosim.algorithms.base import Algorithm
 from iosim.algorithms.fp8 import gemm_scales
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.algorithms.segments import per_request
 from iosim.inputs.workload import Workload
 
 # The seed article's illustrative softmax cost: subtract the max, exponentiate, add to the sum,
@@ -48,9 +49,10 @@ class Standard(Algorithm):
     name = "standard"
     title = "standard attention (FlashAttention paper, Algorithm 0): S and P written to HBM"
     tiled = False
-    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales"})
+    kernel_axes = frozenset({"pass_", "heads", "kv_heads", "latent_kv", "dtype", "fp8_scales",
+                             "n", "prefix_len", "suffix_lens"})
     """GQA adds the dK/dV group sums; MLA's latent cache reads V as part of K; FP8 adds the
-    GEMMs' scales."""
+    GEMMs' scales; a shared-prefix batch makes the kernels ragged."""
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 0's kernels: S = QKᵀ, softmax (and the unfused scale/mask/dropout), O = PV.
@@ -88,7 +90,7 @@ class Standard(Algorithm):
             *gemm_scales(workload, "v"),
             _whole("O", "write", "q", "dv", "Alg. 0 line 3: write O to HBM", element=out),
         ), (FlopCount("matmul", "score_dv", 2, "O = PV: d_v multiply-adds per score"),)))
-        return tuple(kernels)
+        return per_request(tuple(kernels), workload)  # a shared-prefix batch: per request
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         """Alg. 3's kernels, in the order they run, and GQA's dK/dV group sums."""

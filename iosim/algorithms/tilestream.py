@@ -230,6 +230,9 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
              "element_bytes", "init", "split")
     columns: dict[str, list[np.ndarray[Any, Any]]] = {c: [] for c in names}
     for k, kernel in enumerate(kernels):
+        if kernel.segments:
+            raise ValueError(f"{kernel.name}: a ragged launch (segments) has no array walk; "
+                             f"use tilewalk.walk")
         packed = kernel.pack_heads
         n_q, n_kv, heads, block_q, block_kv, causal = walk_problem(kernel, workload, tiling)
         t_r, t_c = cdiv(n_q, block_q), cdiv(n_kv, block_kv)
@@ -263,6 +266,13 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         start = np.where(split_rows, np.maximum(start, sub_head * n) - sub_head * n, start)
         stop = np.where(split_rows, np.minimum(stop, (sub_head + 1) * n) - sub_head * n, stop)
 
+        # a block table: the entries of the pages the tile's rows span (paging.py), head 0
+        paged = prop([a.per_page for a in acc], np.bool_, access)
+        if paged.any():
+            page = workload.page_size or 1
+            first_page = start // page
+            start, stop = (np.where(paged, first_page, start),
+                           np.where(paged, (stop - 1) // page + 1, stop))
         a_tensor = prop([tensor_id[a.tensor] for a in acc], np.int64, access)
         a_write = prop([a.op == "write" for a in acc], np.bool_, access)
         a_cols = prop([row_width(a.cols, workload.d, n_kv, workload.d_v) for a in acc], np.int64, access)
@@ -285,6 +295,7 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
                             + np.tile(sub_head, instances), h_col)
         else:
             head = np.where(np.tile(a_kvhead, instances), h_col // group, h_col)
+        head = np.where(np.tile(paged, instances), 0, head)
         rows = int(keep.sum())
         columns["kernel"].append(np.full(rows, k, dtype=np.int64))
         columns["tensor"].append(np.tile(a_tensor, instances)[keep])

@@ -8,7 +8,7 @@ tilestream.walk_arrays builds the same stream as numpy columns, for long ones.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from iosim.algorithms.blockmask import kept
@@ -22,6 +22,7 @@ from iosim.algorithms.loopnest import (
     row_width,
 )
 from iosim.algorithms.packing import packed_problem
+from iosim.algorithms.paging import tile_pages
 from iosim.algorithms.traffic import Op
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -61,7 +62,25 @@ def walk(
 ) -> Iterator[TileAccess]:
     """Every tile load and store of the algorithm, kernel by kernel, head by head, in loop order."""
     for kernel in kernels:
-        yield from _walk_kernel(kernel, workload, tiling)
+        if kernel.segments:
+            yield from _walk_segments(kernel, workload, tiling)
+        else:
+            yield from _walk_kernel(kernel, workload, tiling)
+
+
+def _walk_segments(kernel: Kernel, workload: Workload, tiling: Tiling | None
+                   ) -> Iterator[TileAccess]:
+    """A ragged launch, segment by segment: each walked as a workload of its own sizes, its
+    accesses moved to the segment's batch entries and rows."""
+    plain = replace(kernel, segments=())
+    axis = {a.tensor: a.rows for a in kernel.accesses}
+    for seg in kernel.segments:
+        part = workload.with_(n=seg.n_q, n_kv=seg.n_kv, batch=seg.batch, causal=False,
+                              prefix_len=None, suffix_lens=None)
+        for a in _walk_kernel(plain, part, tiling):
+            shift = seg.q_start if axis[a.tensor] == "q" else seg.kv_start
+            yield replace(a, batch=a.batch + seg.batch_start, row_start=a.row_start + shift,
+                          row_stop=a.row_stop + shift)
 
 
 def walk_problem(kernel: Kernel, workload: Workload, tiling: Tiling | None
@@ -147,6 +166,7 @@ class _WalkGeometry:
         length_q, _ = packed_problem(workload.n, workload.heads, workload.kv_heads, packed)
         self.axes = {"q": (length_q, block_q), "kv": (workload.n_kv, block_kv)}
         self.d, self.d_v, self.n_kv = workload.d, workload.d_v, workload.n_kv
+        self.page_size = workload.page_size or 0
 
     def whole(self, kernel: Kernel, access: Access, b: int, h: int,
               splits: int) -> Iterator[TileAccess]:
@@ -176,6 +196,14 @@ class _WalkGeometry:
         if access.per_kv_head and (h + 1) % self.group and not self.packed:
             return
         copy = split if access.per_split else 0
+        if access.per_page:
+            # the block-table entries of the pages rows [start, stop) span (paging.py): one
+            # table per request, read by every head's programs
+            first = start // self.page_size
+            yield TileAccess(kernel.name, access.tensor, access.op, b, 0, first,
+                             first + tile_pages(start, stop, self.page_size), 1,
+                             element_bytes(access.element, self.elt), access.init, 0)
+            return
         width = row_width(access.cols, self.d, self.n_kv, self.d_v)
         elt = element_bytes(access.element, self.elt, self.out)
         if self.packed and access.rows == "q" and not access.per_kv_head:

@@ -30,6 +30,7 @@ from dataclasses import dataclass, replace
 from iosim.algorithms.flash2 import Flash2
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
+from iosim.algorithms.paging import refuse_paged
 from iosim.errors import IosimError, arg
 from iosim.inputs.ints import select
 from iosim.inputs.tiling import Tiles, Tiling, TilingInputs, working_set_bytes
@@ -115,14 +116,15 @@ class TritonKernels(Flash2):
 
     name = "triton"
     kernel_axes = frozenset({"pass_", "heads", "kv_heads", "n", "n_kv", "d", "d_v", "sparsity",
-                             "latent_kv"})
-    """The refusals read n, n_kv, d_v, sparsity (and unfused); the tiles, d; GQA adds the group
-    sum."""
+                             "latent_kv", "page_size", "prefix_len"})
+    """The refusals read n, n_kv, d_v, sparsity, a page size, a shared prefix (and unfused); the
+    tiles, d; GQA adds the group sum."""
     title = ("iosim's Triton kernels: FA2 forward; backward as a D pre-pass, a K/V-outer dK/dV "
              "kernel and a Q-outer dQ kernel (no atomics)")
 
     def forward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FlashAttention-2's forward kernels, refused where the Triton kernels do not run the workload."""
+        refuse_paged(self.name, workload, why="its kernels read a contiguous K, V")
         why = triton_unsupported(workload)
         if why is not None:
             raise IosimError(why)
@@ -153,6 +155,7 @@ class TritonKernels(Flash2):
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         """The backward's kernels: D = rowsum(dO∘O), dK/dV (K-outer), dQ (Q-outer) and GQA's group sum."""
+        refuse_paged(self.name, workload, why="its kernels read a contiguous K, V")
         why = triton_unsupported(workload)
         if why is not None:
             raise IosimError(why)

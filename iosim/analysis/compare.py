@@ -30,6 +30,7 @@ from iosim.estimates.footprint import footprint, kept_for_backward
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.occupancy import compute_capability
+from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
 from iosim.estimates.roofline import (
     Profile,
     estimate_kernels,
@@ -140,6 +141,7 @@ def compare(
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram,
                                           sram_elements=sram_elements)
     given = block_q is not None or block_kv is not None
+    paging = page_efficiency(hw, workload.page_size) if workload.page_size else None
 
     def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None, *,
                  impl_: Implementation | None = None, impl_splits: int | None = None
@@ -161,7 +163,8 @@ def compare(
             raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "
                              f"sm_count in {hw.path}")
         on_roof = None if profile != "measured" or dram is None else {
-            k.name: dram.of_kernel(k.name).bytes for k in kernels}
+            k.name: paged_roof_bytes(k, [(t.tensor, t.bytes) for t in dram.of_kernel(k.name).terms],
+                                     paging) for k in kernels}
         own_roofs = roofs
         if impl_ is not None and profile == "measured" and w.pass_ != "fwd":
             own_roofs = impl_backward_roofs(roofs, impl_, hw, tiling, w.d)
@@ -203,4 +206,4 @@ def compare(
         mean = (d + workload.d_v) / 2
         theorem2 = Theorem2(m, n * mean + n * n_kv, n * n_kv * mean * mean / m)
     return Comparison(workload, hw, requested, note, roofs, sram_bytes, sram_source, theorem2,
-                      results)
+                      results, paging)

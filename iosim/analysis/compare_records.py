@@ -44,6 +44,9 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
             "causal": w.causal, "pass": w.pass_, "unfused": list(w.unfused),
             "sparsity": w.sparsity, "d_v": w.d_v, "latent_kv": w.latent_kv,
             "output_dtype": w.output_dtype, "fp8_scales": w.fp8_scales, **mask_fields(w),
+            **{k: (list(v) if isinstance(v, tuple) else v) for k, v in (
+                ("page_size", w.page_size), ("prefix_len", w.prefix_len),
+                ("suffix_lens", w.suffix_lens)) if v is not None},
         },
         "sram": {"bytes": c.sram_bytes, "elements": c.sram_bytes // w.element_bytes,
                  "source": c.sram_source},
@@ -57,6 +60,7 @@ def comparison_dict(c: Comparison) -> dict[str, Any]:
         "compulsory_hbm_bytes": c.compulsory_hbm_bytes,
         "algorithms": [_algorithm_dict(a) for a in c.algorithms],
         **_mask_dict(c),
+        **({"paged_kv": c.paging.to_dict()} if c.paging is not None else {}),
     }
 
 

@@ -8,6 +8,7 @@ from typing import Any
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.estimates.footprint import Footprint
 from iosim.estimates.l2_model import DramEstimate
+from iosim.estimates.paged_dram import PageEfficiency
 from iosim.estimates.roofline import CostTotals, KernelEstimate, Roofs, total_cost
 from iosim.estimates.training import Occupancy
 from iosim.inputs.hardware import Hardware
@@ -116,6 +117,8 @@ class Comparison:
     sram_source: str
     theorem2: Theorem2
     algorithms: tuple[AlgorithmEstimate, ...]
+    paging: PageEfficiency | None = None
+    """A paged workload's calibrated K/V transaction efficiency (None: a contiguous cache)."""
 
     @property
     def score_matrix_bytes_per_head(self) -> int:

@@ -78,6 +78,8 @@ class Grid:
     """The packed sequences of every point (SweepSpec.seqlens)."""
     packing: str = "varlen"
     """How they are cut into blocks (SweepSpec.packing)."""
+    page_size: int = 0
+    """Tokens per page of a paged KV cache, the same at every point (0: contiguous)."""
 
     def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> Grid:
         def apply(value: Any) -> Any:
@@ -153,7 +155,8 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                               dtype=np.int64)), d_v=d_v, latent_kv=spec.latent_kv,
                           masked=True if spec.seqlens is not None else
                           ints("window") > 0,
-                          varlen=spec.seqlens if spec.packing == "varlen" else None)
+                          varlen=spec.seqlens if spec.packing == "varlen" else None,
+                          prefix_len=spec.prefix_len or 0)
     grid = Grid(n=n, n_kv=n_kv, d=d, d_v=d_v, batch=ints("batch"), heads=heads,
                 kv_heads=kv_heads, element_bytes=elt, out_bytes=out, sram_bytes=sram,
                 hbm_capacity=along("gpu", [float(hw.hbm_capacity_bytes) for hw in hardware]),
@@ -161,7 +164,7 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
                 efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling,
                 sm_count=sms, window=None if spec.window == (None,) else ints("window"),
-                seqlens=spec.seqlens, packing=spec.packing)
+                seqlens=spec.seqlens, packing=spec.packing, page_size=spec.page_size or 0)
     return grid, list(dict.fromkeys(notes))
 
 

@@ -17,10 +17,22 @@ from iosim.inputs.workload import Workload
 
 
 def default_algorithms(workload: Workload) -> tuple[str, ...]:
-    """standard, flash1, flash2 — and splitkv for a decoding step (N = 1, forward)."""
-    if workload.n == 1 and workload.pass_ == "fwd":
-        return (*DEFAULT_ALGORITHMS, "splitkv")
-    return DEFAULT_ALGORITHMS
+    """standard, flash1, flash2 — and splitkv for a decoding step (N = 1, forward); without
+    flash1 over a paged KV cache (it reads a contiguous one); standard, splitkv and cascade for
+    a shared-prefix batch."""
+    return decoding_defaults(workload.n == 1 and workload.pass_ == "fwd", workload.page_size,
+                             shared_prefix=workload.prefix_len is not None)
+
+
+def decoding_defaults(decoding: bool, page_size: int | None, *,
+                      shared_prefix: bool = False) -> tuple[str, ...]:
+    """The default algorithm list of `compare` and `sweep`: splitkv joins for a decoding step,
+    flash1 (a contiguous K/V-outer loop) leaves over a paged cache; a shared-prefix batch
+    compares cascade with split-KV over each request's full KV (and standard, the baseline)."""
+    if shared_prefix:
+        return ("standard", "splitkv", "cascade")
+    names = (*DEFAULT_ALGORITHMS, "splitkv") if decoding else DEFAULT_ALGORITHMS
+    return tuple(n for n in names if page_size is None or n != "flash1")
 
 
 def choose_algorithms(names: Iterable[str], *, splits_given: bool = False

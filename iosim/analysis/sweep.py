@@ -272,7 +272,8 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
                 element_bytes=g.element_bytes, block_q=block_q, block_kv=block_kv, causal=causal,
                 splits=t.splits, sparsity_num=g.sparsity_num, sparsity_den=g.sparsity_den,
                 bwd_block_q=t.bwd_block_q, bwd_block_kv=t.bwd_block_kv, d_v=g.d_v,
-                out_bytes=g.out_bytes, window=g.window, seqlens=g.seqlens, packing=g.packing)
+                out_bytes=g.out_bytes, window=g.window, seqlens=g.seqlens, packing=g.packing,
+                page_size=g.page_size)
     sums_cache: dict[tuple[bool, str, bool, tuple[int, int] | None], BlockSums] = {}
 
     def sums_of(kernel: Kernel) -> BlockSums:

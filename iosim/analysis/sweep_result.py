@@ -162,7 +162,11 @@ class SweepResult:
 
     def describe_fixed(self) -> list[str]:
         """'axis value' of the axes that do not vary, for headers and titles."""
-        out = []
+        out = [] if self.spec.page_size is None else [
+            f"paged KV ({self.spec.page_size} tokens/page)"]
+        if self.spec.prefix_len is not None and self.spec.suffix_lens is not None:
+            out.append(f"shared prefix {self.spec.prefix_len} + {len(self.spec.suffix_lens)} "
+                       f"suffixes")
         for axis in AXES:
             values = self.spec.values(axis)
             if len(values) != 1:
@@ -223,6 +227,9 @@ class SweepResult:
             "unfused": list(spec.unfused),
             **({"latent_kv": True} if spec.latent_kv else {}),
             **({"fp8_scales": spec.fp8_scales} if spec.fp8_scales else {}),
+            **({"page_size": spec.page_size} if spec.page_size is not None else {}),
+            **({"prefix_len": spec.prefix_len, "suffix_lens": list(spec.suffix_lens or ())}
+               if spec.prefix_len is not None else {}),
             "algorithms": [a.name for a in self.algorithms],
             "profile": spec.profile,
             "notes": list(self.notes),

@@ -94,6 +94,13 @@ class SweepSpec:
     """Not an axis: the same packed sequences at every point (so N takes one value)."""
     packing: str = "varlen"
     """Not an axis: how the packed sequences are cut into blocks (Workload.packing)."""
+    page_size: int | None = None
+    """Not an axis: the same paged KV cache (tokens per page) at every point (None: contiguous);
+    its effect on the bytes is the block table's few entries (algorithms/paging.py)."""
+    prefix_len: int | None = None
+    suffix_lens: tuple[int, ...] | None = None
+    """Not axes: one shared-prefix decoding batch at every point (inputs/decoding.py); then N is
+    1, N_kv the longest request and the batch one request per suffix."""
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     profile: Profile = "spec"
 
@@ -219,4 +226,6 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
     pass_ = first.pop("pass_")
     scales = spec.fp8_scales if first["dtype"] in FP8_DTYPES else None
     return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, latent_kv=spec.latent_kv,
-                    fp8_scales=scales, seqlens=spec.seqlens, packing=spec.packing, **first)
+                    fp8_scales=scales, seqlens=spec.seqlens, packing=spec.packing,
+                    page_size=spec.page_size, prefix_len=spec.prefix_len,
+                    suffix_lens=spec.suffix_lens, **first)

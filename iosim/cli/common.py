@@ -9,6 +9,9 @@ import click
 
 from iosim.algorithms import ALGORITHMS
 from iosim.analysis.comparison import Comparison
+from iosim.analysis.split_choice import SplitChoice
+from iosim.errors import IosimError, arg
+from iosim.inputs.limits import excerpt
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import FP8_SCALES, PACKINGS, PASSES, UNFUSED_OPS, Workload
 
@@ -82,6 +85,53 @@ def head_dim_options(f: F) -> F:
     return f
 
 
+def decoding_options(f: F) -> F:
+    """--page-size, --prefix-len, --suffix-lens: a paged KV cache and a shared-prefix decoding
+    batch (docs/variants-decoding.md)."""
+    options = [
+        click.option("--page-size", type=int, default=None,
+                     help="Paged KV cache: tokens per page, read through an int32 block table "
+                          "(flash2, splitkv; default: a contiguous cache)."),
+        click.option("--prefix-len", type=int, default=None,
+                     help="Shared-prefix decoding batch: tokens of the prefix every request "
+                          "shares (with --suffix-lens; --n 1)."),
+        click.option("--suffix-lens", default=None, metavar="LIST",
+                     help="Each request's own KV tokens after the prefix, e.g. 16,40,9 (sets "
+                          "--batch and --n-kv when not given)."),
+    ]
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
+def parse_suffix_lens(text: str | None) -> tuple[int, ...] | None:
+    """--suffix-lens 16,40,9 as (16, 40, 9); a malformed list is one line naming the flag."""
+    if text is None:
+        return None
+    parts = [p.strip() for p in text.split(",")]
+    try:
+        return tuple(int(p) for p in parts)
+    except ValueError:
+        bad = next(p for p in parts if not p.lstrip("-").isdigit())
+        raise IosimError(f"{arg('suffix_lens')} must be whole numbers of tokens separated by "
+                         f"commas, e.g. 16,40,9; got {excerpt(bad or text)}") from None
+
+
+def decoding_fields(params: dict[str, Any]) -> dict[str, Any]:
+    """The Workload fields of decoding_options' flags, with the batch (when 1, the default) and
+    N_kv (when not given) that a shared-prefix batch implies."""
+    suffixes = parse_suffix_lens(params.get("suffix_lens"))
+    prefix = params.get("prefix_len")
+    fields: dict[str, Any] = {"page_size": params.get("page_size"), "prefix_len": prefix,
+                              "suffix_lens": suffixes}
+    if suffixes is not None and isinstance(prefix, int):
+        if params.get("batch") in (None, 1):
+            fields["batch"] = len(suffixes)
+        if params.get("n_kv") is None:
+            fields["n_kv"] = prefix + max(suffixes)
+    return fields
+
+
 def tiling_options(f: F) -> F:
     """--block-q, --block-kv, --sram, --sram-elements, --impl and --tiles: the tiling flags every
     comparison shares."""
@@ -118,6 +168,30 @@ def impl_options(f: F) -> F:
     return f
 
 
+class SplitsType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.5 only
+    """--splits: a whole number, or `auto` (splitkv's time at every count, the best one run)."""
+
+    name = "splits"
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> int | str:
+        """A whole number, or the word auto (any case)."""
+        if isinstance(value, int) or value == "auto":
+            return value  # type: ignore[no-any-return]
+        text = str(value).strip().lower()
+        if text == "auto":
+            return "auto"
+        try:
+            return int(text)
+        except ValueError:
+            self.fail(f"{value!r} is neither a whole number nor auto", param, ctx)
+
+
+def splits_auto(params: dict[str, Any]) -> bool:
+    """Whether --splits auto was given."""
+    return params.get("splits") == "auto"
+
+
 def format_option(f: F) -> F:
     """The --format flag (table, json, csv or markdown), passed to the command as `fmt`."""
     return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
@@ -143,8 +217,9 @@ def algorithm_options(f: F) -> F:
         click.option("--sparsity", type=float, default=None, metavar="S",
                      help="Block-sparse FlashAttention: fraction of non-zero blocks in (0, 1] "
                           "(tiled algorithms; standard stays dense)."),
-        click.option("--splits", type=int, default=None,
-                     help="splitkv's KV splits, 1 to the number of key blocks (default: "
+        click.option("--splits", type=SplitsType(), default=None, metavar="N|auto",
+                     help="splitkv's KV splits, 1 to the number of key blocks, or auto: "
+                          "every count's predicted time and the best pick (default: "
                           "FlashAttention-2's heuristic for the GPU's SMs)."),
         click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
                      show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML."),
@@ -198,15 +273,15 @@ def comparison_options_with(**defaults: Any) -> Callable[[F], F]:
     def apply(g: F) -> F:
         from iosim.cli.model_flags import model_options
 
-        with_workload: F = workload_options(head_dim_options(mask_options(tiling_options(
-            impl_options(algorithm_options(model_options(g)))))), **defaults)
+        with_workload: F = workload_options(head_dim_options(mask_options(decoding_options(
+            tiling_options(impl_options(algorithm_options(model_options(g))))))), **defaults)
         return gpu_option(with_workload)
     return apply
 
 
 WORKLOAD_PARAMS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal", "unfused",
                    "pass_", "sparsity", "d_v", "latent_kv", "fp8_scales", "window", "seqlens",
-                   "packing")
+                   "packing", "page_size", "prefix_len", "suffix_lens")
 COMPARE_PARAMS = ("gpu", "block_q", "block_kv", "sram", "sram_elements", "algo", "splits",
                   "profile", "force", "impl", "tiles")
 
@@ -218,8 +293,9 @@ def workload_from(params: dict[str, Any]) -> Workload:
 
         return single_model_layer(params, workload_from).workload
     sparsity = params.get("sparsity")
-    return Workload(params["n"], n_kv=params["n_kv"], d=params["d"], heads=params["heads"],
-                    kv_heads=params["kv_heads"], batch=params["batch"], dtype=params["dtype"],
+    sizes = {"n_kv": params["n_kv"], "batch": params["batch"], **decoding_fields(params)}
+    return Workload(params["n"], d=params["d"], heads=params["heads"],
+                    kv_heads=params["kv_heads"], dtype=params["dtype"],
                     causal=params["causal"],
                     unfused=tuple(comma_list(params["unfused"]) or ()),
                     pass_=params.get("pass_", "fwd"),
@@ -228,16 +304,45 @@ def workload_from(params: dict[str, Any]) -> Workload:
                     fp8_scales=params.get("fp8_scales"),
                     window=params.get("window"),
                     seqlens=parse_seqlens(params.get("seqlens")),  # type: ignore[arg-type]
-                    packing=params.get("packing") or "varlen")
+                    packing=params.get("packing") or "varlen", **sizes)
 
 
 def compare_arguments(params: dict[str, Any]) -> dict[str, Any]:
-    """The keyword arguments of `iosim.compare` (after the workload and the GPU)."""
-    return {"algorithms": comma_list(params["algo"]), "block_q": params["block_q"],
-            "block_kv": params["block_kv"], "sram": params["sram"],
-            "sram_elements": params["sram_elements"], "profile": params["profile"],
-            "splits": params["splits"], "impl": params.get("impl"),
-            "tiles": params.get("tiles", "code")}
+    """The keyword arguments of `iosim.compare` (after the workload and the GPU); with
+    `--splits auto`, the split count `split_choice` picks."""
+    arguments = {"algorithms": comma_list(params["algo"]), "block_q": params["block_q"],
+                 "block_kv": params["block_kv"], "sram": params["sram"],
+                 "sram_elements": params["sram_elements"], "profile": params["profile"],
+                 "splits": params["splits"], "impl": params.get("impl"),
+                 "tiles": params.get("tiles", "code")}
+    if splits_auto(params):
+        from iosim.analysis.requests import default_algorithms
+
+        names = arguments["algorithms"] or default_algorithms(workload_from(params))
+        if any(n.strip().lower() == "cascade" for n in names):
+            raise IosimError(f"{arg('splits', 'auto')} picks splitkv's split count, and cascade "
+                             f"splits by its own rule here; give {arg('algorithms')} without "
+                             f"cascade, or {arg('splits')} a number (compare takes both)")
+        arguments["splits"] = split_choice(params).best.splits
+    return arguments
+
+
+def split_choice(params: dict[str, Any]) -> SplitChoice:
+    """`--splits auto`: splitkv at every split count (analysis/split_choice.py)."""
+    from iosim.analysis.split_choice import choose_splits
+
+    if params.get("impl") is not None:
+        raise click.UsageError("--splits auto tries splitkv's split counts; drop --impl")
+    from iosim.analysis.requests import default_algorithms
+
+    algorithms = comma_list(params["algo"]) or default_algorithms(workload_from(params))
+    if "splitkv" not in [a.strip().lower() for a in algorithms]:
+        raise IosimError(f"{arg('splits', 'auto')} applies to splitkv; add it to "
+                         f"{arg('algorithms')} (e.g. {arg('algorithms', 'flash2,splitkv')})")
+    return choose_splits(workload_from(params), params["gpu"], block_q=params["block_q"],
+                         block_kv=params["block_kv"], sram=params["sram"],
+                         sram_elements=params["sram_elements"], profile=params["profile"],
+                         tiles=params.get("tiles", "code"))
 
 
 def command_words(ctx: click.Context, params: dict[str, Any]) -> list[str]:

@@ -6,6 +6,7 @@ from typing import Any
 
 import click
 
+from iosim.analysis.cascade_verdict import cascade_verdict
 from iosim.analysis.compare import compare
 from iosim.cli import cli
 from iosim.cli.common import (
@@ -13,6 +14,8 @@ from iosim.cli.common import (
     comparison_options,
     format_option,
     refuse_impossible_sram,
+    split_choice,
+    splits_auto,
     wide_option,
     workload_from,
 )
@@ -32,22 +35,58 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
       iosim compare --n 1024 --heads 16 --batch 64 --gpu a100-40gb-sxm --pass fwdbwd
       iosim compare --n 1 --n-kv 32768 --d 128 --heads 32 --kv-heads 8 --gpu h100
       iosim compare --model gemma-2-9b --n 8192 --gpu h100
+      iosim compare --n 1 --n-kv 8192 --d 128 --heads 32 --kv-heads 8 --batch 4 --gpu h200 \\
+          --algo splitkv --splits auto
     """
     if params.get("model") is not None or params.get("layer") is not None:
         _compare_model(fmt, wide, params)
         return
-    result = compare(workload_from(params), params["gpu"], **compare_arguments(params))
+    choice = split_choice(params) if splits_auto(params) else None
+    arguments = compare_arguments({**params, "splits": None} if choice else params)
+    result = compare(workload_from(params), params["gpu"], **arguments)
+    if choice is not None:  # splitkv runs the best pick; cascade keeps its own split rule
+        from iosim.analysis.split_choice import with_best_pick
+
+        result = with_best_pick(result, choice, **{k: arguments[k] for k in (
+            "block_q", "block_kv", "sram", "sram_elements", "profile", "tiles")})
     refuse_impossible_sram(result, params["force"])
     from iosim.output import render
 
+    verdict = cascade_verdict(result)
     if fmt == "json":
-        click.echo(render.comparison_json(result))
+        if choice is None and verdict is None:
+            click.echo(render.comparison_json(result))
+        else:
+            from iosim.output import strict_json
+
+            extra = {**({"splits_auto": choice.to_dict()} if choice else {}),
+                     **({"shared_prefix": verdict.to_dict()} if verdict else {})}
+            click.echo(strict_json.dumps({**result.to_dict(), **extra}, indent=2,
+                                         ensure_ascii=False))
     elif fmt == "csv":
         click.echo(render.comparison_csv(result), nl=False)
     elif fmt == "markdown":
         click.echo(render.comparison_markdown(result), nl=False)
+        if choice is not None:
+            from iosim.output.render_splits import split_choice_markdown
+
+            click.echo("\n" + split_choice_markdown(choice), nl=False)
+        if verdict is not None:
+            click.echo("\n" + verdict.sentence())
+        if result.paging is not None:
+            click.echo("\n" + result.paging.note[0].upper() + result.paging.note[1:] + ".")
     else:
-        render.print_comparison(result, render.make_console(), wide=wide)
+        console = render.make_console()
+        render.print_comparison(result, console, wide=wide)
+        if choice is not None:
+            from iosim.output.render_splits import print_split_choice
+
+            print_split_choice(choice, console)
+        if verdict is not None:
+            console.print(verdict.sentence(), highlight=False)
+        if result.paging is not None:
+            console.print(result.paging.note[0].upper() + result.paging.note[1:] + ".",
+                          highlight=False)
 
 
 def _compare_model(fmt: str, wide: bool, params: dict[str, Any]) -> None:

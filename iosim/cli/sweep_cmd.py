@@ -10,10 +10,11 @@ from typing import Any
 
 import click
 
-from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
+from iosim.algorithms import ALGORITHMS
+from iosim.analysis.requests import decoding_defaults
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.cli import cli
-from iosim.cli.common import FORMATS, comma_list, parse_seqlens, wide_option
+from iosim.cli.common import FORMATS, comma_list, parse_seqlens, parse_suffix_lens, wide_option
 from iosim.cli.lists import (
     HELP,
     parse_booleans,
@@ -84,6 +85,12 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--unfused", default=None, metavar="LIST",
               help=f"Extra N×N kernels of the unfused standard pipeline (the same at every "
                    f"point): any of {','.join(UNFUSED_OPS)}.")
+@click.option("--page-size", type=int, default=None,
+              help="Paged KV cache: tokens per page, the same at every point (flash2, splitkv).")
+@click.option("--prefix-len", type=int, default=None,
+              help="Shared-prefix decoding batch (the same at every point): prefix tokens.")
+@click.option("--suffix-lens", default=None, metavar="LIST",
+              help="Each request's own tokens, e.g. 16,40,9 (sets the batch and N_kv).")
 @click.option("--block-q", metavar="RANGE", callback=_ints("--block-q", auto=True),
               help="B_r values; auto = Alg. 1 line 1 (default).")
 @click.option("--block-kv", metavar="RANGE", callback=_ints("--block-kv", auto=True),
@@ -125,7 +132,8 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   d: tuple[int, ...], d_v: tuple[int, ...] | None, heads: tuple[int, ...],
                   kv_heads: tuple[int, ...] | None, latent_kv: bool, fp8_scales: str | None,
                   batch: tuple[int, ...], dtype: str, causal: str, pass_: str,
-                  unfused: str | None, block_q: tuple[int | None, ...] | None,
+                  unfused: str | None, page_size: int | None, prefix_len: int | None,
+                  suffix_lens: str | None, block_q: tuple[int | None, ...] | None,
                   block_kv: tuple[int | None, ...] | None, sparsity: str,
                   window: tuple[int | None, ...] | None, seqlens: str | None, packing: str,
                   splits: tuple[int | None, ...] | None, sram: str | None,
@@ -147,6 +155,10 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
       iosim sweep --gpu a100,h100,h200 --n 1024,4096 --d 64,128 --causal no,yes --format csv
       iosim sweep --gpu h100 --model llama-3.1-8b --n 1024..32768
     """
+    suffixes = parse_suffix_lens(suffix_lens)
+    if suffixes is not None and prefix_len is not None:  # one request per suffix, the longest
+        batch = (len(suffixes),) if batch == (1,) else batch
+        n_kv = n_kv or (prefix_len + max(suffixes),)
     spec = SweepSpec(
         n=n, gpu=parse_names(gpu, "--gpu"), n_kv=n_kv or (None,), d=d, d_v=d_v or (None,),
         heads=heads,
@@ -161,7 +173,9 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         window=window or (None,),
         seqlens=parse_seqlens(seqlens),  # type: ignore[arg-type]
         packing=packing,
-        algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_)),
+        algorithms=tuple(comma_list(algo) or default_algorithms(n, pass_, page_size,
+                                                                prefix_len is not None)),
+        page_size=page_size, prefix_len=prefix_len, suffix_lens=suffixes,
         profile=profile,  # type: ignore[arg-type]
     )
     spec = sweep_with_model(spec, {"model": model, "layer": layer})
@@ -199,11 +213,12 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         render_sweep.print_sweep(result, limit=limit, wide=wide)
 
 
-def default_algorithms(n: tuple[int, ...], passes: str) -> tuple[str, ...]:
-    """As `compare`: standard, flash1, flash2, and splitkv for decoding (N = 1, forward)."""
-    if 1 in n and passes.strip().lower() == "fwd":
-        return (*DEFAULT_ALGORITHMS, "splitkv")
-    return DEFAULT_ALGORITHMS
+def default_algorithms(n: tuple[int, ...], passes: str, page_size: int | None = None,
+                       shared_prefix: bool = False) -> tuple[str, ...]:
+    """As `compare`: standard, flash1, flash2, and splitkv for decoding (N = 1, forward);
+    flash1 left out over a paged KV cache; standard, splitkv, cascade for a shared prefix."""
+    return decoding_defaults(1 in n and passes.strip().lower() == "fwd", page_size,
+                             shared_prefix=shared_prefix)
 
 
 def run_with_progress(spec: SweepSpec, console: Any = None) -> SweepResult:

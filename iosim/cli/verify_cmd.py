@@ -8,7 +8,13 @@ import click
 
 from iosim.analysis.verify import verify
 from iosim.cli import cli
-from iosim.cli.common import comma_list, mask_options, parse_seqlens
+from iosim.cli.common import (
+    comma_list,
+    decoding_fields,
+    decoding_options,
+    mask_options,
+    parse_seqlens,
+)
 from iosim.cli.model_flags import model_options, workload_of
 from iosim.execute import EXECUTOR_DTYPES
 from iosim.inputs.workload import PASSES
@@ -78,6 +84,7 @@ def executor_dtype(value: str) -> str:
               help="Pass to run: forward, backward (its forward runs first, uncounted) or both.")
 @click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
               show_default=True, help="Output format.")
+@decoding_options
 @model_options
 @click.pass_context
 def verify_command(ctx: click.Context, /, n: int, n_kv: int | None, d: int, d_v: int | None,
@@ -87,7 +94,8 @@ def verify_command(ctx: click.Context, /, n: int, n_kv: int | None, d: int, d_v:
                    packing: str, dtype: str, block: int, block_q: int | None,
                    block_kv: int | None, sram: str | None, algo: str | None, splits: int | None,
                    seed: int, unfused: str | None, dropout_p: float, pass_: str,
-                   fmt: str, model: str | None, layer: str | None) -> None:
+                   fmt: str, model: str | None, layer: str | None, page_size: int | None,
+                   prefix_len: int | None, suffix_lens: str | None) -> None:
     """Prove the counts: closed form = tile walk = NumPy executor, and the output exact.
 
     Runs each algorithm on seeded random data through an instrumented HBM that counts every
@@ -108,6 +116,8 @@ def verify_command(ctx: click.Context, /, n: int, n_kv: int | None, d: int, d_v:
                   d_v=d_v, latent_kv=latent_kv, fp8_scales=fp8_scales,
                   dtype="fp8_e4m3" if fp8_scales else "fp16", window=window,
                   seqlens=parse_seqlens(seqlens), packing=packing)
+    fields.update(decoding_fields({"n_kv": n_kv, "batch": batch, "page_size": page_size,
+                                   "prefix_len": prefix_len, "suffix_lens": suffix_lens}))
     workload = workload_of(n, fields, {**ctx.params, "model": model, "layer": layer}, ctx)
     result = verify(workload, algorithms=comma_list(algo), dtype=dtype,
                     block_q=block if block_q is None else block_q,

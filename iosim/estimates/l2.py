@@ -73,6 +73,7 @@ from iosim.estimates.l2_model import (
     shared_tile,
 )
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
+from iosim.estimates.shared_prefix_dram import prefix_once
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -365,4 +366,5 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
     if concurrent_programs is None and programs_per_sm is None and tiling is not None:
         backward = hardware.sm_count * tiling.bwd_programs_per_sm
     terms = _ClosedForm(kernels, workload, tiling, capacity, concurrent, backward).run()
-    return DramEstimate(tuple(terms), capacity, concurrent, "closed form")
+    shared = prefix_once(terms, kernels, workload)  # shared_prefix_dram.py
+    return DramEstimate(shared, capacity, concurrent, "closed form")

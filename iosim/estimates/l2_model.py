@@ -92,6 +92,8 @@ def modelled(kernel: Kernel) -> bool:
     other axis's tiles (Alg. 1's O_i, Alg. 4's dQ_i: the serial sweeps, checked against the
     simulation only: no FA1 kernel is measured). Split-KV programs and packed heads follow
     other schedules; they keep their L2-oblivious count, and say so."""
+    if kernel.segments:
+        return False  # a ragged launch: its own sizes, not the workload's
     if kernel.loop is None:
         return True
     return not (kernel.split or kernel.pack_heads)

@@ -247,7 +247,8 @@ def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any,
         return causal_utilisation(programs, kd.batch * kd.heads * sums.pairs,
                                   masked_longest(kernel, dims), sm_count)
     causal = dims.causal if not isinstance(dims.causal, np.ndarray) else bool(dims.causal.any())
-    if causal and kernel.loop == "q" and not kernel.split and kernel.grid == "blocks":
+    if (causal and kernel.loop == "q" and not kernel.split and kernel.grid == "blocks"
+            and not kernel.segments):
         sums = kernel_sums(kernel, dims) if sums is None else sums
         kd = kernel_dims(kernel, dims)
         return causal_utilisation(programs, kd.batch * kd.heads * sums.pairs, sums.kv_blocks,

@@ -15,6 +15,7 @@ runs all three; reference.py has the float64 formulas the outputs and gradients 
 
 # importing the executor modules registers them
 from iosim.execute import backward as _backward  # noqa: F401
+from iosim.execute import cascade as _cascade  # noqa: F401
 from iosim.execute import forward as _forward  # noqa: F401
 from iosim.execute import splitkv as _splitkv  # noqa: F401
 from iosim.execute import triton_bwd as _triton_bwd  # noqa: F401

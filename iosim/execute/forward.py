@@ -26,6 +26,7 @@ import numpy as np
 
 from iosim.execute.fp8 import quantise, read_block_scale, read_descales, read_gemm_scales
 from iosim.execute.numerics import dropout_keep
+from iosim.execute.paged import read_rows, read_table
 from iosim.execute.registry import Run, register
 
 Array = np.ndarray[Any, Any]
@@ -52,16 +53,18 @@ def online_step(m_i: Array, l_i: Array, s: Array) -> tuple[Array, Array, Array, 
     return m_new, alpha * l_i + p.sum(axis=1), p, alpha
 
 
-def read_v(run: Run, b: int, kv_head: int) -> Array:
-    """All of V for one (batch, KV head), as an unfused kernel reads it: from V, or, for MLA's
-    latent cache, the first d_v columns of K (a read of those columns of K's rows)."""
+def read_v(run: Run, b: int, kv_head: int, stop: int | None = None) -> Array:
+    """All of V for one (batch, KV head) (its first `stop` rows: a ragged batch's request), as
+    an unfused kernel reads it: from V, or, for MLA's latent cache, the first d_v columns of K
+    (a read of those columns of K's rows)."""
     pr = run.problem
     if pr.latent_kv:
-        return run.hbm.read("K", b, kv_head, cols=pr.dv)
-    return run.hbm.read("V", b, kv_head)
+        return run.hbm.read("K", b, kv_head, 0, stop, cols=pr.dv)
+    return run.hbm.read("V", b, kv_head, 0, stop)
 
 
-def load_v_tile(run: Run, b: int, kv_head: int, k0: int, k1: int, k_tile: Array) -> Array:
+def load_v_tile(run: Run, b: int, kv_head: int, k0: int, k1: int, k_tile: Array,
+                entries: Array | None = None) -> Array:
     """V_j of a fused kernel (rows k0..k1), held in SRAM with K_j: read from V, or, for MLA's
     latent cache, the first d_v columns of the K_j tile already on chip (no HBM read, no
     second tile: FlashMLA multiplies P by that part of its K tile)."""
@@ -69,7 +72,8 @@ def load_v_tile(run: Run, b: int, kv_head: int, k0: int, k1: int, k_tile: Array)
     sram.hold("K_j", (k1 - k0) * pr.d, pc.storage_bytes)
     if pr.latent_kv:
         return k_tile[:, :pr.dv].astype(pc.storage)
-    v = run.hbm.read("V", b, kv_head, k0, k1)
+    # through the block table's `entries` for a paged cache (execute/paged.py)
+    v = read_rows(run.hbm, run.page_size, entries, "V", b, kv_head, k0, k1)
     sram.hold("V_j", (k1 - k0) * pr.dv, pc.storage_bytes)
     return v
 
@@ -100,34 +104,39 @@ def standard_forward(run: Run) -> None:
     allowed = pr.attention_mask(run.block_q, run.block_kv)
     scale_unfused, mask_unfused = "scale" in run.unfused, "mask" in run.unfused
     quantise(run)  # FP8: per-tensor factors, the GEMMs' (host side, uncounted)
+    # a ragged batch (shared prefix): request b's rows of S, P, Z hold its own keys only
+    width = {b: (run.kv_len(b) if run.kv_lens is not None else None) for b in range(pr.batch)}
 
     with hbm.kernel("qk"):  # Alg. 0 line 1: load Q, K by blocks, compute S = QKᵀ, write S
         for b, h in heads:
             q = hbm.read("Q", b, h)
-            k = hbm.read("K", b, pr.kv_head(h))
+            k = hbm.read("K", b, pr.kv_head(h), 0, run.kv_len(b))
             s = pc.matmul(q, k.T) * pc.compute(read_gemm_scales(run, b, pr.kv_head(h), "q", "k"))
-            run.scores.hold(n_q, n_kv)
+            run.scores.hold(n_q, run.kv_len(b))
             # the scale τ rides on the matmul (cuBLAS alpha) unless it is its own kernel
-            hbm.write("S", b, h, None, None, s if scale_unfused else s * pc.compute(pr.scale))
+            hbm.write("S", b, h, None, None, s if scale_unfused else s * pc.compute(pr.scale),
+                      cols=width[b])
     if scale_unfused:
         with hbm.kernel("scale"):  # unfused scale kernel: read S, write S/√d
             for b, h in heads:
-                s = hbm.read("S", b, h).astype(pc.compute)
-                hbm.write("S", b, h, None, None, s * pc.compute(pr.scale))
+                s = hbm.read("S", b, h, cols=width[b]).astype(pc.compute)
+                hbm.write("S", b, h, None, None, s * pc.compute(pr.scale), cols=width[b])
     if mask_unfused:
         with hbm.kernel("mask"):  # unfused mask kernel: read S, write mask(S)
             for b, h in heads:
-                s = hbm.read("S", b, h)
-                hbm.write("S", b, h, None, None, np.where(allowed, s, -np.inf))
+                s = hbm.read("S", b, h, cols=width[b])
+                hbm.write("S", b, h, None, None, np.where(allowed[..., :s.shape[-1]], s, -np.inf),
+                          cols=width[b])
     with hbm.kernel("softmax"):  # Alg. 0 line 2: read S, compute P = softmax(S), write P
         for b, h in heads:
-            s = hbm.read("S", b, h).astype(pc.compute)
-            s = np.where(allowed, s, -np.inf)  # the mask fused into the softmax (a no-op if done)
+            s = hbm.read("S", b, h, cols=width[b]).astype(pc.compute)
+            # the mask fused into the softmax (a no-op if done)
+            s = np.where(allowed[..., :s.shape[-1]], s, -np.inf)
             m = _finite_or_zero(s.max(axis=1))
             e = np.exp(s - m[:, None])
             total = e.sum(axis=1)
             safe = np.where(total > 0, total, 1.0)
-            hbm.write("P", b, h, None, None, e / safe[:, None])
+            hbm.write("P", b, h, None, None, e / safe[:, None], cols=width[b])
     dropout = "dropout" in run.unfused
     if dropout:
         # P itself stays for the backward's softmax (Alg. 3 line 3); the dropped P feeds O = PV
@@ -135,15 +144,16 @@ def standard_forward(run: Run) -> None:
         hbm.allocate("Z", shape, np.uint8)
         with hbm.kernel("dropout"):  # unfused dropout: read P, write dropped P and the mask Z
             for b, h in heads:
-                p = hbm.read("P", b, h).astype(pc.compute)
-                keep = dropout_keep(run.seed, pr, b, h, 0, n_q, 0, n_kv, run.dropout_p)
+                p = hbm.read("P", b, h, cols=width[b]).astype(pc.compute)
+                keep = dropout_keep(run.seed, pr, b, h, 0, n_q, 0, p.shape[-1], run.dropout_p)
                 scaled = p / pc.compute(1.0 - run.dropout_p) if run.dropout_p else p
-                hbm.write("P_drop", b, h, None, None, np.where(keep, scaled, 0.0))
-                hbm.write("Z", b, h, None, None, keep)
+                hbm.write("P_drop", b, h, None, None, np.where(keep, scaled, 0.0),
+                          cols=width[b])
+                hbm.write("Z", b, h, None, None, keep, cols=width[b])
     with hbm.kernel("pv"):  # Alg. 0 line 3: load P and V by blocks, compute O = PV, write O
         for b, h in heads:
-            p = hbm.read("P_drop" if dropout else "P", b, h)
-            v = read_v(run, b, pr.kv_head(h))
+            p = hbm.read("P_drop" if dropout else "P", b, h, cols=width[b])
+            v = read_v(run, b, pr.kv_head(h), run.kv_len(b))
             dequant = pc.compute(read_gemm_scales(run, b, pr.kv_head(h), "v"))
             hbm.write("O", b, h, None, None, pc.matmul(p, v) * dequant)
 
@@ -261,9 +271,12 @@ def flash2_forward(run: Run) -> None:
                         continue  # causal: above the diagonal; a window or another sequence
                     if not computed[i, j]:
                         continue  # block-sparse: a zero block of the mask is skipped
-                    k = hbm.read("K", b, pr.kv_head(h), k0, k1).astype(cdt)  # line 7: load K_j, V_j
+                    # line 7: load K_j, V_j (through the block table of a paged cache)
+                    entries = read_table(hbm, run.page_size, b, k0, k1)
+                    k = read_rows(hbm, run.page_size, entries, "K", b, pr.kv_head(h), k0,
+                                  k1).astype(cdt)
                     k_scale = read_block_scale(run, "K_scale", b, pr.kv_head(h), j)
-                    v = load_v_tile(run, b, pr.kv_head(h), k0, k1, k)
+                    v = load_v_tile(run, b, pr.kv_head(h), k0, k1, k, entries)
                     v_scale = k_scale if pr.latent_kv else read_block_scale(
                         run, "V_scale", b, pr.kv_head(h), j)
                     # line 8: S_ij = τ Q_i K_jᵀ, masked; FP8: dequantised

@@ -114,17 +114,33 @@ class InstrumentedHBM:
     def read(self, name: str, batch: int, head: int, start: int | None = None,
              stop: int | None = None, *, split: int = 0, cols: int | None = None) -> Array:
         """A copy of rows start..stop (default all) of tensor `name` for one (batch, head);
-        with `cols`, only each row's first `cols` columns (MLA's V inside the latent K)."""
+        with `cols`, only each row's first `cols` columns (MLA's V inside the latent K; a ragged
+        batch's rows of an N×N_kv matrix)."""
         tile = self._tensor(name, split)[batch, head, start:stop]
         if cols is not None:
-            tile = tile[:, :cols]
+            tile = tile[..., :cols]
         self._count(name, "read", batch, head, start, stop, tile.shape, init=False, split=split)
         return tile.copy()
 
+    def gather(self, name: str, batch: int, head: int, start: int, stop: int,
+               rows: Array, cols: int | None = None) -> Array:
+        """Rows `rows` of KV head `head` of a paged pool (held as batch 0; their first `cols`
+        columns when given): logical rows start..stop of request `batch`, counted and logged as
+        that logical tile (execute/paged.py)."""
+        tile: Array = self._tensor(name, 0)[0, head, rows]
+        if cols is not None:
+            tile = tile[:, :cols]
+        self._count(name, "read", batch, head, start, stop, tile.shape, init=False, split=0)
+        return tile.copy()
+
     def write(self, name: str, batch: int, head: int, start: int | None, stop: int | None,
-              value: Array | float, *, init: bool = False, split: int = 0) -> None:
-        """Store `value` (cast to the tensor's dtype) into rows start..stop of one (batch, head)."""
+              value: Array | float, *, init: bool = False, split: int = 0,
+              cols: int | None = None) -> None:
+        """Store `value` (cast to the tensor's dtype) into rows start..stop of one (batch, head)
+        (its first `cols` columns only, when given)."""
         target = self._tensor(name, split)[batch, head, start:stop]
+        if cols is not None:
+            target = target[..., :cols]
         target[...] = value
         self._count(name, "write", batch, head, start, stop, target.shape, init=init, split=split)
 

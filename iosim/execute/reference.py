@@ -36,6 +36,11 @@ def _forward(workload: Workload, inputs: dict[str, Array], seed: int, dropout_p:
     v = np.repeat(values.astype(np.float64), pr.group, axis=1)
     s = np.einsum("bhqd,bhkd->bhqk", q, k) * pr.scale
     s = np.where(pr.attention_mask(block_q, block_kv), s, -np.inf)
+    if workload.prefix_len is not None and workload.suffix_lens is not None:
+        # a shared-prefix batch: request b sees its first L + s_b keys only
+        lens = np.array([workload.prefix_len + x for x in workload.suffix_lens])
+        s = np.where(np.arange(pr.n_kv)[None, None, None, :] < lens[:, None, None, None], s,
+                     -np.inf)
     m = s.max(axis=-1, keepdims=True)
     e = np.exp(s - np.where(np.isfinite(m), m, 0.0))
     total = e.sum(axis=-1, keepdims=True)

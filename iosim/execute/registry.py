@@ -42,6 +42,17 @@ class Run:
     """The backward kernels' B_r × B_c where they differ from the forward's (None: the same)."""
     splits: int = 1
     """Split-KV: programs per query block, each over ⌈T_c/splits⌉ key blocks."""
+    page_size: int | None = None
+    """A paged KV cache (execute/paged.py): K, V are read through the block table (None: not)."""
+    kv_lens: tuple[int, ...] | None = None
+    """A ragged batch (a shared-prefix batch): the keys request b attends to (None: all N_kv)."""
+
+    prefix_len: int | None = None
+    """A shared-prefix batch's prefix tokens (cascade attends them once)."""
+
+    def kv_len(self, b: int) -> int:
+        """Keys request b attends to: its own length in a ragged batch, else N_kv."""
+        return self.problem.n_kv if self.kv_lens is None else self.kv_lens[b]
 
     @property
     def dropout(self) -> bool:

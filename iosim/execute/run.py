@@ -12,8 +12,10 @@ from iosim.algorithms.tilewalk import TileAccess
 from iosim.algorithms.traffic import Op
 from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.errors import IosimError, arg
+from iosim.execute.cascade import batch_major, place_cascade
 from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, precision, problem_of
+from iosim.execute.paged import PAGED_EXECUTORS, place_paged
 from iosim.execute.registry import EXECUTORS, Run
 from iosim.inputs.ints import check_count
 from iosim.inputs.limits import check_executor_memory
@@ -102,6 +104,11 @@ def refusal(algorithm: str, workload: Workload, *, block_q: int, block_kv: int,
         why = triton_unsupported(workload)
         if why is not None:
             return why
+    if (workload.page_size is not None and workload.fp8_scales is not None
+            and algorithm in PAGED_EXECUTORS):
+        return (f"the executor quantises a contiguous K/V cache to FP8, not a paged pool; verify "
+                f"a paged cache without FP8 (drop {arg('fp8_scales')}) or FP8 without "
+                f"{arg('page_size')} (compare counts both together)")
     if workload.sparsity == 1:
         return None
     if workload.pass_ != "fwd" and bwd_blocks != (block_q, block_kv):
@@ -117,6 +124,13 @@ def refusal(algorithm: str, workload: Workload, *, block_q: int, block_kv: int,
     return None
 
 
+def kv_lens(workload: Workload) -> tuple[int, ...] | None:
+    """The keys each request of a shared-prefix batch attends to (None: every N_kv)."""
+    if workload.prefix_len is None or workload.suffix_lens is None:
+        return None
+    return tuple(workload.prefix_len + s for s in workload.suffix_lens)
+
+
 def random_inputs(workload: Workload, seed: int, prec: Precision, *,
                   grad: bool = False) -> dict[str, Array]:
     """Seeded standard-normal Q (batch, heads, N, d), K and V (batch, kv_heads, N_kv, d), and dO
@@ -129,7 +143,13 @@ def random_inputs(workload: Workload, seed: int, prec: Precision, *,
         del shapes["V"]  # MLA: V is the first d_v columns of the latent K, not a tensor of its own
     if grad:
         shapes["dO"] = (w.batch, w.heads, w.n, w.d_v)
-    return {name: rng.standard_normal(shape).astype(prec.storage) for name, shape in shapes.items()}
+    arrays = {name: rng.standard_normal(shape).astype(prec.storage)
+              for name, shape in shapes.items()}
+    if w.prefix_len is not None:  # a shared prefix: every request's first L keys are one cache
+        for name in ("K", "V"):
+            if name in arrays:
+                arrays[name][:, :, :w.prefix_len] = arrays[name][:1, :, :w.prefix_len]
+    return arrays
 
 
 @dataclass(frozen=True, slots=True)
@@ -227,21 +247,36 @@ def execute(
                                         workload.d, prec, workload.d_v, workload.latent_kv)
         sram_source = f"working set of {block_q}×{block_kv} blocks"
     hbm = InstrumentedHBM(record=record)
+    paged = workload.page_size if algorithm in PAGED_EXECUTORS else None
+    own_layout = algorithm == "cascade"  # token-major, the prefix once (execute/cascade.py)
     for name, array in inputs.items():
-        hbm.place(name, array.astype(prec.storage))
+        if (paged is None or name not in ("K", "V")) and not own_layout:
+            hbm.place(name, array.astype(prec.storage))
+    if own_layout:
+        place_cascade(hbm, inputs, workload, prec.storage)
+    if paged is not None:
+        place_paged(hbm, {n: inputs[n].astype(prec.storage) for n in ("K", "V") if n in inputs},
+                    paged, seed, prec.storage)
     sram = SramBudget(sram_bytes, source=sram_source, owner=algorithm)
     meter = ScoreMeter()
     run = Run(hbm, sram, meter, problem_of(workload), prec, block_q, block_kv,
-              workload.unfused, dropout_p, seed, bwd_block_q, bwd_block_kv, splits)
+              workload.unfused, dropout_p, seed, bwd_block_q, bwd_block_kv, splits, paged,
+              kv_lens(workload), workload.prefix_len)
     for step, counted in steps:
         if counted:
             EXECUTORS[(algorithm, step)](run)
         else:
             with hbm.uncounted():
                 EXECUTORS[(algorithm, step)](run)
-    names = [n for n in ("Q", "K", "V", "dO", "S", "P", "Z", "O", "l", "m", "L", "O_partial",
+    kv = ("K", "V") if paged is None else ()  # a paged pool is not the (batch, head) K, V
+    q = ("Q",) if not own_layout else ()  # cascade's token-major Q is not the inputs' Q
+    names = [n for n in (*q, *kv, "dO", "S", "P", "Z", "O", "l", "m", "L", "O_partial",
                          "lse_partial", "D", "dQ", "dK", "dV") if n in hbm]
-    return Execution(algorithm, dtype, dict(hbm.counts), dict(hbm.itemsize),
-                     {n: hbm.peek(n) for n in names}, meter.peak, sram.peak_bytes, sram_bytes,
+    outputs = {n: hbm.peek(n) for n in names}
+    if own_layout:
+        outputs["O"] = batch_major(outputs["O"])
+        outputs.pop("L", None)  # token-major; the others' L is not compared either
+    return Execution(algorithm, dtype, dict(hbm.counts), dict(hbm.itemsize), outputs,
+                     meter.peak, sram.peak_bytes, sram_bytes,
                      tuple(hbm.log) if hbm.log is not None else None)
 

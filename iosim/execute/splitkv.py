@@ -29,7 +29,8 @@ import numpy as np
 
 from iosim.execute.forward import _dropped, _finite_or_zero, load_v_tile, online_step
 from iosim.execute.fp8 import quantise, read_block_scale, read_descales
-from iosim.execute.numerics import Problem, dropout_keep
+from iosim.execute.numerics import Problem, blocks, dropout_keep
+from iosim.execute.paged import read_rows, read_table
 from iosim.execute.registry import Run, register
 
 Array = np.ndarray[Any, Any]
@@ -97,6 +98,11 @@ def splitkv_forward(run: Run) -> None:
 
     with hbm.kernel("splitkv_attn"):
         for b in range(pr.batch):
+            if run.kv_lens is not None:
+                # a ragged batch: request b's own keys, cut into `splits` runs of its key blocks
+                kv_blocks = blocks(run.kv_len(b), run.block_kv)
+                local = list(range(len(kv_blocks)))
+                per_split = -(-len(kv_blocks) // splits)
             for h in range(grid.heads):  # a query head, or a KV head when packed
                 for i, (r0, r1) in enumerate(row_blocks):
                     rows = r1 - r0
@@ -122,9 +128,10 @@ def splitkv_forward(run: Run) -> None:
                             if not computed[i, j]:
                                 continue  # block-sparse: a zero block of the mask is skipped
                             k0, k1 = kv_blocks[j]
-                            kt = hbm.read("K", b, kv_head, k0, k1)
+                            entries = read_table(hbm, run.page_size, b, k0, k1)
+                            kt = read_rows(hbm, run.page_size, entries, "K", b, kv_head, k0, k1)
                             k_scale = read_block_scale(run, "K_scale", b, kv_head, j)
-                            vt = load_v_tile(run, b, kv_head, k0, k1, kt)
+                            vt = load_v_tile(run, b, kv_head, k0, k1, kt, entries)
                             v_scale = k_scale if pr.latent_kv else read_block_scale(
                                 run, "V_scale", b, kv_head, j)
                             s = pc.matmul(q, kt.T) * cdt(pr.scale * qs * ks * k_scale)

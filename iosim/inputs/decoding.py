@@ -29,7 +29,9 @@ def check_page_size(page_size: object) -> int | None:
 
 
 def check_shared_prefix(prefix_len: object, suffix_lens: object, *, n: int, n_kv: int,
-                        batch: int, sparsity: float) -> tuple[int | None, tuple[int, ...] | None]:
+                        batch: int, sparsity: float, pass_: str = "fwd",
+                        page_size: int | None = None
+                        ) -> tuple[int | None, tuple[int, ...] | None]:
     """(prefix_len, suffix_lens) checked together and against the decoding shape they need."""
     if prefix_len is None and suffix_lens is None:
         return None, None
@@ -54,6 +56,12 @@ def check_shared_prefix(prefix_len: object, suffix_lens: object, *, n: int, n_kv
         raise WorkloadError(f"{arg('n_kv', n_kv)} must be the longest request, prefix_len + "
                             f"max(suffix_lens) = {prefix} + {max(suffixes)} = {longest}; use "
                             f"{arg('n_kv', longest)}", param="n_kv")
+    if pass_ != "fwd":
+        raise WorkloadError(f"a shared-prefix batch is a decoding (forward) step; use "
+                            f"{arg('pass_', 'fwd')}", param="pass_")
+    if page_size is not None:
+        raise WorkloadError(f"a shared-prefix batch is modelled over a contiguous cache; drop "
+                            f"{arg('page_size')}", param="page_size")
     if sparsity != 1:
         raise WorkloadError(f"a shared-prefix batch is modelled dense; drop {arg('sparsity')}",
                             param="sparsity")
@@ -74,6 +82,27 @@ def _suffixes(value: object) -> tuple[int, ...]:
     return tuple(limits.check_int("suffix_lens", s, high=limits.MAX_LENGTH,
                                   what="tokens of one request's own suffix", error=WorkloadError)
                  for s in value)
+
+
+def refuse_unmodelled(page_size: int | None, prefix_len: int | None, *, window: object,
+                      seqlens: object, latent_kv: bool, fp8: bool = False) -> None:
+    """The combinations iosim does not count yet: a paged cache or a shared prefix with a
+    sliding window or packed sequences (their visited key ranges are not 0 .. n_i), and a
+    shared prefix over MLA's latent cache."""
+    for name, value in (("page_size", page_size), ("prefix_len", prefix_len)):
+        if value is None:
+            continue
+        for other, given in (("window", window), ("seqlens", seqlens)):
+            if given is not None:
+                raise WorkloadError(f"{arg(name)} with {arg(other)} is not modelled yet; drop "
+                                    f"one of them", param=name)
+    if prefix_len is not None and fp8:
+        raise WorkloadError(f"{arg('prefix_len')} with an FP8 {arg('dtype')} (cascade's scales) "
+                            f"is not modelled yet; use fp16 or bf16", param="prefix_len")
+    if prefix_len is not None and latent_kv:
+        raise WorkloadError(f"{arg('prefix_len')} with {arg('latent_kv')} (cascade over MLA's "
+                            f"latent cache) is not modelled yet; drop one of them",
+                            param="prefix_len")
 
 
 def describe(page_size: int | None, prefix_len: int | None,

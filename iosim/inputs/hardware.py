@@ -58,6 +58,10 @@ class MeasuredProfile:
     vector_flops_per_s: float | None = None
     """Rate of the elementwise (softmax) FLOPs, fitted from the fused kernels' timings."""
     backward_schedule: BackwardSchedule | None = None
+    paged_kv_efficiency: Mapping[int, float] = field(default_factory=dict)
+    """Tokens per page → the fraction of a contiguous cache's K/V read rate that a paged one
+    reaches (measured; estimates/paged_dram.py). Empty: not calibrated."""
+    paged_kv_source: str = ""
 
 
 @dataclass(frozen=True, slots=True)

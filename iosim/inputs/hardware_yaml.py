@@ -35,7 +35,14 @@ from iosim.inputs.hardware import (
     Hardware,
     MeasuredProfile,
 )
-from iosim.inputs.limits import MAX_SM_COUNT, MAX_SRAM_BYTES, check_figure, clip, excerpt
+from iosim.inputs.limits import (
+    MAX_PAGE_SIZE,
+    MAX_SM_COUNT,
+    MAX_SRAM_BYTES,
+    check_figure,
+    clip,
+    excerpt,
+)
 from iosim.inputs.safe_yaml import read_yaml as _read_yaml
 from iosim.inputs.units import parse_quantity
 
@@ -55,7 +62,8 @@ _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
              *_TEXT_KEYS, *_FIGURES}
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
 _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
-                  "backward_schedule"}
+                  "backward_schedule", "paged_kv_efficiency"}
+_PAGED_KEYS = {"source", "by_page_size"}
 _SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
 
 # ---------------------------------------------------------------------------------------------
@@ -167,9 +175,40 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
     schedule = None
     if "backward_schedule" in raw:
         schedule = _schedule(path, raw["backward_schedule"])
+    paged, paged_source = _paged(path, raw.get("paged_kv_efficiency"))
     return MeasuredProfile(provenance.strip(), bandwidth,
                            {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
-                           schedule)
+                           schedule, paged, paged_source)
+
+
+def _paged(path: str, raw: Any) -> tuple[dict[int, float], str]:
+    """measured.paged_kv_efficiency: {source: text, by_page_size: {P: fraction}}."""
+    key = "measured.paged_kv_efficiency"
+    if raw is None:
+        return {}, ""
+    if not isinstance(raw, dict):
+        raise ConfigError(path, key, "expected a mapping (source, by_page_size)")
+    unknown = set(raw) - _PAGED_KEYS
+    if unknown:
+        raise ConfigError(path, f"{key}.{clip(sorted(unknown, key=str)[0])}",
+                          f"unknown key; allowed: {', '.join(sorted(_PAGED_KEYS))}")
+    source = raw.get("source")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source", "missing; say which measurement it was fitted on")
+    table = raw.get("by_page_size")
+    if not isinstance(table, dict) or not table:
+        raise ConfigError(path, f"{key}.by_page_size", "expected a mapping tokens per page -> "
+                          "fraction, e.g. {1: 0.2, 16: 0.9}")
+    out: dict[int, float] = {}
+    for page, value in table.items():
+        where = f"{key}.by_page_size.{clip(page)}"
+        if isinstance(page, bool) or not isinstance(page, int) or not 1 <= page <= MAX_PAGE_SIZE:
+            raise ConfigError(path, where, f"a page size must be a whole number of tokens in 1.."
+                              f"{MAX_PAGE_SIZE}")
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
+            raise ConfigError(path, where, f"must be a number in (0, 1.5], got {_kind(value)}")
+        out[page] = float(value)
+    return dict(sorted(out.items())), source.strip()
 
 
 def _schedule(path: str, raw: Any) -> BackwardSchedule:

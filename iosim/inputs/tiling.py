@@ -191,6 +191,8 @@ class TilingInputs:
     """V's head dim (0: d)."""
     latent_kv: Int = False
     """MLA's latent cache: V_j is part of K_j in SRAM (bool or bool array)."""
+    prefix_len: Int = 0
+    """A shared-prefix batch's prefix tokens (0: none), which cascade's kernels split."""
 
     @property
     def dv(self) -> Int:
@@ -209,7 +211,7 @@ class TilingInputs:
                    w.pass_ != "fwd", block_q or 0, block_kv or 0, splits or 0, sm_count or 0,
                    w.causal, dtype_code(w.dtype), cc, sram_per_sm, tile_rule, impl,
                    masked=w.masked, varlen=w.seqlens if w.packing == "varlen" else None,
-                   d_v=w.d_v, latent_kv=w.latent_kv)
+                   d_v=w.d_v, latent_kv=w.latent_kv, prefix_len=w.prefix_len or 0)
 
     @property
     def limits(self) -> SmLimits:

@@ -231,9 +231,12 @@ class Workload:
                                 f"{arg('sparsity')} or {arg('page_size')}", param="sparsity")
         prefix, suffixes = decoding.check_shared_prefix(
             self.prefix_len, self.suffix_lens, n=self.n, n_kv=self.n_kv, batch=self.batch,
-            sparsity=self.sparsity)
+            sparsity=self.sparsity, pass_=self.pass_, page_size=self.page_size)
         object.__setattr__(self, "prefix_len", prefix)
         object.__setattr__(self, "suffix_lens", suffixes)
+        decoding.refuse_unmodelled(self.page_size, self.prefix_len, window=self.window,
+                                   seqlens=self.seqlens, latent_kv=self.latent_kv,
+                                   fp8=self.fp8_scales is not None)
 
     @property
     def sparsity_fraction(self) -> tuple[int, int]:

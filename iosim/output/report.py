@@ -100,9 +100,12 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
               "window": (w.window,), "seqlens": w.seqlens, "packing": w.packing,
               "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
               "algorithms": tuple(a.name for a in comparison.algorithms),
-              "sram_bytes": (comparison.sram_bytes if sram_given else None,)}
+              "sram_bytes": (comparison.sram_bytes if sram_given else None,),
+              "page_size": w.page_size, "prefix_len": w.prefix_len, "suffix_lens": w.suffix_lens}
     gpu = (request.gpu,)
     n_range, n_note = _masked_n_range(request.n_range, w)
+    # a shared-prefix batch is one decoding step (N = 1, N_kv its longest request): no N range
+    n_range = (1,) if w.prefix_len is not None else n_range
     by_n = sweep(SweepSpec(n=n_range, gpu=gpu, **{  # type: ignore[arg-type]
         **common, "seqlens": None, "packing": "varlen"}))
     tiled = [a for a in comparison.algorithms if a.tiling is not None]
