@@ -1,6 +1,10 @@
 """Merge the H200 runs of benchmarks/variants_h200.py into tests/data/h200-variants.json.
 
     python benchmarks/variants_merge.py OUT.json RUN1.json[:section,...] RUN2.json[:section,...]
+    python benchmarks/variants_merge.py --add RECORD.json RUN.json:section,...
+
+`--add` puts a later run's sections (the held-out decode_judge, cascade_judge) into an existing
+record as new keys, its command and environment appended to "runs"; the rest is kept as it is.
 
 Each run contributes the sections named after its colon (all four when none is named) and the
 ncu counters of those sections ("decode" counters cover decode, paged and cascade points; "flex"
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 SECTIONS = ("flex", "flex2", "decode", "paged", "cascade", "mla", "fp8", "repeat")
+JUDGE_SECTIONS = ("decode_judge", "cascade_judge")
 
 
 def rounded(value: Any) -> Any:
@@ -59,7 +64,31 @@ def merge(runs: list[tuple[dict[str, Any], list[str]]]) -> dict[str, Any]:
     return rounded(out)
 
 
+def add(record: dict[str, Any], run: dict[str, Any], sections: list[str]) -> dict[str, Any]:
+    """`record` with `run`'s sections added (ok rows; the others under "refused")."""
+    unknown = [s for s in sections if s not in JUDGE_SECTIONS]
+    if unknown:
+        raise SystemExit(f"--add takes only {', '.join(JUDGE_SECTIONS)}, not {', '.join(unknown)}")
+    out = dict(record)
+    out["runs"] = [*record["runs"], {"command": run["command"], "date": run["date"],
+                                     "environment": run["environment"], "sections": sections,
+                                     "phase1_s": run.get("phase1_s")}]
+    out["refused"] = list(record["refused"])
+    for s in sections:
+        out[s] = [r for r in run.get(s, []) if r["status"] == "ok"]
+        out["refused"].extend({"id": r["id"], "section": s, "status": r["status"].splitlines()[0]}
+                              for r in run.get(s, []) if r["status"] != "ok")
+    return rounded(out)  # type: ignore[no-any-return]
+
+
 def main(argv: list[str]) -> int:
+    if argv and argv[0] == "--add":
+        _, target, spec = argv
+        path, _, names = spec.partition(":")
+        merged = add(json.loads(Path(target).read_text()), json.loads(Path(path).read_text()),
+                     names.split(",") if names else list(JUDGE_SECTIONS))
+        Path(target).write_text(json.dumps(merged, indent=1) + "\n")
+        return 0
     target, *specs = argv
     runs = []
     for spec in specs:
