@@ -49,3 +49,31 @@ def test_split_kv_dram_bytes_within_10_percent_of_ncu(record: dict[str, Any]) ->
     for kind, least in (("decode", 78), ("paged", 24), ("shared prefix", 8)):
         ratios = [p["ratio"] for p in points if p["kind"] == kind]
         assert sum(abs(x - 1) <= 0.10 for x in ratios) >= least, kind
+
+
+def test_the_held_out_judge_set_is_recorded_whole_and_apart_from_the_fit_set(
+        record: dict[str, Any]) -> None:
+    # a record check, not a pass rate: the judge set's results are reported, pass or fail, in
+    # docs/variants-decoding.md (benchmarks/decode_choices_h200.py)
+    import decode_choices_h200 as check
+
+    from iosim.calibrate import variants_points as VP
+
+    def shape(p: dict[str, Any]) -> tuple[Any, ...]:
+        keys = ("batch", "n_kv", "heads", "kv_heads", "d", "prefix_len", "suffix_lens")
+        return tuple(str(p.get(k)) for k in keys)
+
+    for judge, fit, points in (("decode_judge", "decode", VP.DECODE_JUDGE),
+                               ("cascade_judge", "cascade", VP.CASCADE_JUDGE)):
+        assert [r["id"] for r in record[judge]] == [p["id"] for p in points], judge
+        assert not {shape(r) for r in record[judge]} & {shape(r) for r in record[fit]}, judge
+    picks = check.split_picks(record, "decode_judge")
+    assert len(picks) == len(VP.DECODE_JUDGE)
+    for r, d in zip(picks, record["decode_judge"], strict=True):
+        timed = {s["splits"] for s in d["sweep"]}
+        assert r["pick"] in timed and r["fa2"] in timed and r["pick_over_fastest"] >= 1.0
+    rows = check.verdicts(record, "cascade_judge")
+    assert len(rows) == len(VP.CASCADE_JUDGE)
+    for r, c in zip(rows, record["cascade_judge"], strict=True):
+        faster = min(c["best_splitkv"]["time_s"], c["best_cascade"]["time_s"])
+        assert (c["best_cascade"]["time_s"] == faster) == (r["measured"] == "cascade")
