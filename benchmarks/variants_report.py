@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
+import decode_choices_h200 as DC
 import variants_compare as VC
 
 Row = dict[str, Any]
@@ -69,6 +70,12 @@ def header(record: dict[str, Any]) -> list[str]:
     lines += ["", "merged by `python benchmarks/variants_merge.py tests/data/h200-variants.json "
               "RUN1.json:decode RUN2.json:flex,cascade,paged RUN3.json:flex2,mla,fp8,repeat`; "
               "logs in benchmarks/variants-h200/.", ""]
+    if record.get("decode_judge") or record.get("cascade_judge"):
+        lines += ["The held-out judge sections (decode_judge, cascade_judge: the last run, the "
+                  "repository copied to `.device/judge14`) were added by `python "
+                  "benchmarks/variants_merge.py --add tests/data/h200-variants.json "
+                  "RUN.json:decode_judge,cascade_judge` (log benchmarks/variants-h200/"
+                  "run-judge.log).", ""]
     return lines
 
 
@@ -201,6 +208,62 @@ def mla_fp8_tables(record: dict[str, Any], counts: dict[str, Row]) -> list[str]:
     return [*lines, ""]
 
 
+def judge_tables(record: dict[str, Any]) -> list[str]:
+    """The held-out judgement: every judge point, measured and as iosim chose, pass or fail."""
+    if not record.get("decode_judge") and not record.get("cascade_judge"):
+        return []
+    lines = ["## Held-out judgement: `--splits auto` and the cascade verdict", "",
+             "Shapes and batches of calibrate/variants_points.py's DECODE_JUDGE and CASCADE_JUDGE, "
+             "written down before any model output was looked at, none equal to a fit point; timed "
+             "as the fit sections are (every split count; cascade at every split pair). iosim's "
+             "choices by `python benchmarks/decode_choices_h200.py [--profile measured]`, with "
+             "analysis/split_choice.py and cascade_verdict.py as they were when the run was made. "
+             "Pass: the pick's measured time within 5 % of the fastest; the verdict equal to the "
+             "measured winner.", "",
+             "| shape | batch | n_kv | heads/kv | d | fastest splits | µs | iosim pick (spec) | "
+             "÷ fastest | pass | iosim pick (measured) | ÷ fastest | FA2 pick | ÷ fastest |",
+             "|---|---:|---:|---|---:|---:|---:|---:|---:|---|---:|---:|---:|---:|"]
+    spec = {r["id"]: r for r in DC.split_picks(record, "decode_judge", "spec")}
+    meas = {r["id"]: r for r in DC.split_picks(record, "decode_judge", "measured")}
+    for p in record.get("decode_judge", []):
+        a, m = spec[p["id"]], meas[p["id"]]
+        ok = "yes" if a["pick_over_fastest"] <= DC.WITHIN else "**no**"
+        lines.append(f"| {p['id']} | {p['batch']} | {p['n_kv']} | {p['heads']}/{p['kv_heads']} | "
+                     f"{p['d']} | {p['best_splits']} | {us(p['best_time_s'])} | {a['pick']} | "
+                     f"{a['pick_over_fastest']:.3f} | {ok} | {m['pick']} | "
+                     f"{m['pick_over_fastest']:.3f} | {a['fa2']} | {a['fa2_over_fastest']:.3f} |")
+    good = sum(r["pick_over_fastest"] <= DC.WITHIN for r in spec.values())
+    fa2 = sum(r["fa2_over_fastest"] <= DC.WITHIN for r in spec.values())
+    lines += ["", f"Within 5 % of the fastest: iosim {good} of {len(spec)} (spec profile), "
+              f"{sum(r['pick_over_fastest'] <= DC.WITHIN for r in meas.values())} of {len(meas)} "
+              f"(measured profile); FA2's heuristic {fa2}.", "",
+              "| batch | heads/kv | prefix | suffixes | split-KV µs (splits) | cascade µs "
+              "(prefix+suffix splits) | measured winner (×) | iosim spec (×) | pass | "
+              "iosim measured (×) | pass |", "|---|---|---:|---|---:|---:|---|---|---|---|---|"]
+    vs = {r["id"]: r for r in DC.verdicts(record, "cascade_judge", "spec")}
+    vm = {r["id"]: r for r in DC.verdicts(record, "cascade_judge", "measured")}
+    for p in record.get("cascade_judge", []):
+        bp, bc, a, m = p["best_splitkv"], p["best_cascade"], vs[p["id"]], vm[p["id"]]
+        sfx = p["suffix_lens"]
+        shown = str(sfx[0]) if len(set(sfx)) == 1 else "mixed " + ",".join(map(str, sorted(set(sfx))))
+        lines.append(f"| {p['id']} | {p['heads']}/{p['kv_heads']} | {p['prefix_len']} | "
+                     f"{len(sfx)}×{shown} | {us(bp['time_s'])} ({bp['splits']}) | "
+                     f"{us(bc['time_s'])} ({bc['prefix_splits']}+{bc['suffix_splits']}) | "
+                     f"{a['measured']} ({a['measured_ratio']:.2f}) | {a['iosim']} "
+                     f"({a['iosim_ratio']:.2f}) | {'yes' if a['iosim'] == a['measured'] else '**no**'}"
+                     f" | {m['iosim']} ({m['iosim_ratio']:.2f}) | "
+                     f"{'yes' if m['iosim'] == m['measured'] else '**no**'} |")
+    for name, v in (("spec", vs), ("measured", vm)):
+        right = [r for r in v.values() if r["iosim"] == r["measured"]]
+        lines.append("" if name == "spec" else "")
+        lines.append(f"Verdict right ({name} profile): {len(right)} of {len(v)}; where cascade "
+                     f"won ({sum(r['measured'] == 'cascade' for r in v.values())}): "
+                     f"{sum(r['measured'] == 'cascade' for r in right)}, where split-KV won "
+                     f"({sum(r['measured'] == 'splitkv' for r in v.values())}): "
+                     f"{sum(r['measured'] == 'splitkv' for r in right)}.")
+    return [*lines, ""]
+
+
 def main(argv: list[str]) -> int:
     record_path, out = Path(argv[0]), Path(argv[1])
     record = json.loads(record_path.read_text())
@@ -209,7 +272,7 @@ def main(argv: list[str]) -> int:
     fits = VC.calibrate(rows)
     parts = (header(record) + flex_table(record, counts) + decode_table(record, counts)
              + paged_table(record, counts) + cascade_table(record, counts)
-             + mla_fp8_tables(record, counts))
+             + mla_fp8_tables(record, counts) + judge_tables(record))
     text = "\n".join(parts) + "\n" + VC.report(record, rows, fits, VC.split_picks(record),
                                                VC.verdicts(record))
     out.write_text(text)
