@@ -3,17 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 
 from iosim.algorithms import ALGORITHMS
 from iosim.analysis.comparison import Comparison
-from iosim.analysis.split_choice import SplitChoice
 from iosim.errors import IosimError, arg
 from iosim.inputs.limits import excerpt
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import FP8_SCALES, PACKINGS, PASSES, UNFUSED_OPS, Workload
+
+if TYPE_CHECKING:  # loads only for --splits auto
+    from iosim.analysis.split_choice import SplitChoice
 
 F = TypeVar("F", bound=Callable[..., Any])
 

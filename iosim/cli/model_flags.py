@@ -9,15 +9,16 @@ source, so `--model llama-3.1-8b --heads 32` is accepted and `--heads 16` refuse
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
 from click.core import ParameterSource
 
-from iosim.inputs.model_files import resolve_model
-from iosim.inputs.model_presets import PRESET_FIELDS, ModelLayer, single_layer
-from iosim.inputs.models import Model
 from iosim.inputs.workload import Workload
+
+if TYPE_CHECKING:  # the preset modules load only when --model is given (compare's start-up)
+    from iosim.inputs.model_presets import ModelLayer
+    from iosim.inputs.models import Model
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -42,6 +43,8 @@ def model_options(f: F) -> F:
 
 def given_fields(params: dict[str, Any], ctx: click.Context | None = None) -> dict[str, Any]:
     """The preset fields whose flags the user typed, with their values."""
+    from iosim.inputs.model_presets import PRESET_FIELDS
+
     ctx = ctx or click.get_current_context(silent=True)
     if ctx is None:
         return {}
@@ -60,7 +63,11 @@ def model_of(params: dict[str, Any]) -> Model | None:
     """--model's preset (a name, an alias or a path), or None without --model."""
     refuse_stray_layer(params)
     spec = params.get("model")
-    return None if spec is None else resolve_model(spec)
+    if spec is None:
+        return None
+    from iosim.inputs.model_files import resolve_model
+
+    return resolve_model(spec)
 
 
 def builder(params: dict[str, Any], workload_from: Callable[[dict[str, Any]], Workload]
@@ -72,6 +79,8 @@ def builder(params: dict[str, Any], workload_from: Callable[[dict[str, Any]], Wo
 def single_model_layer(params: dict[str, Any],
                        workload_from: Callable[[dict[str, Any]], Workload]) -> ModelLayer:
     """The one layer kind a one-workload command (report, roofline) runs under --model."""
+    from iosim.inputs.model_presets import single_layer
+
     model = model_of(params)
     assert model is not None
     return single_layer(model, builder(params, workload_from), given=given_fields(params),
@@ -85,6 +94,8 @@ def workload_of(n: int, fields: dict[str, Any], params: dict[str, Any],
     model = model_of(params)
     if model is None:
         return Workload(n, **fields)
+    from iosim.inputs.model_presets import single_layer
+
     return single_layer(model, lambda preset: Workload(n, **{**fields, **preset}),
                         given=given_fields(params, ctx),
                         latent_kv=bool(params.get("latent_kv")), layer=params.get("layer")).workload
@@ -95,7 +106,12 @@ def sweep_with_model(spec: Any, params: dict[str, Any], ctx: click.Context | Non
     import dataclasses
 
     from iosim.errors import ModelError
-    from iosim.inputs.model_presets import choose_group, preset_fields, refuse_contradictions
+    from iosim.inputs.model_presets import (
+        PRESET_FIELDS,
+        choose_group,
+        preset_fields,
+        refuse_contradictions,
+    )
 
     model = model_of(params)
     if model is None:

@@ -7,20 +7,16 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-from iosim.errors import IosimError, UnknownGpuError
+from iosim.errors import UnknownGpuError
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.limits import clip, excerpt
+from iosim.inputs.shipped import shipped_dir
 
 
 def config_dir() -> Path:
-    """configs/gpus: inside the installed package (wheel), else at the source checkout's top."""
-    package = Path(__file__).resolve().parent.parent  # iosim/, where the wheel puts configs/
-    for candidate in (package / "configs" / "gpus", package.parent / "configs" / "gpus"):
-        if candidate.is_dir():
-            return candidate
-    raise IosimError(f"the shipped GPU configs are missing (looked in {package / 'configs' / 'gpus'}); "
-                     "reinstall iosim")
+    """configs/gpus, where the shipped GPU YAMLs are."""
+    return shipped_dir("gpus", "GPU configs")
 
 
 def shipped_config_paths() -> list[Path]:

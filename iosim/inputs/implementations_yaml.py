@@ -22,6 +22,7 @@ from iosim.inputs.implementations import (
     Trait,
 )
 from iosim.inputs.limits import excerpt
+from iosim.inputs.shipped import shipped_dir
 
 SCHEMA_VERSION = 1
 
@@ -52,13 +53,8 @@ _ROW_VALUES = {"block_q", "block_kv", "warps", "stages", "shared_bytes", "regist
 
 
 def impls_dir() -> Path:
-    """configs/impls: inside the installed package (wheel), else at the source checkout's top."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "configs" / "impls", package.parent / "configs" / "impls"):
-        if candidate.is_dir():
-            return candidate
-    raise IosimError(f"the shipped implementation profiles are missing (looked in "
-                     f"{package / 'configs' / 'impls'}); reinstall iosim")
+    """configs/impls, where the shipped implementation profiles are."""
+    return shipped_dir("impls", "implementation profiles")
 
 
 def shipped_implementations() -> tuple[str, ...]:

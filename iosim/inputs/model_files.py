@@ -18,6 +18,7 @@ from iosim.errors import ConfigError, IosimError, UnknownModelError
 from iosim.inputs.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_LENGTH, clip, excerpt
 from iosim.inputs.models import MLA_KEYS, LayerGroup, MlaDims, Model, ModelFigure
 from iosim.inputs.safe_yaml import read_yaml
+from iosim.inputs.shipped import shipped_dir
 from iosim.inputs.suggest import did_you_mean
 
 SCHEMA_VERSION = 1
@@ -210,13 +211,8 @@ def load_model(path: str | os.PathLike[str]) -> Model:
 
 
 def models_dir() -> Path:
-    """configs/models: inside the installed package (wheel), else at the source checkout's top."""
-    package = Path(__file__).resolve().parent.parent
-    for candidate in (package / "configs" / "models", package.parent / "configs" / "models"):
-        if candidate.is_dir():
-            return candidate
-    raise IosimError(f"the shipped model presets are missing (looked in "
-                     f"{package / 'configs' / 'models'}); reinstall iosim")
+    """configs/models, where the shipped model presets are."""
+    return shipped_dir("models", "model presets")
 
 
 def shipped_model_paths() -> list[Path]:
