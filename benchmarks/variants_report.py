@@ -255,7 +255,7 @@ def judge_tables(record: dict[str, Any]) -> list[str]:
                      f"{'yes' if m['iosim'] == m['measured'] else '**no**'} |")
     for name, v in (("spec", vs), ("measured", vm)):
         right = [r for r in v.values() if r["iosim"] == r["measured"]]
-        lines.append("" if name == "spec" else "")
+        lines.append("")
         lines.append(f"Verdict right ({name} profile): {len(right)} of {len(v)}; where cascade "
                      f"won ({sum(r['measured'] == 'cascade' for r in v.values())}): "
                      f"{sum(r['measured'] == 'cascade' for r in right)}, where split-KV won "
