@@ -16,7 +16,8 @@ import pytest
 from tests.conftest import DATA
 
 RECORD = json.loads((DATA / "h200-variants.json").read_text())
-SECTIONS = ("flex", "flex2", "decode", "paged", "cascade", "mla", "fp8", "repeat")
+SECTIONS = ("flex", "flex2", "decode", "paged", "cascade", "mla", "fp8", "repeat", "decode_judge",
+            "cascade_judge")
 DESCRIPTORS = ("id", "kind", "dtype", "d", "n", "heads", "kv_heads", "batch", "causal")
 TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2}
 BLOCK_N = RECORD["decode_config"]["block_n"]
