@@ -222,7 +222,7 @@ TINY = {
     "repeat": [],
     "flex2": [],
     "decode_judge": [_tiny(DECODE_JUDGE[0], n_kv=150, heads=4, kv_heads=1, batch=2, d=64)],
-    "cascade_judge": [_tiny(CASCADE_JUDGE[10], batch=4, prefix_len=48, suffix_lens=[3, 90, 20, 130],
+    "cascade_judge": [_tiny(CASCADE_JUDGE[10], batch=3, prefix_len=48, suffix_lens=[3, 90, 20],
                             heads=4, kv_heads=4)],
 }
 """A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""
