@@ -123,3 +123,19 @@ def test_what_the_kernels_do_not_do_is_refused(change: dict, message: str) -> No
         get_algorithm("triton").kernels(w)
     with pytest.raises(ExecutorError, match=message):
         execute("triton", w, random_inputs(w, 0, precision("float64"), grad=True))
+
+
+def test_the_triton_schedule_note_is_printed_only_where_its_kernels_run() -> None:
+    # the measured profile's backward schedule times iosim's own Triton backward kernels alone:
+    # a comparison without them (flash2's loop nest, or SDPA's kernels under --impl) must not
+    # say that it used it
+    from iosim.analysis.compare import compare
+
+    def says(**options: object) -> bool:
+        result = compare(Workload(4096, d=128, heads=16, pass_="bwd"), "h200", profile="measured",
+                         **options)  # type: ignore[arg-type]
+        return any("Triton backward kernels are timed" in note for note in result.roofs.notes)
+
+    assert says(algorithms=["triton"])
+    assert not says(algorithms=["flash2"])
+    assert not says(impl="sdpa-flash")

@@ -36,6 +36,8 @@ from iosim.estimates.roofline import (
     estimate_kernels,
     kernel_programs_per_sm,
     roofs_for,
+    schedule_note,
+    scheduled,
     total_cost,
 )
 from iosim.estimates.training import (
@@ -143,6 +145,8 @@ def compare(
     given = block_q is not None or block_kv is not None
     paging = page_efficiency(hw, workload.page_size) if workload.page_size else None
 
+    triton_scheduled: list[bool] = []  # whether iosim's own kernels ran on the fitted schedule
+
     def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None, *,
                  impl_: Implementation | None = None, impl_splits: int | None = None
                  ) -> AlgorithmEstimate:
@@ -170,6 +174,8 @@ def compare(
             own_roofs = impl_backward_roofs(roofs, impl_, hw, tiling, w.d)
         kernel_estimates = estimate_kernels(kernels, w, tiling, own_roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
+        if impl_ is None:
+            triton_scheduled.append(any(scheduled(k, own_roofs) for k in kernels))
         totals = total_cost(kernel_estimates)
         time_s, hbm = float(totals.time_s), int(totals.hbm_read_bytes + totals.hbm_write_bytes)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
@@ -198,6 +204,8 @@ def compare(
         results = tuple(standard if a.name == "standard" else estimate(a, baseline)
                         for a in chosen)
 
+    if roofs.schedule is not None and any(triton_scheduled):  # said only where it applies
+        roofs = replace(roofs, notes=(*roofs.notes, schedule_note(roofs.schedule)))
     m = sram_bytes // workload.element_bytes
     n, n_kv, d = workload.n, workload.n_kv, workload.d
     if workload.d_v == d:

@@ -111,12 +111,16 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
     notes.append("measured profile: the memory roof charges the L2-aware DRAM estimate and a "
                  "kernel's matmul and elementwise times add (README, calibration)")
     schedule = measured.backward_schedule if hardware.sm_count is not None else None
-    if schedule is not None:
-        notes.append("iosim's Triton backward kernels are timed by scheduling their programs on "
-                     f"the SMs (efficiency {schedule.efficiency:g}, "
-                     f"{schedule.program_overhead_s * 1e6:g} µs per program; estimates/schedule.py)")
     return Roofs("measured", bandwidth, matmul, vector, efficiency, tuple(notes),
                  additive_compute=True, schedule=schedule, sm_count=hardware.sm_count)
+
+
+def schedule_note(schedule: BackwardSchedule) -> str:
+    """The line saying that iosim's Triton backward kernels are timed by the fitted schedule (a
+    comparison prints it only when one of its algorithms runs them)."""
+    return ("iosim's Triton backward kernels are timed by scheduling their programs on the SMs "
+            f"(efficiency {schedule.efficiency:g}, {schedule.program_overhead_s * 1e6:g} µs per "
+            "program; estimates/schedule.py)")
 
 
 def scheduled(kernel: Kernel, roofs: Roofs) -> bool:
