@@ -21,6 +21,7 @@ import platform
 import sys
 import time
 import traceback
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -71,19 +72,23 @@ def timed(built: VA.Built, warmup_ms: int, rep_ms: int) -> dict[str, float]:
     return {"time_s": median * 1e-3, "time_p20_s": p20 * 1e-3, "time_p80_s": p80 * 1e-3}
 
 
-def run_flex(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any) -> list[dict[str, Any]]:
+Row = dict[str, Any]
+
+
+def each_point(points: list[VA.Point], clock: Clock, log: Any,
+               measure: Callable[[VA.Point], tuple[Row, str]]) -> list[Row]:
+    """One row per point: `measure(p)` gives the row's fields and a log line. Past the deadline a
+    point is skipped; a failure is recorded and the run goes on; the GPU's cache is emptied
+    after each point (what `measure` built is freed when it returns)."""
     rows = []
     for p in points:
         if clock.left() < 0:
             rows.append({**p, "status": "skipped: deadline"})
             continue
         try:
-            t0 = time.monotonic()
-            built = VA.build_flex(p, gen, DEVICE)
-            rows.append({**p, "status": "ok", "rel_error": built.rel_error, **built.info,
-                         **timed(built, 25, 100), "build_s": time.monotonic() - t0})
-            log(f"{p['id']}: {rows[-1]['time_s'] * 1e3:.3f} ms err {built.rel_error:.2e} "
-                f"blocks {built.info['partial_blocks']}+{built.info['full_blocks']}")
+            fields, line = measure(p)
+            rows.append({**p, "status": "ok", **fields})
+            log(line)
         except Exception as exc:  # recorded, the run goes on
             rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
             log(traceback.format_exc())
@@ -91,123 +96,92 @@ def run_flex(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: An
     return rows
 
 
+def run_flex(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any) -> list[Row]:
+    def measure(p: VA.Point) -> tuple[Row, str]:
+        t0 = time.monotonic()
+        built = VA.build_flex(p, gen, DEVICE)
+        fields = {"rel_error": built.rel_error, **built.info, **timed(built, 25, 100),
+                  "build_s": time.monotonic() - t0}
+        return fields, (f"{p['id']}: {fields['time_s'] * 1e3:.3f} ms err {built.rel_error:.2e} "
+                        f"blocks {built.info['partial_blocks']}+{built.info['full_blocks']}")
+    return each_point(points, clock, log, measure)
+
+
 def run_decode(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any, *,
-               all_splits: bool, page_sizes: list[int | None]) -> list[dict[str, Any]]:
-    rows = []
+               all_splits: bool, page_sizes: list[int | None]) -> list[Row]:
+    expanded = []
     for base in points:
         for page in page_sizes:
             p = {**base, "page_size": page}
             if page is not None or not all_splits:
                 p["id"] = f"{base['id']}-p{page or 'contig'}"
-            if clock.left() < 0:
-                rows.append({**p, "status": "skipped: deadline"})
-                continue
-            try:
-                problem = VA.decode_problem(p, gen, DEVICE)
-                top = key_blocks(p["n_kv"])
-                counts = list(range(1, min(128, top) + 1)) if all_splits else VP.powers_of_two(top)
-                sweep = []
-                for s in counts:
-                    built = problem.build(s)
-                    sweep.append({"splits": s, "rel_error": built.rel_error,
-                                  **timed(built, 5, 25)})
-                best = min(sweep, key=lambda r: r["time_s"])
-                rows.append({**p, "status": "ok", "block_n": problem.config.block_n,
-                             "block_r": problem.config.block_r, "num_warps": problem.config.num_warps,
-                             "sweep": sweep, "best_splits": best["splits"],
-                             "best_time_s": best["time_s"]})
-                log(f"{p['id']}: best {best['splits']} splits {best['time_s'] * 1e6:.1f} us, "
-                    f"1 split {sweep[0]['time_s'] * 1e6:.1f} us")
-                del problem
-            except Exception as exc:
-                rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
-                log(traceback.format_exc())
-            torch.cuda.empty_cache()
-    return rows
+            expanded.append(p)
+
+    def measure(p: VA.Point) -> tuple[Row, str]:
+        problem = VA.decode_problem(p, gen, DEVICE)
+        top = key_blocks(p["n_kv"])
+        counts = list(range(1, min(128, top) + 1)) if all_splits else VP.powers_of_two(top)
+        sweep = []
+        for s in counts:
+            built = problem.build(s)
+            sweep.append({"splits": s, "rel_error": built.rel_error, **timed(built, 5, 25)})
+        best = min(sweep, key=lambda r: r["time_s"])
+        return ({"block_n": problem.config.block_n, "block_r": problem.config.block_r,
+                 "num_warps": problem.config.num_warps, "sweep": sweep,
+                 "best_splits": best["splits"], "best_time_s": best["time_s"]},
+                f"{p['id']}: best {best['splits']} splits {best['time_s'] * 1e6:.1f} us, "
+                f"1 split {sweep[0]['time_s'] * 1e6:.1f} us")
+    return each_point(expanded, clock, log, measure)
 
 
 def run_cascade(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any
-                ) -> list[dict[str, Any]]:
-    rows = []
-    for p in points:
-        if clock.left() < 0:
-            rows.append({**p, "status": "skipped: deadline"})
-            continue
-        try:
-            problem = VA.cascade_problem(p, gen, DEVICE)
-            full = p["prefix_len"] + max(p["suffix_lens"])
-            plain = []
-            for s in VP.powers_of_two(key_blocks(full)):
-                built = problem.build_splitkv(s)
-                plain.append({"splits": s, "rel_error": built.rel_error, **timed(built, 5, 25)})
-            casc = []
-            for sp in VP.powers_of_two(key_blocks(p["prefix_len"]), 64):
-                for ss in VP.powers_of_two(key_blocks(max(p["suffix_lens"])), 32):
-                    built = problem.build_cascade(sp, ss)
-                    casc.append({"prefix_splits": sp, "suffix_splits": ss,
-                                 "rel_error": built.rel_error, **timed(built, 5, 25)})
-            bp = min(plain, key=lambda r: r["time_s"])
-            bc = min(casc, key=lambda r: r["time_s"])
-            winner = "cascade" if bc["time_s"] < bp["time_s"] else "splitkv"
-            rows.append({**p, "status": "ok", "block_n": problem.config.block_n,
-                         "prefix_block_r": problem.prefix_config.block_r, "splitkv": plain,
-                         "cascade": casc, "best_splitkv": bp, "best_cascade": bc,
-                         "winner": winner})
-            log(f"{p['id']}: split-KV {bp['time_s'] * 1e6:.1f} us ({bp['splits']}), cascade "
+                ) -> list[Row]:
+    def measure(p: VA.Point) -> tuple[Row, str]:
+        problem = VA.cascade_problem(p, gen, DEVICE)
+        full = p["prefix_len"] + max(p["suffix_lens"])
+        plain = []
+        for s in VP.powers_of_two(key_blocks(full)):
+            built = problem.build_splitkv(s)
+            plain.append({"splits": s, "rel_error": built.rel_error, **timed(built, 5, 25)})
+        casc = []
+        for sp in VP.powers_of_two(key_blocks(p["prefix_len"]), 64):
+            for ss in VP.powers_of_two(key_blocks(max(p["suffix_lens"])), 32):
+                built = problem.build_cascade(sp, ss)
+                casc.append({"prefix_splits": sp, "suffix_splits": ss,
+                             "rel_error": built.rel_error, **timed(built, 5, 25)})
+        bp = min(plain, key=lambda r: r["time_s"])
+        bc = min(casc, key=lambda r: r["time_s"])
+        winner = "cascade" if bc["time_s"] < bp["time_s"] else "splitkv"
+        return ({"block_n": problem.config.block_n,
+                 "prefix_block_r": problem.prefix_config.block_r, "splitkv": plain,
+                 "cascade": casc, "best_splitkv": bp, "best_cascade": bc, "winner": winner},
+                f"{p['id']}: split-KV {bp['time_s'] * 1e6:.1f} us ({bp['splits']}), cascade "
                 f"{bc['time_s'] * 1e6:.1f} us ({bc['prefix_splits']}+{bc['suffix_splits']}): "
                 f"{winner}")
-            del problem
-        except Exception as exc:
-            rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
-            log(traceback.format_exc())
-        torch.cuda.empty_cache()
-    return rows
+    return each_point(points, clock, log, measure)
 
 
-def run_mla(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any
-            ) -> list[dict[str, Any]]:
-    rows = []
-    for p in points:
-        if clock.left() < 0:
-            rows.append({**p, "status": "skipped: deadline"})
-            continue
-        try:
-            problem = MF.mla_problem(p, gen, DEVICE)
-            sweep = []
-            for s in VP.powers_of_two(triton.cdiv(p["n_kv"], problem.config.block_n), 64):
-                built = problem.build(s)
-                sweep.append({"splits": s, "rel_error": built.rel_error, **timed(built, 5, 25)})
-            best = min(sweep, key=lambda r: r["time_s"])
-            rows.append({**p, "status": "ok", "block_r": problem.config.block_r,
-                         "block_n": problem.config.block_n, "num_warps": problem.config.num_warps,
-                         "sweep": sweep, "best_splits": best["splits"], "best_time_s": best["time_s"]})
-            log(f"{p['id']}: best {best['splits']} splits {best['time_s'] * 1e6:.1f} us")
-            del problem
-        except Exception as exc:
-            rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
-            log(traceback.format_exc())
-        torch.cuda.empty_cache()
-    return rows
+def run_mla(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any) -> list[Row]:
+    def measure(p: VA.Point) -> tuple[Row, str]:
+        problem = MF.mla_problem(p, gen, DEVICE)
+        sweep = []
+        for s in VP.powers_of_two(triton.cdiv(p["n_kv"], problem.config.block_n), 64):
+            built = problem.build(s)
+            sweep.append({"splits": s, "rel_error": built.rel_error, **timed(built, 5, 25)})
+        best = min(sweep, key=lambda r: r["time_s"])
+        return ({"block_r": problem.config.block_r, "block_n": problem.config.block_n,
+                 "num_warps": problem.config.num_warps, "sweep": sweep,
+                 "best_splits": best["splits"], "best_time_s": best["time_s"]},
+                f"{p['id']}: best {best['splits']} splits {best['time_s'] * 1e6:.1f} us")
+    return each_point(points, clock, log, measure)
 
 
-def run_fp8(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any
-            ) -> list[dict[str, Any]]:
-    rows = []
-    for p in points:
-        if clock.left() < 0:
-            rows.append({**p, "status": "skipped: deadline"})
-            continue
-        try:
-            built = MF.build_fp8(p, gen, DEVICE)
-            rows.append({**p, "status": "ok", "rel_error": built.rel_error, **built.info,
-                         **timed(built, 25, 100)})
-            log(f"{p['id']}: {rows[-1]['time_s'] * 1e3:.3f} ms err {built.rel_error:.2e}")
-            del built
-        except Exception as exc:
-            rows.append({**p, "status": f"failed: {type(exc).__name__}: {exc}"[:400]})
-            log(traceback.format_exc())
-        torch.cuda.empty_cache()
-    return rows
+def run_fp8(points: list[VA.Point], gen: torch.Generator, clock: Clock, log: Any) -> list[Row]:
+    def measure(p: VA.Point) -> tuple[Row, str]:
+        built = MF.build_fp8(p, gen, DEVICE)
+        fields = {"rel_error": built.rel_error, **built.info, **timed(built, 25, 100)}
+        return fields, f"{p['id']}: {fields['time_s'] * 1e3:.3f} ms err {built.rel_error:.2e}"
+    return each_point(points, clock, log, measure)
 
 
 def main(argv: list[str]) -> int:
