@@ -304,11 +304,17 @@ def main(argv: list[str]) -> int:
     except (CalibrationError, IosimError) as exc:
         print(f"backward_fit: {exc}", file=sys.stderr)
         return 2
-    if args.out:
-        if Path(args.out).exists():
-            print(f"backward_fit: {args.out} exists; remove it first", file=sys.stderr)
+    return write_report(text, args.out, "backward_fit")
+
+
+def write_report(text: str, out: str | None, prog: str) -> int:
+    """A fit's report to the file `out` (never over an existing one: exit 2 with one line) or to
+    stdout; returns the exit status."""
+    if out:
+        if Path(out).exists():
+            print(f"{prog}: {out} exists; remove it first", file=sys.stderr)
             return 2
-        Path(args.out).write_text(text)
+        Path(out).write_text(text)
     else:
         sys.stdout.write(text)
     return 0

@@ -431,14 +431,7 @@ def main(argv: list[str]) -> int:
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
-    if args.out:
-        if Path(args.out).exists():
-            print(f"torch_bwd_fit: {args.out} exists; remove it first", file=sys.stderr)
-            return 2
-        Path(args.out).write_text(text)
-    else:
-        sys.stdout.write(text)
-    return 0
+    return backward_fit.write_report(text, args.out, "torch_bwd_fit")
 
 
 if __name__ == "__main__":
