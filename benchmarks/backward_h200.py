@@ -99,22 +99,31 @@ def torch_grid() -> list[tuple[Any, bool, str]]:
     return [(p, e, "fit") for p, e in fit] + [(p, e, "judge") for p, e in judge]
 
 
-def torch_only(args: argparse.Namespace, argv: list[str], out: Path) -> int:
+def record_header(what: str, argv: list[str]) -> dict[str, Any]:
+    """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
     import triton
+
+    properties = torch.cuda.get_device_properties(0)
+    return {
+        "what": what,
+        "command": "python3 benchmarks/backward_h200.py " + " ".join(argv),
+        "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
+        "triton": triton.__version__, "python": platform.python_version(),
+        "sm_count": properties.multi_processor_count,
+        "l2_bytes": int(getattr(properties, "L2_cache_size", 0)),
+    }
+
+
+def torch_only(args: argparse.Namespace, argv: list[str], out: Path) -> int:
+    import torch
 
     from iosim.calibrate import bench_bwd as BB
     from iosim.calibrate.ncu_bwd import collect
 
     started = time.time()
-    record: dict[str, Any] = {
-        "what": "SDPA flash backward and eager PyTorch backward, per kernel (issue 10 item 3)",
-        "command": "python3 benchmarks/backward_h200.py " + " ".join(argv),
-        "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-        "triton": triton.__version__, "python": platform.python_version(),
-        "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
-        "l2_bytes": int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)),
-    }
+    record = record_header(
+        "SDPA flash backward and eager PyTorch backward, per kernel (issue 10 item 3)", argv)
     torch.manual_seed(0)
     grid_points = torch_grid()
     timed = []
@@ -170,7 +179,7 @@ def main(argv: list[str]) -> int:
     out.mkdir(parents=True, exist_ok=True)
     try:
         import torch
-        import triton
+        import triton  # noqa: F401  (a missing triton is said here, before any work)
     except ImportError as exc:
         print(f"backward_h200: {exc.name} is not installed; run on the GPU machine", file=sys.stderr)
         return 2
@@ -189,14 +198,8 @@ def main(argv: list[str]) -> int:
     started = time.time()
     points, eager_points = grid(args.quick)
     tiles = dict(TRITON_BWD_TILES)
-    record: dict[str, Any] = {
-        "what": "iosim Triton backward vs SDPA flash backward vs eager backward (issue 10)",
-        "command": "python3 benchmarks/backward_h200.py " + " ".join(argv),
-        "device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-        "triton": triton.__version__, "python": platform.python_version(),
-        "sm_count": torch.cuda.get_device_properties(0).multi_processor_count,
-        "l2_bytes": int(getattr(torch.cuda.get_device_properties(0), "L2_cache_size", 0)),
-    }
+    record = record_header(
+        "iosim Triton backward vs SDPA flash backward vs eager backward (issue 10)", argv)
     torch.manual_seed(0)
     try:
         # 1. correctness first, at every point, with the shipped tiles (and every candidate)
