@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import math
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ from iosim.analysis.compare import compare
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 KINDS = ("fused", "matmul", "elementwise")
 READ_ONLY = 1.05
