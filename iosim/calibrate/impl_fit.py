@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 from iosim.analysis.compare import compare
-from iosim.inputs.hardware import Hardware
+from iosim.inputs.hardware import Hardware, ImplCalibration
+from iosim.inputs.impl_calibration import with_impl_calibration
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
@@ -33,16 +33,19 @@ READ_ONLY = 1.05
 this much faster than a copy moves."""
 
 
-def raw_times(record: dict[str, Any], gpu: str) -> dict[str, list[tuple[dict[str, float], float]]]:
+def raw_times(record: dict[str, Any], hardware: Hardware
+              ) -> dict[str, list[tuple[dict[str, float], float]]]:
     """Per implementation: ({kind: compute seconds at efficiency 1, "memory": the memory-bound
     kernels' seconds at the full measured bandwidth}, measured seconds) per point."""
     out: dict[str, list[tuple[dict[str, float], float]]] = {}
+    unit = ImplCalibration({**dict.fromkeys(KINDS, 1.0), "memory": 1.0}, "unit efficiencies")
     for p in record["points"]:
         if "time_s" not in p:
             continue
         impl = get_implementation(p["impl"])
-        unit = replace(impl, calibration={gpu: {**dict.fromkeys(KINDS, 1.0), "memory": 1.0}})
-        est = compare(Workload(**p["workload"]), gpu, impl=unit, profile="measured").algorithms[-1]
+        trial = with_impl_calibration(hardware, impl.name, unit)
+        est = compare(Workload(**p["workload"]), trial, impl=impl, profile="measured"
+                      ).algorithms[-1]
         parts = dict.fromkeys((*KINDS, "memory"), 0.0)
         for k in est.kernels:
             parts["memory" if k.bound == "memory" else k.kind] += k.time_s
@@ -116,7 +119,7 @@ def fit_record(record: dict[str, Any], hardware: Hardware) -> dict[str, dict[str
     elementwise = hardware.measured.kernel_efficiency.get("elementwise", 1.0)
     matmul = hardware.measured.kernel_efficiency.get("matmul", 1.0)
     out: dict[str, dict[str, Any]] = {}
-    for impl, points in raw_times(record, hardware.name).items():
+    for impl, points in raw_times(record, hardware).items():
         fitted: dict[str, Any] = fit(points, elementwise, matmul)
         overhead = fitted.pop("call_overhead_s")
         out[impl] = {"efficiency": fitted, "call_overhead_s": overhead, "points": len(points)}
