@@ -17,13 +17,18 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Sequence
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 from iosim.analysis.compare import compare
+from iosim.calibrate import CalibrationError
+from iosim.errors import IosimError
 from iosim.inputs.hardware import Hardware, ImplCalibration
 from iosim.inputs.impl_calibration import with_impl_calibration
 from iosim.inputs.implementations_yaml import get_implementation
+from iosim.inputs.limits import excerpt
 from iosim.inputs.workload import Workload
 
 KINDS = ("fused", "matmul", "elementwise")
@@ -100,27 +105,84 @@ def fit(points: list[tuple[dict[str, float], float]], elementwise: float,
 
 
 def load_points(path: Path) -> dict[str, Any]:
-    """A record of benchmarks/impl_validation_h200.py, or the JSON Lines `iosim measure
-    --record FILE` appends (one measured point a line), as one record."""
-    if path.suffix != ".jsonl":
-        return dict(json.loads(path.read_text()))
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if not lines:
-        raise SystemExit(f"{path} holds no points")
-    return {"device": {"name": lines[0]["gpu"], "torch": "see each point"},
-            "points": [{"impl": p["impl"], "workload": p["workload"],
-                        "time_s": p["measured_time_s"]} for p in lines]}
+    """A record of `iosim calibrate --impl` (or benchmarks/impl_validation_h200.py), or the JSON
+    Lines `iosim measure --record FILE` appends (one measured point a line), as one record;
+    checked point by point (CalibrationError, one line, naming the point)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+            if not lines or not all(isinstance(p, dict) for p in lines):
+                raise CalibrationError(f"{path} holds no measured points (one JSON object a "
+                                       f"line, as `iosim measure --record` appends)")
+            record: Any = {"device": {"name": lines[0].get("gpu", "unknown"),
+                                      "torch": "see each point"},
+                           "points": [{"impl": p.get("impl"), "workload": p.get("workload"),
+                                       "time_s": p.get("measured_time_s")} for p in lines]}
+        else:
+            record = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CalibrationError(f"{path} is not a readable JSON record ({excerpt(str(exc), 80)})"
+                               f"; give a record of `iosim calibrate --impl` or `iosim measure "
+                               f"--record`") from None
+    if not isinstance(record, dict) or not isinstance(record.get("points"), list):
+        raise CalibrationError(f"{path} is not an implementation record (no list of points); "
+                               f"give a record of `iosim calibrate --impl` or `iosim measure "
+                               f"--record`")
+    if not isinstance(record.get("device"), dict):
+        record["device"] = {"name": "unknown", "torch": "unknown"}
+    for i, p in enumerate(record["points"]):
+        _check_point(path, i, p)
+    return dict(record)
 
 
-def fit_record(record: dict[str, Any], hardware: Hardware) -> dict[str, dict[str, Any]]:
-    """Per implementation the record times: its fitted efficiencies, host time per call and
-    point count, against the GPU's own fitted matmul and elementwise efficiencies."""
+def _check_point(path: Path, i: int, p: Any) -> None:
+    where = f"{path} point {i}"
+    if not isinstance(p, dict) or not isinstance(p.get("impl"), str):
+        raise CalibrationError(f"{where}: expected an object with an implementation name")
+    if "refused" in p and "time_s" not in p:
+        return
+    t = p.get("time_s")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 60:
+        raise CalibrationError(f"{where} ({p['impl']}): time_s must be seconds in (0, 60), got "
+                               f"{excerpt(t)}")
+    w = p.get("workload")
+    if not isinstance(w, dict) or set(w) - set(WORKLOAD_FIELDS) or "n" not in w:
+        raise CalibrationError(f"{where} ({p['impl']}): workload must be an object of "
+                               f"{', '.join(WORKLOAD_FIELDS)}")
+    try:
+        Workload(**w)
+    except (IosimError, TypeError) as exc:
+        raise CalibrationError(f"{where} ({p['impl']}): {excerpt(str(exc), 120)}") from None
+
+
+WORKLOAD_FIELDS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal")
+"""The Workload fields a recorded point carries (impl_run.py:workload_record)."""
+
+
+def fit_record(record: dict[str, Any], hardware: Hardware,
+               names: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+    """Per implementation the record times (those of `names` only, when given): its fitted
+    efficiencies, host time per call, point count and the median absolute time error of
+    compare with that fit on those same points (in-sample), against the GPU's own fitted
+    matmul and elementwise efficiencies."""
     assert hardware.measured is not None
     elementwise = hardware.measured.kernel_efficiency.get("elementwise", 1.0)
     matmul = hardware.measured.kernel_efficiency.get("matmul", 1.0)
     out: dict[str, dict[str, Any]] = {}
-    for impl, points in raw_times(record, hardware).items():
+    chosen = {**record, "points": [p for p in record["points"]
+                                   if names is None or p["impl"] in names]}
+    for impl, points in raw_times(chosen, hardware).items():
         fitted: dict[str, Any] = fit(points, elementwise, matmul)
         overhead = fitted.pop("call_overhead_s")
-        out[impl] = {"efficiency": fitted, "call_overhead_s": overhead, "points": len(points)}
+        entry = ImplCalibration(dict(fitted), "trial", overhead)
+        trial = with_impl_calibration(hardware, impl, entry)
+        errors = []
+        for p in chosen["points"]:
+            if p["impl"] == impl and "time_s" in p:
+                a = compare(Workload(**p["workload"]), trial, impl=impl,
+                            profile="measured").algorithms[-1]
+                errors.append(abs(a.time_s + a.call_overhead_s - p["time_s"]) / p["time_s"])
+        out[impl] = {"efficiency": fitted, "call_overhead_s": overhead, "points": len(points),
+                     "median_error": median(errors)}
     return out

@@ -31,7 +31,7 @@ def _mapping(path: str, key: str, raw: Any, allowed: set[str] | tuple[str, ...])
         raise ConfigError(path, key, "expected a mapping")
     unknown = sorted(str(k) for k in raw if k not in allowed)
     if unknown:
-        raise ConfigError(path, f"{key}.{excerpt(unknown[0], 40)}",
+        raise ConfigError(path, f"{key}.{unknown[0][:40]}",
                           f"unknown key; allowed: {', '.join(sorted(allowed))}")
     return raw
 
