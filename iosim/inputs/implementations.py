@@ -23,7 +23,7 @@ import numpy as np
 
 from iosim.errors import IosimError
 from iosim.inputs.ints import Int
-from iosim.record import Record, field
+from iosim.record import Record
 
 EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
@@ -119,12 +119,6 @@ class Implementation(Record):
     persistent: Trait | None = None
     """A persistent kernel (one program per SM, looping over tiles): its grid always fills
     the GPU, so waves do not apply."""
-    calibration: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Per GPU name: fitted efficiency per kernel class (the measured profile uses them)."""
-    calibration_source: dict[str, str] = field(default_factory=dict)
-    backward_calibration: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Per GPU name: the backward's fitted schedule (`calibration.GPU.backward`: efficiency,
-    program_overhead_s, call_overhead_s; calibrate/torch_bwd_fit.py)."""
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""
