@@ -5,14 +5,12 @@ Human units (MB, µs, TFLOP/s) exist only here; the core hands over bytes, secon
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from iosim.algorithms.packing import packs_heads
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
-from iosim.output import strict_json
 from iosim.output.console import make_console as make_console  # re-exported for the commands
 from iosim.output.numbers import SI_PREFIXES as SI_PREFIXES  # re-exported: render.fmt_* stay
 from iosim.output.numbers import fmt_binary_bytes as fmt_binary_bytes
@@ -142,11 +140,15 @@ def plain_comparison(c: Comparison, width: int, *, wide: bool = False) -> str | 
 
 def comparison_json(c: Comparison) -> str:
     """The JSON of `iosim compare --format json` (schema iosim.compare/1; strict: no NaN)."""
+    from iosim.output import strict_json  # (json and csv load only for their formats)
+
     return strict_json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
 
 
 def records_csv(records: Sequence[dict[str, Any]]) -> str:
     """Dict rows as CSV text, the first row's keys as the header (empty text for no rows)."""
+    import csv
+
     out = io.StringIO()
     if records:
         writer = csv.DictWriter(out, fieldnames=list(records[0]), lineterminator="\n")
