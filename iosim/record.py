@@ -45,6 +45,7 @@ T = TypeVar("T")
 R = TypeVar("R", bound="Record")
 
 _MISSING: Any = object()
+_set = object.__setattr__
 _put = MemberDescriptorType.__set__
 """Sets one slot of an instance, past the class's frozen `__setattr__` (as `object.__setattr__`,
 without looking the name up)."""
@@ -228,12 +229,18 @@ def _init_for(cls: RecordMeta) -> Callable[..., None]:
     `__post_init__` flag held in a closure (no attribute lookups per call, and no code compiled:
     the one function body below serves every record class)."""
     slots, layout, post_init = cls.__record_slots__, cls.__record_layout__, cls.__record_post_init__
-    count = len(slots)
+    count, defaults, keys = len(slots), layout.defaults, layout.index.keys()
 
     def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
-        if kwargs or len(args) != count:
-            args = layout.values(self.__class__, args, kwargs)
-        _consume(map(_put, slots, repeat(self), args))
+        if kwargs and not args and not layout.factories:  # by keyword: dict operations in C
+            values = {**defaults, **kwargs} if defaults else kwargs
+            if values.keys() != keys:
+                raise layout.call_error(self.__class__, args, kwargs)
+            _consume(map(_set, repeat(self), values, values.values()))
+        else:
+            if kwargs or len(args) != count:
+                args = layout.values(self.__class__, args, kwargs)
+            _consume(map(_put, slots, repeat(self), args))
         if post_init:
             self.__post_init__()
 
