@@ -19,8 +19,9 @@ and `asdict` mirror `dataclasses`'.
 
 Why not `dataclasses`: Python 3.11 `exec`s every method it generates, 1.0–1.5 ms per frozen
 class, and `iosim compare` creates dozens (half of what iosim's modules cost it at start-up).
-Here every method is written once, on `Record`, and reads the per-class field tuple that the
-metaclass builds; creating a record class costs what creating any class costs. The type checker
+Here every method is written once (on `Record`; `__init__` in `_init_for`, one closure per
+class over its slots) and reads the per-class field table that the metaclass builds; creating a
+record class costs what creating any class costs (≈ 0.1 ms). The type checker
 reads the classes as dataclasses (`dataclass_transform`), so `mypy --strict` checks every
 constructor call's names and types and every assignment as it did.
 """
