@@ -15,7 +15,7 @@ from typing import Any
 import yaml
 
 from iosim.errors import ConfigError
-from iosim.inputs.limits import excerpt
+from iosim.inputs.limits import clip, excerpt
 
 _SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10× faster
 
@@ -108,3 +108,11 @@ def _refuse_expanding_yaml(where: str, text: str) -> None:
             depth -= 1
 
 
+def refuse_unknown_keys(path: str, key: str | None, raw: dict[Any, Any],
+                        allowed: set[str] | frozenset[str] | tuple[str, ...]) -> None:
+    """ConfigError naming the first (in sorted order) key of the mapping `raw` at `key` (None:
+    the top level) that is not `allowed`, and listing the allowed ones; nothing when all are."""
+    unknown = sorted(str(k) for k in raw if k not in allowed)
+    if unknown:
+        where = clip(unknown[0]) if key is None else f"{key}.{clip(unknown[0])}"
+        raise ConfigError(path, where, f"unknown key; allowed: {', '.join(sorted(allowed))}")
