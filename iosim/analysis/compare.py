@@ -12,7 +12,8 @@ from collections.abc import Sequence
 from dataclasses import replace
 
 from iosim.algorithms import ALGORITHMS, Algorithm
-from iosim.algorithms.loopnest import Dims, Kernel, kernel_programs
+from iosim.algorithms.closedform import Dims, kernel_programs
+from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
