@@ -10,7 +10,6 @@ split), blockmask.py's (block-sparse) and masks.py's (windows, packed sequences)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -30,10 +29,10 @@ from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Term, Traffic
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 
-@dataclass(frozen=True, slots=True)
-class Dims:
+class Dims(Record):
     """The numbers a count depends on; each a Python int or a numpy array (sweeps)."""
 
     n_q: Any

@@ -44,7 +44,6 @@ written by hand and independently of this module, so that its counts check both.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Literal
 
 import numpy as np
@@ -52,6 +51,7 @@ import numpy as np
 from iosim.algorithms.traffic import Op
 from iosim.inputs.units import STAT_BYTES
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 PAGE_INDEX_BYTES = 4
 """A block-table entry: int32 (vLLM `block_tables`, FA2 `block_table`, FlashInfer `kv_indices`)."""
@@ -64,8 +64,7 @@ Scale = Literal["", "tensor", "block"]
 KernelKind = Literal["elementwise", "matmul", "fused"]
 
 
-@dataclass(frozen=True, slots=True)
-class Access:
+class Access(Record):
     """One read or write of a tensor (or of its tile) at one place in the loop nest."""
 
     tensor: str
@@ -96,8 +95,7 @@ class Access:
     that reads one element per page its K/V tile spans (Dims.page_size), not one per row."""
 
 
-@dataclass(frozen=True, slots=True)
-class FlopCount:
+class FlopCount(Record):
     """FLOPs of a kernel: coefficient × a count per head.
 
     score: visited scores; score_d: visited scores × d (Q·K products: S, dQ, dK);
@@ -114,8 +112,7 @@ class FlopCount:
     """Counted once per KV split (× Dims.splits): split-KV's combine works on every split."""
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(Record):
     """Part of a ragged launch (segments.py): `batch` requests from batch index `batch_start`,
     each of n_q query rows and n_kv keys (no mask: decoding sees every key), their rows
     starting at `q_start` and `kv_start` of the tensors they address."""
@@ -128,8 +125,7 @@ class Segment:
     kv_start: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Kernel:
+class Kernel(Record):
     """One kernel launch of an algorithm (over all batches and heads)."""
 
     name: str

@@ -11,7 +11,6 @@ reduce kernels of the GQA sum count as one).
 from __future__ import annotations
 
 from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +24,7 @@ from iosim.calibrate.backward_fit import DIRTY_SHARE, handover, load_record, wor
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
@@ -60,8 +60,7 @@ def launched(w: Workload, what: str, a: AlgorithmEstimate) -> tuple[Kernel, ...]
     return impl_kernels(impl, iw, ALGORITHMS[impl.algorithm].kernels(iw, a.tiling))
 
 
-@dataclass(frozen=True, slots=True)
-class KernelBytes:
+class KernelBytes(Record):
     """One kernel of one ncu run: iosim's DRAM estimate (dirty lines handed over) and ncu's."""
 
     point: str

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -52,6 +51,7 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.impl_calibration import with_impl_calibration
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 BIG = 50e6
 """Kernels of at least this many DRAM bytes are judged against ±10 %; smaller ones (a few MB,
@@ -61,8 +61,7 @@ where the dirty lines one kernel leaves to the next are most of the count) are r
 # time
 
 
-@dataclass(frozen=True, slots=True)
-class TimeModel:
+class TimeModel(Record):
     """Fitted constants of one implementation's backward time (none is a hardware fact)."""
 
     efficiency: float

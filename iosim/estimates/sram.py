@@ -14,13 +14,12 @@ does not model; for them the count is the HBM count, a lower bound.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from iosim.algorithms import get_algorithm
 from iosim.algorithms.closedform import Dims, access_elements, kernel_sums
 from iosim.algorithms.loopnest import element_bytes
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 
 def resident_rereads(kernel_name: str, algorithm: str, workload: Workload,

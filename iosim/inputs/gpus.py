@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -11,6 +10,7 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.limits import excerpt
 from iosim.inputs.shipped import shipped_dir, shipped_yamls, user_yaml
+from iosim.record import Record
 
 
 def config_dir() -> Path:
@@ -33,8 +33,7 @@ def list_hardware() -> list[Hardware]:
     return [_load_shipped(str(p)) for p in shipped_config_paths()]
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedHardware:
+class ResolvedHardware(Record):
     """A --gpu value resolved: the Hardware, what was asked for and how it matched."""
 
     hardware: Hardware
