@@ -1,4 +1,5 @@
-"""Reading a hardware YAML safely: bounded in size and in what it can expand to or construct.
+"""Reading a hardware YAML safely: bounded in size and in what it can expand to or construct;
+and the one check of the keys a YAML mapping may have (`refuse_unknown_keys`).
 
 `read_yaml` returns the plain data of a file (mappings, lists, strings, numbers, booleans, null,
 dates) or raises ConfigError with one line naming the file: larger than 1 MiB, not UTF-8, not
