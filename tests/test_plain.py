@@ -111,3 +111,68 @@ def test_compare_plain_output_is_rich_output(args: tuple[str, ...], width: int) 
                           env={"COLUMNS": str(width), "TTY_COMPATIBLE": "0"})
     assert plain.exit_code == drawn.exit_code == 0, plain.output + drawn.output
     assert plain.output == drawn.output
+
+
+def rich_prints_on_a_terminal(parts: list[object], width: int) -> str:
+    """What rich writes for `parts` to a terminal `width` columns wide (styles and padding): an
+    xterm's, whatever $TERM the tests run under (rich draws a dumb terminal 80 wide)."""
+    out = io.StringIO()
+    console = Console(file=out, width=width, force_terminal=True, color_system="standard",
+                      highlight=False, _environ={"TERM": "xterm"})
+    console.print(Group(*(Text(p) if isinstance(p, str) else p for p in parts)))
+    return out.getvalue()
+
+
+@given(st.lists(st.one_of(tables(), st.builds(LabelGrid, st.lists(st.tuples(
+    st.sampled_from(["GPU", "blocks", ""]), st.lists(WORDS, max_size=12).map(" ".join)),
+    min_size=1, max_size=4)), st.lists(WORDS, max_size=25).map(" ".join)), min_size=1,
+    max_size=3), st.integers(20, 120))
+def test_on_a_terminal_the_styled_layout_is_riches_bytes(parts: list[object], width: int) -> None:
+    """Tables, grids and paragraphs laid out for a terminal (bold headers, italic titles, every
+    line padded) are byte for byte what rich writes there, wherever plain.py answers."""
+    styled = plain_text(parts, width, styled=True)
+    if styled is not None:
+        assert styled == rich_prints_on_a_terminal(parts, width)
+
+
+def on_a_terminal(args: list[str], env: dict[str, str]) -> bytes:
+    """`iosim compare args` with its stdout on an 80-column pseudo-terminal: what it wrote."""
+    import fcntl
+    import os
+    import pty
+    import struct
+    import subprocess
+    import sys
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    environment = {k: v for k, v in os.environ.items() if k not in ("COLUMNS", "NO_COLOR")}
+    proc = subprocess.Popen([sys.executable, "-m", "iosim", "compare", *args], stdout=follower,
+                            env={**environment, "TERM": "xterm", **env})
+    os.close(follower)
+    written = b""
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        written += chunk
+    os.close(leader)
+    assert proc.wait() == 0
+    return written
+
+
+@pytest.mark.parametrize("args", [
+    ["--n", "4096", "--gpu", "a100"],
+    ["--n", "2048", "--gpu", "h100", "--causal", "--heads", "32", "--kv-heads", "8", "--d", "128",
+     "--wide"],
+    ["--n", "4096", "--seqlens", "1000,3096", "--gpu", "h100"]])
+def test_compare_on_a_terminal_writes_what_rich_writes(args: list[str]) -> None:
+    """A real pseudo-terminal: compare laid out by plain.py and (TTY_INTERACTIVE set: plain.py
+    steps aside, rich draws) by rich: the same bytes, escape sequences included."""
+    plain = on_a_terminal(args, {})
+    assert b"\x1b[1m" in plain  # a terminal's bold headers, so the styled layout ran
+    assert plain == on_a_terminal(args, {"TTY_INTERACTIVE": "1"})

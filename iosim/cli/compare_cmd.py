@@ -77,7 +77,7 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
             click.echo("\n" + result.paging.note[0].upper() + result.paging.note[1:] + ".")
     else:
         plain = _plain_output(result, verdict, wide) if choice is None else None
-        if plain is not None:  # a pipe: the same characters, laid out without rich
+        if plain is not None:  # the same characters rich would write, laid out without it
             click.echo(plain, nl=False)
             return
         console = render.make_console()
@@ -94,23 +94,20 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
 
 
 def _plain_output(result: Any, verdict: Any, wide: bool) -> str | None:
-    """The default output as rich would print it to a pipe (output/plain.py), or None for a
-    terminal or a layout plain.py does not know (rich draws it then)."""
-    from iosim.output.console import plain_width
-    from iosim.output.plain import paragraph
+    """The default output as rich would print it to a pipe or a terminal (output/plain.py), or
+    None where plain.py does not know rich's layout (rich draws it then)."""
+    from iosim.output.console import plain_width, terminal_width
     from iosim.output.render import plain_comparison
 
-    width = plain_width()
+    width, styled = plain_width(), False
+    if width is None:
+        width, styled = terminal_width(), True
     if width is None:
         return None
-    text = plain_comparison(result, width, wide=wide)
-    extra = [verdict.sentence()] if verdict is not None else []
+    notes = [verdict.sentence()] if verdict is not None else []  # printed as rich prints a str
     if result.paging is not None:
-        extra.append(result.paging.note[0].upper() + result.paging.note[1:] + ".")
-    lines = [paragraph(line, width) for line in extra]  # printed as rich prints a str
-    if text is None or None in lines:
-        return None
-    return text + "".join(line.rstrip(" ") + "\n" for got in lines if got for line in got)
+        notes.append(result.paging.note[0].upper() + result.paging.note[1:] + ".")
+    return plain_comparison(result, width, wide=wide, styled=styled, notes=notes)
 
 
 def _compare_model(fmt: str, wide: bool, params: dict[str, Any]) -> None:

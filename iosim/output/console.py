@@ -66,6 +66,39 @@ def plain_width(*, pipe_width: int = PIPE_WIDTH) -> int | None:
     return pipe_columns(pipe_width)
 
 
+_STYLE_ENVIRONMENT = ("FORCE_COLOR", "NO_COLOR", "TTY_COMPATIBLE", "TTY_INTERACTIVE",
+                      "JUPYTER_COLUMNS", "JUPYTER_LINES")
+"""Variables that change what rich writes to a terminal: where one is set, rich draws."""
+
+
+def terminal_width() -> int | None:
+    """The columns rich draws to where standard output is a terminal that rich styles as
+    output/plain.py's styled layout does (bold and italic, no colour): rich's own rule for the
+    width (the first of stdin, stdout, stderr that is a terminal; $COLUMNS when a number; else
+    80). None where rich may write otherwise: no terminal, Windows, a dumb terminal, IPython or
+    IDLE, or an environment variable of `_STYLE_ENVIRONMENT`."""
+    if (os.name == "nt" or any(name in os.environ for name in _STYLE_ENVIRONMENT)
+            or os.environ.get("TERM", "").lower() in ("dumb", "unknown")
+            or "IPython" in sys.modules or "idlelib" in sys.modules):
+        return None
+    try:
+        if not sys.stdout.isatty():
+            return None
+    except (AttributeError, ValueError):
+        return None
+    width = None
+    for descriptor in (0, 1, 2):
+        try:
+            width = os.get_terminal_size(descriptor).columns
+        except (AttributeError, ValueError, OSError):
+            continue
+        break
+    columns = os.environ.get("COLUMNS")
+    if columns is not None and columns.isdigit():
+        width = int(columns)
+    return width or 80
+
+
 def make_console(*, pipe_width: int = PIPE_WIDTH, stderr: bool = False) -> Console:
     """A terminal keeps its own width; a pipe or file gets $COLUMNS or `pipe_width` columns."""
     from rich.console import Console
@@ -81,4 +114,4 @@ def make_console(*, pipe_width: int = PIPE_WIDTH, stderr: bool = False) -> Conso
                    highlight=False)
 
 
-__all__ = ["PIPE_WIDTH", "make_console", "pipe_columns", "plain_width"]
+__all__ = ["PIPE_WIDTH", "make_console", "pipe_columns", "plain_width", "terminal_width"]

@@ -128,10 +128,11 @@ def print_comparison(c: Comparison, console: Console, *, wide: bool = False) -> 
     console.print(comparison_renderable(c, wide=wide))
 
 
-def plain_comparison(c: Comparison, width: int, *, wide: bool = False) -> str | None:
+def plain_comparison(c: Comparison, width: int, *, wide: bool = False, styled: bool = False,
+                     notes: Sequence[str] = ()) -> str | None:
     """What `print_comparison` prints to a pipe `width` columns wide, laid out without rich
     (plain.py), or None where that layout does not know rich's."""
-    return plain_text(comparison_parts(c, wide=wide), width)
+    return plain_text([*comparison_parts(c, wide=wide), *notes], width, styled=styled)
 
 
 # ---------------------------------------------------------------------------------------------
