@@ -63,10 +63,12 @@ class Report:
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def default_compare_gpus(dtype: str = "fp16") -> tuple[str, ...]:
-    """Every shipped GPU — for an FP8 workload, those with FP8 tensor cores (peak_flops.fp8)."""
+def default_compare_gpus(dtype: str = "fp16", profile: str = "spec") -> tuple[str, ...]:
+    """Every shipped GPU — for an FP8 workload, those with FP8 tensor cores (peak_flops.fp8);
+    for the measured profile, those with a measured section (the others have no such roofs)."""
     return tuple(h.name for h in list_hardware()
-                 if dtype not in FP8_DTYPES or "fp8" in h.peak_flops_per_s)
+                 if (dtype not in FP8_DTYPES or "fp8" in h.peak_flops_per_s)
+                 and (profile != "measured" or h.measured is not None))
 
 
 def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -> Report:
