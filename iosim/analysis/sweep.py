@@ -63,6 +63,10 @@ def sweep(
     Returns a SweepResult (bytes, FLOPs and seconds per point and algorithm).
     `on_progress(done, total)` is called after each chunk of points (for a progress bar).
     """
+    if spec.impl is not None:  # what runs is decided per point: compare at each one
+        from iosim.analysis.sweep_impl import impl_sweep
+
+        return impl_sweep(spec, on_progress=on_progress)
     algorithms, hardware, notes = check_spec(spec)
     everyone = list(dict.fromkeys([ALGORITHMS["standard"], *algorithms]))
     shape = spec.shape

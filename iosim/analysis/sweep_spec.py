@@ -103,6 +103,9 @@ class SweepSpec:
     1, N_kv the longest request and the batch one request per suffix."""
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     profile: Profile = "spec"
+    impl: str | None = None
+    """Not an axis: an implementation (configs/impls) estimated at every point instead of the
+    algorithms, beside standard attention (analysis/sweep_impl.py: compare per point)."""
 
     def values(self, axis: str) -> tuple[Any, ...]:
         """The axis's values (None: its default)."""

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from iosim._version import __version__
-from iosim.algorithms import ALGORITHMS
+from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
@@ -103,7 +103,9 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
               "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
               "window": (w.window,), "seqlens": w.seqlens, "packing": w.packing,
               "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
-              "algorithms": tuple(a.name for a in comparison.algorithms),
+              "algorithms": (DEFAULT_ALGORITHMS if options.get("impl") is not None else
+                             tuple(a.name for a in comparison.algorithms)),
+              "impl": options.get("impl"),
               "sram_bytes": (comparison.sram_bytes if sram_given else None,),
               "page_size": w.page_size, "prefix_len": w.prefix_len, "suffix_lens": w.suffix_lens}
     gpu = (request.gpu,)
@@ -115,6 +117,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     tiled = [a for a in comparison.algorithms if a.tiling is not None]
     block_sweeps: list[tuple[str, str, SweepResult]] = []
     for a in tiled:
+        if a.impl is not None:
+            continue  # an implementation's blocks are its code's: no block sweep
         axis = "block_kv" if ALGORITHMS[a.name].outer == "kv" else "block_q"
         spec = SweepSpec(n=(w.n,), gpu=gpu, **{**common, "algorithms": (a.name,),  # type: ignore[arg-type]
                                                  axis: request.block_range})
