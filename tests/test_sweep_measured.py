@@ -92,7 +92,7 @@ def test_a_report_of_an_impl_with_the_measured_profile(tmp_path: Path) -> None:
     """It used to stop at its first sweep (`unknown algorithm 'sdpa-flash'`), and the measured
     profile was refused: now both, the GPUs compared being those with a measured section."""
     folder = tmp_path / "r"
-    code, out, err = run("report", "--gpu", "h200", "--out", str(folder), "--impl",
+    code, _, err = run("report", "--gpu", "h200", "--out", str(folder), "--impl",
                          "sdpa-flash", "--profile", "measured", "--n-range", "512,2048",
                          "--n", "1024", "--heads", "4", "--batch", "2")
     assert code == 0, err
