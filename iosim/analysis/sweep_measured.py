@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -32,10 +31,10 @@ from iosim.estimates.roofline import Roofs, roofs_for, scheduled
 from iosim.estimates.schedule import scheduled_compute_s
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiles, Tiling
+from iosim.record import Record, field
 
 
-@dataclass(slots=True)
-class KernelColumns:
+class KernelColumns(Record, frozen=False):
     """One kernel's per-point figures over the whole grid (NaN where its list does not apply)."""
 
     memory_bytes: np.ndarray
@@ -44,8 +43,7 @@ class KernelColumns:
     schedule (it then replaces the roofline's compute time and the utilisation); else None."""
 
 
-@dataclass(slots=True)
-class MeasuredColumns:
+class MeasuredColumns(Record, frozen=False):
     """Per algorithm, per kernel list (sweep._KernelPlan's index), per kernel name."""
 
     lists: dict[str, list[dict[str, KernelColumns]]] = field(default_factory=dict)
