@@ -101,3 +101,18 @@ def test_a_report_of_an_impl_with_the_measured_profile(tmp_path: Path) -> None:
     assert "sdpa-flash" in (folder / "traffic_vs_n.csv").read_text()
     assert summary["command"].count("--impl sdpa-flash") == 1
     assert c.algorithms[1].name == "sdpa-flash"
+
+
+@pytest.mark.parametrize(("extra", "message"), [
+    (["--impl", "nope"], "Error: unknown implementation 'nope'"),
+    (["--profile", "measured", "--gpu", "a100"], "Error: a100-80gb-sxm has no measured section"),
+    (["--profile", "measured", "--compare-gpus", "a100"],
+     "Error: a100-80gb-sxm has no measured section"),
+])
+def test_bad_reports_are_one_line(extra: list[str], message: str, tmp_path: Path) -> None:
+    args = ["report", "--out", str(tmp_path / "r"), "--n-range", "512", *extra]
+    if "--gpu" not in extra:
+        args += ["--gpu", "h200"]
+    code, _, err = run(*args)
+    assert code == 2 and err.startswith(message) and err.count("\n") == 1, err
+    assert not (tmp_path / "r").exists()
