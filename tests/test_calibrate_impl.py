@@ -312,6 +312,6 @@ def test_the_gpu_path_with_counters_reports_the_dram_error(
     code, stdout, err = run("calibrate", "--gpu", "h200", "--out", str(out), "--impl",
                             "sdpa-flash", "--counters")
     assert (code, err) == (0, "")
-    assert "DRAM bytes median |error| 9.1% on 12 ncu points" in stdout
+    assert "DRAM bytes median |error| 9.1% on 12 ncu points\n" in stdout
     written = json.loads((tmp_path / "h200.impl-record.json").read_text())
     assert written["counters"] == "ok" and "dram_read_bytes" in written["points"][0]

@@ -96,13 +96,17 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
     for name in names:
         f = fitted[name]
         effs = " · ".join(f"{k} {v:.3f}" for k, v in f["efficiency"].items())
-        bytes_line = (f" · DRAM bytes median |error| {dram[name][0]:.1%} on {dram[name][1]} "
-                      f"ncu points" if name in dram else "")
         click.echo(f"{name:<15} {f['points']:>3} points · {effs} · "
-                   f"{f['call_overhead_s'] * 1e6:.1f} µs per call · median |error| "
-                   f"{f['median_error']:.1%} on these points (in-sample){bytes_line}")
-    click.echo(f"wrote measured.impls of {', '.join(names)} into {out}"
-               + (f"; record {record}" if from_ is None else ""))
+                   f"{f['call_overhead_s'] * 1e6:.1f} µs per call")
+        click.echo(f"{'':19}time median |error| {f['median_error']:.1%} on these points "
+                   f"(in-sample)")
+        if name in dram:
+            click.echo(f"{'':19}DRAM bytes median |error| {dram[name][0]:.1%} on "
+                       f"{dram[name][1]} ncu points")
+    click.echo(f"wrote {len(names)} measured.impls {'entry' if len(names) == 1 else 'entries'} "
+               f"into {out}")
+    if from_ is None:
+        click.echo(f"record: {record}")
 
 
 def measure_on_gpu(impls: list[Implementation], *, budget: float | None) -> dict[str, Any]:
