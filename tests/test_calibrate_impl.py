@@ -315,3 +315,18 @@ def test_the_gpu_path_with_counters_reports_the_dram_error(
     assert "DRAM bytes median |error| 9.1% on 12 ncu points\n" in stdout
     written = json.loads((tmp_path / "h200.impl-record.json").read_text())
     assert written["counters"] == "ok" and "dram_read_bytes" in written["points"][0]
+
+
+def test_roofline_reads_the_entry_and_names_a_missing_one(tmp_path: Path) -> None:
+    code, out, err = run("roofline", "--gpu", "h200", "--n", "4096", "--impl", "sdpa-flash",
+                         "--profile", "measured", "--out", str(tmp_path / "a"))
+    assert code == 0, err
+    assert "sdpa-flash" in out
+    text = Path(H200.path).read_text()
+    path = tmp_path / "h200.yaml"
+    path.write_text(text[:text.index("  impls:\n")])
+    code, _, err = run("roofline", "--gpu", str(path), "--n", "4096", "--impl", "sdpa-flash",
+                       "--profile", "measured", "--out", str(tmp_path / "b"))
+    assert code == 2 and err.startswith(f"Error: {path} has no measured.impls entry for "
+                                        "sdpa-flash") and err.count("\n") == 1
+    assert not (tmp_path / "b").exists()
