@@ -28,7 +28,8 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import Kernel, kernel_blocks
+from iosim.algorithms.closedform import kernel_blocks
+from iosim.algorithms.loopnest import Kernel
 from iosim.estimates.occupancy import makespan
 from iosim.inputs.hardware import BackwardSchedule
 from iosim.inputs.tiling import Tiling
