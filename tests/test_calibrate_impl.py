@@ -163,7 +163,8 @@ def test_the_fit_grid_varies_every_acceptance_axis_and_holds_out_the_validation_
     (["--impl", "flex", "--budget", "0"], "Error: Invalid value for '--budget'"),
     (["--impl", "flex", "--quick"], "Error: --quick belongs to the GPU calibration"),
     (["--impl", "flex", "--report", "r"], "Error: --report belongs to the GPU calibration"),
-    (["--impl", "flex", "--counters"], "Error: --counters with --impl is not supported yet"),
+    (["--impl", "flex", "--counters", "--from", str(FIT_RECORD)],
+     "Error: --counters counts a run on the GPU under ncu"),
     (["--impl", "flex", "--budget", "60", "--from", str(FIT_RECORD)],
      "Error: --budget limits a run on the GPU"),
     (["--impl", "flex", "--record", "r.json", "--from", str(FIT_RECORD)],
@@ -256,3 +257,76 @@ def test_a_bad_impls_entry_names_its_key(entry: str, key: str, tmp_path: Path) -
     path.write_text(text[:text.index("  impls:\n")] + f"  impls:\n    flex: {entry}\n")
     with pytest.raises(ConfigError, match=key.replace(".", r"\.")):
         load_hardware(path)
+
+
+def test_ncu_launches_split_into_points_between_evicts() -> None:
+    """calibrate --impl --counters: each point's launches between its two evict kernels; its
+    writes include the dirty lines the evict after it wrote back."""
+    from iosim.calibrate.impl_ncu import EVICT, split_points
+
+    def launch(name: str, read: float, write: float) -> dict[str, Any]:
+        return {"kernel": name, "dram__bytes_read.sum": read, "dram__bytes_write.sum": write,
+                "lts__t_bytes.sum": 10.0}
+
+    launches = [launch(EVICT, 5e8, 0), launch("flash_fwd", 100, 20), launch(EVICT, 5e8, 7),
+                launch(EVICT, 5e8, 1), launch("repeat", 30, 30), launch("bmm", 40, 10),
+                launch(EVICT, 5e8, 3)]
+    found = split_points(launches, ["a", "b"])
+    assert found["a"] == {"dram_read_bytes": 100, "dram_write_bytes": 27, "l2_bytes": 10.0,
+                          "ncu_kernels": ["flash_fwd"]}
+    assert found["b"]["dram_read_bytes"] == 70 and found["b"]["dram_write_bytes"] == 43
+    with pytest.raises(ValueError, match="expected an evict kernel"):
+        split_points(launches[1:], ["a"])
+    with pytest.raises(ValueError, match="launches after the last point"):
+        split_points(launches, ["a"])
+
+
+def test_without_ncu_the_counters_are_skipped_with_a_reason(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    from iosim.calibrate import impl_ncu
+
+    monkeypatch.setattr("iosim.calibrate.ncu.ncu_path", lambda: None)
+    record = {"points": [{"impl": "flex", "index": 0, "time_s": 1e-3,
+                          "workload": workload_record(FIT_GRID[0])}]}
+    assert impl_ncu.count(record) == "unavailable"
+    assert "dram_read_bytes" not in record["points"][0]
+
+
+def test_the_gpu_path_with_counters_reports_the_dram_error(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """--counters on the GPU path: ncu's bytes (here a fake ncu reading 10 % more than the L2
+    model predicts) join the record, and each implementation's line gives the DRAM error."""
+    record = json.loads(FIT_RECORD.read_text())
+    record["points"] = [p for p in record["points"] if p["impl"] == "sdpa-flash"]
+
+    def fake_count(data: dict[str, Any], **_: Any) -> str:
+        for p in data["points"]:
+            if "time_s" in p:
+                a = compare(Workload(**p["workload"]), H200, impl="sdpa-flash").algorithms[-1]
+                assert a.dram is not None
+                p["dram_read_bytes"], p["dram_write_bytes"] = 1.1 * a.dram.bytes, 0.0
+        return "ok"
+    monkeypatch.setattr("iosim.cli.calibrate_impl.measure_on_gpu", lambda impls, budget: record)
+    monkeypatch.setattr("iosim.calibrate.impl_ncu.count", fake_count)
+    out = tmp_path / "h200.yaml"
+    code, stdout, err = run("calibrate", "--gpu", "h200", "--out", str(out), "--impl",
+                            "sdpa-flash", "--counters")
+    assert (code, err) == (0, "")
+    assert "DRAM bytes median |error| 9.1% on 12 ncu points\n" in stdout
+    written = json.loads((tmp_path / "h200.impl-record.json").read_text())
+    assert written["counters"] == "ok" and "dram_read_bytes" in written["points"][0]
+
+
+def test_roofline_reads_the_entry_and_names_a_missing_one(tmp_path: Path) -> None:
+    code, out, err = run("roofline", "--gpu", "h200", "--n", "4096", "--impl", "sdpa-flash",
+                         "--profile", "measured", "--out", str(tmp_path / "a"))
+    assert code == 0, err
+    assert "sdpa-flash" in out
+    text = Path(H200.path).read_text()
+    path = tmp_path / "h200.yaml"
+    path.write_text(text[:text.index("  impls:\n")])
+    code, _, err = run("roofline", "--gpu", str(path), "--n", "4096", "--impl", "sdpa-flash",
+                       "--profile", "measured", "--out", str(tmp_path / "b"))
+    assert code == 2 and err.startswith(f"Error: {path} has no measured.impls entry for "
+                                        "sdpa-flash") and err.count("\n") == 1
+    assert not (tmp_path / "b").exists()

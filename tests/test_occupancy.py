@@ -7,8 +7,7 @@ import math
 import pytest
 
 from iosim.analysis.compare import compare
-from iosim.estimates.occupancy import causal_utilisation, utilisation
-from iosim.estimates.schedule import makespan
+from iosim.estimates.occupancy import causal_utilisation, makespan, utilisation
 from iosim.inputs.workload import Workload
 
 SMS = 132  # the H200's
@@ -44,3 +43,30 @@ def test_compare_uses_the_causal_tail() -> None:
     assert k.utilisation == pytest.approx(sum(lengths) / (SMS * makespan(lengths, SMS)),
                                           rel=0.02)
     assert k.time_s == pytest.approx(max(k.memory_time_s, k.compute_time_s) / k.utilisation)
+
+
+@pytest.mark.parametrize(("n", "heads", "batch"), [(1024, 1, 1), (2048, 8, 2), (4096, 33, 1),
+                                                   (3072, 4, 3)])
+def test_the_backward_schedule_with_one_program_per_sm_is_the_wave_rule(n: int, heads: int,
+                                                                        batch: int) -> None:
+    """One schedule: with one program per SM, no overhead and efficiency 1, the Triton
+    backward's list schedule (schedule.py) of a non-causal kernel is its closed-form compute
+    time (loopnest.kernel_flops at the roofs) over the wave rule's u = P / (S·⌈P/S⌉)."""
+    from iosim.algorithms import get_algorithm
+    from iosim.algorithms.loopnest import Dims, kernel_flops, kernel_programs, kernel_sums
+    from iosim.estimates.schedule import scheduled_compute_s
+    from iosim.inputs.hardware import BackwardSchedule
+
+    w = Workload(n, d=64, heads=heads, batch=batch, pass_="bwd")
+    schedule = BackwardSchedule(1.0, 0.0, {64: 1})
+    matmul_peak, vector_peak = 600e12, 50e12
+    for kernel in get_algorithm("triton").kernels(w):
+        if kernel.kind != "fused" or not kernel.name.startswith("bwd_"):
+            continue
+        dims = Dims.of(w, None)
+        matmul, elementwise = kernel_flops(kernel, dims, kernel_sums(kernel, dims))
+        roof = matmul / matmul_peak + elementwise / vector_peak
+        u = utilisation(kernel_programs(kernel, dims), SMS)
+        scheduled = scheduled_compute_s(kernel, w, None, schedule, sm_count=SMS,
+                                        matmul_peak=matmul_peak, vector_peak=vector_peak)
+        assert scheduled == pytest.approx(roof / u, rel=1e-9), kernel.name

@@ -329,17 +329,18 @@ def test_columns_are_one_row_per_point_and_algorithm() -> None:
         assert values.tolist() == cols[name][:6].tolist()
 
 
-def test_the_measured_profile_is_refused_not_approximated():
+def test_the_measured_profile_is_compares_not_approximated():
     # compare's measured profile charges the per-workload L2-aware DRAM estimate; a sweep over
     # L2-oblivious bytes would differ from compare for the same point (2.26 vs 2.56 ms at
-    # N = 8192, d = 128, 32 heads, flash2 on the h200's recorded profile), so it says no
-    import importlib
+    # N = 8192, d = 128, 32 heads, flash2 on the h200's recorded profile): the sweep charges
+    # the same estimate, point by point (analysis/sweep_measured.py), and agrees
+    import math
 
-    import pytest
+    from iosim.analysis.compare import compare
+    from iosim.analysis.sweep import SweepSpec, sweep
+    from iosim.inputs.workload import Workload
 
-    from iosim.errors import IosimError
-
-    sweep_module = importlib.import_module("iosim.analysis.sweep")
-    spec = sweep_module.SweepSpec(n=(8192,), gpu=("h200",), profile="measured")
-    with pytest.raises(IosimError, match="sweeps and reports use the spec profile only"):
-        sweep_module.sweep(spec)
+    spec = SweepSpec(n=(8192,), d=(128,), heads=(32,), gpu=("h200",), profile="measured")
+    c = compare(Workload(8192, d=128, heads=32), "h200", profile="measured")
+    for grid in sweep(spec).algorithms:
+        assert math.isclose(float(grid.time_s[0]), c.algorithm(grid.name).time_s, rel_tol=1e-12)

@@ -5,6 +5,7 @@ a TilingError and the sweep's point does not fit."""
 
 from __future__ import annotations
 
+import itertools
 import math
 
 from hypothesis import HealthCheck, event, given, settings
@@ -14,6 +15,7 @@ from iosim.analysis.compare import compare
 from iosim.analysis.sweep import SweepSpec, sweep
 from iosim.errors import IosimError, TilingError
 from iosim.inputs.workload import Workload
+from tests.conftest import examples
 
 EDGES = [0, 1, 2**26, 2**26 + 1, 2**40, 2**62, 2**63]
 
@@ -51,17 +53,17 @@ def points(draw):
     return p
 
 
-def _compare(p):
+def _compare(p, **options):
     w = Workload(p["n"], n_kv=p["n_kv"], d=p["d"], heads=p["heads"], kv_heads=p["kv_heads"],
                  batch=p["batch"], dtype=p["dtype"], causal=p["causal"], pass_=p["pass_"],
                  sparsity=p["sparsity"], d_v=p["d_v"], window=p["window"],
                  seqlens=p["seqlens"])
     return compare(w, p["gpu"], block_q=p["block_q"], block_kv=p["block_kv"],
                    sram=p["sram_value"] if p["sram"] == "bytes" else None,
-                   sram_elements=p["sram_value"] if p["sram"] == "elements" else None)
+                   sram_elements=p["sram_value"] if p["sram"] == "elements" else None, **options)
 
 
-def _sweep(p):
+def _sweep(p, **options):
     return sweep(SweepSpec(
         n=(p["n"],), gpu=(p["gpu"],), n_kv=(p["n_kv"],), d=(p["d"],), heads=(p["heads"],),
         kv_heads=(p["kv_heads"],), batch=(p["batch"],), dtype=(p["dtype"],),
@@ -69,7 +71,8 @@ def _sweep(p):
         block_q=(p["block_q"],), block_kv=(p["block_kv"],),
         window=(p["window"],), seqlens=p["seqlens"],
         sram_bytes=(p["sram_value"] if p["sram"] == "bytes" else None,),
-        sram_elements=(p["sram_value"] if p["sram"] == "elements" else None,), d_v=(p["d_v"],)))
+        sram_elements=(p["sram_value"] if p["sram"] == "elements" else None,), d_v=(p["d_v"],),
+        **options))
 
 
 def _outcome(run, p):
@@ -106,3 +109,44 @@ def test_one_point_sweep_equals_compare(p):
                                                                      a.tiling.block_kv)
             # a default rule's blocks that overflow the SRAM by ℓ, m are kept, with a fits note
             assert bool(grid.fits_sram[0]) == (not a.tiling.fits_note)
+
+
+@settings(max_examples=examples(40), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=points())
+def test_one_point_measured_sweep_equals_compare(p):
+    """The same with the measured profile (the H200, the shipped GPU with a measured section):
+    the sweep charges each point's DRAM estimate (analysis/sweep_measured.py) as compare does."""
+    p = {**p, "gpu": "h200"}
+    c, c_err = _outcome(lambda q: _compare(q, profile="measured"), p)
+    s, s_err = _outcome(lambda q: _sweep(q, profile="measured"), p)
+    if s_err is not None:
+        assert c_err is not None, (p, s_err)
+        return
+    assert s is not None
+    if c_err is not None:
+        assert isinstance(c_err, TilingError), (p, c_err)
+        return
+    assert c is not None
+    for grid in s.algorithms:
+        a = c.algorithm(grid.name)
+        assert int(grid.hbm_read_bytes[0]) == a.hbm_read_bytes, (p, grid.name)
+        for column in ("time_s", "memory_time_s", "compute_time_s"):
+            assert math.isclose(float(getattr(grid, column)[0]), float(getattr(a.totals, column)),
+                                rel_tol=1e-12), (p, grid.name, column)
+
+
+def test_measured_sweep_equals_compare_with_the_triton_backward_schedule():
+    """iosim's Triton backward kernels are timed by the fitted list schedule (schedule.py) in
+    compare; a sweep point does the same, causal or not, forward, backward or both."""
+    for causal, pass_, n in itertools.product((False, True), ("fwd", "bwd", "fwdbwd"),
+                                              (1000, 2048)):
+        p = {"n": n, "n_kv": None, "d": 64, "heads": 4, "kv_heads": None, "batch": 2,
+             "dtype": "fp16", "causal": causal, "pass_": pass_, "sparsity": 1.0,
+             "block_q": None, "block_kv": None, "sram": None, "sram_value": 0, "gpu": "h200",
+             "d_v": None, "window": None, "seqlens": None}
+        algorithms = ("standard", "flash2", "triton")
+        c = _compare(p, profile="measured", algorithms=algorithms)
+        s = _sweep(p, profile="measured", algorithms=algorithms)
+        for grid in s.algorithms:
+            assert math.isclose(float(grid.time_s[0]), c.algorithm(grid.name).time_s,
+                                rel_tol=1e-12), (p, grid.name)

@@ -189,15 +189,33 @@ def element_bytes(element: ElementType, workload_element_bytes: Any,
                   output_element_bytes: Any = None) -> Any:
     """Bytes of one element of an access: the workload's dtype (io), O's (out; None: io's),
     fp32, u8, or a block table's int32 (i32)."""
-    out = workload_element_bytes if output_element_bytes is None else output_element_bytes
-    return {"io": workload_element_bytes, "out": out, "fp32": STAT_BYTES, "u8": 1,
-            "i32": PAGE_INDEX_BYTES}[element]
+    # a chain, not a dict built per call: the L2 model calls this for every access of every
+    # kernel at every point of a measured-profile sweep
+    if element == "io":
+        return workload_element_bytes
+    if element == "out":
+        return workload_element_bytes if output_element_bytes is None else output_element_bytes
+    if element == "fp32":
+        return STAT_BYTES
+    if element == "u8":
+        return 1
+    if element == "i32":
+        return PAGE_INDEX_BYTES
+    raise KeyError(element)
 
 
 def row_width(cols: Cols, d: Any, n_kv: Any, d_v: Any = None) -> Any:
     """Elements in one row of an access's tensor: d (the Q·K head dim), d_v (V's head dim;
     None: d), 1 (a per-row statistic) or n_kv (a row of an N×N matrix). Ints or arrays."""
-    return {"d": d, "dv": d if d_v is None else d_v, "1": 1, "kv": n_kv}[cols]
+    if cols == "d":
+        return d
+    if cols == "dv":
+        return d if d_v is None else d_v
+    if cols == "1":
+        return 1
+    if cols == "kv":
+        return n_kv
+    raise KeyError(cols)
 
 
 def tensor_bytes(access: Access, workload: Workload, *, per_head: bool = False,
@@ -216,6 +234,8 @@ def tensor_bytes(access: Access, workload: Workload, *, per_head: bool = False,
         per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
         size = size * workload.batch * (workload.kv_heads if per_kv else workload.heads)
         size = size * (splits if access.per_split else 1)
+    if type(size) is int:
+        return size
     return int(size) if np.ndim(size) == 0 else size
 
 

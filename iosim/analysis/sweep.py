@@ -31,6 +31,7 @@ from iosim.algorithms.blocks import BlockSums
 from iosim.algorithms.closedform import Dims, kernel_sums
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.grid import Grid, along, build_grid, take
+from iosim.analysis.sweep_measured import MeasuredColumns, measured_columns, refuse_unmodelled
 from iosim.analysis.sweep_result import AlgorithmGrid, SweepResult
 from iosim.analysis.sweep_spec import (
     AXES,
@@ -41,9 +42,9 @@ from iosim.analysis.sweep_spec import (
     spec_workload,
 )
 from iosim.estimates.footprint import footprint_bytes, kept_for_backward
-from iosim.estimates.roofline import kernel_cost, total_cost
+from iosim.estimates.roofline import KernelCost, kernel_cost, total_cost
 from iosim.inputs.tiling import Tiles, Tiling, tiles_for
-from iosim.record import Record
+from iosim.record import Record, replace
 
 __all__ = ["CHUNK_POINTS", "SCHEMA", "AlgorithmGrid", "SweepResult", "SweepSpec", "sweep"]
 
@@ -63,6 +64,10 @@ def sweep(
     Returns a SweepResult (bytes, FLOPs and seconds per point and algorithm).
     `on_progress(done, total)` is called after each chunk of points (for a progress bar).
     """
+    if spec.impl is not None:  # what runs is decided per point: compare at each one
+        from iosim.analysis.sweep_impl import impl_sweep
+
+        return impl_sweep(spec, on_progress=on_progress)
     algorithms, hardware, notes = check_spec(spec)
     everyone = list(dict.fromkeys([ALGORITHMS["standard"], *algorithms]))
     shape = spec.shape
@@ -71,6 +76,10 @@ def sweep(
     plans = {a.name: _kernel_plan(spec, a, tiles[a.name]) for a in everyone}
     has_backward = along("pass_", np.array([p != "fwd" for p in spec.pass_]))
     outputs = {a.name: _outputs(a, tiles[a.name], has_backward, shape) for a in everyone}
+    measured = None
+    if spec.profile == "measured":  # the per-point DRAM estimate and schedule (sweep_measured.py)
+        refuse_unmodelled(hardware)
+        measured = measured_columns(spec, hardware, everyone, tiles, plans)
     # causal is evaluated one value at a time: block_sums takes it as a Python bool and computes
     # the causal sums only where they are needed
     for done, chunk in _chunks(spec, {"causal"}):
@@ -81,7 +90,7 @@ def sweep(
             g = grid.take(part)
             for algorithm in everyone:
                 _evaluate_plan(algorithm, plans[algorithm.name], tiles[algorithm.name], g, causal,
-                               outputs[algorithm.name], part, shape)
+                               outputs[algorithm.name], part, shape, measured)
         if on_progress is not None:
             on_progress(done, spec.points)
 
@@ -211,12 +220,20 @@ def _cut_tiles(t: Tiles, cut: Callable[[np.ndarray], Any]) -> Tiles:
 
 def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Grid,
                    causal: bool, out: dict[str, np.ndarray], where: tuple[slice, ...],
-                   shape: tuple[int, ...]) -> None:
+                   shape: tuple[int, ...], measured: MeasuredColumns | None = None) -> None:
     """Each distinct kernel list over the points of this slice that have it."""
     t = _cut_tiles(tiles, lambda v: take(v, where))
+
+    def columns(index: int, cut: Callable[[np.ndarray], Any]) -> _Columns | None:
+        if measured is None:
+            return None
+        lists = measured.lists[algorithm.name][index]
+        return {name: (cut(c.memory_bytes), None if c.compute_s is None else cut(c.compute_s))
+                for name, c in lists.items()}
+
     if len(plan.lists) == 1:
         _evaluate(algorithm, plan.lists[0], g, t, causal, lambda key, value: out[key].__setitem__(
-            where, value), plan.kept[0])
+            where, value), plan.kept[0], columns(0, lambda v: take(v, where)))
         return
     part_shape = _part_shape(shape, where)
     which = np.broadcast_to(take(plan.which, where), part_shape)
@@ -233,8 +250,16 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Gri
         def put(key: str, value: Any, mask: np.ndarray = mask) -> None:
             out[key][where][mask] = value
 
+        def cut(v: np.ndarray, pick: Callable[[np.ndarray], np.ndarray] = pick) -> np.ndarray:
+            return pick(take(v, where))
+
         _evaluate(algorithm, kernels, g.subset(part_shape, mask), sub_t, causal, put,
-                  plan.kept[index])
+                  plan.kept[index], columns(index, cut))
+
+
+_Columns = dict[str, tuple[np.ndarray, np.ndarray | None]]
+"""Per kernel name, over the points being evaluated: the measured profile's DRAM bytes and, for
+a kernel timed by the Triton backward's schedule, its compute time (NaN where none applies)."""
 
 
 class _ArrayWorkload(Record):
@@ -254,9 +279,10 @@ class _ArrayWorkload(Record):
 
 def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles,
               causal: bool, put: Callable[[str, Any], None],
-              kept: tuple[Any, Any, str]) -> None:
+              kept: tuple[Any, Any, str], measured: _Columns | None = None) -> None:
     """One kernel list over a slice (or a masked subset) of the grid: the per-point evaluation
-    `compare` runs (kernel_cost, total_cost, and the footprint), on arrays."""
+    `compare` runs (kernel_cost, total_cost, and the footprint), on arrays; with the measured
+    profile, on each point's DRAM bytes and the scheduled backward's compute time."""
     saved, fixed, pass_ = kept
     held = footprint_bytes(kernels, _ArrayWorkload(g.n, g.n_kv, g.d, g.batch, g.heads,
                                                    g.kv_heads, g.element_bytes, pass_, g.d_v,
@@ -282,12 +308,22 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
             sums_cache[key] = kernel_sums(kernel, dims)
         return sums_cache[key]
 
-    totals = total_cost(
-        kernel_cost(kernel, dims, bandwidth=g.bandwidth, matmul_peak=g.matmul_peak,
-                    vector_peak=g.vector_peak, efficiency=g.efficiency[kernel.kind],
-                    additive=g.additive_compute, sums=sums_of(kernel), per_sm=1,
-                    sm_count=g.sm_count)
-        for kernel in kernels)
+    def cost(kernel: Kernel) -> KernelCost:
+        memory, scheduled_s = measured[kernel.name] if measured is not None else (None, None)
+        c = kernel_cost(kernel, dims, bandwidth=g.bandwidth, matmul_peak=g.matmul_peak,
+                        vector_peak=g.vector_peak, efficiency=g.efficiency[kernel.kind],
+                        additive=g.additive_compute, sums=sums_of(kernel), per_sm=1,
+                        sm_count=g.sm_count, memory_bytes=memory)
+        if scheduled_s is None:
+            return c
+        # the fitted list schedule replaces the compute roof and the utilisation (as
+        # roofline.estimate_kernels does), where it applies
+        on = ~np.isnan(scheduled_s)
+        compute = np.where(on, scheduled_s, c.compute_time_s)
+        return replace(c, compute_time_s=compute, time_s=np.where(
+            on, np.maximum(c.memory_time_s, compute), c.time_s))
+
+    totals = total_cost(cost(kernel) for kernel in kernels)
     for key in ("hbm_read_bytes", "hbm_write_bytes", "matmul_flops", "elementwise_flops",
                 "time_s", "memory_time_s", "compute_time_s", "memory_bound_time_s"):
         put(key, getattr(totals, key))

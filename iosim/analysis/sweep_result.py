@@ -188,6 +188,9 @@ class SweepResult(Record, eq=False):
                 if self.spec.sram_elements == (None,):
                     out.append("SRAM = the GPU's sram_per_block" if value is None
                                else f"SRAM {value:,} B")
+            elif value is None and self.spec.impl is not None and axis in ("block_q", "block_kv"):
+                if axis == "block_q":
+                    out.append(f"blocks from {self.spec.impl}'s tile table")
             elif value is None:
                 out.append({"kv_heads": "kv heads = heads", "n_kv": "N_kv = N",
                             "block_q": "B_r by Alg. 1 line 1",

@@ -102,6 +102,9 @@ class SweepSpec(Record):
     1, N_kv the longest request and the batch one request per suffix."""
     algorithms: tuple[str, ...] = DEFAULT_ALGORITHMS
     profile: Profile = "spec"
+    impl: str | None = None
+    """Not an axis: an implementation (configs/impls) estimated at every point instead of the
+    algorithms, beside standard attention (analysis/sweep_impl.py: compare per point)."""
 
     def values(self, axis: str) -> tuple[Any, ...]:
         """The axis's values (None: its default)."""
@@ -131,12 +134,6 @@ def int_values(values: Any) -> np.ndarray:
 def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, ...], list[str]]:
     """The spec's algorithms and GPUs, or the first reason it cannot be swept (one line each),
     with the notes resolving the GPU names gave."""
-    if spec.profile == "measured":
-        # that profile's memory roof is the L2-aware DRAM estimate (l2.py), a per-workload model
-        # with no vectorised form; a sweep over L2-oblivious bytes would differ from compare's
-        raise IosimError("sweeps and reports use the spec profile only: the measured profile "
-                         "charges the L2-aware DRAM estimate, which is per workload; use "
-                         "`iosim compare --profile measured` (or `iosim roofline`) per point")
     for axis in AXES:
         if not spec.values(axis):
             raise IosimError(f"{arg(axis)} has no values; give at least one")

@@ -13,6 +13,8 @@
     yaml_out.py   the `measured:` section of a hardware YAML, keys a fit does not own kept (pure)
     impl_fit.py   each implementation's efficiencies and host time per call (pure)
     impl_run.py   `calibrate --impl`'s grid and run (measure.py's runner, injectable)
+    impl_ncu.py   `calibrate --impl --counters`: its points under ncu (pure; impl_ncu_target.py
+                  is the program ncu profiles, imports torch)
     ncu.py        Nsight Compute: the command line and its CSV (pure); runs ncu in a subprocess
     env.py        what a run needs (torch, triton, a CUDA GPU) and the device it found
     run.py        one run on the GPU: the plan measured, then counted under ncu

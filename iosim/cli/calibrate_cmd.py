@@ -167,10 +167,9 @@ def _calibrate_impls(hardware: Hardware, impl: str, *, out: Path, from_: Path | 
             raise IosimError(f"{flag} belongs to the GPU calibration; drop it with --impl (the "
                              f"implementation fit prints each one's error, the record keeps "
                              f"every point)")
-    if counters:
-        raise IosimError("--counters with --impl is not supported yet: the implementation fit "
-                         "is on time; count DRAM bytes with benchmarks/impl_launches.py under "
-                         "ncu")
+    if from_ is not None and counters:
+        raise IosimError("--counters counts a run on the GPU under ncu; drop it with --from "
+                         "(the record keeps the counts it was made with)")
     if from_ is not None and budget is not None:
         raise IosimError("--budget limits a run on the GPU; drop it with --from")
     if from_ is None:
@@ -182,7 +181,7 @@ def _calibrate_impls(hardware: Hardware, impl: str, *, out: Path, from_: Path | 
     from iosim.cli.calibrate_impl import calibrate_impls
 
     calibrate_impls(hardware, impl, out=out, from_=from_, record=record, force=force,
-                    budget=budget, warn=_warn)
+                    budget=budget, warn=_warn, counters=counters)
 
 
 def _warn(message: str) -> None:

@@ -43,7 +43,7 @@ def implementations(text: str) -> list[Implementation]:
 
 def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Path | None,
                     record: Path | None, force: bool, budget: float | None,
-                    warn: Callable[[str], None]) -> None:
+                    warn: Callable[[str], None], counters: bool = False) -> None:
     """Fit and write the implementations' figures (the module docstring); print one line each."""
     from iosim.calibrate.env import names_match
     from iosim.calibrate.impl_fit import fit_record, load_points
@@ -63,6 +63,12 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
         data = measure_on_gpu(impls, budget=budget)
         where = "this run"
         assert record is not None
+        if counters:
+            from iosim.calibrate.impl_ncu import count
+
+            data["counters"] = count(data, log=record.with_suffix(".ncu.log"))
+            if data["counters"] != "ok":
+                warn(f"no hardware counters: {data['counters']}; continuing without them")
         record.write_text(json.dumps(data, indent=1), encoding="utf-8")
     device = str(data["device"].get("name", "unknown"))
     if not names_match(device, hardware.name, hardware.aliases):
@@ -86,14 +92,21 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
     if out.exists() and not force:  # checked before measuring too; the run may have been long
         raise IosimError(f"--out {out} already exists; pass --force to overwrite it")
     out.write_text(text, encoding="utf-8")
+    dram = dram_errors(data, hardware, names)
     for name in names:
         f = fitted[name]
         effs = " · ".join(f"{k} {v:.3f}" for k, v in f["efficiency"].items())
         click.echo(f"{name:<15} {f['points']:>3} points · {effs} · "
-                   f"{f['call_overhead_s'] * 1e6:.1f} µs per call · median |error| "
-                   f"{f['median_error']:.1%} on these points (in-sample)")
-    click.echo(f"wrote measured.impls of {', '.join(names)} into {out}"
-               + (f"; record {record}" if from_ is None else ""))
+                   f"{f['call_overhead_s'] * 1e6:.1f} µs per call")
+        click.echo(f"{'':19}time median |error| {f['median_error']:.1%} on these points "
+                   f"(in-sample)")
+        if name in dram:
+            click.echo(f"{'':19}DRAM bytes median |error| {dram[name][0]:.1%} on "
+                       f"{dram[name][1]} ncu points")
+    click.echo(f"wrote {len(names)} measured.impls {'entry' if len(names) == 1 else 'entries'} "
+               f"into {out}")
+    if from_ is None:
+        click.echo(f"record: {record}")
 
 
 def measure_on_gpu(impls: list[Implementation], *, budget: float | None) -> dict[str, Any]:
@@ -111,3 +124,24 @@ def measure_on_gpu(impls: list[Implementation], *, budget: float | None) -> dict
 
     return measure_impls(impls, gpu_runner(), device=device_info(), command=command,
                          budget_s=budget, on_point=progress)
+
+
+def dram_errors(record: dict[str, Any], hardware: Hardware, names: list[str]
+                ) -> dict[str, tuple[float, int]]:
+    """Per implementation with ncu-counted points: the median absolute error of compare's
+    L2-aware DRAM estimate against ncu's reads + writes, and the number of such points."""
+    from statistics import median
+
+    from iosim.analysis.compare import compare
+    from iosim.inputs.workload import Workload
+
+    errors: dict[str, list[float]] = {}
+    for p in record["points"]:
+        if p["impl"] not in names or "dram_read_bytes" not in p:
+            continue
+        measured = p["dram_read_bytes"] + p["dram_write_bytes"]
+        a = compare(Workload(**p["workload"]), hardware, impl=p["impl"]).algorithms[-1]
+        if a.dram is None or measured <= 0:
+            continue
+        errors.setdefault(p["impl"], []).append(abs(a.dram.bytes - measured) / measured)
+    return {name: (median(e), len(e)) for name, e in errors.items()}

@@ -77,7 +77,7 @@ def report_command(ctx: click.Context, /, out_dir: Path, n_range: str, block_ran
         for value in values:
             check_int(flag, value, high=high)
     gpus = parse_names(compare_gpus, "--compare-gpus") if compare_gpus else default_compare_gpus(
-        workload.dtype)
+        workload.dtype, params["profile"])
     arguments = compare_arguments(params)
     # a physically impossible SRAM is refused before anything is written (one compare: ms)
     refuse_impossible_sram(compare(workload, params["gpu"], **arguments), params["force"])

@@ -25,6 +25,7 @@ from iosim.cli.lists import (
     parse_sizes,
 )
 from iosim.cli.model_flags import model_options, sweep_with_model
+from iosim.errors import IosimError
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import PASSES, UNFUSED_OPS
 
@@ -115,6 +116,9 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--algo", default=None, metavar="LIST",
               help=f"Algorithms, comma-separated: {','.join(ALGORITHMS)} (default: "
                    f"standard,flash1,flash2, and splitkv when N includes 1 in a forward sweep).")
+@click.option("--impl", default=None, metavar="NAME|PATH",
+              help="Sweep an implementation (configs/impls: sdpa-flash, torch-naive, ...) "
+                   "instead of the algorithms: compare --impl at every point.")
 @click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
               show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML.")
 @click.option("--format", "fmt", type=click.Choice([*FORMATS, "jsonl"]), default="table",
@@ -137,8 +141,8 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   block_kv: tuple[int | None, ...] | None, sparsity: str,
                   window: tuple[int | None, ...] | None, seqlens: str | None, packing: str,
                   splits: tuple[int | None, ...] | None, sram: str | None,
-                  sram_elements: tuple[int | None, ...] | None, algo: str | None, profile: str,
-                  fmt: str, wide: bool, limit: int, plot_dir: Path | None,
+                  sram_elements: tuple[int | None, ...] | None, algo: str | None,
+                  impl: str | None, profile: str, fmt: str, wide: bool, limit: int, plot_dir: Path | None,
                   force: bool, model: str | None, layer: str | None) -> None:
     """Evaluate a grid of workloads × GPUs × block sizes with the exact closed forms.
 
@@ -155,6 +159,9 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
       iosim sweep --gpu a100,h100,h200 --n 1024,4096 --d 64,128 --causal no,yes --format csv
       iosim sweep --gpu h100 --model llama-3.1-8b --n 1024..32768
     """
+    if impl is not None and algo is not None:
+        raise IosimError(f"--impl picks the algorithm ({impl} runs its own loop nest); drop "
+                         f"--algo")
     suffixes = parse_suffix_lens(suffix_lens)
     if suffixes is not None and prefix_len is not None:  # one request per suffix, the longest
         batch = (len(suffixes),) if batch == (1,) else batch
@@ -177,6 +184,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                                                                 prefix_len is not None)),
         page_size=page_size, prefix_len=prefix_len, suffix_lens=suffixes,
         profile=profile,  # type: ignore[arg-type]
+        impl=impl,
     )
     spec = sweep_with_model(spec, {"model": model, "layer": layer})
     if plot_dir is not None:

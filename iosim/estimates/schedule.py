@@ -1,7 +1,8 @@
 """Compute time of a tiled kernel by scheduling its programs, as fitted on iosim's Triton backward.
 
-A GPU's block scheduler hands the programs of a launch, in grid order, to the first free slot
-(SM count × programs per SM). A program of s inner steps takes
+The list schedule of estimates/occupancy.py (`makespan`: the programs of a launch, in grid
+order, each to the first free slot), on SM count × programs per SM slots, each slot at that
+fraction of its SM's rate. A program of s inner steps takes
 
     s · (matmul FLOPs per step / matmul peak + elementwise FLOPs per step / vector rate)
       · slots / efficiency  +  overhead
@@ -11,32 +12,28 @@ and pipeline fill), and the kernel's compute time is the makespan of that list s
 what a plain roofline does not: fewer programs than slots, the last partial wave, and causal
 programs of unequal length. The efficiency and overhead are fitted on the H200 backward record
 (calibrate/backward_fit.py) and kept in a hardware YAML's `measured.backward_schedule`.
+
+Its slots differ from the forward's (occupancy.py: one per SM, a lone program at the SM's full
+rate) where an SM holds fewer programs than it could (below one wave, the last wave's tail),
+with more than one per SM; with one per SM the two are the same schedule. The backward record
+does not support the forward's rule here: scheduled that way (one slot per SM, the overhead
+shared by the programs an SM holds, the same makespan in full waves), 6 of the 8 judged points
+whose prediction moves get worse (fp16 N 5000 d 64 causal −2.7 % → −7.9 %; the grid below one
+wave, N 1024 × 8 heads, −55 % → −77 %: the backward's lone programs run slower, not faster, than
+these slots say) and one better (N 2048 causal +29 % → +17 %); docs/calibration-l2.md.
 """
 
 from __future__ import annotations
 
-import heapq
 from bisect import bisect_right
-from collections.abc import Sequence
 
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
 from iosim.algorithms.closedform import kernel_blocks
 from iosim.algorithms.loopnest import Kernel
+from iosim.estimates.occupancy import makespan
 from iosim.inputs.hardware import BackwardSchedule
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
-
-
-def makespan(lengths: Sequence[float], slots: int) -> float:
-    """Programs in launch order, each taking the first free slot."""
-    if len(lengths) <= slots:
-        return max(lengths, default=0.0)
-    if min(lengths) == max(lengths):
-        return -(-len(lengths) // slots) * lengths[0]
-    free = [0.0] * slots
-    for length in lengths:
-        heapq.heappush(free, heapq.heappop(free) + length)
-    return max(free)
 
 
 def program_steps(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> list[int]:

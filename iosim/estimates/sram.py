@@ -27,9 +27,10 @@ def resident_rereads(kernel_name: str, algorithm: str, workload: Workload,
     """Bytes by which a kernel's SRAM reads exceed its HBM reads: every outer-loop tile it
     reads, read once per visited block pair instead of once per outer step."""
     kernels = get_algorithm(algorithm).kernels(workload, tiling)
-    (kernel,) = [k for k in kernels if k.name == kernel_name]
-    if kernel.loop is None:
-        return 0
+    found = [k for k in kernels if k.name == kernel_name]
+    if not found or found[0].loop is None:
+        return 0  # a whole-tensor kernel, or an implementation's extra one (GQA expansion)
+    (kernel,) = found
     dims = Dims.of(workload, tiling)
     sums = kernel_sums(kernel, dims)
     extra = 0

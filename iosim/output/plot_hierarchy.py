@@ -52,7 +52,8 @@ def level_bytes(a: AlgorithmEstimate, k: KernelEstimate, workload: Any) -> dict[
     if a.dram is not None:
         out["DRAM"] = a.dram.of_kernel(k.name).bytes
     out["L2"] = k.hbm_bytes
-    out["SRAM"] = k.hbm_bytes + resident_rereads(k.name, a.name, workload, a.tiling)
+    out["SRAM"] = k.hbm_bytes + resident_rereads(k.name, a.algorithm or a.name, workload,
+                                                 a.tiling)
     return out
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from iosim._version import __version__
-from iosim.algorithms import ALGORITHMS
+from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
@@ -63,10 +63,12 @@ class Report(Record, frozen=False):
     summary: dict[str, Any] = field(default_factory=dict)
 
 
-def default_compare_gpus(dtype: str = "fp16") -> tuple[str, ...]:
-    """Every shipped GPU — for an FP8 workload, those with FP8 tensor cores (peak_flops.fp8)."""
+def default_compare_gpus(dtype: str = "fp16", profile: str = "spec") -> tuple[str, ...]:
+    """Every shipped GPU — for an FP8 workload, those with FP8 tensor cores (peak_flops.fp8);
+    for the measured profile, those with a measured section (the others have no such roofs)."""
     return tuple(h.name for h in list_hardware()
-                 if dtype not in FP8_DTYPES or "fp8" in h.peak_flops_per_s)
+                 if (dtype not in FP8_DTYPES or "fp8" in h.peak_flops_per_s)
+                 and (profile != "measured" or h.measured is not None))
 
 
 def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -> Report:
@@ -99,7 +101,9 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
               "sparsity": (w.sparsity,),  # splits: the heuristic's at each point
               "window": (w.window,), "seqlens": w.seqlens, "packing": w.packing,
               "block_q": (options.get("block_q"),), "block_kv": (options.get("block_kv"),),
-              "algorithms": tuple(a.name for a in comparison.algorithms),
+              "algorithms": (DEFAULT_ALGORITHMS if options.get("impl") is not None else
+                             tuple(a.name for a in comparison.algorithms)),
+              "impl": options.get("impl"),
               "sram_bytes": (comparison.sram_bytes if sram_given else None,),
               "page_size": w.page_size, "prefix_len": w.prefix_len, "suffix_lens": w.suffix_lens}
     gpu = (request.gpu,)
@@ -111,6 +115,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     tiled = [a for a in comparison.algorithms if a.tiling is not None]
     block_sweeps: list[tuple[str, str, SweepResult]] = []
     for a in tiled:
+        if a.impl is not None:
+            continue  # an implementation's blocks are its code's: no block sweep
         axis = "block_kv" if ALGORITHMS[a.name].outer == "kv" else "block_q"
         spec = SweepSpec(n=(w.n,), gpu=gpu, **{**common, "algorithms": (a.name,),  # type: ignore[arg-type]
                                                  axis: request.block_range})

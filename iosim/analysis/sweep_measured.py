@@ -1,0 +1,159 @@
+"""The measured profile in a sweep: each point's L2-aware DRAM bytes per kernel, and the fitted
+schedule of iosim's Triton backward kernels, for the vectorised runner (sweep.py) to charge.
+
+Everything else the measured profile changes is a roof or an efficiency per (GPU, dtype), which
+the grid already holds (grid.py, roofs_for). What is per workload is the DRAM estimate
+(estimates/l2.py: a closed form, but over Python objects) and the list schedule
+(estimates/schedule.py); both are computed here point by point, with the same functions
+`compare` calls on the same inputs: the point's Workload (sweep_spec.spec_workload), and a Tiling
+built from the blocks, split count and programs per SM the sweep chose on arrays (the rules
+`compare` applies, so the same values; tests/test_sweep_equals_compare.py holds the two equal).
+The bytes charged are what `compare` charges: each kernel's DRAM terms, a paged cache's K/V reads
+over the calibrated page efficiency (estimates/paged_dram.py). benchmarks/sweep_measured_speed.py
+times it.
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from iosim.algorithms import Algorithm
+from iosim.algorithms.loopnest import Kernel
+from iosim.analysis.sweep_spec import AXES, WORKLOAD_AXES, SweepSpec, spec_workload
+from iosim.errors import IosimError
+from iosim.estimates.l2 import dram_estimate
+from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
+from iosim.estimates.roofline import Roofs, roofs_for, scheduled
+from iosim.estimates.schedule import scheduled_compute_s
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.tiling import Tiles, Tiling
+from iosim.record import Record, field
+
+
+class KernelColumns(Record, frozen=False):
+    """One kernel's per-point figures over the whole grid (NaN where its list does not apply)."""
+
+    memory_bytes: np.ndarray
+    compute_s: np.ndarray | None = None
+    """The scheduled compute time (s) where the kernel is timed by the Triton backward's fitted
+    schedule (it then replaces the roofline's compute time and the utilisation); else None."""
+
+
+class MeasuredColumns(Record, frozen=False):
+    """Per algorithm, per kernel list (sweep._KernelPlan's index), per kernel name."""
+
+    lists: dict[str, list[dict[str, KernelColumns]]] = field(default_factory=dict)
+
+    def of(self, algorithm: str, index: int, kernel: str) -> KernelColumns:
+        """The columns of one kernel of one of the algorithm's kernel lists."""
+        return self.lists[algorithm][index][kernel]
+
+
+def refuse_unmodelled(hardware: Sequence[Hardware]) -> None:
+    """The measured profile charges DRAM bytes, which need the L2 size and the SM count (as
+    compare refuses it)."""
+    for hw in hardware:
+        if hw.l2_bytes is None or hw.sm_count is None:
+            raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "
+                             f"sm_count in {hw.path}")
+
+
+def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
+                     algorithms: Sequence[Algorithm], tiles: dict[str, Tiles],
+                     plans: dict[str, Any]) -> MeasuredColumns:
+    """Every point's DRAM bytes per kernel (and scheduled compute time where it applies), for
+    every algorithm's kernel lists (see the module docstring)."""
+    shape = spec.shape
+    points = spec.points
+    out = MeasuredColumns()
+    flat_tiles = {a.name: _flat_tiles(tiles[a.name], shape) for a in algorithms}
+    which = {a.name: np.broadcast_to(np.asarray(plans[a.name].which), shape).reshape(-1)
+             for a in algorithms}
+    for a in algorithms:
+        out.lists[a.name] = [
+            {k.name: KernelColumns(np.full(points, np.nan),
+                                   np.full(points, np.nan) if _may_schedule(k) else None)
+             for k in kernels} for kernels in plans[a.name].lists]
+    roofs: dict[tuple[int, str], Roofs] = {}
+    paging: dict[int, Any] = {}
+    gpu_axis, dtype_axis = AXES.index("gpu"), AXES.index("dtype")
+    axis_values = [spec.values(axis) for axis in AXES]
+    for flat, index in enumerate(itertools.product(*(range(n) for n in shape))):
+        values = {axis: axis_values[k][index[k]] for k, axis in enumerate(AXES)}
+        workload = spec_workload(spec, **{a: values[a] for a in WORKLOAD_AXES})
+        g = index[gpu_axis]
+        hw = hardware[g]
+        dtype = spec.dtype[index[dtype_axis]]
+        if (g, dtype) not in roofs:
+            roofs[(g, dtype)] = roofs_for(hw, dtype, "measured")
+        if spec.page_size and g not in paging:
+            paging[g] = page_efficiency(hw, spec.page_size)
+        for a in algorithms:
+            li = int(which[a.name][flat])
+            kernels: tuple[Kernel, ...] = plans[a.name].lists[li]
+            tiling = _tiling(flat_tiles[a.name], flat, int(values_sram(spec, hw, dtype, values)))\
+                if a.tiled else None
+            dram = dram_estimate(kernels, workload, tiling, hw)
+            columns = out.lists[a.name][li]
+            for k in kernels:
+                terms = [(t.tensor, t.bytes) for t in dram.of_kernel(k.name).terms]
+                columns[k.name].memory_bytes[flat] = paged_roof_bytes(k, terms, paging.get(g))
+                r = roofs[(g, dtype)]
+                if scheduled(k, r):
+                    assert r.schedule is not None and r.sm_count is not None
+                    column = columns[k.name].compute_s
+                    assert column is not None
+                    column[flat] = scheduled_compute_s(
+                        k, workload, tiling, r.schedule, sm_count=r.sm_count,
+                        matmul_peak=r.matmul_flops_per_s, vector_peak=r.vector_flops_per_s)
+    for lists in out.lists.values():
+        for columns in lists:
+            for c in columns.values():
+                c.memory_bytes = c.memory_bytes.reshape(shape)
+                if c.compute_s is not None:
+                    c.compute_s = c.compute_s.reshape(shape)
+    return out
+
+
+def _may_schedule(kernel: Kernel) -> bool:
+    """Whether a kernel can be timed by the Triton backward's schedule (roofline.scheduled,
+    whose other condition, a fitted schedule, is per GPU)."""
+    return kernel.tile is not None and kernel.kind == "fused" and kernel.name.startswith("bwd_")
+
+
+def values_sram(spec: SweepSpec, hw: Hardware, dtype: str, values: dict[str, Any]) -> int:
+    """The point's SRAM budget in bytes (the Tiling's `sram_bytes`; the blocks are already
+    chosen, so it only labels the Tiling)."""
+    if values["sram_bytes"] is not None:
+        return int(values["sram_bytes"])
+    return int(hw.sram_per_block_bytes)
+
+
+_FIELDS = ("block_q", "block_kv", "bwd_block_q", "bwd_block_kv", "splits", "per_sm",
+           "bwd_per_sm")
+
+
+def _flat_tiles(t: Tiles, shape: tuple[int, ...]) -> dict[str, np.ndarray | None]:
+    out: dict[str, np.ndarray | None] = {}
+    for name in _FIELDS:
+        value = getattr(t, name)
+        out[name] = None if value is None else np.broadcast_to(
+            np.asarray(value), shape).reshape(-1)
+    return out
+
+
+def _tiling(t: dict[str, np.ndarray | None], flat: int, sram_bytes: int) -> Tiling:
+    """The Tiling `compare` would build at this point, from the sweep's chosen blocks."""
+    def at(name: str) -> int | None:
+        column = t[name]
+        return None if column is None else int(column[flat])
+
+    block_q, block_kv = at("block_q"), at("block_kv")
+    assert block_q is not None and block_kv is not None
+    return Tiling(block_q, block_kv, sram_bytes, "sweep", "sweep", bwd_block_q=at("bwd_block_q"),
+                  bwd_block_kv=at("bwd_block_kv"), splits=at("splits") or 1,
+                  programs_per_sm=at("per_sm") or 1, bwd_programs_per_sm=at("bwd_per_sm") or 1)

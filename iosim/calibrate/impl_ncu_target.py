@@ -1,0 +1,52 @@
+"""The program ncu profiles for `calibrate --impl --counters`:
+`python -m iosim.calibrate.impl_ncu_target SPEC.json MANIFEST.json` (impl_ncu.py).
+
+For each point of SPEC: fresh random inputs, the implementation run once outside any range
+(compilation, autotuning, cuDNN's plan), then, inside the NVTX range ncu profiles, an evict
+kernel, one run, an evict kernel. MANIFEST receives the point ids in launch order.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import torch
+
+from iosim.calibrate import kernels as K
+from iosim.calibrate.impl_ncu import RANGE
+from iosim.calibrate.measure import _tensors, make_runner
+from iosim.inputs.implementations_yaml import get_implementation
+from iosim.inputs.workload import Workload
+
+
+def main(argv: list[str]) -> int:
+    """Run every point of SPEC as the module docstring says; write the ids to MANIFEST."""
+    spec_path, manifest_path = argv
+    with open(spec_path) as f:
+        spec = json.load(f)
+    buffer, partials = K.evict_buffers()
+    done = []
+    for item in spec:
+        w = Workload(**item["workload"])
+        impl = get_implementation(item["impl"])
+        q, k, v = _tensors(w, torch)
+        run = make_runner(impl, w, q, k, v)
+        run()
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_push(RANGE)
+        K.evict(buffer, partials)
+        run()
+        K.evict(buffer, partials)
+        torch.cuda.synchronize()
+        torch.cuda.nvtx.range_pop()
+        done.append({"id": item["id"]})
+        del q, k, v, run
+        torch.cuda.empty_cache()
+    with open(manifest_path, "w") as f:
+        json.dump(done, f)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
