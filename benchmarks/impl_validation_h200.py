@@ -2,7 +2,9 @@
 
     cd <repo> && PYTHONPATH=$PWD python3 benchmarks/impl_validation_h200.py OUT.json [SECONDS [SET]]
 
-SET is `validation` (default) or `fit` (the per-implementation fit set, FIT).
+SET is `validation` (default), `fit` (the per-implementation fit set, FIT) or `fit2` (the
+second fit set, FIT2). Points run in turn, each through every implementation (so that a run
+stopped by its budget still covers every implementation).
 
 For each point of VALIDATION (none of them used by any fit: the fitted profile in
 configs/gpus/h200.yaml comes from tests/data/h200-calibration.json's grid, batch·heads 16-256
@@ -19,9 +21,11 @@ import json
 import sys
 import time
 
+import torch
+
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.env import device_info
-from iosim.calibrate.measure import check, time_and_kernels
+from iosim.calibrate.measure import _tensors, check, host_seconds, make_runner, time_and_kernels
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
@@ -75,7 +79,33 @@ FIT = (
     _w(49152, heads=4, d=64),
 )
 FIT_FLEX = (0, 5, 10)
-SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX)}
+FIT2 = (
+    # the second fit set (issue 11, round 3): the regions the first two sets missed. Grids
+    # below and around one wave (64-240 programs on 132 SMs)
+    _w(4096, heads=2, d=64), _w(2048, heads=4, d=128), _w(8192, heads=1, d=128),
+    _w(3072, heads=3, d=128, causal=True), _w(4096, heads=3, d=256),
+    _w(16384, heads=1, d=128, causal=True), _w(6144, heads=5, d=64), _w(2560, heads=12),
+    # chunked prefill with few query rows (FA2's split kernel)
+    _w(128, 16384, heads=32, kv=8), _w(384, 24576, heads=16, kv=4),
+    _w(64, 8192, heads=32, kv=8, batch=2), _w(512, 65536, heads=8, kv=1),
+    _w(1536, 6144, heads=8, causal=True),
+    # decoding
+    _w(1, 8192, heads=32, kv=8), _w(1, 98304, heads=8, kv=1, batch=2),
+    _w(1, 12288, heads=16, batch=4, dtype="bf16"), _w(1, 20000, heads=32, kv=4, d=64),
+    _w(1, 131072, heads=16, kv=2), _w(1, 2048, heads=32, kv=8, batch=32),
+    _w(1, 40960, heads=64, kv=8), _w(1, 65536, heads=8, d=256),
+    _w(1, 100000, heads=8, kv=2, d=64, batch=3),
+    # small causal (cuDNN), eager-path shapes, d = 256, K/V beyond the L2
+    _w(3072, heads=8, causal=True), _w(1024, heads=32, batch=2, d=64, causal=True),
+    _w(8192, heads=4, d=64, causal=True, dtype="bf16"), _w(2048, heads=48),
+    _w(3584, heads=8, causal=True, dtype="bf16"), _w(3072, heads=8, d=256, dtype="bf16"),
+    _w(8192, heads=4, d=256, causal=True), _w(65536, heads=1), _w(40960, heads=4, d=64,
+                                                                   causal=True),
+    _w(20480, heads=8, kv=2),
+)
+FIT2_FLEX = (1, 13)
+SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
+        "fit2": (FIT2, FIT2_FLEX)}
 
 
 def main() -> None:
@@ -86,14 +116,14 @@ def main() -> None:
     record = {"schema": "iosim.validation/1", "device": device_info(),
               "set": sys.argv[3] if len(sys.argv) > 3 else "validation",
               "command": " ".join(sys.argv), "points": []}
-    for impl_name in IMPLS:
-        impl = get_implementation(impl_name)
-        for i, w in enumerate(points):
+    impls = {name: get_implementation(name) for name in IMPLS}
+    for i, w in enumerate(points):
+        if time.monotonic() - start > budget:
+            record["stopped_early"] = f"budget of {budget:.0f} s reached at point #{i}"
+            break
+        for impl_name, impl in impls.items():
             if impl_name == "flex" and i not in flex_points:
                 continue
-            if time.monotonic() - start > budget:
-                record["stopped_early"] = f"budget of {budget:.0f} s reached at {impl_name} #{i}"
-                break
             entry = {"impl": impl_name, "index": i, "workload": {
                 "n": w.n, "n_kv": w.n_kv, "d": w.d, "heads": w.heads, "kv_heads": w.kv_heads,
                 "batch": w.batch, "dtype": w.dtype, "causal": w.causal}}
@@ -101,6 +131,8 @@ def main() -> None:
                 impl.check_shape(w.d, w.dtype)
                 entry["rel_error"] = check(impl, w)
                 entry["time_s"], entry["kernels"] = time_and_kernels(impl, w)
+                entry["host_s"] = host_seconds(make_runner(impl, w, *_tensors(w, torch)),
+                                               calls=10)
             except Exception as exc:
                 entry["refused"] = str(exc).strip().splitlines()[0][:240] if str(exc).strip() \
                     else type(exc).__name__

@@ -242,7 +242,7 @@ def test_tiles_alg1_keeps_the_old_rule() -> None:
 def _launch_workloads() -> list[tuple[str, Workload]]:
     """benchmarks/impl_launches.py's LAUNCHES, read without importing torch."""
     source = (Path(__file__).parents[1] / "benchmarks" / "impl_launches.py").read_text()
-    block = source[source.index("LAUNCHES = (") + len("LAUNCHES = "):source.index(")\n\n\ndef main")
+    block = source[source.index("LAUNCHES = (") + len("LAUNCHES = "):source.index(")\nMORE_LAUNCHES")
                    + 1]
     return list(eval(block, {"Workload": Workload}))  # our own literal tuple of Workloads
 
