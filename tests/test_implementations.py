@@ -271,14 +271,14 @@ def test_fused_kernels_dram_reads_match_ncu() -> None:
 
 
 def test_measure_records_feed_the_implementation_fit(tmp_path: Path) -> None:
-    """`iosim measure --record FILE` appends JSON Lines that benchmarks/impl_fit.py fits from:
+    """`iosim measure --record FILE` appends JSON Lines that calibrate/impl_fit.py fits from:
     points measured at twice the unit-efficiency prediction fit an efficiency of 0.5."""
-    import importlib
+    from dataclasses import replace
 
+    from iosim.calibrate import impl_fit
     from iosim.cli.measure_cmd import measurement_point
 
-    impl_fit = importlib.import_module("benchmarks.impl_fit")
-    unit = impl_fit.replace(get_implementation("sdpa-flash"),
+    unit = replace(get_implementation("sdpa-flash"),
                             calibration={"h200": {"fused": 1.0, "memory": 1.0}})
     path = tmp_path / "points.jsonl"
     with path.open("w") as out:
