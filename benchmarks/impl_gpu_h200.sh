@@ -18,6 +18,9 @@ if [ "$1" = fit ]; then
     python3 benchmarks/impl_launches.py --evict > $OUT/h200-impl-launches-rw.csv 2> $OUT/ncu.log
   python3 benchmarks/impl_validation_h200.py $OUT/h200-impl-fit2.json $((${LIMIT:-215} - (SECONDS - START))) fit2 > $OUT/fit2.log 2>&1
 else
-  python3 benchmarks/impl_validation_h200.py $OUT/h200-impl-validation2.json ${BUDGET:-230} validation2 > $OUT/validation2.log 2>&1
+  python3 benchmarks/impl_validation_h200.py $OUT/h200-impl-validation2.json ${BUDGET:-170} validation2 > $OUT/validation2.log 2>&1
+  timeout ${NCU_LIMIT:-75} $NCU --csv --page raw --clock-control none --cache-control none --metrics \
+    dram__bytes_read.sum,dram__bytes_write.sum \
+    python3 benchmarks/impl_dram_h200.py validation2 > $OUT/h200-impl-dram2.csv 2> $OUT/ncu2.log
 fi
 ls -la $OUT

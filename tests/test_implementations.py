@@ -13,6 +13,7 @@ from iosim.analysis.compare import compare
 from iosim.errors import ConfigError, IosimError
 from iosim.estimates.occupancy import programs_per_sm, sm_limits, utilisation
 from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
+from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.workload import Workload
 from tests.conftest import DATA
 from tests.conftest import run_cli as run
@@ -288,5 +289,9 @@ def test_measure_records_feed_the_implementation_fit(tmp_path: Path) -> None:
                                       [], 0.0)
             out.write(json.dumps(point) + "\n")
     record = impl_fit.load_points(path)
-    (points,) = impl_fit.raw_times(record, "h200").values()
-    assert impl_fit.fit(points, 1.0, 1.0) == {"fused": 0.5, "call_overhead_s": 0.0}
+    fitted = impl_fit.fit_record(record, resolve_hardware("h200").hardware)["sdpa-flash"]
+    # both calls measured twice their unit-efficiency kernels: each head dim's fused kernel
+    # fits 0.5 of its roof, with no time per call and no host-bound floor
+    assert fitted["efficiency"]["fused_d128"] == 0.5
+    assert fitted["efficiency"]["fused_d64"] == 0.5
+    assert fitted["call_overhead_s"] == 0.0 and fitted["host_floor_s"] == 0.0

@@ -93,9 +93,25 @@ def _softmax_in_two(kernel: Kernel, impl: Implementation, source: str) -> tuple[
     return mul, rest
 
 
-def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
+HEAD_DIM_BUCKETS = (64, 128, 256)
+"""The head dims whose fused kernels an implementation's calibration may fit apart
+(`fused_d64`, `fused_d128`, `fused_d256`): each runs its own tile configuration."""
+
+
+def head_dim_bucket(d: int) -> int:
+    """The calibration's head-dim bucket of d: the first of HEAD_DIM_BUCKETS at least d."""
+    return next((b for b in HEAD_DIM_BUCKETS if d <= b), HEAD_DIM_BUCKETS[-1])
+
+
+def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 128,
+               pass_: str = "fwd") -> Roofs:
     """The measured roofs with the implementation's own fitted efficiencies (its profile's
-    `calibration` entry for this GPU); refused when it has none."""
+    `calibration` entry for this GPU): the fused kernels' at head dim d (`fused_dN` where
+    fitted, else `fused`), its split-KV pass's (`fused_split`), its memory efficiency, solo
+    rate and per-program bandwidth; refused when it has none. A pass with a backward takes the
+    memory efficiency its backward fit was made with (`backward.memory`, else the forward's)
+    and none of the forward-only terms (per head dim, split, solo rate, per-program bandwidth:
+    fitted on forward calls only)."""
     fitted = impl.calibration.get(hardware.name)
     if fitted is None:
         have = ", ".join(impl.calibration) or "none"
@@ -105,14 +121,35 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
             f"benchmarks/impl_validation_h200.py FIT.json 120 fit` on that GPU and "
             f"`python benchmarks/impl_fit.py FIT.json`, or use --profile spec")
     efficiency = {**roofs.efficiency, **{k: v for k, v in fitted.items()
-                                         if k not in ("memory", "call_overhead_s")}}
+                                         if k in ("fused", "matmul", "elementwise")}}
     note = (f"{impl.name}'s efficiencies fitted on {hardware.name}: "
             + ", ".join(f"{k} {v:.3g}" for k, v in fitted.items()))
     if "call_overhead_s" in fitted:
         note = note.replace(f"call_overhead_s {fitted['call_overhead_s']:.3g}",
-                            f"{fitted['call_overhead_s'] * 1e6:.1f} µs host time per call")
+                            f"{fitted['call_overhead_s'] * 1e6:.1f} µs per call")
+    for key, say in (("host_floor_s", "host-bound floor"),
+                     ("decode_host_floor_s", "decode host-bound floor")):
+        if key in fitted:
+            note = note.replace(f"{key} {fitted[key]:.3g}", f"{say} {fitted[key] * 1e6:.0f} µs")
+    if "program_bandwidth" in fitted:
+        note = note.replace(f"program_bandwidth {fitted['program_bandwidth']:.3g}",
+                            f"{fitted['program_bandwidth'] / 1e9:.1f} GB/s per program")
+    if pass_ != "fwd":
+        memory = impl.backward_calibration.get(hardware.name, {}).get("memory",
+                                                                      fitted.get("memory"))
+        return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
+                       memory_efficiency=memory)
+    by_dim = fitted.get(f"fused_d{head_dim_bucket(d)}")
+    if by_dim is not None:
+        efficiency["fused"] = by_dim
+    per_kernel = {"splitkv_attn": fitted["fused_split"]} if "fused_split" in fitted else {}
     return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
-                   memory_efficiency=fitted.get("memory"))
+                   memory_efficiency=fitted.get("memory"), kernel_efficiency=per_kernel,
+                   kernel_memory_efficiency={k.removeprefix("memory_"): v
+                                             for k, v in fitted.items()
+                                             if k.startswith("memory_")},
+                   solo_rate=fitted.get("solo_rate"),
+                   program_bandwidth=fitted.get("program_bandwidth"))
 
 
 def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str,
@@ -125,6 +162,21 @@ def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str,
     forward = impl.calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
     backward = impl.backward_calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
     return {"fwd": forward, "bwd": backward}.get(pass_, forward + backward)
+
+
+def host_floor(impl: Implementation | None, hardware: Hardware, profile: str,
+               workload: Workload) -> float:
+    """The host-bound floor of one forward call (measured profile): do_bench times a call from
+    its start event to its end, and when the host needs longer to dispatch it (Python, the
+    library's checks, a decode step's reshapes and split buffers) than the GPU needs to run the
+    work queued ahead of it and the call's kernels, the GPU waits for the host: the call takes
+    at least this. Fitted per implementation, one floor for prefill and one for a decode step
+    (query length 1); 0 without a calibration or for a backward pass."""
+    if impl is None or profile != "measured" or workload.pass_ != "fwd":
+        return 0.0
+    fitted = impl.calibration.get(hardware.name, {})
+    key = "decode_host_floor_s" if workload.n == 1 else "host_floor_s"
+    return fitted.get(key, 0.0)
 
 
 def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,

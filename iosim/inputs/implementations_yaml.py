@@ -219,9 +219,12 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     for gpu, raw in _mapping(data.get("calibration") or {}, path, "calibration",
                              set(data.get("calibration") or {})).items():
         where = f"calibration.{gpu}"
-        m = _mapping(raw, path, where, {"efficiency", "call_overhead_s", "backward", "source"})
-        eff = _mapping(_need(m, "efficiency", dict, path, where + "."), path,
-                       where + ".efficiency", {"fused", "matmul", "elementwise", "memory"})
+        m = _mapping(raw, path, where, {"efficiency", "call_overhead_s", "backward", "source",
+                                        *TIME_TERMS})
+        raw_eff = _need(m, "efficiency", dict, path, where + ".")
+        eff = _mapping(raw_eff, path, where + ".efficiency", {
+            "fused", "matmul", "elementwise", "memory", "fused_d64", "fused_d128", "fused_d256",
+            "fused_split", *(k for k in raw_eff if str(k) in KERNEL_MEMORY_KEYS)})
         for kind, value in eff.items():
             if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                     0 < value <= 1.5):
@@ -235,6 +238,14 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
                 raise ConfigError(path, where + ".call_overhead_s",
                                   f"must be seconds in [0, 0.01), got {excerpt(overhead)}")
             calibration[str(gpu)]["call_overhead_s"] = float(overhead)
+        for key, (lo, hi) in TIME_TERMS.items():
+            if key in m:
+                value = m[key]
+                if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                        lo < value <= hi):
+                    raise ConfigError(path, f"{where}.{key}",
+                                      f"must be a number in ({lo:g}, {hi:g}], got {excerpt(value)}")
+                calibration[str(gpu)][key] = float(value)
         calibration_source[str(gpu)] = _need(m, "source", str, path, where + ".")
         if "backward" in m:
             backward_calibration[str(gpu)] = _backward_calibration(m["backward"], path,
@@ -255,6 +266,16 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         extra_kernels=tuple(extras), path=path, notes=str(data.get("notes", "")))
 
 
+KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask", "memory_softmax")
+"""An eager pipeline's kernels with their own fitted memory efficiency (`memory_<kernel>`):
+repeat_interleave's gather, the scale and mask passes, torch's softmax."""
+
+TIME_TERMS = {"solo_rate": (0.0, 1.0), "program_bandwidth": (0.0, 1e13),
+              "host_floor_s": (0.0, 0.01), "decode_host_floor_s": (0.0, 0.01)}
+"""The measured time terms an implementation's calibration may carry (analysis/impl_time.py):
+the rate of an SM holding one program, the bytes/s one program streams, and the host-bound
+floor of a call (prefill, decode); bounds (exclusive, inclusive]."""
+
 _BACKWARD_BOUNDS = {"efficiency": (0.0, 1.5), "program_overhead_s": (0.0, 1e-3),
                     "call_overhead_s": (0.0, 0.01)}
 
@@ -262,8 +283,13 @@ _BACKWARD_BOUNDS = {"efficiency": (0.0, 1.5), "program_overhead_s": (0.0, 1e-3),
 def _backward_calibration(raw: Any, path: str, where: str) -> dict[str, float]:
     """`calibration.GPU.backward`: the fused backward kernel's schedule (efficiency and
     overhead per program, estimates/schedule.py) and the host time of one backward call."""
-    m = _mapping(raw, path, where, {*_BACKWARD_BOUNDS, "source"})
+    m = _mapping(raw, path, where, {*_BACKWARD_BOUNDS, "memory", "source"})
     out = {}
+    if "memory" in m:  # the memory efficiency the backward fit's other kernels ran at
+        value = m["memory"]
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
+            raise ConfigError(path, f"{where}.memory", f"must be in (0, 1.5], got {excerpt(value)}")
+        out["memory"] = float(value)
     for key, (lo, hi) in _BACKWARD_BOUNDS.items():
         value = _need(m, key, (int, float), path, where + ".")
         if not lo < value <= hi if key == "efficiency" else not lo <= value < hi:
