@@ -12,8 +12,8 @@ import pytest
 from iosim.analysis.compare import compare
 from iosim.errors import ConfigError, IosimError
 from iosim.estimates.occupancy import programs_per_sm, sm_limits, utilisation
-from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
 from iosim.inputs.gpus import resolve_hardware
+from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
 from iosim.inputs.workload import Workload
 from tests.conftest import DATA
 from tests.conftest import run_cli as run

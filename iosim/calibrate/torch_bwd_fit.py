@@ -208,6 +208,7 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
         if key not in _SDPA_KERNELS:
             impl = get_implementation(IMPLS[what])
             impl = replace(impl, backward_calibration={hardware.name: {
+                **impl.backward_calibration.get(hardware.name, {}),  # its `memory`, if any
                 "efficiency": tm.efficiency, "program_overhead_s": tm.overhead_s,
                 "call_overhead_s": 0.0}})
             _SDPA_KERNELS[key] = compare(w, hardware, impl=impl,

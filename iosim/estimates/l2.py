@@ -46,10 +46,9 @@ Two forms
 
 from __future__ import annotations
 
-from typing import Any
-
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, cdiv
 from iosim.algorithms.loopnest import (

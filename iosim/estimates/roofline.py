@@ -329,6 +329,8 @@ def estimate_kernels(
                            per_sm=per_sm, sm_count=sm_count,
                            memory_efficiency=roofs.kernel_memory_efficiency.get(
                                kernel.name, roofs.memory_efficiency))
+        own_memory = roofs.kernel_memory_efficiency.get(kernel.name)
+        memory_efficiency = own_memory if own_memory is not None else roofs.memory_efficiency
         u = float(kernel_utilisation(kernel, dims, per_sm, sm_count))  # as kernel_cost has it
         memory_time, compute_time, time_s = (float(x) for x in (
             cost.memory_time_s, cost.compute_time_s, cost.time_s))
@@ -338,8 +340,7 @@ def estimate_kernels(
                 int(kernel_programs(kernel, dims)), per_sm, sm_count,
                 float(cost.hbm_read_bytes + cost.hbm_write_bytes) if dram is None else dram,
                 roofs.solo_rate, roofs.program_bandwidth,
-                memory_s=memory_time / (roofs.kernel_memory_efficiency.get(
-                    kernel.name, roofs.memory_efficiency) or efficiency),
+                memory_s=memory_time / (memory_efficiency or efficiency),
                 compute_s=compute_time / efficiency / u)
         if scheduled(kernel, roofs):
             # the fitted list schedule of the Triton backward (schedule.py) already counts its
