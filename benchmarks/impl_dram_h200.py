@@ -72,7 +72,7 @@ def aliased(todo: list[tuple[str, int, Any]]) -> set[int]:
     largest = max(max(_sizes(w)[:2]) for _, _, w in todo)
     out = set()
     for at, (_, _, w) in enumerate(todo):
-        nq, nk, _ = _sizes(w)
+        nk = _sizes(w)[1]
         if w.n != 1 or 2 * nk > largest:
             out.add(at)
     return out

@@ -4,14 +4,17 @@
 
 SET is `validation` (default; the first validation set, since used for fitting), `fit` (the
 per-implementation fit set, FIT), `fit2` (the second fit set, FIT2) or `validation2` (the fresh
-validation set, VALIDATION2). Points run in turn, each through every implementation (so that a run
-stopped by its budget still covers every implementation).
+validation set, VALIDATION2). tests/data/h200-impl-fit2.json and h200-impl-validation2.json were
+made by this script at tag implgpu-frozen, whose loop ran the points in turn, each through every
+implementation, and recorded each call's host time (`host_s`, measure.py:host_seconds); it now
+runs through `iosim calibrate --impl`'s runner (impl_run.py), which does neither yet.
 
 For each point of VALIDATION (none of them used by any fit: the fitted profile in
 configs/gpus/h200.yaml comes from tests/data/h200-calibration.json's grid, batch·heads 16-256
 at N 1024-16384 powers of two, d 64/128, fp16) and each implementation that accepts the shape,
-the output is checked against fp32 attention (iosim/calibrate/measure.py:check), then timed with
-triton.testing.do_bench (median) and its kernels listed by torch.profiler. A point an
+`iosim calibrate --impl`'s runner (iosim/calibrate/impl_run.py:measure_impls) checks the output
+against fp32 attention (iosim/calibrate/measure.py:check), then times it with
+triton.testing.do_bench (median) and lists its kernels with torch.profiler. A point an
 implementation refuses is recorded with the one-line reason. The run stops starting new points
 after SECONDS (default 200) so that it ends inside the device call's limit.
 """
@@ -20,13 +23,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
-
-import torch
+from typing import Any
 
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.env import device_info
-from iosim.calibrate.measure import _tensors, check, host_seconds, make_runner, time_and_kernels
+from iosim.calibrate.impl_run import FIT_GRID, gpu_runner, measure_impls
+from iosim.calibrate.impl_run import FLEX_POINTS as FIT_FLEX
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
@@ -70,16 +72,9 @@ VALIDATION = (
 FLEX_POINTS = (0, 7, 13, 16, 20, 28)
 """FlexAttention compiles per shape (tens of seconds): it runs a subset."""
 
-FIT = (
-    # the per-implementation fit set: shapes none of VALIDATION has (benchmarks/impl_fit.py)
-    _w(2048, heads=8), _w(8192, heads=4, d=64), _w(4096, heads=32, batch=2, d=64),
-    _w(2048, heads=16, batch=4, causal=True), _w(16384, heads=4, d=128, causal=True),
-    _w(4096, heads=16, kv=4, d=128), _w(1536, heads=24, batch=2, d=128, dtype="bf16"),
-    _w(1, 24576, heads=32, kv=8, batch=2), _w(1, 49152, heads=16, kv=2, d=64),
-    _w(768, 12288, heads=16, d=128), _w(2048, heads=16, d=256, causal=True),
-    _w(49152, heads=4, d=64),
-)
-FIT_FLEX = (0, 5, 10)
+FIT = FIT_GRID
+"""The per-implementation fit set (`iosim calibrate --impl`'s grid, iosim/calibrate/impl_run.py):
+shapes none of VALIDATION has."""
 FIT2 = (
     # the second fit set (issue 11, round 3): the regions the first two sets missed. Grids
     # below and around one wave (64-240 programs on 132 SMs)
@@ -149,35 +144,20 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
 def main() -> None:
     out_path = sys.argv[1]
     budget = float(sys.argv[2]) if len(sys.argv) > 2 else 200.0
-    points, flex_points = SETS[sys.argv[3] if len(sys.argv) > 3 else "validation"]
-    start = time.monotonic()
-    record = {"schema": "iosim.validation/1", "device": device_info(),
-              "set": sys.argv[3] if len(sys.argv) > 3 else "validation",
-              "command": " ".join(sys.argv), "points": []}
-    impls = {name: get_implementation(name) for name in IMPLS}
-    for i, w in enumerate(points):
-        if time.monotonic() - start > budget:
-            record["stopped_early"] = f"budget of {budget:.0f} s reached at point #{i}"
-            break
-        for impl_name, impl in impls.items():
-            if impl_name == "flex" and i not in flex_points:
-                continue
-            entry = {"impl": impl_name, "index": i, "workload": {
-                "n": w.n, "n_kv": w.n_kv, "d": w.d, "heads": w.heads, "kv_heads": w.kv_heads,
-                "batch": w.batch, "dtype": w.dtype, "causal": w.causal}}
-            try:
-                impl.check_shape(w.d, w.dtype)
-                entry["rel_error"] = check(impl, w)
-                entry["time_s"], entry["kernels"] = time_and_kernels(impl, w)
-                entry["host_s"] = host_seconds(make_runner(impl, w, *_tensors(w, torch)),
-                                               calls=10)
-            except Exception as exc:
-                entry["refused"] = str(exc).strip().splitlines()[0][:240] if str(exc).strip() \
-                    else type(exc).__name__
-            record["points"].append(entry)
-            print(impl_name, i, entry.get("time_s", entry.get("refused")), flush=True)
-            with open(out_path, "w", encoding="utf-8") as f:
-                json.dump(record, f, indent=1)
+    set_name = sys.argv[3] if len(sys.argv) > 3 else "validation"
+    points, flex_points = SETS[set_name]
+
+    def save(record: dict[str, Any], entry: dict[str, Any]) -> None:
+        print(entry["impl"], entry["index"], entry.get("time_s", entry.get("refused")), flush=True)
+        with open(out_path, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=1)
+
+    record = measure_impls([get_implementation(n) for n in IMPLS], gpu_runner(),
+                           device=device_info(), command=" ".join(sys.argv), grid=points,
+                           flex_points=flex_points, set_name=set_name, budget_s=budget,
+                           on_point=save)
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
 
 
 if __name__ == "__main__":

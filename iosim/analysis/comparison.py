@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from iosim.algorithms.traffic import Traffic, TrafficTotals
@@ -15,10 +14,10 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class AlgorithmEstimate(TrafficTotals):
+class AlgorithmEstimate(TrafficTotals, Record):
     """One algorithm: its kernels on the roofline, its traffic terms and totals."""
 
     name: str
@@ -38,8 +37,8 @@ class AlgorithmEstimate(TrafficTotals):
     """The loop nest counted ('' : the same as `name`); differs when `name` is an --impl."""
     impl: Implementation | None = None
     call_overhead_s: float = 0.0
-    """An implementation's fitted time per call beyond its kernels' (measured profile, configs/
-    impls calibration `call_overhead_s`: launch gaps, the first kernel's ramp); added to the
+    """An implementation's fitted time per call beyond its kernels' (measured profile, the GPU
+    YAML's measured.impls.NAME.call_overhead_s: launch gaps, the first kernel's ramp); added to the
     kernels' time."""
     host_floor_s: float = 0.0
     """An implementation's fitted host-bound floor of one call (analysis/impl_kernels.py:
@@ -98,8 +97,7 @@ class AlgorithmEstimate(TrafficTotals):
         return self.baseline_hbm_bytes / self.hbm_bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Theorem2:
+class Theorem2(Record):
     """The paper's Theorem 2 leading terms per head, in elements, constants ignored."""
 
     sram_elements: int
@@ -115,8 +113,7 @@ class Theorem2:
         return self.standard_elements / self.flash_elements
 
 
-@dataclass(frozen=True, slots=True)
-class Comparison:
+class Comparison(Record):
     """Everything `iosim compare` prints; `to_dict()` is the stable JSON."""
 
     workload: Workload

@@ -4,19 +4,18 @@ split-KV rule picks the split kernel when the grid is small), the extra kernels 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 from iosim.estimates.roofline import Roofs
-from iosim.inputs.hardware import BackwardSchedule, Hardware
+from iosim.inputs.hardware import BackwardSchedule, Hardware, ImplCalibration
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.ints import cdiv
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import UNFUSED_OPS, Workload
+from iosim.record import replace
 
 TILE_RULES = ("code", "alg1")
 """--tiles: the implementation's tile tables (FlashAttention-2's code by default), or Alg. 1."""
@@ -93,6 +92,20 @@ def _softmax_in_two(kernel: Kernel, impl: Implementation, source: str) -> tuple[
     return mul, rest
 
 
+def impl_calibration(impl: Implementation, hardware: Hardware) -> ImplCalibration:
+    """The implementation's fitted figures on this GPU (the GPU YAML's `measured.impls`);
+    refused, saying what to run, when the YAML has none for it."""
+    fitted = hardware.measured.impls if hardware.measured is not None else {}
+    if impl.name not in fitted:
+        have = ", ".join(fitted) or "none"
+        raise IosimError(
+            f"{hardware.path} has no measured.impls entry for {impl.name} (it has: {have}); "
+            f"run `iosim calibrate --gpu {hardware.name} --impl {impl.name} --out FILE` on that "
+            f"GPU (or with --from RECORD, a record of `iosim measure --record`), or use "
+            f"{arg('profile', 'spec')}")
+    return fitted[impl.name]
+
+
 HEAD_DIM_BUCKETS = (64, 128, 256)
 """The head dims whose fused kernels an implementation's calibration may fit apart
 (`fused_d64`, `fused_d128`, `fused_d256`): each runs its own tile configuration."""
@@ -105,51 +118,49 @@ def head_dim_bucket(d: int) -> int:
 
 def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 128,
                pass_: str = "fwd") -> Roofs:
-    """The measured roofs with the implementation's own fitted efficiencies (its profile's
-    `calibration` entry for this GPU): the fused kernels' at head dim d (`fused_dN` where
-    fitted, else `fused`), its split-KV pass's (`fused_split`), its memory efficiency, solo
-    rate and per-program bandwidth; refused when it has none. A pass with a backward takes the
-    memory efficiency its backward fit was made with (`backward.memory`, else the forward's)
-    and none of the forward-only terms (per head dim, split, solo rate, per-program bandwidth:
-    fitted on forward calls only)."""
-    fitted = impl.calibration.get(hardware.name)
-    if fitted is None:
-        have = ", ".join(impl.calibration) or "none"
-        raise IosimError(
-            f"{impl.name} has no measured efficiencies for {hardware.name} (its profile "
-            f"{impl.path} has calibration for: {have}); run `python "
-            f"benchmarks/impl_validation_h200.py FIT.json 120 fit` on that GPU and "
-            f"`python benchmarks/impl_fit.py FIT.json`, or use --profile spec")
-    efficiency = {**roofs.efficiency, **{k: v for k, v in fitted.items()
+    """The measured roofs with the implementation's own fitted figures (the GPU YAML's
+    `measured.impls` entry for it): the fused kernels' efficiency at head dim d (`fused_dN`
+    where fitted, else `fused`), its split-KV pass's (`fused_split`), its memory efficiency
+    (an eager kernel's own `memory_<kernel>`), solo rate and per-program bandwidth; refused
+    when it has none. A pass with a backward takes the memory efficiency its backward fit was
+    made with (`backward.memory`, else the forward's) and none of the forward-only terms (per
+    head dim, split, solo rate, per-program bandwidth: fitted on forward calls only)."""
+    fitted = impl_calibration(impl, hardware)
+    eff = fitted.efficiency
+    efficiency = {**roofs.efficiency, **{k: v for k, v in eff.items()
                                          if k in ("fused", "matmul", "elementwise")}}
     note = (f"{impl.name}'s efficiencies fitted on {hardware.name}: "
-            + ", ".join(f"{k} {v:.3g}" for k, v in fitted.items()))
-    if "call_overhead_s" in fitted:
-        note = note.replace(f"call_overhead_s {fitted['call_overhead_s']:.3g}",
-                            f"{fitted['call_overhead_s'] * 1e6:.1f} µs per call")
+            + ", ".join(f"{k} {v:.3g}" for k, v in eff.items()))
+    if fitted.call_overhead_s is not None:
+        note += f", {fitted.call_overhead_s * 1e6:.1f} µs per call"
+    terms = fitted.terms
     for key, say in (("host_floor_s", "host-bound floor"),
                      ("decode_host_floor_s", "decode host-bound floor")):
-        if key in fitted:
-            note = note.replace(f"{key} {fitted[key]:.3g}", f"{say} {fitted[key] * 1e6:.0f} µs")
-    if "program_bandwidth" in fitted:
-        note = note.replace(f"program_bandwidth {fitted['program_bandwidth']:.3g}",
-                            f"{fitted['program_bandwidth'] / 1e9:.1f} GB/s per program")
+        if key in terms:
+            note += f", {say} {terms[key] * 1e6:.0f} µs"
+    if "solo_rate" in terms:
+        note += f", solo rate {terms['solo_rate']:.3g}"
+    if "program_bandwidth" in terms:
+        note += f", {terms['program_bandwidth'] / 1e9:.1f} GB/s per program"
     if pass_ != "fwd":
-        memory = impl.backward_calibration.get(hardware.name, {}).get("memory",
-                                                                      fitted.get("memory"))
         return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
-                       memory_efficiency=memory)
-    by_dim = fitted.get(f"fused_d{head_dim_bucket(d)}")
+                       memory_efficiency=fitted.backward.get("memory", eff.get("memory")))
+    by_dim = eff.get(f"fused_d{head_dim_bucket(d)}")
     if by_dim is not None:
         efficiency["fused"] = by_dim
-    per_kernel = {"splitkv_attn": fitted["fused_split"]} if "fused_split" in fitted else {}
     return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
-                   memory_efficiency=fitted.get("memory"), kernel_efficiency=per_kernel,
-                   kernel_memory_efficiency={k.removeprefix("memory_"): v
-                                             for k, v in fitted.items()
+                   memory_efficiency=eff.get("memory"),
+                   kernel_efficiency=({"splitkv_attn": eff["fused_split"]}
+                                      if "fused_split" in eff else {}),
+                   kernel_memory_efficiency={k.removeprefix("memory_"): v for k, v in eff.items()
                                              if k.startswith("memory_")},
-                   solo_rate=fitted.get("solo_rate"),
-                   program_bandwidth=fitted.get("program_bandwidth"))
+                   solo_rate=terms.get("solo_rate"),
+                   program_bandwidth=terms.get("program_bandwidth"))
+
+
+def _fitted(impl: Implementation, hardware: Hardware) -> ImplCalibration | None:
+    impls = hardware.measured.impls if hardware.measured is not None else {}
+    return impls.get(impl.name)
 
 
 def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str,
@@ -159,8 +170,11 @@ def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str,
     backward's (its `backward` fit), or both for a training step."""
     if impl is None or profile != "measured":
         return 0.0
-    forward = impl.calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
-    backward = impl.backward_calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
+    fitted = _fitted(impl, hardware)
+    if fitted is None:
+        return 0.0
+    forward = fitted.call_overhead_s or 0.0
+    backward = fitted.backward.get("call_overhead_s", 0.0)
     return {"fwd": forward, "bwd": backward}.get(pass_, forward + backward)
 
 
@@ -174,33 +188,35 @@ def host_floor(impl: Implementation | None, hardware: Hardware, profile: str,
     (query length 1); 0 without a calibration or for a backward pass."""
     if impl is None or profile != "measured" or workload.pass_ != "fwd":
         return 0.0
-    fitted = impl.calibration.get(hardware.name, {})
-    key = "decode_host_floor_s" if workload.n == 1 else "host_floor_s"
-    return fitted.get(key, 0.0)
+    fitted = _fitted(impl, hardware)
+    if fitted is None:
+        return 0.0
+    return fitted.terms.get("decode_host_floor_s" if workload.n == 1 else "host_floor_s", 0.0)
 
 
 def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
                         tiling: Tiling | None, d: int) -> Roofs:
-    """The measured roofs with the implementation's fitted backward schedule (its profile's
-    `calibration.GPU.backward`), which times its fused backward kernel program by program
+    """The measured roofs with the implementation's fitted backward schedule (its
+    `measured.impls.NAME.backward`), which times its fused backward kernel program by program
     (estimates/schedule.py) at the tiling's backward occupancy; unchanged without one."""
-    fitted = impl.backward_calibration.get(hardware.name)
-    if fitted is None or tiling is None or hardware.sm_count is None:
+    fitted = _fitted(impl, hardware)
+    if fitted is None or not fitted.backward or tiling is None or hardware.sm_count is None:
         return roofs
-    schedule = BackwardSchedule(fitted["efficiency"], fitted["program_overhead_s"],
-                                {d: tiling.bwd_programs_per_sm},
-                                impl.calibration_source.get(hardware.name, ""))
+    schedule = BackwardSchedule(fitted.backward["efficiency"],
+                                fitted.backward["program_overhead_s"],
+                                {d: tiling.bwd_programs_per_sm}, fitted.backward_source)
     return replace(roofs, schedule=schedule, schedules_untiled=True, sm_count=hardware.sm_count)
 
 
 def impl_backward_note(impl: Implementation, hardware: Hardware) -> str | None:
     """The line saying that the implementation's backward calibration times its backward."""
-    fitted = impl.backward_calibration.get(hardware.name)
-    if fitted is None:
+    fitted = _fitted(impl, hardware)
+    if fitted is None or not fitted.backward:
         return None
+    b = fitted.backward
     return (f"{impl.name}'s fused backward kernel is timed by scheduling its programs on the "
-            f"SMs (efficiency {fitted['efficiency']:g}, {fitted['program_overhead_s'] * 1e6:g} µs "
-            f"per program, {fitted['call_overhead_s'] * 1e6:g} µs host time per backward call; "
+            f"SMs (efficiency {b['efficiency']:g}, {b['program_overhead_s'] * 1e6:g} µs "
+            f"per program, {b['call_overhead_s'] * 1e6:g} µs host time per backward call; "
             "calibrate/torch_bwd_fit.py)")
 
 

@@ -1,35 +1,43 @@
-"""Fit each implementation's efficiencies and host time per call from measured points (pure:
-no torch, no GPU), the fit `iosim calibrate --impl` runs.
+"""Fit each implementation's time terms from measured points (pure: no torch, no GPU), the fit
+`iosim calibrate --impl` runs and benchmarks/impl_fit.py prints.
 
-For every implementation the record times, the prediction is split with every efficiency 1
-(the measured profile's roofs, occupancy and DRAM estimate as usual) into its compute-bound
-kernels' time by class (R_fused, R_matmul, R_elementwise) and its memory-bound kernels' time
-(R_memory). The measured time T is modelled as Σ R / e. Each implementation fits one compute
-efficiency (e_fused; for the eager torch-naive e_elementwise, its cuBLAS matmuls kept at the
-GPU's own matmul efficiency, since the two grow together and a joint fit is not identifiable)
-on the points its compute-bound kernels dominate, and one memory efficiency (the share of the
-measured bandwidth reached) on the points its memory-bound kernels dominate; geometric means.
-No point of tests/data/h200-impl-validation.json is used by the shipped fit (its fit set is
-tests/data/h200-impl-fit.json).
+For every point the record times, compare runs once at unit efficiencies (the measured
+profile's roofs, occupancy and DRAM estimate as usual) and keeps each kernel's memory and
+compute roof time (÷ its waves' utilisation), whether it is a lone grid (at most one program
+per SM) and its per-program DRAM floor (`Pieces`). `predict` then gives the call's time for any
+parameters exactly as compare does (estimates/roofline.py, occupancy.py:lone_program_time,
+comparison.py:call_time_s), and `fit` searches them (coordinate descent over GRIDS) for the
+least summed absolute log error: the fused efficiency per head-dim bucket and of the split-KV
+pass, the memory efficiency (an eager pipeline's gather, scale, mask and softmax kernels their
+own), the solo rate, the time per call and the host-bound floors of prefill and decode. The
+per-program bandwidth is a measured input (PROGRAM_WARPS, the stream probe), not fitted.
+The shipped fit used tests/data/h200-impl-fit.json, h200-impl-fit2.json and
+h200-impl-validation.json (all three fit data); it is judged on h200-impl-validation2.json.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, replace
+from collections.abc import Sequence
 from pathlib import Path
+from statistics import median
 from typing import Any
 
 import numpy as np
 
 from iosim.analysis.compare import compare
 from iosim.analysis.impl_kernels import head_dim_bucket
+from iosim.calibrate import CalibrationError
+from iosim.errors import IosimError
 from iosim.estimates.occupancy import lone_program_time
-from iosim.inputs.hardware import Hardware
+from iosim.inputs.hardware import Hardware, ImplCalibration
+from iosim.inputs.impl_calibration import KERNEL_MEMORY_KEYS, with_impl_calibration
 from iosim.inputs.implementations import Implementation
-from iosim.inputs.implementations_yaml import KERNEL_MEMORY_KEYS, get_implementation
+from iosim.inputs.implementations_yaml import get_implementation
+from iosim.inputs.limits import excerpt
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 KINDS = ("fused", "matmul", "elementwise")
 READ_ONLY = 1.05
@@ -46,8 +54,7 @@ implementation's main kernel by head-dim bucket and its split-KV pass; an eager 
 elementwise kernels."""
 
 
-@dataclass(frozen=True)
-class Pieces:
+class Pieces(Record, eq=False):
     """One measured point's prediction at unit efficiencies, kernel by kernel (arrays), what
     `predict` turns into a call's time for any parameters without running compare again."""
 
@@ -81,8 +88,9 @@ def _pieces(w: Workload, impl: Implementation, hardware: Hardware, measured_s: f
             program_bandwidth: float | None) -> Pieces:
     eager = impl.runs == "eager"
     kind = "elementwise" if eager else "fused"
-    unit = replace(impl, calibration={hardware.name: {kind: 1.0, "memory": 1.0}})
-    est = compare(w, hardware, impl=unit, profile="measured").algorithms[-1]
+    unit = with_impl_calibration(hardware, impl.name, ImplCalibration(
+        {kind: 1.0, "memory": 1.0}, "unit efficiencies"))
+    est = compare(w, unit, impl=impl, profile="measured").algorithms[-1]
     assert hardware.measured is not None
     gpu_eff = hardware.measured.kernel_efficiency
     grids = {o.kernel: o for o in est.occupancy}
@@ -171,26 +179,73 @@ def fit(points: list[Pieces], *, sweeps: int = 4) -> dict[str, float]:
 
 
 def load_points(path: Path) -> dict[str, Any]:
-    """A record of benchmarks/impl_validation_h200.py, or the JSON Lines `iosim measure
-    --record FILE` appends (one measured point a line), as one record."""
-    if path.suffix != ".jsonl":
-        return dict(json.loads(path.read_text()))
-    lines = [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
-    if not lines:
-        raise SystemExit(f"{path} holds no points")
-    return {"device": {"name": lines[0]["gpu"], "torch": "see each point"},
-            "points": [{"impl": p["impl"], "workload": p["workload"],
-                        "time_s": p["measured_time_s"]} for p in lines]}
+    """A record of `iosim calibrate --impl` (or benchmarks/impl_validation_h200.py), or the JSON
+    Lines `iosim measure --record FILE` appends (one measured point a line), as one record;
+    checked point by point (CalibrationError, one line, naming the point)."""
+    try:
+        text = path.read_text(encoding="utf-8")
+        if path.suffix == ".jsonl":
+            lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+            if not lines or not all(isinstance(p, dict) for p in lines):
+                raise CalibrationError(f"{path} holds no measured points (one JSON object a "
+                                       f"line, as `iosim measure --record` appends)")
+            record: Any = {"device": {"name": lines[0].get("gpu", "unknown"),
+                                      "torch": "see each point"},
+                           "points": [{"impl": p.get("impl"), "workload": p.get("workload"),
+                                       "time_s": p.get("measured_time_s")} for p in lines]}
+        else:
+            record = json.loads(text)
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CalibrationError(f"{path} is not a readable JSON record ({excerpt(str(exc), 80)})"
+                               f"; give a record of `iosim calibrate --impl` or `iosim measure "
+                               f"--record`") from None
+    if not isinstance(record, dict) or not isinstance(record.get("points"), list):
+        raise CalibrationError(f"{path} is not an implementation record (no list of points); "
+                               f"give a record of `iosim calibrate --impl` or `iosim measure "
+                               f"--record`")
+    if not isinstance(record.get("device"), dict):
+        record["device"] = {"name": "unknown", "torch": "unknown"}
+    for i, p in enumerate(record["points"]):
+        _check_point(path, i, p)
+    return dict(record)
+
+
+def _check_point(path: Path, i: int, p: Any) -> None:
+    where = f"{path} point {i}"
+    if not isinstance(p, dict) or not isinstance(p.get("impl"), str):
+        raise CalibrationError(f"{where}: expected an object with an implementation name")
+    if "refused" in p and "time_s" not in p:
+        return
+    t = p.get("time_s")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 60:
+        raise CalibrationError(f"{where} ({p['impl']}): time_s must be seconds in (0, 60), got "
+                               f"{excerpt(t)}")
+    w = p.get("workload")
+    if not isinstance(w, dict) or set(w) - set(WORKLOAD_FIELDS) or "n" not in w:
+        raise CalibrationError(f"{where} ({p['impl']}): workload must be an object of "
+                               f"{', '.join(WORKLOAD_FIELDS)}")
+    try:
+        Workload(**w)
+    except (IosimError, TypeError) as exc:
+        raise CalibrationError(f"{where} ({p['impl']}): {excerpt(str(exc), 120)}") from None
+
+
+WORKLOAD_FIELDS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal")
+"""The Workload fields a recorded point carries (impl_run.py:workload_record)."""
 
 
 def fit_record(record: dict[str, Any], hardware: Hardware,
+               names: Sequence[str] | None = None,
                program_bandwidth: dict[str, float] | None = None) -> dict[str, dict[str, Any]]:
-    """Per implementation the record times: its fitted parameters (efficiencies, solo rate,
-    time per call, host-bound floors) and point count. `program_bandwidth` (bytes/s per
-    program, by implementation) is a measured input, not fitted (sm_bandwidth_h200.py)."""
+    """Per implementation the record times (those of `names` only, when given): its fitted
+    efficiencies (`efficiency`), time per call (`call_overhead_s`), time terms (`terms`:
+    solo_rate, host_floor_s, decode_host_floor_s, and the given program_bandwidth), point count
+    and the median absolute error of `predict` with that fit on those same points
+    (in-sample). `program_bandwidth` (bytes/s per program, by implementation) is a measured
+    input (PROGRAM_WARPS), not fitted."""
     pieces: dict[str, list[Pieces]] = {}
     for p in record["points"]:
-        if "time_s" not in p:
+        if "time_s" not in p or (names is not None and p["impl"] not in names):
             continue
         impl = get_implementation(p["impl"])
         bandwidth = (program_bandwidth or {}).get(p["impl"])
@@ -199,6 +254,7 @@ def fit_record(record: dict[str, Any], hardware: Hardware,
     out: dict[str, dict[str, Any]] = {}
     for name, points in pieces.items():
         fitted = fit(points)
+        errors = [abs(predict(p, {**START, **fitted}) / p.measured_s - 1) for p in points]
         efficiency = {COMPUTE_KEYS[k]: fitted.pop(k) for k in list(fitted) if k in COMPUTE_KEYS}
         by_dim = sorted(v for k, v in efficiency.items() if k.startswith("fused_d"))
         if by_dim:  # a head dim the fit set lacks runs at the median of those it has
@@ -206,7 +262,13 @@ def fit_record(record: dict[str, Any], hardware: Hardware,
         for key in ("memory", *KERNEL_MEMORY_KEYS):
             if key in fitted:
                 efficiency[key] = fitted.pop(key)
-        out[name] = {"efficiency": efficiency, **fitted, "points": len(points)}
+        overhead = fitted.pop("call_overhead_s")
+        terms = {k: v for k, v in fitted.items() if v}  # 0: no such term
+        bandwidth = (program_bandwidth or {}).get(name)
+        if bandwidth:
+            terms["program_bandwidth"] = bandwidth
+        out[name] = {"efficiency": efficiency, "call_overhead_s": overhead, "terms": terms,
+                     "points": len(points), "median_error": median(errors)}
     return out
 
 
