@@ -20,6 +20,7 @@ from typing import Any
 from iosim.calibrate.impl_fit import fit_record, merged_records, program_bandwidth
 from iosim.calibrate.yaml_out import merge_impl_fits, write_measured_yaml
 from iosim.inputs.gpus import resolve_hardware
+from iosim.inputs.impl_calibration import TIME_TERMS
 
 PROBE = Path(__file__).parents[1] / "tests" / "data" / "h200-sm-bandwidth.json"
 
@@ -51,8 +52,12 @@ def main() -> None:
     if "--write" in sys.argv:
         path = Path(hardware.path)
         text = path.read_text(encoding="utf-8")
-        path.write_text(write_measured_yaml(text, merge_impl_fits(text, entries)),
-                        encoding="utf-8")
+        measured = merge_impl_fits(text, entries)
+        for name, entry_ in entries.items():  # a term the fit finds 0 is no such term
+            for term in TIME_TERMS:
+                if term not in entry_:
+                    measured["impls"][name].pop(term, None)
+        path.write_text(write_measured_yaml(text, measured), encoding="utf-8")
         print(f"written: {path} measured.impls")
 
 

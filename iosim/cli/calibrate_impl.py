@@ -49,6 +49,7 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
     from iosim.calibrate.impl_fit import fit_record, load_points
     from iosim.calibrate.impl_run import require_timed
     from iosim.calibrate.yaml_out import merge_impl_fits, write_measured_yaml
+    from iosim.inputs.impl_calibration import TIME_TERMS
 
     impls = implementations(impl_text)
     if hardware.measured is None:
@@ -88,7 +89,12 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                        f"(calibrate/impl_fit.py) on {from_ if from_ is not None else record} "
                        f"({f['points']} points, torch {torch}, {device}; measured by: "
                        f"{command})")}
-    text = write_measured_yaml(source_text, merge_impl_fits(source_text, entries))
+    measured = merge_impl_fits(source_text, entries)
+    for name in names:  # a time term this fit finds 0 is no such term: an old value goes
+        for term in TIME_TERMS:
+            if term not in entries[name]:
+                measured["impls"][name].pop(term, None)
+    text = write_measured_yaml(source_text, measured)
     if out.exists() and not force:  # checked before measuring too; the run may have been long
         raise IosimError(f"--out {out} already exists; pass --force to overwrite it")
     out.write_text(text, encoding="utf-8")
