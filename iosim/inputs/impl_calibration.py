@@ -12,6 +12,7 @@ from typing import Any
 from iosim.errors import ConfigError, IosimError
 from iosim.inputs.hardware import Hardware, ImplCalibration
 from iosim.inputs.limits import excerpt
+from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.record import replace
 
 TIME_TERMS = {"solo_rate": (0.0, 1.0), "program_bandwidth": (0.0, 1e13),
@@ -40,10 +41,7 @@ def _number(value: Any) -> bool:
 def _mapping(path: str, key: str, raw: Any, allowed: set[str] | tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError(path, key, "expected a mapping")
-    unknown = sorted(str(k) for k in raw if k not in allowed)
-    if unknown:
-        raise ConfigError(path, f"{key}.{unknown[0][:40]}",
-                          f"unknown key; allowed: {', '.join(sorted(allowed))}")
+    refuse_unknown_keys(path, key, raw, allowed)
     return raw
 
 
