@@ -60,7 +60,7 @@ def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
              "",
              "| impl | points | median abs error | worst |", "| --- | ---: | ---: | ---: |"]
     for impl, (n, med, worst) in summary(rows).items():
-        lines.append(f"| {impl} | {n} | {med:.0%} | {worst:.0%} |")
+        lines.append(f"| {impl} | {n} | {med:.1%} | {worst:.1%} |")
     lines += ["", "| impl | # | workload | loop nest | predicted | measured | error | kernels "
               "pred/meas |", "| --- | ---: | --- | --- | ---: | ---: | ---: | ---: |"]
     for r in rows:
