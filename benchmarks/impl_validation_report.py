@@ -53,10 +53,11 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, tuple[int, float, float]]:
 
 
 def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
-    role = ("fresh validation set: nothing fitted on it" if record.get("set") == "validation2"
-            else f"set `{record.get('set', '?')}`: FIT DATA (the model was fitted on it)")
+    name = record.get("set") or "validation"  # the first records carry no set name
+    role = ("fresh validation set: nothing fitted on it" if name == "validation2"
+            else f"set `{name}`: FIT DATA (the model was fitted on it)")
     lines = [f"# Validation on {record['device']['name']} (torch {record['device']['torch']})", "",
-             f"Record: {record.get('set', '?')} ({role}); command: `{record.get('command', '')}`",
+             f"Record: {name} ({role}); command: `{record.get('command', '')}`",
              "",
              "| impl | points | median abs error | worst |", "| --- | ---: | ---: | ---: |"]
     for impl, (n, med, worst) in summary(rows).items():
@@ -111,7 +112,7 @@ def main() -> None:
     (out / "validation.md").write_text(markdown(rows, record))
     plot(rows, out / "validation.png",
          "Fresh validation set" if record.get("set") == "validation2"
-         else f"Fit set ({record.get('set', '?')})")
+         else f"Fit set ({record.get('set') or 'validation'}, round 1)")
     for impl, (n, med, worst) in summary(rows).items():
         print(f"{impl:15} {n:3} points  median {med:6.1%}  worst {worst:6.1%}")
 
