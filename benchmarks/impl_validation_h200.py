@@ -2,7 +2,12 @@
 
     cd <repo> && PYTHONPATH=$PWD python3 benchmarks/impl_validation_h200.py OUT.json [SECONDS [SET]]
 
-SET is `validation` (default) or `fit` (the per-implementation fit set, FIT).
+SET is `validation` (default; the first validation set, since used for fitting), `fit` (the
+per-implementation fit set, FIT), `fit2` (the second fit set, FIT2) or `validation2` (the fresh
+validation set, VALIDATION2). tests/data/h200-impl-fit2.json and h200-impl-validation2.json were
+made by this script at tag implgpu-frozen, whose loop ran the points in turn, each through every
+implementation, and recorded each call's host time (`host_s`, measure.py:host_seconds); it now
+runs through `iosim calibrate --impl`'s runner (impl_run.py), which does neither yet.
 
 For each point of VALIDATION (none of them used by any fit: the fitted profile in
 configs/gpus/h200.yaml comes from tests/data/h200-calibration.json's grid, batch·heads 16-256
@@ -70,7 +75,70 @@ FLEX_POINTS = (0, 7, 13, 16, 20, 28)
 FIT = FIT_GRID
 """The per-implementation fit set (`iosim calibrate --impl`'s grid, iosim/calibrate/impl_run.py):
 shapes none of VALIDATION has."""
-SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX)}
+FIT2 = (
+    # the second fit set (issue 11, round 3): the regions the first two sets missed. Grids
+    # below and around one wave (64-240 programs on 132 SMs)
+    _w(4096, heads=2, d=64), _w(2048, heads=4, d=128), _w(8192, heads=1, d=128),
+    _w(3072, heads=3, d=128, causal=True), _w(4096, heads=3, d=256),
+    _w(16384, heads=1, d=128, causal=True), _w(6144, heads=5, d=64), _w(2560, heads=12),
+    # chunked prefill with few query rows (FA2's split kernel)
+    _w(128, 16384, heads=32, kv=8), _w(384, 24576, heads=16, kv=4),
+    _w(64, 8192, heads=32, kv=8, batch=2), _w(512, 65536, heads=8, kv=1),
+    _w(1536, 6144, heads=8, causal=True),
+    # decoding
+    _w(1, 8192, heads=32, kv=8), _w(1, 98304, heads=8, kv=1, batch=2),
+    _w(1, 12288, heads=16, batch=4, dtype="bf16"), _w(1, 20000, heads=32, kv=4, d=64),
+    _w(1, 131072, heads=16, kv=2), _w(1, 2048, heads=32, kv=8, batch=32),
+    _w(1, 40960, heads=64, kv=8), _w(1, 65536, heads=8, d=256),
+    _w(1, 100000, heads=8, kv=2, d=64, batch=3),
+    # small causal (cuDNN), eager-path shapes, d = 256, K/V beyond the L2
+    _w(3072, heads=8, causal=True), _w(1024, heads=32, batch=2, d=64, causal=True),
+    _w(8192, heads=4, d=64, causal=True, dtype="bf16"), _w(2048, heads=48),
+    _w(3584, heads=8, causal=True, dtype="bf16"), _w(3072, heads=8, d=256, dtype="bf16"),
+    _w(8192, heads=4, d=256, causal=True), _w(65536, heads=1), _w(40960, heads=4, d=64,
+                                                                   causal=True),
+    _w(20480, heads=8, kv=2),
+)
+FIT2_FLEX = (1, 13)
+VALIDATION2 = (
+    # the fresh validation set of issue 11 round 3, drawn after the model was frozen (tag
+    # implgpu-frozen): no point equals one of FIT, FIT2 or VALIDATION (now a fit set); new N
+    # values, batch x heads and GQA ratios (2, 3, 5, 6, 7, 12, 16). Grids below one wave
+    _w(1792, heads=6), _w(4608, heads=2, d=64), _w(10240, heads=1, causal=True),
+    _w(2304, heads=10, dtype="bf16"), _w(5120, heads=3, d=256), _w(7168, heads=14, d=64),
+    # GQA ratios
+    _w(4608, heads=24, kv=8), _w(2816, heads=40, kv=8, d=64, causal=True),
+    _w(3840, heads=48, kv=8, dtype="bf16"), _w(9216, heads=28, kv=4, causal=True),
+    _w(1280, heads=96, kv=8, batch=2), _w(6656, heads=16, kv=8, d=64),
+    # N not a power of two (nor a multiple of 128)
+    _w(1800, heads=20, batch=3), _w(4500, heads=12, d=64, causal=True),
+    _w(7000, heads=8, dtype="bf16"), _w(11000, heads=6, d=64, causal=True, dtype="bf16"),
+    _w(2900, heads=28, causal=True),
+    # chunked prefill (n != n_kv)
+    _w(640, 10240, heads=16), _w(192, 28672, heads=32, kv=8),
+    _w(1280, 5632, heads=24, kv=8, causal=True), _w(320, 45056, heads=16, kv=2, d=64),
+    _w(2304, 9216, heads=8, d=256, causal=True),
+    _w(896, 14336, heads=40, kv=8, causal=True, dtype="bf16"),
+    # head dims 64 / 128 / 256, fp16 and bf16, causal
+    _w(4864, heads=8, d=256, causal=True, dtype="bf16"), _w(3328, heads=20, d=256),
+    _w(5632, heads=20, d=64, causal=True, dtype="bf16"), _w(14336, heads=10, causal=True),
+    _w(1408, heads=64, batch=2), _w(896, heads=40, batch=4, d=64, causal=True),
+    # decoding: query length 1, KV up to 131,072
+    _w(1, 10240, heads=32, kv=8, batch=16), _w(1, 28672, heads=24, kv=8, batch=4),
+    _w(1, 81920, heads=40, kv=8), _w(1, 131072, heads=48, kv=8, batch=2),
+    _w(1, 60000, heads=28, kv=4, d=64, batch=2), _w(1, 36864, heads=16, kv=8, dtype="bf16",
+                                                    batch=3),
+    _w(1, 110000, heads=32, kv=2), _w(1, 12800, heads=20, batch=8, d=64),
+    _w(1, 77824, heads=8, d=256),
+    # K/V larger than the L2 (60 MiB)
+    _w(36864, heads=6), _w(81920, heads=1, d=64, causal=True),
+    _w(28672, heads=16, kv=4, causal=True, dtype="bf16"), _w(45056, heads=3),
+    _w(14336, heads=40, kv=8, d=64), _w(50000, heads=2, causal=True),
+    _w(18432, heads=8, kv=4, d=256, dtype="bf16"), _w(1, 131072, heads=64, kv=4, d=64),
+)
+VALIDATION2_FLEX = (0, 29)
+SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
+        "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX)}
 
 
 def main() -> None:

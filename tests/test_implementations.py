@@ -12,6 +12,7 @@ import pytest
 from iosim.analysis.compare import compare
 from iosim.errors import ConfigError, IosimError
 from iosim.estimates.occupancy import programs_per_sm, sm_limits, utilisation
+from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
 from iosim.inputs.workload import Workload
 from tests.conftest import DATA
@@ -242,7 +243,7 @@ def test_tiles_alg1_keeps_the_old_rule() -> None:
 def _launch_workloads() -> list[tuple[str, Workload]]:
     """benchmarks/impl_launches.py's LAUNCHES, read without importing torch."""
     source = (Path(__file__).parents[1] / "benchmarks" / "impl_launches.py").read_text()
-    block = source[source.index("LAUNCHES = (") + len("LAUNCHES = "):source.index(")\n\n\ndef main")
+    block = source[source.index("LAUNCHES = (") + len("LAUNCHES = "):source.index(")\nMORE_LAUNCHES")
                    + 1]
     return list(eval(block, {"Workload": Workload}))  # our own literal tuple of Workloads
 
@@ -275,7 +276,6 @@ def test_measure_records_feed_the_implementation_fit(tmp_path: Path) -> None:
     points measured at twice the unit-efficiency prediction fit an efficiency of 0.5."""
     from iosim.calibrate import impl_fit
     from iosim.cli.measure_cmd import measurement_point
-    from iosim.inputs.gpus import resolve_hardware
     from iosim.inputs.hardware import ImplCalibration
     from iosim.inputs.impl_calibration import with_impl_calibration
 
@@ -290,5 +290,87 @@ def test_measure_records_feed_the_implementation_fit(tmp_path: Path) -> None:
                                       [], 0.0)
             out.write(json.dumps(point) + "\n")
     record = impl_fit.load_points(path)
-    (points,) = impl_fit.raw_times(record, h200).values()
-    assert impl_fit.fit(points, 1.0, 1.0) == {"fused": 0.5, "call_overhead_s": 0.0}
+    fitted = impl_fit.fit_record(record, h200)["sdpa-flash"]
+    # both calls measured twice their unit-efficiency kernels: each head dim's fused kernel
+    # fits 0.5 of its roof, with no time per call and no host-bound floor
+    assert fitted["efficiency"]["fused_d128"] == 0.5
+    assert fitted["efficiency"]["fused_d64"] == 0.5
+    assert fitted["call_overhead_s"] == 0.0 and "host_floor_s" not in fitted["terms"]
+
+
+def _rw_launches() -> list[tuple[str, Workload, list[dict[str, str]], float]]:
+    """benchmarks/impl_launches.py --evict under ncu (tests/data/h200-impl-launches-rw.csv):
+    per call its implementation, workload, kernel rows and the next evict's DRAM writes."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "impl_dram_h200", Path(__file__).parents[1] / "benchmarks" / "impl_dram_h200.py")
+    assert spec is not None and spec.loader is not None
+    dram = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(dram)
+    source = (Path(__file__).parents[1] / "benchmarks" / "impl_launches.py").read_text()
+    more = source[source.index("MORE_LAUNCHES = (") + len("MORE_LAUNCHES = "):
+                  source.index(")\n\n\ndef main") + 1]
+    todo = [(name, i, w) for i, (name, w) in enumerate(
+        _launch_workloads() + list(eval(more, {"Workload": Workload})))]  # our own literal
+    rows = dram.counted((DATA / "h200-impl-launches-rw.csv").read_text(), todo)
+    return [(todo[r["index"]][0], todo[r["index"]][2], r["kernels"], r["dram"]) for r in rows]
+
+
+def test_split_kv_grids_and_dram_match_the_ncu_record() -> None:
+    """sdpa-flash's split-KV launches on the H200 (ncu, evicts around each call): the profile's
+    split rule gives the recorded grid, and the DRAM estimate (K, V read once per KV head by
+    the split pass) is within 10 % of the counted bytes, writes included."""
+    rows = {(name, w): (kernels, counted) for name, w, kernels, counted in _rw_launches()}
+    cases = {Workload(1, n_kv=32768, d=128, heads=32, kv_heads=8): 232,   # grid (1, 29, 8)
+             Workload(1, n_kv=131072, d=64, heads=8, kv_heads=1, batch=4): 228,  # (1, 57, 4)
+             Workload(256, n_kv=32768, d=128, heads=32, kv_heads=8): 256}  # (4, 2, 32)
+    for w, programs in cases.items():
+        kernels, counted = rows[("sdpa-flash", w)]
+        assert "splitkv_kernel" in kernels[0]["name"] and "combine" in kernels[1]["name"]
+        est = compare(w, "h200", impl="sdpa-flash", profile="measured").algorithms[-1]
+        assert est.algorithm == "splitkv"
+        assert est.occupancy[0].programs == programs
+        assert est.dram is not None
+        predicted = est.dram.read_bytes + est.dram.write_bytes
+        assert abs(predicted - counted) <= 0.10 * counted, (w, predicted, counted)
+
+
+def test_the_fit_predicts_what_compare_predicts() -> None:
+    """calibrate/impl_fit.py's `predict` (the model the fit searches) equals compare's call
+    time under the shipped H200 figures on points of every kind (sub-wave, split prefill,
+    decode, eager, d = 256), so the fitted figures mean in compare what they meant in the fit."""
+    from iosim.calibrate import impl_fit as F
+
+    h200 = resolve_hardware("h200").hardware
+    points = [("sdpa-flash", Workload(2048, heads=4)), ("sdpa-flash", Workload(1, n_kv=98304,
+              heads=8, kv_heads=1, batch=2)), ("sdpa-flash", Workload(384, n_kv=24576, heads=16,
+              kv_heads=4)), ("sdpa-flash", Workload(3072, d=256, heads=8, dtype="bf16")),
+              ("torch-naive", Workload(1, n_kv=8192, heads=32, kv_heads=8)),
+              ("torch-naive", Workload(3072, heads=8, causal=True)),
+              ("iosim-triton", Workload(8192, heads=1)), ("sdpa-cudnn", Workload(4096, d=64,
+              heads=2))]
+    bandwidth = {"sdpa-flash": h200.measured.impls["sdpa-flash"].terms["program_bandwidth"]}
+    for name, w in points:
+        shipped = h200.measured.impls[name]
+        pieces = F._pieces(w, get_implementation(name), h200, 1.0, bandwidth.get(name))
+        params = {**F.START, **{k: shipped.efficiency.get(v, shipped.efficiency.get("fused", 1))
+                                for k, v in F.COMPUTE_KEYS.items()},
+                  **{k: v for k, v in shipped.efficiency.items() if k.startswith("memory")},
+                  "call_overhead_s": shipped.call_overhead_s or 0.0, **shipped.terms}
+        a = compare(w, h200, impl=name, profile="measured").algorithms[-1]
+        assert F.predict(pieces, params) == pytest.approx(a.call_time_s, rel=1e-9), (name, w)
+
+
+def test_a_decode_call_is_at_least_its_host_floor() -> None:
+    """call_time_s = max(host-bound floor, kernels + time per call): a short decode step of
+    sdpa-flash is host-bound (tests/data/h200-impl-fit2.json: 8,192 keys, 32/8 heads, kernels
+    ~25 µs, the call 61 µs), a long prefill device-bound."""
+    h200 = resolve_hardware("h200").hardware
+    terms = h200.measured.impls["sdpa-flash"].terms
+    short = compare(Workload(1, n_kv=8192, heads=32, kv_heads=8), h200, impl="sdpa-flash",
+                    profile="measured").algorithms[-1]
+    assert short.time_s < terms["decode_host_floor_s"] == short.call_time_s
+    long = compare(Workload(16384, heads=16), h200, impl="sdpa-flash",
+                   profile="measured").algorithms[-1]
+    assert long.call_time_s == pytest.approx(long.time_s + long.call_overhead_s)

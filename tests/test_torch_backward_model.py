@@ -173,7 +173,8 @@ def test_sdpa_time_fit_is_the_shipped_calibration_and_holds_out(records: list, h
                    replace(s, overhead_s=s.overhead_s + 2e-6), replace(s, overhead_s=s.overhead_s - 2e-6),
                    replace(s, call_s=s.call_s + 3e-6), replace(s, call_s=s.call_s - 3e-6)):
         assert F.fit_loss(records, "sdpa", h200, nearby) >= best
-    shipped = h200.measured.impls["sdpa-flash"].backward
+    shipped = dict(h200.measured.impls["sdpa-flash"].backward)
+    shipped.pop("memory")  # the forward memory efficiency the fit ran at, kept with it
     assert shipped == pytest.approx({"efficiency": F.SDPA_TIME.efficiency,
                                      "program_overhead_s": F.SDPA_TIME.overhead_s,
                                      "call_overhead_s": F.SDPA_TIME.call_s})

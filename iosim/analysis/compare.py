@@ -17,6 +17,7 @@ from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
     call_overhead,
+    host_floor,
     impl_algorithm,
     impl_backward_note,
     impl_backward_roofs,
@@ -137,7 +138,7 @@ def compare(
                                splits_given=splits is not None) if implementation is None else ()
     roofs = roofs_for(hw, workload.dtype, profile)
     if implementation is not None and profile == "measured":
-        roofs = impl_roofs(roofs, implementation, hw)
+        roofs = impl_roofs(roofs, implementation, hw, workload.d, workload.pass_)
         timed_by = impl_backward_note(implementation, hw) if workload.pass_ != "fwd" else None
         if timed_by is not None:
             roofs = replace(roofs, notes=(*roofs.notes, timed_by))
@@ -193,7 +194,7 @@ def compare(
             footprint(kernels, w, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
             convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_,
-            call_overhead(impl_, hw, profile, w.pass_))
+            call_overhead(impl_, hw, profile, w.pass_), host_floor(impl_, hw, profile, w))
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)

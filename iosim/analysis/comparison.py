@@ -37,8 +37,12 @@ class AlgorithmEstimate(TrafficTotals, Record):
     """The loop nest counted ('' : the same as `name`); differs when `name` is an --impl."""
     impl: Implementation | None = None
     call_overhead_s: float = 0.0
-    """An implementation's fitted host time per call before its first kernel starts (measured
-    profile, the GPU YAML's measured.impls.NAME.call_overhead_s); added to the kernels' time."""
+    """An implementation's fitted time per call beyond its kernels' (measured profile, the GPU
+    YAML's measured.impls.NAME.call_overhead_s: launch gaps, the first kernel's ramp); added to the
+    kernels' time."""
+    host_floor_s: float = 0.0
+    """An implementation's fitted host-bound floor of one call (analysis/impl_kernels.py:
+    host_floor): the call takes at least this."""
 
     @property
     def traffic(self) -> Traffic:
@@ -64,6 +68,13 @@ class AlgorithmEstimate(TrafficTotals, Record):
     def time_s(self) -> float:
         """Roofline time in seconds, summed over the kernels."""
         return float(self.totals.time_s)
+
+    @property
+    def call_time_s(self) -> float:
+        """One call as do_bench times it: the kernels' time plus the implementation's time per
+        call (measured profile), and at least its host-bound floor; the kernels' time alone
+        for an algorithm or the spec profile."""
+        return max(self.host_floor_s, self.time_s + self.call_overhead_s)
 
     @property
     def bound(self) -> str:

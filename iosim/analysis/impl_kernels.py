@@ -106,18 +106,56 @@ def impl_calibration(impl: Implementation, hardware: Hardware) -> ImplCalibratio
     return fitted[impl.name]
 
 
-def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
-    """The measured roofs with the implementation's own fitted efficiencies (the GPU YAML's
-    `measured.impls` entry for it); refused when it has none."""
+HEAD_DIM_BUCKETS = (64, 128, 256)
+"""The head dims whose fused kernels an implementation's calibration may fit apart
+(`fused_d64`, `fused_d128`, `fused_d256`): each runs its own tile configuration."""
+
+
+def head_dim_bucket(d: int) -> int:
+    """The calibration's head-dim bucket of d: the first of HEAD_DIM_BUCKETS at least d."""
+    return next((b for b in HEAD_DIM_BUCKETS if d <= b), HEAD_DIM_BUCKETS[-1])
+
+
+def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 128,
+               pass_: str = "fwd") -> Roofs:
+    """The measured roofs with the implementation's own fitted figures (the GPU YAML's
+    `measured.impls` entry for it): the fused kernels' efficiency at head dim d (`fused_dN`
+    where fitted, else `fused`), its split-KV pass's (`fused_split`), its memory efficiency
+    (an eager kernel's own `memory_<kernel>`), solo rate and per-program bandwidth; refused
+    when it has none. A pass with a backward takes the memory efficiency its backward fit was
+    made with (`backward.memory`, else the forward's) and none of the forward-only terms (per
+    head dim, split, solo rate, per-program bandwidth: fitted on forward calls only)."""
     fitted = impl_calibration(impl, hardware)
-    efficiency = {**roofs.efficiency, **{k: v for k, v in fitted.efficiency.items()
-                                         if k != "memory"}}
+    eff = fitted.efficiency
+    efficiency = {**roofs.efficiency, **{k: v for k, v in eff.items()
+                                         if k in ("fused", "matmul", "elementwise")}}
     note = (f"{impl.name}'s efficiencies fitted on {hardware.name}: "
-            + ", ".join(f"{k} {v:.3g}" for k, v in fitted.efficiency.items()))
+            + ", ".join(f"{k} {v:.3g}" for k, v in eff.items()))
     if fitted.call_overhead_s is not None:
-        note += f", {fitted.call_overhead_s * 1e6:.1f} µs host time per call"
+        note += f", {fitted.call_overhead_s * 1e6:.1f} µs per call"
+    terms = fitted.terms
+    for key, say in (("host_floor_s", "host-bound floor"),
+                     ("decode_host_floor_s", "decode host-bound floor")):
+        if key in terms:
+            note += f", {say} {terms[key] * 1e6:.0f} µs"
+    if "solo_rate" in terms:
+        note += f", solo rate {terms['solo_rate']:.3g}"
+    if "program_bandwidth" in terms:
+        note += f", {terms['program_bandwidth'] / 1e9:.1f} GB/s per program"
+    if pass_ != "fwd":
+        return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
+                       memory_efficiency=fitted.backward.get("memory", eff.get("memory")))
+    by_dim = eff.get(f"fused_d{head_dim_bucket(d)}")
+    if by_dim is not None:
+        efficiency["fused"] = by_dim
     return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
-                   memory_efficiency=fitted.efficiency.get("memory"))
+                   memory_efficiency=eff.get("memory"),
+                   kernel_efficiency=({"splitkv_attn": eff["fused_split"]}
+                                      if "fused_split" in eff else {}),
+                   kernel_memory_efficiency={k.removeprefix("memory_"): v for k, v in eff.items()
+                                             if k.startswith("memory_")},
+                   solo_rate=terms.get("solo_rate"),
+                   program_bandwidth=terms.get("program_bandwidth"))
 
 
 def _fitted(impl: Implementation, hardware: Hardware) -> ImplCalibration | None:
@@ -138,6 +176,22 @@ def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str,
     forward = fitted.call_overhead_s or 0.0
     backward = fitted.backward.get("call_overhead_s", 0.0)
     return {"fwd": forward, "bwd": backward}.get(pass_, forward + backward)
+
+
+def host_floor(impl: Implementation | None, hardware: Hardware, profile: str,
+               workload: Workload) -> float:
+    """The host-bound floor of one forward call (measured profile): do_bench times a call from
+    its start event to its end, and when the host needs longer to dispatch it (Python, the
+    library's checks, a decode step's reshapes and split buffers) than the GPU needs to run the
+    work queued ahead of it and the call's kernels, the GPU waits for the host: the call takes
+    at least this. Fitted per implementation, one floor for prefill and one for a decode step
+    (query length 1); 0 without a calibration or for a backward pass."""
+    if impl is None or profile != "measured" or workload.pass_ != "fwd":
+        return 0.0
+    fitted = _fitted(impl, hardware)
+    if fitted is None:
+        return 0.0
+    return fitted.terms.get("decode_host_floor_s" if workload.n == 1 else "host_floor_s", 0.0)
 
 
 def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,

@@ -1,16 +1,18 @@
-"""Fit each implementation's efficiencies and host time per call from measured points (pure:
-no torch, no GPU), the fit `iosim calibrate --impl` runs.
+"""Fit each implementation's time terms from measured points (pure: no torch, no GPU), the fit
+`iosim calibrate --impl` runs and benchmarks/impl_fit.py prints.
 
-For every implementation the record times, the prediction is split with every efficiency 1
-(the measured profile's roofs, occupancy and DRAM estimate as usual) into its compute-bound
-kernels' time by class (R_fused, R_matmul, R_elementwise) and its memory-bound kernels' time
-(R_memory). The measured time T is modelled as Σ R / e. Each implementation fits one compute
-efficiency (e_fused; for the eager torch-naive e_elementwise, its cuBLAS matmuls kept at the
-GPU's own matmul efficiency, since the two grow together and a joint fit is not identifiable)
-on the points its compute-bound kernels dominate, and one memory efficiency (the share of the
-measured bandwidth reached) on the points its memory-bound kernels dominate; geometric means.
-No point of tests/data/h200-impl-validation.json is used by the shipped fit (its fit set is
-tests/data/h200-impl-fit.json).
+For every point the record times, compare runs once at unit efficiencies (the measured
+profile's roofs, occupancy and DRAM estimate as usual) and keeps each kernel's memory and
+compute roof time (÷ its waves' utilisation), whether it is a lone grid (at most one program
+per SM) and its per-program DRAM floor (`Pieces`). `predict` then gives the call's time for any
+parameters exactly as compare does (estimates/roofline.py, occupancy.py:lone_program_time,
+comparison.py:call_time_s), and `fit` searches them (coordinate descent over GRIDS) for the
+least summed absolute log error: the fused efficiency per head-dim bucket and of the split-KV
+pass, the memory efficiency (an eager pipeline's gather, scale, mask and softmax kernels their
+own), the solo rate, the time per call and the host-bound floors of prefill and decode. The
+per-program bandwidth is a measured input (PROGRAM_WARPS, the stream probe), not fitted.
+The shipped fit used tests/data/h200-impl-fit.json, h200-impl-fit2.json and
+h200-impl-validation.json (all three fit data); it is judged on h200-impl-validation2.json.
 """
 
 from __future__ import annotations
@@ -22,14 +24,20 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
+import numpy as np
+
 from iosim.analysis.compare import compare
+from iosim.analysis.impl_kernels import head_dim_bucket
 from iosim.calibrate import CalibrationError
 from iosim.errors import IosimError
+from iosim.estimates.occupancy import lone_program_time
 from iosim.inputs.hardware import Hardware, ImplCalibration
-from iosim.inputs.impl_calibration import with_impl_calibration
+from iosim.inputs.impl_calibration import KERNEL_MEMORY_KEYS, with_impl_calibration
+from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.limits import excerpt
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 KINDS = ("fused", "matmul", "elementwise")
 READ_ONLY = 1.05
@@ -38,70 +46,136 @@ READ_ONLY = 1.05
 this much faster than a copy moves."""
 
 
-def raw_times(record: dict[str, Any], hardware: Hardware
-              ) -> dict[str, list[tuple[dict[str, float], float]]]:
-    """Per implementation: ({kind: compute seconds at efficiency 1, "memory": the memory-bound
-    kernels' seconds at the full measured bandwidth}, measured seconds) per point."""
-    out: dict[str, list[tuple[dict[str, float], float]]] = {}
-    unit = ImplCalibration({**dict.fromkeys(KINDS, 1.0), "memory": 1.0}, "unit efficiencies")
-    for p in record["points"]:
-        if "time_s" not in p:
-            continue
-        impl = get_implementation(p["impl"])
-        trial = with_impl_calibration(hardware, impl.name, unit)
-        est = compare(Workload(**p["workload"]), trial, impl=impl, profile="measured"
-                      ).algorithms[-1]
-        parts = dict.fromkeys((*KINDS, "memory"), 0.0)
-        for k in est.kernels:
-            parts["memory" if k.bound == "memory" else k.kind] += k.time_s
-        out.setdefault(p["impl"], []).append((parts, p["time_s"]))
-    return out
+COMPUTE_KEYS = {"compute_d64": "fused_d64", "compute_d128": "fused_d128",
+                "compute_d256": "fused_d256", "compute_split": "fused_split",
+                "compute": "elementwise"}
+"""The fitted compute efficiencies and the calibration keys they are written to: a fused
+implementation's main kernel by head-dim bucket and its split-KV pass; an eager pipeline's
+elementwise kernels."""
 
 
-def fit(points: list[tuple[dict[str, float], float]], elementwise: float,
-        matmul: float) -> dict[str, float]:
-    """The implementation's compute efficiency (e_fused, or for an eager pipeline
-    e_elementwise, with cuBLAS's matmuls at the GPU's fitted matmul efficiency: a joint fit is
-    not identifiable) from the points its compute-bound kernels dominate, its memory
-    efficiency (the share of the measured bandwidth) from the points its memory-bound kernels
-    dominate — geometric means over T − t0 — and the host time per call t0 that minimises the
-    median absolute relative error over every point (searched on a 0.5 µs grid up to half the
-    shortest measured call). The memory efficiency is capped at READ_ONLY and the compute
-    efficiency at 1.5. A side with no dominated point is left out."""
-    eager = all(parts["fused"] == 0 for parts, _ in points)
+class Pieces(Record, eq=False):
+    """One measured point's prediction at unit efficiencies, kernel by kernel (arrays), what
+    `predict` turns into a call's time for any parameters without running compare again."""
+
+    memory_key: np.ndarray
+    """The fitted memory efficiency each kernel uses ("memory", or an eager kernel's own)."""
+    memory_s: np.ndarray
+    """Each kernel's memory roof time (its DRAM estimate over the measured bandwidth), ÷ u
+    unless the per-program bandwidth limit times it (occupancy.py:lone_program_time)."""
+    compute_s: np.ndarray
+    """Each kernel's compute roof time ÷ u, at efficiency 1 for a fitted kind, at the GPU's
+    own fitted efficiency for the others."""
+    key: np.ndarray
+    """The fitted compute efficiency each kernel uses (COMPUTE_KEYS; "" for none)."""
+    alone: np.ndarray
+    """Compute-bound with at most one program per SM (the solo rate applies)."""
+    floor_s: np.ndarray
+    """A memory-bound grid's per-program floor at its program bandwidth (0 elsewhere)."""
+    decode: bool
+    measured_s: float
+
+
+def _key(kernel: str, kind: str, eager: bool, d: int) -> str:
+    if eager:
+        return ""  # its kernels' compute at the GPU's own efficiencies; their memory is fitted
+    if kind != "fused":
+        return ""
+    return "compute_split" if kernel == "splitkv_attn" else f"compute_d{head_dim_bucket(d)}"
+
+
+def _pieces(w: Workload, impl: Implementation, hardware: Hardware, measured_s: float,
+            program_bandwidth: float | None) -> Pieces:
+    eager = impl.runs == "eager"
     kind = "elementwise" if eager else "fused"
+    unit = with_impl_calibration(hardware, impl.name, ImplCalibration(
+        {kind: 1.0, "memory": 1.0}, "unit efficiencies"))
+    est = compare(w, unit, impl=impl, profile="measured").algorithms[-1]
+    assert hardware.measured is not None
+    gpu_eff = hardware.measured.kernel_efficiency
+    grids = {o.kernel: o for o in est.occupancy}
+    rows = []
+    for k in est.kernels:
+        u = k.utilisation or 1.0
+        key = _key(k.name, k.kind, eager, w.d)
+        eff = 1.0 if key else gpu_eff.get(k.kind, 1.0)
+        grid = grids.get(k.name)
+        bound = "memory" if k.memory_time_s >= k.compute_time_s else "compute"
+        floor, alone, memory = 0.0, False, k.memory_time_s / u
+        if grid is not None and grid.programs and hardware.sm_count:
+            alone = bound == "compute" and grid.programs <= hardware.sm_count
+            if bound == "memory" and program_bandwidth:
+                floor = lone_program_time(0.0, "memory", grid.programs, grid.per_sm,
+                                          hardware.sm_count, float(k.roof_bytes), None,
+                                          program_bandwidth)
+                memory = k.memory_time_s
+        own_memory = f"memory_{k.name}"
+        rows.append((own_memory if eager and own_memory in KERNEL_MEMORY_KEYS else "memory",
+                     memory, k.compute_time_s / eff / u, key, alone, floor))
+    cols = list(zip(*rows, strict=True))
+    return Pieces(np.array(cols[0]), np.array(cols[1]), np.array(cols[2]), np.array(cols[3]),
+                  np.array(cols[4], dtype=bool), np.array(cols[5]), w.n == 1, measured_s)
 
-    def efficiencies(t0: float) -> dict[str, float]:
-        compute_logs, memory_logs = [], []
-        for parts, t in points:
-            fixed = parts["matmul"] / matmul + (0.0 if eager else
-                                                parts["elementwise"] / elementwise)
-            left = t - t0 - fixed
-            if parts[kind] >= parts["memory"]:
-                compute_logs.append(math.log(parts[kind] / max(left - parts["memory"], 0.05 * t)))
-            elif parts["memory"] > 0:
-                memory_logs.append(math.log(parts["memory"] / max(left - parts[kind], 0.05 * t)))
-        out = {}
-        for name, logs, cap in ((kind, compute_logs, 1.5), ("memory", memory_logs, READ_ONLY)):
-            if logs:
-                out[name] = min(math.exp(sum(logs) / len(logs)), cap)
-        return out
 
-    def error(t0: float, eff: dict[str, float]) -> float:
-        errs = []
-        for parts, t in points:
-            fixed = parts["matmul"] / matmul + (0.0 if eager else
-                                                parts["elementwise"] / elementwise)
-            pred = (t0 + fixed + parts[kind] / eff.get(kind, 1.0)
-                    + parts["memory"] / eff.get("memory", 1.0))
-            errs.append(abs(pred - t) / t)
-        return sorted(errs)[len(errs) // 2]
+def predict(p: Pieces, params: dict[str, float]) -> float:
+    """One call's time under `params` (the COMPUTE_KEYS efficiencies, "memory", "solo_rate",
+    "call_overhead_s", "host_floor_s", "decode_host_floor_s"): compare's rule, kernel by
+    kernel (estimates/roofline.py, occupancy.py:lone_program_time) and per call
+    (analysis/comparison.py:call_time_s)."""
+    compute = p.compute_s.copy()
+    for key in set(p.key.tolist()) - {""}:
+        at = p.key == key
+        compute[at] = compute[at] / params[key]
+    memory = p.memory_s.copy()
+    for key in set(p.memory_key.tolist()):
+        at = p.memory_key == key
+        memory[at] = memory[at] / params[key]
+    t = np.maximum(memory, compute)
+    t = np.where(p.alone, t / params["solo_rate"], t)
+    t = np.maximum(t, p.floor_s)
+    floor = params["decode_host_floor_s"] if p.decode else params["host_floor_s"]
+    return max(floor, float(t.sum()) + params["call_overhead_s"])
 
-    shortest = min(t for _, t in points)
-    candidates = [i * 0.5e-6 for i in range(int(0.5 * shortest / 0.5e-6))]
-    best = min(candidates, key=lambda t0: error(t0, efficiencies(t0)))
-    out = {k: round(v, 4) for k, v in efficiencies(best).items()}
-    return {**out, "call_overhead_s": round(best, 7)}
+
+EFFICIENCY_GRID = np.round(np.arange(0.15, 1.501, 0.01), 3)
+GRIDS = {
+    **dict.fromkeys(COMPUTE_KEYS, EFFICIENCY_GRID),
+    **dict.fromkeys(("memory", *KERNEL_MEMORY_KEYS),
+                    np.round(np.arange(0.10, READ_ONLY + 1e-9, 0.01), 3)),
+    "solo_rate": np.round(np.arange(0.30, 1.001, 0.01), 3),
+    "call_overhead_s": np.arange(0.0, 60.1e-6, 0.5e-6),
+    "host_floor_s": np.arange(0.0, 300.1e-6, 1e-6),
+    "decode_host_floor_s": np.arange(0.0, 300.1e-6, 1e-6),
+}
+"""Where each parameter is searched (coordinate descent, from START)."""
+START = {**dict.fromkeys(COMPUTE_KEYS, 0.6), **dict.fromkeys(("memory", *KERNEL_MEMORY_KEYS),
+                                                              0.9), "solo_rate": 1.0,
+         "call_overhead_s": 0.0, "host_floor_s": 0.0, "decode_host_floor_s": 0.0}
+
+
+def fit(points: list[Pieces], *, sweeps: int = 4) -> dict[str, float]:
+    """The parameters that minimise the summed absolute log error of the predicted call time
+    over the points (robust to a few outlying calls): coordinate descent over GRIDS, `sweeps`
+    rounds. A parameter no point depends on (no kernel of that efficiency, no memory-bound
+    kernel, no lone grid, no decode point) is left out."""
+    params = dict(START)
+    keys = {k for p in points for k in p.key.tolist()} - {""}
+    uses = {**{k: k in keys for k in COMPUTE_KEYS},
+            **{k: any(bool((p.memory_s[p.memory_key == k] > 0).any()) for p in points)
+               for k in ("memory", *KERNEL_MEMORY_KEYS)},
+            "solo_rate": any(bool(p.alone.any()) for p in points),
+            "decode_host_floor_s": any(p.decode for p in points),
+            "host_floor_s": any(not p.decode for p in points), "call_overhead_s": True}
+
+    def loss(trial: dict[str, float]) -> float:
+        return sum(abs(math.log(predict(p, trial) / p.measured_s)) for p in points)
+
+    for _ in range(sweeps):
+        for name, grid in GRIDS.items():
+            if not uses[name]:
+                continue
+            params[name] = float(min(grid, key=lambda v: loss({**params, name: float(v)})))
+    return {k: v for k, v in params.items() if uses[k]}
 
 
 def load_points(path: Path) -> dict[str, Any]:
@@ -161,28 +235,66 @@ WORKLOAD_FIELDS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "cau
 
 
 def fit_record(record: dict[str, Any], hardware: Hardware,
-               names: Sequence[str] | None = None) -> dict[str, dict[str, Any]]:
+               names: Sequence[str] | None = None,
+               program_bandwidth: dict[str, float] | None = None) -> dict[str, dict[str, Any]]:
     """Per implementation the record times (those of `names` only, when given): its fitted
-    efficiencies, host time per call, point count and the median absolute time error of
-    compare with that fit on those same points (in-sample), against the GPU's own fitted
-    matmul and elementwise efficiencies."""
-    assert hardware.measured is not None
-    elementwise = hardware.measured.kernel_efficiency.get("elementwise", 1.0)
-    matmul = hardware.measured.kernel_efficiency.get("matmul", 1.0)
+    efficiencies (`efficiency`), time per call (`call_overhead_s`), time terms (`terms`:
+    solo_rate, host_floor_s, decode_host_floor_s, and the given program_bandwidth), point count
+    and the median absolute error of `predict` with that fit on those same points
+    (in-sample). `program_bandwidth` (bytes/s per program, by implementation) is a measured
+    input (PROGRAM_WARPS), not fitted."""
+    pieces: dict[str, list[Pieces]] = {}
+    for p in record["points"]:
+        if "time_s" not in p or (names is not None and p["impl"] not in names):
+            continue
+        impl = get_implementation(p["impl"])
+        bandwidth = (program_bandwidth or {}).get(p["impl"])
+        pieces.setdefault(p["impl"], []).append(
+            _pieces(Workload(**p["workload"]), impl, hardware, p["time_s"], bandwidth))
     out: dict[str, dict[str, Any]] = {}
-    chosen = {**record, "points": [p for p in record["points"]
-                                   if names is None or p["impl"] in names]}
-    for impl, points in raw_times(chosen, hardware).items():
-        fitted: dict[str, Any] = fit(points, elementwise, matmul)
+    for name, points in pieces.items():
+        fitted = fit(points)
+        errors = [abs(predict(p, {**START, **fitted}) / p.measured_s - 1) for p in points]
+        efficiency = {COMPUTE_KEYS[k]: fitted.pop(k) for k in list(fitted) if k in COMPUTE_KEYS}
+        by_dim = sorted(v for k, v in efficiency.items() if k.startswith("fused_d"))
+        if by_dim:  # a head dim the fit set lacks runs at the median of those it has
+            efficiency = {"fused": by_dim[len(by_dim) // 2], **efficiency}
+        for key in ("memory", *KERNEL_MEMORY_KEYS):
+            if key in fitted:
+                efficiency[key] = fitted.pop(key)
         overhead = fitted.pop("call_overhead_s")
-        entry = ImplCalibration(dict(fitted), "trial", overhead)
-        trial = with_impl_calibration(hardware, impl, entry)
-        errors = []
-        for p in chosen["points"]:
-            if p["impl"] == impl and "time_s" in p:
-                a = compare(Workload(**p["workload"]), trial, impl=impl,
-                            profile="measured").algorithms[-1]
-                errors.append(abs(a.time_s + a.call_overhead_s - p["time_s"]) / p["time_s"])
-        out[impl] = {"efficiency": fitted, "call_overhead_s": overhead, "points": len(points),
-                     "median_error": median(errors)}
+        terms = {k: v for k, v in fitted.items() if v}  # 0: no such term
+        bandwidth = (program_bandwidth or {}).get(name)
+        if bandwidth:
+            terms["program_bandwidth"] = bandwidth
+        out[name] = {"efficiency": efficiency, "call_overhead_s": overhead, "terms": terms,
+                     "points": len(points), "median_error": median(errors)}
     return out
+
+
+PROGRAM_WARPS = {"sdpa-flash": 4}
+"""Warps of the implementation's memory-bound grid kernels (FA2's split-KV pass and combine:
+128 threads, tests/data/h200-impl-launches-rw.csv), whose lone-program bandwidth the stream
+probe measured; implementations not listed get no per-program limit."""
+
+
+def program_bandwidth(probe: dict[str, Any]) -> dict[str, float]:
+    """Bytes/s one program of each PROGRAM_WARPS implementation streams alone: the median, over
+    the probe's grids of at most half the SMs (each program an SM to itself, the DRAM far from
+    busy), of its per-program rate at that warp count and the probe's widest load step
+    (benchmarks/sm_bandwidth_h200.py, tests/data/h200-sm-bandwidth.json)."""
+    out = {}
+    widest = max(r["block"] for r in probe["rows"])
+    for impl, warps in PROGRAM_WARPS.items():
+        rates = sorted(r["gb_per_s_per_program"] * 1e9 for r in probe["rows"]
+                       if r["warps"] == warps and r["block"] == widest
+                       and r["programs"] <= probe["sm_count"] // 2)
+        out[impl] = round(rates[len(rates) // 2], -7)
+    return out
+
+
+def merged_records(paths: list[Path]) -> dict[str, Any]:
+    """Several records as one (their points together; the first's device)."""
+    records = [load_points(p) for p in paths]
+    return {"device": records[0]["device"],
+            "points": [pt for r in records for pt in r["points"]]}

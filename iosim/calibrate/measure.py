@@ -139,9 +139,32 @@ def check(impl: Implementation, w: Workload) -> float:
     return err
 
 
+CLEAR_BYTES = 256 << 20
+"""What triton.testing.do_bench zeroes before every timed call (its L2 flush)."""
+
+
+def host_seconds(run: Callable[[], Any], *, calls: int = 20) -> float:
+    """Median host time of one call: from the call to its return, the GPU idle and synchronised
+    before each, so that no full launch queue stalls it. What the host spends dispatching a call
+    (Python, the library's checks, the launches) whatever its kernels then take."""
+    import time
+
+    import torch
+
+    times = []
+    for _ in range(calls):
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - start)
+    torch.cuda.synchronize()
+    return sorted(times)[len(times) // 2]
+
+
 def time_and_kernels(impl: Implementation, w: Workload, *, rep_ms: int = 60
                      ) -> tuple[float, list[dict[str, Any]]]:
-    """(median seconds of one call, the kernels it launches: name and device seconds)."""
+    """(median seconds of one call, the kernels it launches: name and device seconds, each from
+    a cold L2)."""
     import torch
     import triton
 
@@ -152,6 +175,10 @@ def time_and_kernels(impl: Implementation, w: Workload, *, rep_ms: int = 60
     median_ms = triton.testing.do_bench(run, warmup=10, rep=rep_ms, return_mode="median")
     from torch.profiler import DeviceType, ProfilerActivity, profile
 
+    # the profiled call starts from a cold L2, as every call do_bench timed (it zeroes 256 MB
+    # before each), so that the kernels' device times are those of the timed calls
+    torch.empty(CLEAR_BYTES // 4, dtype=torch.int32, device="cuda").zero_()
+    torch.cuda.synchronize()
     with profile(activities=[ProfilerActivity.CUDA]) as prof:
         run()
         torch.cuda.synchronize()

@@ -102,6 +102,7 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
             impl = get_implementation(IMPLS[what])
             shipped = impl_calibration(impl, hardware)
             trial = with_impl_calibration(hardware, impl.name, replace(shipped, backward={
+                **shipped.backward,  # its `memory`, if any
                 "efficiency": tm.efficiency, "program_overhead_s": tm.overhead_s,
                 "call_overhead_s": 0.0}, backward_source="trial"))
             _SDPA_KERNELS[key] = compare(w, trial, impl=impl,

@@ -49,6 +49,7 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
     from iosim.calibrate.impl_fit import fit_record, load_points
     from iosim.calibrate.impl_run import require_timed
     from iosim.calibrate.yaml_out import merge_impl_fits, write_measured_yaml
+    from iosim.inputs.impl_calibration import TIME_TERMS
 
     impls = implementations(impl_text)
     if hardware.measured is None:
@@ -76,7 +77,12 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
              f"'{hardware.display_name}'; fitting it against that YAML anyway")
     names = [i.name for i in impls]
     require_timed(data, names, where)
-    fitted = fit_record(data, hardware, names)
+    # the per-program bandwidth is a measured input (benchmarks/sm_bandwidth_h200.py), not
+    # fitted: an existing entry's is kept and used
+    impls_now = hardware.measured.impls
+    bandwidth = {n: impls_now[n].terms["program_bandwidth"] for n in names
+                 if n in impls_now and "program_bandwidth" in impls_now[n].terms}
+    fitted = fit_record(data, hardware, names, program_bandwidth=bandwidth)
     torch = data["device"].get("torch", "unknown")
     command = data.get("command") or f"iosim calibrate --impl {impl_text}"
     entries = {}
@@ -84,11 +90,17 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
         f = fitted[name]
         entries[name] = {
             "efficiency": f["efficiency"], "call_overhead_s": f["call_overhead_s"],
+            **f["terms"],
             "source": (f"fitted by `iosim calibrate --gpu {hardware.name} --impl {name}` "
                        f"(calibrate/impl_fit.py) on {from_ if from_ is not None else record} "
                        f"({f['points']} points, torch {torch}, {device}; measured by: "
                        f"{command})")}
-    text = write_measured_yaml(source_text, merge_impl_fits(source_text, entries))
+    measured = merge_impl_fits(source_text, entries)
+    for name in names:  # a time term this fit finds 0 is no such term: an old value goes
+        for term in TIME_TERMS:
+            if term not in entries[name]:
+                measured["impls"][name].pop(term, None)
+    text = write_measured_yaml(source_text, measured)
     if out.exists() and not force:  # checked before measuring too; the run may have been long
         raise IosimError(f"--out {out} already exists; pass --force to overwrite it")
     out.write_text(text, encoding="utf-8")

@@ -82,7 +82,7 @@ def measurement_point(impl: str, w: Workload, gpu: str, profile: str, estimate: 
                      "causal": w.causal},
         "measured_time_s": seconds, "rel_error": error,
         "measured_kernels": kernels,
-        "predicted_time_s": estimate.time_s,
+        "predicted_time_s": estimate.call_time_s,
         "predicted_kernels": [{"name": k.name, "label": k.label, "time_s": k.time_s,
                                "hbm_bytes": k.hbm_bytes, "dram_bytes": k.dram_bytes,
                                "utilisation": k.utilisation} for k in estimate.kernels],

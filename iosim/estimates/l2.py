@@ -47,6 +47,7 @@ Two forms
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, cdiv
 from iosim.algorithms.closedform import closed_form, kernel_blocks
@@ -129,6 +130,11 @@ class _ClosedForm:
         for index, kernel in enumerate(self.kernels):
             mine = oblivious.of_kernel(kernel.name)
             masked = self.w.masked and kernel.loop is not None
+            if kernel.split and not masked and not kernel.segments:
+                terms.extend(self._split_terms(kernel, mine))
+                for access in kernel.accesses:
+                    self.last[access.tensor] = _Touch(index, access.op == "write")
+                continue
             if not modelled(kernel) or (masked and runs_serially(kernel)):
                 # Alg. 1's serial sweeps under a window or packed sequences are bands of rows, not
                 # the suffixes _serial_sweeps assumes: their visited tiles keep the oblivious count
@@ -197,6 +203,28 @@ class _ClosedForm:
                 stays_dirty = previous is not None and previous.dirty and carried[access.tensor][0] > 0
                 self.last[access.tensor] = _Touch(index, access.op == "write" or stays_dirty)
         return terms
+
+    def _split_terms(self, kernel: Kernel, mine: Any) -> list[DramTerm]:
+        """A split-KV kernel (FA2's flash_fwd_splitkv_kernel): every program of a split reads
+        its key chunk, but the programs sharing one chunk (a head's query blocks, adjacent in
+        the grid; a group's query heads, packed into one tile when decoding) run together, so
+        each chunk comes from DRAM once per KV head: K and V cost their compulsory bytes. ncu
+        on the H200 (tests/data/h200-impl-launches-rw.csv, evicts around each call): decoding
+        32/8 heads at 32,768 keys read 134.2 MB (K, V 134.2 MB); 8/1 heads x 4 at 131,072 keys
+        134.3 MB (134.2 MB); chunked prefill 256 queries, 32/8 heads at 32,768 keys 156.5 MB
+        (K, V 134.2 MB, Q 2.1 MB), where the L2-oblivious count charges 2.1 GB. The other
+        tensors (Q, the partial outputs and statistics) keep their L2-oblivious count."""
+        out = []
+        for access, term in zip(kernel.accesses, mine.terms, strict=True):
+            if access.op == "read" and access.where == "inner" and access.rows != kernel.loop:
+                size = tensor_bytes(access, self.w, per_head=False)
+                out.append(DramTerm(kernel.name, access.tensor, access.op,
+                                    min(round(size), term.bytes), term.bytes,
+                                    "split-KV: each key chunk read once per KV head"))
+            else:
+                out.append(DramTerm(kernel.name, access.tensor, access.op, term.bytes,
+                                    term.bytes, "split-KV: the L2-oblivious count"))
+        return out
 
     # -- tiled kernels -------------------------------------------------------------------------
 

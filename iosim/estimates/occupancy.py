@@ -155,3 +155,33 @@ def makespan(lengths: Sequence[float], slots: int) -> float:
     for length in lengths:
         heapq.heappush(free, heapq.heappop(free) + length)
     return max(free)
+
+
+def lone_program_time(time_s: float, bound: str, programs: int, per_sm: int, sm_count: int,
+                      memory_bytes: float, solo_rate: float | None,
+                      program_bandwidth: float | None, *, memory_s: float = 0.0,
+                      compute_s: float = 0.0) -> float:
+    """A kernel's time with the two limits of programs that have an SM to themselves.
+
+    Compute: a grid of at most one program per SM (P ≤ S) leaves each SM one program, which
+    cannot hide its own latencies (the softmax between its matmuls, its loads) behind another's:
+    the SM runs at `solo_rate` of the rate it reaches when busy, so the time is divided by it
+    (fitted per implementation: calibrate/impl_fit.py). Memory: DRAM bandwidth is shared by
+    the whole GPU, not split per SM, so a memory-bound kernel is not slowed by its waves'
+    utilisation but by what each program can stream: one program moves at most
+    `program_bandwidth` bytes/s (the bytes it keeps in flight over the DRAM latency; the H200's
+    4-warp stream reaches 16.5 GB/s alone, 8 warps 32 GB/s, against 35 GB/s per SM when all are
+    busy: tests/data/h200-sm-bandwidth.json), so the kernel takes the longer of its memory
+    roof (`memory_s`, the GPU's bandwidth at the implementation's efficiency) and its busiest
+    SM's waves ⌈P / (c·S)⌉ times one program's bytes over it (and at least its compute,
+    `compute_s`, already ÷ u) — what a split-KV pass of a few hundred programs and its combine
+    kernel of one program per KV head meet. None: no such limit, `time_s` as given."""
+    if programs <= 0 or sm_count <= 0:
+        return time_s
+    if solo_rate is not None and bound == "compute" and programs <= sm_count:
+        time_s = time_s / solo_rate
+    if program_bandwidth is not None and bound == "memory":
+        waves = -(-programs // max(per_sm * sm_count, 1))
+        floor = waves * memory_bytes / programs / program_bandwidth
+        time_s = max(memory_s, compute_s, floor)
+    return time_s

@@ -34,7 +34,7 @@ from iosim.algorithms.closedform import (
 from iosim.algorithms.loopnest import Kernel, element_bytes
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError, arg
-from iosim.estimates.occupancy import causal_utilisation, utilisation
+from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
 from iosim.estimates.schedule import scheduled_compute_s
 from iosim.inputs.hardware import KERNEL_KINDS, BackwardSchedule, Hardware
 from iosim.inputs.tiling import Tiling
@@ -60,6 +60,17 @@ class Roofs(Record):
     """An implementation's fitted share of the measured bandwidth its memory roof reaches
     (the GPU YAML's measured.impls.NAME.efficiency.memory); then the kind's efficiency divides
     only the compute roof. None: both roofs are divided by the kind's efficiency (the GPU's own fit)."""
+    kernel_efficiency: Mapping[str, float] = field(default_factory=dict)
+    """An implementation's own efficiency of one kernel by name (its split-KV pass), in place
+    of its kind's."""
+    kernel_memory_efficiency: Mapping[str, float] = field(default_factory=dict)
+    """An implementation's own memory efficiency of one kernel by name (an eager pipeline's
+    gather, scale, mask and softmax kernels), in place of `memory_efficiency`."""
+    solo_rate: float | None = None
+    """An implementation's fitted rate of an SM holding one program (estimates/occupancy.py:
+    lone_program_time); None: not limited."""
+    program_bandwidth: float | None = None
+    """Bytes/s one program of the implementation streams alone (lone_program_time)."""
     schedule: BackwardSchedule | None = None
     """Measured profile: the scheduled time of iosim's Triton backward kernels (schedule.py)."""
     sm_count: int | None = None
@@ -303,17 +314,29 @@ def estimate_kernels(
     estimates = []
     for kernel in kernels:
         dram = None if dram_bytes is None else dram_bytes.get(kernel.name)
-        efficiency = roofs.efficiency.get(kernel.kind, 1.0)
+        efficiency = roofs.kernel_efficiency.get(kernel.name,
+                                                 roofs.efficiency.get(kernel.kind, 1.0))
         per_sm = kernel_programs_per_sm(kernel, tiling)
         cost = kernel_cost(kernel, dims, bandwidth=roofs.hbm_bandwidth_bytes_per_s,
                            matmul_peak=roofs.matmul_flops_per_s,
                            vector_peak=roofs.vector_flops_per_s, efficiency=efficiency,
                            additive=roofs.additive_compute, memory_bytes=dram,
                            per_sm=per_sm, sm_count=sm_count,
-                           memory_efficiency=roofs.memory_efficiency)
+                           memory_efficiency=roofs.kernel_memory_efficiency.get(
+                               kernel.name, roofs.memory_efficiency))
+        own_memory = roofs.kernel_memory_efficiency.get(kernel.name)
+        memory_efficiency = own_memory if own_memory is not None else roofs.memory_efficiency
         u = float(kernel_utilisation(kernel, dims, per_sm, sm_count))  # as kernel_cost has it
         memory_time, compute_time, time_s = (float(x) for x in (
             cost.memory_time_s, cost.compute_time_s, cost.time_s))
+        if kernel.grid is not None and sm_count and (roofs.solo_rate or roofs.program_bandwidth):
+            time_s = lone_program_time(
+                time_s, "memory" if memory_time >= compute_time else "compute",
+                int(kernel_programs(kernel, dims)), per_sm, sm_count,
+                float(cost.hbm_read_bytes + cost.hbm_write_bytes) if dram is None else dram,
+                roofs.solo_rate, roofs.program_bandwidth,
+                memory_s=memory_time / (memory_efficiency or efficiency),
+                compute_s=compute_time / efficiency / u)
         if scheduled(kernel, roofs):
             # the fitted list schedule of the Triton backward (schedule.py) already counts its
             # waves and unequal causal programs: it replaces the utilisation

@@ -45,9 +45,13 @@ class ImplCalibration(Record):
     source: str
     call_overhead_s: float | None = None
     backward: Mapping[str, float] = field(default_factory=dict)
-    """efficiency, program_overhead_s, call_overhead_s of the fused backward kernel; empty:
-    none fitted."""
+    """efficiency, program_overhead_s, call_overhead_s of the fused backward kernel (and the
+    `memory` efficiency its other kernels were fitted at); empty: none fitted."""
     backward_source: str = ""
+    terms: Mapping[str, float] = field(default_factory=dict)
+    """The forward's time terms beyond the efficiencies (inputs/impl_calibration.py
+    TIME_TERMS: solo_rate, program_bandwidth, host_floor_s, decode_host_floor_s); a missing
+    one is no such limit."""
 
 
 class Figure(Record):

@@ -15,8 +15,19 @@ from iosim.inputs.limits import excerpt
 from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.record import replace
 
-ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "source"}
-EFFICIENCY_KINDS = ("fused", "matmul", "elementwise", "memory")
+TIME_TERMS = {"solo_rate": (0.0, 1.0), "program_bandwidth": (0.0, 1e13),
+              "host_floor_s": (0.0, 0.01), "decode_host_floor_s": (0.0, 0.01)}
+"""The forward's time terms an entry may carry (estimates/occupancy.py:lone_program_time,
+analysis/impl_kernels.py:host_floor): the rate of an SM holding one program, the bytes/s one
+program streams alone, and the host-bound floor of a call (prefill, decode); (low, high]."""
+ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "source", *TIME_TERMS}
+KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask", "memory_softmax")
+"""An eager pipeline's kernels with their own fitted memory efficiency (`memory_<kernel>`):
+repeat_interleave's gather, the scale and mask passes, torch's softmax."""
+EFFICIENCY_KINDS = ("fused", "matmul", "elementwise", "memory", "fused_d64", "fused_d128",
+                    "fused_d256", "fused_split", *KERNEL_MEMORY_KEYS)
+"""The kernel classes' efficiencies, the fused kernels' per head-dim bucket and split-KV pass
+(analysis/impl_kernels.py:impl_roofs), and the eager kernels' own memory efficiencies."""
 BACKWARD_BOUNDS = {"efficiency": (0.0, 1.5), "program_overhead_s": (0.0, 1e-3),
                    "call_overhead_s": (0.0, 0.01)}
 """(low, high) of each backward figure: efficiency in (0, 1.5], the seconds in [low, high)."""
@@ -70,9 +81,17 @@ def load_impl_calibrations(path: str, raw: Any) -> dict[str, ImplCalibration]:
                               f"must be seconds in [0, {MAX_CALL_OVERHEAD_S:g}), got "
                               f"{excerpt(overhead)}")
         backward, backward_source = _backward(path, f"{key}.backward", m.get("backward"))
+        terms = {}
+        for term, (lo, hi) in TIME_TERMS.items():
+            if term in m:
+                value = m[term]
+                if not _number(value) or not lo < value <= hi:
+                    raise ConfigError(path, f"{key}.{term}",
+                                      f"must be a number in ({lo:g}, {hi:g}], got {excerpt(value)}")
+                terms[term] = float(value)
         out[name] = ImplCalibration({k: float(v) for k, v in eff.items()}, _source(path, key, m),
                                     None if overhead is None else float(overhead), backward,
-                                    backward_source)
+                                    backward_source, terms)
     return out
 
 
@@ -81,8 +100,13 @@ def _backward(path: str, key: str, raw: Any) -> tuple[dict[str, float], str]:
     estimates/schedule.py) and the host time of one backward call."""
     if raw is None:
         return {}, ""
-    m = _mapping(path, key, raw, {*BACKWARD_BOUNDS, "source"})
+    m = _mapping(path, key, raw, {*BACKWARD_BOUNDS, "memory", "source"})
     out = {}
+    if "memory" in m:  # the memory efficiency the backward fit's other kernels ran at
+        if not _number(m["memory"]) or not 0 < m["memory"] <= 1.5:
+            raise ConfigError(path, f"{key}.memory",
+                              f"must be a number in (0, 1.5], got {excerpt(m['memory'])}")
+        out["memory"] = float(m["memory"])
     for name, (lo, hi) in BACKWARD_BOUNDS.items():
         value: Any = m.get(name)
         if not _number(value):
