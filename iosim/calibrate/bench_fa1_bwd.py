@@ -49,9 +49,9 @@ def check_flash1(p: BB.BwdPoint, tiles: FA1.Fa1Tiles) -> dict[str, float]:
     n = p.n if p.n <= CHECK_N_MAX else CHECK_N_MAX + p.n % 128
     q, k, v, do = BB.random_inputs(p, n=n, batch=1, kv_heads=1)
     o, _, dq_ref, dk_ref, dv_ref = BB.reference(q, k, v, do, p.causal, p.group)
-    l, m = row_stats(q, k, p.causal, p.group)
+    row_sum, row_max = row_stats(q, k, p.causal, p.group)
     poisoned = tuple(torch.full_like(t, float("nan")) for t in (q, k, v))
-    dq, dk, dv = FA1.flash1_bwd(q, k, v, o.to(q.dtype), do, l, m, causal=p.causal, tiles=tiles,
+    dq, dk, dv = FA1.flash1_bwd(q, k, v, o.to(q.dtype), do, row_sum, row_max, causal=p.causal, tiles=tiles,
                                 out=poisoned)  # type: ignore[arg-type]
     tol = TOLERANCE[p.dtype]
     errors = {}
@@ -77,9 +77,12 @@ def timing_inputs(p: BB.BwdPoint) -> tuple[torch.Tensor, ...]:
 
 def time_flash1(p: BB.BwdPoint, tiles: FA1.Fa1Tiles) -> dict[str, Any]:
     """Alg. 4's time (do_bench median and quartiles) at one point: one record."""
-    q, k, v, o, do, l, m = timing_inputs(p)
+    q, k, v, o, do, row_sum, row_max = timing_inputs(p)
     record: dict[str, Any] = {"id": p.id, **p.fields(), "tiles": asdict(tiles)}
-    fn = lambda: FA1.flash1_bwd(q, k, v, o, do, l, m, causal=p.causal, tiles=tiles)  # noqa: E731
+
+    def fn() -> Any:
+        return FA1.flash1_bwd(q, k, v, o, do, row_sum, row_max, causal=p.causal, tiles=tiles)
+
     record["flash1_s"], record["flash1_p20_s"], record["flash1_p80_s"] = BB.bench(
         fn, warmup_ms=5, rep_ms=50)
     return record

@@ -121,13 +121,14 @@ def _iosim_fa1_bwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, dq_ptr, dk_ptr, dv
 
 
 def flash1_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
-               do: torch.Tensor, l: torch.Tensor | None, m: torch.Tensor | None, *,
+               do: torch.Tensor, row_sum: torch.Tensor | None, row_max: torch.Tensor | None, *,
                causal: bool, tiles: Fa1Tiles = Fa1Tiles(), sm_scale: float | None = None,
                out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dQ, dK, dV) by Algorithm 4, given the forward's O and its row statistics l (sum) and m
     (max), both fp32 (batch·heads, n): P = exp(S − m)/l. Shapes as kernels_bwd.attention_bwd's
     (q, o, do: (batch·heads, n, d); k, v: (batch·kv_heads, n, d), batch-major)."""
+    l, m = row_sum, row_max  # noqa: E741  (Alg. 4's names)
     if l is None or m is None:
         raise KernelInputError("flash1 backward: the forward's row statistics l and m are "
                                "missing; pass both (fp32, (batch·heads, n))")

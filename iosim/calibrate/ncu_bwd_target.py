@@ -50,11 +50,11 @@ class Target:
             from iosim.calibrate import bench_fa1_bwd as BF
             from iosim.calibrate import kernels_fa1_bwd as FA1
 
-            q, k, v, o, do, l, m = BF.timing_inputs(p)
+            q, k, v, o, do, row_sum, row_max = BF.timing_inputs(p)
             torch.cuda.synchronize()
             torch.cuda.profiler.start()
             self.evict()
-            FA1.flash1_bwd(q, k, v, o, do, l, m, causal=p.causal,
+            FA1.flash1_bwd(q, k, v, o, do, row_sum, row_max, causal=p.causal,
                            tiles=FA1.Fa1Tiles(**item["tiles"]))
             self.evict()
         elif what == "triton":
