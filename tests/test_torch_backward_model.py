@@ -99,6 +99,29 @@ def test_backward_closed_form_follows_the_simulation(
     assert abs(closed.bytes - simulated.bytes) <= 0.20 * simulated.bytes
 
 
+@pytest.mark.parametrize(("n", "heads", "mib", "programs"), [
+    (4096, 4, 1.5, 8),   # the first cohort's shortest program ends 50 steps in: 2.4 MiB > 1.5
+    (3000, 3, 1.2, 6),   # N not a multiple of the tiles
+])
+def test_fa2_causal_stream_restarts_follow_the_simulation(
+        h200, n: int, heads: int, mib: float, programs: int) -> None:  # type: ignore[no-untyped-def]
+    """FA2's causal backward walks the query blocks down: when the first cohort's shortest
+    program ends, the next one restarts on the last block after the L2 lost it and reads its
+    sweep again (l2_restarts.py). The tile-by-tile LRU simulation shows it (more than 1.5
+    passes over Q, dO, dQaccum where one pass per head was the earlier closed form), and the
+    closed form now follows it within 6 %."""
+    w = Workload(n, d=64, heads=heads, causal=True, pass_="bwd")
+    kernels = [k for k in get_algorithm("flash2").kernels(w) if k.loop is not None]
+    assert all(k.inner_descending for k in kernels)
+    t = _tiling(64, 128)
+    closed = dram_estimate(kernels, w, t, h200, concurrent_programs=programs, l2_bytes=mib * MiB)
+    simulated = simulate(kernels, w, t, l2_bytes=mib * MiB, concurrent_programs=programs)
+    q_sim = {(term.tensor, term.op): term.bytes for term in simulated.terms}
+    q_bytes = heads * n * 64 * 2
+    assert q_sim[("Q", "read")] > 1.5 * q_bytes  # the restarts are in the model itself
+    assert closed.bytes == pytest.approx(simulated.bytes, rel=0.06)
+
+
 def test_fa2_backward_uses_its_own_occupancy(h200) -> None:  # type: ignore[no-untyped-def]
     """FA2's d = 128 backward holds one 64 × 128 program per SM (144 KiB of shared memory):
     132 at once on the H200, not the forward's count."""
@@ -212,6 +235,16 @@ def test_a_bad_backward_calibration_is_refused(tmp_path: Path) -> None:
     bad.write_text(text.replace("backward: {efficiency: 0.52", "backward: {efficiency: 7"))
     with pytest.raises(ConfigError, match=r"calibration\.h200\.backward\.efficiency"):
         get_implementation(str(bad))
+
+
+def test_unaligned_constants_are_their_fit(records: list, h200) -> None:  # type: ignore[no-untyped-def]
+    """N % 8 != 0: the fallback GEMMs' and the non-shared-memory softmax's efficiencies are
+    fitted on UNALIGNED_FIT's ncu kernel times (fit points, not judged)."""
+    gemm, softmax = F.fit_unaligned(records, h200)
+    assert gemm == pytest.approx(F.FALLBACK_GEMM_EFFICIENCY, abs=0.005)
+    assert softmax == pytest.approx(F.SOFTMAX_UNALIGNED_EFFICIENCY, abs=0.005)
+    assert F.unaligned_class(4096) is None and F.unaligned_class(12345) == "odd"
+    assert F.unaligned_class(2500) == "even"
 
 
 def test_eager_time_where_its_kernels_are_the_modelled_ones(records: list, h200) -> None:  # type: ignore[no-untyped-def]

@@ -72,6 +72,7 @@ from iosim.estimates.l2_model import (
     runs_serially,
     shared_tile,
 )
+from iosim.estimates.l2_restarts import programs_within, restart_misses
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
 from iosim.estimates.shared_prefix_dram import prefix_once
 from iosim.inputs.hardware import Hardware
@@ -277,6 +278,16 @@ class _ClosedForm:
             # (FA2's backward) start on the same tiles; once the first ones end, each new one
             # starts about mean/running steps after the one before it, and in between the
             # running ones touch that one sweep, but few start or end: no own tiles.
+            if kernel.inner_descending and group == 1 and programs_within(units, len(lengths), p):
+                # FA2's backward: the head's stream restarts on the last block whenever a
+                # program starts long after its predecessor (l2_restarts.py)
+                missed = restart_misses(lengths, units, p, tile, own_read + own_write,
+                                        self.capacity)
+                passes = 1.0 + missed / (units * sweep)
+                if missed == 0:
+                    return passes, "read once per head: causal programs walking down share it"
+                return passes, (f"{passes:.2f} reads per head: the head's stream restarts on "
+                                "the last block after the L2 lost it")
             running = min(p, programs)
             mean = total_steps / len(lengths)
             own = 0.0 if kernel.inner_descending else running * (own_read + own_write)
