@@ -193,6 +193,12 @@ class _ClosedForm:
                     dram = round(size * max(0.0, passes - hit))
                     if hit:
                         note += f"; {hit:.0%} of the first pass still in L2 from an earlier kernel"
+                elif access.broadcast and kernel.loop is None:
+                    again = self._broadcast_rereads(kernel)
+                    dram = round(size * (1 - hit + again))
+                    note = ("one copy, read once: a head's stream keeps it in L2" if not again
+                            else "one copy, re-read by every (batch, head): a head's stream "
+                            "overflows the L2")
                 else:
                     dram = round(size * (1 - hit))
                     note = "read once" + (f"; {hit:.0%} still in L2 from an earlier kernel"
@@ -206,6 +212,16 @@ class _ClosedForm:
                 stays_dirty = previous is not None and previous.dirty and carried[access.tensor][0] > 0
                 self.last[access.tensor] = _Touch(index, access.op == "write" or stays_dirty)
         return terms
+
+    def _broadcast_rereads(self, kernel: Kernel) -> int:
+        """Extra reads of a broadcast tensor (one copy, read by every (batch, head)) in a
+        whole-tensor kernel that streams head by head: every head after the first finds it
+        again unless the bytes one head's stream touches (each tensor's share of one head,
+        the broadcast copy once) overflow the L2; then every head reads it from DRAM (LRU)."""
+        heads = self.w.batch * self.w.heads
+        per_head = sum({a.tensor: tensor_bytes(a, self.w, per_head=True)
+                        for a in kernel.accesses}.values())
+        return 0 if per_head <= self.capacity else heads - 1
 
     # -- tiled kernels -------------------------------------------------------------------------
 
