@@ -46,6 +46,8 @@ from iosim.inputs.workload import Workload
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
+FRESH = DATA / "backward-h200-fresh.json"
+"""Issue 10's open gaps on fresh points (fresh_bwd.py), judged apart from RECORDS."""
 IMPLS = {"sdpa": "sdpa-flash", "eager": "torch-naive"}
 BIG = 50e6
 """Kernels of at least this many DRAM bytes are judged against ±10 %; smaller ones (a few MB,
@@ -434,6 +436,8 @@ def report(records: list[dict[str, Any]], hardware: Hardware) -> str:
             t = predict_time(p, what, hardware, tm)
             m = p[f"{what}_s"]
             shown = "launch-bound" if m < LAUNCH_BOUND_S and split != "fit" else split
+            if what == "eager" and p["id"] in UNALIGNED_FIT:
+                shown = "fit (N % 8 ≠ 0)"  # the fallback kernels' constants: seen, not judged
             if shown == "judge":
                 errs.append((t - m) / m)
             table.append(f"| {p['id']} | {m * 1e3:.3f} | {t * 1e3:.3f} | {(t - m) / m:+.1%} | "
@@ -483,8 +487,12 @@ def main(argv: list[str]) -> int:
         records = load([Path(p) for p in args.records])
         text = report(records, hw)
         if args.out:
+            from iosim.calibrate import fresh_bwd
+
             triton = backward_fit.report(backward_fit.load_record(RECORDS[0]), hw)
             text = triton + "\n" + text
+            if FRESH.exists():
+                text += "\n" + fresh_bwd.report(load([FRESH])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
