@@ -109,7 +109,7 @@ def test_fa2_causal_stream_restarts_follow_the_simulation(
     program ends, the next one restarts on the last block after the L2 lost it and reads its
     sweep again (l2_restarts.py). The tile-by-tile LRU simulation shows it (more than 1.5
     passes over Q, dO, dQaccum where one pass per head was the earlier closed form), and the
-    closed form now follows it within 6 %."""
+    closed form now follows it within 2 %."""
     w = Workload(n, d=64, heads=heads, causal=True, pass_="bwd")
     kernels = [k for k in get_algorithm("flash2").kernels(w) if k.loop is not None]
     assert all(k.inner_descending for k in kernels)
@@ -119,7 +119,7 @@ def test_fa2_causal_stream_restarts_follow_the_simulation(
     q_sim = {(term.tensor, term.op): term.bytes for term in simulated.terms}
     q_bytes = heads * n * 64 * 2
     assert q_sim[("Q", "read")] > 1.5 * q_bytes  # the restarts are in the model itself
-    assert closed.bytes == pytest.approx(simulated.bytes, rel=0.06)
+    assert closed.bytes == pytest.approx(simulated.bytes, rel=0.02)
 
 
 @pytest.mark.parametrize(("mib", "reads"), [(0.25, 1), (0.1, 4)])
@@ -257,11 +257,13 @@ def test_a_bad_backward_calibration_is_refused(tmp_path: Path) -> None:
 
 
 def test_unaligned_constants_are_their_fit(records: list, h200) -> None:  # type: ignore[no-untyped-def]
-    """N % 8 != 0: the fallback GEMMs' and the non-shared-memory softmax's efficiencies are
-    fitted on UNALIGNED_FIT's ncu kernel times (fit points, not judged)."""
-    gemm, softmax = F.fit_unaligned(records, h200)
+    """N % 8 != 0: the fallback GEMMs' streaming rates (and the first rule's efficiencies) and
+    the non-shared-memory softmax's efficiency are fitted on UNALIGNED_FIT's ncu kernel times
+    (fit points, not judged)."""
+    gemm, softmax, rate = F.fit_unaligned(records, h200)
     assert gemm == pytest.approx(F.FALLBACK_GEMM_EFFICIENCY, abs=0.005)
     assert softmax == pytest.approx(F.SOFTMAX_UNALIGNED_EFFICIENCY, abs=0.005)
+    assert rate == pytest.approx(F.FALLBACK_GEMM_BYTES_PER_S, rel=0.005)
     assert F.unaligned_class(4096) is None and F.unaligned_class(12345) == "odd"
     assert F.unaligned_class(2500) == "even"
 

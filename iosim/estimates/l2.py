@@ -297,7 +297,7 @@ class _ClosedForm:
             if kernel.inner_descending and group == 1 and programs_within(units, len(lengths), p):
                 # FA2's backward: the head's stream restarts on the last block whenever a
                 # program starts long after its predecessor (l2_restarts.py)
-                missed = restart_misses(lengths, units, p, tile, own_read + own_write,
+                missed = restart_misses(lengths, units, p, tile, own_read, own_write,
                                         self.capacity)
                 passes = 1.0 + missed / (units * sweep)
                 if missed == 0:

@@ -15,18 +15,22 @@ per head was predicted; the tile-by-tile LRU simulation of the same schedule (l2
 reproduces it.
 
 `restart_misses` is that simulation at program granularity: programs list-scheduled on
-`slots` in launch order, each either hitting its whole sweep or missing it, by whether the
-distinct tiles every running program touched between its predecessor's start and its own
+`slots` in launch order; a program's tile at depth x was last read by its predecessor (at the
+predecessor's start + x), and it hits if the distinct tiles every program walked in between
 (the union of their walked ranges, per head, and the own tiles of programs that start or end
-in between) exceed the L2. A program walks a tile per time unit, as in l2.py. No constant.
+in between) fit the L2. That reuse distance grows with x while the older programs still run
+(the restarting program's own sweep adds to theirs), so it is evaluated at SAMPLES depths of
+each program. A program walks a tile per time unit, as in l2.py. No constant.
 Cost: the first few heads are scheduled exactly (MAX_UNITS, or enough for four waves); the
 remaining heads repeat the last scheduled head's misses (the schedule is periodic once the
 heads' programs overlap in steady state). Where that is more than MAX_PROGRAMS programs (N
-beyond about 4 million at d = 128) l2.py keeps its earlier closed form, which has no restarts.
+beyond about 500,000 with FA2's 128-key blocks) l2.py keeps its earlier closed form, which has
+no restarts.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 from dataclasses import dataclass
 
@@ -36,8 +40,9 @@ MAX_UNITS = 3
 """Heads scheduled exactly (more where four waves of programs need more): a bound on the time."""
 
 
-MAX_PROGRAMS = 100_000
-"""Programs scheduled at most (about 1.5 s on one core): beyond, the closed form without restarts."""
+MAX_PROGRAMS = 12_000
+"""Programs scheduled at most (under a second on one core): beyond, the closed form without
+restarts."""
 
 
 def _simulated_units(units: int, per_unit: int, slots: int) -> int:
@@ -78,44 +83,63 @@ def _distinct_steps(running: list[_Program], lo: int, hi: int) -> int:
     return total
 
 
+SAMPLES = 8
+"""Depths at which a program's reuse distance is evaluated (evenly spread over its sweep)."""
+
+
 def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
-                   own_bytes: float, capacity: float) -> float:
+                   own_read: float, own_write: float, capacity: float) -> float:
     """Steps of every unit's programs that miss beyond the first pass, summed over all units
     (`lengths`: steps of a unit's programs in launch order; `tile_bytes`: bytes one step of a
-    head touches, its L2 copies counted; `own_bytes`: a program's own tiles, read and
-    written)."""
+    head touches, its L2 copies counted; `own_read`, `own_write`: a program's own tiles, read
+    at its start and written at its end)."""
     per_unit = len(lengths)
     if per_unit < 2 or units < 1:
         return 0.0
     simulated = _simulated_units(units, per_unit, slots)
-    free = [0] * min(slots, simulated * per_unit)
-    heapq.heapify(free)
-    alive: dict[int, _Program] = {}
-    ending: list[tuple[int, int]] = []  # (end, index) of the alive programs
+    programs = _schedule(lengths, simulated, min(slots, simulated * per_unit))
+    starts = [p.start for p in programs]
+    longest = max(lengths[0], lengths[per_unit - 1])
+    running = min(slots, len(programs))
     missed = [0.0] * simulated
-    previous: _Program | None = None
-    index = 0
-    for unit in range(simulated):
-        for j in range(per_unit):
-            start = heapq.heappop(free)
-            program = _Program(unit, start, start + lengths[j])
-            heapq.heappush(free, program.end)
-            if j and previous is not None and start > previous.start:
-                lo, hi = previous.start, start
-                # an upper bound (every running program walking distinct tiles, each starting
-                # and ending in between) spares most unions
-                if len(alive) * ((hi - lo) * tile_bytes + 2 * own_bytes) > capacity:
-                    window = [p for p in alive.values() if p.end > lo]
-                    steps = _distinct_steps(window, lo, hi)
-                    turnover = sum((lo < p.start <= hi) + (lo < p.end <= hi) for p in window)
-                    if steps * tile_bytes + turnover * own_bytes > capacity:
-                        missed[unit] += lengths[j]
-            while ending and ending[0][0] <= start:  # ended before this start: never needed again
-                del alive[heapq.heappop(ending)[1]]
-            alive[index] = program
-            heapq.heappush(ending, (program.end, index))
-            index += 1
-            previous = program
+    for k in range(1, len(programs)):
+        program, previous = programs[k], programs[k - 1]
+        if program.unit != previous.unit or program.start == previous.start:
+            continue  # a head's first program (compulsory), or one started with its predecessor
+        gap = program.start - previous.start
+        # at most `running` programs walk distinct tiles in a window of `gap` steps, each
+        # starting and ending in it: below the L2, every depth hits
+        if running * (gap * tile_bytes + own_read + own_write) <= capacity:
+            continue
+        length = program.end - program.start
+        misses = 0
+        for sample in range(SAMPLES):
+            # the tile at depth x: read by the predecessor at its start + x, by this program at
+            # its start + x; in between, what every program walked (LRU: distinct tiles)
+            x = (2 * sample + 1) * length // (2 * SAMPLES)
+            lo, hi = previous.start + x, program.start + x
+            first = bisect.bisect_left(starts, lo - longest)
+            last = bisect.bisect_right(starts, hi)
+            window = [p for p in programs[first:last] if p.end > lo]
+            steps = _distinct_steps(window, lo, hi)
+            own = sum((lo < p.start <= hi) * own_read + (lo < p.end <= hi) * own_write
+                      for p in window)
+            misses += steps * tile_bytes + own > capacity
+        missed[program.unit] += length * misses / SAMPLES
     if simulated == units:
         return float(sum(missed))
     return float(sum(missed) + missed[-1] * (units - simulated))
+
+
+def _schedule(lengths: Lengths, units: int, slots: int) -> list[_Program]:
+    """The units' programs in launch order, list-scheduled on `slots` (each takes the first
+    slot to free)."""
+    free = [0] * slots
+    heapq.heapify(free)
+    out = []
+    for unit in range(units):
+        for j in range(len(lengths)):
+            start = heapq.heappop(free)
+            out.append(_Program(unit, start, start + lengths[j]))
+            heapq.heappush(free, start + lengths[j])
+    return out
