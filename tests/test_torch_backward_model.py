@@ -18,6 +18,7 @@ from hypothesis import strategies as st
 from iosim.algorithms import get_algorithm
 from iosim.analysis.compare import compare
 from iosim.calibrate import CalibrationError
+from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.errors import ConfigError
 from iosim.estimates.l2 import dram_estimate
@@ -261,11 +262,11 @@ def test_unaligned_constants_are_their_fit(records: list, h200) -> None:  # type
     the non-shared-memory softmax's efficiency are fitted on UNALIGNED_FIT's ncu kernel times
     (fit points, not judged)."""
     gemm, softmax, rate = F.fit_unaligned(records, h200)
-    assert gemm == pytest.approx(F.FALLBACK_GEMM_EFFICIENCY, abs=0.005)
-    assert softmax == pytest.approx(F.SOFTMAX_UNALIGNED_EFFICIENCY, abs=0.005)
-    assert rate == pytest.approx(F.FALLBACK_GEMM_BYTES_PER_S, rel=0.005)
-    assert F.unaligned_class(4096) is None and F.unaligned_class(12345) == "odd"
-    assert F.unaligned_class(2500) == "even"
+    assert gemm == pytest.approx(U.FALLBACK_GEMM_EFFICIENCY, abs=0.005)
+    assert softmax == pytest.approx(U.SOFTMAX_UNALIGNED_EFFICIENCY, abs=0.005)
+    assert rate == pytest.approx(U.FALLBACK_GEMM_BYTES_PER_S, rel=0.005)
+    assert U.unaligned_class(4096) is None and U.unaligned_class(12345) == "odd"
+    assert U.unaligned_class(2500) == "even"
 
 
 def test_eager_time_where_its_kernels_are_the_modelled_ones(records: list, h200) -> None:  # type: ignore[no-untyped-def]

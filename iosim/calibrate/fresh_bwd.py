@@ -9,7 +9,7 @@ with the gap it judges:
 
   a  FA2's causal backward at N >= 32768: the stream-restart rule (estimates/l2_restarts.py)
   b  eager's causal mask pass: its broadcast bool mask (torch-naive's mask_read)
-  c  eager at N % 8 != 0: the fallback GEMMs and softmax (torch_bwd_fit.FALLBACK_GEMM_EFFICIENCY)
+  c  eager at N % 8 != 0: the fallback GEMMs and softmax (eager_unaligned.py)
   d  Algorithm 4: iosim's flash1 backward with the kernel's tiles (--block-q/--block-kv),
      its serial-sweeps L2 estimate (estimates/l2.py) as it stood before the record
 
@@ -26,6 +26,7 @@ from typing import Any
 from unittest.mock import patch
 
 from iosim.analysis.compare import compare
+from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.calibrate.backward_fit import handover
 from iosim.inputs.hardware import Hardware
@@ -48,7 +49,7 @@ class Judged:
     """The estimate without the gap's rule (a: no restarts; c: aligned kernels), where one."""
     first: float | None = None
     """c: the estimate of the first rule (the fallback GEMMs at a share of the matmul peak,
-    torch_bwd_fit.FALLBACK_MODEL = 'flops'), judged here and replaced."""
+    eager_unaligned.FALLBACK_MODEL = 'flops'), judged here and replaced."""
 
     @property
     def error(self) -> float:
@@ -72,14 +73,14 @@ def _no_restarts() -> Iterator[None]:
 @contextmanager
 def _aligned() -> Iterator[None]:
     """Eager's time as if every N were a multiple of 8 (no fallback kernels)."""
-    with patch.object(F, "unaligned_class", lambda n_kv: None):
+    with patch.object(U, "unaligned_class", lambda n_kv: None):
         yield
 
 
 @contextmanager
 def _first_rule() -> Iterator[None]:
     """Eager's time with the first fallback rule (a share of the matmul peak)."""
-    with patch.object(F, "FALLBACK_MODEL", "flops"):
+    with patch.object(U, "FALLBACK_MODEL", "flops"):
         yield
 
 

@@ -38,6 +38,7 @@ from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate
 from iosim.analysis.impl_kernels import impl_kernels, impl_workload
 from iosim.calibrate import CalibrationError
+from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate.backward_fit import DIRTY_SHARE, handover
 from iosim.errors import IosimError
 from iosim.inputs.hardware import Hardware
@@ -221,65 +222,26 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
     total = tm.call_s
     for kernel, est in zip(launched(w, what, a), a.kernels, strict=True):
         memory = a.dram.of_kernel(kernel.name).bytes / bandwidth
-        unaligned = unaligned_class(w.n_kv)
-        if kernel.kind == "matmul" and unaligned is not None and FALLBACK_MODEL == "bytes":
-            total += max(memory, square_bytes(w) / FALLBACK_GEMM_BYTES_PER_S[unaligned])
+        unaligned = U.unaligned_class(w.n_kv)
+        if kernel.kind == "matmul" and unaligned is not None and U.FALLBACK_MODEL == "bytes":
+            total += max(memory, U.square_bytes(w) / U.FALLBACK_GEMM_BYTES_PER_S[unaligned])
         elif kernel.kind == "matmul":
-            efficiency = tm.efficiency if unaligned is None else FALLBACK_GEMM_EFFICIENCY[unaligned]
+            efficiency = (tm.efficiency if unaligned is None
+                          else U.FALLBACK_GEMM_EFFICIENCY[unaligned])
             total += max(memory, est.matmul_flops / (matmul_peak * efficiency))
         else:
             rate = MASK_EFFICIENCY if kernel.name == "bwd_mask" else tm.memory_efficiency
             if kernel.name == "bwd_softmax" and unaligned is not None:
-                rate = SOFTMAX_UNALIGNED_EFFICIENCY
+                rate = U.SOFTMAX_UNALIGNED_EFFICIENCY
             total += max(memory / rate, est.elementwise_flops / vector)
         total += tm.overhead_s
     return total
 
 
-ALIGNED_ELEMENTS = 8
-"""fp16/bf16 rows of the N×N_kv matrices (S, P, dP, dS: leading dimension N_kv) start on 16-byte
-boundaries when N_kv is a multiple of 8. Otherwise cuBLAS cannot run its TMA kernels (nvjet_sm90,
-whose tensor-memory descriptors need 16-byte strides) and falls back to CUTLASS kernels that load
-2 or 4 bytes at a time (measured: cutlass_75_tensorop_s1688gemm_*_align1 at N = 12345,
-cutlass_80_tensorop_s16816gemm_*_align2 at N = 2500), and PyTorch's softmax backward leaves its
-shared-memory kernel (SoftMax.cu: cunn_SoftMaxBackwardSmem needs dim_size % ILP == 0, ILP = 16
-bytes of elements) for cunn_SoftMaxBackward, which reads its two rows twice."""
-FALLBACK_GEMM_BYTES_PER_S = {"odd": 941e9, "even": 1432e9}
-"""The rate at which a fallback GEMM streams its N×N_kv operand (P or dS read, dP written), by
-N_kv's parity (odd: align1 kernels, 2-byte accesses; even: align2, 4-byte): the kernels are
-bound by those narrow accesses, not by their FLOPs, so the time is the matrix's bytes over this
-rate whatever d is. `fit_unaligned` on UNALIGNED_FIT (the median over their four GEMMs)."""
-FALLBACK_MODEL = "bytes"
-"""'bytes' (FALLBACK_GEMM_BYTES_PER_S, shipped) or 'flops' (FALLBACK_GEMM_EFFICIENCY: the first
-rule, judged on the fresh record, where it held at d = 64 and missed at d = 128 by +28 to +56 %:
-the fallback kernels' time does not grow with d; kept to report that judgement)."""
-FALLBACK_GEMM_EFFICIENCY = {"odd": 0.091, "even": 0.138}
-"""The first rule: the fallback GEMMs' share of the measured matmul peak, by N_kv's parity,
-`fit_unaligned` on UNALIGNED_FIT (the median over their four GEMMs)."""
-SOFTMAX_UNALIGNED_EFFICIENCY = 0.60
-"""cunn_SoftMaxBackward's share of the measured bandwidth (its DRAM bytes over its time):
-`fit_unaligned` on UNALIGNED_FIT (median)."""
-UNALIGNED_FIT = ("fp16/n12345/d64/b1h2kv2/full", "fp16/n2500/d64/b1h16kv16/full")
-"""The fit points of the three constants above: the only eager runs with N % 8 != 0 before the
-fresh record, so none of these is judged (their errors were seen while the cause was found);
-the fresh record's N % 8 != 0 points judge them."""
-
-
-def unaligned_class(n_kv: int) -> str | None:
-    """None when the N×N_kv rows are 16-byte aligned, else 'odd' or 'even' (by N_kv's parity)."""
-    if n_kv % ALIGNED_ELEMENTS == 0:
-        return None
-    return "odd" if n_kv % 2 else "even"
-
-
-def square_bytes(w: Workload) -> float:
-    """Bytes of one N×N_kv matrix of every (batch, head) (S, P, dP or dS)."""
-    return float(w.batch * w.heads * w.n * w.n_kv * w.element_bytes)
-
-
 def fit_unaligned(records: list[dict[str, Any]], hardware: Hardware
                   ) -> tuple[dict[str, float], float, dict[str, float]]:
-    """(FALLBACK_GEMM_EFFICIENCY, SOFTMAX_UNALIGNED_EFFICIENCY, FALLBACK_GEMM_BYTES_PER_S) from
+    """(eager_unaligned's FALLBACK_GEMM_EFFICIENCY, SOFTMAX_UNALIGNED_EFFICIENCY,
+    FALLBACK_GEMM_BYTES_PER_S) from
     the ncu kernel times of the UNALIGNED_FIT eager runs: each GEMM's FLOPs over (its time ×
     the matmul peak) and its N×N_kv operand's bytes over its time, the softmax backward's DRAM
     bytes over (its time × the bandwidth); medians."""
@@ -287,22 +249,22 @@ def fit_unaligned(records: list[dict[str, Any]], hardware: Hardware
     rate: dict[str, list[float]] = {"odd": [], "even": []}
     softmax: list[float] = []
     for p, what, segment in items(records):
-        if what != "eager" or p["id"] not in UNALIGNED_FIT:
+        if what != "eager" or p["id"] not in U.UNALIGNED_FIT:
             continue
         w = workload_of(p)
         a = model(w, what, hardware)
         bandwidth, peak, _ = _roofs(hardware, p["dtype"])
-        kind = unaligned_class(w.n_kv)
+        kind = U.unaligned_class(w.n_kv)
         assert kind is not None
         for est, k in zip(a.kernels, segment["kernels"], strict=False):
             if est.matmul_flops:
                 gemm[kind].append(est.matmul_flops / (k["time_s"] * peak))
-                rate[kind].append(square_bytes(w) / k["time_s"])
+                rate[kind].append(U.square_bytes(w) / k["time_s"])
             elif est.name == "bwd_softmax":
                 softmax.append((k["dram_read_bytes"] + k["dram_write_bytes"])
                                / (k["time_s"] * bandwidth))
     if not softmax or not all(gemm.values()):
-        raise CalibrationError(f"the records lack eager runs of {', '.join(UNALIGNED_FIT)}")
+        raise CalibrationError(f"the records lack eager runs of {', '.join(U.UNALIGNED_FIT)}")
     return ({kind: float(median(v)) for kind, v in gemm.items()}, float(median(softmax)),
             {kind: float(median(v)) for kind, v in rate.items()})
 
@@ -456,7 +418,7 @@ def report(records: list[dict[str, Any]], hardware: Hardware) -> str:
             t = predict_time(p, what, hardware, tm)
             m = p[f"{what}_s"]
             shown = "launch-bound" if m < LAUNCH_BOUND_S and split != "fit" else split
-            if what == "eager" and p["id"] in UNALIGNED_FIT:
+            if what == "eager" and p["id"] in U.UNALIGNED_FIT:
                 shown = "fit (N % 8 ≠ 0)"  # the fallback kernels' constants: seen, not judged
             if shown == "judge":
                 errs.append((t - m) / m)
