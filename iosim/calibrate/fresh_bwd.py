@@ -191,6 +191,10 @@ def report(record: dict[str, Any], hardware: Hardware) -> str:
                          f"chosen after these points were seen. The held-out judgement is the "
                          f"first rule's column (a share of the matmul peak, fitted on the same "
                          f"two d = 64 runs): {held} of {len(eager)} within ±20 %.")
+        if gap == "d":
+            lines.append("- Here 'without the rule' is the L2-oblivious count (every tile load "
+                         "charged to DRAM), and the tiles are the kernel's (`--block-q 64 "
+                         "--block-kv 64`).")
         lines += ["",
                   "| point | impl | quantity | estimate | measured | error | without the rule |"
                   + (" first rule |" if first_col else ""),

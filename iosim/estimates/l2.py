@@ -28,7 +28,10 @@ The model (one for both forms below)
     them like K_j, V_j, held once (ACCUMULATOR_COPIES) and written back once per stay.
   * A backward kernel runs at its own occupancy (Tiling.bwd_programs_per_sm); a kernel whose
     inner loop walks from the last block down (FA2's backward, Kernel.inner_descending) starts
-    its causal programs on the same tiles.
+    its causal programs on the same tiles, and a head's stream restarts on the last block when
+    a program starts long after its predecessor (l2_restarts.py).
+  * A broadcast tensor (Access.broadcast: one copy read by every (batch, head)) stays in L2
+    from head to head of a whole-tensor kernel while one head's stream fits.
   * Whole-tensor kernels (standard attention's steps) stream their tensors head by head in
     order; a tensor the previous kernels touched is still in L2 where the bytes touched since
     then fit in it.
