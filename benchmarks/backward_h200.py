@@ -33,7 +33,6 @@ import json
 import platform
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -199,6 +198,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     from iosim.calibrate import bench_fa1_bwd as BF
     from iosim.calibrate.kernels_fa1_bwd import Fa1Tiles
     from iosim.calibrate.ncu_bwd import collect
+    from iosim.record import asdict
 
     started = time.time()
     record = record_header("issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
@@ -300,6 +300,7 @@ def main(argv: list[str]) -> int:
     from iosim.calibrate import bench_bwd as BB
     from iosim.calibrate.kernels import KernelInputError
     from iosim.calibrate.ncu_bwd import collect
+    from iosim.record import asdict  # the tiles are Records (iosim.record), not dataclasses
 
     started = time.time()
     points, eager_points = grid(args.quick)

@@ -8,7 +8,6 @@ against the walk-driven simulation."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -26,9 +25,9 @@ from iosim.estimates.l2_model import modelled
 from iosim.estimates.l2_simulate import simulate
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
-from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 from tests.conftest import examples
 
 MiB = 2**20
@@ -217,7 +216,7 @@ def test_sdpa_time_fit_is_the_shipped_calibration_and_holds_out(records: list, h
                    replace(s, overhead_s=s.overhead_s + 2e-6), replace(s, overhead_s=s.overhead_s - 2e-6),
                    replace(s, call_s=s.call_s + 3e-6), replace(s, call_s=s.call_s - 3e-6)):
         assert F.fit_loss(records, "sdpa", h200, nearby) >= best
-    shipped = get_implementation("sdpa-flash").backward_calibration["h200"]
+    shipped = h200.measured.impls["sdpa-flash"].backward
     assert shipped == pytest.approx({"efficiency": F.SDPA_TIME.efficiency,
                                      "program_overhead_s": F.SDPA_TIME.overhead_s,
                                      "call_overhead_s": F.SDPA_TIME.call_s})
@@ -250,11 +249,11 @@ def test_a_broken_record_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_bad_backward_calibration_is_refused(tmp_path: Path) -> None:
-    text = (config_dir().parent / "impls" / "sdpa-flash.yaml").read_text()
+    text = (config_dir() / "h200.yaml").read_text()
     bad = tmp_path / "x.yaml"
     bad.write_text(text.replace("backward: {efficiency: 0.52", "backward: {efficiency: 7"))
-    with pytest.raises(ConfigError, match=r"calibration\.h200\.backward\.efficiency"):
-        get_implementation(str(bad))
+    with pytest.raises(ConfigError, match=r"measured\.impls\.sdpa-flash\.backward\.efficiency"):
+        load_hardware(bad)
 
 
 def test_unaligned_constants_are_their_fit(records: list, h200) -> None:  # type: ignore[no-untyped-def]

@@ -28,7 +28,6 @@ count that fills the GPU.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any
 
 from iosim.algorithms.splitkv import MAX_SPLITS
@@ -40,12 +39,12 @@ from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import cdiv
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 SCHEMA = "iosim.splits/1"
 
 
-@dataclass(frozen=True, slots=True)
-class SplitRow:
+class SplitRow(Record):
     """splitkv at one split count."""
 
     splits: int
@@ -70,8 +69,7 @@ class SplitRow:
         return self.split_kernel_s + self.combine_s
 
 
-@dataclass(frozen=True, slots=True)
-class SplitChoice:
+class SplitChoice(Record):
     """Every split count's prediction, the best one and FA2's heuristic's."""
 
     workload: Workload
@@ -121,6 +119,9 @@ def with_best_pick(result: Comparison, choice: SplitChoice, **options: Any) -> C
     other algorithms that split (cascade) keep their own rule."""
     best = _splitkv(compare(result.workload, result.hardware, algorithms=["splitkv"],
                             splits=choice.best.splits, **options))
+    assert best.tiling is not None  # splitkv is tiled
+    best = replace(best, tiling=replace(
+        best.tiling, splits_rule="--splits auto: the fastest predicted count"))
     return replace(result, algorithms=tuple(best if a.algorithm == "splitkv" else a
                                             for a in result.algorithms))
 

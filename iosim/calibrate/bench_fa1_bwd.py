@@ -11,7 +11,6 @@ flash forward: the same P = exp(S − m)/l, and the same bytes and work.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict
 from typing import Any
 
 import torch
@@ -20,6 +19,7 @@ from iosim.calibrate import CalibrationError
 from iosim.calibrate import bench_bwd as BB
 from iosim.calibrate import kernels_fa1_bwd as FA1
 from iosim.calibrate.bench import TOLERANCE, exact_fp32, rel_error
+from iosim.record import asdict
 
 CHECK_N_MAX = 2048
 """Alg. 4's one program per head walks T_c·T_r tiles serially: the check stays short."""

@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from typing import Any
 from unittest.mock import patch
 
@@ -30,13 +29,13 @@ from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.calibrate.backward_fit import handover
 from iosim.inputs.hardware import Hardware
+from iosim.record import Record
 
 GAPS = {"a": "FA2's causal backward, N ≥ 32,768 (SDPA)", "b": "eager's causal mask pass",
         "c": "eager at N % 8 ≠ 0", "d": "Algorithm 4 in Triton (flash1)"}
 
 
-@dataclass(frozen=True, slots=True)
-class Judged:
+class Judged(Record):
     """One judged quantity of one fresh point: iosim's figure against the measured one."""
 
     gap: str

@@ -31,7 +31,6 @@ tiles must be: `Fa1Tiles` holds the tiles that run, and iosim is compared with t
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import triton
@@ -39,10 +38,10 @@ import triton.language as tl
 
 from iosim.calibrate.kernels import KernelInputError
 from iosim.calibrate.kernels_bwd import _iosim_bwd_sum_groups_kernel, check_backward_inputs
+from iosim.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class Fa1Tiles:
+class Fa1Tiles(Record):
     """B_r × B_c of Algorithm 4, warps and pipeline stages of its one program per head."""
 
     block_r: int = 64
@@ -122,7 +121,7 @@ def _iosim_fa1_bwd_kernel(q_ptr, k_ptr, v_ptr, o_ptr, do_ptr, dq_ptr, dk_ptr, dv
 
 def flash1_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                do: torch.Tensor, row_sum: torch.Tensor | None, row_max: torch.Tensor | None, *,
-               causal: bool, tiles: Fa1Tiles = Fa1Tiles(), sm_scale: float | None = None,
+               causal: bool, tiles: Fa1Tiles | None = None, sm_scale: float | None = None,
                out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None = None,
                ) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(dQ, dK, dV) by Algorithm 4, given the forward's O and its row statistics l (sum) and m
@@ -136,7 +135,7 @@ def flash1_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tenso
     if tuple(l.shape) != tuple(m.shape) or l.dtype != torch.float32 or not l.is_contiguous():
         raise KernelInputError(f"flash1 backward: l must be contiguous fp32 {tuple(m.shape)}, "
                                f"not {tuple(l.shape)} {l.dtype}")
-    t = tiles
+    t = tiles or Fa1Tiles()
     if any(b < 16 or b & (b - 1) for b in (t.block_r, t.block_c)):
         raise KernelInputError(f"flash1 backward: B_r = {t.block_r}, B_c = {t.block_c} must be "
                                "powers of two of at least 16 (Triton tiles)")

@@ -32,9 +32,9 @@ from __future__ import annotations
 
 import bisect
 import heapq
-from dataclasses import dataclass
 
 from iosim.estimates.l2_waves import Lengths
+from iosim.record import Record
 
 MAX_UNITS = 3
 """Heads scheduled exactly (more where four waves of programs need more): a bound on the time."""
@@ -54,8 +54,7 @@ def programs_within(units: int, per_unit: int, slots: int = 0) -> bool:
     return _simulated_units(units, per_unit, slots) * per_unit <= MAX_PROGRAMS
 
 
-@dataclass(frozen=True, slots=True)
-class _Program:
+class _Program(Record):
     unit: int
     start: int
     end: int

@@ -6,12 +6,12 @@ Loaded from YAML by hardware_yaml.py; the shipped GPUs and the --gpu lookup are 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from iosim.errors import ConfigError, IosimError, arg
 from iosim.inputs.limits import MAX_SM_COUNT, check_figure, excerpt
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
+from iosim.record import Record, field
 
 SCHEMA_VERSION = 1
 PEAK_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -19,8 +19,7 @@ KERNEL_KINDS = ("elementwise", "matmul", "fused")
 """Kernel classes that calibration fits separately (streaming/elementwise, matmul, fused attention)."""
 
 
-@dataclass(frozen=True, slots=True)
-class BackwardSchedule:
+class BackwardSchedule(Record):
     """Fitted constants of the scheduled time of iosim's Triton backward kernels
     (estimates/schedule.py; fitted by calibrate/backward_fit.py)."""
 
@@ -35,8 +34,23 @@ class BackwardSchedule:
         return self.programs_per_sm.get(d, self.programs_per_sm[min(self.programs_per_sm)])
 
 
-@dataclass(frozen=True, slots=True)
-class Figure:
+class ImplCalibration(Record):
+    """One implementation's fitted figures on one GPU (the GPU YAML's `measured.impls.NAME`,
+    written by `iosim calibrate --impl`, calibrate/impl_fit.py): efficiency per kernel class
+    and the share of the measured bandwidth its memory-bound kernels reach (`memory`), the host
+    time per call, and optionally its fused backward's schedule (calibrate/torch_bwd_fit.py)."""
+
+    efficiency: Mapping[str, float]
+    """fused / matmul / elementwise efficiencies, and `memory` (a share of the bandwidth)."""
+    source: str
+    call_overhead_s: float | None = None
+    backward: Mapping[str, float] = field(default_factory=dict)
+    """efficiency, program_overhead_s, call_overhead_s of the fused backward kernel; empty:
+    none fitted."""
+    backward_source: str = ""
+
+
+class Figure(Record):
     """One hardware figure in SI units, with where it comes from."""
 
     value: float
@@ -45,8 +59,7 @@ class Figure:
     note: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MeasuredProfile:
+class MeasuredProfile(Record):
     """Achieved ceilings and per-kernel-class efficiencies written by `iosim calibrate`."""
 
     provenance: str
@@ -62,10 +75,12 @@ class MeasuredProfile:
     """Tokens per page → the fraction of a contiguous cache's K/V read rate that a paged one
     reaches (measured; estimates/paged_dram.py). Empty: not calibrated."""
     paged_kv_source: str = ""
+    impls: Mapping[str, ImplCalibration] = field(default_factory=dict)
+    """Implementation name → its fitted figures on this GPU (`measured.impls`, what
+    `--impl NAME --profile measured` uses)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Hardware:
+class Hardware(Record):
     """One GPU. Every quantity in bytes, bytes/s or FLOP/s; `figures` keeps the sources."""
 
     name: str

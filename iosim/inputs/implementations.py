@@ -17,13 +17,13 @@ implementations_yaml.py (`get_implementation`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from iosim.errors import IosimError
 from iosim.inputs.ints import Int
+from iosim.record import Record
 
 EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul", "mask_read")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
@@ -34,8 +34,7 @@ dS = T − P·rowsum(T) (impl_kernels.py); mask_read (a backward pass only): the
 backward reads the (N, N_kv) bool mask, one copy broadcast over batch and heads."""
 
 
-@dataclass(frozen=True, slots=True)
-class TileRow:
+class TileRow(Record):
     """One row of a tile table: when it applies, and the tiles and resources it gives."""
 
     d_max: int
@@ -56,8 +55,7 @@ class TileRow:
     """0: not declared (then registers do not limit the programs per SM)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SharedMemory:
+class SharedMemory(Record):
     """Shared memory per program = ((q_tiles·B_r + kv_tiles·B_c)·d + score_tiles·B_r·B_c) ·
     element bytes."""
 
@@ -73,16 +71,14 @@ class SharedMemory:
                 + self.score_tiles * block_q * block_kv) * element_bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Trait:
+class Trait(Record):
     """A trait given in words, with its source."""
 
     value: str
     source: str
 
 
-@dataclass(frozen=True, slots=True)
-class SplitRule:
+class SplitRule(Record):
     """When the forward splits the KV sequence, and the tiles of its split kernel."""
 
     rule: str
@@ -90,8 +86,7 @@ class SplitRule:
     tiles: tuple[TileRow, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ExtraKernel:
+class ExtraKernel(Record):
     """A kernel an implementation launches beside the attention (kind: gqa_expand, scale or mask)."""
 
     kind: str
@@ -100,8 +95,7 @@ class ExtraKernel:
     source: str
 
 
-@dataclass(frozen=True, slots=True)
-class Implementation:
+class Implementation(Record):
     """One implementation's declared traits (see the module docstring)."""
 
     name: str
@@ -126,12 +120,6 @@ class Implementation:
     persistent: Trait | None = None
     """A persistent kernel (one program per SM, looping over tiles): its grid always fills
     the GPU, so waves do not apply."""
-    calibration: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Per GPU name: fitted efficiency per kernel class (the measured profile uses them)."""
-    calibration_source: dict[str, str] = field(default_factory=dict)
-    backward_calibration: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Per GPU name: the backward's fitted schedule (`calibration.GPU.backward`: efficiency,
-    program_overhead_s, call_overhead_s; calibrate/torch_bwd_fit.py)."""
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""

@@ -13,7 +13,6 @@ the same byte for byte.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,14 @@ from iosim.output import strict_json
 from iosim.output.document import Block, Code, Heading, Image, Links, Para, TableBlock, to_html, to_markdown
 from iosim.output.folders import ensure_writable_dir
 from iosim.output.tables import table_cells
+from iosim.record import Record, field
 
 SCHEMA = "iosim.report/1"
 REPORT_SUFFIXES = (".png", ".svg", ".csv", ".json", ".md", ".html")
 """What a report writes (a folder of that name in --out is refused, even with --force)."""
 
 
-@dataclass(frozen=True)
-class ReportRequest:
+class ReportRequest(Record):
     """Everything a report depends on (and so what its command line must say)."""
 
     gpu: str
@@ -52,10 +51,11 @@ class ReportRequest:
     options: Mapping[str, Any] = field(default_factory=dict)
     """compare's other arguments: algorithms, block_q, block_kv, sram_elements, splits (the
     flags `iosim report` shares with `iosim compare`); the sweeps follow them too."""
+    subject: str | None = None
+    """What the workload is of (a model preset's name and layer kind), for the title."""
 
 
-@dataclass
-class Report:
+class Report(Record, frozen=False):
     """What was written, for the CLI to print and the tests to check."""
 
     folder: Path
@@ -140,6 +140,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     import pandas as pd
 
     title = f"iosim report — {hw.display_name}"
+    if request.subject is not None:
+        title = f"iosim report — {request.subject} on {hw.display_name}"
     blocks += [
         Heading(1, title),
         Para(f"**Workload** {w.describe()}. **GPU** {hw.display_name} (`{hw.name}`, "
