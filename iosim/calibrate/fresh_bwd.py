@@ -26,8 +26,9 @@ from unittest.mock import patch
 
 from iosim.analysis.compare import compare
 from iosim.calibrate import eager_unaligned as U
+from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
-from iosim.calibrate.backward_fit import handover
+from iosim.calibrate.backward_fit import handover, workload_of
 from iosim.inputs.hardware import Hardware
 from iosim.record import Record
 
@@ -61,12 +62,12 @@ def _no_restarts() -> Iterator[None]:
     """The L2 model as it was before the restart rule (l2.py's earlier closed form)."""
     import iosim.estimates.l2 as l2
 
-    F._MODELS.clear()
+    D.forget_models()
     try:
         with patch.object(l2, "programs_within", lambda *args: False):
             yield
     finally:
-        F._MODELS.clear()
+        D.forget_models()
 
 
 @contextmanager
@@ -86,7 +87,7 @@ def _first_rule() -> Iterator[None]:
 def flash1_estimate(p: dict[str, Any], hardware: Hardware) -> Any:
     """iosim's flash1 backward at a recorded Algorithm 4 point, with the kernel's tiles."""
     tiles = p["tiles"]
-    return compare(F.workload_of(p), hardware, algorithms=("flash1",),
+    return compare(workload_of(p), hardware, algorithms=("flash1",),
                    block_q=tiles["block_r"], block_kv=tiles["block_c"],
                    profile="measured").algorithms[0]
 
@@ -103,7 +104,7 @@ def flash1_rows(record: dict[str, Any], hardware: Hardware) -> list[Judged]:
         a = flash1_estimate(p, hardware)
         est = [(k.name, float(a.dram.of_kernel(k.name).read_bytes),
                 float(a.dram.of_kernel(k.name).write_bytes)) for k in a.kernels]
-        measured = F._launches(item["segments"][0], "flash1")
+        measured = D._launches(item["segments"][0], "flash1")
         for (name, moved), m in zip(handover(est, hardware.l2_bytes), measured, strict=True):
             rows.append(Judged("d", p["id"], "flash1", f"DRAM {name}", moved, m,
                                float(a.dram.of_kernel(name).oblivious_bytes)))
@@ -115,9 +116,9 @@ def judged(record: dict[str, Any], hardware: Hardware) -> list[Judged]:
     """Every fresh point's DRAM (per kernel of ≥ 50 MB, and the whole backward) and time."""
     gap = {p["id"]: p.get("gap", "") for p in record["points"]}
     rows: list[Judged] = []
-    kernels = F.dram_comparison([record], hardware)
+    kernels = D.dram_comparison([record], hardware)
     with _no_restarts():
-        before = F.dram_comparison([record], hardware)
+        before = D.dram_comparison([record], hardware)
     for r, b in zip(kernels, before, strict=True):
         if r.measured >= F.BIG or r.kernel in ("bwd_attn", "bwd_mask"):
             rows.append(Judged(gap[r.point], r.point, r.what, f"DRAM {r.kernel}", r.estimate,
