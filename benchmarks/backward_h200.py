@@ -2,6 +2,7 @@
 
     python3 benchmarks/backward_h200.py OUTDIR [--quick] [--tune]
     python3 benchmarks/backward_h200.py OUTDIR --torch-only     # SDPA's and eager's kernels
+    python3 benchmarks/backward_h200.py OUTDIR --fresh          # issue 10's gaps, fresh points
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -12,6 +13,12 @@
 4. ncu: DRAM and L2 bytes (and time) of every backward kernel (ncu_bwd.py), in launch order;
    the Triton backward also with an evict between its kernels on a subset (isolate).
 Writes OUTDIR/backward-h200.json (the record), progress to stdout.
+
+--fresh (issue 10's open gaps, judged on shapes no model was chosen on; `fresh_grid`): SDPA's
+flash backward causal at N ≥ 32,768, eager's causal mask pass, eager at N not a multiple of 8
+(each SDPA and eager point timed and counted as --torch-only does), and Algorithm 4 in Triton
+(kernels_fa1_bwd.py: checked against fp32 autograd at every point first, then timed and
+counted). Writes OUTDIR/backward-h200-fresh.json.
 
 --torch-only (the standard path's and FA2's CUDA backward, issue 10 item 3): no Triton kernel;
 the points of `torch_grid`, each labelled fit or judge, timed (SDPA's flash backward, and eager
@@ -26,7 +33,6 @@ import json
 import platform
 import sys
 import time
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +105,38 @@ def torch_grid() -> list[tuple[Any, bool, str]]:
     return [(p, e, "fit") for p, e in fit] + [(p, e, "judge") for p, e in judge]
 
 
+FA1_TILES = {64: (64, 64, 4, 1), 128: (64, 64, 8, 1)}
+"""Algorithm 4's B_r, B_c, warps, stages per head dim (kernels_fa1_bwd.Fa1Tiles)."""
+
+
+def fresh_grid() -> tuple[list[tuple[Any, bool, str]], list[Any]]:
+    """((point, with eager, gap) for SDPA and eager, Algorithm 4's points), written before any
+    of them was measured: none equals a point of the earlier records."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    torch_points = [  # (a) FA2's causal backward at N >= 32768
+        (Pt(40000, 128, 1, 4, 4, True), False, "a"), (Pt(32768, 64, 1, 8, 8, True), False, "a"),
+        (Pt(49152, 128, 1, 2, 2, True, "bf16"), False, "a"),
+        (Pt(36000, 128, 1, 6, 2, True), False, "a"), (Pt(65536, 64, 1, 4, 4, True), False, "a"),
+        # (b) eager's causal mask pass, the per-head stream below and above the L2
+        (Pt(5000, 128, 1, 4, 4, True), True, "b"), (Pt(4096, 64, 2, 4, 4, True), True, "b"),
+        (Pt(7000, 64, 1, 4, 4, True, "bf16"), True, "b"), (Pt(3504, 128, 1, 8, 8, True), True, "b"),
+        (Pt(10240, 128, 1, 2, 2, True), True, "b"),
+        # (c) N not a multiple of 8: odd, 2 and 4 mod 8
+        (Pt(3001, 128, 1, 8, 8, False), True, "c"), (Pt(4098, 64, 1, 8, 8, False), True, "c"),
+        (Pt(6004, 128, 1, 4, 4, True), True, "c"), (Pt(9999, 64, 1, 2, 2, False, "bf16"), True, "c"),
+        (Pt(2002, 128, 2, 8, 8, False), True, "c"), (Pt(7777, 128, 1, 4, 1, False), True, "c"),
+    ]
+    flash1 = [  # (d) Algorithm 4: below one wave, per-head sweeps inside and beyond the L2
+        Pt(2048, 64, 1, 8, 8, False), Pt(4096, 128, 1, 16, 16, False),
+        Pt(8192, 64, 2, 16, 16, False), Pt(8192, 128, 1, 32, 32, True),
+        Pt(3000, 128, 1, 12, 12, True, "bf16"), Pt(4096, 64, 4, 64, 64, True),
+        Pt(1000, 128, 1, 4, 4, False), Pt(4096, 128, 1, 16, 4, False),
+        Pt(16384, 64, 1, 8, 8, False),
+    ]
+    return torch_points, flash1
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -152,6 +190,70 @@ def torch_only(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     return 0
 
 
+def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
+    import torch
+
+    from iosim.calibrate import CalibrationError
+    from iosim.calibrate import bench_bwd as BB
+    from iosim.calibrate import bench_fa1_bwd as BF
+    from iosim.calibrate.kernels_fa1_bwd import Fa1Tiles
+    from iosim.calibrate.ncu_bwd import collect
+    from iosim.record import asdict
+
+    started = time.time()
+    record = record_header("issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
+                           "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
+    torch.manual_seed(1)
+    torch_points, flash1 = fresh_grid()
+    tiles = {d: Fa1Tiles(*t) for d, t in FA1_TILES.items()}
+    failed = []
+    checked = {}
+    for p in flash1:  # a point whose Algorithm 4 fails its check is never timed or counted
+        try:
+            checked[p.id] = BF.check_flash1(p, tiles[p.d])
+        except CalibrationError as exc:
+            failed.append(f"backward_h200: {exc}")
+    record["flash1_check_failed"] = failed
+    flash1 = [p for p in flash1 if p.id in checked]
+    log(f"flash1: {len(checked)} points checked, {len(failed)} failed")
+    timed = []
+    for p, eager, gap in torch_points:
+        r = BB.time_torch(p, eager=eager)
+        r["split"], r["gap"] = "fresh", gap
+        timed.append(r)
+        log(f"{p.id} [{gap}]: sdpa {r['sdpa_s'] * 1e3:.3f} ms"
+            + (f", eager {r['eager_s'] * 1e3:.3f} ms" if eager else ""))
+        torch.cuda.empty_cache()
+    for p in flash1:
+        r = BF.time_flash1(p, tiles[p.d])
+        r["split"], r["gap"], r["check_rel_error"] = "fresh", "d", checked[p.id]
+        timed.append(r)
+        log(f"{p.id} [d]: flash1 {r['flash1_s'] * 1e3:.3f} ms")
+        torch.cuda.empty_cache()
+    record["points"] = timed
+    (out / "backward-h200-fresh.json").write_text(json.dumps(record, indent=1))
+    log(f"timed in {time.time() - started:.0f} s")
+    if not args.no_ncu:
+        spec = []
+        for p, eager, _ in torch_points:
+            spec.append({"id": p.id, "what": "sdpa", "point": p.fields()})
+            if eager:
+                spec.append({"id": p.id, "what": "eager", "point": p.fields()})
+        for p in flash1:
+            spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
+                         "tiles": asdict(tiles[p.d])})
+        budget = args.deadline_s - (time.time() - started)
+        record["counters"] = collect(spec, log=out / "ncu.log", timeout_s=max(10.0, budget))
+        log(f"ncu: {record['counters']['status']} ({time.time() - started:.0f} s)")
+    record["wall_s"] = time.time() - started
+    (out / "backward-h200-fresh.json").write_text(json.dumps(record, indent=1))
+    if failed:
+        print(failed[0] + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""),
+              file=sys.stderr)
+        return 2
+    return 0
+
+
 def candidates() -> list[Any]:
     from iosim.algorithms.triton_bwd import BackwardTiles as T
 
@@ -172,6 +274,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--skip-timing", action="store_true", help="checks, then ncu only")
     ap.add_argument("--torch-only", action="store_true",
                     help="SDPA's and eager's backward kernels on torch_grid (no Triton kernel)")
+    ap.add_argument("--fresh", action="store_true",
+                    help="issue 10's open gaps on fresh points (fresh_grid)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -189,11 +293,14 @@ def main(argv: list[str]) -> int:
         return 2
     if args.torch_only:
         return torch_only(args, argv, out)
+    if args.fresh:
+        return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError
     from iosim.calibrate import bench_bwd as BB
     from iosim.calibrate.kernels import KernelInputError
     from iosim.calibrate.ncu_bwd import collect
+    from iosim.record import asdict  # the tiles are Records (iosim.record), not dataclasses
 
     started = time.time()
     points, eager_points = grid(args.quick)

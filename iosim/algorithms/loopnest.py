@@ -93,6 +93,10 @@ class Access(Record):
     per_page: bool = False
     """A paged KV cache's block table (paging.py): an inner access of a query-outer kernel
     that reads one element per page its K/V tile spans (Dims.page_size), not one per row."""
+    broadcast: bool = False
+    """One copy in HBM read by every (batch, head) (eager PyTorch's (N, N_kv) causal bool mask,
+    broadcast over batch and heads): counted per head like any load, held once (tensor_bytes)
+    and walked as batch 0, head 0, so that the L2 model sees one tensor re-read."""
 
 
 class FlopCount(Record):
@@ -230,7 +234,7 @@ def tensor_bytes(access: Access, workload: Workload, *, per_head: bool = False,
     size = (length * row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
             * element_bytes(access.element, workload.element_bytes,
                             workload.output_element_bytes))
-    if not per_head:
+    if not per_head and not access.broadcast:
         per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
         size = size * workload.batch * (workload.kv_heads if per_kv else workload.heads)
         size = size * (splits if access.per_split else 1)

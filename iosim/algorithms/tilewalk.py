@@ -211,6 +211,8 @@ class _WalkGeometry:
             return
         per_kv = access.tensor in KV_HEAD_TENSORS or access.per_kv_head
         head = h if self.packed else (h // self.group if per_kv else h)
+        if access.broadcast:  # one copy read by every (batch, head)
+            b = head = 0
         yield TileAccess(kernel.name, access.tensor, access.op, b, head, start, stop, width, elt,
                          access.init, copy)
 

@@ -65,6 +65,9 @@ def impl_kernels(impl: Implementation, workload: Workload,
     first_bwd = next((i for i, k in enumerate(out) if k.name.startswith("bwd_")), None)
     if first_bwd is None:
         return tuple(out)
+    if "mask_read" in extras:
+        cite = f"{impl.name}: {extras['mask_read'].source}"
+        out = [_reading_the_mask(k, cite) if k.name == "bwd_mask" else k for k in out]
     if "softmax_mul" in extras:
         out = [part for k in out for part in (_softmax_in_two(k, impl, extras["softmax_mul"].source)
                                               if k.name == "bwd_softmax" else (k,))]
@@ -76,6 +79,14 @@ def impl_kernels(impl: Implementation, workload: Workload,
                 Access(t, "write", "prologue", "q", "dv", f"{cite}: write {t} contiguous"),
             )) for t in ("dO", "O")]
     return tuple(out)
+
+
+def _reading_the_mask(kernel: Kernel, cite: str) -> Kernel:
+    """The mask pass's backward (dS ← mask(dS)) with its read of the bool mask: one byte per
+    score, per (batch, head) from the one broadcast copy (Access.broadcast)."""
+    return replace(kernel, accesses=(*kernel.accesses, Access(
+        "mask", "read", "prologue", "q", "kv", f"{cite}: read the bool mask", element="u8",
+        broadcast=True)))
 
 
 def _softmax_in_two(kernel: Kernel, impl: Implementation, source: str) -> tuple[Kernel, ...]:

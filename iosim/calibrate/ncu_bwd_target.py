@@ -7,7 +7,8 @@ of the measured backward is profiled whatever its name (torch's own kernels too)
     evict, <the backward's kernels>, evict                       (isolate: false)
     evict, preprocess, evict, dkdv, evict, dq, evict[, sum, evict] (Triton, isolate: true)
 
-with `what` one of triton, sdpa (SDPA's flash backward), eager (eager PyTorch's backward).
+with `what` one of triton, sdpa (SDPA's flash backward), eager (eager PyTorch's backward),
+flash1 (Algorithm 4 in Triton, kernels_fa1_bwd.py: init, the one-program-per-head kernel[, sum]).
 MANIFEST lists, per item, its id and how many evict kernels it launched; ncu's launches are cut
 into the items' segments by the evict kernels (ncu_bwd.py).
 """
@@ -45,7 +46,18 @@ class Target:
         what = item["what"]
         self.evicts = 0
         torch.cuda.synchronize()
-        if what == "triton":
+        if what == "flash1":
+            from iosim.calibrate import bench_fa1_bwd as BF
+            from iosim.calibrate import kernels_fa1_bwd as FA1
+
+            q, k, v, o, do, row_sum, row_max = BF.timing_inputs(p)
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            self.evict()
+            FA1.flash1_bwd(q, k, v, o, do, row_sum, row_max, causal=p.causal,
+                           tiles=FA1.Fa1Tiles(**item["tiles"]))
+            self.evict()
+        elif what == "triton":
             o, lse = BB.flash_forward(q, k, v, p)
             cfg = BB.config_of(BackwardTiles(**item["tiles"]))
             torch.cuda.synchronize()

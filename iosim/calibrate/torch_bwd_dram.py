@@ -28,6 +28,8 @@ from iosim.record import Record
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
+FRESH = DATA / "backward-h200-fresh.json"
+"""Issue 10's open gaps on fresh points (fresh_bwd.py), judged apart from RECORDS."""
 IMPLS = {"sdpa": "sdpa-flash", "eager": "torch-naive"}
 
 

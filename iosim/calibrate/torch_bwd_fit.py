@@ -34,8 +34,10 @@ from typing import Any
 from iosim.analysis.compare import compare
 from iosim.analysis.impl_kernels import impl_calibration
 from iosim.calibrate import CalibrationError
+from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate.backward_fit import DIRTY_SHARE, workload_of
 from iosim.calibrate.torch_bwd_dram import (
+    FRESH,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -114,13 +116,51 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
     total = tm.call_s
     for kernel, est in zip(launched(w, what, a), a.kernels, strict=True):
         memory = a.dram.of_kernel(kernel.name).bytes / bandwidth
-        if kernel.kind == "matmul":
-            total += max(memory, est.matmul_flops / (matmul_peak * tm.efficiency))
+        unaligned = U.unaligned_class(w.n_kv)
+        if kernel.kind == "matmul" and unaligned is not None and U.FALLBACK_MODEL == "bytes":
+            total += max(memory, U.square_bytes(w) / U.FALLBACK_GEMM_BYTES_PER_S[unaligned])
+        elif kernel.kind == "matmul":
+            efficiency = (tm.efficiency if unaligned is None
+                          else U.FALLBACK_GEMM_EFFICIENCY[unaligned])
+            total += max(memory, est.matmul_flops / (matmul_peak * efficiency))
         else:
             rate = MASK_EFFICIENCY if kernel.name == "bwd_mask" else tm.memory_efficiency
+            if kernel.name == "bwd_softmax" and unaligned is not None:
+                rate = U.SOFTMAX_UNALIGNED_EFFICIENCY
             total += max(memory / rate, est.elementwise_flops / vector)
         total += tm.overhead_s
     return total
+
+
+def fit_unaligned(records: list[dict[str, Any]], hardware: Hardware
+                  ) -> tuple[dict[str, float], float, dict[str, float]]:
+    """(eager_unaligned's FALLBACK_GEMM_EFFICIENCY, SOFTMAX_UNALIGNED_EFFICIENCY,
+    FALLBACK_GEMM_BYTES_PER_S) from
+    the ncu kernel times of the UNALIGNED_FIT eager runs: each GEMM's FLOPs over (its time ×
+    the matmul peak) and its N×N_kv operand's bytes over its time, the softmax backward's DRAM
+    bytes over (its time × the bandwidth); medians."""
+    gemm: dict[str, list[float]] = {"odd": [], "even": []}
+    rate: dict[str, list[float]] = {"odd": [], "even": []}
+    softmax: list[float] = []
+    for p, what, segment in items(records):
+        if what != "eager" or p["id"] not in U.UNALIGNED_FIT:
+            continue
+        w = workload_of(p)
+        a = model(w, what, hardware)
+        bandwidth, peak, _ = _roofs(hardware, p["dtype"])
+        kind = U.unaligned_class(w.n_kv)
+        assert kind is not None
+        for est, k in zip(a.kernels, segment["kernels"], strict=False):
+            if est.matmul_flops:
+                gemm[kind].append(est.matmul_flops / (k["time_s"] * peak))
+                rate[kind].append(U.square_bytes(w) / k["time_s"])
+            elif est.name == "bwd_softmax":
+                softmax.append((k["dram_read_bytes"] + k["dram_write_bytes"])
+                               / (k["time_s"] * bandwidth))
+    if not softmax or not all(gemm.values()):
+        raise CalibrationError(f"the records lack eager runs of {', '.join(U.UNALIGNED_FIT)}")
+    return ({kind: float(median(v)) for kind, v in gemm.items()}, float(median(softmax)),
+            {kind: float(median(v)) for kind, v in rate.items()})
 
 
 MASK_EFFICIENCY = 0.33
@@ -272,6 +312,8 @@ def report(records: list[dict[str, Any]], hardware: Hardware) -> str:
             t = predict_time(p, what, hardware, tm)
             m = p[f"{what}_s"]
             shown = "launch-bound" if m < LAUNCH_BOUND_S and split != "fit" else split
+            if what == "eager" and p["id"] in U.UNALIGNED_FIT:
+                shown = "fit (N % 8 ≠ 0)"  # the fallback kernels' constants: seen, not judged
             if shown == "judge":
                 errs.append((t - m) / m)
             table.append(f"| {p['id']} | {m * 1e3:.3f} | {t * 1e3:.3f} | {(t - m) / m:+.1%} | "
@@ -321,8 +363,12 @@ def main(argv: list[str]) -> int:
         records = load([Path(p) for p in args.records])
         text = report(records, hw)
         if args.out:
+            from iosim.calibrate import fresh_bwd
+
             triton = backward_fit.report(backward_fit.load_record(RECORDS[0]), hw)
             text = triton + "\n" + text
+            if FRESH.exists():
+                text += "\n" + fresh_bwd.report(load([FRESH])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2

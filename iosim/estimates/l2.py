@@ -28,7 +28,10 @@ The model (one for both forms below)
     them like K_j, V_j, held once (ACCUMULATOR_COPIES) and written back once per stay.
   * A backward kernel runs at its own occupancy (Tiling.bwd_programs_per_sm); a kernel whose
     inner loop walks from the last block down (FA2's backward, Kernel.inner_descending) starts
-    its causal programs on the same tiles.
+    its causal programs on the same tiles, and a head's stream restarts on the last block when
+    a program starts long after its predecessor (l2_restarts.py).
+  * A broadcast tensor (Access.broadcast: one copy read by every (batch, head)) stays in L2
+    from head to head of a whole-tensor kernel while one head's stream fits.
   * Whole-tensor kernels (standard attention's steps) stream their tensors head by head in
     order; a tensor the previous kernels touched is still in L2 where the bytes touched since
     then fit in it.
@@ -65,6 +68,7 @@ from iosim.estimates.l2_model import (
     runs_serially,
     shared_tile,
 )
+from iosim.estimates.l2_restarts import programs_within, restart_misses
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
 from iosim.estimates.shared_prefix_dram import prefix_once
 from iosim.inputs.hardware import Hardware
@@ -190,6 +194,12 @@ class _ClosedForm:
                     dram = round(size * max(0.0, passes - hit))
                     if hit:
                         note += f"; {hit:.0%} of the first pass still in L2 from an earlier kernel"
+                elif access.broadcast and kernel.loop is None:
+                    again = self._broadcast_rereads(kernel)
+                    dram = round(size * (1 - hit + again))
+                    note = ("one copy, read once: a head's stream keeps it in L2" if not again
+                            else "one copy, re-read by every (batch, head): a head's stream "
+                            "overflows the L2")
                 else:
                     dram = round(size * (1 - hit))
                     note = "read once" + (f"; {hit:.0%} still in L2 from an earlier kernel"
@@ -225,6 +235,16 @@ class _ClosedForm:
                 out.append(DramTerm(kernel.name, access.tensor, access.op, term.bytes,
                                     term.bytes, "split-KV: the L2-oblivious count"))
         return out
+
+    def _broadcast_rereads(self, kernel: Kernel) -> int:
+        """Extra reads of a broadcast tensor (one copy, read by every (batch, head)) in a
+        whole-tensor kernel that streams head by head: every head after the first finds it
+        again unless the bytes one head's stream touches (each tensor's share of one head,
+        the broadcast copy once) overflow the L2; then every head reads it from DRAM (LRU)."""
+        heads = self.w.batch * self.w.heads
+        per_head = sum({a.tensor: tensor_bytes(a, self.w, per_head=True)
+                        for a in kernel.accesses}.values())
+        return 0 if per_head <= self.capacity else heads - 1
 
     # -- tiled kernels -------------------------------------------------------------------------
 
@@ -297,6 +317,16 @@ class _ClosedForm:
             # (FA2's backward) start on the same tiles; once the first ones end, each new one
             # starts about mean/running steps after the one before it, and in between the
             # running ones touch that one sweep, but few start or end: no own tiles.
+            if kernel.inner_descending and group == 1 and programs_within(units, len(lengths), p):
+                # FA2's backward: the head's stream restarts on the last block whenever a
+                # program starts long after its predecessor (l2_restarts.py)
+                missed = restart_misses(lengths, units, p, tile, own_read, own_write,
+                                        self.capacity)
+                passes = 1.0 + missed / (units * sweep)
+                if missed == 0:
+                    return passes, "read once per head: causal programs walking down share it"
+                return passes, (f"{passes:.2f} reads per head: the head's stream restarts on "
+                                "the last block after the L2 lost it")
             running = min(p, programs)
             mean = total_steps / len(lengths)
             own = 0.0 if kernel.inner_descending else running * (own_read + own_write)

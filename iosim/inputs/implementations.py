@@ -25,12 +25,13 @@ from iosim.errors import IosimError
 from iosim.inputs.ints import Int
 from iosim.record import Record
 
-EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul")
+EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul", "mask_read")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
 scale, mask: an elementwise pass over S (standard attention's unfused ops); layout_copy (a
 backward pass only): dO and O copied into the kernel's layout before the backward kernels;
 softmax_mul (a backward pass only): the softmax backward as two N×N passes, T = P∘dP, then
-dS = T − P·rowsum(T) (impl_kernels.py)."""
+dS = T − P·rowsum(T) (impl_kernels.py); mask_read (a backward pass only): the mask pass's
+backward reads the (N, N_kv) bool mask, one copy broadcast over batch and heads."""
 
 
 class TileRow(Record):
