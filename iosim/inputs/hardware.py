@@ -62,6 +62,12 @@ class MeasuredProfile:
     """Tokens per page → the fraction of a contiguous cache's K/V read rate that a paged one
     reaches (measured; estimates/paged_dram.py). Empty: not calibrated."""
     paged_kv_source: str = ""
+    l2_bandwidth_bytes_per_s: float | None = None
+    """The L2's read rate, measured by a microbenchmark (calibrate/decode_microbench.py): the
+    roof of the bytes that hit in L2 (analysis/decode_time.py). None: not measured."""
+    launch_overhead_s: float | None = None
+    """One kernel launch inside a CUDA graph, measured with empty kernels back to back
+    (calibrate/decode_microbench.py). None: not measured."""
 
 
 @dataclass(frozen=True, slots=True)

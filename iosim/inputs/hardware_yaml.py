@@ -62,7 +62,7 @@ _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
              *_TEXT_KEYS, *_FIGURES}
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
 _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
-                  "backward_schedule", "paged_kv_efficiency"}
+                  "backward_schedule", "paged_kv_efficiency", "l2_bandwidth", "launch_overhead"}
 _PAGED_KEYS = {"source", "by_page_size"}
 _SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
 
@@ -176,9 +176,31 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
     if "backward_schedule" in raw:
         schedule = _schedule(path, raw["backward_schedule"])
     paged, paged_source = _paged(path, raw.get("paged_kv_efficiency"))
+    l2 = None
+    if "l2_bandwidth" in raw:
+        figures["l2_bandwidth"] = _figure(path, "measured.l2_bandwidth", raw["l2_bandwidth"],
+                                          "bytes_per_s")
+        l2 = figures["l2_bandwidth"].value
+    launch = _launch_overhead(path, raw.get("launch_overhead"))
     return MeasuredProfile(provenance.strip(), bandwidth,
                            {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
-                           schedule, paged, paged_source)
+                           schedule, paged, paged_source, l2, launch)
+
+
+def _launch_overhead(path: str, raw: Any) -> float | None:
+    """measured.launch_overhead: {value_us: microseconds, source: text} → seconds."""
+    key = "measured.launch_overhead"
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"value_us", "source"}:
+        raise ConfigError(path, key, "expected a mapping {value_us: microseconds, source: text}")
+    value, source = raw["value_us"], raw["source"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1000:
+        raise ConfigError(path, f"{key}.value_us",
+                          f"must be a number of microseconds in 0..1000, got {excerpt(value)}")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source", "missing; say how it was measured")
+    return float(value) * 1e-6
 
 
 def _paged(path: str, raw: Any) -> tuple[dict[int, float], str]:
