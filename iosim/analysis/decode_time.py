@@ -3,7 +3,8 @@ and the cascade-vs-split-KV verdict they give (issue 14).
 
 Each kernel k of an estimate (compare's counts at the kernels' own tiles and split counts):
 
-    T_k = t_launch + max(B_DRAM / BW_HBM,  B_L2 / BW_L2,  F_mm / P_mm + F_el / P_el) / u_k
+    T_k = t_launch + t_ramp + max(B_DRAM / (η·BW_HBM),  B_L2 / (η·BW_L2),
+                                  F_mm / P_mm + F_el / P_el) / u_k
 
   t_launch  one launch inside a CUDA graph, measured with empty kernels back to back
             (measured.launch_overhead; calibrate/decode_microbench.py). Cascade launches three
@@ -21,8 +22,15 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
             programs per SM (analysis/split_choice.py's rule: a decoding kernel's rate follows
             the loads in flight); 1 for a kernel without a modelled grid (combine, merge).
 
-No constant here is fitted: the roofs are the measured profile's (copy bandwidth, matmul rate)
-and the microbenchmarks'. Cascade's prefix and suffix kernels run their own split counts (the
+  t_ramp, η the two fitted constants (measured.decode_fit): the time a kernel takes beyond its
+            launch before and after its roofs bind (its programs' first dependent loads, its
+            last programs' tail; an empty kernel has none of it), and the share of the two
+            memory rates the decoding kernels reach. Fitted on the 24 shared-prefix batches of
+            the fit and judge sets of issue 14 (each method at its measured fastest split
+            counts: 48 times), judged on a fresh set (benchmarks/decode_choices_h200.py).
+
+The roofs are the measured profile's (copy bandwidth, matmul rate) and the microbenchmarks'
+(L2 rate, launch cost). Cascade's prefix and suffix kernels run their own split counts (the
 measured kernels do: benchmarks/variants_h200.py times every pair of 1, 2, 4, ..., 64 prefix
 and 1, ..., 32 suffix splits), and its prefix kernel its own query tile (64 rows, the suffix and
 split-KV kernels 16: the kernels' decode_config). The merge kernel reads s_p prefix states and
@@ -57,6 +65,8 @@ class Ceilings:
     matmul_flops_per_s: float
     vector_flops_per_s: float
     launch_s: float
+    ramp_s: float = 0.0
+    efficiency: float = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -97,8 +107,10 @@ def ceilings(hardware: Hardware) -> Ceilings:
                          f"launch_overhead, which the decoding time model needs "
                          f"(benchmarks/variants_h200.py --sections microbench measures them)")
     roofs = roofs_for(hardware, "fp16", "measured")
+    fit = m.decode_fit
     return Ceilings(roofs.hbm_bandwidth_bytes_per_s, m.l2_bandwidth_bytes_per_s,
-                    roofs.matmul_flops_per_s, roofs.vector_flops_per_s, m.launch_overhead_s)
+                    roofs.matmul_flops_per_s, roofs.vector_flops_per_s, m.launch_overhead_s,
+                    fit.ramp_s if fit else 0.0, fit.efficiency if fit else 1.0)
 
 
 def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: float
@@ -111,8 +123,9 @@ def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: f
         slots = occupancy.slots if occupancy is not None else None
         u = float(utilisation(occupancy.programs, slots)) if occupancy and slots else 1.0
         compute = k.matmul_flops / matmul_flops_per_s + k.elementwise_flops / c.vector_flops_per_s
-        out.append(KernelTime(k.name, c.launch_s, dram / c.hbm_bytes_per_s,
-                              k.hbm_bytes / c.l2_bytes_per_s, compute, u, dram))
+        out.append(KernelTime(k.name, c.launch_s + c.ramp_s,
+                              dram / (c.efficiency * c.hbm_bytes_per_s),
+                              k.hbm_bytes / (c.efficiency * c.l2_bytes_per_s), compute, u, dram))
     return tuple(out)
 
 
@@ -265,3 +278,32 @@ def timed_verdict(workload: Workload, hardware: Hardware | str, tiles: Tiles = T
                                         for s in _counts(suffix_blocks, suffix_top)]
     cascade = min((timer.timed(p, s) for p, s in pairs), key=lambda t: t.time_s)
     return TimedVerdict(split, cascade)
+
+
+def rescaled(kernels: Sequence[KernelTime], ramp_s: float, efficiency: float,
+             base: Ceilings) -> float:
+    """The total time of `kernels` (made under `base`) at another ramp and efficiency."""
+    total = 0.0
+    for k in kernels:
+        scale = base.efficiency / efficiency
+        busy = max(k.dram_s * scale, k.l2_s * scale, k.compute_s) / k.utilisation
+        total += base.launch_s + ramp_s + busy
+    return total
+
+
+def fit_ramp_efficiency(points: Sequence[tuple[Sequence[KernelTime], float]], base: Ceilings
+                        ) -> tuple[float, float, float]:
+    """(ramp_s, efficiency, rms log error) minimising Σ log(model/measured)² over `points`
+    (kernels made under `base`, measured seconds): a grid of ramps 0..10 µs by 0.05 µs and
+    efficiencies 0.50..1.00 by 0.01."""
+    import math
+
+    best = (math.inf, 0.0, 1.0)
+    for i in range(201):
+        ramp = i * 0.05e-6
+        for j in range(51):
+            eff = 0.5 + j * 0.01
+            sse = sum(math.log(rescaled(ks, ramp, eff, base) / m) ** 2 for ks, m in points)
+            if sse < best[0]:
+                best = (sse, ramp, eff)
+    return best[1], best[2], math.sqrt(best[0] / max(1, len(points)))

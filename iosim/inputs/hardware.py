@@ -46,6 +46,18 @@ class Figure:
 
 
 @dataclass(frozen=True, slots=True)
+class DecodeFit:
+    """Fitted (not ceilings) constants of the decoding time model (analysis/decode_time.py),
+    fitted by benchmarks/decode_choices_h200.py --fit on the shared-prefix batches it names."""
+
+    ramp_s: float
+    """Per kernel beyond the launch: its first loads' latency and its last programs' tail."""
+    efficiency: float
+    """The share of the HBM and L2 rates the decoding kernels reach."""
+    source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class MeasuredProfile:
     """Achieved ceilings and per-kernel-class efficiencies written by `iosim calibrate`."""
 
@@ -68,6 +80,8 @@ class MeasuredProfile:
     launch_overhead_s: float | None = None
     """One kernel launch inside a CUDA graph, measured with empty kernels back to back
     (calibrate/decode_microbench.py). None: not measured."""
+    decode_fit: DecodeFit | None = None
+    """The decoding time model's two fitted constants (analysis/decode_time.py)."""
 
 
 @dataclass(frozen=True, slots=True)

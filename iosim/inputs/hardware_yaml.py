@@ -31,6 +31,7 @@ from iosim.inputs.hardware import (
     PEAK_DTYPES,
     SCHEMA_VERSION,
     BackwardSchedule,
+    DecodeFit,
     Figure,
     Hardware,
     MeasuredProfile,
@@ -62,7 +63,7 @@ _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
              *_TEXT_KEYS, *_FIGURES}
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
 _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
-                  "backward_schedule", "paged_kv_efficiency", "l2_bandwidth", "launch_overhead"}
+                  "backward_schedule", "paged_kv_efficiency", "l2_bandwidth", "launch_overhead", "decode_fit"}
 _PAGED_KEYS = {"source", "by_page_size"}
 _SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
 
@@ -182,9 +183,30 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
                                           "bytes_per_s")
         l2 = figures["l2_bandwidth"].value
     launch = _launch_overhead(path, raw.get("launch_overhead"))
+    fit = _decode_fit(path, raw.get("decode_fit"))
     return MeasuredProfile(provenance.strip(), bandwidth,
                            {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
-                           schedule, paged, paged_source, l2, launch)
+                           schedule, paged, paged_source, l2, launch, fit)
+
+
+def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
+    """measured.decode_fit: {ramp_us: microseconds, efficiency: fraction, source: text}."""
+    key = "measured.decode_fit"
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"ramp_us", "efficiency", "source"}:
+        raise ConfigError(path, key, "expected a mapping {ramp_us: microseconds, efficiency: "
+                                     "fraction, source: text}")
+    ramp, eff, source = raw["ramp_us"], raw["efficiency"], raw["source"]
+    if isinstance(ramp, bool) or not isinstance(ramp, (int, float)) or not 0 <= ramp <= 1000:
+        raise ConfigError(path, f"{key}.ramp_us",
+                          f"must be a number of microseconds in 0..1000, got {excerpt(ramp)}")
+    if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1.5:
+        raise ConfigError(path, f"{key}.efficiency", f"must be a number in (0, 1.5], got "
+                                                     f"{excerpt(eff)}")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
+    return DecodeFit(float(ramp) * 1e-6, float(eff), source.strip())
 
 
 def _launch_overhead(path: str, raw: Any) -> float | None:
