@@ -128,7 +128,7 @@ def timed_verdicts(record: dict[str, Any], section: str, hw: Hardware | str = "h
     return rows
 
 
-FIT_SECTIONS = ("cascade", "cascade_judge")
+FIT_SECTIONS = ("cascade", "cascade_judge", "cascade_fresh")
 """The shared-prefix batches the decoding time model's ramp and efficiency are fitted on: the
 old fit and judge sets (both seen before the model was built); cascade_fresh judges it."""
 
@@ -193,7 +193,7 @@ def dram_points(record: dict[str, Any]) -> list[dict[str, Any]]:
     config = record["decode_config"]
     tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"])
     sections = ("decode", "paged", "cascade", "decode_judge", "cascade_judge", "decode_fresh",
-                "cascade_fresh")
+                "cascade_fresh", "cascade_fresh2")
     shapes = {s["id"]: (name, s) for name in sections for s in record.get(name, [])}
     rows = []
     for section in record["counters"]:
@@ -271,7 +271,8 @@ def main(argv: list[str]) -> int:
     print(f"profile: {profile}\n")
     for decode, cascade, title in (("decode", "cascade", "fit set"),
                                    ("decode_judge", "cascade_judge", "held-out judge set"),
-                                   ("decode_fresh", "cascade_fresh", "fresh set")):
+                                   ("decode_fresh", "cascade_fresh", "fresh set"),
+                                   ("decode_fresh2", "cascade_fresh2", "second fresh set")):
         if not record.get(decode) and not record.get(cascade):
             continue
         print(f"=== {title} ===")

@@ -226,6 +226,7 @@ def main(argv: list[str]) -> int:
         "flex": [], "decode": [], "paged": [], "cascade": [], "mla": [], "fp8": [], "repeat": [],
         "flex2": [], "decode_judge": [], "cascade_judge": [],
         "decode_fresh": [], "cascade_fresh": [], "fp8_e5m2": [], "microbench": {},
+        "cascade_fresh2": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -250,6 +251,7 @@ def main(argv: list[str]) -> int:
                                            page_sizes=[None]),
         "cascade_fresh": lambda: run_cascade(sets["cascade_fresh"], gen, clock, log),
         "fp8_e5m2": lambda: run_fp8(sets["fp8_e5m2"], gen, clock, log),
+        "cascade_fresh2": lambda: run_cascade(sets["cascade_fresh2"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -310,7 +312,8 @@ def summary(record: dict[str, Any], log: Any) -> None:
     for r in record["decode"] + record["paged"] + record["decode_judge"] + record["decode_fresh"]:
         log(f"dec  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
-    for r in record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]:
+    for r in (record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]
+              + record["cascade_fresh2"]):
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
     for r in record["mla"] + record["repeat"]:
         log(f"mla  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "

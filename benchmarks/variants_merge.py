@@ -23,7 +23,8 @@ from typing import Any
 
 SECTIONS = ("flex", "flex2", "decode", "paged", "cascade", "mla", "fp8", "repeat")
 JUDGE_SECTIONS = ("decode_judge", "cascade_judge")
-LATER_SECTIONS = (*JUDGE_SECTIONS, "decode_fresh", "cascade_fresh", "fp8_e5m2", "microbench")
+LATER_SECTIONS = (*JUDGE_SECTIONS, "decode_fresh", "cascade_fresh", "fp8_e5m2", "microbench",
+                  "cascade_fresh2")
 """What --add takes: the held-out judge sections, var3's fresh judgement and the microbenchmarks
 (a mapping, not rows)."""
 

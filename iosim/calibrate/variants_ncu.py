@@ -60,7 +60,7 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
             spec.append({"count_id": f"{r['id']} s{r['best_splits']}", "point": _point(r),
                          "splits": r["best_splits"]})
     for r in (record["cascade"] + record.get("cascade_judge", [])
-              + record.get("cascade_fresh", [])):
+              + record.get("cascade_fresh", []) + record.get("cascade_fresh2", [])):
         if r["status"] == "ok":
             bp, bc = r["best_splitkv"], r["best_cascade"]
             spec.append({"count_id": f"{r['id']} splitkv s{bp['splits']}", "point": _point(r),

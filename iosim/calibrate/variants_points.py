@@ -172,6 +172,25 @@ CASCADE_FRESH = [
 ]
 """Timed as CASCADE is (prefix lengths whole pages of 16)."""
 
+CASCADE_FRESH2 = [
+    _cascade("gcas-b1-p2048-s500", 1, 2048, [500]),
+    _cascade("gcas-b2-p50000-s5000", 2, 50000, [5000, 5000]),
+    _cascade("gcas-b3-p6000-s1500-mha", 3, 6000, [1500] * 3, heads=32, kv_heads=32),
+    _cascade("gcas-b6-p20000-s200-gqa8", 6, 20000, [200] * 6, heads=64, kv_heads=8),
+    _cascade("gcas-b8-p10000-s10", 8, 10000, [10] * 8),
+    _cascade("gcas-b12-p800-s800-d64", 12, 800, [800] * 12, d=64),
+    _cascade("gcas-b16-p28000-s28000", 16, 28000, [28000] * 16),
+    _cascade("gcas-b24-p5008-s2500", 24, 5008, [2500] * 24),
+    _cascade("gcas-b32-p1200-s60-mqa", 32, 1200, [60] * 32, heads=32, kv_heads=1),
+    _cascade("gcas-b40-p400-s3000", 40, 400, [3000] * 40),
+    _cascade("gcas-b48-p9008-s9000-gqa8", 48, 9008, [9000] * 48, heads=64, kv_heads=8),
+    _cascade("gcas-b60-p3008-mixed", 60, 3008, [50, 2000, 600] * 20),
+    _cascade("gcas-b64-p704-s700-mha-d64", 64, 704, [700] * 64, heads=16, kv_heads=16, d=64),
+]
+"""The second fresh judgement (var3): written after the first fresh set had been judged and the
+model revised on it (the DRAM and L2 times added, not overlapped; the ramp fitted on all 38
+earlier batches), before any model output on these; timed as CASCADE is."""
+
 DECODE_FRESH = [
     _decode("fdec-b1-7000-gqa4", 1, 7000, 32, 8),
     _decode("fdec-b1-128000-mha-d64", 1, 128000, 16, 16, d=64),
@@ -245,12 +264,13 @@ QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2
          "cascade": CASCADE[:2], "mla": MLA[:1], "fp8": FP8[:1] + FP8[6:7], "repeat": DECODE[:1],
          "decode_judge": DECODE_JUDGE[:2], "cascade_judge": CASCADE_JUDGE[:2],
          "decode_fresh": DECODE_FRESH[:1], "cascade_fresh": CASCADE_FRESH[:1],
-         "fp8_e5m2": FP8_E5M2[:1]}
+         "fp8_e5m2": FP8_E5M2[:1], "cascade_fresh2": CASCADE_FRESH2[:1]}
 FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
         "mla": MLA, "fp8": FP8,
         "repeat": [DECODE[1], DECODE[5], DECODE[9]],
         "decode_judge": DECODE_JUDGE, "cascade_judge": CASCADE_JUDGE,
-        "decode_fresh": DECODE_FRESH, "cascade_fresh": CASCADE_FRESH, "fp8_e5m2": FP8_E5M2}
+        "decode_fresh": DECODE_FRESH, "cascade_fresh": CASCADE_FRESH, "fp8_e5m2": FP8_E5M2,
+        "cascade_fresh2": CASCADE_FRESH2}
 """`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
 
 
@@ -277,5 +297,7 @@ TINY = {
     "cascade_fresh": [_tiny(CASCADE_FRESH[7], batch=3, prefix_len=64, suffix_lens=[7, 40, 1],
                             heads=4, kv_heads=1)],
     "fp8_e5m2": [{**_fp8("tiny-fp8-e5m2", 128, True, "fp8_e5m2"), "heads": 2, "d": 32}],
+    "cascade_fresh2": [_tiny(CASCADE_FRESH2[11], batch=3, prefix_len=32, suffix_lens=[5, 70, 20],
+                             heads=4, kv_heads=2)],
 }
 """A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""
