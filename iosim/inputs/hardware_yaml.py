@@ -36,6 +36,7 @@ from iosim.inputs.hardware import (
     Hardware,
     MeasuredProfile,
 )
+from iosim.inputs.impl_calibration import load_impl_calibrations
 from iosim.inputs.limits import (
     MAX_PAGE_SIZE,
     MAX_SM_COUNT,
@@ -63,7 +64,8 @@ _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
              *_TEXT_KEYS, *_FIGURES}
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
 _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
-                  "backward_schedule", "paged_kv_efficiency", "l2_bandwidth", "launch_overhead", "decode_fit"}
+                  "backward_schedule", "paged_kv_efficiency", "impls", "l2_bandwidth",
+                  "launch_overhead", "decode_fit"}
 _PAGED_KEYS = {"source", "by_page_size"}
 _SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
 
@@ -186,7 +188,10 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
     fit = _decode_fit(path, raw.get("decode_fit"))
     return MeasuredProfile(provenance.strip(), bandwidth,
                            {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
-                           schedule, paged, paged_source, l2, launch, fit)
+                           schedule, paged, paged_source,
+                           load_impl_calibrations(path, raw.get("impls")),
+                           l2_bandwidth_bytes_per_s=l2, launch_overhead_s=launch,
+                           decode_fit=fit)
 
 
 def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
