@@ -182,7 +182,12 @@ def print_timed(rows: list[dict[str, Any]], title: str) -> None:
           f"{sum(e <= 0.15 for e in errs)} of {len(errs)}")
 
 
-def dram_points(record: dict[str, Any]) -> list[dict[str, Any]]:
+ALL_SECTIONS = ("decode", "paged", "cascade", "decode_judge", "cascade_judge", "decode_fresh",
+                "cascade_fresh", "cascade_fresh2")
+
+
+def dram_points(record: dict[str, Any], sections: tuple[str, ...] = ALL_SECTIONS
+                ) -> list[dict[str, Any]]:
     """One row per point Nsight Compute counted (decode, paged, and both methods of the
     shared-prefix batches): iosim's DRAM estimate (compare, the measured kernels' tiles and
     split counts: the L2-oblivious count, which the L2 model keeps for split-KV, less a shared
@@ -192,8 +197,6 @@ def dram_points(record: dict[str, Any]) -> list[dict[str, Any]]:
     included)."""
     config = record["decode_config"]
     tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"])
-    sections = ("decode", "paged", "cascade", "decode_judge", "cascade_judge", "decode_fresh",
-                "cascade_fresh", "cascade_fresh2")
     shapes = {s["id"]: (name, s) for name in sections for s in record.get(name, [])}
     rows = []
     for section in record["counters"]:
