@@ -1,7 +1,7 @@
 """iosim's decoding choices against the H200 record of issue 14 (no GPU needed).
 
     python benchmarks/decode_choices_h200.py [RECORD] [--profile spec|measured] [--points]
-        [--no-timed] [--fit]
+        [--no-timed] [--fit] [--markdown]
 
 RECORD defaults to tests/data/h200-variants.json. Two sets are reported apart: the fit set
 ("decode", "cascade": the points the split rule and the cascade model were chosen on) and the
@@ -257,6 +257,50 @@ def print_verdicts(rows: list[dict[str, Any]], title: str) -> None:
           f"{sum(r['measured'] == 'splitkv' for r in right)})")
 
 
+def markdown(record: dict[str, Any]) -> None:
+    """The decoding time model's tables for reports/variants-h200.md and
+    docs/variants-decoding.md: every batch's verdict and both methods' time errors, every
+    counted shared-prefix and fresh decode point's DRAM error, the fresh decode picks."""
+    mb = record.get("microbench", {})
+    if mb:
+        print("| microbenchmark | configuration | result |\n|---|---|---:|")
+        for r in mb["launch"]:
+            print(f"| launch (empty kernel, in a CUDA graph) | {r['grid']} programs | "
+                  f"{r['per_launch_s'] * 1e6:.2f} µs |")
+        for i, r in enumerate(mb["l2"]):
+            streams = "own stretch" if r["streams"] == 0 else f"{r['streams']} streams"
+            mark = " (the model's)" if i == 0 else ""
+            print(f"| L2 read{mark} | {r['buffer_mib']} MiB, {r['programs']} programs × "
+                  f"{r['reads']} tiles, {streams}, {r['num_warps']} warps | "
+                  f"{r['bytes_per_s'] / 1e12:.2f} TB/s |")
+        print()
+    titles = {"cascade": "fit (old)", "cascade_judge": "fit (old judge)",
+              "cascade_fresh": "fit (first fresh)", "cascade_fresh2": "judged (second fresh)"}
+    print("| set | batch | measured winner (×) | model winner (×) | right | split-KV µs (splits) "
+          "| model | error | cascade µs (splits) | model | error |")
+    print("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for section, title in titles.items():
+        for r in timed_verdicts(record, section):
+            e1 = r["splitkv_model_us"] / r["splitkv_us"] - 1
+            e2 = r["cascade_model_us"] / r["cascade_us"] - 1
+            ok = "yes" if r["iosim"] == r["measured"] else "**no**"
+            print(f"| {title} | {r['id']} | {r['measured']} ({r['measured_ratio']:.2f}) | "
+                  f"{r['iosim']} ({r['iosim_ratio']:.2f}) | {ok} | {r['splitkv_us']:.1f} "
+                  f"({r['splitkv_splits']}) | {r['splitkv_model_us']:.1f} | {e1:+.0%} | "
+                  f"{r['cascade_us']:.1f} ({r['cascade_splits']}) | {r['cascade_model_us']:.1f}"
+                  f" | {e2:+.0%} |")
+    print("\n| point | section | ncu DRAM MB | iosim DRAM MB | error |\n|---|---|---:|---:|---:|")
+    for r in dram_points(record, ("cascade", "cascade_judge", "cascade_fresh", "cascade_fresh2",
+                                  "decode_fresh")):
+        print(f"| {r['id']} | {r['section']} | {r['measured_bytes'] / 1e6:,.1f} | "
+              f"{r['model_bytes'] / 1e6:,.1f} | {r['ratio'] - 1:+.1%} |")
+    print("\n| shape | fastest splits | --splits auto | ÷ fastest | FA2 | ÷ fastest |")
+    print("|---|---:|---:|---:|---:|---:|")
+    for r in split_picks(record, "decode_fresh"):
+        print(f"| {r['id']} | {r['fastest']} | {r['pick']} | {r['pick_over_fastest']:.3f} | "
+              f"{r['fa2']} | {r['fa2_over_fastest']:.3f} |")
+
+
 def main(argv: list[str]) -> int:
     profile = "spec"
     if "--profile" in argv:
@@ -270,6 +314,9 @@ def main(argv: list[str]) -> int:
     argv = [a for a in argv if not a.startswith("--")]
     timed = "--no-timed" not in flags
     record = json.loads(Path(argv[0] if argv else RECORD).read_text())
+    if "--markdown" in flags:
+        markdown(record)
+        return 0
     fitted = fit_decode(record) if "--fit" in flags else None
     print(f"profile: {profile}\n")
     for decode, cascade, title in (("decode", "cascade", "fit set"),
