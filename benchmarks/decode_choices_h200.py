@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import json
 import sys
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -41,6 +40,7 @@ from iosim.analysis.decode_time import (
 from iosim.analysis.split_choice import choose_splits
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import DecodeFit, Hardware
+from iosim.record import replace
 
 RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "h200-variants.json"
 WITHIN = 1.05

@@ -47,7 +47,6 @@ the mean of cascade's merge at (s_p, s_p) and at (s_s, s_s) exactly.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate
@@ -58,12 +57,12 @@ from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import cdiv
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 POWERS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
-@dataclass(frozen=True, slots=True)
-class Ceilings:
+class Ceilings(Record):
     """The rates and the launch cost the decoding time model charges."""
 
     hbm_bytes_per_s: float
@@ -75,8 +74,7 @@ class Ceilings:
     efficiency: float = 1.0
 
 
-@dataclass(frozen=True, slots=True)
-class KernelTime:
+class KernelTime(Record):
     """One kernel's terms (seconds) and the share of the GPU its grid keeps busy."""
 
     kernel: str
@@ -162,8 +160,7 @@ def _estimate(workload: Workload, hw: Hardware, algorithm: str, splits: int, blo
     return next(a for a in result.algorithms if a.algorithm == algorithm)
 
 
-@dataclass(frozen=True, slots=True)
-class Timed:
+class Timed(Record):
     """One method at one split choice: its kernels' times and total."""
 
     method: str
@@ -186,8 +183,7 @@ class Timed:
         return "+".join(str(s) for s in self.splits)
 
 
-@dataclass(frozen=True, slots=True)
-class Tiles:
+class Tiles(Record):
     """The measured kernels' tiles (calibrate/kernels_variants.py DecodeConfig): query rows per
     tile of the split-KV and suffix kernels, the most of the prefix kernel, keys per tile."""
 
@@ -204,8 +200,12 @@ class Tiles:
         return max(16, min(self.prefix_block_q, 1 << max(0, rows - 1).bit_length()))
 
 
+MEASURED_TILES = Tiles()
+"""The tiles of benchmarks/variants_h200.py's kernels (its record's decode_config)."""
+
+
 def splitkv_timed(workload: Workload, hardware: Hardware | str, splits: int,
-                  tiles: Tiles = Tiles()) -> Timed:
+                  tiles: Tiles = MEASURED_TILES) -> Timed:
     """Split-KV over each request's full KV at `splits` splits."""
     hw = _hardware(hardware)
     c = ceilings(hw)
@@ -217,7 +217,7 @@ class CascadeTimer:
     """Cascade's kernels at any (prefix, suffix) split pair, each kernel counted once per split
     count it runs at."""
 
-    def __init__(self, workload: Workload, hardware: Hardware | str, tiles: Tiles = Tiles()):
+    def __init__(self, workload: Workload, hardware: Hardware | str, tiles: Tiles = MEASURED_TILES):
         self.workload, self.hw, self.tiles = workload, _hardware(hardware), tiles
         self.c = ceilings(self.hw)
         self.peak = _matmul_peak(self.hw, workload)
@@ -261,8 +261,7 @@ def _counts(blocks: int, top: int) -> list[int]:
     return [s for s in POWERS if s <= min(blocks, top)]
 
 
-@dataclass(frozen=True, slots=True)
-class TimedVerdict:
+class TimedVerdict(Record):
     """Each method at the split choice the model finds fastest, and the winner."""
 
     splitkv: Timed
@@ -280,7 +279,7 @@ class TimedVerdict:
         return max(a, b) / min(a, b)
 
 
-def timed_verdict(workload: Workload, hardware: Hardware | str, tiles: Tiles = Tiles(), *,
+def timed_verdict(workload: Workload, hardware: Hardware | str, tiles: Tiles = MEASURED_TILES, *,
                   splitkv_top: int = 128, prefix_top: int = 64, suffix_top: int = 32
                   ) -> TimedVerdict:
     """Split-KV at 1, 2, 4, ..., splitkv_top splits and cascade at every pair of 1, ...,

@@ -10,7 +10,6 @@ build, check against float64, hand back the launch (as calibrate/variants.py doe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,6 +17,7 @@ import torch
 from iosim.calibrate import kernels_mla_fp8 as MF
 from iosim.calibrate import kernels_variants as KV
 from iosim.calibrate.variants import DTYPES, Built, Point, WrongOutput, rel_error
+from iosim.record import Record
 
 FP8_DTYPES = {"fp8_e4m3": torch.float8_e4m3fn, "fp8_e5m2": torch.float8_e5m2}
 FP8_TOLERANCE = {"fp8_e4m3": 4e-2, "fp8_e5m2": 8e-2}
@@ -34,8 +34,7 @@ def _close(point: Point, what: str, out: torch.Tensor, ref: torch.Tensor, tol: f
     return err
 
 
-@dataclass
-class MlaProblem:
+class MlaProblem(Record, frozen=False):
     """An MLA decode point's queries, paged latent cache and float64 reference."""
     point: Point
     q: torch.Tensor

@@ -35,7 +35,6 @@ estimate was 1 of 10 within ±10 %.)
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
@@ -43,6 +42,7 @@ from iosim.estimates.l2_model import DramTerm
 from iosim.inputs.ints import cdiv
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 NOTE = "shared prefix: its pages come from DRAM once, not once per request"
 CASCADE_NOTE = "shared prefix: read by every query block of cascade's prefix kernel, from DRAM once"
