@@ -229,12 +229,14 @@ class CascadeTimer:
         return {k.kernel: k for k in kernel_times(est, self.c, self.peak)}
 
     def prefix(self, splits: int) -> KernelTime:
+        """The prefix kernel at `splits` splits, its query tile as the kernel picks it."""
         if splits not in self._prefix:
             rows = self.tiles.prefix_rows(self.workload)
             self._prefix[splits] = self._kernels(splits, rows)["cascade_prefix"]
         return self._prefix[splits]
 
     def suffix_and_merge(self, splits: int) -> tuple[KernelTime, KernelTime]:
+        """The suffix kernel and the merge (its states at `splits` of each pass) at `splits`."""
         if splits not in self._suffix:
             k = self._kernels(splits, self.tiles.block_q)
             self._suffix[splits] = (k["cascade_suffix"], k["cascade_merge"])

@@ -82,6 +82,31 @@ def prefix_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel],
     return tuple(out)
 
 
+ROW_BLOCK_KERNELS = frozenset({SPLITKV_KERNEL, "cascade_suffix"})
+ROW_BLOCK_NOTE = ("read by each of the ⌈g/B_r⌉ row blocks of one request and KV head together, "
+                  "from DRAM once")
+
+
+def row_blocks_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel], workload: Workload,
+                    tiling: Tiling | None) -> tuple[DramTerm, ...]:
+    """`terms` with the K, V and block-table reads of a decoding kernel that packs the g query
+    heads of a KV head (FA2's seqlenq_ngroups_swapped) charged once where g rows need more than
+    one query tile: the ⌈g/B_r⌉ row blocks of one request, KV head and split are neighbours in
+    the grid and read the same keys at about the same time, so all but the first hit in L2 (MQA
+    over 16-row tiles, MLA's 128 heads over one latent head). Measured on the H200: MLA decode
+    at 128 heads read the latent about once (reports/variants-h200.md), and so did MQA decode."""
+    if tiling is None or workload.n != 1:
+        return tuple(terms)
+    g = workload.heads // workload.kv_heads
+    blocks = int(cdiv(g, int(tiling.block_q))) if g > 1 else 1
+    packed = {k.name for k in kernels if k.name in ROW_BLOCK_KERNELS and k.pack_heads}
+    if blocks <= 1 or not packed:
+        return tuple(terms)
+    return tuple(replace(t, bytes=-(-t.bytes // blocks), note=ROW_BLOCK_NOTE)
+                 if t.kernel in packed and t.op == "read" and t.tensor in ("K", "V", "block_table")
+                 else t for t in terms)
+
+
 PARTIAL_STATES = frozenset({"O_partial", "lse_partial", "O_prefix", "lse_prefix", "O_suffix",
                             "lse_suffix"})
 """The fp32 partial outputs and log-sum-exps that split-KV's split kernel (algorithms/splitkv.py)
