@@ -114,3 +114,16 @@ def test_bad_decode_constants_name_the_key(tmp_path: Path, key: str, body: str,
     path.write_text(text[:start] + body + rest[nxt + 1:])
     with pytest.raises(ConfigError, match=words):
         load_hardware(path)
+
+
+def test_mla_row_blocks_read_the_latent_once() -> None:
+    # 128 query heads over one latent head in 32-row tiles: 4 row blocks per request read the
+    # same 576-column latent rows; independent count: batch · n_kv · 576 · 2 B (bf16) once
+    w = Workload(1, n_kv=512, d=576, d_v=512, heads=128, kv_heads=1, batch=3, latent_kv=True,
+                 dtype="bf16")
+    est = compare(w, "h200", algorithms=["splitkv"], block_q=32, block_kv=32,
+                  splits=2).algorithms[0]
+    assert est.dram is not None
+    k = [t for t in est.dram.terms if t.kernel == "splitkv_attn" and t.tensor == "K"]
+    assert [t.bytes for t in k] == [3 * 512 * 576 * 2]
+    assert k[0].oblivious_bytes == 4 * k[0].bytes
