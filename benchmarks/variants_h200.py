@@ -28,6 +28,7 @@ from typing import Any
 import torch
 import triton
 
+from iosim.calibrate import decode_microbench as MB
 from iosim.calibrate import kernels_variants as KV
 from iosim.calibrate import variants as VA
 from iosim.calibrate import variants_mla_fp8 as MF
@@ -193,6 +194,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--ncu-timeout-s", type=float, default=150.0)
     parser.add_argument("--sections", default="decode,cascade,paged,flex",
                         help="sections to run, in this order")
+    parser.add_argument("--count-also", default="",
+                        help="RECORD:SECTION,... — also count (ncu) the best points of these "
+                             "sections of an earlier record (their timings are not redone)")
     args = parser.parse_args(argv)
     args.out.mkdir(parents=True, exist_ok=True)
     logfile = open(args.out / "run.log", "a")  # noqa: SIM115 (open for the whole run)
@@ -221,6 +225,8 @@ def main(argv: list[str]) -> int:
                           "prefix_block_r": 64},
         "flex": [], "decode": [], "paged": [], "cascade": [], "mla": [], "fp8": [], "repeat": [],
         "flex2": [], "decode_judge": [], "cascade_judge": [],
+        "decode_fresh": [], "cascade_fresh": [], "fp8_e5m2": [], "microbench": {},
+        "cascade_fresh2": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -239,6 +245,13 @@ def main(argv: list[str]) -> int:
         "decode_judge": lambda: run_decode(sets["decode_judge"], gen, clock, log, all_splits=True,
                                            page_sizes=[None]),
         "cascade_judge": lambda: run_cascade(sets["cascade_judge"], gen, clock, log),
+        # the fresh judgement of the decoding time model (L2 roof, launch cost) and --splits auto
+        "microbench": lambda: run_microbench(log),
+        "decode_fresh": lambda: run_decode(sets["decode_fresh"], gen, clock, log, all_splits=True,
+                                           page_sizes=[None]),
+        "cascade_fresh": lambda: run_cascade(sets["cascade_fresh"], gen, clock, log),
+        "fp8_e5m2": lambda: run_fp8(sets["fp8_e5m2"], gen, clock, log),
+        "cascade_fresh2": lambda: run_cascade(sets["cascade_fresh2"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -248,7 +261,8 @@ def main(argv: list[str]) -> int:
     record["phase1_s"] = time.monotonic() - clock.start
     log(f"phase 1 done in {record['phase1_s']:.0f} s")
     torch.cuda.empty_cache()
-    spec = count_spec(record)
+    earlier = earlier_sections(args.count_also)
+    spec = count_spec({**record, **{k: record.get(k, []) + v for k, v in earlier.items()}})
     decode_spec = [s_ for s_ in spec if s_["point"]["kind"] != "flex"]  # our Triton kernels
     flex_spec = [s_ for s_ in spec if s_["point"]["kind"] == "flex"]
     record["counters"] = {}
@@ -269,18 +283,42 @@ def main(argv: list[str]) -> int:
     return 0
 
 
+def run_microbench(log: Any) -> dict[str, Any]:
+    """The launch cost and the L2 read bandwidth (calibrate/decode_microbench.py)."""
+    t0 = time.monotonic()
+    result = MB.measure(DEVICE)
+    for r in result["launch"]:
+        log(f"launch grid {r['grid']}: {r['per_launch_s'] * 1e6:.2f} us per launch")
+    for r in result["l2"]:
+        if "bytes_per_s" in r:
+            log(f"L2 {r['buffer_mib']} MiB, {r['programs']} programs x {r['reads']} reads, "
+                f"{r['streams']} streams, {r['num_warps']} warps: "
+                f"{r['bytes_per_s'] / 1e12:.2f} TB/s (check {r['check_ok']})")
+    return {**result, "seconds": time.monotonic() - t0}
+
+
+def earlier_sections(spec: str) -> dict[str, list[Row]]:
+    """The ok rows of RECORD:SECTION,... (their best points are counted again, not timed)."""
+    if not spec:
+        return {}
+    path, _, names = spec.partition(":")
+    old = json.loads(Path(path).read_text())
+    return {n: [r for r in old.get(n, []) if r.get("status") == "ok"] for n in names.split(",")}
+
+
 def summary(record: dict[str, Any], log: Any) -> None:
     for r in record["flex"] + record["flex2"]:
         log(f"flex {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
-    for r in record["decode"] + record["paged"] + record["decode_judge"]:
+    for r in record["decode"] + record["paged"] + record["decode_judge"] + record["decode_fresh"]:
         log(f"dec  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
-    for r in record["cascade"] + record["cascade_judge"]:
+    for r in (record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]
+              + record["cascade_fresh2"]):
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
     for r in record["mla"] + record["repeat"]:
         log(f"mla  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
-    for r in record["fp8"]:
+    for r in record["fp8"] + record["fp8_e5m2"]:
         log(f"fp8  {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
     for name, c in record["counters"].items():
         log(f"ncu {name} {c['status']}: {len(c['points'])} points")

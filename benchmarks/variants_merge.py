@@ -3,8 +3,10 @@
     python benchmarks/variants_merge.py OUT.json RUN1.json[:section,...] RUN2.json[:section,...]
     python benchmarks/variants_merge.py --add RECORD.json RUN.json:section,...
 
-`--add` puts a later run's sections (the held-out decode_judge, cascade_judge) into an existing
-record as new keys, its command and environment appended to "runs"; the rest is kept as it is.
+`--add` puts a later run's sections (the held-out decode_judge, cascade_judge; var3's
+decode_fresh, cascade_fresh, fp8_e5m2, microbench) into an existing record as new keys, its
+command and environment appended to "runs" and its new ncu points to "counters"; the rest is
+kept as it is.
 
 Each run contributes the sections named after its colon (all four when none is named) and the
 ncu counters of those sections ("decode" counters cover decode, paged and cascade points; "flex"
@@ -21,6 +23,10 @@ from typing import Any
 
 SECTIONS = ("flex", "flex2", "decode", "paged", "cascade", "mla", "fp8", "repeat")
 JUDGE_SECTIONS = ("decode_judge", "cascade_judge")
+LATER_SECTIONS = (*JUDGE_SECTIONS, "decode_fresh", "cascade_fresh", "fp8_e5m2", "microbench",
+                  "cascade_fresh2")
+"""What --add takes: the held-out judge sections, var3's fresh judgement and the microbenchmarks
+(a mapping, not rows)."""
 
 
 def rounded(value: Any) -> Any:
@@ -65,19 +71,35 @@ def merge(runs: list[tuple[dict[str, Any], list[str]]]) -> dict[str, Any]:
 
 
 def add(record: dict[str, Any], run: dict[str, Any], sections: list[str]) -> dict[str, Any]:
-    """`record` with `run`'s sections added (ok rows; the others under "refused")."""
-    unknown = [s for s in sections if s not in JUDGE_SECTIONS]
+    """`record` with `run`'s sections added (ok rows; the others under "refused"), and the run's
+    ncu points of any shape the record now holds that the record has no counts of yet (a run
+    with --count-also counts an earlier section's points again: those too)."""
+    unknown = [s for s in sections if s not in LATER_SECTIONS]
     if unknown:
-        raise SystemExit(f"--add takes only {', '.join(JUDGE_SECTIONS)}, not {', '.join(unknown)}")
+        raise SystemExit(f"--add takes only {', '.join(LATER_SECTIONS)}, not {', '.join(unknown)}")
     out = dict(record)
     out["runs"] = [*record["runs"], {"command": run["command"], "date": run["date"],
                                      "environment": run["environment"], "sections": sections,
                                      "phase1_s": run.get("phase1_s")}]
     out["refused"] = list(record["refused"])
     for s in sections:
+        if isinstance(run.get(s), dict):
+            out[s] = run[s]
+            continue
         out[s] = [r for r in run.get(s, []) if r["status"] == "ok"]
         out["refused"].extend({"id": r["id"], "section": s, "status": r["status"].splitlines()[0]}
                               for r in run.get(s, []) if r["status"] != "ok")
+    held = {r["id"] for v in out.values() if isinstance(v, list) for r in v
+            if isinstance(r, dict) and "status" in r and "id" in r}
+    counted = {p["count_id"] for c in record["counters"] for p in c.get("points", [])}
+    out["counters"] = list(record["counters"])
+    for c in run.get("counters", {}).values():
+        points = [p for p in c.get("points", [])
+                  if p["id"] in held and p["count_id"] not in counted]
+        if points:
+            out["counters"].append({"status": c["status"], "command": c["command"],
+                                    "version": c["version"], "metrics": c["metrics"],
+                                    "date": run["date"], "points": points})
     return rounded(out)  # type: ignore[no-any-return]
 
 

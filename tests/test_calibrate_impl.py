@@ -81,7 +81,8 @@ def test_the_gpu_calibration_keeps_the_keys_it_does_not_fit(tmp_path: Path) -> N
     code, _, err = run("calibrate", "--gpu", "h200", "--out", str(out), "--from", str(GPU_RECORD))
     assert code == 0
     assert err.startswith("Warning: kept measured.backward_schedule, "
-                          "measured.paged_kv_efficiency, measured.impls of ")
+                          "measured.paged_kv_efficiency, measured.impls, measured.l2_bandwidth, "
+                          "measured.launch_overhead, measured.decode_fit of ")
     new, shipped = _measured(out), H200.measured
     assert shipped is not None
     assert new.paged_kv_efficiency == shipped.paged_kv_efficiency

@@ -42,11 +42,17 @@ def test_the_cascade_verdict_is_right_on_8_batches_with_both_winners(
     assert {r["measured"] for r in right} == {"cascade", "splitkv"}
 
 
-def test_split_kv_dram_bytes_within_10_percent_of_ncu(record: dict[str, Any]) -> None:
+def test_dram_bytes_within_10_percent_of_ncu(record: dict[str, Any]) -> None:
+    # ncu's DRAM read + write with the dirty lines the point left in L2 (as
+    # reports/variants-h200.md counts them); `python benchmarks/decode_choices_h200.py --points`
+    # (issue 14, var3): decode 70 of 74 (the four misses are dec-b1-1k-gqa, 5 MB), paged 24 of 24,
+    # shared prefix split-KV 9 of 10 (cas-b32-p16k-s16: its 67 MB prefix outgrows the L2),
+    # cascade 10 of 10 (1 of 10 before its prefix rule was its own)
     import decode_choices_h200 as check
 
-    points = check.dram_points(record)
-    for kind, least in (("decode", 78), ("paged", 24), ("shared prefix", 8)):
+    points = check.dram_points(record, ("decode", "paged", "cascade"))
+    for kind, least in (("decode", 70), ("paged", 24), ("shared prefix splitkv", 9),
+                        ("shared prefix cascade", 10)):
         ratios = [p["ratio"] for p in points if p["kind"] == kind]
         assert sum(abs(x - 1) <= 0.10 for x in ratios) >= least, kind
 

@@ -33,7 +33,8 @@ def key_blocks(n_kv: int, block_n: int = KV.DecodeConfig().block_n) -> int:
 
 def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
     """What phase 2 counts: every Flex point; each decode shape at 1, 2, 4, ... splits and its
-    fastest; each page size at its fastest; each shared-prefix batch's best of both methods."""
+    fastest (a judge or fresh shape at 1 split and its fastest); each page size at its fastest;
+    each shared-prefix batch's best of both methods (fit, judge and fresh sets)."""
     spec: list[dict[str, Any]] = []
     for r in record["flex"] + record.get("flex2", []):
         if r["status"] == "ok":
@@ -43,18 +44,23 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
             top = key_blocks(r["n_kv"])
             for s in sorted(set(VP.powers_of_two(top)) | {r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
+    for r in record.get("decode_judge", []) + record.get("decode_fresh", []):
+        if r["status"] == "ok":
+            for s in sorted({1, r["best_splits"]}):
+                spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
     for r in record.get("mla", []):
         if r["status"] == "ok":
             for s in sorted({1, r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
-    for r in record.get("fp8", []):
+    for r in record.get("fp8", []) + record.get("fp8_e5m2", []):
         if r["status"] == "ok":
             spec.append({"count_id": r["id"], "point": _point(r)})
     for r in record["paged"]:
         if r["status"] == "ok":
             spec.append({"count_id": f"{r['id']} s{r['best_splits']}", "point": _point(r),
                          "splits": r["best_splits"]})
-    for r in record["cascade"]:
+    for r in (record["cascade"] + record.get("cascade_judge", [])
+              + record.get("cascade_fresh", []) + record.get("cascade_fresh2", [])):
         if r["status"] == "ok":
             bp, bc = r["best_splitkv"], r["best_cascade"]
             spec.append({"count_id": f"{r['id']} splitkv s{bp['splits']}", "point": _point(r),

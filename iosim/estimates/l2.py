@@ -70,7 +70,7 @@ from iosim.estimates.l2_model import (
 )
 from iosim.estimates.l2_restarts import programs_within, restart_misses
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
-from iosim.estimates.shared_prefix_dram import prefix_once
+from iosim.estimates.shared_prefix_dram import prefix_once, row_blocks_once, states_from_l2
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -416,5 +416,7 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
     if concurrent_programs is None and programs_per_sm is None and tiling is not None:
         backward = hardware.sm_count * tiling.bwd_programs_per_sm
     terms = _ClosedForm(kernels, workload, tiling, capacity, concurrent, backward).run()
-    shared = prefix_once(terms, kernels, workload)  # shared_prefix_dram.py
+    # shared_prefix_dram.py: reads that hit in L2 because neighbouring programs made them
+    once = row_blocks_once(terms, kernels, workload, tiling)
+    shared = states_from_l2(prefix_once(once, kernels, workload, tiling), capacity)
     return DramEstimate(shared, capacity, concurrent, "closed form")

@@ -19,6 +19,17 @@ DRAM bytes of a Triton split-KV kernel over a paged shared-prefix cache, 10 batc
 L2-oblivious count was 1.07 to 32 times the DRAM bytes (median 2.2); this rule's estimate is
 within ±10 % on 8 of the 10. The rule stands apart from the L2 model (l2.py, which leaves
 split-KV at its L2-oblivious count): it is a property of the cache's layout, not of the tiles.
+
+Cascade's prefix kernel (algorithms/cascade.py) reads the prefix once per query block of its
+packed problem — ⌈B·g/B_r⌉ blocks per KV head (⌈B/B_r⌉ per head unpacked), which run together
+over the same keys of each split — so DRAM sees it once there too:
+
+    DRAM(K of cascade_prefix) = L2-oblivious(K) ÷ ⌈rows/B_r⌉,  V likewise;
+
+its suffix kernel reads each request's own keys, which no other program reads: no rule. (Until
+issue 14's var3 the split-KV rule above was applied to every ragged split kernel, cascade's
+two included, which took B − 1 prefix copies off kernels that never read them: cascade's DRAM
+estimate was 1 of 10 within ±10 %.)
 """
 
 from __future__ import annotations
@@ -26,26 +37,90 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from iosim.algorithms.loopnest import Kernel
+from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.estimates.l2_model import DramTerm
+from iosim.inputs.ints import cdiv
+from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import replace
 
 NOTE = "shared prefix: its pages come from DRAM once, not once per request"
+CASCADE_NOTE = "shared prefix: read by every query block of cascade's prefix kernel, from DRAM once"
+SPLITKV_KERNEL = "splitkv_attn"
+CASCADE_PREFIX_KERNEL = "cascade_prefix"
+
+
+def cascade_prefix_blocks(workload: Workload, tiling: Tiling | None) -> int:
+    """The query blocks of cascade's prefix kernel per (KV) head: ⌈B·g/B_r⌉ packed, else
+    ⌈B/B_r⌉ (algorithms/cascade.py _problems)."""
+    packed = packs_heads(1, workload.heads, workload.kv_heads)
+    rows, _ = packed_problem(workload.batch, workload.heads, workload.kv_heads, packed)
+    block_q = tiling.block_q if tiling is not None else rows
+    return max(1, int(cdiv(int(rows), int(block_q))))
 
 
 def prefix_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel],
-                workload: Workload) -> tuple[DramTerm, ...]:
-    """`terms` with the duplicate prefix reads of each ragged split-KV kernel's K and V taken
-    off (unchanged for any other workload or kernel)."""
+                workload: Workload, tiling: Tiling | None = None) -> tuple[DramTerm, ...]:
+    """`terms` with the duplicate prefix reads taken off K and V: split-KV's B − 1 copies of
+    the prefix, cascade's prefix kernel's reads by all but one of its query blocks (unchanged
+    for any other workload or kernel)."""
     if workload.prefix_len is None or workload.batch < 2:
         return tuple(terms)
     width = {"K": workload.d, "V": workload.d_v}
     row = workload.prefix_len * workload.kv_heads * workload.element_bytes
-    ragged_split = {k.name for k in kernels if k.segments and k.split}
+    names = {k.name for k in kernels if k.segments and k.split}
+    blocks = cascade_prefix_blocks(workload, tiling)
     out = []
     for t in terms:
-        if t.kernel in ragged_split and t.tensor in width and t.op == "read":
-            duplicate = (workload.batch - 1) * row * width[t.tensor]
-            t = replace(t, bytes=max(0, t.bytes - duplicate), note=NOTE)
+        if t.tensor in width and t.op == "read":
+            if t.kernel == SPLITKV_KERNEL and t.kernel in names:
+                duplicate = (workload.batch - 1) * row * width[t.tensor]
+                t = replace(t, bytes=max(0, t.bytes - duplicate), note=NOTE)
+            elif t.kernel == CASCADE_PREFIX_KERNEL and blocks > 1:
+                t = replace(t, bytes=-(-t.bytes // blocks), note=CASCADE_NOTE)
         out.append(t)
     return tuple(out)
+
+
+ROW_BLOCK_KERNELS = frozenset({SPLITKV_KERNEL, "cascade_suffix"})
+ROW_BLOCK_NOTE = ("read by each of the ⌈g/B_r⌉ row blocks of one request and KV head together, "
+                  "from DRAM once")
+
+
+def row_blocks_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel], workload: Workload,
+                    tiling: Tiling | None) -> tuple[DramTerm, ...]:
+    """`terms` with the K, V and block-table reads of a decoding kernel that packs the g query
+    heads of a KV head (FA2's seqlenq_ngroups_swapped) charged once where g rows need more than
+    one query tile: the ⌈g/B_r⌉ row blocks of one request, KV head and split are neighbours in
+    the grid and read the same keys at about the same time, so all but the first hit in L2 (MQA
+    over 16-row tiles, MLA's 128 heads over one latent head). Measured on the H200: MLA decode
+    at 128 heads read the latent about once (reports/variants-h200.md), and so did MQA decode."""
+    if tiling is None or workload.n != 1:
+        return tuple(terms)
+    g = workload.heads // workload.kv_heads
+    blocks = int(cdiv(g, int(tiling.block_q))) if g > 1 else 1
+    packed = {k.name for k in kernels if k.name in ROW_BLOCK_KERNELS and k.pack_heads}
+    if blocks <= 1 or not packed:
+        return tuple(terms)
+    return tuple(replace(t, bytes=-(-t.bytes // blocks), note=ROW_BLOCK_NOTE)
+                 if t.kernel in packed and t.op == "read" and t.tensor in ("K", "V", "block_table")
+                 else t for t in terms)
+
+
+PARTIAL_STATES = frozenset({"O_partial", "lse_partial", "O_prefix", "lse_prefix", "O_suffix",
+                            "lse_suffix"})
+"""The fp32 partial outputs and log-sum-exps that split-KV's split kernel (algorithms/splitkv.py)
+and cascade's prefix and suffix kernels (algorithms/cascade.py) write and their combine or
+merge kernel reads right after."""
+STATES_NOTE = "partial states: read back from L2 by the next kernel (they fit in it)"
+
+
+def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float) -> tuple[DramTerm, ...]:
+    """`terms` with the combine's (merge's) reads of the partial states charged no DRAM bytes
+    where every state written fits in the L2: the split kernels' writes stay there (dirty) and
+    the next kernel reads them there. Their writes still reach DRAM once, when evicted."""
+    written = sum(t.bytes for t in terms if t.tensor in PARTIAL_STATES and t.op == "write")
+    if not written or written > l2_bytes:
+        return tuple(terms)
+    return tuple(replace(t, bytes=0, note=STATES_NOTE)
+                 if t.tensor in PARTIAL_STATES and t.op == "read" else t for t in terms)

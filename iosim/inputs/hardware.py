@@ -63,6 +63,17 @@ class Figure(Record):
     note: str | None = None
 
 
+class DecodeFit(Record):
+    """Fitted (not ceilings) constants of the decoding time model (analysis/decode_time.py),
+    fitted by benchmarks/decode_choices_h200.py --fit on the shared-prefix batches it names."""
+
+    ramp_s: float
+    """Per kernel beyond the launch: its first loads' latency and its last programs' tail."""
+    efficiency: float
+    """The share of the HBM and L2 rates the decoding kernels reach."""
+    source: str = ""
+
+
 class MeasuredProfile(Record):
     """Achieved ceilings and per-kernel-class efficiencies written by `iosim calibrate`."""
 
@@ -82,6 +93,14 @@ class MeasuredProfile(Record):
     impls: Mapping[str, ImplCalibration] = field(default_factory=dict)
     """Implementation name → its fitted figures on this GPU (`measured.impls`, what
     `--impl NAME --profile measured` uses)."""
+    l2_bandwidth_bytes_per_s: float | None = None
+    """The L2's read rate, measured by a microbenchmark (calibrate/decode_microbench.py): the
+    roof of the bytes that hit in L2 (analysis/decode_time.py). None: not measured."""
+    launch_overhead_s: float | None = None
+    """One kernel launch inside a CUDA graph, measured with empty kernels back to back
+    (calibrate/decode_microbench.py). None: not measured."""
+    decode_fit: DecodeFit | None = None
+    """The decoding time model's two fitted constants (analysis/decode_time.py)."""
 
 
 class Hardware(Record):

@@ -31,6 +31,7 @@ from iosim.inputs.hardware import (
     PEAK_DTYPES,
     SCHEMA_VERSION,
     BackwardSchedule,
+    DecodeFit,
     Figure,
     Hardware,
     MeasuredProfile,
@@ -64,7 +65,8 @@ _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
              *_TEXT_KEYS, *_FIGURES}
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
 _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
-                  "backward_schedule", "paged_kv_efficiency", "impls"}
+                  "backward_schedule", "paged_kv_efficiency", "impls", "l2_bandwidth",
+                  "launch_overhead", "decode_fit"}
 _PAGED_KEYS = {"source", "by_page_size"}
 _SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
 
@@ -172,10 +174,55 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
     if "backward_schedule" in raw:
         schedule = _schedule(path, raw["backward_schedule"])
     paged, paged_source = _paged(path, raw.get("paged_kv_efficiency"))
+    l2 = None
+    if "l2_bandwidth" in raw:
+        figures["l2_bandwidth"] = _figure(path, "measured.l2_bandwidth", raw["l2_bandwidth"],
+                                          "bytes_per_s")
+        l2 = figures["l2_bandwidth"].value
+    launch = _launch_overhead(path, raw.get("launch_overhead"))
+    fit = _decode_fit(path, raw.get("decode_fit"))
     return MeasuredProfile(provenance.strip(), bandwidth,
                            {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
                            schedule, paged, paged_source,
-                           load_impl_calibrations(path, raw.get("impls")))
+                           load_impl_calibrations(path, raw.get("impls")),
+                           l2_bandwidth_bytes_per_s=l2, launch_overhead_s=launch,
+                           decode_fit=fit)
+
+
+def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
+    """measured.decode_fit: {ramp_us: microseconds, efficiency: fraction, source: text}."""
+    key = "measured.decode_fit"
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"ramp_us", "efficiency", "source"}:
+        raise ConfigError(path, key, "expected a mapping {ramp_us: microseconds, efficiency: "
+                                     "fraction, source: text}")
+    ramp, eff, source = raw["ramp_us"], raw["efficiency"], raw["source"]
+    if isinstance(ramp, bool) or not isinstance(ramp, (int, float)) or not 0 <= ramp <= 1000:
+        raise ConfigError(path, f"{key}.ramp_us",
+                          f"must be a number of microseconds in 0..1000, got {excerpt(ramp)}")
+    if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1.5:
+        raise ConfigError(path, f"{key}.efficiency", f"must be a number in (0, 1.5], got "
+                                                     f"{excerpt(eff)}")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
+    return DecodeFit(float(ramp) * 1e-6, float(eff), source.strip())
+
+
+def _launch_overhead(path: str, raw: Any) -> float | None:
+    """measured.launch_overhead: {value_us: microseconds, source: text} → seconds."""
+    key = "measured.launch_overhead"
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"value_us", "source"}:
+        raise ConfigError(path, key, "expected a mapping {value_us: microseconds, source: text}")
+    value, source = raw["value_us"], raw["source"]
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1000:
+        raise ConfigError(path, f"{key}.value_us",
+                          f"must be a number of microseconds in 0..1000, got {excerpt(value)}")
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source", "missing; say how it was measured")
+    return float(value) * 1e-6
 
 
 def _paged(path: str, raw: Any) -> tuple[dict[int, float], str]:
