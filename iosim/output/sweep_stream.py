@@ -34,7 +34,7 @@ def _chunks(result: SweepResult) -> Any:
 
 
 def _text_columns(columns: dict[str, np.ndarray], *, empty: str, text: Callable[[Any], str],
-                  boolean: tuple[str, str]) -> list[text_columns.Cells]:
+                  boolean: tuple[str, str]) -> list[text_columns.Column]:
     """Each column as text: blocks 0 as `empty`, non-finite floats as `empty`, booleans as the
     pair (true, false), names through `text`."""
     out = []
@@ -72,8 +72,8 @@ def per_point_columns(result: SweepResult) -> tuple[str, ...]:
 
 
 def _chunk_text(result: SweepResult, columns: dict[str, np.ndarray], separators: list[str], *,
-                empty: str, text: Callable[[Any], str], boolean: tuple[str, str]) -> bytes:
-    """The chunk's rows, UTF-8: the per-point columns formatted once per point and repeated on
+                empty: str, text: Callable[[Any], str], boolean: tuple[str, str]) -> str:
+    """The chunk's rows: the per-point columns formatted once per point and repeated on
     each of its algorithms' rows; `separators` as in `text_columns.join_rows`."""
     k = len(result.algorithms)
     lead = per_point_columns(result)
@@ -95,7 +95,7 @@ def write_csv(result: SweepResult, stream: IO[str]) -> None:
             header_written = True
         separators = ["", *[","] * (len(columns) - 1), "\n"]
         stream.write(_chunk_text(result, columns, separators, empty="", text=_csv_text,
-                                 boolean=("True", "False")).decode("utf-8"))
+                                 boolean=("True", "False")))
 
 
 ROW_END = ",\n  "
@@ -108,7 +108,7 @@ def _json_rows(result: SweepResult, row_end: str) -> Any:
         keys = [json.dumps(name) + ": " for name in columns]
         separators = ["{" + keys[0], *[", " + key for key in keys[1:]], "}" + row_end]
         yield _chunk_text(result, columns, separators, empty="null", text=json.dumps,
-                          boolean=("true", "false")).decode("utf-8")
+                          boolean=("true", "false"))
 
 
 def write_jsonl(result: SweepResult, stream: IO[str]) -> None:

@@ -1,154 +1,173 @@
-"""Columns of numbers and names as text, a whole chunk at once (the streamed sweep files).
+"""Rows of text from columns of numbers and names, a whole chunk at once (the streamed sweep files).
 
-Writing a million-point sweep cell by cell cost about a microsecond a cell, most of it Python's
-shortest round-trip `repr` of the floats. Here every column becomes a byte matrix (one row per
-table row, the text padded with NUL bytes) in a few NumPy operations, the columns and separators
-are laid side by side, and the padding is dropped in one pass:
+A sweep's columns repeat themselves: axis values, block sizes, names and flags take a handful of
+values per chunk of rows, and even its counts, times and ratios only a few thousand in 49,152
+rows. So no value is written twice, and no row is built cell by cell:
 
-- integers: their decimal digits, four at a time from a table (the text of `%d`, exact at any
-  int64 or uint64);
-- floats: `repr` once per *distinct bit pattern* in the chunk (a sweep repeats its times and
-  ratios a lot; -0.0 and 0.0 stay apart), then looked up: every float is still Python's own
-  shortest round-trip text, byte for byte;
-- names and booleans: one text per distinct value, looked up.
+1. each column is coded: its distinct values in a chunk and, per row, the index of the row's
+   value among them (a float by its bit pattern, so -0.0 and 0.0 stay apart);
+2. each distinct value is written once, by Python itself: `repr` of a float (its shortest
+   round-trip text), `%d` of an integer, a name's own text, the separator before it folded in;
+3. neighbouring columns whose value *combinations* are few (the axis values of a point, an
+   algorithm's blocks and flags) become one segment, written once per distinct combination;
+4. each row is then a few segment texts, and the chunk is one `str.join` of them.
 
-A NUL byte inside a name (UTF-8 never holds the byte 0xFF) travels as 0xFF and is put back after
-the padding is dropped, so even that name is written as it is.
+The text is therefore, byte for byte, what writing every cell with Python gives
+(tests/test_text_columns.py checks it against such a writer on random chunks).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-_NUL_STANDIN = 0xFF
-"""Stands for a NUL byte of a text while NUL is the padding: no UTF-8 text holds 0xFF."""
+
+class Column:
+    """One column in coded form: `codes` (intp per row, 0 .. count - 1) and `texts(before,
+    after)`, the text of each distinct value in code order, each between `before` and `after`."""
+
+    __slots__ = ("codes", "count", "texts")
+
+    def __init__(self, codes: np.ndarray, count: int, texts: Callable[[str, str], list[str]]
+                 ) -> None:
+        self.codes, self.count, self.texts = codes, count, texts
 
 
-@dataclass(frozen=True)
-class Cells:
-    """One column as text: row i of `matrix` (uint8) holds the i-th text, padded with 0 bytes
-    anywhere; `nul` says whether some text held a NUL byte (written as 0xFF)."""
-
-    matrix: np.ndarray
-    nul: bool = False
+def _around(texts: list[str], before: str, after: str) -> list[str]:
+    return [before + t + after for t in texts] if before or after else texts
 
 
-def _table(texts: Sequence[str], index: np.ndarray) -> Cells:
-    """The column whose row i is texts[index[i]]."""
-    encoded = [t.encode("utf-8") for t in texts]
-    joined = b"".join(encoded)
-    nul = b"\0" in joined
-    lengths = np.fromiter(map(len, encoded), dtype=np.intp, count=len(encoded))
-    width = max(1, int(lengths.max()) if len(encoded) else 1)
-    table = np.zeros((len(encoded), width), dtype=np.uint8)
-    # every text's bytes scattered into its row at once (a Python call per text cost ~1 µs)
-    rows = np.repeat(np.arange(len(encoded)), lengths)
-    starts = np.cumsum(lengths) - lengths
-    cols = np.arange(len(joined)) - np.repeat(starts, lengths)
-    data = np.frombuffer(joined, dtype=np.uint8)
-    if nul:
-        data = np.where(data == 0, np.uint8(_NUL_STANDIN), data)
-    table[rows, cols] = data
-    return Cells(table[index], nul)
+def _template(before: str, conversion: str, after: str) -> str:
+    """before + conversion + after as a %-format of one value (a % in before/after kept)."""
+    return before.replace("%", "%%") + conversion + after.replace("%", "%%")
 
 
-_QUADS = np.array([list(f"{i:04d}".encode()) for i in range(10_000)], dtype=np.uint8)
-"""The four digits of 0 .. 9999: a number's digits are looked up four at a time."""
-_QUAD_WORDS = _QUADS.view(np.uint32).reshape(-1)
-"""The same four bytes as one 32-bit word each, so that a lookup moves a word, not four bytes."""
-
-_POWERS = np.array([10 ** i for i in range(20)], dtype=np.uint64)
+_TABLE_SPAN = 4
+"""Values spanning up to this many times the rows (+ 1,024) are coded by a table, not a sort."""
 
 
-def integers(values: np.ndarray, *, zero: str | None = None) -> Cells:
-    """Each whole number in decimal (as `%d`); with `zero`, 0 is written as that text."""
-    values = np.asarray(values)
-    unsigned = values.dtype.kind == "u"
-    negative = np.zeros(len(values), dtype=bool) if unsigned else values < 0
-    # magnitudes as uint64: exact for every int64, the most negative included
-    rest = values.astype(np.uint64) if unsigned else np.where(
-        negative, (-(values + 1)).astype(np.uint64) + np.uint64(1), values.astype(np.uint64))
-    length = np.maximum(np.searchsorted(_POWERS, rest, side="right"), 1)  # digits of each
-    digits = int(length.max()) if len(rest) else 1
-    groups = -(-digits // 4)
-    quads = np.empty((len(values), groups), dtype=np.uint32)
-    quad = np.uint64(10_000)
-    for group in range(groups):  # right-aligned: the last four digits in the last word
-        quads[:, groups - 1 - group] = _QUAD_WORDS[(rest % quad).astype(np.intp)]
-        rest = rest // quad
-    matrix = quads.view(np.uint8).reshape(len(values), 4 * groups)  # the words' bytes in order
-    width = max(4 * groups + int(negative.any()), len(zero or ""))
-    if width > 4 * groups:
-        wide = np.zeros((len(values), width), dtype=np.uint8)
-        wide[:, width - 4 * groups:] = matrix
-        matrix = wide
-    matrix *= np.arange(width)[None, :] >= (width - length)[:, None]  # leading zeros to NUL
-    if negative.any():
-        matrix[negative, width - 1 - length[negative]] = ord("-")
-    if zero is not None:
-        blank = values == 0
-        matrix[blank] = 0
-        text = np.frombuffer(zero.encode("utf-8"), dtype=np.uint8)
-        matrix[np.ix_(blank, np.arange(len(text)))] = text
-    return Cells(matrix)
+def _coded(identity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(distinct identities ascending, each row's index among them): by a table where the
+    values span little (axis values, block sizes, names, flags: no sort), else by a sort."""
+    if len(identity) == 0:
+        return identity, np.zeros(0, dtype=np.intp)
+    low, high = int(identity.min()), int(identity.max())
+    if high - low < _TABLE_SPAN * len(identity) + 1024:
+        shifted = identity - low
+        present = np.zeros(high - low + 1, dtype=bool)
+        present[shifted] = True
+        rank = np.cumsum(present, dtype=np.intp) - 1
+        return np.flatnonzero(present) + low, rank[shifted]
+    distinct, index = np.unique(identity, return_inverse=True)
+    return distinct, index.reshape(-1)
 
 
-def floats(values: np.ndarray, *, non_finite: str) -> Cells:
+def floats(values: np.ndarray, *, non_finite: str) -> Column:
     """Each float as `repr` (shortest round-trip text); inf and nan as `non_finite`."""
     values = np.asarray(values)
-    bits = values.view(f"i{values.dtype.itemsize}")  # exact identity: -0.0 is not 0.0
-    distinct, index = np.unique(bits, return_inverse=True)
-    numbers = distinct.view(values.dtype)
-    texts = list(map(float.__repr__, numbers.tolist()))  # a C loop: no Python call per value
-    for at in np.flatnonzero(~np.isfinite(numbers)).tolist():
-        texts[at] = non_finite
-    return _table(texts, index.reshape(-1))
+    if values.dtype != np.float64:
+        values = values.astype(np.float64)  # exact for float16 and float32
+    distinct, codes = _coded(values.view(np.int64))  # the bit pattern: -0.0 is not 0.0
+
+    def texts(before: str, after: str) -> list[str]:
+        numbers = distinct.view(np.float64)
+        # %r is repr; map is a C loop: no Python call per value
+        out = list(map(_template(before, "%r", after).__mod__, numbers.tolist()))
+        for at in np.flatnonzero(~np.isfinite(numbers)).tolist():
+            out[at] = before + non_finite + after
+        return out
+
+    return Column(codes, len(distinct), texts)
 
 
-def booleans(values: np.ndarray, *, true: str, false: str) -> Cells:
+def integers(values: np.ndarray, *, zero: str | None = None) -> Column:
+    """Each whole number in decimal (as `%d`); with `zero`, 0 is written as that text."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iu":
+        raise TypeError(f"integers() needs an integer array, not {values.dtype}")
+    unsigned = values.dtype.kind == "u"
+    # a uint64 beyond int64 is coded by its bit pattern, and read back as uint64
+    distinct, codes = _coded(values.astype(np.uint64).view(np.int64) if unsigned
+                             else values.astype(np.int64))
+
+    def texts(before: str, after: str) -> list[str]:
+        numbers = distinct.view(np.uint64) if unsigned else distinct
+        out = list(map(_template(before, "%d", after).__mod__, numbers.tolist()))
+        if zero is not None:
+            for at in np.flatnonzero(numbers == 0).tolist():
+                out[at] = before + zero + after
+        return out
+
+    return Column(codes, len(distinct), texts)
+
+
+def booleans(values: np.ndarray, *, true: str, false: str) -> Column:
     """`true` or `false` per value."""
-    return _table([false, true], np.asarray(values, dtype=bool).astype(np.intp))
+    return Column(np.asarray(values, dtype=bool).astype(np.intp), 2,
+                  lambda before, after: _around([false, true], before, after))
 
 
-def names(values: np.ndarray, text: Callable[[Any], str]) -> Cells:
+def names(values: np.ndarray, text: Callable[[Any], str]) -> Column:
     """text(value) per value, computed once per distinct value."""
     items = np.asarray(values).tolist()
     distinct = list(dict.fromkeys(items))
     code = {value: i for i, value in enumerate(distinct)}
-    index = np.fromiter(map(code.__getitem__, items), dtype=np.intp, count=len(items))
-    return _table([text(v) for v in distinct], index)
+    codes = np.fromiter(map(code.__getitem__, items), dtype=np.intp, count=len(items))
+    return Column(codes, len(distinct),
+                  lambda before, after: _around([text(v) for v in distinct], before, after))
 
 
-def repeat(cells: Cells, times: int) -> Cells:
+def repeat(column: Column, times: int) -> Column:
     """Each row `times` times in a row (a point's columns on each of its algorithms' rows)."""
-    return Cells(np.repeat(cells.matrix, times, axis=0), cells.nul)
+    return Column(np.repeat(column.codes, times), column.count, column.texts)
 
 
-def join_rows(columns: Sequence[Cells], separators: Sequence[str]) -> bytes:
+def _segments(columns: Sequence[Column]) -> list[tuple[list[int], np.ndarray, int]]:
+    """Neighbouring columns grouped: (the columns, each row's combination code, how many
+    combinations). A column joins the segment before it when writing each combination of the
+    longer segment once costs fewer cells than writing the two apart and joining them per row."""
+    rows = len(columns[0].codes)
+    out: list[tuple[list[int], np.ndarray, int]] = []
+    for at, column in enumerate(columns):
+        if out:
+            members, key, count = out[-1]
+            apart = count * len(members) + column.count + rows
+            product = count * column.count
+            # tried only where the combinations are coded by a table (a sort costs as much as
+            # a column joined per row)
+            if product <= _TABLE_SPAN * rows and max(count, column.count) * (len(members) + 1) < apart:
+                distinct, joined = _coded(key * column.count + column.codes)
+                if len(distinct) * (len(members) + 1) < apart:
+                    out[-1] = ([*members, at], joined, len(distinct))
+                    continue
+        out.append(([at], column.codes, column.count))
+    return out
+
+
+def join_rows(columns: Sequence[Column], separators: Sequence[str]) -> str:
     """Row i is separators[0] + columns[0][i] + separators[1] + ... + columns[-1][i] +
-    separators[-1] (one more separator than columns: the row's start and end), UTF-8."""
+    separators[-1] (one more separator than columns: the row's start and end)."""
     assert len(separators) == len(columns) + 1 and columns
-    seps = [s.encode("utf-8") for s in separators]
-    assert not any(b"\0" in s for s in seps)
-    rows = len(columns[0].matrix)
-    width = sum(map(len, seps)) + sum(c.matrix.shape[1] for c in columns)
-    matrix = np.empty((rows, width), dtype=np.uint8)
-    at = 0
-    for sep, column in zip(seps, [*columns, None], strict=True):
-        matrix[:, at:at + len(sep)] = np.frombuffer(sep, dtype=np.uint8)
-        at += len(sep)
-        if column is not None:
-            size = column.matrix.shape[1]
-            matrix[:, at:at + size] = column.matrix
-            at += size
-    text: bytes = matrix.tobytes().translate(None, b"\0")  # the padding dropped (C, one pass)
-    if any(c.nul for c in columns):
-        text = text.replace(bytes([_NUL_STANDIN]), b"\0")
-    return text
+    rows = len(columns[0].codes)
+    assert all(len(c.codes) == rows for c in columns)
+    if rows == 0:
+        return ""
+    last = len(columns) - 1
+    segments = _segments(columns)
+    pieces = np.empty((rows, len(segments)), dtype=object)
+    for at, (members, key, count) in enumerate(segments):
+        first = np.zeros(count, dtype=np.intp)
+        first[key] = np.arange(rows)  # a row of each combination (any will do)
+        cells = []
+        for c in members:
+            after = separators[-1] if c == last else ""
+            table = np.array(columns[c].texts(separators[c], after), dtype=object)
+            cells.append(table[columns[c].codes[first]].tolist())
+        combined = cells[0] if len(cells) == 1 else list(map("".join, zip(*cells, strict=True)))
+        pieces[:, at] = np.array(combined, dtype=object)[key]
+    return "".join(pieces.reshape(-1).tolist())
 
 
-__all__ = ["Cells", "booleans", "floats", "integers", "join_rows", "names", "repeat"]
+__all__ = ["Column", "booleans", "floats", "integers", "join_rows", "names", "repeat"]
