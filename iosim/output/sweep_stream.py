@@ -13,7 +13,7 @@ null (JSON), as are the backward's blocks of a forward pass.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import IO, Any
 
 import numpy as np
@@ -28,18 +28,26 @@ BLOCK_COLUMNS = ("block_q", "block_kv", "bwd_block_q", "bwd_block_kv")
 """0 in the arrays means "no block" (untiled, or no backward): written as empty / null."""
 
 
-def _chunks(result: SweepResult) -> Any:
+Chunk = tuple[dict[str, np.ndarray], dict[str, tuple[Any, ...]]]
+"""A chunk's columns, its names coded: (columns, the values of each coded column)."""
+
+
+def _chunks(result: SweepResult) -> Iterator[Chunk]:
     for start in range(0, result.points, CHUNK_POINTS):
-        yield result.columns(start=start, max_points=CHUNK_POINTS)
+        coded: dict[str, tuple[Any, ...]] = {}
+        yield result.columns(start=start, max_points=CHUNK_POINTS, coded=coded), coded
 
 
-def _text_columns(columns: dict[str, np.ndarray], *, empty: str, text: Callable[[Any], str],
-                  boolean: tuple[str, str]) -> list[text_columns.Column]:
+def _text_columns(columns: dict[str, np.ndarray], coded: dict[str, tuple[Any, ...]], *,
+                  empty: str, text: Callable[[Any], str], boolean: tuple[str, str]
+                  ) -> list[text_columns.Column]:
     """Each column as text: blocks 0 as `empty`, non-finite floats as `empty`, booleans as the
     pair (true, false), names through `text`."""
     out = []
     for name, values in columns.items():
-        if name in BLOCK_COLUMNS:
+        if name in coded:
+            out.append(text_columns.coded_names(values, coded[name], text))
+        elif name in BLOCK_COLUMNS:
             out.append(text_columns.integers(values, zero=empty))
         elif values.dtype.kind == "b":
             out.append(text_columns.booleans(values, true=boolean[0], false=boolean[1]))
@@ -71,30 +79,32 @@ def per_point_columns(result: SweepResult) -> tuple[str, ...]:
     return (*PER_POINT[:at], "d_v", *PER_POINT[at:])
 
 
-def _chunk_text(result: SweepResult, columns: dict[str, np.ndarray], separators: list[str], *,
+def _chunk_text(result: SweepResult, chunk: Chunk, separators: list[str], *,
                 empty: str, text: Callable[[Any], str], boolean: tuple[str, str]) -> str:
     """The chunk's rows: the per-point columns formatted once per point and repeated on
     each of its algorithms' rows; `separators` as in `text_columns.join_rows`."""
+    columns, coded = chunk
     k = len(result.algorithms)
     lead = per_point_columns(result)
     assert list(columns)[:len(lead)] == list(lead)
     per_point = {name: columns[name][::k] for name in lead}
     per_row = {name: values for name, values in columns.items() if name not in lead}
     options: dict[str, Any] = {"empty": empty, "text": text, "boolean": boolean}
-    cells = [text_columns.repeat(c, k) for c in _text_columns(per_point, **options)]
-    cells += _text_columns(per_row, **options)
+    cells = [text_columns.repeat(c, k) for c in _text_columns(per_point, coded, **options)]
+    cells += _text_columns(per_row, coded, **options)
     return text_columns.join_rows(cells, separators)
 
 
 def write_csv(result: SweepResult, stream: IO[str]) -> None:
     """Every row as CSV, the header first; booleans True/False, missing blocks empty."""
     header_written = False
-    for columns in _chunks(result):
+    for chunk in _chunks(result):
+        columns = chunk[0]
         if not header_written:
             stream.write(",".join(columns) + "\n")
             header_written = True
         separators = ["", *[","] * (len(columns) - 1), "\n"]
-        stream.write(_chunk_text(result, columns, separators, empty="", text=_csv_text,
+        stream.write(_chunk_text(result, chunk, separators, empty="", text=_csv_text,
                                  boolean=("True", "False")))
 
 
@@ -104,10 +114,10 @@ ROW_END = ",\n  "
 
 def _json_rows(result: SweepResult, row_end: str) -> Any:
     """Each chunk's rows as JSON objects, each followed by `row_end`."""
-    for columns in _chunks(result):
-        keys = [json.dumps(name) + ": " for name in columns]
+    for chunk in _chunks(result):
+        keys = [json.dumps(name) + ": " for name in chunk[0]]
         separators = ["{" + keys[0], *[", " + key for key in keys[1:]], "}" + row_end]
-        yield _chunk_text(result, columns, separators, empty="null", text=json.dumps,
+        yield _chunk_text(result, chunk, separators, empty="null", text=json.dumps,
                           boolean=("true", "false"))
 
 

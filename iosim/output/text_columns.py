@@ -119,6 +119,12 @@ def names(values: np.ndarray, text: Callable[[Any], str]) -> Column:
                   lambda before, after: _around([text(v) for v in distinct], before, after))
 
 
+def coded_names(codes: np.ndarray, values: Sequence[Any], text: Callable[[Any], str]) -> Column:
+    """text(values[code]) per code (intp, 0 .. len(values) - 1): names already coded."""
+    return Column(np.asarray(codes, dtype=np.intp), len(values),
+                  lambda before, after: _around([text(v) for v in values], before, after))
+
+
 def repeat(column: Column, times: int) -> Column:
     """Each row `times` times in a row (a point's columns on each of its algorithms' rows)."""
     return Column(np.repeat(column.codes, times), column.count, column.texts)
@@ -170,4 +176,4 @@ def join_rows(columns: Sequence[Column], separators: Sequence[str]) -> str:
     return "".join(pieces.reshape(-1).tolist())
 
 
-__all__ = ["Column", "booleans", "floats", "integers", "join_rows", "names", "repeat"]
+__all__ = ["Column", "booleans", "coded_names", "floats", "integers", "join_rows", "names", "repeat"]
