@@ -140,10 +140,9 @@ def _segments(columns: Sequence[Column]) -> list[tuple[list[int], np.ndarray, in
         if out:
             members, key, count = out[-1]
             apart = count * len(members) + column.count + rows
-            product = count * column.count
-            # tried only where the combinations are coded by a table (a sort costs as much as
-            # a column joined per row)
-            if product <= _TABLE_SPAN * rows and max(count, column.count) * (len(members) + 1) < apart:
+            # tried where it could pay at all: a sort to code the combinations costs a few
+            # per cent of a piece joined on every row
+            if max(count, column.count) * (len(members) + 1) < apart:
                 distinct, joined = _coded(key * column.count + column.codes)
                 if len(distinct) * (len(members) + 1) < apart:
                     out[-1] = ([*members, at], joined, len(distinct))
