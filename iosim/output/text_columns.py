@@ -25,14 +25,19 @@ import numpy as np
 
 
 class Column:
-    """One column in coded form: `codes` (intp per row, 0 .. count - 1) and `texts(before,
+    """One column in coded form: `codes` (intp, 0 .. count - 1), each standing for `times`
+    consecutive rows (a point's value on each of its algorithms' rows), and `texts(before,
     after)`, the text of each distinct value in code order, each between `before` and `after`."""
 
-    __slots__ = ("codes", "count", "texts")
+    __slots__ = ("codes", "count", "texts", "times")
 
-    def __init__(self, codes: np.ndarray, count: int, texts: Callable[[str, str], list[str]]
-                 ) -> None:
-        self.codes, self.count, self.texts = codes, count, texts
+    def __init__(self, codes: np.ndarray, count: int, texts: Callable[[str, str], list[str]],
+                 times: int = 1) -> None:
+        self.codes, self.count, self.texts, self.times = codes, count, texts, times
+
+    @property
+    def rows(self) -> int:
+        return len(self.codes) * self.times
 
 
 def _around(texts: list[str], before: str, after: str) -> list[str]:
@@ -142,27 +147,41 @@ def coded_names(codes: np.ndarray, values: Sequence[Any], text: Callable[[Any], 
 
 def repeat(column: Column, times: int) -> Column:
     """Each row `times` times in a row (a point's columns on each of its algorithms' rows)."""
-    return Column(np.repeat(column.codes, times), column.count, column.texts)
+    return Column(column.codes, column.count, column.texts, column.times * times)
 
 
-def _segments(columns: Sequence[Column]) -> list[tuple[list[int], np.ndarray, int]]:
-    """Neighbouring columns grouped: (the columns, each row's combination code, how many
-    combinations). A column joins the segment before it when writing each combination of the
-    longer segment once costs fewer cells than writing the two apart and joining them per row."""
-    rows = len(columns[0].codes)
-    out: list[tuple[list[int], np.ndarray, int]] = []
+class _Segment:
+    """Neighbouring columns written as one piece: `key` codes their combination (0 .. count - 1),
+    one code per `times` rows."""
+
+    __slots__ = ("count", "key", "members", "times")
+
+    def __init__(self, members: list[int], key: np.ndarray, count: int, times: int) -> None:
+        self.members, self.key, self.count, self.times = members, key, count, times
+
+
+def _segments(columns: Sequence[Column]) -> list[_Segment]:
+    """Neighbouring columns grouped. A column joins the segment before it when writing each
+    combination of the longer segment once costs fewer cells than writing the two apart and
+    joining one more piece per row. Columns of a point (`times` > 1) are combined per point."""
+    rows = columns[0].rows
+    out: list[_Segment] = []
     for at, column in enumerate(columns):
         if out:
-            members, key, count = out[-1]
-            apart = count * len(members) + column.count + rows
+            last = out[-1]
+            apart = last.count * len(last.members) + column.count + rows
             # tried where it could pay at all: a sort to code the combinations costs a few
             # per cent of a piece joined on every row
-            if max(count, column.count) * (len(members) + 1) < apart:
-                distinct, joined = _coded(key * column.count + column.codes)
-                if len(distinct) * (len(members) + 1) < apart:
-                    out[-1] = ([*members, at], joined, len(distinct))
+            if max(last.count, column.count) * (len(last.members) + 1) < apart:
+                times = last.times if last.times == column.times else 1
+                key = last.key if last.times == times else np.repeat(last.key, last.times)
+                codes = column.codes if column.times == times else np.repeat(column.codes,
+                                                                             column.times)
+                distinct, joined = _coded(key * column.count + codes)
+                if len(distinct) * (len(last.members) + 1) < apart:
+                    out[-1] = _Segment([*last.members, at], joined, len(distinct), times)
                     continue
-        out.append(([at], column.codes, column.count))
+        out.append(_Segment([at], column.codes, column.count, column.times))
     return out
 
 
@@ -170,22 +189,26 @@ def join_rows(columns: Sequence[Column], separators: Sequence[str]) -> str:
     """Row i is separators[0] + columns[0][i] + separators[1] + ... + columns[-1][i] +
     separators[-1] (one more separator than columns: the row's start and end)."""
     assert len(separators) == len(columns) + 1 and columns
-    rows = len(columns[0].codes)
-    assert all(len(c.codes) == rows for c in columns)
+    rows = columns[0].rows
+    assert all(c.rows == rows for c in columns)
     if rows == 0:
         return ""
     last = len(columns) - 1
     segments = _segments(columns)
     pieces = np.empty((rows, len(segments)), dtype=object)
-    for at, (members, key, count) in enumerate(segments):
-        first = np.zeros(count, dtype=np.intp)
-        first[key] = np.arange(rows)  # a row of each combination (any will do)
+    for at, segment in enumerate(segments):
+        first = np.zeros(segment.count, dtype=np.intp)
+        first[segment.key] = np.arange(len(segment.key))  # one of each combination (any will do)
         cells = []
-        for c in members:
+        for c in segment.members:
+            column = columns[c]
             after = separators[-1] if c == last else ""
-            table = np.array(columns[c].texts(separators[c], after), dtype=object)
-            cells.append(table[columns[c].codes[first]].tolist())
+            table = np.array(column.texts(separators[c], after), dtype=object)
+            # the column's code at that combination's first row
+            codes = column.codes[first * segment.times // column.times]
+            cells.append(table[codes].tolist())
         combined = cells[0] if len(cells) == 1 else list(map("".join, zip(*cells, strict=True)))
+        key = segment.key if segment.times == 1 else np.repeat(segment.key, segment.times)
         pieces[:, at] = np.array(combined, dtype=object)[key]
     return "".join(pieces.reshape(-1).tolist())
 
