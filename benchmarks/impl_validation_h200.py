@@ -7,8 +7,9 @@ SET is `validation` (default) or `fit` (the per-implementation fit set, FIT).
 For each point of VALIDATION (none of them used by any fit: the fitted profile in
 configs/gpus/h200.yaml comes from tests/data/h200-calibration.json's grid, batch·heads 16-256
 at N 1024-16384 powers of two, d 64/128, fp16) and each implementation that accepts the shape,
-the output is checked against fp32 attention (iosim/calibrate/measure.py:check), then timed with
-triton.testing.do_bench (median) and its kernels listed by torch.profiler. A point an
+`iosim calibrate --impl`'s runner (iosim/calibrate/impl_run.py:measure_impls) checks the output
+against fp32 attention (iosim/calibrate/measure.py:check), then times it with
+triton.testing.do_bench (median) and lists its kernels with torch.profiler. A point an
 implementation refuses is recorded with the one-line reason. The run stops starting new points
 after SECONDS (default 200) so that it ends inside the device call's limit.
 """
@@ -17,11 +18,12 @@ from __future__ import annotations
 
 import json
 import sys
-import time
+from typing import Any
 
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.env import device_info
-from iosim.calibrate.measure import check, time_and_kernels
+from iosim.calibrate.impl_run import FIT_GRID, gpu_runner, measure_impls
+from iosim.calibrate.impl_run import FLEX_POINTS as FIT_FLEX
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
@@ -65,49 +67,29 @@ VALIDATION = (
 FLEX_POINTS = (0, 7, 13, 16, 20, 28)
 """FlexAttention compiles per shape (tens of seconds): it runs a subset."""
 
-FIT = (
-    # the per-implementation fit set: shapes none of VALIDATION has (benchmarks/impl_fit.py)
-    _w(2048, heads=8), _w(8192, heads=4, d=64), _w(4096, heads=32, batch=2, d=64),
-    _w(2048, heads=16, batch=4, causal=True), _w(16384, heads=4, d=128, causal=True),
-    _w(4096, heads=16, kv=4, d=128), _w(1536, heads=24, batch=2, d=128, dtype="bf16"),
-    _w(1, 24576, heads=32, kv=8, batch=2), _w(1, 49152, heads=16, kv=2, d=64),
-    _w(768, 12288, heads=16, d=128), _w(2048, heads=16, d=256, causal=True),
-    _w(49152, heads=4, d=64),
-)
-FIT_FLEX = (0, 5, 10)
+FIT = FIT_GRID
+"""The per-implementation fit set (`iosim calibrate --impl`'s grid, iosim/calibrate/impl_run.py):
+shapes none of VALIDATION has."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX)}
 
 
 def main() -> None:
     out_path = sys.argv[1]
     budget = float(sys.argv[2]) if len(sys.argv) > 2 else 200.0
-    points, flex_points = SETS[sys.argv[3] if len(sys.argv) > 3 else "validation"]
-    start = time.monotonic()
-    record = {"schema": "iosim.validation/1", "device": device_info(),
-              "set": sys.argv[3] if len(sys.argv) > 3 else "validation",
-              "command": " ".join(sys.argv), "points": []}
-    for impl_name in IMPLS:
-        impl = get_implementation(impl_name)
-        for i, w in enumerate(points):
-            if impl_name == "flex" and i not in flex_points:
-                continue
-            if time.monotonic() - start > budget:
-                record["stopped_early"] = f"budget of {budget:.0f} s reached at {impl_name} #{i}"
-                break
-            entry = {"impl": impl_name, "index": i, "workload": {
-                "n": w.n, "n_kv": w.n_kv, "d": w.d, "heads": w.heads, "kv_heads": w.kv_heads,
-                "batch": w.batch, "dtype": w.dtype, "causal": w.causal}}
-            try:
-                impl.check_shape(w.d, w.dtype)
-                entry["rel_error"] = check(impl, w)
-                entry["time_s"], entry["kernels"] = time_and_kernels(impl, w)
-            except Exception as exc:
-                entry["refused"] = str(exc).strip().splitlines()[0][:240] if str(exc).strip() \
-                    else type(exc).__name__
-            record["points"].append(entry)
-            print(impl_name, i, entry.get("time_s", entry.get("refused")), flush=True)
-            with open(out_path, "w", encoding="utf-8") as f:
-                json.dump(record, f, indent=1)
+    set_name = sys.argv[3] if len(sys.argv) > 3 else "validation"
+    points, flex_points = SETS[set_name]
+
+    def save(record: dict[str, Any], entry: dict[str, Any]) -> None:
+        print(entry["impl"], entry["index"], entry.get("time_s", entry.get("refused")), flush=True)
+        with open(out_path, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=1)
+
+    record = measure_impls([get_implementation(n) for n in IMPLS], gpu_runner(),
+                           device=device_info(), command=" ".join(sys.argv), grid=points,
+                           flex_points=flex_points, set_name=set_name, budget_s=budget,
+                           on_point=save)
+    with open(out_path, "w", encoding="utf-8") as f:
+        json.dump(record, f, indent=1)
 
 
 if __name__ == "__main__":

@@ -249,7 +249,7 @@ def test_the_cli_from_a_record_writes_yaml_record_and_report(tmp_path: Path) -> 
     out, report = tmp_path / "h200.yaml", tmp_path / "report"
     code, stdout, err = run("calibrate", "--gpu", "h200", "--out", str(out), "--from", str(RECORD),
                             "--report", str(report))
-    assert (code, err) == (0, "")
+    assert code == 0 and err.startswith("Warning: kept measured.backward_schedule")
     assert "Acceptance" in stdout and "NO" not in stdout.split("Acceptance")[1]
     assert load_hardware(out).measured is not None
     assert (report / "README.md").exists()

@@ -271,22 +271,24 @@ def test_fused_kernels_dram_reads_match_ncu() -> None:
 
 
 def test_measure_records_feed_the_implementation_fit(tmp_path: Path) -> None:
-    """`iosim measure --record FILE` appends JSON Lines that benchmarks/impl_fit.py fits from:
+    """`iosim measure --record FILE` appends JSON Lines that calibrate/impl_fit.py fits from:
     points measured at twice the unit-efficiency prediction fit an efficiency of 0.5."""
-    import importlib
-
+    from iosim.calibrate import impl_fit
     from iosim.cli.measure_cmd import measurement_point
+    from iosim.inputs.gpus import resolve_hardware
+    from iosim.inputs.hardware import ImplCalibration
+    from iosim.inputs.impl_calibration import with_impl_calibration
 
-    impl_fit = importlib.import_module("benchmarks.impl_fit")
-    unit = impl_fit.replace(get_implementation("sdpa-flash"),
-                            calibration={"h200": {"fused": 1.0, "memory": 1.0}})
+    h200 = resolve_hardware("h200").hardware
+    unit = with_impl_calibration(h200, "sdpa-flash",
+                                 ImplCalibration({"fused": 1.0, "memory": 1.0}, "unit"))
     path = tmp_path / "points.jsonl"
     with path.open("w") as out:
         for w in (Workload(4096, d=128, heads=32, batch=2), Workload(2048, d=64, heads=64)):
-            est = compare(w, "h200", impl=unit, profile="measured").algorithms[-1]
+            est = compare(w, unit, impl="sdpa-flash", profile="measured").algorithms[-1]
             point = measurement_point("sdpa-flash", w, "h200", "measured", est, 2 * est.time_s,
                                       [], 0.0)
             out.write(json.dumps(point) + "\n")
     record = impl_fit.load_points(path)
-    (points,) = impl_fit.raw_times(record, "h200").values()
+    (points,) = impl_fit.raw_times(record, h200).values()
     assert impl_fit.fit(points, 1.0, 1.0) == {"fused": 0.5, "call_overhead_s": 0.0}

@@ -10,6 +10,7 @@ from html.parser import HTMLParser
 from pathlib import Path
 from typing import Any
 
+import click
 import pytest
 
 from iosim.analysis.compare import compare
@@ -204,3 +205,35 @@ def test_unwritable_report_folder(tmp_path: Path) -> None:
     assert code == 2
     assert err == f"Error: cannot write to --out {blocker / 'sub'}: Not a directory; choose a " \
                   f"folder you can write to\n"
+
+
+def _report_context(*args: str) -> click.Context:
+    from iosim.cli.report_cmd import report_command
+
+    return report_command.make_context("report", ["--gpu", "h100", "--out", "r", *args])
+
+
+def test_remake_command_says_packing_only_with_seqlens() -> None:
+    # --packing qualifies --seqlens: the remake command of a report without --seqlens carried
+    # `--packing varlen`, a flag that changed nothing
+    from iosim.cli.common import command_words
+
+    plain = _report_context("--n", "2048")
+    assert "--packing" not in command_words(plain, plain.params)
+    packed = _report_context("--n", "3000", "--seqlens", "1000,2000", "--packing", "document")
+    words = command_words(packed, packed.params)
+    assert words[words.index("--packing") + 1] == "document"
+    assert words[words.index("--seqlens") + 1] == "1000,2000"
+
+
+def test_a_model_reports_title_names_the_model_and_layer_kind() -> None:
+    # Gemma 2 9B alternates local and global layers, 21 of each (its config.json, cited in
+    # configs/models/gemma-2-9b.yaml); Llama 3.1 8B has 32 layers of one kind
+    from iosim.cli.report_cmd import model_subject
+
+    gemma = _report_context("--model", "gemma-2-9b", "--layer", "local")
+    assert model_subject(gemma.params) == ("Google Gemma 2 9B (one of its 21 local layers, of "
+                                           "42)")
+    llama = _report_context("--model", "llama-3.1-8b")
+    assert model_subject(llama.params) == "Meta Llama 3.1 8B (one of its 32 layers)"
+    assert model_subject(_report_context().params) is None

@@ -55,6 +55,10 @@ def test_json_carries_every_count(iosim_cli: Any) -> None:
     data = json.loads(out)["splits_auto"]
     assert data["schema"] == "iosim.splits/1" and len(data["rows"]) == 32
     assert data["best"] in [r["splits"] for r in data["rows"] if r["eligible"]]
+    # the run the tables show says its split count came from auto, not a typed --splits N
+    tiling = {a["name"]: a for a in json.loads(out)["algorithms"]}["splitkv"]["tiling"]
+    assert tiling["splits"] == data["best"]
+    assert tiling["splits_rule"] == "--splits auto: the fastest predicted count"
 
 
 @pytest.mark.parametrize(("args", "words"), [

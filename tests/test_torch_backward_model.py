@@ -25,7 +25,6 @@ from iosim.estimates.l2_model import modelled
 from iosim.estimates.l2_simulate import simulate
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
-from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from tests.conftest import examples
@@ -174,7 +173,7 @@ def test_sdpa_time_fit_is_the_shipped_calibration_and_holds_out(records: list, h
                    replace(s, overhead_s=s.overhead_s + 2e-6), replace(s, overhead_s=s.overhead_s - 2e-6),
                    replace(s, call_s=s.call_s + 3e-6), replace(s, call_s=s.call_s - 3e-6)):
         assert F.fit_loss(records, "sdpa", h200, nearby) >= best
-    shipped = get_implementation("sdpa-flash").backward_calibration["h200"]
+    shipped = h200.measured.impls["sdpa-flash"].backward
     assert shipped == pytest.approx({"efficiency": F.SDPA_TIME.efficiency,
                                      "program_overhead_s": F.SDPA_TIME.overhead_s,
                                      "call_overhead_s": F.SDPA_TIME.call_s})
@@ -207,11 +206,11 @@ def test_a_broken_record_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_bad_backward_calibration_is_refused(tmp_path: Path) -> None:
-    text = (config_dir().parent / "impls" / "sdpa-flash.yaml").read_text()
+    text = (config_dir() / "h200.yaml").read_text()
     bad = tmp_path / "x.yaml"
     bad.write_text(text.replace("backward: {efficiency: 0.52", "backward: {efficiency: 7"))
-    with pytest.raises(ConfigError, match=r"calibration\.h200\.backward\.efficiency"):
-        get_implementation(str(bad))
+    with pytest.raises(ConfigError, match=r"measured\.impls\.sdpa-flash\.backward\.efficiency"):
+        load_hardware(bad)
 
 
 def test_eager_time_where_its_kernels_are_the_modelled_ones(records: list, h200) -> None:  # type: ignore[no-untyped-def]

@@ -39,7 +39,7 @@ class AlgorithmEstimate(TrafficTotals):
     impl: Implementation | None = None
     call_overhead_s: float = 0.0
     """An implementation's fitted host time per call before its first kernel starts (measured
-    profile, configs/impls calibration `call_overhead_s`); added to the kernels' time."""
+    profile, the GPU YAML's measured.impls.NAME.call_overhead_s); added to the kernels' time."""
 
     @property
     def traffic(self) -> Traffic:

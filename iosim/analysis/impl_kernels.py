@@ -10,9 +10,9 @@ from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 from iosim.estimates.roofline import Roofs
-from iosim.inputs.hardware import BackwardSchedule, Hardware
+from iosim.inputs.hardware import BackwardSchedule, Hardware, ImplCalibration
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.ints import cdiv
 from iosim.inputs.tiling import Tiling
@@ -93,26 +93,37 @@ def _softmax_in_two(kernel: Kernel, impl: Implementation, source: str) -> tuple[
     return mul, rest
 
 
-def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
-    """The measured roofs with the implementation's own fitted efficiencies (its profile's
-    `calibration` entry for this GPU); refused when it has none."""
-    fitted = impl.calibration.get(hardware.name)
-    if fitted is None:
-        have = ", ".join(impl.calibration) or "none"
+def impl_calibration(impl: Implementation, hardware: Hardware) -> ImplCalibration:
+    """The implementation's fitted figures on this GPU (the GPU YAML's `measured.impls`);
+    refused, saying what to run, when the YAML has none for it."""
+    fitted = hardware.measured.impls if hardware.measured is not None else {}
+    if impl.name not in fitted:
+        have = ", ".join(fitted) or "none"
         raise IosimError(
-            f"{impl.name} has no measured efficiencies for {hardware.name} (its profile "
-            f"{impl.path} has calibration for: {have}); run `python "
-            f"benchmarks/impl_validation_h200.py FIT.json 120 fit` on that GPU and "
-            f"`python benchmarks/impl_fit.py FIT.json`, or use --profile spec")
-    efficiency = {**roofs.efficiency, **{k: v for k, v in fitted.items()
-                                         if k not in ("memory", "call_overhead_s")}}
+            f"{hardware.path} has no measured.impls entry for {impl.name} (it has: {have}); "
+            f"run `iosim calibrate --gpu {hardware.name} --impl {impl.name} --out FILE` on that "
+            f"GPU (or with --from RECORD, a record of `iosim measure --record`), or use "
+            f"{arg('profile', 'spec')}")
+    return fitted[impl.name]
+
+
+def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware) -> Roofs:
+    """The measured roofs with the implementation's own fitted efficiencies (the GPU YAML's
+    `measured.impls` entry for it); refused when it has none."""
+    fitted = impl_calibration(impl, hardware)
+    efficiency = {**roofs.efficiency, **{k: v for k, v in fitted.efficiency.items()
+                                         if k != "memory"}}
     note = (f"{impl.name}'s efficiencies fitted on {hardware.name}: "
-            + ", ".join(f"{k} {v:.3g}" for k, v in fitted.items()))
-    if "call_overhead_s" in fitted:
-        note = note.replace(f"call_overhead_s {fitted['call_overhead_s']:.3g}",
-                            f"{fitted['call_overhead_s'] * 1e6:.1f} µs host time per call")
+            + ", ".join(f"{k} {v:.3g}" for k, v in fitted.efficiency.items()))
+    if fitted.call_overhead_s is not None:
+        note += f", {fitted.call_overhead_s * 1e6:.1f} µs host time per call"
     return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
-                   memory_efficiency=fitted.get("memory"))
+                   memory_efficiency=fitted.efficiency.get("memory"))
+
+
+def _fitted(impl: Implementation, hardware: Hardware) -> ImplCalibration | None:
+    impls = hardware.measured.impls if hardware.measured is not None else {}
+    return impls.get(impl.name)
 
 
 def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str,
@@ -122,33 +133,37 @@ def call_overhead(impl: Implementation | None, hardware: Hardware, profile: str,
     backward's (its `backward` fit), or both for a training step."""
     if impl is None or profile != "measured":
         return 0.0
-    forward = impl.calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
-    backward = impl.backward_calibration.get(hardware.name, {}).get("call_overhead_s", 0.0)
+    fitted = _fitted(impl, hardware)
+    if fitted is None:
+        return 0.0
+    forward = fitted.call_overhead_s or 0.0
+    backward = fitted.backward.get("call_overhead_s", 0.0)
     return {"fwd": forward, "bwd": backward}.get(pass_, forward + backward)
 
 
 def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
                         tiling: Tiling | None, d: int) -> Roofs:
-    """The measured roofs with the implementation's fitted backward schedule (its profile's
-    `calibration.GPU.backward`), which times its fused backward kernel program by program
+    """The measured roofs with the implementation's fitted backward schedule (its
+    `measured.impls.NAME.backward`), which times its fused backward kernel program by program
     (estimates/schedule.py) at the tiling's backward occupancy; unchanged without one."""
-    fitted = impl.backward_calibration.get(hardware.name)
-    if fitted is None or tiling is None or hardware.sm_count is None:
+    fitted = _fitted(impl, hardware)
+    if fitted is None or not fitted.backward or tiling is None or hardware.sm_count is None:
         return roofs
-    schedule = BackwardSchedule(fitted["efficiency"], fitted["program_overhead_s"],
-                                {d: tiling.bwd_programs_per_sm},
-                                impl.calibration_source.get(hardware.name, ""))
+    schedule = BackwardSchedule(fitted.backward["efficiency"],
+                                fitted.backward["program_overhead_s"],
+                                {d: tiling.bwd_programs_per_sm}, fitted.backward_source)
     return replace(roofs, schedule=schedule, schedules_untiled=True, sm_count=hardware.sm_count)
 
 
 def impl_backward_note(impl: Implementation, hardware: Hardware) -> str | None:
     """The line saying that the implementation's backward calibration times its backward."""
-    fitted = impl.backward_calibration.get(hardware.name)
-    if fitted is None:
+    fitted = _fitted(impl, hardware)
+    if fitted is None or not fitted.backward:
         return None
+    b = fitted.backward
     return (f"{impl.name}'s fused backward kernel is timed by scheduling its programs on the "
-            f"SMs (efficiency {fitted['efficiency']:g}, {fitted['program_overhead_s'] * 1e6:g} µs "
-            f"per program, {fitted['call_overhead_s'] * 1e6:g} µs host time per backward call; "
+            f"SMs (efficiency {b['efficiency']:g}, {b['program_overhead_s'] * 1e6:g} µs "
+            f"per program, {b['call_overhead_s'] * 1e6:g} µs host time per backward call; "
             "calibrate/torch_bwd_fit.py)")
 
 

@@ -121,6 +121,9 @@ def with_best_pick(result: Comparison, choice: SplitChoice, **options: Any) -> C
     other algorithms that split (cascade) keep their own rule."""
     best = _splitkv(compare(result.workload, result.hardware, algorithms=["splitkv"],
                             splits=choice.best.splits, **options))
+    assert best.tiling is not None  # splitkv is tiled
+    best = replace(best, tiling=replace(
+        best.tiling, splits_rule="--splits auto: the fastest predicted count"))
     return replace(result, algorithms=tuple(best if a.algorithm == "splitkv" else a
                                             for a in result.algorithms))
 

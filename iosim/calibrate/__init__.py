@@ -8,7 +8,9 @@
     torch_bwd_fit.py SDPA's and eager's backward records against the L2 model and the
                   sdpa-flash backward time fit; the backward report (pure)
     points.py     measured points for the hierarchical roofline (pure)
-    yaml_out.py   the `measured:` section of a hardware YAML (pure)
+    yaml_out.py   the `measured:` section of a hardware YAML, keys a fit does not own kept (pure)
+    impl_fit.py   each implementation's efficiencies and host time per call (pure)
+    impl_run.py   `calibrate --impl`'s grid and run (measure.py's runner, injectable)
     ncu.py        Nsight Compute: the command line and its CSV (pure); runs ncu in a subprocess
     env.py        what a run needs (torch, triton, a CUDA GPU) and the device it found
     run.py        one run on the GPU: the plan measured, then counted under ncu

@@ -26,6 +26,8 @@ import torch
 import triton
 import triton.language as tl
 
+from iosim.calibrate.kernels_common import _iosim_attn_rows, _iosim_program_rows, _iosim_tile
+
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
@@ -187,27 +189,6 @@ def bmm(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
 
 
 # ---------------------------------------------------------------------------------------------
-# what every attention kernel here starts with: its place in the grid, its tiles' offsets
-
-
-@triton.jit
-def _iosim_program_rows(BLOCK: tl.constexpr, HEAD_DIM: tl.constexpr):
-    """This program's place in the (row blocks, batch·heads) grid that every attention kernel
-    here launches: its first row, its head (int64, so that a head's offset past 2³¹ elements does
-    not wrap), the offsets of its BLOCK rows and of the head dim."""
-    start = tl.program_id(0) * BLOCK
-    head = tl.program_id(1).to(tl.int64)
-    return start, head, start + tl.arange(0, BLOCK), tl.arange(0, HEAD_DIM)
-
-
-@triton.jit
-def _iosim_tile(head, stride_h, rows, stride_rows, cols):
-    """Element offsets of the (rows × cols) tile of one head of a (heads, N, width) tensor whose
-    rows are contiguous: head · stride_h + row · stride_rows + col."""
-    return head * stride_h + rows[:, None] * stride_rows + cols[None, :]
-
-
-# ---------------------------------------------------------------------------------------------
 # S = QKᵀ one row strip per program: Q_i stays on chip, K_j streams through (software-pipelined),
 # S_ij is stored as soon as it is computed, so loads of K and stores of S overlap
 
@@ -311,31 +292,6 @@ class AttentionConfig:
 
 
 @triton.jit
-def _iosim_attn_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn, lo, hi,
-                      offs_m, offs_n, qk_scale, BLOCK_N: tl.constexpr, DIAGONAL: tl.constexpr):
-    for start_n in range(lo, hi, BLOCK_N):
-        start_n = tl.multiple_of(start_n, BLOCK_N)
-        # FA2 Alg. 1 line 7: load K_j (and V_j below)
-        k = tl.load(k_ptrs + start_n * stride_kn)
-        qk = tl.dot(q, tl.trans(k))
-        if DIAGONAL:
-            keep = offs_m[:, None] >= (start_n + offs_n[None, :])
-            qk = qk * qk_scale + tl.where(keep, 0.0, -1.0e6)
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-        else:
-            m_new = tl.maximum(m_i, tl.max(qk, 1) * qk_scale)
-            qk = qk * qk_scale
-        # scores are in log2 units (qk_scale carries log2 e): exp2 is the fast instruction
-        p = tl.math.exp2(qk - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_ptrs + start_n * stride_vn)
-        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
-        m_i = m_new
-    return acc, l_i, m_i
-
-
-@triton.jit
 def _iosim_attn_fwd_kernel(
     q_ptr, k_ptr, v_ptr, o_ptr, lse_ptr, qk_scale, n_ctx,
     stride_qh, stride_qm, stride_kh, stride_kn, stride_vh, stride_vn, stride_oh, stride_om,
@@ -348,20 +304,9 @@ def _iosim_attn_fwd_kernel(
     q = tl.load(q_ptr + _iosim_tile(head, stride_qh, offs_m, stride_qm, offs_d))
     k_ptrs = k_ptr + _iosim_tile(head, stride_kh, offs_n, stride_kn, offs_d)
     v_ptrs = v_ptr + _iosim_tile(head, stride_vh, offs_n, stride_vn, offs_d)
-    m_i = tl.full((BLOCK_M,), -float("inf"), dtype=tl.float32)
-    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
-    if CAUSAL:
-        # key blocks wholly below the diagonal, unmasked; then the diagonal band, masked;
-        # blocks above the diagonal are never loaded (FA2 §3.1.1)
-        acc, l_i, m_i = _iosim_attn_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
-                                          0, start_m, offs_m, offs_n, qk_scale, BLOCK_N, False)
-        acc, l_i, m_i = _iosim_attn_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
-                                          start_m, start_m + BLOCK_M, offs_m, offs_n, qk_scale,
-                                          BLOCK_N, True)
-    else:
-        acc, l_i, m_i = _iosim_attn_inner(acc, l_i, m_i, q, k_ptrs, v_ptrs, stride_kn, stride_vn,
-                                          0, n_ctx, offs_m, offs_n, qk_scale, BLOCK_N, False)
+    acc, l_i, m_i = _iosim_attn_rows(q, k_ptrs, v_ptrs, stride_kn, stride_vn, start_m, n_ctx,
+                                     offs_m, offs_n, qk_scale, BLOCK_M, BLOCK_N, HEAD_DIM, CAUSAL,
+                                     False)
     # FA2 Alg. 1 lines 12-15: O_i = diag(l_i)⁻¹ O_i, L_i = m_i + log l_i; write O_i and L_i
     acc = acc / l_i[:, None]
     tl.store(lse_ptr + head * n_ctx + offs_m, (m_i + tl.math.log2(l_i)) * 0.6931471805599453)

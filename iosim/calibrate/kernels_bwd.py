@@ -40,7 +40,8 @@ import torch
 import triton
 import triton.language as tl
 
-from iosim.calibrate.kernels import LOG2E, KernelInputError, _iosim_program_rows, _iosim_tile
+from iosim.calibrate.kernels import LOG2E, KernelInputError
+from iosim.calibrate.kernels_common import _iosim_program_rows, _iosim_tile
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,9 @@
                 S = (Q Kᵀ) · q_descale · k_descale · scale; P cast to the input dtype (FP8 e4m3 for
                 FP8 inputs) for P·V; O = acc / l · v_descale written in fp16. V is stored
                 transposed (d, n) per head, the layout Hopper's FP8 tensor-core instruction wants
-                for its second operand (Triton's fused-attention tutorial does the same).
+                for its second operand (Triton's fused-attention tutorial does the same). Its key
+                loop is the forward's (kernels_common._iosim_attn_rows): causal, the key blocks
+                below the diagonal unmasked, the diagonal band masked, none above it loaded.
 
 torch and triton are imported at module level; only the device scripts and the interpreter tests
 import this module.
@@ -30,6 +32,16 @@ import triton
 import triton.language as tl
 
 from iosim.calibrate.kernels import LOG2E, KernelInputError
+from iosim.calibrate.kernels_common import (
+    _iosim_attn_rows,
+    _iosim_key_rows,
+    _iosim_program_rows,
+    _iosim_softmax_start,
+    _iosim_softmax_step,
+    _iosim_split_keys,
+    _iosim_split_result,
+    _iosim_tile,
+)
 from iosim.calibrate.kernels_variants import KVCache, chunk_for, decode_combine
 
 D_LATENT = 512
@@ -64,12 +76,8 @@ def _iosim_mla_split_kernel(
     offs_l = tl.arange(0, DL)
     offs_r = tl.arange(0, DR)
     offs_n = tl.arange(0, BLOCK_N)
-    length = tl.load(lens_ptr + b)
-    lo = split * chunk
-    hi = tl.minimum(lo + chunk, length)
-    m_i = tl.full((BLOCK_R,), -float("inf"), dtype=tl.float32)
-    l_i = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    acc = tl.zeros((BLOCK_R, DL), dtype=tl.float32)
+    lo, hi = _iosim_split_keys(lens_ptr, b, split, chunk)
+    acc, l_i, m_i = _iosim_softmax_start(BLOCK_R, DL)
     if lo < hi:
         q_rows = q_ptr + b * stride_qb + rows[:, None] * stride_qh
         # load Q_i (latent and rope columns), once per split
@@ -78,8 +86,8 @@ def _iosim_mla_split_kernel(
         for start in range(lo, hi, BLOCK_N):
             keys = start + offs_n
             key_ok = keys < hi
-            page = tl.load(table_ptr + b * stride_tb + keys // PAGE, mask=key_ok, other=0)
-            row_off = page.to(tl.int64) * stride_cp + (keys % PAGE) * stride_cn
+            row_off = _iosim_key_rows(table_ptr, stride_tb, b, keys, key_ok, stride_cp,
+                                      stride_cn, PAGE)
             # load the latent rows C_j once: K is all 576 columns, V the first 512
             c_lat = tl.load(c_ptr + row_off[:, None] + offs_l[None, :], mask=key_ok[:, None],
                             other=0.0)
@@ -88,15 +96,9 @@ def _iosim_mla_split_kernel(
             qk = tl.dot(q_lat, tl.trans(c_lat))
             qk = tl.dot(q_rope, tl.trans(c_rope), qk) * qk_scale
             qk = tl.where(key_ok[None, :], qk, -float("inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            p = tl.math.exp2(qk - m_new[:, None])
-            alpha = tl.math.exp2(m_i - m_new)
-            l_i = l_i * alpha + tl.sum(p, 1)
-            acc = tl.dot(p.to(c_lat.dtype), c_lat, acc * alpha[:, None])
-            m_i = m_new
-    out = tl.where(l_i[:, None] > 0, acc / tl.where(l_i > 0, l_i, 1.0)[:, None], 0.0)
-    lse = tl.where(l_i > 0, (m_i + tl.math.log2(tl.where(l_i > 0, l_i, 1.0))) * 0.6931471805599453,
-                   -float("inf"))
+            acc, l_i, m_i = _iosim_softmax_step(acc, l_i, m_i, qk, tl.maximum(m_i, tl.max(qk, 1)),
+                                                c_lat)
+    out, lse = _iosim_split_result(acc, l_i, m_i)
     s = split.to(tl.int64)
     tl.store(o_ptr + s * stride_os + b * stride_ob + rows[:, None] * stride_oh + offs_l[None, :],
              out, mask=row_ok[:, None])
@@ -175,38 +177,21 @@ def _iosim_attn_scaled_kernel(
     stride_qh, stride_qm, stride_kh, stride_kn, stride_vh, stride_vd, stride_oh, stride_om,
     HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
 ):
-    start_m = tl.program_id(0)
-    head = tl.program_id(1).to(tl.int64)
-    offs_m = start_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    start_m, head, offs_m, offs_d = _iosim_program_rows(BLOCK_M, HEAD_DIM)
     offs_n = tl.arange(0, BLOCK_N)
-    offs_d = tl.arange(0, HEAD_DIM)
     # the three per-tensor descales, read from HBM (FA3's q_descale, k_descale, v_descale)
     q_descale = tl.load(descale_ptr)
     k_descale = tl.load(descale_ptr + 1)
     v_descale = tl.load(descale_ptr + 2)
-    scale = qk_scale * q_descale * k_descale
-    q = tl.load(q_ptr + head * stride_qh + offs_m[:, None] * stride_qm + offs_d[None, :])
-    m_i = tl.full((BLOCK_M,), -float("inf"), dtype=tl.float32)
-    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
-    acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
-    hi = (start_m + 1) * BLOCK_M if CAUSAL else n_ctx
-    for start_n in range(0, hi, BLOCK_N):
-        start_n = tl.multiple_of(start_n, BLOCK_N)
-        k = tl.load(k_ptr + head * stride_kh + (start_n + offs_n)[:, None] * stride_kn
-                    + offs_d[None, :])
-        qk = tl.dot(q, tl.trans(k)) * scale
-        if CAUSAL:
-            qk = tl.where(offs_m[:, None] >= (start_n + offs_n)[None, :], qk, -1.0e6)
-        m_new = tl.maximum(m_i, tl.max(qk, 1))
-        p = tl.math.exp2(qk - m_new[:, None])
-        alpha = tl.math.exp2(m_i - m_new)
-        l_i = l_i * alpha + tl.sum(p, 1)
-        vt = tl.load(vt_ptr + head * stride_vh + offs_d[:, None] * stride_vd
-                     + (start_n + offs_n)[None, :])
-        acc = tl.dot(p.to(vt.dtype), tl.trans(vt), acc * alpha[:, None])
-        m_i = m_new
+    q = tl.load(q_ptr + _iosim_tile(head, stride_qh, offs_m, stride_qm, offs_d))
+    k_ptrs = k_ptr + _iosim_tile(head, stride_kh, offs_n, stride_kn, offs_d)
+    # Vᵀ's (d × BLOCK_N) blocks: key j's column is j, so V's row stride is 1
+    vt_ptrs = vt_ptr + _iosim_tile(head, stride_vh, offs_d, stride_vd, offs_n)
+    acc, l_i, _ = _iosim_attn_rows(q, k_ptrs, vt_ptrs, stride_kn, 1, start_m, n_ctx, offs_m,
+                                   offs_n, qk_scale * q_descale * k_descale, BLOCK_M, BLOCK_N,
+                                   HEAD_DIM, CAUSAL, True)
     acc = acc / l_i[:, None] * v_descale
-    tl.store(o_ptr + head * stride_oh + offs_m[:, None] * stride_om + offs_d[None, :],
+    tl.store(o_ptr + _iosim_tile(head, stride_oh, offs_m, stride_om, offs_d),
              acc.to(o_ptr.dtype.element_ty))
 
 

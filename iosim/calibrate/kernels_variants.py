@@ -36,8 +36,13 @@ import triton
 import triton.language as tl
 
 from iosim.calibrate.kernels import LOG2E, KernelInputError
-
-LN2 = 0.6931471805599453
+from iosim.calibrate.kernels_common import (
+    _iosim_key_rows,
+    _iosim_softmax_start,
+    _iosim_softmax_step,
+    _iosim_split_keys,
+    _iosim_split_result,
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,12 +79,8 @@ def _iosim_decode_split_kernel(
     g = rows % group
     offs_d = tl.arange(0, D)
     offs_n = tl.arange(0, BLOCK_N)
-    length = tl.load(lens_ptr + seq)
-    lo = split * chunk
-    hi = tl.minimum(lo + chunk, length)
-    m_i = tl.full((BLOCK_R,), -float("inf"), dtype=tl.float32)
-    l_i = tl.zeros((BLOCK_R,), dtype=tl.float32)
-    acc = tl.zeros((BLOCK_R, D), dtype=tl.float32)
+    lo, hi = _iosim_split_keys(lens_ptr, seq, split, chunk)
+    acc, l_i, m_i = _iosim_softmax_start(BLOCK_R, D)
     if lo < hi:
         # FA2 Alg. 1 line 4: load Q_i (once per split)
         q = tl.load(q_ptr + b[:, None] * stride_qb + head * stride_qh + g[:, None] * stride_qg
@@ -87,27 +88,18 @@ def _iosim_decode_split_kernel(
         for start in range(lo, hi, BLOCK_N):
             keys = start + offs_n
             key_ok = keys < hi
-            if PAGE > 0:
-                # the block table: one int32 per page the tile touches (per key row here)
-                page = tl.load(table_ptr + seq * stride_tb + keys // PAGE, mask=key_ok, other=0)
-                row_off = page.to(tl.int64) * stride_kp + (keys % PAGE) * stride_kn
-            else:
-                row_off = seq.to(tl.int64) * stride_kp + keys.to(tl.int64) * stride_kn
+            # paged: the block table, one int32 per page the tile touches (per key row here)
+            row_off = _iosim_key_rows(table_ptr, stride_tb, seq, keys, key_ok, stride_kp,
+                                      stride_kn, PAGE)
             kv_off = row_off[:, None] + head * stride_kh + offs_d[None, :]
             # FA2 Alg. 1 line 7: load K_j, V_j of this split
             k = tl.load(k_ptr + kv_off, mask=key_ok[:, None], other=0.0)
             qk = tl.dot(q, tl.trans(k)) * qk_scale
             qk = tl.where(key_ok[None, :], qk, -float("inf"))
-            m_new = tl.maximum(m_i, tl.max(qk, 1))
-            p = tl.math.exp2(qk - m_new[:, None])
-            alpha = tl.math.exp2(m_i - m_new)
-            l_i = l_i * alpha + tl.sum(p, 1)
             v = tl.load(v_ptr + kv_off, mask=key_ok[:, None], other=0.0)
-            acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
-            m_i = m_new
-    out = tl.where(l_i[:, None] > 0, acc / tl.where(l_i > 0, l_i, 1.0)[:, None], 0.0)
-    lse = tl.where(l_i > 0, (m_i + tl.math.log2(tl.where(l_i > 0, l_i, 1.0))) * 0.6931471805599453,
-                   -float("inf"))
+            acc, l_i, m_i = _iosim_softmax_step(acc, l_i, m_i, qk, tl.maximum(m_i, tl.max(qk, 1)),
+                                                v)
+    out, lse = _iosim_split_result(acc, l_i, m_i)
     s = (split_base + split).to(tl.int64)
     o_off = s * stride_os + b * stride_ob + head * stride_oh + g * stride_og
     tl.store(o_ptr + o_off[:, None] + offs_d[None, :], out.to(o_ptr.dtype.element_ty),

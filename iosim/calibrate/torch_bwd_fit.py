@@ -36,11 +36,12 @@ from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate
-from iosim.analysis.impl_kernels import impl_kernels, impl_workload
+from iosim.analysis.impl_kernels import impl_calibration, impl_kernels, impl_workload
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.backward_fit import DIRTY_SHARE, handover
 from iosim.errors import IosimError
 from iosim.inputs.hardware import Hardware
+from iosim.inputs.impl_calibration import with_impl_calibration
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
@@ -207,10 +208,11 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
         key = (w, hardware.path, tm.efficiency, tm.overhead_s)
         if key not in _SDPA_KERNELS:
             impl = get_implementation(IMPLS[what])
-            impl = replace(impl, backward_calibration={hardware.name: {
+            shipped = impl_calibration(impl, hardware)
+            trial = with_impl_calibration(hardware, impl.name, replace(shipped, backward={
                 "efficiency": tm.efficiency, "program_overhead_s": tm.overhead_s,
-                "call_overhead_s": 0.0}})
-            _SDPA_KERNELS[key] = compare(w, hardware, impl=impl,
+                "call_overhead_s": 0.0}, backward_source="trial"))
+            _SDPA_KERNELS[key] = compare(w, trial, impl=impl,
                                          profile="measured").algorithms[1].time_s
         return _SDPA_KERNELS[key] + tm.call_s
     a = model(w, what, hardware)
@@ -291,7 +293,7 @@ def fit_time(records: list[dict[str, Any]], what: str, hardware: Hardware) -> Ti
 
 SDPA_TIME = TimeModel(0.52, 17e-6, 20e-6)
 """`fit_time` on the `fit` points of backward-h200-torch.json, as shipped in
-configs/impls/sdpa-flash.yaml (calibration.h200.backward); tests hold the two equal."""
+configs/gpus/h200.yaml (measured.impls.sdpa-flash.backward); tests hold the two equal."""
 EAGER_TIME = TimeModel(1.04, 12e-6, 46e-6, 1.04)
 """`fit_time` on the `fit` points for eager (this report's model only; compare keeps the
 torch-naive profile's forward fit). Efficiencies above 1: the matmuls are memory-bound at

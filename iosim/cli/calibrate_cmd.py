@@ -10,6 +10,7 @@ import click
 
 from iosim.cli import cli
 from iosim.errors import IosimError
+from iosim.inputs.hardware import Hardware
 from iosim.inputs.limits import excerpt
 
 
@@ -35,8 +36,15 @@ def _refuse_existing(path: Path, force: bool, flag: str) -> None:
               help="Fit a recorded measurement file instead of measuring (no GPU needed).")
 @click.option("--report", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="Write the calibration report (CSV, Markdown, plots) into this folder.")
+@click.option("--impl", "impl", default=None, metavar="LIST|all",
+              help="Calibrate these implementations (sdpa-flash,torch-naive,...; all: every "
+                   "shipped one) instead of the GPU: their fit goes under measured.impls.")
+@click.option("--budget", type=click.FloatRange(min=1, max=86400), default=None,
+              metavar="SECONDS",
+              help="With --impl on a GPU: start no new point after this many seconds.")
 def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: bool,
-                      record: Path | None, from_: Path | None, report: Path | None) -> None:
+                      record: Path | None, from_: Path | None, report: Path | None,
+                      impl: str | None, budget: float | None) -> None:
     """Measure this GPU's ceilings and kernel efficiencies; write them as a measured: profile.
 
     \b
@@ -46,18 +54,31 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
     of the --gpu YAML with a measured: section; `iosim compare --profile measured` uses it.
 
     \b
+    With --impl, each implementation is checked and timed over a grid of shapes (or read from
+    a record with --from) and its efficiencies and host time per call are fitted into
+    measured.impls.NAME of a copy of the --gpu YAML (every other key kept).
+
+    \b
     Examples:
       iosim calibrate --gpu h200 --out h200-measured.yaml --quick
+      iosim calibrate --gpu h200 --out h200.yaml --impl all --from tests/data/h200-impl-fit.json
       iosim calibrate --gpu h200 --out h200.yaml --counters --report reports/calibration-h200
       iosim calibrate --gpu h200 --out h200.yaml --from tests/data/h200-calibration.json
     """
     from iosim.calibrate.fit import fit
     from iosim.calibrate.records import load_calibration, save_calibration
-    from iosim.calibrate.yaml_out import write_measured_yaml
+    from iosim.calibrate.yaml_out import merge_gpu_fit, write_measured_yaml
     from iosim.inputs.gpus import resolve_hardware
 
     hardware = resolve_hardware(gpu).hardware
     _refuse_existing(out, force, "--out")
+    if impl is None and budget is not None:
+        raise IosimError("--budget applies to --impl (the implementation grid); drop it or "
+                         "add --impl")
+    if impl is not None:
+        _calibrate_impls(hardware, impl, out=out, from_=from_, record=record, force=force,
+                         budget=budget, quick=quick, counters=counters, report=report)
+        return
     if record is None and from_ is None:
         record = out.with_name(out.stem + ".calibration.json")
     if record is not None:
@@ -123,7 +144,11 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
                          ) from None
     for message in pending:
         warn(message)
-    out.write_text(write_measured_yaml(source_text, result.profile_yaml()), encoding="utf-8")
+    measured, kept = merge_gpu_fit(source_text, result.profile_yaml())
+    if kept:
+        warn(f"kept {', '.join(f'measured.{k}' for k in kept)} of {hardware.path} (fitted "
+             f"against its earlier ceilings: re-fit them if these moved)")
+    out.write_text(write_measured_yaml(source_text, measured), encoding="utf-8")
     if report is not None:
         from iosim.output.calibration_report import write_report
 
@@ -131,3 +156,34 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
     from iosim.output.calibration_report import print_summary
 
     print_summary(result, console, out=out, record=record, report=report)
+
+
+def _calibrate_impls(hardware: Hardware, impl: str, *, out: Path, from_: Path | None,
+                     record: Path | None, force: bool, budget: float | None, quick: bool,
+                     counters: bool, report: Path | None) -> None:
+    """`--impl`: the flags that belong to the GPU calibration refused, then cli/calibrate_impl.py."""
+    for flag, given in (("--quick", quick), ("--report", report is not None)):
+        if given:
+            raise IosimError(f"{flag} belongs to the GPU calibration; drop it with --impl (the "
+                             f"implementation fit prints each one's error, the record keeps "
+                             f"every point)")
+    if counters:
+        raise IosimError("--counters with --impl is not supported yet: the implementation fit "
+                         "is on time; count DRAM bytes with benchmarks/impl_launches.py under "
+                         "ncu")
+    if from_ is not None and budget is not None:
+        raise IosimError("--budget limits a run on the GPU; drop it with --from")
+    if from_ is None:
+        record = record or out.with_name(out.stem + ".impl-record.json")
+        _refuse_existing(record, force, "--record")
+    elif record is not None:
+        raise IosimError("--record names the file a GPU run writes; with --from the record "
+                         "is already there: drop --record")
+    from iosim.cli.calibrate_impl import calibrate_impls
+
+    calibrate_impls(hardware, impl, out=out, from_=from_, record=record, force=force,
+                    budget=budget, warn=_warn)
+
+
+def _warn(message: str) -> None:
+    click.echo(f"Warning: {' '.join(message.split())}", err=True)

@@ -361,8 +361,9 @@ def command_words(ctx: click.Context, params: dict[str, Any]) -> list[str]:
         if not isinstance(param, click.Option) or param.name not in params or param.name in preset:
             continue
         value = params[param.name]
-        if value is None or value is False:
-            continue
+        if value is None or value is False or (param.name == "packing" and
+                                               params.get("seqlens") is None):
+            continue  # --packing says how --seqlens is packed: nothing without it
         flag = max(param.opts, key=len)
         words += [flag] if param.is_flag else [flag, str(value)]
     return words

@@ -26,8 +26,8 @@ ERROR_LINE = 0.15
 @click.option("--profile", type=click.Choice(["spec", "measured"]), default="measured",
               show_default=True, help="The roofs the prediction uses.")
 @click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Append this point (JSON Lines) to FILE; benchmarks/impl_fit.py FILE fits the "
-                   "implementation's efficiencies from such points.")
+              help="Append this point (JSON Lines) to FILE; `iosim calibrate --impl NAME --from "
+                   "FILE` fits the implementation's efficiencies from such points.")
 def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
                     kv_heads: int | None, batch: int, dtype: str, causal: bool,
                     unfused: str | None, impl: str, profile: str, record: Path | None) -> None:

@@ -24,6 +24,23 @@ DEFAULT_N_RANGE = "256..65536"
 DEFAULT_BLOCK_RANGE = "16..1024"
 
 
+def model_subject(params: dict[str, Any]) -> str | None:
+    """What the report is of under --model: the model's name and the layer kind it shows (a
+    report is of one layer kind, --layer or the model's only one)."""
+    if params.get("model") is None:
+        return None
+    from iosim.cli.model_flags import model_of
+    from iosim.inputs.model_presets import choose_group
+
+    model = model_of(params)
+    assert model is not None
+    group = choose_group(model, params.get("layer"))
+    if len(model.kinds) == 1:
+        return f"{model.display_name} (one of its {group.count} layers)"
+    return (f"{model.display_name} (one of its {group.count} {group.kind} layers, of "
+            f"{model.layer_count})")
+
+
 @cli.command("report")
 @comparison_options_with(n=1024, heads=16, batch=64)
 @click.option("--out", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
@@ -69,6 +86,6 @@ def report_command(ctx: click.Context, /, out_dir: Path, n_range: str, block_ran
                                "compare_gpus": compare_gpus, "gpu": None})
     words = ["iosim", "report", "--gpu", params["gpu"], "--out", str(out_dir), *rest]
     request = ReportRequest(params["gpu"], workload, ns, block_values, gpus, sram, profile,
-                            shlex.join(words), arguments)
+                            shlex.join(words), arguments, subject=model_subject(params))
     report = build_report(request, out_dir, force=params["force"])
     click.echo(f"wrote {len(report.files)} files to {out_dir}/ (open {out_dir / 'index.html'})")

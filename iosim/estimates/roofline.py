@@ -60,8 +60,8 @@ class Roofs:
     """Matmul and elementwise times add (measured profile) instead of overlapping (spec)."""
     memory_efficiency: float | None = None
     """An implementation's fitted share of the measured bandwidth its memory roof reaches
-    (configs/impls calibration `memory`); then the kind's efficiency divides only the compute
-    roof. None: both roofs are divided by the kind's efficiency (the GPU's own fit)."""
+    (the GPU YAML's measured.impls.NAME.efficiency.memory); then the kind's efficiency divides
+    only the compute roof. None: both roofs are divided by the kind's efficiency (the GPU's own fit)."""
     schedule: BackwardSchedule | None = None
     """Measured profile: the scheduled time of iosim's Triton backward kernels (schedule.py)."""
     sm_count: int | None = None

@@ -36,6 +36,23 @@ class BackwardSchedule:
 
 
 @dataclass(frozen=True, slots=True)
+class ImplCalibration:
+    """One implementation's fitted figures on one GPU (the GPU YAML's `measured.impls.NAME`,
+    written by `iosim calibrate --impl`, calibrate/impl_fit.py): efficiency per kernel class
+    and the share of the measured bandwidth its memory-bound kernels reach (`memory`), the host
+    time per call, and optionally its fused backward's schedule (calibrate/torch_bwd_fit.py)."""
+
+    efficiency: Mapping[str, float]
+    """fused / matmul / elementwise efficiencies, and `memory` (a share of the bandwidth)."""
+    source: str
+    call_overhead_s: float | None = None
+    backward: Mapping[str, float] = field(default_factory=dict)
+    """efficiency, program_overhead_s, call_overhead_s of the fused backward kernel; empty:
+    none fitted."""
+    backward_source: str = ""
+
+
+@dataclass(frozen=True, slots=True)
 class Figure:
     """One hardware figure in SI units, with where it comes from."""
 
@@ -62,6 +79,9 @@ class MeasuredProfile:
     """Tokens per page → the fraction of a contiguous cache's K/V read rate that a paged one
     reaches (measured; estimates/paged_dram.py). Empty: not calibrated."""
     paged_kv_source: str = ""
+    impls: Mapping[str, ImplCalibration] = field(default_factory=dict)
+    """Implementation name → its fitted figures on this GPU (`measured.impls`, what
+    `--impl NAME --profile measured` uses)."""
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,6 +35,7 @@ from iosim.inputs.hardware import (
     Hardware,
     MeasuredProfile,
 )
+from iosim.inputs.impl_calibration import load_impl_calibrations
 from iosim.inputs.limits import (
     MAX_PAGE_SIZE,
     MAX_SM_COUNT,
@@ -62,7 +63,7 @@ _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
              *_TEXT_KEYS, *_FIGURES}
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
 _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
-                  "backward_schedule", "paged_kv_efficiency"}
+                  "backward_schedule", "paged_kv_efficiency", "impls"}
 _PAGED_KEYS = {"source", "by_page_size"}
 _SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
 
@@ -178,7 +179,8 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
     paged, paged_source = _paged(path, raw.get("paged_kv_efficiency"))
     return MeasuredProfile(provenance.strip(), bandwidth,
                            {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
-                           schedule, paged, paged_source)
+                           schedule, paged, paged_source,
+                           load_impl_calibrations(path, raw.get("impls")))
 
 
 def _paged(path: str, raw: Any) -> tuple[dict[int, float], str]:

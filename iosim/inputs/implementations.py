@@ -17,7 +17,7 @@ implementations_yaml.py (`get_implementation`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -125,12 +125,6 @@ class Implementation:
     persistent: Trait | None = None
     """A persistent kernel (one program per SM, looping over tiles): its grid always fills
     the GPU, so waves do not apply."""
-    calibration: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Per GPU name: fitted efficiency per kernel class (the measured profile uses them)."""
-    calibration_source: dict[str, str] = field(default_factory=dict)
-    backward_calibration: dict[str, dict[str, float]] = field(default_factory=dict)
-    """Per GPU name: the backward's fitted schedule (`calibration.GPU.backward`: efficiency,
-    program_overhead_s, call_overhead_s; calibrate/torch_bwd_fit.py)."""
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""

@@ -38,7 +38,7 @@ RUNS = ("iosim-triton", "sdpa", "flex", "eager")
 
 _TOP = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
         "forward_tiles", "backward_tiles", "shared_memory", "backward_shared_memory",
-        "launch_order", "split_kv", "backward", "gqa", "extra_kernels", "notes", "persistent", "calibration"}
+        "launch_order", "split_kv", "backward", "gqa", "extra_kernels", "notes", "persistent"}
 
 
 _REQUIRED = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
@@ -159,6 +159,11 @@ def _shared(data: dict[str, Any], key: str, path: str) -> SharedMemory | None:
 
 def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     """An Implementation from a YAML mapping, strictly (ConfigError naming file and key)."""
+    if "calibration" in data:
+        # an implementation is not a GPU: what it reaches on one lives in that GPU's YAML
+        raise ConfigError(path, "calibration", "per-GPU fitted figures belong in the GPU's YAML "
+                          "(measured.impls.NAME, written by `iosim calibrate --gpu GPU --impl "
+                          "NAME`); move them there and delete this block")
     unknown = sorted(str(k) for k in data if k not in _TOP)
     if unknown:
         raise ConfigError(path, unknown[0], f"unknown key; allowed: {', '.join(sorted(_TOP))}")
@@ -213,35 +218,8 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         raise ConfigError(path, "persistent.value", 'must be "true" or "false"')
     if persistent is not None and persistent.value == "false":
         persistent = None
-    calibration: dict[str, dict[str, float]] = {}
-    calibration_source: dict[str, str] = {}
-    backward_calibration: dict[str, dict[str, float]] = {}
-    for gpu, raw in _mapping(data.get("calibration") or {}, path, "calibration",
-                             set(data.get("calibration") or {})).items():
-        where = f"calibration.{gpu}"
-        m = _mapping(raw, path, where, {"efficiency", "call_overhead_s", "backward", "source"})
-        eff = _mapping(_need(m, "efficiency", dict, path, where + "."), path,
-                       where + ".efficiency", {"fused", "matmul", "elementwise", "memory"})
-        for kind, value in eff.items():
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    0 < value <= 1.5):
-                raise ConfigError(path, f"{where}.efficiency.{kind}",
-                                  f"must be a number in (0, 1.5], got {excerpt(value)}")
-        calibration[str(gpu)] = {k: float(v) for k, v in eff.items()}
-        if "call_overhead_s" in m:
-            overhead = m["call_overhead_s"]
-            if isinstance(overhead, bool) or not isinstance(overhead, (int, float)) or not (
-                    0 <= overhead < 0.01):
-                raise ConfigError(path, where + ".call_overhead_s",
-                                  f"must be seconds in [0, 0.01), got {excerpt(overhead)}")
-            calibration[str(gpu)]["call_overhead_s"] = float(overhead)
-        calibration_source[str(gpu)] = _need(m, "source", str, path, where + ".")
-        if "backward" in m:
-            backward_calibration[str(gpu)] = _backward_calibration(m["backward"], path,
-                                                                   where + ".backward")
     return Implementation(
-        persistent=persistent, calibration=calibration, calibration_source=calibration_source,
-        backward_calibration=backward_calibration,
+        persistent=persistent,
         name=name, title=_need(data, "title", str, path), runs=runs, algorithm=algorithm,
         dtypes=tuple(dtypes), head_dim_max=_need(hd, "max", int, path, "head_dim."),
         head_dim_multiple=int(hd.get("multiple_of", 1)),
@@ -253,23 +231,3 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         split_kv=SplitRule(rule, _need(split, "source", str, path, "split_kv."), split_tiles),
         backward=_trait(data, "backward", path), gqa=_trait(data, "gqa", path),
         extra_kernels=tuple(extras), path=path, notes=str(data.get("notes", "")))
-
-
-_BACKWARD_BOUNDS = {"efficiency": (0.0, 1.5), "program_overhead_s": (0.0, 1e-3),
-                    "call_overhead_s": (0.0, 0.01)}
-
-
-def _backward_calibration(raw: Any, path: str, where: str) -> dict[str, float]:
-    """`calibration.GPU.backward`: the fused backward kernel's schedule (efficiency and
-    overhead per program, estimates/schedule.py) and the host time of one backward call."""
-    m = _mapping(raw, path, where, {*_BACKWARD_BOUNDS, "source"})
-    out = {}
-    for key, (lo, hi) in _BACKWARD_BOUNDS.items():
-        value = _need(m, key, (int, float), path, where + ".")
-        if not lo < value <= hi if key == "efficiency" else not lo <= value < hi:
-            raise ConfigError(path, f"{where}.{key}",
-                              f"must be in {'(' if key == 'efficiency' else '['}{lo:g}, {hi:g}"
-                              f"{']' if key == 'efficiency' else ')'}, got {excerpt(value)}")
-        out[key] = float(value)
-    _need(m, "source", str, path, where + ".")
-    return out

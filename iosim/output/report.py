@@ -52,6 +52,8 @@ class ReportRequest:
     options: Mapping[str, Any] = field(default_factory=dict)
     """compare's other arguments: algorithms, block_q, block_kv, sram_elements, splits (the
     flags `iosim report` shares with `iosim compare`); the sweeps follow them too."""
+    subject: str | None = None
+    """What the workload is of (a model preset's name and layer kind), for the title."""
 
 
 @dataclass
@@ -140,6 +142,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     import pandas as pd
 
     title = f"iosim report — {hw.display_name}"
+    if request.subject is not None:
+        title = f"iosim report — {request.subject} on {hw.display_name}"
     blocks += [
         Heading(1, title),
         Para(f"**Workload** {w.describe()}. **GPU** {hw.display_name} (`{hw.name}`, "

@@ -1,0 +1,113 @@
+"""`iosim calibrate --impl A,B,...`: measure (on a GPU) or read (--from) an implementation record,
+fit each implementation's figures (calibrate/impl_fit.py) and write them under the --gpu YAML's
+`measured.impls` into --out, every other key of that YAML kept (calibrate/yaml_out.py)."""
+
+from __future__ import annotations
+
+import json
+import shlex
+import sys
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import click
+
+from iosim.errors import IosimError
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.implementations import Implementation
+from iosim.inputs.limits import excerpt
+
+ALL = "all"
+"""--impl all: every shipped implementation."""
+
+
+def implementations(text: str) -> list[Implementation]:
+    """--impl's comma-separated names (or paths), each once; `all` for every shipped one."""
+    from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
+
+    names = [part.strip() for part in text.split(",")]
+    if any(not n for n in names):
+        raise IosimError(f"--impl {excerpt(text)} has an empty entry; give names separated by "
+                         f"single commas, e.g. --impl sdpa-flash,torch-naive")
+    if names == [ALL]:
+        return [get_implementation(n) for n in shipped_implementations()]
+    found = [get_implementation(n) for n in names]
+    seen: set[str] = set()
+    for impl in found:
+        if impl.name in seen:
+            raise IosimError(f"--impl lists {impl.name} twice; list each implementation once")
+        seen.add(impl.name)
+    return found
+
+
+def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Path | None,
+                    record: Path | None, force: bool, budget: float | None,
+                    warn: Callable[[str], None]) -> None:
+    """Fit and write the implementations' figures (the module docstring); print one line each."""
+    from iosim.calibrate.env import names_match
+    from iosim.calibrate.impl_fit import fit_record, load_points
+    from iosim.calibrate.impl_run import require_timed
+    from iosim.calibrate.yaml_out import merge_impl_fits, write_measured_yaml
+
+    impls = implementations(impl_text)
+    if hardware.measured is None:
+        raise IosimError(f"{hardware.path} has no measured section; run `iosim calibrate --gpu "
+                         f"{hardware.name} --out FILE` first (an implementation's fit is "
+                         f"relative to the GPU's measured ceilings), then --gpu FILE --impl")
+    source_text = Path(hardware.path).read_text(encoding="utf-8")
+    if from_ is not None:
+        data = load_points(from_)
+        where = str(from_)
+    else:
+        data = measure_on_gpu(impls, budget=budget)
+        where = "this run"
+        assert record is not None
+        record.write_text(json.dumps(data, indent=1), encoding="utf-8")
+    device = str(data["device"].get("name", "unknown"))
+    if not names_match(device, hardware.name, hardware.aliases):
+        warn(f"{where} was measured on '{device}' but --gpu {hardware.name} describes "
+             f"'{hardware.display_name}'; fitting it against that YAML anyway")
+    names = [i.name for i in impls]
+    require_timed(data, names, where)
+    fitted = fit_record(data, hardware, names)
+    torch = data["device"].get("torch", "unknown")
+    command = data.get("command") or f"iosim calibrate --impl {impl_text}"
+    entries = {}
+    for name in names:
+        f = fitted[name]
+        entries[name] = {
+            "efficiency": f["efficiency"], "call_overhead_s": f["call_overhead_s"],
+            "source": (f"fitted by `iosim calibrate --gpu {hardware.name} --impl {name}` "
+                       f"(calibrate/impl_fit.py) on {from_ if from_ is not None else record} "
+                       f"({f['points']} points, torch {torch}, {device}; measured by: "
+                       f"{command})")}
+    text = write_measured_yaml(source_text, merge_impl_fits(source_text, entries))
+    if out.exists() and not force:  # checked before measuring too; the run may have been long
+        raise IosimError(f"--out {out} already exists; pass --force to overwrite it")
+    out.write_text(text, encoding="utf-8")
+    for name in names:
+        f = fitted[name]
+        effs = " · ".join(f"{k} {v:.3f}" for k, v in f["efficiency"].items())
+        click.echo(f"{name:<15} {f['points']:>3} points · {effs} · "
+                   f"{f['call_overhead_s'] * 1e6:.1f} µs per call · median |error| "
+                   f"{f['median_error']:.1%} on these points (in-sample)")
+    click.echo(f"wrote measured.impls of {', '.join(names)} into {out}"
+               + (f"; record {record}" if from_ is None else ""))
+
+
+def measure_on_gpu(impls: list[Implementation], *, budget: float | None) -> dict[str, Any]:
+    """The record of one GPU run over calibrate/impl_run.py's FIT_GRID (imports torch)."""
+    from iosim.calibrate.env import device_info, require_gpu
+    from iosim.calibrate.impl_run import gpu_runner, measure_impls
+
+    require_gpu()
+    command = "iosim " + " ".join(shlex.quote(a) for a in sys.argv[1:])
+
+    def progress(record: dict[str, Any], entry: dict[str, Any]) -> None:
+        what = (f"{entry['time_s'] * 1e6:.1f} µs" if "time_s" in entry
+                else f"refused: {entry['refused']}")
+        click.echo(f"{entry['impl']} #{entry['index']}: {what}", err=True)
+
+    return measure_impls(impls, gpu_runner(), device=device_info(), command=command,
+                         budget_s=budget, on_point=progress)
