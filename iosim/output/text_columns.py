@@ -53,9 +53,17 @@ _TABLE_SPAN = 4
 """Values spanning up to this many times the rows (+ 1,024) are coded by a table, not a sort."""
 
 
+def _ranks(starts: np.ndarray) -> np.ndarray:
+    """For each position, how many `starts` (bool) are at or before it, minus one."""
+    rank = starts.astype(np.intp)
+    np.cumsum(rank, out=rank)  # in place: a cumsum that casts from bool is about 2.5x slower
+    rank -= 1
+    return rank
+
+
 def _coded(identity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(distinct identities ascending, each row's index among them): by a table where the
-    values span little (axis values, block sizes, names, flags: no sort), else by one sort."""
+    """(the distinct identities, each row's index among them): by a table where the values span
+    little (axis values, block sizes, names, flags: no sort), else by one sort."""
     rows = len(identity)
     if rows == 0:
         return identity, np.zeros(0, dtype=np.intp)
@@ -64,24 +72,31 @@ def _coded(identity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         shifted = identity - low
         present = np.zeros(high - low + 1, dtype=bool)
         present[shifted] = True
-        rank = np.cumsum(present, dtype=np.intp) - 1
-        return np.flatnonzero(present) + low, rank[shifted]
+        return np.flatnonzero(present) + low, _ranks(present)[shifted]
+    # value and row in one int64, sorted (a plain sort is several times faster than an argsort)
     shift = rows.bit_length()
-    if high - low < 1 << (63 - shift):
-        # value and row in one int64, sorted by value (a plain sort: faster than an argsort)
-        packed = ((identity - low) << shift) | np.arange(rows)
-        packed.sort()
-        ordered = (packed >> shift) + low
-        order = packed & ((1 << shift) - 1)
+    spread = high - low >= 1 << (63 - shift)
+    if spread:  # a float's bit pattern: a hash of 63 - shift bits stands for it
+        key = ((identity.view(np.uint64) * _MIX) >> np.uint64(shift + 1)).view(np.int64)
     else:
-        order = np.argsort(identity)
-        ordered = identity[order]
+        key = identity - low
+    packed = (key << shift) | np.arange(rows)
+    packed.sort()
+    order = packed & ((1 << shift) - 1)
+    ordered = packed >> shift
     starts = np.empty(rows, dtype=bool)
     starts[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
     index = np.empty(rows, dtype=np.intp)
-    index[order] = np.cumsum(starts, dtype=np.intp) - 1
-    return ordered[starts], index
+    index[order] = _ranks(starts)
+    distinct = identity[order[starts]]
+    if spread and not np.array_equal(distinct[index], identity):  # two values, one hash
+        distinct, index = np.unique(identity, return_inverse=True)
+    return distinct, index.reshape(-1)
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+"""An odd 64-bit multiplier (2^64 / golden ratio): spreads a bit pattern over the hash."""
 
 
 def floats(values: np.ndarray, *, non_finite: str) -> Column:
