@@ -18,6 +18,7 @@ The text is therefore, byte for byte, what writing every cell with Python gives
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -166,37 +167,72 @@ def repeat(column: Column, times: int) -> Column:
 
 
 class _Segment:
-    """Neighbouring columns written as one piece: `key` codes their combination (0 .. count - 1),
-    one code per `times` rows."""
+    """Neighbouring columns written as one piece: `key` (0 .. span - 1, one per `times` rows)
+    codes their combination; `count` is how many combinations there are (estimated until the
+    key is made dense: span == count)."""
 
-    __slots__ = ("count", "key", "members", "times")
+    __slots__ = ("count", "dense", "key", "members", "span", "times")
 
-    def __init__(self, members: list[int], key: np.ndarray, count: int, times: int) -> None:
+    def __init__(self, members: list[int], key: np.ndarray, count: int, times: int, span: int,
+                 dense: bool) -> None:
         self.members, self.key, self.count, self.times = members, key, count, times
+        self.span, self.dense = span, dense
+
+    def densify(self) -> None:
+        distinct, self.key = _coded(self.key)
+        self.count = self.span = len(distinct)
+        self.dense = True
+
+
+_SPAN_LIMIT = 1 << 62
+"""A segment's key is made dense before a combination could pass int64."""
+
+
+def _distinct_count(key: np.ndarray, span: int) -> int:
+    """How many distinct values `key` (0 .. span - 1) holds: counted where a table of the span
+    is small, else estimated by linear counting over a hash table four times the rows (within
+    a few per cent: it only decides how columns are grouped, never what is written)."""
+    rows = len(key)
+    if span <= _TABLE_SPAN * rows + 1024:
+        present = np.zeros(span, dtype=bool)
+        present[key] = True
+        return int(np.count_nonzero(present))
+    bits = (_TABLE_SPAN * rows).bit_length()
+    slots = ((key.view(np.uint64) * _MIX) >> np.uint64(64 - bits)).view(np.int64)
+    present = np.zeros(1 << bits, dtype=bool)
+    present[slots] = True
+    empty = max(1, (1 << bits) - int(np.count_nonzero(present)))
+    return round((1 << bits) * math.log((1 << bits) / empty))
 
 
 def _segments(columns: Sequence[Column]) -> list[_Segment]:
     """Neighbouring columns grouped. A column joins the segment before it when writing each
     combination of the longer segment once costs fewer cells than writing the two apart and
-    joining one more piece per row. Columns of a point (`times` > 1) are combined per point."""
+    joining one more piece per row. Columns of a point (`times` > 1) are combined per point.
+    The combinations are coded (a sort) once per segment, or when their key would overflow."""
     rows = columns[0].rows
     out: list[_Segment] = []
     for at, column in enumerate(columns):
         if out:
             last = out[-1]
             apart = last.count * len(last.members) + column.count + rows
-            # tried where it could pay at all: a sort to code the combinations costs a few
-            # per cent of a piece joined on every row
-            if max(last.count, column.count) * (len(last.members) + 1) < apart:
+            if max(last.count, column.count) * (len(last.members) + 1) < apart:  # could pay
+                if last.span * column.count > _SPAN_LIMIT:
+                    last.densify()
                 times = last.times if last.times == column.times else 1
                 key = last.key if last.times == times else np.repeat(last.key, last.times)
                 codes = column.codes if column.times == times else np.repeat(column.codes,
                                                                              column.times)
-                distinct, joined = _coded(key * column.count + codes)
-                if len(distinct) * (len(last.members) + 1) < apart:
-                    out[-1] = _Segment([*last.members, at], joined, len(distinct), times)
+                joined = key * column.count + codes
+                span = last.span * column.count
+                count = _distinct_count(joined, span)
+                if count * (len(last.members) + 1) < apart:
+                    out[-1] = _Segment([*last.members, at], joined, count, times, span, False)
                     continue
-        out.append(_Segment([at], column.codes, column.count, column.times))
+        out.append(_Segment([at], column.codes, column.count, column.times, column.count, True))
+    for segment in out:
+        if not segment.dense:
+            segment.densify()
     return out
 
 
