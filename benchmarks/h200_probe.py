@@ -12,7 +12,6 @@ Each section appends to OUTDIR/probe.json as it finishes.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import sys
 import time
@@ -27,6 +26,7 @@ from iosim.calibrate import kernels as K
 from iosim.calibrate import ncu
 from iosim.calibrate.bench import matmul_config, reference_attention, rel_error
 from iosim.calibrate.env import device_info
+from iosim.record import asdict
 
 OUT = Path(sys.argv[1] if len(sys.argv) > 1 else ".")
 SECTIONS = (sys.argv[2] if len(sys.argv) > 2 else "fused,ncu,standard,timing").split(",")
@@ -124,7 +124,7 @@ def section_ncu() -> None:
               flush=True)
     RESULTS["ncu"] = {"status": counters.status, "version": counters.version,
                       "command": counters.command,
-                      "rows": [dataclasses.asdict(r) for r in counters.rows]}
+                      "rows": [asdict(r) for r in counters.rows]}
 
 
 def standard_one(n: int, d: int) -> list[dict[str, Any]]:

@@ -20,7 +20,6 @@ counts as not compared; rerun after the model lands.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import statistics
 import sys
@@ -30,6 +29,7 @@ from typing import Any
 
 import iosim
 from iosim.errors import IosimError
+from iosim.record import field_names
 
 GPU = "h200"
 Row = dict[str, Any]
@@ -37,7 +37,7 @@ Row = dict[str, Any]
 
 def workload(p: dict[str, Any], **extra: Any) -> iosim.Workload:
     """The point as an iosim Workload, passing only the fields this iosim has."""
-    known = {f.name for f in dataclasses.fields(iosim.Workload)}
+    known = set(field_names(iosim.Workload))
     fields = {"n": p["n"], "n_kv": p.get("n_kv", p["n"]), "d": p["d"], "heads": p["heads"],
               "kv_heads": p["kv_heads"], "batch": p["batch"], "dtype": p["dtype"],
               "causal": p["causal"], "window": p.get("window"),

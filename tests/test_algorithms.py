@@ -26,6 +26,7 @@ from iosim.execute import EXECUTORS
 from iosim.execute.run import passes_of
 from iosim.inputs.tiling import Tiling, make_tiling
 from iosim.inputs.workload import PASSES, Workload
+from iosim.record import field_names
 
 SHAPES = (
     Workload(40, n_kv=56, d=8, heads=4, kv_heads=2, batch=2, causal=True),
@@ -114,7 +115,7 @@ class _Recorder:
                     recorder.read.add(name)
                 return object.__getattribute__(self, name)
 
-        fields = {f: getattr(w, f) for f in Workload.__dataclass_fields__}
+        fields = {f: getattr(w, f) for f in field_names(Workload)}
         return Recording(**fields)
 
     def tiling(self, t: Tiling | None) -> Tiling | None:
@@ -130,7 +131,7 @@ class _Recorder:
                     recorder.read.add("tiling." + name)
                 return object.__getattribute__(self, name)
 
-        return Recording(**{f: getattr(t, f) for f in Tiling.__dataclass_fields__})
+        return Recording(**{f: getattr(t, f) for f in field_names(Tiling)})
 
 
 DERIVED = {"group_size": {"heads", "kv_heads"}, "element_bytes": {"dtype"},

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +10,7 @@ from iosim import Workload, closed_form, compare, get_algorithm, make_tiling
 from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.loopnest import Dims, kernel_flops, kernel_sums
 from iosim.estimates.training import saved_for_backward
+from iosim.record import replace
 from tests.conftest import examples
 
 SRAM = 10**9  # explicit block sizes below; the SRAM only has to hold them

@@ -4,7 +4,6 @@ access; gradients = a float64 analytic backward (itself checked by finite differ
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -26,6 +25,7 @@ from iosim.execute import (
     reference_gradients,
 )
 from iosim.inputs.tiling import Tiling
+from iosim.record import replace
 from tests.conftest import examples
 
 TOLERANCE = {"float64": 1e-12, "float32": 1e-5, "float16": 1e-2}

@@ -3,7 +3,6 @@ exit 2 (never a traceback, a hang or a silently wrong number); accepted input fi
 
 from __future__ import annotations
 
-import dataclasses
 import math
 import subprocess
 import sys
@@ -15,6 +14,7 @@ import pytest
 import iosim
 from iosim.analysis.compare import compare
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 from tests.hostile import A100_YAML, assert_clean, invoke, snapshot, strict_json
 
 GPU_ARGS = ["--gpu", "a100", "--n", "64"]
@@ -275,10 +275,10 @@ def test_hardware_built_in_python_meets_the_yaml_bounds(field: str, value: objec
     """Issue 12: every value from the Python API is checked too, not only YAML figures."""
     shipped = iosim.load_hardware(iosim.list_hardware()[0].path)
     with pytest.raises(iosim.ConfigError, match=field):
-        dataclasses.replace(shipped, **{field: value})
+        replace(shipped, **{field: value})
 
 
 def test_hardware_built_in_python_with_a_subnormal_peak_is_refused() -> None:
     shipped = iosim.load_hardware(iosim.list_hardware()[0].path)
     with pytest.raises(iosim.ConfigError, match="peak_flops_per_s"):
-        dataclasses.replace(shipped, peak_flops_per_s={**shipped.peak_flops_per_s, "fp16": 5e-324})
+        replace(shipped, peak_flops_per_s={**shipped.peak_flops_per_s, "fp16": 5e-324})

@@ -128,7 +128,7 @@ def test_standard_writes_s_and_p_even_when_they_stay_in_l2() -> None:
 
 
 def test_the_estimate_needs_l2_size_and_sm_count() -> None:
-    from dataclasses import replace
+    from iosim.record import replace
 
     gpu = replace(H200, l2_bytes=None)
     w = Workload(1024)

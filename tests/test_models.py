@@ -4,7 +4,6 @@ workload given flag by flag."""
 
 from __future__ import annotations
 
-import dataclasses
 import importlib.util
 import json
 from pathlib import Path
@@ -15,8 +14,9 @@ from iosim.errors import ConfigError, ModelError, UnknownModelError
 from iosim.inputs.model_files import list_models, load_model, resolve_model
 from iosim.inputs.model_presets import model_layers
 from iosim.inputs.workload import Workload
+from iosim.record import field_names
 
-HAS_WINDOW = ("window" in {f.name for f in dataclasses.fields(Workload)}
+HAS_WINDOW = ("window" in set(field_names(Workload))
               and importlib.util.find_spec("iosim.algorithms.masks") is not None)
 needs_window = pytest.mark.skipif(not HAS_WINDOW, reason="the masks branch's windowed tiles "
                                                          "(algorithms/masks.py) are not merged")
@@ -252,7 +252,7 @@ def test_model_error_names_the_python_parameter():
         model_layers(resolve_model("llama-3.1-8b"), {"n": 64}, given={"heads": 16})
 
 
-@pytest.mark.skipif("window" not in {f.name for f in dataclasses.fields(Workload)},
+@pytest.mark.skipif("window" not in set(field_names(Workload)),
                     reason="Workload.window (masks) not merged")
 def test_a_window_covering_every_key_is_full_attention():
     # causal query i sees keys p_i - W < j <= p_i: with W >= n_kv that is every key j <= p_i

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -12,6 +10,7 @@ from iosim import Workload, closed_form, compare, get_algorithm, make_tiling, wa
 from iosim.algorithms.blockmask import kept, kept_between
 from iosim.algorithms.blocks import block_sums, cdiv
 from iosim.algorithms.loopnest import Dims, kernel_sums
+from iosim.record import replace
 from tests.conftest import examples
 
 

@@ -8,7 +8,6 @@ against the walk-driven simulation."""
 from __future__ import annotations
 
 import json
-from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -27,6 +26,7 @@ from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 from tests.conftest import examples
 
 MiB = 2**20

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import replace
 
 import pytest
 from hypothesis import HealthCheck, assume, given, settings
@@ -20,6 +19,7 @@ from iosim.analysis.requests import sram_budget
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.tiling import Tiling, make_tiling
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 from tests.conftest import examples
 from tests.strategies import tilings, workloads
 

@@ -4,7 +4,6 @@ element for element, on causal, GQA and uneven shapes; and the vectorised counts
 from __future__ import annotations
 
 from collections import Counter
-from dataclasses import replace
 
 import numpy as np
 from hypothesis import given, settings
@@ -13,6 +12,7 @@ from hypothesis import strategies as st
 from iosim import Workload, closed_form, get_algorithm, make_tiling, walk
 from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.loopnest import Dims, access_elements, kernel_programs, kernel_sums
+from iosim.record import field_names, replace
 from tests.conftest import examples
 
 
@@ -111,7 +111,7 @@ def test_packed_decode_writes_every_query_head_once() -> None:
 
 def _vector_dims(workloads: list[Workload], tilings: list) -> Dims:
     cols = [Dims.of(w, t) for w, t in zip(workloads, tilings, strict=True)]
-    return Dims(**{f: np.array([getattr(c, f) for c in cols]) for f in Dims.__dataclass_fields__})
+    return Dims(**{f: np.array([getattr(c, f) for c in cols]) for f in field_names(Dims)})
 
 
 def _random_case(rng: np.random.Generator, name: str, packed: bool) -> tuple[Workload, object]:

@@ -4,7 +4,6 @@ workload axes those kernels depend on, and its tiling choices beyond the forward
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import replace
 from typing import Any
 
 from iosim.algorithms.loopnest import Kernel
@@ -12,6 +11,7 @@ from iosim.errors import IosimError, arg
 from iosim.inputs.code_tiles import CodeTiles
 from iosim.inputs.tiling import Tiles, Tiling, TilingInputs
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 
 class Algorithm(ABC):

@@ -33,7 +33,6 @@ head, not B times — which is what cascade saves over split-KV across each requ
 
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import accumulate
 from typing import Any
 
@@ -54,6 +53,7 @@ from iosim.inputs.code_tiles import CodeTiles
 from iosim.inputs.ints import Int, both, cdiv, select
 from iosim.inputs.tiling import Tiles, Tiling, TilingInputs
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 _FI = "FlashInfer cascade"
 _MERGE = "merge_state (FlashInfer cascade.py; vLLM merge_attn_states)"

@@ -36,8 +36,6 @@ Per head, with T_c = ⌈N/B_c⌉ of the backward's B_c:
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 import numpy as np
 
 from iosim.algorithms.base import Algorithm
@@ -61,6 +59,7 @@ from iosim.inputs.tiling import (
     working_set_bytes,
 )
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 _PRE = "flash_bwd_preprocess_kernel.h compute_dot_do_o"
 BACKWARD_FLOPS = (

@@ -45,7 +45,6 @@ written by hand and independently of this module, so that its counts check both.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 import numpy as np
@@ -59,6 +58,7 @@ from iosim.algorithms.traffic import Op, Term, Traffic
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import STAT_BYTES
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 PAGE_INDEX_BYTES = 4
 """A block-table entry: int32 (vLLM `block_tables`, FA2 `block_table`, FlashInfer `kv_indices`)."""
@@ -71,8 +71,7 @@ Scale = Literal["", "tensor", "block"]
 KernelKind = Literal["elementwise", "matmul", "fused"]
 
 
-@dataclass(frozen=True, slots=True)
-class Access:
+class Access(Record):
     """One read or write of a tensor (or of its tile) at one place in the loop nest."""
 
     tensor: str
@@ -103,8 +102,7 @@ class Access:
     that reads one element per page its K/V tile spans (Dims.page_size), not one per row."""
 
 
-@dataclass(frozen=True, slots=True)
-class FlopCount:
+class FlopCount(Record):
     """FLOPs of a kernel: coefficient × a count per head.
 
     score: visited scores; score_d: visited scores × d (Q·K products: S, dQ, dK);
@@ -121,8 +119,7 @@ class FlopCount:
     """Counted once per KV split (× Dims.splits): split-KV's combine works on every split."""
 
 
-@dataclass(frozen=True, slots=True)
-class Segment:
+class Segment(Record):
     """Part of a ragged launch (segments.py): `batch` requests from batch index `batch_start`,
     each of n_q query rows and n_kv keys (no mask: decoding sees every key), their rows
     starting at `q_start` and `kv_start` of the tensors they address."""
@@ -135,8 +132,7 @@ class Segment:
     kv_start: int = 0
 
 
-@dataclass(frozen=True, slots=True)
-class Kernel:
+class Kernel(Record):
     """One kernel launch of an algorithm (over all batches and heads)."""
 
     name: str
@@ -234,8 +230,7 @@ def tensor_bytes(access: Access, workload: Workload, *, per_head: bool = False,
 # 1. closed form
 
 
-@dataclass(frozen=True, slots=True)
-class Dims:
+class Dims(Record):
     """The numbers a count depends on; each a Python int or a numpy array (sweeps)."""
 
     n_q: Any

@@ -17,12 +17,12 @@ params.seqlen_k, and lets a short request's last splits exit empty).
 
 from __future__ import annotations
 
-from dataclasses import replace
 from itertools import groupby
 
 from iosim.algorithms.loopnest import Kernel, Segment
 from iosim.errors import IosimError, arg
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 
 def request_segments(workload: Workload) -> tuple[Segment, ...]:

@@ -29,7 +29,6 @@ The number of splits is --splits, or flash_api.cpp's `num_splits_heuristic`.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -46,6 +45,7 @@ from iosim.inputs.code_tiles import CodeTiles, implementation_or_default, lookup
 from iosim.inputs.ints import Int, at_first, both, cdiv, is_array, select
 from iosim.inputs.tiling import Tiles, Tiling, TilingInputs
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 MAX_SPLITS = 128
 """flash_api.cpp: num_splits_heuristic(..., 128) and TORCH_CHECK(num_splits <= 128)."""

@@ -21,7 +21,6 @@ query head only).
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -33,6 +32,7 @@ from iosim.algorithms.tilewalk import TileAccess, walk, walk_problem
 from iosim.algorithms.traffic import Op
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
@@ -40,8 +40,7 @@ BoolArray = np.ndarray[Any, np.dtype[np.bool_]]
 _PLACES = ("prologue", "outer", "inner", "outer_end", "epilogue")
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class TileStream:
+class TileStream(Record, eq=False):
     """Every tile load and store of an algorithm, one row per access, in loop order.
 
     `kernel` and `tensor` index into `kernel_names` and `tensor_names`; `write` is False for a
@@ -115,8 +114,7 @@ def _ranges(counts: IntArray) -> tuple[IntArray, IntArray]:
     return owner, position
 
 
-@dataclass(frozen=True, slots=True)
-class _Grid:
+class _Grid(Record):
     """The block grid one kernel loops over (the packed rows, the pass's blocks, the splits)."""
 
     t_r: int

@@ -8,7 +8,6 @@ tilestream.walk_arrays builds the same stream as numpy columns, for long ones.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, replace
 from itertools import accumulate
 
 from iosim.algorithms.blockmask import kept
@@ -26,10 +25,10 @@ from iosim.algorithms.paging import tile_pages
 from iosim.algorithms.traffic import Op
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 
-@dataclass(frozen=True, slots=True)
-class TileAccess:
+class TileAccess(Record):
     """One load or store of one tile, in the order the algorithm issues it."""
 
     kernel: str

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
+
+from iosim.record import Record
 
 Op = Literal["read", "write"]
 
@@ -15,8 +16,7 @@ CATEGORIES = ("Q", "K", "V", "O", "S", "P", "statistics", "init")
 """The by-tensor view of the forward pass; other tensors (dO, dQ, ...) follow in their own columns."""
 
 
-@dataclass(frozen=True, slots=True)
-class Term:
+class Term(Record):
     """One named HBM access pattern of one kernel, summed over the whole workload.
 
     `elements` is exact; `bytes` = elements × element_bytes. `cite` names the algorithm line.
@@ -109,8 +109,7 @@ class TrafficTotals:
         return self.matmul_flops + self.elementwise_flops
 
 
-@dataclass(frozen=True, slots=True)
-class Traffic(ReadWriteTotals):
+class Traffic(ReadWriteTotals, Record):
     """The terms of one algorithm, in algorithm order."""
 
     terms: tuple[Term, ...]

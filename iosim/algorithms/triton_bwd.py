@@ -25,8 +25,6 @@ Per head, with T_c = ⌈N/block_n1⌉ and T_r = ⌈N/block_m2⌉ and no mask:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
-
 from iosim.algorithms.flash2 import Flash2
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
@@ -35,10 +33,10 @@ from iosim.errors import IosimError, arg
 from iosim.inputs.ints import select
 from iosim.inputs.tiling import Tiles, Tiling, TilingInputs, working_set_bytes
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 
-@dataclass(frozen=True, slots=True)
-class BackwardTiles:
+class BackwardTiles(Record):
     """Launch configuration of the Triton backward (kernels_bwd.BackwardConfig's fields)."""
 
     block_m1: int

@@ -3,14 +3,13 @@ KV, and by how much (predicted times of `compare`, each kernel's waves included)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from iosim.analysis.comparison import Comparison
+from iosim.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class CascadeVerdict:
+class CascadeVerdict(Record):
     """The winner of cascade against split-KV, with both times and bytes."""
     winner: str
     loser: str

@@ -9,7 +9,6 @@ comparison.py and their JSON compare_records.py.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Dims, Kernel, kernel_programs
@@ -50,6 +49,7 @@ from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 __all__ = ["compare", "default_algorithms", "tiling_for"]
 

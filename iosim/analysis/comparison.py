@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from iosim.algorithms.traffic import Traffic, TrafficTotals
@@ -15,10 +14,10 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class AlgorithmEstimate(TrafficTotals):
+class AlgorithmEstimate(TrafficTotals, Record):
     """One algorithm: its kernels on the roofline, its traffic terms and totals."""
 
     name: str
@@ -87,8 +86,7 @@ class AlgorithmEstimate(TrafficTotals):
         return self.baseline_hbm_bytes / self.hbm_bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Theorem2:
+class Theorem2(Record):
     """The paper's Theorem 2 leading terms per head, in elements, constants ignored."""
 
     sram_elements: int
@@ -104,8 +102,7 @@ class Theorem2:
         return self.standard_elements / self.flash_elements
 
 
-@dataclass(frozen=True, slots=True)
-class Comparison:
+class Comparison(Record):
     """Everything `iosim compare` prints; `to_dict()` is the stable JSON."""
 
     workload: Workload

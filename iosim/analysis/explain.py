@@ -17,12 +17,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from iosim.errors import IosimError, arg
 from iosim.inputs.limits import MAX_EXPLAIN_SCORES, MAX_EXPLAIN_VALUE_DIM, excerpt
+from iosim.record import Record
 
 Vector = tuple[float, ...]
 
@@ -34,8 +34,7 @@ class ExplainError(IosimError):
     """Bad input to `iosim explain`."""
 
 
-@dataclass(frozen=True, slots=True)
-class SoftmaxStep:
+class SoftmaxStep(Record):
     """The state of the online softmax after one block."""
 
     index: int
@@ -62,8 +61,7 @@ class SoftmaxStep:
         return self.rescale * self.sum_before
 
 
-@dataclass(frozen=True, slots=True)
-class SoftmaxTrace:
+class SoftmaxTrace(Record):
     """The online softmax of one score vector, block by block (Alg. 1 lines 9-11), beside the
     one-pass softmax of the same scores; with values, the output o = Σ p·v both ways."""
 

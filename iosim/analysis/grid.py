@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -25,6 +24,7 @@ from iosim.inputs.hardware import KERNEL_KINDS, Hardware
 from iosim.inputs.implementations import dtype_code
 from iosim.inputs.tiling import TilingInputs
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES, FP8_OUTPUT_DTYPE
+from iosim.record import Record, field_names
 
 
 def along(axis: str, values: Any) -> np.ndarray:
@@ -40,8 +40,7 @@ def take(array: np.ndarray, where: tuple[slice, ...]) -> np.ndarray:
                                                                       strict=True))]
 
 
-@dataclass(frozen=True, slots=True)
-class Grid:
+class Grid(Record):
     """The per-point numbers as broadcastable arrays (each over the axes it depends on), or,
     after `subset`, as flat arrays of the points of a mask."""
 
@@ -89,7 +88,7 @@ class Grid:
                 return {k: apply(v) for k, v in value.items()}
             return value
 
-        return Grid(**{name: apply(getattr(self, name)) for name in self.__dataclass_fields__
+        return Grid(**{name: apply(getattr(self, name)) for name in field_names(self)
                        if name != "tiling"})
 
     def take(self, where: tuple[slice, ...]) -> Grid:

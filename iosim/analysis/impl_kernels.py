@@ -4,8 +4,6 @@ split-KV rule picks the split kernel when the grid is small), the extra kernels 
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
@@ -17,6 +15,7 @@ from iosim.inputs.implementations import Implementation
 from iosim.inputs.ints import cdiv
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import UNFUSED_OPS, Workload
+from iosim.record import replace
 
 TILE_RULES = ("code", "alg1")
 """--tiles: the implementation's tile tables (FlashAttention-2's code by default), or Alg. 1."""

@@ -10,7 +10,6 @@ materialises every score, so a mask saves it nothing (it masks S in its softmax)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from iosim.algorithms import ALGORITHMS
@@ -20,13 +19,13 @@ from iosim.analysis.impl_kernels import impl_workload
 from iosim.estimates.occupancy import waves
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 SHOWN_SEQUENCES = 8
 """Sequences whose programs a table line lists before '…' (the JSON lists every one)."""
 
 
-@dataclass(frozen=True, slots=True)
-class KernelMask:
+class KernelMask(Record):
     """One tiled kernel under the mask (counts per (batch, head) unless said otherwise)."""
 
     algorithm: str

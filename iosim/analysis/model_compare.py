@@ -11,19 +11,18 @@ save (Gemma 3's local layers, for one).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import Comparison
 from iosim.inputs.model_presets import Base, model_layers
 from iosim.inputs.models import LayerGroup, Model
+from iosim.record import Record
 
 SCHEMA = "iosim.compare-model/1"
 
 
-@dataclass(frozen=True, slots=True)
-class LayerComparison:
+class LayerComparison(Record):
     """One layer kind: its comparison (one layer) and, for a windowed kind, the same layer
     without the window."""
 
@@ -32,8 +31,7 @@ class LayerComparison:
     without_window: Comparison | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class ModelTotal:
+class ModelTotal(Record):
     """One algorithm over the whole model (every layer of every kind, one step)."""
 
     algorithm: str
@@ -55,8 +53,7 @@ class ModelTotal:
         return 1 - self.hbm_bytes / self.hbm_bytes_without_windows
 
 
-@dataclass(frozen=True, slots=True)
-class ModelComparison:
+class ModelComparison(Record):
     """Everything `iosim compare --model` prints; `to_dict()` is the stable JSON."""
 
     model: Model

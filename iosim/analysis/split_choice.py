@@ -28,7 +28,6 @@ count that fills the GPU.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
 from typing import Any
 
 from iosim.algorithms.splitkv import MAX_SPLITS
@@ -40,12 +39,12 @@ from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import cdiv
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 SCHEMA = "iosim.splits/1"
 
 
-@dataclass(frozen=True, slots=True)
-class SplitRow:
+class SplitRow(Record):
     """splitkv at one split count."""
 
     splits: int
@@ -70,8 +69,7 @@ class SplitRow:
         return self.split_kernel_s + self.combine_s
 
 
-@dataclass(frozen=True, slots=True)
-class SplitChoice:
+class SplitChoice(Record):
     """Every split count's prediction, the best one and FA2's heuristic's."""
 
     workload: Workload

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -43,6 +42,7 @@ from iosim.analysis.sweep_spec import (
 from iosim.estimates.footprint import footprint_bytes, kept_for_backward
 from iosim.estimates.roofline import kernel_cost, total_cost
 from iosim.inputs.tiling import Tiles, Tiling, tiles_for
+from iosim.record import Record
 
 __all__ = ["CHUNK_POINTS", "SCHEMA", "AlgorithmGrid", "SweepResult", "SweepSpec", "sweep"]
 
@@ -123,8 +123,7 @@ def _outputs(algorithm: Algorithm, t: Tiles, has_backward: np.ndarray,
 # kernel lists: one per combination of the values of the axes the algorithm declares
 
 
-@dataclass(frozen=True, slots=True)
-class _KernelPlan:
+class _KernelPlan(Record):
     """An algorithm's distinct kernel lists and, per point, which one applies."""
 
     lists: tuple[tuple[Kernel, ...], ...]
@@ -237,8 +236,7 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Gri
                   plan.kept[index])
 
 
-@dataclass(frozen=True, slots=True)
-class _ArrayWorkload:
+class _ArrayWorkload(Record):
     """The Workload fields that footprint_bytes reads, as a sweep's arrays."""
 
     n: Any

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -13,10 +12,10 @@ from iosim.analysis.grid import along
 from iosim.analysis.sweep_spec import AXES, SCHEMA, SweepSpec, int_values
 from iosim.estimates.roofline import mostly_memory_bound
 from iosim.inputs.hardware import Hardware
+from iosim.record import Record, field, field_names
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class AlgorithmGrid:
+class AlgorithmGrid(Record, eq=False):
     """One algorithm's results at every grid point (arrays of length `SweepResult.points`)."""
 
     name: str
@@ -63,13 +62,12 @@ class AlgorithmGrid:
 
 def _cut(grid: AlgorithmGrid, cut: slice) -> AlgorithmGrid:
     """The grid's arrays at the points `cut` keeps (views, no copy)."""
-    arrays: dict[str, Any] = {f: getattr(grid, f)[cut] for f in AlgorithmGrid.__dataclass_fields__
+    arrays: dict[str, Any] = {f: getattr(grid, f)[cut] for f in field_names(AlgorithmGrid)
                               if f not in ("name", "tiled")}
     return AlgorithmGrid(name=grid.name, tiled=grid.tiled, **arrays)
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class SweepResult:
+class SweepResult(Record, eq=False):
     """A sweep's grid and every algorithm's arrays over it; `columns()` is the tidy table."""
 
     spec: SweepSpec

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import itertools
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -29,6 +28,7 @@ from iosim.inputs.limits import (
 )
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 SCHEMA = "iosim.sweep/1"
 
@@ -57,8 +57,7 @@ INT64_HEADROOM = MAX_SCORE_PRODUCT
 _INT64_BOUNDS = {"block_q": MAX_BLOCK, "block_kv": MAX_BLOCK, "splits": MAX_SPLITS}
 
 
-@dataclass(frozen=True, slots=True)
-class SweepSpec:
+class SweepSpec(Record):
     """One list of values per axis; the grid is their product. None = the axis's default."""
 
     n: tuple[int, ...]

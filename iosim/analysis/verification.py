@@ -5,18 +5,17 @@ walk's, the outputs' and gradients' errors; as a table (output/render_verify.py)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from iosim._version import __version__
 from iosim.algorithms.traffic import Op
 from iosim.inputs.workload import Workload, mask_fields
+from iosim.record import Record
 
 SCHEMA = "iosim.verify/1"
 
 
-@dataclass(frozen=True, slots=True)
-class TermCheck:
+class TermCheck(Record):
     """One (kernel, tensor, op) term counted three ways, in elements."""
 
     kernel: str
@@ -37,8 +36,7 @@ class TermCheck:
         return self.closed_form == self.walk == self.executor
 
 
-@dataclass(frozen=True, slots=True)
-class GradientCheck:
+class GradientCheck(Record):
     """One gradient (dQ, dK or dV) of one algorithm against standard's and the float64 formula."""
 
     name: str
@@ -54,8 +52,7 @@ class GradientCheck:
         return self.max_abs_diff_vs_standard <= self.tolerance * self.scale
 
 
-@dataclass(frozen=True, slots=True)
-class AlgorithmCheck:
+class AlgorithmCheck(Record):
     """One algorithm verified: its blocks, each term counted three ways, the walk's accesses against
     the executor's, its output's and gradients' errors, and the most scores and SRAM it held."""
 
@@ -113,8 +110,7 @@ class AlgorithmCheck:
                 sum(t.executor for t in self.terms))
 
 
-@dataclass(frozen=True, slots=True)
-class Verification:
+class Verification(Record):
     """What `verify` returns: the workload run, the dtype, seed, dropout and SRAM budget (bytes), one
     AlgorithmCheck per algorithm, and standard attention's peak scores and float64 error;
     `ok` says whether every check passed, `to_dict()` is the JSON of `iosim verify --format json`."""

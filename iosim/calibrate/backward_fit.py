@@ -25,7 +25,6 @@ import argparse
 import json
 import sys
 from collections.abc import Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -38,6 +37,7 @@ from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.schedule import scheduled_compute_s
 from iosim.inputs.hardware import BackwardSchedule, Hardware
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 FIT_N = (1024, 4096, 16384)
 """Constants are fitted on these N; every other point is held out."""
@@ -84,8 +84,7 @@ def kernels_of(w: Workload) -> tuple[Kernel, ...]:
 # DRAM
 
 
-@dataclass(frozen=True, slots=True)
-class KernelBytes:
+class KernelBytes(Record):
     """One backward kernel's DRAM bytes: iosim's estimate against ncu's measurement."""
 
     kernel: str
@@ -189,8 +188,7 @@ def dram_comparison(record: dict[str, Any], hardware: Hardware, share: float = D
 # time
 
 
-@dataclass(frozen=True, slots=True)
-class TimeModel:
+class TimeModel(Record):
     """The backward's fitted time model: an efficiency and a per-program overhead (s)."""
 
     efficiency: float

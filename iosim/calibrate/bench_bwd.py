@@ -17,7 +17,6 @@ import itertools
 import math
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from dataclasses import asdict, dataclass
 from typing import Any
 
 import torch
@@ -27,6 +26,7 @@ from iosim.algorithms.triton_bwd import BackwardTiles
 from iosim.calibrate import CalibrationError
 from iosim.calibrate import kernels_bwd as KB
 from iosim.calibrate.bench import TOLERANCE, TORCH_DTYPES, exact_fp32, rel_error
+from iosim.record import Record, asdict
 
 CHECK_N_MAX = 8192
 ROTATION_BYTES = 4 << 30
@@ -34,8 +34,7 @@ ROTATION_BYTES = 4 << 30
 DEVICE = "cuda"
 
 
-@dataclass(frozen=True, slots=True)
-class BwdPoint:
+class BwdPoint(Record):
     """One backward point of the record: shape, GQA, causal, dtype."""
 
     n: int

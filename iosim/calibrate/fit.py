@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass, replace
 
 from iosim.algorithms import get_algorithm
 from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, kernel_sums
@@ -40,6 +39,7 @@ from iosim.estimates.roofline import estimate_kernels, roofs_for
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware, MeasuredProfile
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 ATTENTION_KERNELS = {"qk": "standard", "softmax": "standard", "pv": "standard",
                      "attn_fwd": "flash2"}
@@ -115,8 +115,7 @@ def _split(m: Measurement) -> str:
     return "fit" if m.n in FIT_N else "holdout"
 
 
-@dataclass(frozen=True, slots=True)
-class _Model:
+class _Model(Record):
     """What the time model needs of one attention measurement."""
 
     kernel: Kernel

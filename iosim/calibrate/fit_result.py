@@ -6,17 +6,16 @@ Computed by fit.py; rendered by output/calibration_report.py.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from iosim.calibrate.plan import FIT_N, FUSED_CONFIGS
 from iosim.calibrate.records import Calibration, Measurement
 from iosim.estimates.l2_model import DramEstimate
 from iosim.inputs.hardware import Hardware, MeasuredProfile
+from iosim.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class Ceilings:
+class Ceilings(Record):
     """Measured ceilings: HBM bandwidth (B/s) and matmul peak per dtype (FLOP/s), with sources."""
 
     hbm_bandwidth_bytes_per_s: float
@@ -25,8 +24,7 @@ class Ceilings:
     peak_sources: dict[str, str]
 
 
-@dataclass(frozen=True, slots=True)
-class Point:
+class Point(Record):
     """One measured kernel with iosim's predictions for it."""
 
     m: Measurement
@@ -48,8 +46,7 @@ class Point:
         return self.predicted_time_s / self.m.time_s - 1
 
 
-@dataclass(frozen=True, slots=True)
-class BytesCheck:
+class BytesCheck(Record):
     """One ncu-counted point (the standard path's three kernels together, or one fused kernel)."""
 
     id: str
@@ -85,8 +82,7 @@ class BytesCheck:
         return self.predicted_dram_bytes / self.measured_dram_bytes - 1
 
 
-@dataclass(frozen=True, slots=True)
-class FitResult:
+class FitResult(Record):
     """A fit: the calibration and hardware it used, the ceilings, efficiencies per kernel class,
     the vector rate (FLOP/s), every point's prediction and every ncu point's bytes check."""
 

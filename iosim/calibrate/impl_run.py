@@ -15,13 +15,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from iosim.calibrate import CalibrationError
 from iosim.errors import IosimError
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 SCHEMA = "iosim.validation/1"
 
@@ -48,8 +48,7 @@ FLEX_POINTS = (0, 5, 10)
 """FlexAttention compiles per shape (tens of seconds): it runs these points of FIT_GRID."""
 
 
-@dataclass(frozen=True, slots=True)
-class Runner:
+class Runner(Record):
     """How a point is run: `check` (the max error against fp32 attention; raises when wrong or
     refused) and `time` (median seconds of one call, and its kernels). measure.py's on a GPU;
     tests pass a fake one."""

@@ -22,11 +22,11 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from iosim.calibrate.records import CounterRow, Counters
+from iosim.record import Record
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
 KERNEL_PREFIX = "_iosim_"
@@ -92,8 +92,7 @@ def attach(launches: list[dict[str, Any]], manifest: list[dict[str, str]]) -> tu
     return tuple(rows)
 
 
-@dataclass(frozen=True)
-class ProfileRun:
+class ProfileRun(Record):
     """One ncu run of a target module: its status, the command as shown, and what it read."""
 
     status: str

@@ -11,7 +11,7 @@ Efficiencies are fitted on N ∈ FIT_N and checked on the other N (the hold-out)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from iosim.record import Record
 
 TOKENS_TIMES_HEADS = 1 << 18
 """batch · heads · N of every attention point."""
@@ -24,8 +24,7 @@ FIT_N = (1024, 4096, 16384)
 """Efficiencies are fitted on these N; predictions at the others are the hold-out check."""
 
 
-@dataclass(frozen=True, slots=True)
-class FusedConfig:
+class FusedConfig(Record):
     """One launch configuration of the fused kernel (no autotuning: each is timed on its own)."""
 
     block_m: int
@@ -39,8 +38,7 @@ class FusedConfig:
         return f"{self.block_m}x{self.block_n}/w{self.num_warps}/s{self.num_stages}"
 
 
-@dataclass(frozen=True, slots=True)
-class Shape:
+class Shape(Record):
     """One attention call: batch × heads of N × N attention with head dimension d."""
 
     n: int
@@ -76,8 +74,7 @@ L2_FUSED = ((32768, 128, 8, False), (65536, 128, 2, False), (131072, 128, 1, Fal
 """(N, d, batch·heads, causal)"""
 
 
-@dataclass(frozen=True, slots=True)
-class Plan:
+class Plan(Record):
     """What one calibration run measures: the copy size (bytes), matmul size and dtypes, the
     standard path's and the fused kernel's shapes and configurations."""
 

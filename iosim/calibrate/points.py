@@ -9,18 +9,16 @@ id ('standard/fp16/n1024/d64'); the fused kernel's id is its measurement's.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 from iosim.calibrate.records import Calibration, CounterRow, Measurement
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 IOSIM_KERNEL = {"qk": ("standard", "qk"), "softmax": ("standard", "softmax"),
                 "pv": ("standard", "pv"), "attn_fwd": ("flash2", "attn")}
 """Record kernel → (iosim algorithm, iosim kernel name)."""
 
 
-@dataclass(frozen=True, slots=True)
-class MeasuredKernel:
+class MeasuredKernel(Record):
     """One measured kernel placed on the hierarchical roofline: its time (s), DRAM and L2 bytes."""
 
     algorithm: str

@@ -8,12 +8,12 @@ from __future__ import annotations
 
 import json
 import math
-from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
 from iosim.calibrate import CalibrationError
 from iosim.inputs.limits import excerpt
+from iosim.record import Record, asdict, field, fields
 
 SCHEMA = "iosim.calibration/1"
 
@@ -35,8 +35,7 @@ KERNELS = {
 }
 
 
-@dataclass(frozen=True, slots=True)
-class Measurement:
+class Measurement(Record):
     """One kernel timed at one shape and configuration (times are medians over repeats)."""
 
     id: str
@@ -88,8 +87,7 @@ class Measurement:
         return f"{self.variant} {label}" if self.variant else label
 
 
-@dataclass(frozen=True, slots=True)
-class CounterRow:
+class CounterRow(Record):
     """ncu's counters for one launch. role 'evict' is the L2-clearing read that follows a
     measured kernel: its DRAM writes are the dirty lines that kernel left in L2."""
 
@@ -101,8 +99,7 @@ class CounterRow:
     l2_bytes: float
 
 
-@dataclass(frozen=True, slots=True)
-class Counters:
+class Counters(Record):
     """What ncu counted in a run: its status, command and version, the rows and what was launched."""
 
     status: str
@@ -118,8 +115,7 @@ class Counters:
         return [r for r in self.rows if r.id == point_id]
 
 
-@dataclass(frozen=True, slots=True)
-class Calibration:
+class Calibration(Record):
     """One measurement file: the GPU it is for, the device and software, the command, the time,
     every measurement and the ncu counters."""
 

@@ -27,7 +27,6 @@ import argparse
 import json
 import sys
 from collections.abc import Iterator
-from dataclasses import dataclass, replace
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -44,6 +43,7 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.impl_calibration import with_impl_calibration
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
 
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
@@ -94,8 +94,7 @@ def launched(w: Workload, what: str, a: AlgorithmEstimate) -> tuple[Kernel, ...]
     return impl_kernels(impl, iw, ALGORITHMS[impl.algorithm].kernels(iw, a.tiling))
 
 
-@dataclass(frozen=True, slots=True)
-class KernelBytes:
+class KernelBytes(Record):
     """One kernel of one ncu run: iosim's DRAM estimate (dirty lines handed over) and ncu's."""
 
     point: str
@@ -168,8 +167,7 @@ def dram_comparison(records: list[dict[str, Any]], hardware: Hardware,
 # time
 
 
-@dataclass(frozen=True, slots=True)
-class TimeModel:
+class TimeModel(Record):
     """Fitted constants of one implementation's backward time (none is a hardware fact)."""
 
     efficiency: float

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from iosim.calibrate import kernels_variants as KV
+from iosim.record import Record, field
 
 DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16}
 TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2}
@@ -124,8 +124,7 @@ def check_rows(n: int, generator: torch.Generator, device: Any) -> torch.Tensor:
 # built points: a launch function, its kernels, and what the mask or layout visits
 
 
-@dataclass
-class Built:
+class Built(Record, frozen=False):
     """A checked point: its launch (no sync), the kernels it launches, its check's error."""
     point: Point
     launch: Callable[[], Any]
@@ -212,8 +211,7 @@ def make_cache(keys: list[torch.Tensor], values: list[torch.Tensor], page_size: 
     return KV.paged_cache(keys, values, page_size, shared_pages=shared_pages, generator=generator)
 
 
-@dataclass
-class DecodeProblem:
+class DecodeProblem(Record, frozen=False):
     """One decoding step's inputs (a query row per head, each request's KV), built once and
     launched at any split count."""
 
@@ -250,8 +248,7 @@ def decode_problem(point: Point, generator: torch.Generator, device: str = "cuda
     return DecodeProblem(point, q, cache, ref_o)
 
 
-@dataclass
-class CascadeProblem:
+class CascadeProblem(Record, frozen=False):
     """A batch sharing a prefix: the full per-request cache (prefix pages shared) for plain
     split-KV, and the prefix and suffix caches for cascade, over the same K/V values."""
 

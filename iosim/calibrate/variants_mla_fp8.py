@@ -10,7 +10,6 @@ build, check against float64, hand back the launch (as calibrate/variants.py doe
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -18,6 +17,7 @@ import torch
 from iosim.calibrate import kernels_mla_fp8 as MF
 from iosim.calibrate import kernels_variants as KV
 from iosim.calibrate.variants import DTYPES, Built, Point, WrongOutput, rel_error
+from iosim.record import Record
 
 FP8_TOLERANCE = 4e-2
 """FP8 against the float64 attention of the dequantized inputs: P is rounded to e4m3 (3 mantissa
@@ -31,8 +31,7 @@ def _close(point: Point, what: str, out: torch.Tensor, ref: torch.Tensor, tol: f
     return err
 
 
-@dataclass
-class MlaProblem:
+class MlaProblem(Record, frozen=False):
     """An MLA decode point's queries, paged latent cache and float64 reference."""
     point: Point
     q: torch.Tensor

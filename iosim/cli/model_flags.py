@@ -103,8 +103,6 @@ def workload_of(n: int, fields: dict[str, Any], params: dict[str, Any],
 
 def sweep_with_model(spec: Any, params: dict[str, Any], ctx: click.Context | None = None) -> Any:
     """The SweepSpec with --model's fields as one-value axes (its one layer kind, --layer)."""
-    import dataclasses
-
     from iosim.errors import ModelError
     from iosim.inputs.model_presets import (
         PRESET_FIELDS,
@@ -112,13 +110,14 @@ def sweep_with_model(spec: Any, params: dict[str, Any], ctx: click.Context | Non
         preset_fields,
         refuse_contradictions,
     )
+    from iosim.record import field_names, replace
 
     model = model_of(params)
     if model is None:
         return spec
     latent = bool(params.get("latent_kv") or getattr(spec, "latent_kv", False))
     group = choose_group(model, params.get("layer"))
-    axes = {f.name for f in dataclasses.fields(spec)}
+    axes = set(field_names(spec))
     typed = given_fields({name: getattr(spec, name) for name in PRESET_FIELDS if name in axes},
                          ctx)
     one = {k: v[0] if isinstance(v, tuple) and len(v) == 1 else v for k, v in typed.items()}
@@ -132,7 +131,7 @@ def sweep_with_model(spec: Any, params: dict[str, Any], ctx: click.Context | Non
             raise ModelError(f"{model.name}'s {name} = {value} is not a sweep axis (yet); "
                              f"compare it with iosim compare --model {model.name}",
                              param="model")
-    return dataclasses.replace(spec, **overrides)
+    return replace(spec, **overrides)
 
 
 __all__ = ["given_fields", "model_of", "model_options", "single_model_layer", "sweep_with_model",

@@ -4,7 +4,6 @@ the statistics and workspaces it writes, and what the forward keeps for the back
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -15,10 +14,10 @@ from iosim.estimates.training import IO_TENSORS, RNG_STATE_BYTES, saved_for_back
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class Footprint:
+class Footprint(Record):
     """HBM an algorithm holds: inputs and outputs, plus what it adds on top of them."""
 
     io_bytes: int

@@ -47,7 +47,6 @@ Two forms
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, cdiv
 from iosim.algorithms.loopnest import (
@@ -77,13 +76,13 @@ from iosim.estimates.shared_prefix_dram import prefix_once
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 # ---------------------------------------------------------------------------------------------
 # closed form
 
 
-@dataclass
-class _Touch:
+class _Touch(Record, frozen=False):
     kernel_index: int
     dirty: bool
 

@@ -6,7 +6,6 @@ charge tiles by these rules; the model they implement is described in l2.py's do
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Literal
 
 from iosim.algorithms.loopnest import (
@@ -17,6 +16,7 @@ from iosim.algorithms.traffic import Op, ReadWriteTotals
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 SHARED_COPIES = 2
 """Copies of a tile that programs on both L2 partitions read (see the module docstring).
@@ -27,8 +27,7 @@ Re-derived on data the forward's choice did not use, the Triton backward's H200 
 Model = Literal["closed form", "simulation"]
 
 
-@dataclass(frozen=True, slots=True)
-class DramTerm:
+class DramTerm(Record):
     """DRAM bytes of one (kernel, tensor, op), next to what the L2-oblivious count charges it."""
 
     kernel: str
@@ -39,8 +38,7 @@ class DramTerm:
     note: str
 
 
-@dataclass(frozen=True, slots=True)
-class DramEstimate(ReadWriteTotals):
+class DramEstimate(ReadWriteTotals, Record):
     """The L2-aware DRAM bytes of an algorithm's kernels: one DramTerm per (kernel, tensor, op),
     the L2 size (bytes) and concurrency they assume, and which form of the model made them."""
 

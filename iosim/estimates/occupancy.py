@@ -35,12 +35,12 @@ Per-SM limits, CUDA C++ Programming Guide, "Technical Specifications per Compute
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from iosim.inputs.ints import Int, cdiv, imax, imin
+from iosim.record import Record
 
 REGISTERS_PER_SM = 65536
 DEFAULT_THREADS_PER_SM = 2048
@@ -53,8 +53,7 @@ def compute_capability(architecture: str | None) -> int:
     return int(found.group(1)) if found else 0
 
 
-@dataclass(frozen=True, slots=True)
-class SmLimits:
+class SmLimits(Record):
     """What one SM holds: shared memory (bytes), registers, threads and resident blocks."""
 
     shared_bytes: int

@@ -19,17 +19,16 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from dataclasses import dataclass
 from pathlib import Path
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.inputs.hardware import Hardware
+from iosim.record import Record
 
 KEY = "measured.paged_kv_efficiency"
 
 
-@dataclass(frozen=True, slots=True)
-class PageEfficiency:
+class PageEfficiency(Record):
     """The factor for one page size on one GPU (None: not calibrated), and the words for it."""
 
     page_size: int

@@ -16,7 +16,6 @@ warps, so the tensor cores wait for it; FA3's ping-pong scheduling exists to rem
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Literal
 
 import numpy as np
@@ -41,13 +40,13 @@ from iosim.estimates.schedule import scheduled_compute_s
 from iosim.inputs.hardware import KERNEL_KINDS, BackwardSchedule, Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import Record, field
 
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute"]
 
 
-@dataclass(frozen=True, slots=True)
-class Roofs:
+class Roofs(Record):
     """The ceilings an estimate uses, and where they came from."""
 
     profile: Profile
@@ -130,8 +129,7 @@ def scheduled(kernel: Kernel, roofs: Roofs) -> bool:
             and kernel.kind == "fused" and kernel.name.startswith("bwd_"))
 
 
-@dataclass(frozen=True, slots=True)
-class KernelEstimate(TrafficTotals):
+class KernelEstimate(TrafficTotals, Record):
     """One kernel on the roofline."""
 
     name: str
@@ -186,8 +184,7 @@ def mostly_memory_bound(memory_bound_time_s: Any, time_s: Any) -> Any:
     return memory_bound_time_s >= time_s - memory_bound_time_s
 
 
-@dataclass(frozen=True, slots=True)
-class KernelCost:
+class KernelCost(Record):
     """One kernel's HBM bytes, FLOPs and roofline times (s): numbers, or arrays over a sweep."""
 
     hbm_read_bytes: Any
@@ -260,8 +257,7 @@ def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any,
     return utilisation(programs, sm_count)
 
 
-@dataclass(frozen=True, slots=True)
-class CostTotals:
+class CostTotals(Record):
     """An algorithm's kernels summed (numbers, or arrays over a sweep's points)."""
 
     hbm_read_bytes: Any

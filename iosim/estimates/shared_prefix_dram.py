@@ -24,11 +24,11 @@ split-KV at its L2-oblivious count): it is a property of the cache's layout, not
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import replace
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.estimates.l2_model import DramTerm
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 NOTE = "shared prefix: its pages come from DRAM once, not once per request"
 

@@ -14,12 +14,11 @@ does not model; for them the count is the HBM count, a lower bound.
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from iosim.algorithms import get_algorithm
 from iosim.algorithms.loopnest import Dims, access_elements, element_bytes, kernel_sums
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
+from iosim.record import replace
 
 
 def resident_rereads(kernel_name: str, algorithm: str, workload: Workload,

@@ -19,12 +19,12 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 from iosim.algorithms.loopnest import Access, Kernel
 from iosim.estimates.occupancy import utilisation
 from iosim.inputs.units import STAT_BYTES
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 RNG_STATE_BYTES = 16
 """flash_api.cpp: `rng_state = torch::empty({2}, ... kInt64)` (Philox seed and offset)."""
@@ -67,8 +67,7 @@ def compulsory_backward_bytes(workload: Workload) -> int:
     return reads + q_rows * STAT_BYTES + writes
 
 
-@dataclass(frozen=True, slots=True)
-class Occupancy:
+class Occupancy(Record):
     """One kernel's launch grid against the GPU's SMs (estimates/occupancy.py)."""
 
     kernel: str

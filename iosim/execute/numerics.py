@@ -28,21 +28,20 @@ counts it is compared on are then those of the model's fp32 statistics (counts a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from iosim.errors import IosimError
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 Array = np.ndarray[Any, Any]
 
 EXECUTOR_DTYPES = ("float64", "float32", "float16")
 
 
-@dataclass(frozen=True, slots=True)
-class Precision:
+class Precision(Record):
     """The NumPy dtypes of one executor precision: storage in HBM, computation, statistics."""
 
     name: str
@@ -80,8 +79,7 @@ def precision(name: str) -> Precision:
     raise IosimError(f"unknown executor dtype '{name}'; use one of {', '.join(EXECUTOR_DTYPES)}")
 
 
-@dataclass(frozen=True, slots=True)
-class Problem:
+class Problem(Record):
     """The shape of one attention call, as the executor needs it."""
 
     batch: int

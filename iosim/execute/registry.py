@@ -15,14 +15,13 @@ P, P_drop and Z) in `run.hbm`, and leaves dQ, dK, dV there.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from iosim.execute.hbm import InstrumentedHBM, ScoreMeter, SramBudget
 from iosim.execute.numerics import Precision, Problem
+from iosim.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class Run:
+class Run(Record):
     """Everything an executor may touch: the instrumented memories and the problem."""
 
     hbm: InstrumentedHBM

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -21,6 +20,7 @@ from iosim.inputs.ints import check_count
 from iosim.inputs.limits import check_executor_memory
 from iosim.inputs.tiling import working_set_bytes
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 Array = np.ndarray[Any, Any]
 
@@ -152,8 +152,7 @@ def random_inputs(workload: Workload, seed: int, prec: Precision, *,
     return arrays
 
 
-@dataclass(frozen=True, slots=True)
-class Execution:
+class Execution(Record):
     """One executor run: what it computed, what it moved, what it held."""
 
     algorithm: str

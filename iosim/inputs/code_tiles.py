@@ -3,7 +3,6 @@ resources (shared memory, warps, registers) that set its programs per SM. Ints o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 from iosim.inputs.implementations import (
@@ -15,13 +14,13 @@ from iosim.inputs.implementations import (
 )
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.ints import Int, select
+from iosim.record import Record
 
 DEFAULT_FLASH2_CODE = "sdpa-flash"
 """Whose tile table flash2 and splitkv use by default: FlashAttention-2's CUDA code."""
 
 
-@dataclass(frozen=True, slots=True)
-class CodeTiles:
+class CodeTiles(Record):
     """The blocks a tile table gives, and the program's resources; `found` is False (or False
     at a sweep's point) where no row matches (the head dim is beyond the table)."""
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
@@ -12,6 +11,7 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.limits import clip, excerpt
 from iosim.inputs.shipped import shipped_dir
+from iosim.record import Record
 
 
 def config_dir() -> Path:
@@ -34,8 +34,7 @@ def list_hardware() -> list[Hardware]:
     return [_load_shipped(str(p)) for p in shipped_config_paths()]
 
 
-@dataclass(frozen=True, slots=True)
-class ResolvedHardware:
+class ResolvedHardware(Record):
     """A --gpu value resolved: the Hardware, what was asked for and how it matched."""
 
     hardware: Hardware

@@ -6,12 +6,12 @@ Loaded from YAML by hardware_yaml.py; the shipped GPUs and the --gpu lookup are 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from iosim.errors import ConfigError, IosimError, arg
 from iosim.inputs.limits import MAX_SM_COUNT, check_figure, excerpt
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
+from iosim.record import Record, field
 
 SCHEMA_VERSION = 1
 PEAK_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
@@ -19,8 +19,7 @@ KERNEL_KINDS = ("elementwise", "matmul", "fused")
 """Kernel classes that calibration fits separately (streaming/elementwise, matmul, fused attention)."""
 
 
-@dataclass(frozen=True, slots=True)
-class BackwardSchedule:
+class BackwardSchedule(Record):
     """Fitted constants of the scheduled time of iosim's Triton backward kernels
     (estimates/schedule.py; fitted by calibrate/backward_fit.py)."""
 
@@ -35,8 +34,7 @@ class BackwardSchedule:
         return self.programs_per_sm.get(d, self.programs_per_sm[min(self.programs_per_sm)])
 
 
-@dataclass(frozen=True, slots=True)
-class ImplCalibration:
+class ImplCalibration(Record):
     """One implementation's fitted figures on one GPU (the GPU YAML's `measured.impls.NAME`,
     written by `iosim calibrate --impl`, calibrate/impl_fit.py): efficiency per kernel class
     and the share of the measured bandwidth its memory-bound kernels reach (`memory`), the host
@@ -52,8 +50,7 @@ class ImplCalibration:
     backward_source: str = ""
 
 
-@dataclass(frozen=True, slots=True)
-class Figure:
+class Figure(Record):
     """One hardware figure in SI units, with where it comes from."""
 
     value: float
@@ -62,8 +59,7 @@ class Figure:
     note: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MeasuredProfile:
+class MeasuredProfile(Record):
     """Achieved ceilings and per-kernel-class efficiencies written by `iosim calibrate`."""
 
     provenance: str
@@ -84,8 +80,7 @@ class MeasuredProfile:
     `--impl NAME --profile measured` uses)."""
 
 
-@dataclass(frozen=True, slots=True)
-class Hardware:
+class Hardware(Record):
     """One GPU. Every quantity in bytes, bytes/s or FLOP/s; `figures` keeps the sources."""
 
     name: str

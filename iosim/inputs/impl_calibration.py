@@ -7,12 +7,12 @@ by the implementation's name, where `iosim calibrate --impl` writes them.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import Any
 
 from iosim.errors import ConfigError, IosimError
 from iosim.inputs.hardware import Hardware, ImplCalibration
 from iosim.inputs.limits import excerpt
+from iosim.record import replace
 
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "source"}
 EFFICIENCY_KINDS = ("fused", "matmul", "elementwise", "memory")

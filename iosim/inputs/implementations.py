@@ -17,13 +17,13 @@ implementations_yaml.py (`get_implementation`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from iosim.errors import IosimError
 from iosim.inputs.ints import Int
+from iosim.record import Record
 
 EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
@@ -33,8 +33,7 @@ softmax_mul (a backward pass only): the softmax backward as two N×N passes, T =
 dS = T − P·rowsum(T) (impl_kernels.py)."""
 
 
-@dataclass(frozen=True, slots=True)
-class TileRow:
+class TileRow(Record):
     """One row of a tile table: when it applies, and the tiles and resources it gives."""
 
     d_max: int
@@ -55,8 +54,7 @@ class TileRow:
     """0: not declared (then registers do not limit the programs per SM)."""
 
 
-@dataclass(frozen=True, slots=True)
-class SharedMemory:
+class SharedMemory(Record):
     """Shared memory per program = ((q_tiles·B_r + kv_tiles·B_c)·d + score_tiles·B_r·B_c) ·
     element bytes."""
 
@@ -72,16 +70,14 @@ class SharedMemory:
                 + self.score_tiles * block_q * block_kv) * element_bytes
 
 
-@dataclass(frozen=True, slots=True)
-class Trait:
+class Trait(Record):
     """A trait given in words, with its source."""
 
     value: str
     source: str
 
 
-@dataclass(frozen=True, slots=True)
-class SplitRule:
+class SplitRule(Record):
     """When the forward splits the KV sequence, and the tiles of its split kernel."""
 
     rule: str
@@ -89,8 +85,7 @@ class SplitRule:
     tiles: tuple[TileRow, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class ExtraKernel:
+class ExtraKernel(Record):
     """A kernel an implementation launches beside the attention (kind: gqa_expand, scale or mask)."""
 
     kind: str
@@ -99,8 +94,7 @@ class ExtraKernel:
     source: str
 
 
-@dataclass(frozen=True, slots=True)
-class Implementation:
+class Implementation(Record):
     """One implementation's declared traits (see the module docstring)."""
 
     name: str

@@ -14,12 +14,12 @@ d = kv_lora_rank + qk_rope, d_v = kv_lora_rank). `latent_kv=True` picks the seco
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any
 
 from iosim.errors import ModelError, arg
 from iosim.inputs.models import LayerGroup, Model
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 PRESET_FIELDS = ("heads", "kv_heads", "d", "d_v", "window", "latent_kv", "causal")
 """The Workload fields a model preset fills; every other field is the caller's."""
@@ -30,8 +30,7 @@ Base = Mapping[str, Any] | Build
 """The caller's part of the Workload: its arguments (n, batch, ...) or a Build."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelLayer:
+class ModelLayer(Record):
     """One layer kind of a model and the Workload of one of its layers (whose window is None
     when the kind's window covers every key: the same attention as a full one)."""
 

@@ -27,17 +27,16 @@ key named; the file is read through safe_yaml.py, as GPU files are (model_files.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 
 from iosim.errors import ModelError, arg
 from iosim.inputs.limits import excerpt
+from iosim.record import Record, field
 
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
 """DeepSeek's config.json names of the MLA dimensions (configuration_deepseek.py)."""
 
 
-@dataclass(frozen=True, slots=True)
-class ModelFigure:
+class ModelFigure(Record):
     """One figure of a model, with the key of `Model.sources` it comes from and where in it."""
 
     value: int | bool
@@ -46,8 +45,7 @@ class ModelFigure:
     note: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class LayerGroup:
+class LayerGroup(Record):
     """`count` layers whose attention is the same: one kind (local, global, all)."""
 
     kind: str
@@ -58,8 +56,7 @@ class LayerGroup:
     field: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class MlaDims:
+class MlaDims(Record):
     """Multi-head latent attention (DeepSeek-V2/V3), in its config.json names."""
 
     q_lora_rank: int
@@ -84,8 +81,7 @@ class MlaDims:
         return self.kv_lora_rank
 
 
-@dataclass(frozen=True, slots=True)
-class Model:
+class Model(Record):
     """One model's attention: heads, head dims, layer kinds; `figures` keeps the sources."""
 
     name: str

@@ -11,7 +11,6 @@ its `choose_tiles`, which takes the `TilingInputs` and `Tiles` defined here.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -23,13 +22,13 @@ from iosim.inputs.ints import Int, both, check_count, either, imax, imin, is_arr
 from iosim.inputs.limits import MAX_BLOCK, check_int, check_sram_bytes
 from iosim.inputs.units import DTYPE_BYTES, STAT_BYTES
 from iosim.inputs.workload import Workload
+from iosim.record import Record
 
 if TYPE_CHECKING:
     from iosim.inputs.code_tiles import CodeTiles
 
 
-@dataclass(frozen=True, slots=True)
-class Tiling:
+class Tiling(Record):
     """Block sizes B_r (query rows) × B_c (key/value rows) and the SRAM budget they were sized for."""
 
     block_q: int
@@ -150,8 +149,7 @@ def default_blocks(sram_bytes: Int, d: Int, element_bytes: Int, outer: str,
     return _after_steps(lo, q0, kv0)
 
 
-@dataclass(frozen=True, slots=True)
-class TilingInputs:
+class TilingInputs(Record):
     """What the tiling rules read about a workload, GPU and request: ints or arrays.
 
     0 means "not given" for the given block sizes and split count, and "unknown" for sm_count.
@@ -225,8 +223,7 @@ class TilingInputs:
         return either(self.block_q > 0, self.block_kv > 0)
 
 
-@dataclass(frozen=True, slots=True)
-class Tiles:
+class Tiles(Record):
     """An algorithm's blocks, as ints or arrays: what `Tiling` holds, without the rule texts."""
 
     block_q: Int

@@ -6,7 +6,6 @@ CLI spells them as flags. How the tiled algorithms cut a workload into blocks is
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, replace
 from fractions import Fraction
 from typing import Literal
 
@@ -14,6 +13,7 @@ from iosim.errors import WorkloadError, arg
 from iosim.inputs import decoding, limits
 from iosim.inputs.limits import MAX_LENGTH
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES, FP8_OUTPUT_DTYPE
+from iosim.record import Record, replace
 
 Pass = Literal["fwd", "bwd", "fwdbwd"]
 PASSES: tuple[str, ...] = ("fwd", "bwd", "fwdbwd")
@@ -26,8 +26,7 @@ FP8_SCALES: tuple[str, ...] = ("tensor", "block")
 FlashAttention-3's q_descale/k_descale/v_descale), or one per block of rows of each."""
 
 
-@dataclass(frozen=True, slots=True, init=False)
-class Workload:
+class Workload(Record, init=False):
     """One attention call: batch × query heads of (n × n_kv) attention with head dimension d.
 
     Causal masking is bottom-right aligned when n != n_kv (query i sees keys j <= i + n_kv - n),
@@ -285,7 +284,7 @@ class Workload:
 
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
-        return replace(self, **changes)  # type: ignore[arg-type]
+        return replace(self, **changes)
 
 
 def mask_fields(workload: Workload) -> dict[str, object]:

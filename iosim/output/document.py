@@ -4,33 +4,30 @@ from __future__ import annotations
 
 import html
 from collections.abc import Sequence
-from dataclasses import dataclass
+
+from iosim.record import Record
 
 
-@dataclass(frozen=True)
-class Heading:
+class Heading(Record):
     """A heading of `level` (1 for the title)."""
 
     level: int
     text: str
 
 
-@dataclass(frozen=True)
-class Para:
+class Para(Record):
     """A paragraph; `code` spans and **bold** are kept in both renderings."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class Code:
+class Code(Record):
     """A preformatted block (a command and its output)."""
 
     text: str
 
 
-@dataclass(frozen=True)
-class Image:
+class Image(Record):
     """A figure: its PNG shown at width_px × height_px (pixels), linked to its SVG."""
 
     png: str
@@ -40,8 +37,7 @@ class Image:
     height_px: int
 
 
-@dataclass(frozen=True)
-class TableBlock:
+class TableBlock(Record):
     """A table of text cells; `right` says which columns are right-justified."""
 
     headers: Sequence[str]
@@ -50,8 +46,7 @@ class TableBlock:
     caption: str = ""
 
 
-@dataclass(frozen=True)
-class Links:
+class Links(Record):
     """A line of links to the report's files."""
 
     items: Sequence[tuple[str, str]]

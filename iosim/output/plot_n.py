@@ -10,7 +10,6 @@ each series' legend entry.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -30,6 +29,7 @@ from iosim.output.plot_kit import (
 )
 from iosim.output.plot_select import blocks_text, fixed_text, gpu_text, series_along, sram_text
 from iosim.output.render import fmt_bytes
+from iosim.record import Record
 
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
@@ -37,8 +37,7 @@ if TYPE_CHECKING:
 HBM_NOTE = "hollow markers: more HBM than the GPU has"
 
 
-@dataclass(frozen=True)
-class _Drawn:
+class _Drawn(Record):
     """An N figure with its lines drawn, and what its title and legend need to say."""
 
     fig: Figure

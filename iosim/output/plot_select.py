@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import numpy as np
 
 from iosim.analysis.sweep import SweepResult
 from iosim.output.render import fmt_binary_bytes
+from iosim.record import Record
 
 
-@dataclass(frozen=True)
-class Series:
+class Series(Record):
     """Grid points along one axis, the other varying axes held at one combination."""
 
     label: str

@@ -12,20 +12,19 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
 from iosim.output import plot_kit
+from iosim.record import Record
 
 CORNERS = ((0.62, 0.04, 0.35, 0.36), (0.04, 0.60, 0.35, 0.36), (0.62, 0.60, 0.35, 0.36),
            (0.04, 0.04, 0.35, 0.36))
 """Candidate inset rectangles (axes fraction): lower right first, where a roofline is empty."""
 
 
-@dataclass(frozen=True)
-class Zoom:
+class Zoom(Record):
     """An inset that magnifies a crowded cluster of markers, and which markers it shows."""
 
     inset: Any

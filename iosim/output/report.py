@@ -13,7 +13,6 @@ the same byte for byte.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -31,14 +30,14 @@ from iosim.output import strict_json
 from iosim.output.document import Block, Code, Heading, Image, Links, Para, TableBlock, to_html, to_markdown
 from iosim.output.folders import ensure_writable_dir
 from iosim.output.tables import table_cells
+from iosim.record import Record, field
 
 SCHEMA = "iosim.report/1"
 REPORT_SUFFIXES = (".png", ".svg", ".csv", ".json", ".md", ".html")
 """What a report writes (a folder of that name in --out is refused, even with --force)."""
 
 
-@dataclass(frozen=True)
-class ReportRequest:
+class ReportRequest(Record):
     """Everything a report depends on (and so what its command line must say)."""
 
     gpu: str
@@ -56,8 +55,7 @@ class ReportRequest:
     """What the workload is of (a model preset's name and layer kind), for the title."""
 
 
-@dataclass
-class Report:
+class Report(Record, frozen=False):
     """What was written, for the CLI to print and the tests to check."""
 
     folder: Path
