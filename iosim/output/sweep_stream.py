@@ -2,9 +2,9 @@
 
 A million-point sweep is three million rows: building them all at once (a DataFrame, a list of
 dicts) took 2.5 GB for CSV and 21.5 GB for JSON. Here each chunk of CHUNK_POINTS points becomes
-one block of text, column by column in NumPy (output/text_columns.py: no per-cell Python call;
-each float still Python's own repr), is written, and is dropped. benchmarks/sweep_formats.py
-measures it (docs/sweeps-benchmarks.md).
+one block of text (output/text_columns.py: each distinct value, and each distinct combination of
+neighbouring values, written once by Python itself; each float its own repr), is written, and is
+dropped. benchmarks/sweep_formats.py measures it (docs/sweeps-benchmarks.md).
 
 The columns are `SweepResult.columns()`; an untiled algorithm's block sizes are empty (CSV) or
 null (JSON), as are the backward's blocks of a forward pass.

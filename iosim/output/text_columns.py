@@ -24,17 +24,18 @@ from typing import Any
 
 import numpy as np
 
+from iosim.record import Record
 
-class Column:
+
+class Column(Record, eq=False):
     """One column in coded form: `codes` (intp, 0 .. count - 1), each standing for `times`
     consecutive rows (a point's value on each of its algorithms' rows), and `texts(before,
     after)`, the text of each distinct value in code order, each between `before` and `after`."""
 
-    __slots__ = ("codes", "count", "texts", "times")
-
-    def __init__(self, codes: np.ndarray, count: int, texts: Callable[[str, str], list[str]],
-                 times: int = 1) -> None:
-        self.codes, self.count, self.texts, self.times = codes, count, texts, times
+    codes: np.ndarray
+    count: int
+    texts: Callable[[str, str], list[str]]
+    times: int = 1
 
     @property
     def rows(self) -> int:
@@ -166,17 +167,17 @@ def repeat(column: Column, times: int) -> Column:
     return Column(column.codes, column.count, column.texts, column.times * times)
 
 
-class _Segment:
+class _Segment(Record, frozen=False, eq=False):
     """Neighbouring columns written as one piece: `key` (0 .. span - 1, one per `times` rows)
     codes their combination; `count` is how many combinations there are (estimated until the
     key is made dense: span == count)."""
 
-    __slots__ = ("count", "dense", "key", "members", "span", "times")
-
-    def __init__(self, members: list[int], key: np.ndarray, count: int, times: int, span: int,
-                 dense: bool) -> None:
-        self.members, self.key, self.count, self.times = members, key, count, times
-        self.span, self.dense = span, dense
+    members: list[int]
+    key: np.ndarray
+    count: int
+    times: int
+    span: int
+    dense: bool
 
     def densify(self) -> None:
         distinct, self.key = _coded(self.key)
