@@ -80,9 +80,10 @@ def per_point_columns(result: SweepResult) -> tuple[str, ...]:
 
 
 def _chunk_text(result: SweepResult, chunk: Chunk, separators: list[str], *,
-                empty: str, text: Callable[[Any], str], boolean: tuple[str, str]) -> str:
+                empty: str, text: Callable[[Any], str], boolean: tuple[str, str]) -> list[str]:
     """The chunk's rows: the per-point columns formatted once per point and repeated on
-    each of its algorithms' rows; `separators` as in `text_columns.join_rows`."""
+    each of its algorithms' rows, in strings of a few thousand rows; `separators` as in
+    `text_columns.join_rows`."""
     columns, coded = chunk
     k = len(result.algorithms)
     lead = per_point_columns(result)
@@ -92,7 +93,7 @@ def _chunk_text(result: SweepResult, chunk: Chunk, separators: list[str], *,
     options: dict[str, Any] = {"empty": empty, "text": text, "boolean": boolean}
     cells = [text_columns.repeat(c, k) for c in _text_columns(per_point, coded, **options)]
     cells += _text_columns(per_row, coded, **options)
-    return text_columns.join_rows(cells, separators)
+    return text_columns.text_parts(cells, separators)
 
 
 def write_csv(result: SweepResult, stream: IO[str]) -> None:
@@ -104,21 +105,22 @@ def write_csv(result: SweepResult, stream: IO[str]) -> None:
             stream.write(",".join(columns) + "\n")
             header_written = True
         separators = ["", *[","] * (len(columns) - 1), "\n"]
-        stream.write(_chunk_text(result, chunk, separators, empty="", text=_csv_text,
-                                 boolean=("True", "False")))
+        for part in _chunk_text(result, chunk, separators, empty="", text=_csv_text,
+                                boolean=("True", "False")):
+            stream.write(part)
 
 
 ROW_END = ",\n  "
 """Between two rows of a JSON document (JSON Lines: a newline)."""
 
 
-def _json_rows(result: SweepResult, row_end: str) -> Any:
-    """Each chunk's rows as JSON objects, each followed by `row_end`."""
+def _json_rows(result: SweepResult, row_end: str) -> Iterator[str]:
+    """The rows as JSON objects, each followed by `row_end`, a few thousand rows a string."""
     for chunk in _chunks(result):
         keys = [json.dumps(name) + ": " for name in chunk[0]]
         separators = ["{" + keys[0], *[", " + key for key in keys[1:]], "}" + row_end]
-        yield _chunk_text(result, chunk, separators, empty="null", text=json.dumps,
-                          boolean=("true", "false"))
+        yield from _chunk_text(result, chunk, separators, empty="null", text=json.dumps,
+                               boolean=("true", "false"))
 
 
 def write_jsonl(result: SweepResult, stream: IO[str]) -> None:
@@ -135,7 +137,7 @@ def write_json(result: SweepResult, stream: IO[str]) -> None:
     stream.write(head[:-2] + ',\n "rows": [')
     first = True
     for rows in _json_rows(result, ROW_END):
-        # each row ends with ROW_END; the chunk's last one is written before the next chunk
+        # each row ends with ROW_END; a string's last one is written before the next string
         stream.write(("\n  " if first else ROW_END) + rows[:-len(ROW_END)])
         first = False
     stream.write("\n ]\n}\n")

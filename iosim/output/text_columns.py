@@ -237,14 +237,25 @@ def _segments(columns: Sequence[Column]) -> list[_Segment]:
     return out
 
 
+PART_ROWS = 2048
+"""Rows per string of `text_parts`: a few hundred kB to a MB, which the allocator reuses from
+chunk to chunk (one string of a whole chunk, 10 to 30 MB, was mapped afresh each time: a
+second of page faults over a million-point sweep)."""
+
+
 def join_rows(columns: Sequence[Column], separators: Sequence[str]) -> str:
     """Row i is separators[0] + columns[0][i] + separators[1] + ... + columns[-1][i] +
     separators[-1] (one more separator than columns: the row's start and end)."""
+    return "".join(text_parts(columns, separators))
+
+
+def text_parts(columns: Sequence[Column], separators: Sequence[str]) -> list[str]:
+    """join_rows's text, PART_ROWS rows to a string."""
     assert len(separators) == len(columns) + 1 and columns
     rows = columns[0].rows
     assert all(c.rows == rows for c in columns)
     if rows == 0:
-        return ""
+        return []
     last = len(columns) - 1
     segments = _segments(columns)
     pieces = np.empty((rows, len(segments)), dtype=object)
@@ -262,7 +273,9 @@ def join_rows(columns: Sequence[Column], separators: Sequence[str]) -> str:
         combined = cells[0] if len(cells) == 1 else list(map("".join, zip(*cells, strict=True)))
         key = segment.key if segment.times == 1 else np.repeat(segment.key, segment.times)
         pieces[:, at] = np.array(combined, dtype=object)[key]
-    return "".join(pieces.reshape(-1).tolist())
+    return ["".join(pieces[start:start + PART_ROWS].reshape(-1).tolist())
+            for start in range(0, rows, PART_ROWS)]
 
 
-__all__ = ["Column", "booleans", "coded_names", "floats", "integers", "join_rows", "names", "repeat"]
+__all__ = ["Column", "booleans", "coded_names", "floats", "integers", "join_rows", "names", "repeat",
+           "text_parts"]
