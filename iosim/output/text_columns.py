@@ -39,6 +39,7 @@ class Column(Record, eq=False):
 
     @property
     def rows(self) -> int:
+        """The rows the column covers."""
         return len(self.codes) * self.times
 
 
