@@ -110,15 +110,16 @@ def write_csv(result: SweepResult, stream: IO[str]) -> None:
             stream.write(part)
 
 
-ROW_END = ",\n  "
-"""Between two rows of a JSON document (JSON Lines: a newline)."""
+ROW_START = ",\n  "
+"""Before each row of a JSON document (the first row's comma dropped)."""
 
 
-def _json_rows(result: SweepResult, row_end: str) -> Iterator[str]:
-    """The rows as JSON objects, each followed by `row_end`, a few thousand rows a string."""
+def _json_rows(result: SweepResult, before: str, after: str) -> Iterator[str]:
+    """The rows as JSON objects, each between `before` and `after`, a few thousand rows a
+    string."""
     for chunk in _chunks(result):
         keys = [json.dumps(name) + ": " for name in chunk[0]]
-        separators = ["{" + keys[0], *[", " + key for key in keys[1:]], "}" + row_end]
+        separators = [before + "{" + keys[0], *[", " + key for key in keys[1:]], "}" + after]
         yield from _chunk_text(result, chunk, separators, empty="null", text=json.dumps,
                                boolean=("true", "false"))
 
@@ -127,7 +128,7 @@ def write_jsonl(result: SweepResult, stream: IO[str]) -> None:
     """JSON Lines: the sweep's metadata on the first line ({"metadata": ...}), then one object
     per row."""
     stream.write(strict_json.dumps({"metadata": result.metadata()}, ensure_ascii=False) + "\n")
-    for rows in _json_rows(result, "\n"):
+    for rows in _json_rows(result, "", "\n"):
         stream.write(rows)
 
 
@@ -136,9 +137,10 @@ def write_json(result: SweepResult, stream: IO[str]) -> None:
     head = strict_json.dumps(result.metadata(), indent=1, ensure_ascii=False)
     stream.write(head[:-2] + ',\n "rows": [')
     first = True
-    for rows in _json_rows(result, ROW_END):
-        # each row ends with ROW_END; a string's last one is written before the next string
-        stream.write(("\n  " if first else ROW_END) + rows[:-len(ROW_END)])
+    for rows in _json_rows(result, ROW_START, ""):
+        # every row starts with ROW_START; the first row's comma is dropped (one copy of one
+        # string, where cutting a separator off each string copied the whole file)
+        stream.write(rows[1:] if first else rows)
         first = False
     stream.write("\n ]\n}\n")
 
