@@ -8,7 +8,7 @@ process, which other jobs on a shared machine disturb less).
 Run from the repository root, with iosim installed (pip install -e .), or with PYTHONPATH=.
 where numpy, yaml, rich and click are installed but iosim is not:
 
-    python benchmarks/import_speed.py [--runs 15] [--as-is]
+    python benchmarks/import_speed.py [--runs 15] [--terminal] [--as-is]
 
 Bytecode. A user's install has bytecode for every module (pip compiles it when it installs a
 wheel), so by default both processes read theirs from a fresh bytecode cache
@@ -46,14 +46,45 @@ def iosim_command() -> list[str]:
     return [found] if found else [sys.executable, "-m", "iosim"]
 
 
-def timed(command: list[str], env: dict[str, str]) -> tuple[float, float]:
-    """(wall seconds, CPU seconds) of one fresh process running `command`."""
+def timed(command: list[str], env: dict[str, str], terminal: bool = False
+          ) -> tuple[float, float]:
+    """(wall seconds, CPU seconds) of one fresh process running `command`, its output to
+    /dev/null or, with `terminal`, to an 80-column pseudo-terminal read to its end (what a user
+    at a terminal sees: iosim then draws its tables with rich, styles and all)."""
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
-    subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
+    if terminal:
+        run_on_terminal(command, env)
+    else:
+        subprocess.run(command, check=True, stdout=subprocess.DEVNULL, env=env)
     wall = time.perf_counter() - start
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+
+
+def run_on_terminal(command: list[str], env: dict[str, str]) -> None:
+    """`command` with its stdout on a new 80 × 24 pseudo-terminal, drained as it writes."""
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    leader, follower = pty.openpty()
+    fcntl.ioctl(follower, termios.TIOCSWINSZ, struct.pack("HHHH", 24, 80, 0, 0))
+    proc = subprocess.Popen(command, stdout=follower, stderr=subprocess.DEVNULL,
+                            env={**env, "COLUMNS": "80"})
+    os.close(follower)
+    try:
+        while True:
+            try:
+                if not os.read(leader, 65536):
+                    break
+            except OSError:  # EIO: the child closed the terminal
+                break
+    finally:
+        os.close(leader)
+    if proc.wait() != 0:
+        raise subprocess.CalledProcessError(proc.returncode, command)
 
 
 def heavy_modules_loaded_by_import(env: dict[str, str]) -> list[str]:
@@ -67,6 +98,9 @@ def heavy_modules_loaded_by_import(env: dict[str, str]) -> list[str]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--runs", type=int, default=15, help="runs of each (at least 15)")
+    parser.add_argument("--terminal", action="store_true",
+                        help="both processes write to an 80-column pseudo-terminal instead of "
+                             "/dev/null (compare then draws with rich, as at a user's terminal)")
     parser.add_argument("--as-is", action="store_true",
                         help="keep the environment's bytecode settings (see the module doc)")
     options = parser.parse_args()
@@ -79,17 +113,20 @@ def main() -> int:
         env["PYTHONPYCACHEPREFIX"] = cache.name
     compare = [*iosim_command(), "compare", "--n", "4096", "--gpu", "a100"]
     libraries = [sys.executable, "-c", "import numpy, yaml, rich"]
-    timed(compare, env), timed(libraries, env)  # warm the file cache (and fill the bytecode)
+    terminal = options.terminal
+    # warm the file cache (and fill the bytecode)
+    timed(compare, env, terminal), timed(libraries, env, terminal)
     times: dict[str, list[tuple[float, float]]] = {"compare": [], "libraries": []}
     for _ in range(runs):
-        times["compare"].append(timed(compare, env))
-        times["libraries"].append(timed(libraries, env))
+        times["compare"].append(timed(compare, env, terminal))
+        times["libraries"].append(timed(libraries, env, terminal))
     wall = {k: statistics.median(t[0] for t in v) for k, v in times.items()}
     cpu = {k: statistics.median(t[1] for t in v) for k, v in times.items()}
     ratio = wall["compare"] / wall["libraries"]
     mode = "environment as it is" if options.as_is else "bytecode for every module"
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"{mode}; {runs} runs of each, alternating; load average {load:.1f}")
+    sink = "an 80-column pseudo-terminal" if terminal else "/dev/null"
+    print(f"{mode}; output to {sink}; {runs} runs of each, alternating; load average {load:.1f}")
     print(f"iosim compare --n 4096 --gpu a100   median {wall['compare'] * 1e3:6.1f} ms wall, "
           f"{cpu['compare'] * 1e3:6.1f} ms CPU")
     print(f"python -c 'import numpy, yaml, rich' median {wall['libraries'] * 1e3:6.1f} ms wall, "

@@ -36,7 +36,7 @@ _PUBLIC = {
     "Verification": "iosim.analysis.verification",
     "Workload": "iosim.inputs.workload",
     "WorkloadError": "iosim.errors",
-    "closed_form": "iosim.algorithms.loopnest",
+    "closed_form": "iosim.algorithms.closedform",
     "compare": "iosim.analysis.compare",
     "dram_estimate": "iosim.estimates.l2",
     "get_algorithm": "iosim.algorithms",
@@ -62,7 +62,7 @@ _PUBLIC = {
 
 if TYPE_CHECKING:
     from iosim.algorithms import ALGORITHMS, get_algorithm
-    from iosim.algorithms.loopnest import closed_form
+    from iosim.algorithms.closedform import closed_form
     from iosim.algorithms.tilestream import TileStream, walk_arrays
     from iosim.algorithms.tilewalk import TileAccess, walk
     from iosim.algorithms.traffic import Term, Traffic

@@ -17,7 +17,7 @@ import pytest
 
 from iosim import verify
 from iosim.algorithms import ALGORITHMS, Algorithm
-from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.closedform import closed_form
 from iosim.algorithms.tilewalk import walk
 from iosim.analysis.compare import compare
 from iosim.analysis.sweep import SweepSpec, sweep

@@ -8,7 +8,7 @@ from hypothesis import strategies as st
 
 from iosim import Workload, closed_form, compare, get_algorithm, make_tiling
 from iosim.algorithms.blocks import cdiv
-from iosim.algorithms.loopnest import Dims, kernel_flops, kernel_sums
+from iosim.algorithms.closedform import Dims, kernel_flops, kernel_sums
 from iosim.estimates.training import saved_for_backward
 from iosim.record import replace
 from tests.conftest import examples

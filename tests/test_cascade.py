@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 from iosim import Workload
 from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.blocks import cdiv
-from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.closedform import closed_form
 from iosim.algorithms.tilewalk import walk
 from iosim.analysis.cascade_verdict import cascade_verdict
 from iosim.analysis.compare import compare

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 import iosim
 from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS
 from iosim.algorithms.blocks import block_sums, floor_sum, visited_kv_blocks
-from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.closedform import closed_form
 from iosim.algorithms.tilewalk import walk
 from iosim.algorithms.triton_bwd import triton_unsupported
 from iosim.inputs.tiling import Tiling, make_tiling

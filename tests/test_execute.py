@@ -10,7 +10,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iosim.algorithms import ALGORITHMS
-from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.closedform import closed_form
 from iosim.algorithms.tilewalk import walk
 from iosim.errors import IosimError
 from iosim.execute import (

@@ -11,7 +11,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from iosim.algorithms import get_algorithm
-from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.closedform import closed_form
 from iosim.errors import IosimError
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import programs_per_sm_estimate

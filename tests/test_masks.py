@@ -292,7 +292,7 @@ def test_masked_closed_form_is_the_simulation_in_clear_regimes(
 def test_split_heuristic_counts_the_varlen_grid() -> None:
     """mha_varlen_fwd sizes splits from sequences × ⌈max_seqlen/B_r⌉ query blocks: the grid
     the split kernel launches (loopnest.kernel_programs, via masks.grid_blocks)."""
-    from iosim.algorithms.loopnest import Dims, kernel_programs
+    from iosim.algorithms.closedform import Dims, kernel_programs
 
     w = iosim.Workload(8192, heads=8, causal=True, seqlens=(512, 7680))
     a = compare(w, "h100", algorithms=["splitkv"]).algorithm("splitkv")

@@ -219,7 +219,11 @@ def test_init_false_keeps_the_class_own_init_and_subclasses_extend_fields() -> N
     class Child(Base):
         b: str = "x"
 
+    class Recording(Sized):  # a subclass with no fields of its own keeps the parent's __init__
+        __slots__ = ()
+
     assert Sized(4) == Sized(4, 4) and repr(Sized(4, 2)).endswith("Sized(n=4, n_kv=2)")
+    assert Recording(4).n_kv == 4
     assert field_names(Child) == ("a", "b") and Child(1).b == "x" and Child(1) != Base(1)
     assert replace(Sized(4), n_kv=1).n_kv == 1
 

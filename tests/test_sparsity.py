@@ -9,7 +9,7 @@ from hypothesis import strategies as st
 from iosim import Workload, closed_form, compare, get_algorithm, make_tiling, walk
 from iosim.algorithms.blockmask import kept, kept_between
 from iosim.algorithms.blocks import block_sums, cdiv
-from iosim.algorithms.loopnest import Dims, kernel_sums
+from iosim.algorithms.closedform import Dims, kernel_sums
 from iosim.record import replace
 from tests.conftest import examples
 

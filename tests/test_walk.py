@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from iosim.algorithms import ALGORITHMS, get_algorithm
 from iosim.algorithms.blocks import cdiv
-from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.closedform import closed_form
 from iosim.algorithms.tilestream import walk_arrays
 from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.triton_bwd import triton_unsupported

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from iosim import Workload, closed_form, get_algorithm, make_tiling, walk
 from iosim.algorithms.blocks import cdiv
-from iosim.algorithms.loopnest import Dims, access_elements, kernel_programs, kernel_sums
+from iosim.algorithms.closedform import Dims, access_elements, kernel_programs, kernel_sums
 from iosim.record import field_names, replace
 from tests.conftest import examples
 

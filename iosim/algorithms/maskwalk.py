@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from iosim.algorithms.loopnest import Kernel, kernel_blocks
+from iosim.algorithms.closedform import kernel_blocks
+from iosim.algorithms.loopnest import Kernel
 from iosim.algorithms.masks import kv_blocks, row_blocks
 from iosim.algorithms.tilewalk import TileAccess, _WalkGeometry
 from iosim.inputs.tiling import Tiling

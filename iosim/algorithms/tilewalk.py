@@ -12,14 +12,8 @@ from itertools import accumulate
 
 from iosim.algorithms.blockmask import kept
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import (
-    KV_HEAD_TENSORS,
-    Access,
-    Kernel,
-    element_bytes,
-    kernel_blocks,
-    row_width,
-)
+from iosim.algorithms.closedform import kernel_blocks
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.paging import tile_pages
 from iosim.algorithms.traffic import Op

@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from iosim.algorithms import ALGORITHMS, Algorithm
-from iosim.algorithms.loopnest import Dims, Kernel, kernel_programs
+from iosim.algorithms.closedform import Dims, kernel_programs
+from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_kernels import (
     TILE_RULES,

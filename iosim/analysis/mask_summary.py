@@ -13,7 +13,8 @@ from __future__ import annotations
 from typing import Any
 
 from iosim.algorithms import ALGORITHMS
-from iosim.algorithms.loopnest import Dims, Kernel, kernel_dims, kernel_programs, kernel_sums
+from iosim.algorithms.closedform import Dims, kernel_dims, kernel_programs, kernel_sums
+from iosim.algorithms.loopnest import Kernel
 from iosim.algorithms.masks import grid_blocks, longest_program
 from iosim.analysis.impl_kernels import impl_workload
 from iosim.estimates.occupancy import waves

@@ -28,7 +28,8 @@ import numpy as np
 
 from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.blocks import BlockSums
-from iosim.algorithms.loopnest import Dims, Kernel, kernel_sums
+from iosim.algorithms.closedform import Dims, kernel_sums
+from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.grid import Grid, along, build_grid, take
 from iosim.analysis.sweep_result import AlgorithmGrid, SweepResult
 from iosim.analysis.sweep_spec import (

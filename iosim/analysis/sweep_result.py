@@ -197,18 +197,9 @@ class SweepResult(Record, eq=False):
             elif axis == "sparsity":
                 if value != 1:
                     out.append(f"block-sparse s = {value:g}")
-            elif axis == "splits":
+            elif axis in _SHOWN_WHEN_SET:
                 if value is not None:
-                    out.append(f"splits {value}")
-            elif axis == "d_v":
-                if value is not None:
-                    out.append(f"d_v {value:,}")
-            elif axis == "window":
-                if value is not None:
-                    out.append(f"window {value:,}")
-            elif axis == "sram_elements":
-                if value is not None:
-                    out.append(f"M {value:,} elements")
+                    out.append(_SHOWN_WHEN_SET[axis].format(value))
             elif axis == "sram_bytes":
                 if self.spec.sram_elements == (None,):
                     out.append("SRAM = the GPU's sram_per_block" if value is None
@@ -252,6 +243,10 @@ class SweepResult(Record, eq=False):
 
 NAME_COLUMNS = ("gpu", "dtype", "pass", "algorithm", "bound")
 """The columns of names (object arrays of str in `SweepResult.columns()`)."""
+
+_SHOWN_WHEN_SET = {"splits": "splits {}", "d_v": "d_v {:,}", "window": "window {:,}",
+                   "sram_elements": "M {:,} elements"}
+"""Fixed axes shown only when set (None: the default, said nowhere), and how."""
 
 _LABELS = {"n": "N", "n_kv": "N_kv", "kv_heads": "kv heads", "block_q": "B_r", "block_kv": "B_c",
            "sparsity": "s", "splits": "splits", "window": "window"}

@@ -1,6 +1,6 @@
 """`verify`: count one workload three ways — closed form, tile walk, executor — and run it.
 
-For each algorithm: the closed form's terms (loopnest.closed_form), the tile walk's accesses summed
+For each algorithm: the closed form's terms (closedform.closed_form), the tile walk's accesses summed
 per term (tilewalk.walk), and the NumPy executor's instrumented counts (iosim.execute), side by
 side in elements; the executor's access stream against the walk's, access by access; its output
 against standard attention (run by the same executor) and against a float64 formula; with a
@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms import Algorithm
-from iosim.algorithms.loopnest import closed_form
+from iosim.algorithms.closedform import closed_form
 from iosim.algorithms.splitkv import refuse_too_many_splits
 from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.algorithms.traffic import Op

@@ -5,8 +5,10 @@
     fit.py        per-kernel-class efficiencies and predictions from iosim's model (pure)
     fit_result.py what the fit found, and the checks a calibration report prints (pure)
     backward_fit.py the backward's DRAM and time model fitted on its H200 record (pure)
-    torch_bwd_fit.py SDPA's and eager's backward records against the L2 model and the
-                  sdpa-flash backward time fit; the backward report (pure)
+    torch_bwd_dram.py SDPA's and eager's backward records, iosim's model of each point and
+                  every kernel's DRAM bytes beside ncu's (pure)
+    torch_bwd_fit.py their judgement and the sdpa-flash and eager backward time fit; the
+                  backward report (pure)
     points.py     measured points for the hierarchical roofline (pure)
     yaml_out.py   the `measured:` section of a hardware YAML, keys a fit does not own kept (pure)
     impl_fit.py   each implementation's efficiencies and host time per call (pure)
@@ -14,7 +16,8 @@
     ncu.py        Nsight Compute: the command line and its CSV (pure); runs ncu in a subprocess
     env.py        what a run needs (torch, triton, a CUDA GPU) and the device it found
     run.py        one run on the GPU: the plan measured, then counted under ncu
-    kernels.py    the Triton kernels (imports torch and triton)
+    kernels.py    the Triton kernels (imports torch and triton); kernels_common.py the
+                  @triton.jit helpers every kernel here shares (imports triton)
     bench.py      checks each kernel against torch, then times it (imports torch and triton)
     ncu_target.py the program ncu profiles (imports torch and triton)
     kernels_bwd.py, bench_bwd.py, ncu_bwd.py, ncu_bwd_target.py  the same for the backward

@@ -56,23 +56,25 @@ LAUNCH_BOUND_S = 2e-4
 such points are reported but neither fitted nor judged."""
 
 
-def load_record(path: str | Path) -> dict[str, Any]:
-    """The backward's H200 record (tests/data/backward-h200.json) as a dict; CalibrationError when the
-    file cannot be read or has no points."""
+def load_record(path: str | Path, make: str = "benchmarks/backward_h200.py") -> dict[str, Any]:
+    """A backward H200 record (tests/data/backward-h200.json, or -torch.json) as a dict;
+    CalibrationError when the file cannot be read or has no points (`make`: the command that
+    makes one, for the message)."""
     try:
         record = json.loads(Path(path).read_text())
     except (OSError, ValueError) as exc:
         raise CalibrationError(f"cannot read the backward record {path}: {exc}") from None
     if not isinstance(record, dict) or "points" not in record:
         raise CalibrationError(f"{path} is not a backward record (no 'points'); make one with "
-                               "benchmarks/backward_h200.py")
+                               f"{make}")
     return record
 
 
 def workload_of(p: dict[str, Any]) -> Workload:
-    """A record point's backward Workload (shape, GQA, causal, dtype)."""
-    return Workload(p["n"], d=p["d"], heads=p["heads"], kv_heads=p["kv_heads"], batch=p["batch"],
-                    causal=p["causal"], pass_="bwd", dtype=p["dtype"])
+    """A record point's backward Workload (shape, N_kv when recorded, GQA, causal, dtype)."""
+    return Workload(p["n"], n_kv=p.get("n_kv") or p["n"], d=p["d"], heads=p["heads"],
+                    kv_heads=p["kv_heads"], batch=p["batch"], causal=p["causal"], pass_="bwd",
+                    dtype=p["dtype"])
 
 
 def kernels_of(w: Workload) -> tuple[Kernel, ...]:

@@ -26,7 +26,8 @@ import math
 from collections.abc import Sequence
 
 from iosim.algorithms import get_algorithm
-from iosim.algorithms.loopnest import Dims, Kernel, closed_form, kernel_flops, kernel_sums
+from iosim.algorithms.closedform import Dims, closed_form, kernel_flops, kernel_sums
+from iosim.algorithms.loopnest import Kernel
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.fit_result import BytesCheck, Ceilings, FitResult, Point, is_main_config
 from iosim.calibrate.plan import FIT_N, FUSED_CONFIGS

@@ -12,7 +12,9 @@ DRAM. The closed-form L2 estimate of every kernel (estimates/l2.py), with the di
 kernel leaves in L2 moved to the next one as the Triton backward's comparison does
 (backward_fit.handover, DIRTY_SHARE fitted on the Triton record's isolated runs, not on these).
 No constant is fitted here: every point is judged. Launches are matched to the loop nest's
-kernels by position (the two reduce kernels of the GQA sum count as one).
+kernels by position (the two reduce kernels of the GQA sum count as one). That side (the
+records, iosim's model of each point, the per-kernel bytes) is torch_bwd_dram.py; this module
+judges it and holds the time model.
 
 Time. Each kernel's roofline time on the measured H200 (HBM bandwidth, matmul peak, vector
 rate of configs/gpus/h200.yaml's `measured:`), its memory side at the DRAM estimate; the main
@@ -24,20 +26,26 @@ on every other point of both records; the other kernels at the fitted elementwis
 from __future__ import annotations
 
 import argparse
-import json
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 from statistics import median
 from typing import Any
 
-from iosim.algorithms import ALGORITHMS
-from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.compare import compare
-from iosim.analysis.comparison import AlgorithmEstimate
-from iosim.analysis.impl_kernels import impl_calibration, impl_kernels, impl_workload
+from iosim.analysis.impl_kernels import impl_calibration
 from iosim.calibrate import CalibrationError
-from iosim.calibrate.backward_fit import DIRTY_SHARE, handover
+from iosim.calibrate.backward_fit import DIRTY_SHARE, workload_of
+from iosim.calibrate.torch_bwd_dram import (
+    IMPLS,
+    RECORDS,
+    KernelBytes,
+    dram_comparison,
+    forget_models,
+    items,
+    launched,
+    load,
+    model,
+)
 from iosim.errors import IosimError
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.impl_calibration import with_impl_calibration
@@ -45,123 +53,9 @@ from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 from iosim.record import Record, replace
 
-DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
-RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
-IMPLS = {"sdpa": "sdpa-flash", "eager": "torch-naive"}
 BIG = 50e6
 """Kernels of at least this many DRAM bytes are judged against ±10 %; smaller ones (a few MB,
 where the dirty lines one kernel leaves to the next are most of the count) are reported."""
-
-
-def load(paths: tuple[Path, ...] | list[Path] = RECORDS) -> list[dict[str, Any]]:
-    """The records, each with its `path`; a file that is not one: CalibrationError, one line."""
-    records = []
-    for path in paths:
-        try:
-            record = json.loads(Path(path).read_text())
-        except (OSError, ValueError) as exc:
-            raise CalibrationError(f"cannot read the backward record {path}: {exc}") from None
-        if not isinstance(record, dict) or "points" not in record:
-            raise CalibrationError(f"{path} is not a backward record (no 'points'); make one "
-                                   "with benchmarks/backward_h200.py --torch-only")
-        record["path"] = str(path)
-        records.append(record)
-    return records
-
-
-def workload_of(p: dict[str, Any]) -> Workload:
-    """The backward workload of a recorded point."""
-    return Workload(p["n"], n_kv=p.get("n_kv") or p["n"], d=p["d"], heads=p["heads"],
-                    kv_heads=p["kv_heads"], batch=p["batch"], causal=p["causal"],
-                    pass_="bwd", dtype=p["dtype"])
-
-
-_MODELS: dict[tuple[Workload, str, str], AlgorithmEstimate] = {}
-
-
-def model(w: Workload, what: str, hardware: Hardware) -> AlgorithmEstimate:
-    """iosim's estimate of the implementation that ran (`compare --impl`), cached."""
-    key = (w, what, hardware.path)
-    if key not in _MODELS:
-        _MODELS[key] = compare(w, hardware, impl=IMPLS[what]).algorithms[1]
-    return _MODELS[key]
-
-
-def launched(w: Workload, what: str, a: AlgorithmEstimate) -> tuple[Kernel, ...]:
-    """The loop-nest kernels behind `a` (compare's own steps: impl_workload, impl_kernels)."""
-    impl = get_implementation(IMPLS[what])
-    iw = impl_workload(impl, w)
-    return impl_kernels(impl, iw, ALGORITHMS[impl.algorithm].kernels(iw, a.tiling))
-
-
-class KernelBytes(Record):
-    """One kernel of one ncu run: iosim's DRAM estimate (dirty lines handed over) and ncu's."""
-
-    point: str
-    what: str
-    kernel: str
-    estimate: float
-    measured: float
-    oblivious: float
-    run: int = 0
-    """Which ncu run (items' order) the kernel belongs to."""
-
-    @property
-    def error(self) -> float:
-        """(estimate − measured) / measured."""
-        return (self.estimate - self.measured) / self.measured
-
-
-def _launches(segment: dict[str, Any], what: str) -> list[float]:
-    """DRAM bytes per launch, the GQA sum's two reduce kernels as one, the residue (the
-    closing evict's write-backs) to the last."""
-    out: list[float] = []
-    reduce_open = False
-    for k in segment["kernels"]:
-        nbytes = k["dram_read_bytes"] + k["dram_write_bytes"]
-        is_reduce = "reduce_kernel" in k["kernel"]
-        if is_reduce and reduce_open:
-            out[-1] += nbytes
-        else:
-            out.append(nbytes)
-        reduce_open = is_reduce
-    out[-1] += segment["residue_write_bytes"]
-    return out
-
-
-def items(records: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str, dict[str, Any]]]:
-    """(point, 'sdpa' or 'eager', its ncu segment) for every counted SDPA and eager run."""
-    for record in records:
-        counters = record.get("counters", {})
-        if counters.get("status") != "ok":
-            continue
-        points = {p["id"]: p for p in record["points"]}
-        for item in counters["items"]:
-            if item["what"] in IMPLS and item["id"] in points:
-                yield points[item["id"]], item["what"], item["segments"][0]
-
-
-def dram_comparison(records: list[dict[str, Any]], hardware: Hardware,
-                    share: float = DIRTY_SHARE) -> list[KernelBytes]:
-    """Every kernel of every SDPA and eager ncu run against iosim's estimate, in launch order."""
-    assert hardware.l2_bytes is not None
-    rows = []
-    for run, (p, what, segment) in enumerate(items(records)):
-        a = model(workload_of(p), what, hardware)
-        assert a.dram is not None
-        est = [(k.name, float(a.dram.of_kernel(k.name).read_bytes),
-                float(a.dram.of_kernel(k.name).write_bytes)) for k in a.kernels]
-        measured = _launches(segment, what)
-        if len(measured) != len(est):
-            raise CalibrationError(
-                f"{p['id']} ({what}): ncu counted {len(measured)} launches, iosim's "
-                f"{IMPLS[what]} has {len(est)} kernels ({', '.join(n for n, _, _ in est)})")
-        for (name, moved), m in zip(handover(est, hardware.l2_bytes, share), measured,
-                                    strict=True):
-            rows.append(KernelBytes(p["id"], what, name, moved, m,
-                                    float(a.dram.of_kernel(name).oblivious_bytes), run))
-    return rows
-
 
 # ---------------------------------------------------------------------------------------------
 # time
@@ -331,7 +225,7 @@ def sensitivity(records: list[dict[str, Any]], hardware: Hardware) -> list[str]:
                                    (3, 1, DIRTY_SHARE), (2, 2, DIRTY_SHARE), (2, 1, 0.5),
                                    (2, 1, 0.9)):
             l2_model.SHARED_COPIES, l2_model.ACCUMULATOR_COPIES = copies, acc  # type: ignore[assignment]
-            _MODELS.clear()
+            forget_models()
             rows = dram_comparison(records, hardware, share)
             cells = []
             for what in IMPLS:
@@ -340,7 +234,7 @@ def sensitivity(records: list[dict[str, Any]], hardware: Hardware) -> list[str]:
             lines.append(f"| {copies:g} | {acc:g} | {share:g} | {cells[0]} | {cells[1]} |")
     finally:
         l2_model.SHARED_COPIES, l2_model.ACCUMULATOR_COPIES = shipped
-        _MODELS.clear()
+        forget_models()
     return lines
 
 

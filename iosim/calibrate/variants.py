@@ -211,6 +211,22 @@ def make_cache(keys: list[torch.Tensor], values: list[torch.Tensor], page_size: 
     return KV.paged_cache(keys, values, page_size, shared_pages=shared_pages, generator=generator)
 
 
+def _checked_split_kv(point: Point, q: torch.Tensor, cache: KV.KVCache, ref_o: torch.Tensor,
+                      config: KV.DecodeConfig, splits: int, label: str, what: str,
+                      fields: dict[str, Any]) -> Built:
+    """Plain split-KV of q over `cache` at `splits` splits, its output (poisoned with NaN
+    first) checked against ref_o (named `what`, the point's id followed by `label`), and the
+    relaunch to time; the Built point is the point with `fields` added."""
+    out = KV.decode_buffers(q, splits)
+    out.o.fill_(math.nan)
+    kernels = KV.split_kv(q, cache, out, splits=splits, config=config)
+    err = require_close({**point, "id": f"{point['id']} {label}"}, what, out.o, ref_o)
+
+    def launch() -> Any:
+        return KV.split_kv(q, cache, out, splits=splits, config=config)
+    return Built({**point, **fields}, launch, kernels, err)
+
+
 class DecodeProblem(Record, frozen=False):
     """One decoding step's inputs (a query row per head, each request's KV), built once and
     launched at any split count."""
@@ -223,15 +239,8 @@ class DecodeProblem(Record, frozen=False):
 
     def build(self, splits: int) -> Built:
         """Checked split-KV at `splits` splits (outputs poisoned first)."""
-        out = KV.decode_buffers(self.q, splits)
-        out.o.fill_(math.nan)
-        kernels = KV.split_kv(self.q, self.cache, out, splits=splits, config=self.config)
-        err = require_close({**self.point, "id": f"{self.point['id']} splits {splits}"},
-                            "decode O", out.o, self.ref_o)
-
-        def launch() -> Any:
-            return KV.split_kv(self.q, self.cache, out, splits=splits, config=self.config)
-        return Built({**self.point, "splits": splits}, launch, kernels, err)
+        return _checked_split_kv(self.point, self.q, self.cache, self.ref_o, self.config, splits,
+                                 f"splits {splits}", "decode O", {"splits": splits})
 
 
 def decode_problem(point: Point, generator: torch.Generator, device: str = "cuda") -> DecodeProblem:
@@ -263,15 +272,9 @@ class CascadeProblem(Record, frozen=False):
 
     def build_splitkv(self, splits: int) -> Built:
         """Checked plain split-KV over each request's full (shared-prefix) KV."""
-        out = KV.decode_buffers(self.q, splits)
-        out.o.fill_(math.nan)
-        kernels = KV.split_kv(self.q, self.full, out, splits=splits, config=self.config)
-        err = require_close({**self.point, "id": f"{self.point['id']} splitkv {splits}"},
-                            "split-KV O", out.o, self.ref_o)
-
-        def launch() -> Any:
-            return KV.split_kv(self.q, self.full, out, splits=splits, config=self.config)
-        return Built({**self.point, "method": "splitkv", "splits": splits}, launch, kernels, err)
+        return _checked_split_kv(self.point, self.q, self.full, self.ref_o, self.config, splits,
+                                 f"splitkv {splits}", "split-KV O",
+                                 {"method": "splitkv", "splits": splits})
 
     def build_cascade(self, prefix_splits: int, suffix_splits: int) -> Built:
         """Checked cascade at the given prefix and suffix split counts."""

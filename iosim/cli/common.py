@@ -22,6 +22,13 @@ F = TypeVar("F", bound=Callable[..., Any])
 FORMATS = ("table", "json", "csv", "markdown")
 
 
+def with_options(f: F, options: list[Callable[[F], F]]) -> F:
+    """f decorated with click `options`, the first listed shown first in --help."""
+    for option in reversed(options):
+        f = option(f)
+    return f
+
+
 def comma_list(text: str | None) -> list[str] | None:
     """A comma-separated flag value as a list of stripped parts (None when the flag was not given)."""
     if text is None:
@@ -47,7 +54,7 @@ def workload_options(f: F | None = None, *, n: int | None = None, heads: int = 1
 
 
 def _workload_options(f: F, *, n: int | None, heads: int, batch: int) -> F:
-    options = [
+    return with_options(f, [
         click.option("--n", "n", type=int, help="Query sequence length N.",
                      **({"required": True} if n is None else {"default": n, "show_default": True})),
         click.option("--n-kv", type=int, default=None, help="Key/value length (default: --n)."),
@@ -62,16 +69,13 @@ def _workload_options(f: F, *, n: int | None, heads: int, batch: int) -> F:
         click.option("--unfused", default=None, metavar="LIST",
                      help=f"Extra N×N elementwise kernels of an unfused standard pipeline: "
                           f"any of {','.join(UNFUSED_OPS)}."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
 
 
 def head_dim_options(f: F) -> F:
     """--d-v, --latent-kv, --fp8-scales: V's own head dim, MLA's latent cache, FP8's scales
     (issue 14 items 4-5; docs/variants-mla-fp8.md)."""
-    options = [
+    return with_options(f, [
         click.option("--d-v", "d_v", type=int, default=None,
                      help="Head dimension of V and O (default: --d); MLA prefill: --d 192 "
                           "--d-v 128."),
@@ -81,16 +85,13 @@ def head_dim_options(f: F) -> F:
         click.option("--fp8-scales", type=click.Choice(list(FP8_SCALES)), default=None,
                      help="FP8 descale factors read from HBM: per (batch, KV head) tensor, or "
                           "per block (needs --dtype fp8_e4m3|fp8_e5m2; default: tensor)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
 
 
 def decoding_options(f: F) -> F:
     """--page-size, --prefix-len, --suffix-lens: a paged KV cache and a shared-prefix decoding
     batch (docs/variants-decoding.md)."""
-    options = [
+    return with_options(f, [
         click.option("--page-size", type=int, default=None,
                      help="Paged KV cache: tokens per page, read through an int32 block table "
                           "(flash2, splitkv; default: a contiguous cache)."),
@@ -100,10 +101,7 @@ def decoding_options(f: F) -> F:
         click.option("--suffix-lens", default=None, metavar="LIST",
                      help="Each request's own KV tokens after the prefix, e.g. 16,40,9 (sets "
                           "--batch and --n-kv when not given)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
 
 
 def parse_suffix_lens(text: str | None) -> tuple[int, ...] | None:
@@ -137,7 +135,7 @@ def decoding_fields(params: dict[str, Any]) -> dict[str, Any]:
 def tiling_options(f: F) -> F:
     """--block-q, --block-kv, --sram, --sram-elements, --impl and --tiles: the tiling flags every
     comparison shares."""
-    options = [
+    return with_options(f, [
         click.option("--block-q", type=int, default=None,
                      help="B_r, query rows per block (default: flash1 Alg. 1 line 1, flash2 "
                           "the FA2 code's)."),
@@ -147,15 +145,12 @@ def tiling_options(f: F) -> F:
                      help="SRAM M as a size, e.g. 192KiB (default: the GPU's sram_per_block)."),
         click.option("--sram-elements", type=int, default=None,
                      help="SRAM M in elements of --dtype, e.g. 98304."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
 
 
 def impl_options(f: F) -> F:
     """--impl (an implementation profile, configs/impls) and --tiles (the default tile rule)."""
-    options = [
+    return with_options(f, [
         click.option("--impl", default=None, metavar="NAME|PATH",
                      help="Estimate what an implementation runs: iosim-triton, sdpa-flash, "
                           "sdpa-cudnn, sdpa-efficient, flex, torch-naive, or your own YAML "
@@ -164,10 +159,7 @@ def impl_options(f: F) -> F:
                      show_default=True,
                      help="Default blocks of flash2/splitkv: the FlashAttention-2 code's per "
                           "head dim, or Alg. 1 line 1's rule."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
 
 
 class SplitsType(click.ParamType):  # type: ignore[type-arg]  # generic from click 8.5 only
@@ -210,7 +202,7 @@ def wide_option(f: F) -> F:
 def algorithm_options(f: F) -> F:
     """--algo, --pass, --sparsity, --splits, --profile: what `compare`, `roofline` and `report`
     share beyond the workload and the tiling."""
-    options = [
+    return with_options(f, [
         click.option("--algo", default=None, metavar="LIST",
                      help=f"Algorithms, comma-separated: {','.join(ALGORITHMS)} (default: the "
                           f"first three, and splitkv too when --n is 1)."),
@@ -228,15 +220,12 @@ def algorithm_options(f: F) -> F:
         click.option("--force", is_flag=True,
                      help="Accept SRAM or blocks beyond what the GPU has (and, where the "
                           "command writes files, overwrite them)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
 
 
 def mask_options(f: F) -> F:
     """--window, --seqlens (docs/variants-masks.md): masks that skip tiles."""
-    options = [
+    return with_options(f, [
         click.option("--window", type=int, default=None, metavar="W",
                      help="Sliding-window attention: with --causal each query sees its W most "
                           "recent keys (HF sliding_window = W, FA2 window_size = (W-1, 0)); "
@@ -248,10 +237,7 @@ def mask_options(f: F) -> F:
                      show_default=True,
                      help="How --seqlens are cut into blocks: FA2 varlen (per sequence) or "
                           "FlexAttention's document mask (one sequence; blocks straddle)."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
 
 
 def parse_seqlens(text: str | None) -> tuple[int | str, ...] | None:

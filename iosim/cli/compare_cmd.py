@@ -76,6 +76,10 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
         if result.paging is not None:
             click.echo("\n" + result.paging.note[0].upper() + result.paging.note[1:] + ".")
     else:
+        plain = _plain_output(result, verdict, wide) if choice is None else None
+        if plain is not None:  # a pipe: the same characters, laid out without rich
+            click.echo(plain, nl=False)
+            return
         console = render.make_console()
         render.print_comparison(result, console, wide=wide)
         if choice is not None:
@@ -87,6 +91,26 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
         if result.paging is not None:
             console.print(result.paging.note[0].upper() + result.paging.note[1:] + ".",
                           highlight=False)
+
+
+def _plain_output(result: Any, verdict: Any, wide: bool) -> str | None:
+    """The default output as rich would print it to a pipe (output/plain.py), or None for a
+    terminal or a layout plain.py does not know (rich draws it then)."""
+    from iosim.output.console import plain_width
+    from iosim.output.plain import paragraph
+    from iosim.output.render import plain_comparison
+
+    width = plain_width()
+    if width is None:
+        return None
+    text = plain_comparison(result, width, wide=wide)
+    extra = [verdict.sentence()] if verdict is not None else []
+    if result.paging is not None:
+        extra.append(result.paging.note[0].upper() + result.paging.note[1:] + ".")
+    lines = [paragraph(line, width) for line in extra]  # printed as rich prints a str
+    if text is None or None in lines:
+        return None
+    return text + "".join(line.rstrip(" ") + "\n" for got in lines if got for line in got)
 
 
 def _compare_model(fmt: str, wide: bool, params: dict[str, Any]) -> None:

@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import click
 from click.core import ParameterSource
 
+from iosim.cli.common import with_options
 from iosim.inputs.workload import Workload
 
 if TYPE_CHECKING:  # the preset modules load only when --model is given (compare's start-up)
@@ -27,7 +28,7 @@ TYPED = (ParameterSource.COMMANDLINE, ParameterSource.ENVIRONMENT)
 
 def model_options(f: F) -> F:
     """--model NAME|PATH and --layer KIND."""
-    options = [
+    return with_options(f, [
         click.option("--model", default=None, metavar="NAME|PATH",
                      help="A model preset (see `iosim models`) or your own model YAML: fills "
                           "--heads, --kv-heads, --d, --d-v, --window, --causal (and MLA's "
@@ -35,10 +36,7 @@ def model_options(f: F) -> F:
         click.option("--layer", default=None, metavar="KIND",
                      help="One layer kind of --model (e.g. local or global; `iosim models show "
                           "NAME` lists them). compare shows every kind without it."),
-    ]
-    for option in reversed(options):
-        f = option(f)
-    return f
+    ])
 
 
 def given_fields(params: dict[str, Any], ctx: click.Context | None = None) -> dict[str, Any]:

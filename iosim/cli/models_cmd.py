@@ -5,13 +5,12 @@ from __future__ import annotations
 import click
 
 from iosim.cli import cli
+from iosim.cli.catalog import echo_catalogue, format_option
 from iosim.inputs.model_files import list_models, resolve_model
-from iosim.output import strict_json
 
 
 @cli.group("models", invoke_without_command=True)
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@format_option
 @click.pass_context
 def models_command(ctx: click.Context, fmt: str) -> None:
     """List the model presets of --model: heads, KV heads, head dims, layers, windows, MLA.
@@ -23,27 +22,20 @@ def models_command(ctx: click.Context, fmt: str) -> None:
     """
     if ctx.invoked_subcommand is not None:
         return
-    from iosim.output import render, render_models
+    from iosim.output import render_models
 
     models = list_models()
-    if fmt == "json":
-        click.echo(strict_json.dumps([render_models.model_dict(m) for m in models], indent=2,
-                                     ensure_ascii=False))
-        return
-    render.make_console().print(render_models.models_table(models))
+    echo_catalogue(fmt, lambda: [render_models.model_dict(m) for m in models],
+                   lambda: [render_models.models_table(models)])
 
 
 @models_command.command("show")
 @click.argument("name")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
-              show_default=True)
+@format_option
 def models_show(name: str, fmt: str) -> None:
     """Every figure of one model (a name, an alias or a YAML path) with its source."""
-    from iosim.output import render, render_models
+    from iosim.output import render_models
 
     model = resolve_model(name)
-    if fmt == "json":
-        click.echo(strict_json.dumps(render_models.model_dict(model), indent=2,
-                                     ensure_ascii=False))
-        return
-    render.make_console().print(render_models.model_detail(model))
+    echo_catalogue(fmt, lambda: render_models.model_dict(model),
+                   lambda: [render_models.model_detail(model)])

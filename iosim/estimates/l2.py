@@ -49,15 +49,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, cdiv
-from iosim.algorithms.loopnest import (
-    KV_HEAD_TENSORS,
-    Kernel,
-    closed_form,
-    element_bytes,
-    kernel_blocks,
-    row_width,
-    tensor_bytes,
-)
+from iosim.algorithms.closedform import closed_form, kernel_blocks
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, element_bytes, row_width, tensor_bytes
 from iosim.errors import IosimError
 from iosim.estimates.l2_masks import masked_shared_passes
 from iosim.estimates.l2_model import (

@@ -28,7 +28,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, kernel_blocks, tensor_bytes
+from iosim.algorithms.closedform import kernel_blocks
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, tensor_bytes
 from iosim.algorithms.masks import kv_blocks, row_blocks
 from iosim.estimates.l2_model import SHARED_COPIES, shared_tile
 from iosim.inputs.tiling import Tiling

@@ -11,12 +11,8 @@ from collections.abc import Iterator, Sequence
 from math import gcd
 
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import (
-    Access,
-    Kernel,
-    closed_form,
-    kernel_blocks,
-)
+from iosim.algorithms.closedform import closed_form, kernel_blocks
+from iosim.algorithms.loopnest import Access, Kernel
 from iosim.algorithms.masks import kv_blocks, row_blocks
 from iosim.algorithms.tilewalk import TileAccess, walk
 from iosim.estimates.l2_model import DramEstimate, DramTerm, copies_in_l2, runs_serially

@@ -21,18 +21,17 @@ from typing import Any, Literal
 import numpy as np
 
 from iosim.algorithms.blocks import BlockSums
-from iosim.algorithms.loopnest import (
+from iosim.algorithms.closedform import (
     Dims,
-    Kernel,
     access_elements,
     closed_form,
-    element_bytes,
     kernel_dims,
     kernel_flops,
     kernel_programs,
     kernel_sums,
     masked_longest,
 )
+from iosim.algorithms.loopnest import Kernel, element_bytes
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError, arg
 from iosim.estimates.occupancy import causal_utilisation, utilisation

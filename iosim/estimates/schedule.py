@@ -20,7 +20,8 @@ from bisect import bisect_right
 from collections.abc import Sequence
 
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.loopnest import Kernel, kernel_blocks
+from iosim.algorithms.closedform import kernel_blocks
+from iosim.algorithms.loopnest import Kernel
 from iosim.inputs.hardware import BackwardSchedule
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload

@@ -15,7 +15,8 @@ does not model; for them the count is the HBM count, a lower bound.
 from __future__ import annotations
 
 from iosim.algorithms import get_algorithm
-from iosim.algorithms.loopnest import Dims, access_elements, element_bytes, kernel_sums
+from iosim.algorithms.closedform import Dims, access_elements, kernel_sums
+from iosim.algorithms.loopnest import element_bytes
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import replace

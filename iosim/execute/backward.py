@@ -53,6 +53,31 @@ def _grad_head(pr: Problem, head: int) -> int:
     return head if pr.group > 1 else pr.kv_head(head)
 
 
+def _key_block_start(run: Run, b: int, h: int, k0: int, k1: int
+                     ) -> tuple[Array, Array, Array, Array]:
+    """A K/V-outer backward's key block j = keys [k0, k1) of query head h brought on chip: K_j,
+    V_j read from HBM (its KV head), dK_j = dV_j = 0 in the compute dtype, the four held in
+    SRAM. Returns (K_j, V_j, dK_j, dV_j)."""
+    hbm, pr, pc, sram = run.hbm, run.problem, run.precision, run.sram
+    cols = k1 - k0
+    k = hbm.read("K", b, pr.kv_head(h), k0, k1)
+    v = hbm.read("V", b, pr.kv_head(h), k0, k1)
+    dk = np.zeros((cols, pr.d), dtype=pc.compute)
+    dv = np.zeros((cols, pr.dv), dtype=pc.compute)
+    for name, width in (("K_j", pr.d), ("V_j", pr.dv), ("dK_j", pr.d), ("dV_j", pr.dv)):
+        sram.hold(name, cols * width, pc.storage_bytes)
+    return k, v, dk, dv
+
+
+def _key_block_end(run: Run, names: tuple[str, str], b: int, h: int, k0: int, k1: int,
+                   dk: Array, dv: Array) -> None:
+    """Write key block j's dK_j, dV_j to HBM once (`names`: _allocate_grads's, the expanded
+    buffers under GQA) and free the block's SRAM."""
+    run.hbm.write(names[0], b, _grad_head(run.problem, h), k0, k1, dk)
+    run.hbm.write(names[1], b, _grad_head(run.problem, h), k0, k1, dv)
+    run.sram.drop("K_j", "V_j", "dK_j", "dV_j")
+
+
 def _dropout_factor(run: Run, b: int, h: int, q0: int, q1: int, k0: int, k1: int,
                     dtype: Any) -> Array | None:
     """Z/(1 − p) for one block of scores, regenerated from the seed (None without dropout)."""
@@ -176,14 +201,9 @@ def flash1_backward(run: Run) -> None:
         for b, h in heads:
             for j, (k0, k1) in enumerate(kv_blocks):  # line 6
                 cols = k1 - k0
-                # line 7: load K_j, V_j from HBM to on-chip SRAM
-                k = hbm.read("K", b, pr.kv_head(h), k0, k1)
-                v = hbm.read("V", b, pr.kv_head(h), k0, k1)
-                # line 8: initialise dK_j = (0), dV_j = (0) on SRAM
-                dk = np.zeros((cols, d), dtype=cdt)
-                dv = np.zeros((cols, pr.dv), dtype=cdt)
-                for name, width in (("K_j", d), ("V_j", pr.dv), ("dK_j", d), ("dV_j", pr.dv)):
-                    sram.hold(name, cols * width, pc.storage_bytes)
+                # line 7: load K_j, V_j from HBM to on-chip SRAM; line 8: initialise dK_j = (0),
+                # dV_j = (0) on SRAM
+                k, v, dk, dv = _key_block_start(run, b, h, k0, k1)
                 for i, (q0, q1) in enumerate(row_blocks):  # line 9
                     if not computed[i, j]:
                         continue  # causal skip, or a zero block of a block-sparse mask
@@ -227,9 +247,7 @@ def flash1_backward(run: Run) -> None:
                     dk += pc.matmul(ds.T, q) * tau
                     sram.drop("Q_i", "O_i", "dO_i", "dQ_i", "l_i", "m_i")
                 # line 24: write dK_j, dV_j to HBM
-                hbm.write(dk_name, b, _grad_head(pr, h), k0, k1, dk)
-                hbm.write(dv_name, b, _grad_head(pr, h), k0, k1, dv)
-                sram.drop("K_j", "V_j", "dK_j", "dV_j")
+                _key_block_end(run, (dk_name, dv_name), b, h, k0, k1, dk, dv)
     group_sum(run)
 
 
@@ -265,12 +283,8 @@ def flash2_backward(run: Run) -> None:
         for b, h in heads:
             for j, (k0, k1) in enumerate(kv_blocks):
                 cols = k1 - k0
-                k = hbm.read("K", b, pr.kv_head(h), k0, k1)  # Alg. 2 line 6: load K_j, V_j
-                v = hbm.read("V", b, pr.kv_head(h), k0, k1)
-                dk = np.zeros((cols, d), dtype=cdt)  # line 7: dK_j = (0), dV_j = (0) on chip
-                dv = np.zeros((cols, pr.dv), dtype=cdt)
-                for name, width in (("K_j", d), ("V_j", pr.dv), ("dK_j", d), ("dV_j", pr.dv)):
-                    sram.hold(name, cols * width, pc.storage_bytes)
+                # Alg. 2 line 6: load K_j, V_j; line 7: dK_j = (0), dV_j = (0) on chip
+                k, v, dk, dv = _key_block_start(run, b, h, k0, k1)
                 for i, (q0, q1) in enumerate(row_blocks):  # line 8
                     if not computed[i, j]:
                         continue  # causal skip, or a zero block of a block-sparse mask
@@ -306,9 +320,7 @@ def flash2_backward(run: Run) -> None:
                     dk += pc.matmul(ds.T, q) * tau  # line 16: dK_j ← dK_j + dS_ijᵀ Q_i
                     sram.drop("Q_i", "dO_i", "dQ_i", "L_i", "D_i")
                 # line 18: write dK_j, dV_j
-                hbm.write(dk_name, b, _grad_head(pr, h), k0, k1, dk)
-                hbm.write(dv_name, b, _grad_head(pr, h), k0, k1, dv)
-                sram.drop("K_j", "V_j", "dK_j", "dV_j")
+                _key_block_end(run, (dk_name, dv_name), b, h, k0, k1, dk, dv)
 
     with hbm.kernel("bwd_convert_dq"):  # convert_dQ: dQ = τ·dQaccum in the input dtype
         for b, h in heads:

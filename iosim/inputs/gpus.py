@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import os
 from functools import cache
 from pathlib import Path
 
 from iosim.errors import UnknownGpuError
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.hardware_yaml import load_hardware
-from iosim.inputs.limits import clip, excerpt
-from iosim.inputs.shipped import shipped_dir
+from iosim.inputs.limits import excerpt
+from iosim.inputs.shipped import shipped_dir, shipped_yamls, user_yaml
 from iosim.record import Record
 
 
@@ -21,7 +20,7 @@ def config_dir() -> Path:
 
 def shipped_config_paths() -> list[Path]:
     """The GPU YAML files that ship with iosim, sorted by name."""
-    return sorted(config_dir().glob("*.yaml"))
+    return shipped_yamls("gpus", "GPU configs")
 
 
 @cache
@@ -53,16 +52,9 @@ class ResolvedHardware(Record):
 def resolve_hardware(spec: str) -> ResolvedHardware:
     """A --gpu value: a shipped name, an alias, or a path to the user's own YAML."""
     text = spec.strip()
-    looks_like_path = text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text
-    if looks_like_path:
-        try:
-            is_file = Path(text).is_file()
-        except (OSError, ValueError) as exc:  # a name too long, a NUL byte
-            reason = getattr(exc, "strerror", None) or str(exc)
-            raise UnknownGpuError(f"cannot use hardware file {excerpt(text)}: {reason}") from None
-        if not is_file:
-            raise UnknownGpuError(f"no such hardware file: {clip(text, 200)}")
-        return ResolvedHardware(load_hardware(text), spec, "file")
+    own = user_yaml(text, "hardware", UnknownGpuError)
+    if own is not None:
+        return ResolvedHardware(load_hardware(own), spec, "file")
     key = text.lower()
     paths = {p.stem: p for p in shipped_config_paths()}
     if key in paths:

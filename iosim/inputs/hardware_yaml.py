@@ -45,6 +45,7 @@ from iosim.inputs.limits import (
     excerpt,
 )
 from iosim.inputs.safe_yaml import read_yaml as _read_yaml
+from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.inputs.units import parse_quantity
 
 # YAML key -> (dimension for parse_quantity or "count", required)
@@ -88,10 +89,7 @@ def _figure(path: str, key: str, raw: Any, dimension: str) -> Figure:
     if not isinstance(raw, dict):
         raise ConfigError(path, key, f"expected a mapping {{value: ..., source: ...}}, got "
                                      f"{_kind(raw)}")
-    unknown = set(raw) - _FIGURE_KEYS
-    if unknown:
-        raise ConfigError(path, f"{key}.{clip(sorted(unknown, key=str)[0])}",
-                          f"unknown key; allowed: {', '.join(sorted(_FIGURE_KEYS))}")
+    refuse_unknown_keys(path, key, raw, _FIGURE_KEYS)
     if "value" not in raw:
         raise ConfigError(path, f"{key}.value", "missing")
     source = raw.get("source")
@@ -141,10 +139,7 @@ def _peak_figures(path: str, key: str, raw: Any, *, required: bool) -> dict[str,
 def _measured(path: str, raw: Any) -> MeasuredProfile:
     if not isinstance(raw, dict):
         raise ConfigError(path, "measured", "expected a mapping")
-    unknown = set(raw) - _MEASURED_KEYS
-    if unknown:
-        raise ConfigError(path, f"measured.{clip(sorted(unknown, key=str)[0])}",
-                          f"unknown key; allowed: {', '.join(sorted(_MEASURED_KEYS))}")
+    refuse_unknown_keys(path, "measured", raw, _MEASURED_KEYS)
     provenance = raw.get("provenance")
     if not isinstance(provenance, str) or not provenance.strip():
         raise ConfigError(path, "measured.provenance",
@@ -190,10 +185,7 @@ def _paged(path: str, raw: Any) -> tuple[dict[int, float], str]:
         return {}, ""
     if not isinstance(raw, dict):
         raise ConfigError(path, key, "expected a mapping (source, by_page_size)")
-    unknown = set(raw) - _PAGED_KEYS
-    if unknown:
-        raise ConfigError(path, f"{key}.{clip(sorted(unknown, key=str)[0])}",
-                          f"unknown key; allowed: {', '.join(sorted(_PAGED_KEYS))}")
+    refuse_unknown_keys(path, key, raw, _PAGED_KEYS)
     source = raw.get("source")
     if not isinstance(source, str) or not source.strip():
         raise ConfigError(path, f"{key}.source", "missing; say which measurement it was fitted on")
@@ -218,10 +210,7 @@ def _schedule(path: str, raw: Any) -> BackwardSchedule:
     if not isinstance(raw, dict):
         raise ConfigError(path, key, "expected a mapping (efficiency, program_overhead_us, "
                                      "programs_per_sm, source)")
-    unknown = set(raw) - _SCHEDULE_KEYS
-    if unknown:
-        raise ConfigError(path, f"{key}.{sorted(unknown)[0]}",
-                          f"unknown key; allowed: {', '.join(sorted(_SCHEDULE_KEYS))}")
+    refuse_unknown_keys(path, key, raw, _SCHEDULE_KEYS)
     eff, overhead, per_sm = (raw.get(k) for k in ("efficiency", "program_overhead_us",
                                                    "programs_per_sm"))
     if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1.5:
@@ -254,10 +243,7 @@ def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     if not isinstance(raw, dict):
         raise ConfigError(where, None, f"expected a mapping of keys at the top level, the "
                                        f"document is {_kind(raw)}")
-    unknown = sorted(set(raw) - _TOP_KEYS, key=str)
-    if unknown:
-        raise ConfigError(where, clip(unknown[0]),
-                          f"unknown key; allowed: {', '.join(sorted(_TOP_KEYS))}")
+    refuse_unknown_keys(where, None, raw, _TOP_KEYS)
     version = raw.get("schema_version")
     if isinstance(version, bool) or version != SCHEMA_VERSION:
         got = _kind(version) if "schema_version" in raw else "missing"

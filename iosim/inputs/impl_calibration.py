@@ -12,6 +12,7 @@ from typing import Any
 from iosim.errors import ConfigError, IosimError
 from iosim.inputs.hardware import Hardware, ImplCalibration
 from iosim.inputs.limits import excerpt
+from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.record import replace
 
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "source"}
@@ -29,10 +30,7 @@ def _number(value: Any) -> bool:
 def _mapping(path: str, key: str, raw: Any, allowed: set[str] | tuple[str, ...]) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise ConfigError(path, key, "expected a mapping")
-    unknown = sorted(str(k) for k in raw if k not in allowed)
-    if unknown:
-        raise ConfigError(path, f"{key}.{unknown[0][:40]}",
-                          f"unknown key; allowed: {', '.join(sorted(allowed))}")
+    refuse_unknown_keys(path, key, raw, allowed)
     return raw
 
 

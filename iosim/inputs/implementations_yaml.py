@@ -22,6 +22,7 @@ from iosim.inputs.implementations import (
     Trait,
 )
 from iosim.inputs.limits import excerpt
+from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.inputs.shipped import shipped_dir
 
 SCHEMA_VERSION = 1
@@ -106,10 +107,7 @@ def _need(data: dict[str, Any], key: str, kind: type | tuple[type, ...], path: s
 def _mapping(value: Any, path: str, key: str, allowed: set[str]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(path, key, f"must be a mapping, got {type(value).__name__}")
-    unknown = sorted(str(k) for k in value if k not in allowed)
-    if unknown:
-        raise ConfigError(path, f"{key}.{unknown[0]}", f"unknown key; allowed: "
-                          f"{', '.join(sorted(allowed))}")
+    refuse_unknown_keys(path, key, value, allowed)
     return value
 
 
@@ -164,9 +162,7 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         raise ConfigError(path, "calibration", "per-GPU fitted figures belong in the GPU's YAML "
                           "(measured.impls.NAME, written by `iosim calibrate --gpu GPU --impl "
                           "NAME`); move them there and delete this block")
-    unknown = sorted(str(k) for k in data if k not in _TOP)
-    if unknown:
-        raise ConfigError(path, unknown[0], f"unknown key; allowed: {', '.join(sorted(_TOP))}")
+    refuse_unknown_keys(path, None, data, _TOP)
     for key in sorted(_REQUIRED):
         if key not in data:
             raise ConfigError(path, key, "missing")

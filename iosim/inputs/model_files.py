@@ -18,7 +18,7 @@ from iosim.errors import ConfigError, IosimError, UnknownModelError
 from iosim.inputs.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_LENGTH, clip, excerpt
 from iosim.inputs.models import MLA_KEYS, LayerGroup, MlaDims, Model, ModelFigure
 from iosim.inputs.safe_yaml import read_yaml
-from iosim.inputs.shipped import shipped_dir
+from iosim.inputs.shipped import shipped_dir, shipped_yamls, user_yaml
 from iosim.inputs.suggest import did_you_mean
 
 SCHEMA_VERSION = 1
@@ -217,7 +217,7 @@ def models_dir() -> Path:
 
 def shipped_model_paths() -> list[Path]:
     """The model YAML files that ship with iosim, sorted by name."""
-    return sorted(models_dir().glob("*.yaml"))
+    return shipped_yamls("models", "model presets")
 
 
 @cache
@@ -233,15 +233,9 @@ def list_models() -> list[Model]:
 def resolve_model(spec: str) -> Model:
     """A --model value: a shipped name, an alias, or a path to the user's own YAML."""
     text = spec.strip()
-    if text.endswith((".yaml", ".yml")) or os.sep in text or "/" in text:
-        try:
-            is_file = Path(text).is_file()
-        except (OSError, ValueError) as exc:  # a name too long, a NUL byte
-            reason = getattr(exc, "strerror", None) or str(exc)
-            raise UnknownModelError(f"cannot use model file {excerpt(text)}: {reason}") from None
-        if not is_file:
-            raise UnknownModelError(f"no such model file: {clip(text, 200)}")
-        return load_model(text)
+    own = user_yaml(text, "model", UnknownModelError)
+    if own is not None:
+        return load_model(own)
     key = text.lower()
     paths = {p.stem: p for p in shipped_model_paths()}
     if key in paths:

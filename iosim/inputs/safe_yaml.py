@@ -1,4 +1,5 @@
-"""Reading a hardware YAML safely: bounded in size and in what it can expand to or construct.
+"""Reading a hardware YAML safely: bounded in size and in what it can expand to or construct;
+and the one check of the keys a YAML mapping may have (`refuse_unknown_keys`).
 
 `read_yaml` returns the plain data of a file (mappings, lists, strings, numbers, booleans, null,
 dates) or raises ConfigError with one line naming the file: larger than 1 MiB, not UTF-8, not
@@ -15,7 +16,7 @@ from typing import Any
 import yaml
 
 from iosim.errors import ConfigError
-from iosim.inputs.limits import excerpt
+from iosim.inputs.limits import clip, excerpt
 
 _SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10× faster
 
@@ -108,3 +109,11 @@ def _refuse_expanding_yaml(where: str, text: str) -> None:
             depth -= 1
 
 
+def refuse_unknown_keys(path: str, key: str | None, raw: dict[Any, Any],
+                        allowed: set[str] | frozenset[str] | tuple[str, ...]) -> None:
+    """ConfigError naming the first (in sorted order) key of the mapping `raw` at `key` (None:
+    the top level) that is not `allowed`, and listing the allowed ones; nothing when all are."""
+    unknown = sorted(str(k) for k in raw if k not in allowed)
+    if unknown:
+        where = clip(unknown[0]) if key is None else f"{key}.{clip(unknown[0])}"
+        raise ConfigError(path, where, f"unknown key; allowed: {', '.join(sorted(allowed))}")

@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 
-from rich.console import Console
+if TYPE_CHECKING:
+    from rich.console import Console
 
 PIPE_WIDTH = 110
 """Columns of piped output when $COLUMNS is unset: wide enough that prose lines rarely wrap."""
@@ -50,8 +51,25 @@ def pipe_columns(default: int = PIPE_WIDTH) -> int:
     return int(columns) if columns.isdigit() and int(columns) >= 40 else default
 
 
+def plain_width(*, pipe_width: int = PIPE_WIDTH) -> int | None:
+    """The columns of standard output where it is surely no terminal to rich (a pipe or a file:
+    $COLUMNS or `pipe_width`), so what rich would print there is plain text (output/plain.py);
+    None where rich may see a terminal (isatty, $FORCE_COLOR, $TTY_COMPATIBLE, IPython, IDLE)."""
+    isatty = getattr(sys.stdout, "isatty", None)
+    try:
+        terminal = isatty is None or isatty()
+    except ValueError:
+        terminal = True
+    if (terminal or "FORCE_COLOR" in os.environ or "TTY_COMPATIBLE" in os.environ
+            or "IPython" in sys.modules or "idlelib" in sys.modules):
+        return None
+    return pipe_columns(pipe_width)
+
+
 def make_console(*, pipe_width: int = PIPE_WIDTH, stderr: bool = False) -> Console:
     """A terminal keeps its own width; a pipe or file gets $COLUMNS or `pipe_width` columns."""
+    from rich.console import Console
+
     stream = sys.stderr if stderr else sys.stdout
     probe = Console(file=stream)
     if probe.is_terminal:
@@ -63,4 +81,4 @@ def make_console(*, pipe_width: int = PIPE_WIDTH, stderr: bool = False) -> Conso
                    highlight=False)
 
 
-__all__ = ["PIPE_WIDTH", "make_console", "pipe_columns"]
+__all__ = ["PIPE_WIDTH", "make_console", "pipe_columns", "plain_width"]

@@ -5,18 +5,12 @@ Human units (MB, µs, TFLOP/s) exist only here; the core hands over bytes, secon
 
 from __future__ import annotations
 
-import csv
 import io
 from collections.abc import Sequence
-from typing import Any
-
-from rich.console import Console, Group, RenderableType
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING, Any
 
 from iosim.algorithms.packing import packs_heads
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
-from iosim.output import strict_json
 from iosim.output.console import make_console as make_console  # re-exported for the commands
 from iosim.output.numbers import SI_PREFIXES as SI_PREFIXES  # re-exported: render.fmt_* stay
 from iosim.output.numbers import fmt_binary_bytes as fmt_binary_bytes
@@ -28,6 +22,7 @@ from iosim.output.numbers import fmt_intensity as fmt_intensity
 from iosim.output.numbers import fmt_rate as fmt_rate
 from iosim.output.numbers import fmt_si as fmt_si
 from iosim.output.numbers import fmt_time as fmt_time
+from iosim.output.plain import LabelGrid, TextTable, plain_text
 from iosim.output.render_notes import (
     dram_table,
     footer_text,
@@ -44,11 +39,15 @@ from iosim.output.render_tables import (
 )
 from iosim.output.tables import rich_markdown
 
+if TYPE_CHECKING:
+    from rich.console import Console, RenderableType
+    from rich.table import Table
+
 # ---------------------------------------------------------------------------------------------
 # compare: rich
 
 
-def header_grid(c: Comparison) -> Table:
+def header_grid(c: Comparison) -> LabelGrid:
     """The lines above compare's tables: GPU and profile, workload, roofs (B/s, FLOP/s), SRAM,
     each tiled algorithm's blocks and splits, occupancy warnings, sparsity and the roofs' notes."""
     hw, w, roofs = c.hardware, c.workload, c.roofs
@@ -102,21 +101,37 @@ def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
             f"{packed}")
 
 
-def comparison_renderable(c: Comparison, *, wide: bool = False) -> RenderableType:
-    """Everything `iosim compare` prints as one rich renderable: header, tables and footer lines
-    (`wide`: every column instead of the 80-column layout)."""
-    tables: list[RenderableType] = [kernel_table(c, wide=wide), kernel_legend(c), Text(""),
-                                    summary_table(c, wide=wide), tensor_table(c, wide=wide)]
+def comparison_parts(c: Comparison, *, wide: bool = False
+                     ) -> list[LabelGrid | TextTable | Table | str]:
+    """Everything `iosim compare` prints, in order: header, tables, paragraphs (str, printed as
+    rich prints a Text) and footer lines (`wide`: every column instead of the 80-column layout)."""
+    parts: list[LabelGrid | TextTable | Table | str] = [
+        header_grid(c), "", kernel_table(c, wide=wide), kernel_legend(c), "",
+        summary_table(c, wide=wide), tensor_table(c, wide=wide)]
     if c.workload.pass_ != "fwd" and any(a.dram is not None for a in c.algorithms):
-        tables.append(dram_table(c))
+        parts.append(dram_table(c))
     if shows_parallelism(c):
-        tables.append(occupancy_table(c))
-    return Group(header_grid(c), Text(""), *tables, footer_text(c))
+        parts.append(occupancy_table(c))
+    return [*parts, footer_text(c)]
+
+
+def comparison_renderable(c: Comparison, *, wide: bool = False) -> RenderableType:
+    """Everything `iosim compare` prints as one rich renderable."""
+    from rich.console import Group
+    from rich.text import Text
+
+    return Group(*(Text(p) if isinstance(p, str) else p for p in comparison_parts(c, wide=wide)))
 
 
 def print_comparison(c: Comparison, console: Console, *, wide: bool = False) -> None:
     """Print `comparison_renderable(c, wide=wide)` to `console`."""
     console.print(comparison_renderable(c, wide=wide))
+
+
+def plain_comparison(c: Comparison, width: int, *, wide: bool = False) -> str | None:
+    """What `print_comparison` prints to a pipe `width` columns wide, laid out without rich
+    (plain.py), or None where that layout does not know rich's."""
+    return plain_text(comparison_parts(c, wide=wide), width)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -125,11 +140,15 @@ def print_comparison(c: Comparison, console: Console, *, wide: bool = False) -> 
 
 def comparison_json(c: Comparison) -> str:
     """The JSON of `iosim compare --format json` (schema iosim.compare/1; strict: no NaN)."""
+    from iosim.output import strict_json  # (json and csv load only for their formats)
+
     return strict_json.dumps(c.to_dict(), indent=2, ensure_ascii=False)
 
 
 def records_csv(records: Sequence[dict[str, Any]]) -> str:
     """Dict rows as CSV text, the first row's keys as the header (empty text for no rows)."""
+    import csv
+
     out = io.StringIO()
     if records:
         writer = csv.DictWriter(out, fieldnames=list(records[0]), lineterminator="\n")
@@ -162,11 +181,12 @@ def comparison_markdown(c: Comparison) -> str:
     """The rich output's tables as GitHub Markdown (for reports and READMEs)."""
     parts = [f"**{c.hardware.display_name}** ({c.roofs.profile} profile) · {c.workload.describe()}"
              f" · M = {c.sram_bytes // c.workload.element_bytes:,} elements ({c.sram_source})", ""]
-    tables = [kernel_table(c, wide=True), summary_table(c, wide=True), tensor_table(c, wide=True)]
+    tables: list[TextTable | Table] = [kernel_table(c, wide=True), summary_table(c, wide=True),
+                                       tensor_table(c, wide=True)]
     if shows_parallelism(c):
         tables.append(occupancy_table(c))
     for table in tables:
         parts += [f"*{table.title}*", "", rich_markdown(table), ""]
-    parts.append(kernel_legend(c).plain + "  ")
-    parts.append(footer_text(c).plain.replace("\n", "  \n"))
+    parts.append(kernel_legend(c) + "  ")
+    parts.append(footer_text(c).replace("\n", "  \n"))
     return "\n".join(parts) + "\n"

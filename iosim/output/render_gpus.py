@@ -12,6 +12,7 @@ from rich.text import Text
 
 from iosim.inputs.hardware import Figure, Hardware
 from iosim.output.numbers import fmt_binary_bytes, fmt_rate
+from iosim.output.plain import TextTable
 from iosim.output.tables import compact_table, simple_table
 
 
@@ -22,7 +23,7 @@ def _figure_value(fig: Figure | None, unit: str, *, binary: bool = False) -> str
     return text + (" (est.)" if fig.estimate else "")
 
 
-def gpus_table(hardware: Sequence[Hardware]) -> Table:
+def gpus_table(hardware: Sequence[Hardware]) -> TextTable:
     """The table of `iosim gpus`: one row per GPU model with its HBM bandwidth and size, SRAM per
     block, SMs and fp16 peak in people's units."""
     table = compact_table("GPU models (configs/gpus; `iosim gpus show NAME` for sources)", (

@@ -12,7 +12,6 @@ from __future__ import annotations
 from typing import Any
 
 from rich.console import Console, Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from iosim.analysis.model_compare import LayerComparison, ModelComparison
@@ -20,6 +19,7 @@ from iosim.inputs.model_files import shown_path
 from iosim.inputs.models import describe_layers
 from iosim.output import strict_json
 from iosim.output.numbers import fmt_bytes, fmt_time
+from iosim.output.plain import LabelGrid, TextTable
 from iosim.output.render import (
     comparison_markdown,
     comparison_renderable,
@@ -38,7 +38,7 @@ def _kind_line(lc: LayerComparison, layers: int) -> str:
     return f"{g.count} of {layers} layers{window}"
 
 
-def _model_header(r: ModelComparison) -> Table:
+def _model_header(r: ModelComparison) -> LabelGrid:
     m = r.model
     form = (" · MLA absorbed (latent KV)" if r.latent_kv else
             " · MLA decompressed K/V" if m.mla is not None else "")
@@ -58,7 +58,7 @@ def whole_model_title(r: ModelComparison) -> str:
     return f"Whole model: {r.layer_count} layers, {step}"
 
 
-def whole_model_table(r: ModelComparison) -> Table:
+def whole_model_table(r: ModelComparison) -> TextTable:
     """One row per algorithm: each kind's HBM × its layers, the sum, per token, the time."""
     several = len(r.layers) > 1
     kinds = [(f"{lc.group.kind} ×{lc.group.count}", "right") for lc in r.layers] if several else []

@@ -6,11 +6,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from iosim.inputs.model_files import shown_path
 from iosim.inputs.models import Model, describe_layers
+from iosim.output.plain import TextTable
 from iosim.output.tables import compact_table, simple_table
 
 
@@ -25,7 +25,7 @@ def _d_text(m: Model) -> str:
     return f"{m.d}/{m.d_v}" if m.d_v != m.d else f"{m.d}"
 
 
-def models_table(models: Sequence[Model]) -> Table:
+def models_table(models: Sequence[Model]) -> TextTable:
     """`iosim models`: one row per preset."""
     table = compact_table("Model presets (configs/models; `iosim models show NAME` for sources)", (
         ("name", "left"), ("heads", "right"), ("kv", "right"), ("d (/d_v)", "right"),

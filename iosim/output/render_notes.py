@@ -4,8 +4,7 @@ estimate) and the two tables it shows only for some workloads (parallelism, DRAM
 
 from __future__ import annotations
 
-from rich.table import Table
-from rich.text import Text
+from typing import TYPE_CHECKING
 
 from iosim.analysis.comparison import Comparison
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
@@ -16,8 +15,12 @@ from iosim.output.numbers import (
     fmt_flops_fit,
     fmt_time,
 )
+from iosim.output.plain import TextTable
 from iosim.output.render_tables import IO_TENSORS
 from iosim.output.tables import compact_table, simple_table
+
+if TYPE_CHECKING:
+    from rich.table import Table
 
 
 def slower_lines(c: Comparison) -> list[str]:
@@ -148,7 +151,7 @@ def _training_lines(c: Comparison) -> list[str]:
     return lines
 
 
-def footer_text(c: Comparison) -> Text:
+def footer_text(c: Comparison) -> str:
     """The lines under compare's tables: Theorem 2, the score matrix and compulsory bytes, each
     algorithm's HBM footprint, the backward's lines, why an algorithm is slower, the DRAM estimate."""
     t2, w = c.theorem2, c.workload
@@ -174,7 +177,7 @@ def footer_text(c: Comparison) -> Text:
         lines.append(rest)
     lines.append(dram_line(c))
     del w
-    return Text("\n".join(lines))
+    return "\n".join(lines)
 
 
 def dram_line(c: Comparison) -> str:
@@ -197,7 +200,7 @@ def dram_line(c: Comparison) -> str:
     return f"DRAM estimate (L2-aware, {fmt_binary_bytes(l2)} L2): {parts}; {roof}{scope}"
 
 
-def dram_table(c: Comparison) -> Table:
+def dram_table(c: Comparison) -> TextTable:
     """Per kernel: the L2-oblivious count beside the L2-aware DRAM estimate, and which of the
     two the time used (issue 10: the backward's counts are where the two differ most)."""
     used = ("the time above used the DRAM estimate" if c.roofs.profile == "measured" else

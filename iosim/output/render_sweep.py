@@ -15,12 +15,12 @@ from typing import Any
 
 import numpy as np
 from rich.console import Group, RenderableType
-from rich.table import Table
 from rich.text import Text
 
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult
 from iosim.output.console import PIPE_WIDTH, make_console
+from iosim.output.plain import TextTable
 from iosim.output.render import (
     fmt_binary_bytes,
     fmt_bytes,
@@ -151,7 +151,7 @@ def header_text(result: SweepResult) -> str:
 
 
 def _sweep_table(headers: list[tuple[str, str]], rows: list[list[str]],
-                 title: str | None = None) -> Table:
+                 title: str | None = None) -> TextTable:
     table = compact_table(title, headers)
     for row in rows:
         table.add_row(*row)
@@ -270,7 +270,7 @@ def roofline_records(c: Comparison) -> list[dict[str, Any]]:
     return rows
 
 
-def roofline_table(c: Comparison) -> Table:
+def roofline_table(c: Comparison) -> TextTable:
     """The table `iosim roofline` prints: each kernel's bytes (HBM, or DRAM on the measured
     profile), FLOPs, intensity (FLOP/B), achieved FLOP/s, time and bound."""
     memory = "DRAM" if c.roofs.profile == "measured" else "HBM"  # the bytes the roof charged

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.table import Table
-from rich.text import Text
-
 from iosim.algorithms.traffic import CATEGORIES
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.output.numbers import (
@@ -20,6 +17,7 @@ from iosim.output.numbers import (
     fmt_intensity,
     fmt_time,
 )
+from iosim.output.plain import LabelGrid, TextTable
 from iosim.output.tables import compact_table
 
 
@@ -27,18 +25,13 @@ def _tiling(a: AlgorithmEstimate) -> str:
     return "—" if a.tiling is None else f"{a.tiling.block_q}×{a.tiling.block_kv}"
 
 
-def label_grid(rows: Sequence[tuple[str, str]]) -> Table:
+def label_grid(rows: Sequence[tuple[str, str]]) -> LabelGrid:
     """'label     value' lines whose values wrap under themselves (not under the label) when
-    the terminal is narrow: the header of compare and sweep."""
-    grid = Table.grid(padding=(0, 1))
-    grid.add_column(no_wrap=True, min_width=9)
-    grid.add_column(overflow="fold")
-    for label, value in rows:
-        grid.add_row(label, value)
-    return grid
+    the terminal is narrow: the header of compare and sweep (plain.LabelGrid)."""
+    return LabelGrid(rows)
 
 
-def kernel_table(c: Comparison, *, wide: bool = False) -> Table:
+def kernel_table(c: Comparison, *, wide: bool = False) -> TextTable:
     """One row per kernel. HBM read and write columns only with `wide` (the total, FLOPs,
     bound and time fit 80 columns; the tensor table splits reads from writes anyway)."""
     columns = [("algorithm", "left"), ("kernel", "left"),
@@ -55,18 +48,19 @@ def kernel_table(c: Comparison, *, wide: bool = False) -> Table:
     return table
 
 
-def kernel_legend(c: Comparison) -> Text:
-    """What the kernel table's columns count, and why FLOPs ÷ peak need not be the time."""
+def kernel_legend(c: Comparison) -> str:
+    """What the kernel table's columns count, and why FLOPs ÷ peak need not be the time (one
+    paragraph, printed as rich prints a Text: no markup)."""
     roofs = c.roofs
     rule = ("max(DRAM ÷ bandwidth, matmul ÷ matmul peak + elementwise ÷ elementwise rate) ÷ "
             "efficiency" if roofs.additive_compute else
             "max(HBM ÷ bandwidth, matmul ÷ matmul peak, elementwise ÷ vector peak)")
-    return Text(f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
-                f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = {rule}, so FLOPs "
-                f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units.")
+    return (f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
+            f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = {rule}, so FLOPs "
+            f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units.")
 
 
-def summary_table(c: Comparison, *, wide: bool = False) -> Table:
+def summary_table(c: Comparison, *, wide: bool = False) -> TextTable:
     """One row per algorithm; its FLOPs only with `wide` (they are the kernel table's sums)."""
     table = compact_table("Per algorithm", (
         ("algorithm", "left"), ("blocks", "right"), ("HBM", "right"), ("÷ std", "right"),
@@ -97,7 +91,7 @@ IO_TENSORS = ("Q", "K", "V", "O")
 """The inputs and output: their subtotal is what the papers (and the seed articles) count."""
 
 
-def tensor_table(c: Comparison, *, wide: bool = False) -> Table:
+def tensor_table(c: Comparison, *, wide: bool = False) -> TextTable:
     """HBM bytes by tensor: one row per (tensor, read or write), one column per algorithm, then
     the Q/K/V/O subtotal, the rest (fp32 statistics, initialisation, ...) and the total. This
     shape fits 80 columns whatever the pass moves (a backward has a dozen tensors)."""

@@ -7,6 +7,7 @@ from rich.table import Table
 from rich.text import Text
 
 from iosim.analysis.verification import Verification
+from iosim.output.plain import TextTable
 from iosim.output.tables import compact_table, simple_table
 
 OK, BAD = "✓", "✗"
@@ -83,7 +84,7 @@ def _gradients_table(v: Verification) -> Table:
     return table
 
 
-def _counts_table(v: Verification) -> Table:
+def _counts_table(v: Verification) -> TextTable:
     table = compact_table("HBM traffic in elements, counted three ways", (
         ("algorithm", "left"), ("kernel", "left"), ("tensor", "left"), ("op", "left"),
         ("closed form", "right"), ("tile walk", "right"), ("executor", "right"), ("", "left")))

@@ -1,0 +1,129 @@
+"""SDPA's flash backward and eager PyTorch's backward against iosim's DRAM estimate: the records,
+iosim's model of each point, and every kernel's DRAM bytes beside ncu's (torch_bwd_fit.py's
+first half; its time model is there). Pure: no GPU, no torch.
+
+The closed-form L2 estimate of every kernel (estimates/l2.py), with the dirty lines a kernel
+leaves in L2 moved to the next one as the Triton backward's comparison does
+(backward_fit.handover). Launches are matched to the loop nest's kernels by position (the two
+reduce kernels of the GQA sum count as one).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from iosim.algorithms import ALGORITHMS
+from iosim.algorithms.loopnest import Kernel
+from iosim.analysis.compare import compare
+from iosim.analysis.comparison import AlgorithmEstimate
+from iosim.analysis.impl_kernels import impl_kernels, impl_workload
+from iosim.calibrate import CalibrationError
+from iosim.calibrate.backward_fit import DIRTY_SHARE, handover, load_record, workload_of
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.implementations_yaml import get_implementation
+from iosim.inputs.workload import Workload
+from iosim.record import Record
+
+DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
+RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
+IMPLS = {"sdpa": "sdpa-flash", "eager": "torch-naive"}
+
+
+def load(paths: tuple[Path, ...] | list[Path] = RECORDS) -> list[dict[str, Any]]:
+    """The records, each with its `path`; a file that is not one: CalibrationError, one line."""
+    return [{**load_record(path, "benchmarks/backward_h200.py --torch-only"), "path": str(path)}
+            for path in paths]
+
+
+_MODELS: dict[tuple[Workload, str, str], AlgorithmEstimate] = {}
+
+
+def model(w: Workload, what: str, hardware: Hardware) -> AlgorithmEstimate:
+    """iosim's estimate of the implementation that ran (`compare --impl`), cached."""
+    key = (w, what, hardware.path)
+    if key not in _MODELS:
+        _MODELS[key] = compare(w, hardware, impl=IMPLS[what]).algorithms[1]
+    return _MODELS[key]
+
+
+def forget_models() -> None:
+    """Drop model's cached estimates (after the L2 model's constants were changed)."""
+    _MODELS.clear()
+
+
+def launched(w: Workload, what: str, a: AlgorithmEstimate) -> tuple[Kernel, ...]:
+    """The loop-nest kernels behind `a` (compare's own steps: impl_workload, impl_kernels)."""
+    impl = get_implementation(IMPLS[what])
+    iw = impl_workload(impl, w)
+    return impl_kernels(impl, iw, ALGORITHMS[impl.algorithm].kernels(iw, a.tiling))
+
+
+class KernelBytes(Record):
+    """One kernel of one ncu run: iosim's DRAM estimate (dirty lines handed over) and ncu's."""
+
+    point: str
+    what: str
+    kernel: str
+    estimate: float
+    measured: float
+    oblivious: float
+    run: int = 0
+    """Which ncu run (items' order) the kernel belongs to."""
+
+    @property
+    def error(self) -> float:
+        """(estimate − measured) / measured."""
+        return (self.estimate - self.measured) / self.measured
+
+
+def _launches(segment: dict[str, Any], what: str) -> list[float]:
+    """DRAM bytes per launch, the GQA sum's two reduce kernels as one, the residue (the
+    closing evict's write-backs) to the last."""
+    out: list[float] = []
+    reduce_open = False
+    for k in segment["kernels"]:
+        nbytes = k["dram_read_bytes"] + k["dram_write_bytes"]
+        is_reduce = "reduce_kernel" in k["kernel"]
+        if is_reduce and reduce_open:
+            out[-1] += nbytes
+        else:
+            out.append(nbytes)
+        reduce_open = is_reduce
+    out[-1] += segment["residue_write_bytes"]
+    return out
+
+
+def items(records: list[dict[str, Any]]) -> Iterator[tuple[dict[str, Any], str, dict[str, Any]]]:
+    """(point, 'sdpa' or 'eager', its ncu segment) for every counted SDPA and eager run."""
+    for record in records:
+        counters = record.get("counters", {})
+        if counters.get("status") != "ok":
+            continue
+        points = {p["id"]: p for p in record["points"]}
+        for item in counters["items"]:
+            if item["what"] in IMPLS and item["id"] in points:
+                yield points[item["id"]], item["what"], item["segments"][0]
+
+
+def dram_comparison(records: list[dict[str, Any]], hardware: Hardware,
+                    share: float = DIRTY_SHARE) -> list[KernelBytes]:
+    """Every kernel of every SDPA and eager ncu run against iosim's estimate, in launch order."""
+    assert hardware.l2_bytes is not None
+    rows = []
+    for run, (p, what, segment) in enumerate(items(records)):
+        a = model(workload_of(p), what, hardware)
+        assert a.dram is not None
+        est = [(k.name, float(a.dram.of_kernel(k.name).read_bytes),
+                float(a.dram.of_kernel(k.name).write_bytes)) for k in a.kernels]
+        measured = _launches(segment, what)
+        if len(measured) != len(est):
+            raise CalibrationError(
+                f"{p['id']} ({what}): ncu counted {len(measured)} launches, iosim's "
+                f"{IMPLS[what]} has {len(est)} kernels ({', '.join(n for n, _, _ in est)})")
+        for (name, moved), m in zip(handover(est, hardware.l2_bytes, share), measured,
+                                    strict=True):
+            rows.append(KernelBytes(p["id"], what, name, moved, m,
+                                    float(a.dram.of_kernel(name).oblivious_bytes), run))
+    return rows
