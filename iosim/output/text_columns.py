@@ -10,7 +10,7 @@ rows. So no value is written twice, and no row is built cell by cell:
    round-trip text), `%d` of an integer, a name's own text, the separator before it folded in;
 3. neighbouring columns whose value *combinations* are few (the axis values of a point, an
    algorithm's blocks and flags) become one segment, written once per distinct combination;
-4. each row is then a few segment texts, and the chunk is one `str.join` of them.
+4. each row is then a few segment texts, joined by `str.join`, PART_ROWS rows to a string.
 
 The text is therefore, byte for byte, what writing every cell with Python gives
 (tests/test_text_columns.py checks it against such a writer on random chunks).
