@@ -116,11 +116,14 @@ class SweepResult(Record, eq=False):
         return np.asarray(int_values(values)[index])
 
     def columns(self, algorithms: Sequence[str] | None = None, *,
-                max_points: int | None = None, start: int = 0) -> dict[str, np.ndarray]:
+                max_points: int | None = None, start: int = 0,
+                coded: dict[str, tuple[Any, ...]] | None = None) -> dict[str, np.ndarray]:
         """The long table: one row per (point, algorithm), points in grid order.
 
         `start` and `max_points` keep the points start .. start + max_points (a table's first
-        rows, or one chunk of a streamed file, without building all).
+        rows, or one chunk of a streamed file, without building all). Given `coded` (a dict),
+        the name columns (NAME_COLUMNS) come as intp codes into the values that `coded` then
+        holds under their names: a writer handles each distinct name once.
         """
         cut = slice(start, None if max_points is None else start + max_points)
         # every array cut to the chosen points first: a chunk costs its own size, not the grid's
@@ -135,24 +138,37 @@ class SweepResult(Record, eq=False):
         def interleave(arrays: list[np.ndarray]) -> np.ndarray:
             return np.stack(arrays, axis=1).reshape(-1)
 
+        def names(name: str, values: tuple[Any, ...], codes: np.ndarray) -> np.ndarray:
+            if coded is None:
+                return np.asarray(np.array(values, dtype=object)[codes])
+            coded[name] = values
+            return codes
+
         cols: dict[str, np.ndarray] = {}
         for axis in ("gpu", "dtype", "pass_", "causal", "batch", "heads", "kv_heads", "d", "d_v",
                      "n", "n_kv", "sparsity"):
             if axis == "d_v" and self.spec.d_v == (None,):
                 continue  # d_v = d everywhere: the d column says it (the columns stay as before)
-            cols["pass" if axis == "pass_" else axis] = per_point(self.axis_values(axis, cut))
+            name = "pass" if axis == "pass_" else axis
+            if name in NAME_COLUMNS:
+                values = (tuple(h.name for h in self.hardware) if axis == "gpu"
+                          else tuple(self.spec.values(axis)))
+                cols[name] = names(name, values, per_point(self.index[axis][cut]))
+            else:
+                cols[name] = per_point(self.axis_values(axis, cut))
         cols["sram_bytes"] = per_point(self.sram_bytes[cut])
         if self.spec.window != (None,):  # only with a window, so other sweeps keep their columns
             cols["window"] = per_point(self.axis_values("window", cut))
         points = len(self.sram_bytes[cut])
-        cols["algorithm"] = np.tile(np.array([a.name for a in chosen], dtype=object), points)
+        cols["algorithm"] = names("algorithm", tuple(a.name for a in chosen),
+                                  np.tile(np.arange(k, dtype=np.intp), points))
         for name in ("block_q", "block_kv", "fits_sram", "fits_in_hbm", "bwd_block_q",
                      "bwd_block_kv", "splits",
                      "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "flops", "matmul_flops",
                      "elementwise_flops", "time_s"):
             cols[name] = interleave([getattr(a, name) for a in chosen])
-        cols["bound"] = np.where(interleave([a.memory_bound for a in chosen]), "memory", "compute"
-                                 ).astype(object)
+        cols["bound"] = names("bound", ("compute", "memory"), interleave(
+            [a.memory_bound for a in chosen]).astype(np.intp))
         cols["traffic_ratio_vs_standard"] = interleave(
             [base.hbm_bytes / a.hbm_bytes for a in chosen])
         cols["speedup_vs_standard"] = interleave([base.time_s / a.time_s for a in chosen])
@@ -227,6 +243,9 @@ class SweepResult(Record, eq=False):
             "notes": list(self.notes),
         }
 
+
+NAME_COLUMNS = ("gpu", "dtype", "pass", "algorithm", "bound")
+"""The columns of names (object arrays of str in `SweepResult.columns()`)."""
 
 _SHOWN_WHEN_SET = {"splits": "splits {}", "d_v": "d_v {:,}", "window": "window {:,}",
                    "sram_elements": "M {:,} elements"}

@@ -1,154 +1,282 @@
-"""Columns of numbers and names as text, a whole chunk at once (the streamed sweep files).
+"""Rows of text from columns of numbers and names, a whole chunk at once (the streamed sweep files).
 
-Writing a million-point sweep cell by cell cost about a microsecond a cell, most of it Python's
-shortest round-trip `repr` of the floats. Here every column becomes a byte matrix (one row per
-table row, the text padded with NUL bytes) in a few NumPy operations, the columns and separators
-are laid side by side, and the padding is dropped in one pass:
+A sweep's columns repeat themselves: axis values, block sizes, names and flags take a handful of
+values per chunk of rows, and even its counts, times and ratios only a few thousand in 49,152
+rows. So no value is written twice, and no row is built cell by cell:
 
-- integers: their decimal digits, four at a time from a table (the text of `%d`, exact at any
-  int64 or uint64);
-- floats: `repr` once per *distinct bit pattern* in the chunk (a sweep repeats its times and
-  ratios a lot; -0.0 and 0.0 stay apart), then looked up: every float is still Python's own
-  shortest round-trip text, byte for byte;
-- names and booleans: one text per distinct value, looked up.
+1. each column is coded: its distinct values in a chunk and, per row, the index of the row's
+   value among them (a float by its bit pattern, so -0.0 and 0.0 stay apart);
+2. each distinct value is written once, by Python itself: `repr` of a float (its shortest
+   round-trip text), `%d` of an integer, a name's own text, the separator before it folded in;
+3. neighbouring columns whose value *combinations* are few (the axis values of a point, an
+   algorithm's blocks and flags) become one segment, written once per distinct combination;
+4. each row is then a few segment texts, joined by `str.join`, PART_ROWS rows to a string.
 
-A NUL byte inside a name (UTF-8 never holds the byte 0xFF) travels as 0xFF and is put back after
-the padding is dropped, so even that name is written as it is.
+The text is therefore, byte for byte, what writing every cell with Python gives
+(tests/test_text_columns.py checks it against such a writer on random chunks).
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-_NUL_STANDIN = 0xFF
-"""Stands for a NUL byte of a text while NUL is the padding: no UTF-8 text holds 0xFF."""
+from iosim.record import Record
 
 
-@dataclass(frozen=True)
-class Cells:
-    """One column as text: row i of `matrix` (uint8) holds the i-th text, padded with 0 bytes
-    anywhere; `nul` says whether some text held a NUL byte (written as 0xFF)."""
+class Column(Record, eq=False):
+    """One column in coded form: `codes` (intp, 0 .. count - 1), each standing for `times`
+    consecutive rows (a point's value on each of its algorithms' rows), and `texts(before,
+    after)`, the text of each distinct value in code order, each between `before` and `after`."""
 
-    matrix: np.ndarray
-    nul: bool = False
+    codes: np.ndarray
+    count: int
+    texts: Callable[[str, str], list[str]]
+    times: int = 1
 
-
-def _table(texts: Sequence[str], index: np.ndarray) -> Cells:
-    """The column whose row i is texts[index[i]]."""
-    encoded = [t.encode("utf-8") for t in texts]
-    joined = b"".join(encoded)
-    nul = b"\0" in joined
-    lengths = np.fromiter(map(len, encoded), dtype=np.intp, count=len(encoded))
-    width = max(1, int(lengths.max()) if len(encoded) else 1)
-    table = np.zeros((len(encoded), width), dtype=np.uint8)
-    # every text's bytes scattered into its row at once (a Python call per text cost ~1 µs)
-    rows = np.repeat(np.arange(len(encoded)), lengths)
-    starts = np.cumsum(lengths) - lengths
-    cols = np.arange(len(joined)) - np.repeat(starts, lengths)
-    data = np.frombuffer(joined, dtype=np.uint8)
-    if nul:
-        data = np.where(data == 0, np.uint8(_NUL_STANDIN), data)
-    table[rows, cols] = data
-    return Cells(table[index], nul)
+    @property
+    def rows(self) -> int:
+        """The rows the column covers."""
+        return len(self.codes) * self.times
 
 
-_QUADS = np.array([list(f"{i:04d}".encode()) for i in range(10_000)], dtype=np.uint8)
-"""The four digits of 0 .. 9999: a number's digits are looked up four at a time."""
-_QUAD_WORDS = _QUADS.view(np.uint32).reshape(-1)
-"""The same four bytes as one 32-bit word each, so that a lookup moves a word, not four bytes."""
-
-_POWERS = np.array([10 ** i for i in range(20)], dtype=np.uint64)
+def _around(texts: list[str], before: str, after: str) -> list[str]:
+    return [before + t + after for t in texts] if before or after else texts
 
 
-def integers(values: np.ndarray, *, zero: str | None = None) -> Cells:
-    """Each whole number in decimal (as `%d`); with `zero`, 0 is written as that text."""
-    values = np.asarray(values)
-    unsigned = values.dtype.kind == "u"
-    negative = np.zeros(len(values), dtype=bool) if unsigned else values < 0
-    # magnitudes as uint64: exact for every int64, the most negative included
-    rest = values.astype(np.uint64) if unsigned else np.where(
-        negative, (-(values + 1)).astype(np.uint64) + np.uint64(1), values.astype(np.uint64))
-    length = np.maximum(np.searchsorted(_POWERS, rest, side="right"), 1)  # digits of each
-    digits = int(length.max()) if len(rest) else 1
-    groups = -(-digits // 4)
-    quads = np.empty((len(values), groups), dtype=np.uint32)
-    quad = np.uint64(10_000)
-    for group in range(groups):  # right-aligned: the last four digits in the last word
-        quads[:, groups - 1 - group] = _QUAD_WORDS[(rest % quad).astype(np.intp)]
-        rest = rest // quad
-    matrix = quads.view(np.uint8).reshape(len(values), 4 * groups)  # the words' bytes in order
-    width = max(4 * groups + int(negative.any()), len(zero or ""))
-    if width > 4 * groups:
-        wide = np.zeros((len(values), width), dtype=np.uint8)
-        wide[:, width - 4 * groups:] = matrix
-        matrix = wide
-    matrix *= np.arange(width)[None, :] >= (width - length)[:, None]  # leading zeros to NUL
-    if negative.any():
-        matrix[negative, width - 1 - length[negative]] = ord("-")
-    if zero is not None:
-        blank = values == 0
-        matrix[blank] = 0
-        text = np.frombuffer(zero.encode("utf-8"), dtype=np.uint8)
-        matrix[np.ix_(blank, np.arange(len(text)))] = text
-    return Cells(matrix)
+def _template(before: str, conversion: str, after: str) -> str:
+    """before + conversion + after as a %-format of one value (a % in before/after kept)."""
+    return before.replace("%", "%%") + conversion + after.replace("%", "%%")
 
 
-def floats(values: np.ndarray, *, non_finite: str) -> Cells:
+_TABLE_SPAN = 4
+"""Values spanning up to this many times the rows (+ 1,024) are coded by a table, not a sort."""
+
+
+def _ranks(starts: np.ndarray) -> np.ndarray:
+    """For each position, how many `starts` (bool) are at or before it, minus one."""
+    rank = starts.astype(np.intp)
+    np.cumsum(rank, out=rank)  # in place: a cumsum that casts from bool is about 2.5x slower
+    rank -= 1
+    return rank
+
+
+def _coded(identity: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct identities, each row's index among them): by a table where the values span
+    little (axis values, block sizes, names, flags: no sort), else by one sort."""
+    rows = len(identity)
+    if rows == 0:
+        return identity, np.zeros(0, dtype=np.intp)
+    low, high = int(identity.min()), int(identity.max())
+    if high - low < _TABLE_SPAN * rows + 1024:
+        shifted = identity - low
+        present = np.zeros(high - low + 1, dtype=bool)
+        present[shifted] = True
+        return np.flatnonzero(present) + low, _ranks(present)[shifted]
+    # value and row in one int64, sorted (a plain sort is several times faster than an argsort)
+    shift = rows.bit_length()
+    spread = high - low >= 1 << (63 - shift)
+    if spread:  # a float's bit pattern: a hash of 63 - shift bits stands for it
+        key = ((identity.view(np.uint64) * _MIX) >> np.uint64(shift + 1)).view(np.int64)
+    else:
+        key = identity - low
+    packed = (key << shift) | np.arange(rows)
+    packed.sort()
+    order = packed & ((1 << shift) - 1)
+    ordered = packed >> shift
+    starts = np.empty(rows, dtype=bool)
+    starts[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=starts[1:])
+    index = np.empty(rows, dtype=np.intp)
+    index[order] = _ranks(starts)
+    distinct = identity[order[starts]]
+    if spread and not np.array_equal(distinct[index], identity):  # two values, one hash
+        distinct, index = np.unique(identity, return_inverse=True)
+    return distinct, index.reshape(-1)
+
+
+_MIX = np.uint64(0x9E3779B97F4A7C15)
+"""An odd 64-bit multiplier (2^64 / golden ratio): spreads a bit pattern over the hash."""
+
+
+def floats(values: np.ndarray, *, non_finite: str) -> Column:
     """Each float as `repr` (shortest round-trip text); inf and nan as `non_finite`."""
     values = np.asarray(values)
-    bits = values.view(f"i{values.dtype.itemsize}")  # exact identity: -0.0 is not 0.0
-    distinct, index = np.unique(bits, return_inverse=True)
-    numbers = distinct.view(values.dtype)
-    texts = list(map(float.__repr__, numbers.tolist()))  # a C loop: no Python call per value
-    for at in np.flatnonzero(~np.isfinite(numbers)).tolist():
-        texts[at] = non_finite
-    return _table(texts, index.reshape(-1))
+    if values.dtype != np.float64:
+        values = values.astype(np.float64)  # exact for float16 and float32
+    distinct, codes = _coded(values.view(np.int64))  # the bit pattern: -0.0 is not 0.0
+
+    def texts(before: str, after: str) -> list[str]:
+        numbers = distinct.view(np.float64)
+        # %r is repr; map is a C loop: no Python call per value
+        out = list(map(_template(before, "%r", after).__mod__, numbers.tolist()))
+        for at in np.flatnonzero(~np.isfinite(numbers)).tolist():
+            out[at] = before + non_finite + after
+        return out
+
+    return Column(codes, len(distinct), texts)
 
 
-def booleans(values: np.ndarray, *, true: str, false: str) -> Cells:
+def integers(values: np.ndarray, *, zero: str | None = None) -> Column:
+    """Each whole number in decimal (as `%d`); with `zero`, 0 is written as that text."""
+    values = np.asarray(values)
+    if values.dtype.kind not in "iu":
+        raise TypeError(f"integers() needs an integer array, not {values.dtype}")
+    unsigned = values.dtype.kind == "u"
+    # a uint64 beyond int64 is coded by its bit pattern, and read back as uint64
+    distinct, codes = _coded(values.astype(np.uint64).view(np.int64) if unsigned
+                             else values.astype(np.int64))
+
+    def texts(before: str, after: str) -> list[str]:
+        numbers = distinct.view(np.uint64) if unsigned else distinct
+        out = list(map(_template(before, "%d", after).__mod__, numbers.tolist()))
+        if zero is not None:
+            for at in np.flatnonzero(numbers == 0).tolist():
+                out[at] = before + zero + after
+        return out
+
+    return Column(codes, len(distinct), texts)
+
+
+def booleans(values: np.ndarray, *, true: str, false: str) -> Column:
     """`true` or `false` per value."""
-    return _table([false, true], np.asarray(values, dtype=bool).astype(np.intp))
+    return Column(np.asarray(values, dtype=bool).astype(np.intp), 2,
+                  lambda before, after: _around([false, true], before, after))
 
 
-def names(values: np.ndarray, text: Callable[[Any], str]) -> Cells:
+def names(values: np.ndarray, text: Callable[[Any], str]) -> Column:
     """text(value) per value, computed once per distinct value."""
     items = np.asarray(values).tolist()
     distinct = list(dict.fromkeys(items))
     code = {value: i for i, value in enumerate(distinct)}
-    index = np.fromiter(map(code.__getitem__, items), dtype=np.intp, count=len(items))
-    return _table([text(v) for v in distinct], index)
+    codes = np.fromiter(map(code.__getitem__, items), dtype=np.intp, count=len(items))
+    return Column(codes, len(distinct),
+                  lambda before, after: _around([text(v) for v in distinct], before, after))
 
 
-def repeat(cells: Cells, times: int) -> Cells:
+def coded_names(codes: np.ndarray, values: Sequence[Any], text: Callable[[Any], str]) -> Column:
+    """text(values[code]) per code (intp, 0 .. len(values) - 1): names already coded."""
+    return Column(np.asarray(codes, dtype=np.intp), len(values),
+                  lambda before, after: _around([text(v) for v in values], before, after))
+
+
+def repeat(column: Column, times: int) -> Column:
     """Each row `times` times in a row (a point's columns on each of its algorithms' rows)."""
-    return Cells(np.repeat(cells.matrix, times, axis=0), cells.nul)
+    return Column(column.codes, column.count, column.texts, column.times * times)
 
 
-def join_rows(columns: Sequence[Cells], separators: Sequence[str]) -> bytes:
+class _Segment(Record, frozen=False, eq=False):
+    """Neighbouring columns written as one piece: `key` (0 .. span - 1, one per `times` rows)
+    codes their combination; `count` is how many combinations there are (estimated until the
+    key is made dense: span == count)."""
+
+    members: list[int]
+    key: np.ndarray
+    count: int
+    times: int
+    span: int
+    dense: bool
+
+    def densify(self) -> None:
+        distinct, self.key = _coded(self.key)
+        self.count = self.span = len(distinct)
+        self.dense = True
+
+
+_SPAN_LIMIT = 1 << 62
+"""A segment's key is made dense before a combination could pass int64."""
+
+
+def _distinct_count(key: np.ndarray, span: int) -> int:
+    """How many distinct values `key` (0 .. span - 1) holds: counted where a table of the span
+    is small, else estimated by linear counting over a hash table four times the rows (within
+    a few per cent: it only decides how columns are grouped, never what is written)."""
+    rows = len(key)
+    if span <= _TABLE_SPAN * rows + 1024:
+        present = np.zeros(span, dtype=bool)
+        present[key] = True
+        return int(np.count_nonzero(present))
+    bits = (_TABLE_SPAN * rows).bit_length()
+    slots = ((key.view(np.uint64) * _MIX) >> np.uint64(64 - bits)).view(np.int64)
+    present = np.zeros(1 << bits, dtype=bool)
+    present[slots] = True
+    empty = max(1, (1 << bits) - int(np.count_nonzero(present)))
+    return round((1 << bits) * math.log((1 << bits) / empty))
+
+
+def _segments(columns: Sequence[Column]) -> list[_Segment]:
+    """Neighbouring columns grouped. A column joins the segment before it when writing each
+    combination of the longer segment once costs fewer cells than writing the two apart and
+    joining one more piece per row. Columns of a point (`times` > 1) are combined per point.
+    The combinations are coded (a sort) once per segment, or when their key would overflow."""
+    rows = columns[0].rows
+    out: list[_Segment] = []
+    for at, column in enumerate(columns):
+        if out:
+            last = out[-1]
+            apart = last.count * len(last.members) + column.count + rows
+            if max(last.count, column.count) * (len(last.members) + 1) < apart:  # could pay
+                if last.span * column.count > _SPAN_LIMIT:
+                    last.densify()
+                times = last.times if last.times == column.times else 1
+                key = last.key if last.times == times else np.repeat(last.key, last.times)
+                codes = column.codes if column.times == times else np.repeat(column.codes,
+                                                                             column.times)
+                joined = key * column.count + codes
+                span = last.span * column.count
+                count = _distinct_count(joined, span)
+                if count * (len(last.members) + 1) < apart:
+                    out[-1] = _Segment([*last.members, at], joined, count, times, span, False)
+                    continue
+        out.append(_Segment([at], column.codes, column.count, column.times, column.count, True))
+    for segment in out:
+        if not segment.dense:
+            segment.densify()
+    return out
+
+
+PART_ROWS = 2048
+"""Rows per string of `text_parts`: a few hundred kB to a MB, which the allocator reuses from
+chunk to chunk (one string of a whole chunk, 10 to 30 MB, was mapped afresh each time: a
+second of page faults over a million-point sweep)."""
+
+
+def join_rows(columns: Sequence[Column], separators: Sequence[str]) -> str:
     """Row i is separators[0] + columns[0][i] + separators[1] + ... + columns[-1][i] +
-    separators[-1] (one more separator than columns: the row's start and end), UTF-8."""
+    separators[-1] (one more separator than columns: the row's start and end)."""
+    return "".join(text_parts(columns, separators))
+
+
+def text_parts(columns: Sequence[Column], separators: Sequence[str]) -> list[str]:
+    """join_rows's text, PART_ROWS rows to a string."""
     assert len(separators) == len(columns) + 1 and columns
-    seps = [s.encode("utf-8") for s in separators]
-    assert not any(b"\0" in s for s in seps)
-    rows = len(columns[0].matrix)
-    width = sum(map(len, seps)) + sum(c.matrix.shape[1] for c in columns)
-    matrix = np.empty((rows, width), dtype=np.uint8)
-    at = 0
-    for sep, column in zip(seps, [*columns, None], strict=True):
-        matrix[:, at:at + len(sep)] = np.frombuffer(sep, dtype=np.uint8)
-        at += len(sep)
-        if column is not None:
-            size = column.matrix.shape[1]
-            matrix[:, at:at + size] = column.matrix
-            at += size
-    text: bytes = matrix.tobytes().translate(None, b"\0")  # the padding dropped (C, one pass)
-    if any(c.nul for c in columns):
-        text = text.replace(bytes([_NUL_STANDIN]), b"\0")
-    return text
+    rows = columns[0].rows
+    assert all(c.rows == rows for c in columns)
+    if rows == 0:
+        return []
+    last = len(columns) - 1
+    segments = _segments(columns)
+    pieces = np.empty((rows, len(segments)), dtype=object)
+    for at, segment in enumerate(segments):
+        first = np.zeros(segment.count, dtype=np.intp)
+        first[segment.key] = np.arange(len(segment.key))  # one of each combination (any will do)
+        cells = []
+        for c in segment.members:
+            column = columns[c]
+            after = separators[-1] if c == last else ""
+            table = np.array(column.texts(separators[c], after), dtype=object)
+            # the column's code at that combination's first row
+            codes = column.codes[first * segment.times // column.times]
+            cells.append(table[codes].tolist())
+        combined = cells[0] if len(cells) == 1 else list(map("".join, zip(*cells, strict=True)))
+        key = segment.key if segment.times == 1 else np.repeat(segment.key, segment.times)
+        pieces[:, at] = np.array(combined, dtype=object)[key]
+    return ["".join(pieces[start:start + PART_ROWS].reshape(-1).tolist())
+            for start in range(0, rows, PART_ROWS)]
 
 
-__all__ = ["Cells", "booleans", "floats", "integers", "join_rows", "names", "repeat"]
+__all__ = ["Column", "booleans", "coded_names", "floats", "integers", "join_rows", "names", "repeat",
+           "text_parts"]
