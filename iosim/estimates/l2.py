@@ -70,7 +70,12 @@ from iosim.estimates.l2_model import (
 )
 from iosim.estimates.l2_restarts import programs_within, restart_misses
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
-from iosim.estimates.shared_prefix_dram import prefix_once, row_blocks_once, states_from_l2
+from iosim.estimates.shared_prefix_dram import (
+    prefix_once,
+    row_blocks_once,
+    split_reads_once,
+    states_from_l2,
+)
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -134,7 +139,7 @@ class _ClosedForm:
         for index, kernel in enumerate(self.kernels):
             mine = oblivious.of_kernel(kernel.name)
             masked = self.w.masked and kernel.loop is not None
-            if kernel.split and not masked and not kernel.segments:
+            if split_reads_once(kernel, self.w):
                 terms.extend(self._split_terms(kernel, mine))
                 for access in kernel.accesses:
                     self.last[access.tensor] = _Touch(index, access.op == "write")
@@ -418,5 +423,5 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
     terms = _ClosedForm(kernels, workload, tiling, capacity, concurrent, backward).run()
     # shared_prefix_dram.py: reads that hit in L2 because neighbouring programs made them
     once = row_blocks_once(terms, kernels, workload, tiling)
-    shared = states_from_l2(prefix_once(once, kernels, workload, tiling), capacity)
+    shared = states_from_l2(prefix_once(once, kernels, workload, tiling), capacity, workload)
     return DramEstimate(shared, capacity, concurrent, "closed form")

@@ -87,6 +87,14 @@ ROW_BLOCK_NOTE = ("read by each of the ⌈g/B_r⌉ row blocks of one request and
                   "from DRAM once")
 
 
+def split_reads_once(kernel: Kernel, workload: Workload) -> bool:
+    """Whether the L2 model charges `kernel`'s key-chunk reads once per KV head (l2.py's split
+    rule: a split-KV kernel over one contiguous sequence per request, no mask): every program
+    sharing a chunk runs beside the others, so the chunk comes from DRAM once."""
+    return (kernel.split and not kernel.segments
+            and not (workload.masked and kernel.loop is not None))
+
+
 def row_blocks_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel], workload: Workload,
                     tiling: Tiling | None) -> tuple[DramTerm, ...]:
     """`terms` with the K, V and block-table reads of a decoding kernel that packs the g query
@@ -99,7 +107,10 @@ def row_blocks_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel], worklo
         return tuple(terms)
     g = workload.heads // workload.kv_heads
     blocks = int(cdiv(g, int(tiling.block_q))) if g > 1 else 1
-    packed = {k.name for k in kernels if k.name in ROW_BLOCK_KERNELS and k.pack_heads}
+    # a split kernel the L2 model already charges once per KV head (split_reads_once) has
+    # no row blocks' copies left to take off
+    packed = {k.name for k in kernels if k.name in ROW_BLOCK_KERNELS and k.pack_heads
+              and not split_reads_once(k, workload)}
     if blocks <= 1 or not packed:
         return tuple(terms)
     return tuple(replace(t, bytes=-(-t.bytes // blocks), note=ROW_BLOCK_NOTE)
@@ -115,10 +126,17 @@ merge kernel reads right after."""
 STATES_NOTE = "partial states: read back from L2 by the next kernel (they fit in it)"
 
 
-def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float) -> tuple[DramTerm, ...]:
+def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float, workload: Workload
+                   ) -> tuple[DramTerm, ...]:
     """`terms` with the combine's (merge's) reads of the partial states charged no DRAM bytes
     where every state written fits in the L2: the split kernels' writes stay there (dirty) and
-    the next kernel reads them there. Their writes still reach DRAM once, when evicted."""
+    the next kernel reads them there. Their writes still reach DRAM once, when evicted.
+    Decoding steps only (one query row per request), where the H200 records show it (the
+    variants' decode and cascade points); sdpa-flash's chunked prefill (256 query rows over
+    32,768 keys, 8.4 MB of states) counted its combine's reads in DRAM
+    (tests/data/h200-impl-launches-rw.csv), so a prefill keeps them."""
+    if workload.n != 1:
+        return tuple(terms)
     written = sum(t.bytes for t in terms if t.tensor in PARTIAL_STATES and t.op == "write")
     if not written or written > l2_bytes:
         return tuple(terms)
