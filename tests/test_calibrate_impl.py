@@ -283,7 +283,8 @@ def test_a_bad_impls_entry_names_its_key(entry: str, key: str, tmp_path: Path) -
 def test_ncu_launches_split_into_points_between_evicts() -> None:
     """calibrate --impl --counters: each point's launches between its two evict kernels; its
     writes include the dirty lines the evict after it wrote back."""
-    from iosim.calibrate.impl_ncu import EVICT, split_points
+    from iosim.calibrate.impl_ncu import split_points
+    from iosim.calibrate.ncu import EVICT
 
     def launch(name: str, read: float, write: float) -> dict[str, Any]:
         return {"kernel": name, "dram__bytes_read.sum": read, "dram__bytes_write.sum": write,

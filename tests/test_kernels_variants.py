@@ -207,7 +207,8 @@ def launch(kernel: str, read: float, write: float) -> dict:  # type: ignore[type
 
 
 def test_launches_split_at_the_evicts_with_the_residue_counted() -> None:
-    from iosim.calibrate.variants_ncu import EVICT, attach_launches
+    from iosim.calibrate.ncu import EVICT
+    from iosim.calibrate.variants_ncu import attach_launches
 
     launches = [launch(EVICT, 5e8, 1e3), launch("split", 100, 10), launch("combine", 20, 5),
                 launch(EVICT, 5e8, 7), launch(EVICT, 5e8, 2), launch("flex", 300, 30),
@@ -217,7 +218,7 @@ def test_launches_split_at_the_evicts_with_the_residue_counted() -> None:
     assert points[0]["dram_read_bytes"] == 120 and points[0]["dram_write_bytes"] == 15 + 7
     assert points[1]["dram_write_bytes"] == 30 + 11
     assert points[0]["kernel_time_s"] == pytest.approx(2e-6)
-    with pytest.raises(ValueError, match="closing evict"):
+    with pytest.raises(ValueError, match="no evict kernel after its launches"):
         attach_launches(launches[:3], [{"count_id": "a", "id": "a"}])
 
 

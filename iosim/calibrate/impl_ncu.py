@@ -12,12 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from iosim.calibrate.ncu import METRICS, profile
+from iosim.calibrate.ncu import METRICS, evict_groups, profile
 
 TARGET = "iosim.calibrate.impl_ncu_target"
 RANGE = "iosim-measure"
 """The NVTX range (push/pop) around each point's evict, run, evict."""
-EVICT = "_iosim_evict_kernel"
 
 
 def command(ncu: str, report: Path, spec: Path, manifest: Path) -> list[str]:
@@ -32,26 +31,13 @@ def split_points(launches: list[dict[str, Any]], ids: list[str]) -> dict[str, di
     evict after it wrote back) and L2 bytes, and their names. Raises ValueError when the
     launches are not evict, kernels…, evict per point."""
     out: dict[str, dict[str, Any]] = {}
-    i = 0
-    for point in ids:
-        if i >= len(launches) or launches[i]["kernel"] != EVICT:
-            raise ValueError(f"point {point}: expected an evict kernel at launch {i}")
-        i += 1
-        kernels = []
-        while i < len(launches) and launches[i]["kernel"] != EVICT:
-            kernels.append(launches[i])
-            i += 1
-        if i >= len(launches):
-            raise ValueError(f"point {point}: no evict kernel after its launches")
-        after = launches[i]
-        i += 1
+    for point, (kernels, after) in zip(ids, evict_groups(launches, [f"point {p}" for p in ids]),
+                                       strict=True):
         out[point] = {
             "dram_read_bytes": sum(k[METRICS[0]] for k in kernels),
             "dram_write_bytes": sum(k[METRICS[1]] for k in kernels) + after[METRICS[1]],
             "l2_bytes": sum(k[METRICS[2]] for k in kernels),
             "ncu_kernels": [k["kernel"] for k in kernels]}
-    if i != len(launches):
-        raise ValueError(f"ncu profiled {len(launches) - i} launches after the last point")
     return out
 
 

@@ -30,6 +30,34 @@ from iosim.record import Record
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum")
 KERNEL_PREFIX = "_iosim_"
+EVICT = "_iosim_evict_kernel"
+"""The kernel (kernels.py) ncu's protocol runs before and after each point: it reads a buffer
+several times the L2, so the point starts with no line of its own in L2, and the closing one's
+DRAM writes are the dirty lines the point left there."""
+
+
+def evict_groups(launches: list[dict[str, Any]], names: list[str]
+                 ) -> list[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """ncu's launches of the evict protocol (evict, a point's kernels, evict; per point, in
+    order) as (the point's kernels, its closing evict) for each of `names`; ValueError naming
+    the point where the launches do not follow it, or the launches left after the last."""
+    groups = []
+    i = 0
+    for name in names:
+        if i >= len(launches) or launches[i]["kernel"] != EVICT:
+            raise ValueError(f"{name}: expected an evict kernel at launch {i}")
+        i += 1
+        kernels = []
+        while i < len(launches) and launches[i]["kernel"] != EVICT:
+            kernels.append(launches[i])
+            i += 1
+        if i >= len(launches):
+            raise ValueError(f"{name}: no evict kernel after its launches")
+        groups.append((kernels, launches[i]))
+        i += 1
+    if i != len(launches):
+        raise ValueError(f"ncu profiled {len(launches) - i} launches after the last point")
+    return groups
 
 
 def ncu_path() -> str | None:

@@ -12,10 +12,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from iosim.calibrate.ncu import METRICS, profile
+from iosim.calibrate.ncu import EVICT, METRICS, profile
 
 BWD_METRICS = (*METRICS, "gpu__time_duration.sum")
-EVICT = "_iosim_evict_kernel"
 
 
 def profile_command(ncu: str, report: Path, spec: Path, manifest: Path) -> list[str]:

@@ -18,12 +18,12 @@ import triton
 
 from iosim.calibrate import kernels_variants as KV
 from iosim.calibrate import variants_points as VP
+from iosim.calibrate.ncu import evict_groups
 
 METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum", "lts__t_bytes.sum",
            "gpu__time_duration.sum", "launch__grid_size", "launch__block_size",
            "launch__registers_per_thread", "launch__shared_mem_per_block_dynamic",
            "launch__shared_mem_per_block_static")
-EVICT = "_iosim_evict_kernel"
 
 
 def key_blocks(n_kv: int, block_n: int = KV.DecodeConfig().block_n) -> int:
@@ -116,20 +116,9 @@ def attach_launches(launches: list[dict[str, Any]], manifest: list[dict[str, Any
     """Split ncu's launches (evict, kernels..., evict per manifest entry, in order) into points;
     each point's kernels get their own counters, and the closing evict's DRAM writes are the
     dirty lines the point left in L2 (calibrate/ncu.py's protocol)."""
-    points, i = [], 0
-    evict = EVICT
-    for entry in manifest:
-        if i >= len(launches) or launches[i]["kernel"] != evict:
-            raise ValueError(f"{entry['count_id']}: expected an evict launch at {i}")
-        i += 1
-        kernels = []
-        while i < len(launches) and launches[i]["kernel"] != evict:
-            kernels.append(launches[i])
-            i += 1
-        if i >= len(launches):
-            raise ValueError(f"{entry['count_id']}: no closing evict")
-        closing = launches[i]
-        i += 1
+    points = []
+    groups = evict_groups(launches, [str(entry["count_id"]) for entry in manifest])
+    for entry, (kernels, closing) in zip(manifest, groups, strict=True):
         points.append({**entry, "kernels": kernels,
                        "residue_write_bytes": closing["dram__bytes_write.sum"],
                        "dram_read_bytes": sum(k["dram__bytes_read.sum"] for k in kernels),
@@ -137,6 +126,4 @@ def attach_launches(launches: list[dict[str, Any]], manifest: list[dict[str, Any
                        + closing["dram__bytes_write.sum"],
                        "l2_bytes": sum(k["lts__t_bytes.sum"] for k in kernels),
                        "kernel_time_s": sum(k["gpu__time_duration.sum"] for k in kernels) * 1e-9})
-    if i != len(launches):
-        raise ValueError(f"{len(launches) - i} launches after the last point")
     return points

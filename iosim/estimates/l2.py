@@ -50,7 +50,6 @@ Two forms
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, cdiv
 from iosim.algorithms.closedform import closed_form, kernel_blocks
@@ -71,9 +70,11 @@ from iosim.estimates.l2_model import (
 from iosim.estimates.l2_restarts import programs_within, restart_misses
 from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
 from iosim.estimates.shared_prefix_dram import (
+    broadcast_rereads,
     prefix_once,
     row_blocks_once,
     split_reads_once,
+    split_terms,
     states_from_l2,
 )
 from iosim.inputs.hardware import Hardware
@@ -140,7 +141,7 @@ class _ClosedForm:
             mine = oblivious.of_kernel(kernel.name)
             masked = self.w.masked and kernel.loop is not None
             if split_reads_once(kernel, self.w):
-                terms.extend(self._split_terms(kernel, mine))
+                terms.extend(split_terms(kernel, mine.terms, self.w))
                 for access in kernel.accesses:
                     self.last[access.tensor] = _Touch(index, access.op == "write")
                 continue
@@ -200,7 +201,7 @@ class _ClosedForm:
                     if hit:
                         note += f"; {hit:.0%} of the first pass still in L2 from an earlier kernel"
                 elif access.broadcast and kernel.loop is None:
-                    again = self._broadcast_rereads(kernel)
+                    again = broadcast_rereads(kernel, self.w, self.capacity)
                     dram = round(size * (1 - hit + again))
                     note = ("one copy, read once: a head's stream keeps it in L2" if not again
                             else "one copy, re-read by every (batch, head): a head's stream "
@@ -218,38 +219,6 @@ class _ClosedForm:
                 stays_dirty = previous is not None and previous.dirty and carried[access.tensor][0] > 0
                 self.last[access.tensor] = _Touch(index, access.op == "write" or stays_dirty)
         return terms
-
-    def _split_terms(self, kernel: Kernel, mine: Any) -> list[DramTerm]:
-        """A split-KV kernel (FA2's flash_fwd_splitkv_kernel): every program of a split reads
-        its key chunk, but the programs sharing one chunk (a head's query blocks, adjacent in
-        the grid; a group's query heads, packed into one tile when decoding) run together, so
-        each chunk comes from DRAM once per KV head: K and V cost their compulsory bytes. ncu
-        on the H200 (tests/data/h200-impl-launches-rw.csv, evicts around each call): decoding
-        32/8 heads at 32,768 keys read 134.2 MB (K, V 134.2 MB); 8/1 heads x 4 at 131,072 keys
-        134.3 MB (134.2 MB); chunked prefill 256 queries, 32/8 heads at 32,768 keys 156.5 MB
-        (K, V 134.2 MB, Q 2.1 MB), where the L2-oblivious count charges 2.1 GB. The other
-        tensors (Q, the partial outputs and statistics) keep their L2-oblivious count."""
-        out = []
-        for access, term in zip(kernel.accesses, mine.terms, strict=True):
-            if access.op == "read" and access.where == "inner" and access.rows != kernel.loop:
-                size = tensor_bytes(access, self.w, per_head=False)
-                out.append(DramTerm(kernel.name, access.tensor, access.op,
-                                    min(round(size), term.bytes), term.bytes,
-                                    "split-KV: each key chunk read once per KV head"))
-            else:
-                out.append(DramTerm(kernel.name, access.tensor, access.op, term.bytes,
-                                    term.bytes, "split-KV: the L2-oblivious count"))
-        return out
-
-    def _broadcast_rereads(self, kernel: Kernel) -> int:
-        """Extra reads of a broadcast tensor (one copy, read by every (batch, head)) in a
-        whole-tensor kernel that streams head by head: every head after the first finds it
-        again unless the bytes one head's stream touches (each tensor's share of one head,
-        the broadcast copy once) overflow the L2; then every head reads it from DRAM (LRU)."""
-        heads = self.w.batch * self.w.heads
-        per_head = sum({a.tensor: tensor_bytes(a, self.w, per_head=True)
-                        for a in kernel.accesses}.values())
-        return 0 if per_head <= self.capacity else heads - 1
 
     # -- tiled kernels -------------------------------------------------------------------------
 

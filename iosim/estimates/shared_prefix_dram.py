@@ -36,8 +36,9 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from iosim.algorithms.loopnest import Kernel
+from iosim.algorithms.loopnest import Kernel, tensor_bytes
 from iosim.algorithms.packing import packed_problem, packs_heads
+from iosim.algorithms.traffic import Term
 from iosim.estimates.l2_model import DramTerm
 from iosim.inputs.ints import cdiv
 from iosim.inputs.tiling import Tiling
@@ -85,6 +86,42 @@ def prefix_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel],
 ROW_BLOCK_KERNELS = frozenset({SPLITKV_KERNEL, "cascade_suffix"})
 ROW_BLOCK_NOTE = ("read by each of the ⌈g/B_r⌉ row blocks of one request and KV head together, "
                   "from DRAM once")
+
+
+def split_terms(kernel: Kernel, oblivious: Sequence[Term], workload: Workload
+                ) -> list[DramTerm]:
+    """A split-KV kernel (FA2's flash_fwd_splitkv_kernel): every program of a split reads
+    its key chunk, but the programs sharing one chunk (a head's query blocks, adjacent in
+    the grid; a group's query heads, packed into one tile when decoding) run together, so
+    each chunk comes from DRAM once per KV head: K and V cost their compulsory bytes. ncu
+    on the H200 (tests/data/h200-impl-launches-rw.csv, evicts around each call): decoding
+    32/8 heads at 32,768 keys read 134.2 MB (K, V 134.2 MB); 8/1 heads x 4 at 131,072 keys
+    134.3 MB (134.2 MB); chunked prefill 256 queries, 32/8 heads at 32,768 keys 156.5 MB
+    (K, V 134.2 MB, Q 2.1 MB), where the L2-oblivious count charges 2.1 GB. The other
+    tensors (Q, the partial outputs and statistics) keep their L2-oblivious count (`oblivious`:
+    the kernel's L2-oblivious terms, in its accesses' order)."""
+    out = []
+    for access, term in zip(kernel.accesses, oblivious, strict=True):
+        if access.op == "read" and access.where == "inner" and access.rows != kernel.loop:
+            size = tensor_bytes(access, workload, per_head=False)
+            out.append(DramTerm(kernel.name, access.tensor, access.op,
+                                min(round(size), term.bytes), term.bytes,
+                                "split-KV: each key chunk read once per KV head"))
+        else:
+            out.append(DramTerm(kernel.name, access.tensor, access.op, term.bytes,
+                                term.bytes, "split-KV: the L2-oblivious count"))
+    return out
+
+
+def broadcast_rereads(kernel: Kernel, workload: Workload, l2_bytes: float) -> int:
+    """Extra reads of a broadcast tensor (one copy, read by every (batch, head)) in a
+    whole-tensor kernel that streams head by head: every head after the first finds it
+    again unless the bytes one head's stream touches (each tensor's share of one head,
+    the broadcast copy once) overflow the L2; then every head reads it from DRAM (LRU)."""
+    heads = workload.batch * workload.heads
+    per_head = sum({a.tensor: tensor_bytes(a, workload, per_head=True)
+                    for a in kernel.accesses}.values())
+    return 0 if per_head <= l2_bytes else heads - 1
 
 
 def split_reads_once(kernel: Kernel, workload: Workload) -> bool:
