@@ -279,6 +279,20 @@ def _iosim_bwd_sum_groups_kernel(dk_exp, dv_exp, dk, dv, head_elements, group,
 # ---------------------------------------------------------------------------------------------
 
 
+def gradient_buffers(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                     out: tuple[torch.Tensor, torch.Tensor, torch.Tensor] | None, group: int,
+                     who: str) -> tuple[torch.Tensor, ...]:
+    """dQ, dK, dV (`out`, checked, or new) and the per-query-head dK, dV a GQA group's sum
+    kernel reduces (dK, dV themselves when group == 1)."""
+    dq, dk, dv = out if out is not None else (torch.empty_like(q), torch.empty_like(k),
+                                              torch.empty_like(v))
+    if dq.shape != q.shape or dk.shape != k.shape or dv.shape != v.shape:
+        raise KernelInputError(f"{who}: out must be (dq, dk, dv) shaped as q, k, v")
+    dk_heads = torch.empty_like(q) if group > 1 else dk
+    dv_heads = torch.empty_like(q) if group > 1 else dv
+    return dq, dk, dv, dk_heads, dv_heads
+
+
 def check_backward_inputs(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
                           do: torch.Tensor, lse: torch.Tensor | None) -> int:
     """The GQA group size g = query heads / KV heads, or KernelInputError naming what is wrong."""
@@ -336,12 +350,7 @@ def attention_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Te
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
     even = n % cfg.pre_block == 0 and n % cfg.block_n1 == 0 and n % cfg.block_m2 == 0
     delta = torch.empty(heads, n, dtype=torch.float32, device=q.device)
-    dq, dk, dv = out if out is not None else (torch.empty_like(q), torch.empty_like(k),
-                                              torch.empty_like(v))
-    if dq.shape != q.shape or dk.shape != k.shape or dv.shape != v.shape:
-        raise KernelInputError("attention backward: out must be (dq, dk, dv) shaped as q, k, v")
-    dk_heads = torch.empty_like(q) if group > 1 else dk
-    dv_heads = torch.empty_like(q) if group > 1 else dv
+    dq, dk, dv, dk_heads, dv_heads = gradient_buffers(q, k, v, out, group, "attention backward")
     pause = between or (lambda: None)
     _iosim_bwd_preprocess_kernel[(triton.cdiv(n, cfg.pre_block), heads)](
         o, do, delta, n, o.stride(0), o.stride(1), HEAD_DIM=d, BLOCK_M=cfg.pre_block,

@@ -37,7 +37,11 @@ import triton
 import triton.language as tl
 
 from iosim.calibrate.kernels import KernelInputError
-from iosim.calibrate.kernels_bwd import _iosim_bwd_sum_groups_kernel, check_backward_inputs
+from iosim.calibrate.kernels_bwd import (
+    _iosim_bwd_sum_groups_kernel,
+    check_backward_inputs,
+    gradient_buffers,
+)
 from iosim.record import Record
 
 
@@ -141,12 +145,7 @@ def flash1_bwd(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tenso
                                "powers of two of at least 16 (Triton tiles)")
     heads, n, d = q.shape
     scale = sm_scale if sm_scale is not None else 1.0 / math.sqrt(d)
-    dq, dk, dv = out if out is not None else (torch.empty_like(q), torch.empty_like(k),
-                                              torch.empty_like(v))
-    if dq.shape != q.shape or dk.shape != k.shape or dv.shape != v.shape:
-        raise KernelInputError("flash1 backward: out must be (dq, dk, dv) shaped as q, k, v")
-    dk_heads = torch.empty_like(q) if group > 1 else dk
-    dv_heads = torch.empty_like(q) if group > 1 else dv
+    dq, dk, dv, dk_heads, dv_heads = gradient_buffers(q, k, v, out, group, "flash1 backward")
     block = 1024
     _iosim_fa1_bwd_init_kernel[(triton.cdiv(max(dq.numel(), dk_heads.numel()), block),)](
         dq, dk_heads, dv_heads, dq.numel(), dk_heads.numel(), BLOCK=block, num_warps=4)
