@@ -19,7 +19,6 @@ module, and only after checking that both are installed.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -27,6 +26,7 @@ import triton
 import triton.language as tl
 
 from iosim.calibrate.kernels_common import _iosim_attn_rows, _iosim_program_rows, _iosim_tile
+from iosim.record import Record
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -116,8 +116,7 @@ def fill(dst: torch.Tensor, value: float, *, block: int = 4096, num_warps: int =
 # batched matmul
 
 
-@dataclass(frozen=True, slots=True)
-class MatmulConfig:
+class MatmulConfig(Record):
     """The Triton matmul's tiles, group size and launch configuration."""
 
     block_m: int = 128
@@ -210,8 +209,7 @@ def _iosim_qk_rows_kernel(q_ptr, k_ptr, s_ptr, n_kv, stride_qh, stride_qm, strid
         tl.store(s_ptrs + start_n, tl.dot(q, tl.trans(k)).to(s_ptr.dtype.element_ty))
 
 
-@dataclass(frozen=True, slots=True)
-class RowsConfig:
+class RowsConfig(Record):
     """The row-strip QKᵀ kernel's tiles and launch configuration."""
 
     block_m: int = 128
@@ -276,8 +274,7 @@ def softmax_rows(s: torch.Tensor, p: torch.Tensor, scale: float) -> None:
 # fused attention forward (FlashAttention-2 loop order: this program owns Q_i)
 
 
-@dataclass(frozen=True, slots=True)
-class AttentionConfig:
+class AttentionConfig(Record):
     """The fused forward's tiles (BLOCK_M × BLOCK_N) and launch configuration."""
 
     block_m: int = 128

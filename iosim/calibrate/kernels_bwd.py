@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
-from dataclasses import dataclass
 
 import torch
 import triton
@@ -42,10 +41,10 @@ import triton.language as tl
 
 from iosim.calibrate.kernels import LOG2E, KernelInputError
 from iosim.calibrate.kernels_common import _iosim_program_rows, _iosim_tile
+from iosim.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class BackwardConfig:
+class BackwardConfig(Record):
     """Tiles of the two main kernels: dkdv owns block_n1 keys and steps block_m1 queries; dq
     owns block_m2 queries and steps block_n2 keys (block_n1 a multiple of block_m1, block_m2 of
     block_n2, so the causal diagonal band starts on a step)."""

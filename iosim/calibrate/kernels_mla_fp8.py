@@ -25,7 +25,6 @@ import this module.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
 import torch
 import triton
@@ -43,6 +42,7 @@ from iosim.calibrate.kernels_common import (
     _iosim_tile,
 )
 from iosim.calibrate.kernels_variants import KVCache, chunk_for, decode_combine
+from iosim.record import Record
 
 D_LATENT = 512
 """DeepSeek-V3 config.json kv_lora_rank (the latent, and V's head dim d_v, when absorbed)."""
@@ -52,8 +52,7 @@ MLA_SCALE = (128 + 64) ** -0.5
 """DeepSeek-V3's softmax scale before YaRN's mscale: (qk_nope_head_dim + qk_rope_head_dim)^-1/2."""
 
 
-@dataclass(frozen=True, slots=True)
-class MlaConfig:
+class MlaConfig(Record):
     """The MLA split kernel's tiles: BLOCK_R query heads × BLOCK_N latent rows."""
     block_r: int = 32
     block_n: int = 32
@@ -105,8 +104,7 @@ def _iosim_mla_split_kernel(
     tl.store(lse_ptr + s * stride_ls + b * stride_lb + rows, lse, mask=row_ok)
 
 
-@dataclass
-class MlaBuffers:
+class MlaBuffers(Record, frozen=False):
     """O (batch, heads, 512), L, and every split's fp32 partials of one MLA step."""
     o: torch.Tensor
     lse: torch.Tensor
@@ -162,8 +160,7 @@ def reference_mla(q: torch.Tensor, latents: list[torch.Tensor], sm_scale: float 
 # fused forward with per-tensor descales (FP8 e4m3 inputs, or fp16 with the same code)
 
 
-@dataclass(frozen=True, slots=True)
-class ScaledConfig:
+class ScaledConfig(Record):
     """The scaled forward's tiles (BLOCK_M × BLOCK_N), warps and pipeline stages."""
     block_m: int = 128
     block_n: int = 64

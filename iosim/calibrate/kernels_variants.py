@@ -28,7 +28,6 @@ import this module.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 from typing import Any
 
 import torch
@@ -43,10 +42,10 @@ from iosim.calibrate.kernels_common import (
     _iosim_split_keys,
     _iosim_split_result,
 )
+from iosim.record import Record
 
 
-@dataclass(frozen=True, slots=True)
-class DecodeConfig:
+class DecodeConfig(Record):
     """The split kernel's tiles: BLOCK_R query rows (padded to at least 16 for tl.dot) and
     BLOCK_N keys per step."""
 
@@ -137,8 +136,7 @@ def chunk_for(max_len: int, splits: int, block_n: int) -> int:
     return -(-blocks // splits) * block_n
 
 
-@dataclass
-class KVCache:
+class KVCache(Record, frozen=False):
     """K and V of `sequences` sequences: paged (page_size P, a block table) or contiguous."""
 
     k: torch.Tensor
@@ -241,8 +239,7 @@ def decode_combine(o_part: torch.Tensor, lse_part: torch.Tensor, o: torch.Tensor
         BLOCK_S=max(step, triton.next_power_of_2(splits)), STEP=step, num_warps=4)
 
 
-@dataclass
-class DecodeBuffers:
+class DecodeBuffers(Record, frozen=False):
     """Outputs of one decode step, allocated once so that a CUDA graph can replay it."""
 
     o: torch.Tensor
