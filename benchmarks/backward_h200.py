@@ -3,6 +3,7 @@
     python3 benchmarks/backward_h200.py OUTDIR [--quick] [--tune]
     python3 benchmarks/backward_h200.py OUTDIR --torch-only     # SDPA's and eager's kernels
     python3 benchmarks/backward_h200.py OUTDIR --fresh          # issue 10's gaps, fresh points
+    python3 benchmarks/backward_h200.py OUTDIR --fresh2         # (a), (c) again: a second set
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -18,7 +19,8 @@ Writes OUTDIR/backward-h200.json (the record), progress to stdout.
 flash backward causal at N ≥ 32,768, eager's causal mask pass, eager at N not a multiple of 8
 (each SDPA and eager point timed and counted as --torch-only does), and Algorithm 4 in Triton
 (kernels_fa1_bwd.py: checked against fp32 autograd at every point first, then timed and
-counted). Writes OUTDIR/backward-h200-fresh.json.
+counted). Writes OUTDIR/backward-h200-fresh.json. --fresh2: gaps (a) and (c) as shipped after
+that set was seen, on a second set (`fresh2_grid`), OUTDIR/backward-h200-fresh2.json.
 
 --torch-only (the standard path's and FA2's CUDA backward, issue 10 item 3): no Triton kernel;
 the points of `torch_grid`, each labelled fit or judge, timed (SDPA's flash backward, and eager
@@ -137,6 +139,26 @@ def fresh_grid() -> tuple[list[tuple[Any, bool, str]], list[Any]]:
     return torch_points, flash1
 
 
+def fresh2_grid() -> tuple[list[tuple[Any, bool, str]], list[Any]]:
+    """The second fresh set (the lead's call after the session's merges, 2026-12-01): the
+    current forms of gap (a)'s restart rule and gap (c)'s unaligned-kernel rule were shipped
+    after the first fresh set was seen, so they are judged here on shapes written down before
+    this run, none equal to a point of any earlier record."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    torch_points = [  # (a) FA2's causal backward at N >= 32768, d 128 and 64, GQA and not
+        (Pt(45056, 128, 1, 3, 3, True), False, "a"), (Pt(33000, 64, 1, 6, 6, True), False, "a"),
+        (Pt(57344, 64, 1, 2, 2, True, "bf16"), False, "a"),
+        (Pt(40960, 128, 1, 8, 2, True), False, "a"), (Pt(34816, 64, 2, 4, 4, True), False, "a"),
+        (Pt(53248, 128, 1, 2, 1, True), False, "a"),
+        # (c) eager at N % 8 != 0, d 64 and 128: odd, 2, 4 and 6 mod 8
+        (Pt(5003, 64, 1, 4, 4, False), True, "c"), (Pt(3333, 128, 1, 8, 8, False, "bf16"), True, "c"),
+        (Pt(6146, 64, 1, 4, 4, True), True, "c"), (Pt(2501, 128, 2, 4, 4, False), True, "c"),
+        (Pt(8190, 128, 1, 2, 2, False), True, "c"), (Pt(4604, 64, 1, 8, 2, False), True, "c"),
+    ]
+    return torch_points, []
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -201,10 +223,14 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     from iosim.record import asdict
 
     started = time.time()
-    record = record_header("issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
-                           "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(1)
-    torch_points, flash1 = fresh_grid()
+    second = args.fresh2
+    name = "backward-h200-fresh2.json" if second else "backward-h200-fresh.json"
+    record = record_header(
+        "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
+        if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
+        "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
+    torch.manual_seed(2 if second else 1)
+    torch_points, flash1 = fresh2_grid() if second else fresh_grid()
     tiles = {d: Fa1Tiles(*t) for d, t in FA1_TILES.items()}
     failed = []
     checked = {}
@@ -231,7 +257,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         log(f"{p.id} [d]: flash1 {r['flash1_s'] * 1e3:.3f} ms")
         torch.cuda.empty_cache()
     record["points"] = timed
-    (out / "backward-h200-fresh.json").write_text(json.dumps(record, indent=1))
+    (out / name).write_text(json.dumps(record, indent=1))
     log(f"timed in {time.time() - started:.0f} s")
     if not args.no_ncu:
         spec = []
@@ -246,7 +272,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         record["counters"] = collect(spec, log=out / "ncu.log", timeout_s=max(10.0, budget))
         log(f"ncu: {record['counters']['status']} ({time.time() - started:.0f} s)")
     record["wall_s"] = time.time() - started
-    (out / "backward-h200-fresh.json").write_text(json.dumps(record, indent=1))
+    (out / name).write_text(json.dumps(record, indent=1))
     if failed:
         print(failed[0] + (f" (and {len(failed) - 1} more)" if len(failed) > 1 else ""),
               file=sys.stderr)
@@ -276,6 +302,8 @@ def main(argv: list[str]) -> int:
                     help="SDPA's and eager's backward kernels on torch_grid (no Triton kernel)")
     ap.add_argument("--fresh", action="store_true",
                     help="issue 10's open gaps on fresh points (fresh_grid)")
+    ap.add_argument("--fresh2", action="store_true",
+                    help="gaps (a) and (c) on the second fresh set (fresh2_grid)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -293,7 +321,7 @@ def main(argv: list[str]) -> int:
         return 2
     if args.torch_only:
         return torch_only(args, argv, out)
-    if args.fresh:
+    if args.fresh or args.fresh2:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError
