@@ -29,6 +29,8 @@ from iosim.record import Record
 DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
 FRESH = DATA / "backward-h200-fresh.json"
+FRESH2 = DATA / "backward-h200-fresh2.json"
+"""Gaps (a) and (c) as shipped after FRESH was seen, on a second fresh set (the lead's call)."""
 """Issue 10's open gaps on fresh points (fresh_bwd.py), judged apart from RECORDS."""
 IMPLS = {"sdpa": "sdpa-flash", "eager": "torch-naive"}
 

@@ -38,6 +38,7 @@ from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate.backward_fit import DIRTY_SHARE, workload_of
 from iosim.calibrate.torch_bwd_dram import (
     FRESH,
+    FRESH2,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -369,6 +370,10 @@ def main(argv: list[str]) -> int:
             text = triton + "\n" + text
             if FRESH.exists():
                 text += "\n" + fresh_bwd.report(load([FRESH])[0], hw)
+            if FRESH2.exists():
+                text += "\n" + fresh_bwd.report(
+                    load([FRESH2])[0], hw, "Gaps (a) and (c) as shipped, on a second fresh set "
+                    "(backward-h200-fresh2.json)", grid="fresh2_grid", rules_seen=False)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
