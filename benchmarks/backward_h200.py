@@ -175,6 +175,17 @@ def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     }
 
 
+def torch_spec(points: list[tuple[Any, bool, str]]) -> list[dict[str, Any]]:
+    """What ncu profiles of (point, with eager, label) points: SDPA's backward at each, eager's
+    too where asked."""
+    spec = []
+    for p, eager, _ in points:
+        spec.append({"id": p.id, "what": "sdpa", "point": p.fields()})
+        if eager:
+            spec.append({"id": p.id, "what": "eager", "point": p.fields()})
+    return spec
+
+
 def torch_only(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     import torch
 
@@ -199,11 +210,7 @@ def torch_only(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     (out / "backward-h200-torch.json").write_text(json.dumps(record, indent=1))
     log(f"timed in {time.time() - started:.0f} s")
     if not args.no_ncu:
-        spec = []
-        for p, eager, _ in grid_points:
-            spec.append({"id": p.id, "what": "sdpa", "point": p.fields()})
-            if eager:
-                spec.append({"id": p.id, "what": "eager", "point": p.fields()})
+        spec = torch_spec(grid_points)
         budget = args.deadline_s - (time.time() - started)
         record["counters"] = collect(spec, log=out / "ncu.log", timeout_s=max(10.0, budget))
         log(f"ncu: {record['counters']['status']} ({time.time() - started:.0f} s)")
@@ -260,11 +267,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     (out / name).write_text(json.dumps(record, indent=1))
     log(f"timed in {time.time() - started:.0f} s")
     if not args.no_ncu:
-        spec = []
-        for p, eager, _ in torch_points:
-            spec.append({"id": p.id, "what": "sdpa", "point": p.fields()})
-            if eager:
-                spec.append({"id": p.id, "what": "eager", "point": p.fields()})
+        spec = torch_spec(torch_points)
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
                          "tiles": asdict(tiles[p.d])})
