@@ -71,10 +71,8 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
             from iosim.output.render_splits import split_choice_markdown
 
             click.echo("\n" + split_choice_markdown(choice), nl=False)
-        if verdict is not None:
-            click.echo("\n" + verdict.sentence())
-        if result.paging is not None:
-            click.echo("\n" + result.paging.note[0].upper() + result.paging.note[1:] + ".")
+        for note in _closing_notes(result, verdict):
+            click.echo("\n" + note)
     else:
         plain = _plain_output(result, verdict, wide) if choice is None else None
         if plain is not None:  # the same characters rich would write, laid out without it
@@ -86,11 +84,8 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
             from iosim.output.render_splits import print_split_choice
 
             print_split_choice(choice, console)
-        if verdict is not None:
-            console.print(verdict.sentence(), highlight=False)
-        if result.paging is not None:
-            console.print(result.paging.note[0].upper() + result.paging.note[1:] + ".",
-                          highlight=False)
+        for note in _closing_notes(result, verdict):
+            console.print(note, highlight=False)
 
 
 def _plain_output(result: Any, verdict: Any, wide: bool) -> str | None:
@@ -104,10 +99,17 @@ def _plain_output(result: Any, verdict: Any, wide: bool) -> str | None:
         width, styled = terminal_width(), True
     if width is None:
         return None
-    notes = [verdict.sentence()] if verdict is not None else []  # printed as rich prints a str
+    # the notes printed as rich prints a str
+    return plain_comparison(result, width, wide=wide, styled=styled,
+                            notes=_closing_notes(result, verdict))
+
+
+def _closing_notes(result: Any, verdict: Any) -> list[str]:
+    """The sentences after the tables: the shared-prefix verdict, and what paging costs."""
+    notes = [verdict.sentence()] if verdict is not None else []
     if result.paging is not None:
         notes.append(result.paging.note[0].upper() + result.paging.note[1:] + ".")
-    return plain_comparison(result, width, wide=wide, styled=styled, notes=notes)
+    return notes
 
 
 def _compare_model(fmt: str, wide: bool, params: dict[str, Any]) -> None:
