@@ -1,5 +1,4 @@
-"""Triton kernels in the tests: compiled on a CUDA GPU, else Triton 3.6's interpreter, also
-under NumPy >= 2.4 (test helper, not part of iosim).
+"""Run Triton 3.6's interpreter under NumPy >= 2.4 (test helper, not part of iosim).
 
 NumPy 2.4 refuses int() of a one-element array, which the interpreter of Triton 3.6 does for
 every loop bound (`for i in range(lo, hi)` with runtime bounds): triton-lang/triton#9171,
@@ -8,26 +7,7 @@ fixed upstream after 3.6 by squeezing the array first. This applies that fix whe
 
 from __future__ import annotations
 
-import os
 from typing import Any
-
-
-def interpreter_unless_gpu() -> tuple[Any, bool]:
-    """(torch, whether the kernels run compiled on a CUDA GPU): skips the calling test module
-    without torch or triton; without a GPU (or with TRITON_INTERPRET=1) it sets
-    TRITON_INTERPRET=1 before triton's first import (triton.language's own jit functions,
-    tl.sum and the rest, are decorated at import and must be interpreted too) and patches the
-    interpreter. Call it at module level, before importing anything that imports triton."""
-    import pytest
-
-    torch = pytest.importorskip("torch")
-    gpu = bool(torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1")
-    if not gpu:
-        os.environ["TRITON_INTERPRET"] = "1"
-    pytest.importorskip("triton")
-    if not gpu:
-        patch_interpreter()
-    return torch, gpu
 
 
 def patch_interpreter() -> None:

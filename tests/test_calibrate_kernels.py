@@ -8,15 +8,24 @@ sizes); on a GPU the same tests run compiled, and the `gpu`-marked ones add real
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
 # without torch these skip; .ci/run installs torch and triton after the README's commands and runs
 # again every file whose tests skipped for want of them
 pytestmark = pytest.mark.interpreter
-from tests._triton_compat import interpreter_unless_gpu  # noqa: E402
+torch = pytest.importorskip("torch")
+GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+if not GPU:
+    # before triton is first imported: triton.language's own jit functions (tl.sum, ...) are
+    # decorated at import and must be interpreted too
+    os.environ["TRITON_INTERPRET"] = "1"
+pytest.importorskip("triton")
+if not GPU:
+    from tests._triton_compat import patch_interpreter
 
-torch, GPU = interpreter_unless_gpu()
+    patch_interpreter()
 
 from iosim.calibrate import CalibrationError  # noqa: E402
 from iosim.calibrate import kernels as K  # noqa: E402

@@ -7,11 +7,19 @@ run compiled, with bf16 too. Skipped cleanly without torch or triton.
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from tests._triton_compat import interpreter_unless_gpu
+torch = pytest.importorskip("torch")
+GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+if not GPU:
+    os.environ["TRITON_INTERPRET"] = "1"  # before triton's first import (see test_calibrate_kernels)
+pytest.importorskip("triton")
+if not GPU:
+    from tests._triton_compat import patch_interpreter
 
-torch, GPU = interpreter_unless_gpu()
+    patch_interpreter()
 
 from iosim.algorithms.triton_bwd import BackwardTiles  # noqa: E402
 from iosim.calibrate import CalibrationError  # noqa: E402

@@ -6,11 +6,19 @@ Under Triton's interpreter on the CPU (TRITON_INTERPRET=1, small sizes, fp16), c
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
-from tests._triton_compat import interpreter_unless_gpu
+torch = pytest.importorskip("torch")
+GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+if not GPU:
+    os.environ["TRITON_INTERPRET"] = "1"  # before triton's first import (see test_calibrate_kernels)
+pytest.importorskip("triton")
+if not GPU:
+    from tests._triton_compat import patch_interpreter
 
-torch, GPU = interpreter_unless_gpu()
+    patch_interpreter()
 
 from iosim.calibrate import CalibrationError  # noqa: E402
 from iosim.calibrate import bench_bwd as BB  # noqa: E402

@@ -4,13 +4,20 @@ written here, on fresh random data with poisoned outputs (Triton's interpreter w
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
 pytestmark = pytest.mark.interpreter
-from tests._triton_compat import interpreter_unless_gpu  # noqa: E402
+torch = pytest.importorskip("torch")
+GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
+if not GPU:
+    os.environ["TRITON_INTERPRET"] = "1"
+pytest.importorskip("triton")
+if not GPU:
+    from tests._triton_compat import patch_interpreter
 
-torch, GPU = interpreter_unless_gpu()
+    patch_interpreter()
 
 from iosim.calibrate import kernels_mla_fp8 as MF  # noqa: E402
 from iosim.calibrate import kernels_variants as KV  # noqa: E402
