@@ -341,6 +341,7 @@ def test_the_fit_predicts_what_compare_predicts() -> None:
     time under the shipped H200 figures on points of every kind (sub-wave, split prefill,
     decode, eager, d = 256), so the fitted figures mean in compare what they meant in the fit."""
     from iosim.calibrate import impl_fit as F
+    from iosim.estimates.combine import TERMS as COMBINE_TERMS
 
     h200 = resolve_hardware("h200").hardware
     points = [("sdpa-flash", Workload(2048, heads=4)), ("sdpa-flash", Workload(1, n_kv=98304,
@@ -353,7 +354,8 @@ def test_the_fit_predicts_what_compare_predicts() -> None:
     bandwidth = {"sdpa-flash": h200.measured.impls["sdpa-flash"].terms["program_bandwidth"]}
     for name, w in points:
         shipped = h200.measured.impls[name]
-        pieces = F._pieces(w, get_implementation(name), h200, 1.0, bandwidth.get(name))
+        combine = {k: shipped.terms[k] for k in COMBINE_TERMS if k in shipped.terms}
+        pieces = F._pieces(w, get_implementation(name), h200, 1.0, bandwidth.get(name), combine)
         params = {**F.START, **{k: shipped.efficiency.get(v, shipped.efficiency.get("fused", 1))
                                 for k, v in F.COMPUTE_KEYS.items()},
                   **{k: v for k, v in shipped.efficiency.items() if k.startswith("memory")},
@@ -374,3 +376,19 @@ def test_a_decode_call_is_at_least_its_host_floor() -> None:
     long = compare(Workload(16384, heads=16), h200, impl="sdpa-flash",
                    profile="measured").algorithms[-1]
     assert long.call_time_s == pytest.approx(long.time_s + long.call_overhead_s)
+
+
+def test_the_combine_kernels_grid_matches_the_recorded_launches() -> None:
+    """FA2's split-KV combine kernel (estimates/combine.py): ⌈b·h·n ÷ kBlockM⌉ programs of 128
+    threads, kBlockM = 4 at d = 128. ncu on the H200 (tests/data/h200-impl-launches.csv):
+    decoding 32 query heads over 8 KV heads, and one head × 4,096 rows (split-KV prefill)."""
+    from iosim.estimates.combine import THREADS, combine_programs
+
+    combines = [r for r in _attention_rows() if "splitkv_combine" in r["Kernel Name"]]
+    shapes = {8: Workload(1, n_kv=32768, d=128, heads=32, kv_heads=8),
+              1024: Workload(4096, d=128, heads=1)}
+    grids = {_int(r["launch__grid_size"]) for r in combines}
+    assert set(shapes) <= grids
+    for grid, w in shapes.items():
+        assert combine_programs(w) == grid
+    assert {_int(r["launch__block_size"]) for r in combines} == {THREADS}

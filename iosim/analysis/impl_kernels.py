@@ -9,6 +9,7 @@ from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.errors import IosimError, arg
+from iosim.estimates.combine import TERMS as COMBINE_TERMS
 from iosim.estimates.roofline import Roofs
 from iosim.inputs.hardware import BackwardSchedule, Hardware, ImplCalibration
 from iosim.inputs.implementations import Implementation
@@ -187,7 +188,9 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
                    kernel_memory_efficiency={k.removeprefix("memory_"): v for k, v in eff.items()
                                              if k.startswith("memory_")},
                    solo_rate=terms.get("solo_rate"),
-                   program_bandwidth=terms.get("program_bandwidth"))
+                   program_bandwidth=terms.get("program_bandwidth"),
+                   combine=({k: terms[k] for k in COMBINE_TERMS}
+                            if all(k in terms for k in COMBINE_TERMS) else {}))
 
 
 def _fitted(impl: Implementation, hardware: Hardware) -> ImplCalibration | None:
