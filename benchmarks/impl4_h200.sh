@@ -28,7 +28,7 @@ else
     python3 benchmarks/impl_dram_h200.py validation3 > $OUT/h200-impl-dram4.csv 2> $OUT/ncu4.log
   stamp end dram
   # is FA2's kernel spilling registers (local memory through L2)? three fit points
-  timeout 40 $NCU --csv --page raw --clock-control none --cache-control none --metrics \
+  timeout ${SPILL_LIMIT:-25} $NCU --csv --page raw --clock-control none --cache-control none --metrics \
     launch__registers_per_thread,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum,dram__bytes_read.sum,dram__bytes_write.sum \
     python3 benchmarks/impl_dram_h200.py spill > $OUT/h200-spill.csv 2> $OUT/spill.log
   stamp end spill
