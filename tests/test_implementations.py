@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -392,3 +393,42 @@ def test_the_combine_kernels_grid_matches_the_recorded_launches() -> None:
     for grid, w in shapes.items():
         assert combine_programs(w) == grid
     assert {_int(r["launch__block_size"]) for r in combines} == {THREADS}
+
+
+def _dram_calls(csv_name: str, set_name: str) -> list[tuple[dict[str, Any], Workload]]:
+    """benchmarks/impl_dram_h200.py's counted calls of a committed ncu record, with their
+    workloads (the judge's own parser; no GPU)."""
+    from benchmarks import impl_dram_h200 as D
+
+    points = D._set(set_name)
+    rows = D.counted((DATA / csv_name).read_text(), D.calls(points))
+    return [(r, points[r["index"]]) for r in rows]
+
+
+def test_an_expanding_implementation_reads_its_gqa_copies_as_ncu_counted() -> None:
+    """iosim-triton's attention reads K_rep, V_rep per query head after repeat_interleave
+    (analysis/impl_kernels.py _reading_the_copies): its GQA calls of the fit record
+    tests/data/h200-impl-dram3.csv (VALIDATION2, ratios 2-12) within 10 % of ncu's bytes,
+    where one pass over K, V per KV head was 19-30 % under."""
+    checked = 0
+    for r, w in _dram_calls("h200-impl-dram3.csv", "validation2"):
+        if r["impl"] != "iosim-triton" or w.group_size == 1 or w.n_kv > 8192:
+            continue
+        est = compare(w, "h200", impl="iosim-triton", profile="measured").algorithms[-1].dram
+        assert est is not None
+        assert abs(est.bytes - r["dram"]) <= 0.10 * r["dram"], (w, est.bytes, r["dram"])
+        checked += 1
+    assert checked >= 5
+
+
+def test_a_split_kernel_that_fits_in_l2_reads_q_and_its_states_once() -> None:
+    """sdpa-flash's split-KV prefill of tiny grids (VALIDATION2 points 0-2: 6 × 1,792, 2 ×
+    4,608, 1 × 10,240 causal): ncu read Q + K + V once (tests/data/h200-impl-dram3.csv);
+    the estimate's reads equal that within 2 %, its Q no longer charged once per split."""
+    for r, w in _dram_calls("h200-impl-dram3.csv", "validation2"):
+        if r["impl"] != "sdpa-flash" or r["index"] > 2:
+            continue
+        est = compare(w, "h200", impl="sdpa-flash", profile="measured").algorithms[-1].dram
+        assert est is not None
+        read = sum(k["read"] for k in r["kernels"])
+        assert abs(est.read_bytes - read) <= 0.02 * read, (w, est.read_bytes, read)
