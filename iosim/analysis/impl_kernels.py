@@ -175,6 +175,10 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
         note += f", solo rate {terms['solo_rate']:.3g}"
     if "program_bandwidth" in terms:
         note += f", {terms['program_bandwidth'] / 1e9:.1f} GB/s per program"
+    if all(k in terms for k in COMBINE_TERMS):
+        note += (f", split-KV combine kernel {terms['combine_latency_s'] * 1e6:.1f} µs + "
+                 f"{terms['combine_program_bandwidth'] / 1e9:.1f} GB/s per program, "
+                 f"{terms['combine_memory']:.2g} of the bandwidth")
     if pass_ != "fwd":
         return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
                        memory_efficiency=fitted.backward.get("memory", eff.get("memory")))
