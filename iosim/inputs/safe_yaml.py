@@ -10,7 +10,7 @@ nesting deeper than MAX_YAML_DEPTH. Only safe_load's constructors are ever used.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
 from typing import Any
 
 import yaml
@@ -56,12 +56,12 @@ MAX_YAML_DEPTH = 16
 """Nesting deeper than this is refused before composing (the schema nests 4 deep)."""
 
 
-def read_yaml(path: Path) -> Any:
+def read_yaml(path: str | os.PathLike[str]) -> Any:
     """The document of a hardware file: bounded in size, UTF-8, plain YAML (no tags, anchors,
     aliases or merge keys, so nothing expands), refused with one line naming the file."""
-    where = str(path)
+    where = os.fspath(path)
     try:
-        with path.open("rb") as file:
+        with open(where, "rb") as file:
             data = file.read(MAX_YAML_BYTES + 1)
     except OSError as exc:
         raise ConfigError(where, None, f"cannot read file ({exc.strerror or type(exc).__name__})"
