@@ -18,6 +18,10 @@ if TYPE_CHECKING:
     from pathlib import Path
 
 
+SHIPPED_KINDS = ("gpus", "impls", "models")
+"""The folders of configs/ that ship with iosim."""
+
+
 def shipped_folder(kind: str, what: str) -> str:
     """configs/<kind> as a path string: inside the installed package (the wheel puts configs/ in
     iosim/), else at the source checkout's top; `what` names the files in the error when neither
@@ -86,5 +90,5 @@ def user_yaml(text: str, what: str, error: type[IosimError]) -> str | None:
     return text
 
 
-__all__ = ["path_text", "shipped_dir", "shipped_folder", "shipped_yaml_files", "shipped_yamls",
-           "user_yaml", "yaml_stem"]
+__all__ = ["SHIPPED_KINDS", "path_text", "shipped_dir", "shipped_folder", "shipped_yaml_files",
+           "shipped_yamls", "user_yaml", "yaml_stem"]
