@@ -35,7 +35,6 @@ from iosim.inputs.hardware import (
     Hardware,
     MeasuredProfile,
 )
-from iosim.inputs.impl_calibration import load_impl_calibrations
 from iosim.inputs.limits import (
     MAX_PAGE_SIZE,
     MAX_SM_COUNT,
@@ -181,6 +180,8 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
         l2 = figures["l2_bandwidth"].value
     launch = _launch_overhead(path, raw.get("launch_overhead"))
     fit = _decode_fit(path, raw.get("decode_fit"))
+    from iosim.inputs.impl_calibration import load_impl_calibrations  # a measured profile's
+
     return MeasuredProfile(provenance.strip(), bandwidth,
                            {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
                            schedule, paged, paged_source,
