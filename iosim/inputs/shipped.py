@@ -9,6 +9,7 @@ only where a caller asks for `Path`s (`shipped_dir`, `shipped_yamls`) or gives i
 from __future__ import annotations
 
 import os
+from functools import cache
 from typing import TYPE_CHECKING
 
 from iosim.errors import IosimError
@@ -22,6 +23,7 @@ SHIPPED_KINDS = ("gpus", "impls", "models")
 """The folders of configs/ that ship with iosim."""
 
 
+@cache  # an install does not move while it runs; each lookup asks (realpath: a stat a folder)
 def shipped_folder(kind: str, what: str) -> str:
     """configs/<kind> as a path string: inside the installed package (the wheel puts configs/ in
     iosim/), else at the source checkout's top; `what` names the files in the error when neither
