@@ -143,13 +143,15 @@ def test_only_the_shipped_files_are_cached(tmp_path: Path, cache: Path) -> None:
 
 def test_a_second_compare_parses_no_yaml(tmp_path: Path) -> None:
     """What the cache is for: with it filled, `iosim compare` neither parses a YAML nor
-    imports PyYAML (start-up time, benchmarks/import_speed.py)."""
+    imports PyYAML; nor does it import pathlib or fractions, on either run (start-up time,
+    benchmarks/import_speed.py)."""
     env = {**os.environ, yaml_cache.CACHE_DIR_ENV: str(tmp_path)}
     code = ("import sys; from click.testing import CliRunner; from iosim.cli import cli; "
             "r = CliRunner().invoke(cli, ['compare', '--gpu', 'a100', '--n', '4096']); "
-            "assert r.exit_code == 0, r.output; print('yaml' in sys.modules)")
+            "assert r.exit_code == 0, r.output; "
+            "print(sorted(m for m in ('yaml', 'pathlib', 'fractions') if m in sys.modules))")
     runs = [subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                           check=True, env=env).stdout.split() for _ in range(2)]
-    assert runs == [["True"], ["False"]]
+                           check=True, env=env).stdout.strip() for _ in range(2)]
+    assert runs == ["['yaml']", "[]"]
     assert len(shipped_config_paths()) > 2  # the alias lookup read two of them, not all
     assert len(list(tmp_path.iterdir())) == 3  # a100-40gb-sxm, a100-80gb-sxm, sdpa-flash
