@@ -155,3 +155,14 @@ def test_a_second_compare_parses_no_yaml(tmp_path: Path) -> None:
     assert runs == ["['yaml']", "[]"]
     assert len(shipped_config_paths()) > 2  # the alias lookup read two of them, not all
     assert len(list(tmp_path.iterdir())) == 3  # a100-40gb-sxm, a100-80gb-sxm, sdpa-flash
+
+
+def test_where_the_cache_lives(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv(yaml_cache.CACHE_DIR_ENV)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    assert yaml_cache.cache_dir() == str(tmp_path / "iosim")
+    monkeypatch.delenv("XDG_CACHE_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert yaml_cache.cache_dir() == str(tmp_path / ".cache" / "iosim")
+    monkeypatch.setattr(os.path, "expanduser", lambda path: path)  # no home folder known
+    assert yaml_cache.cache_dir() is None

@@ -43,11 +43,17 @@ SETTLED_NS = 1_000_000_000
 
 
 def cache_dir() -> str | None:
-    """The folder of the entries, or None when the cache is off (IOSIM_CACHE_DIR empty)."""
+    """The folder of the entries, or None when the cache is off (IOSIM_CACHE_DIR empty, or no
+    folder to put it in)."""
     chosen = os.environ.get(CACHE_DIR_ENV)
     if chosen is not None:
         return chosen or None
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    base = os.environ.get("XDG_CACHE_HOME")
+    if not base:
+        home = os.path.expanduser("~")
+        if home.startswith("~"):  # no home folder known: no cache, rather than one in "./~"
+            return None
+        base = os.path.join(home, ".cache")
     return os.path.join(base, "iosim")
 
 
