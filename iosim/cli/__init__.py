@@ -84,8 +84,8 @@ def _import_command(module: str, *, one_shot: bool) -> None:
     of its sight (`gc.freeze`, as Python's docs suggest for a process that forks after its
     imports): the imports make tens of thousands of objects that live as long as the process
     (modules, classes, functions, numpy's tables) and no cyclic garbage, so every collection
-    that would walk them, during the command and at exit, is work for nothing (≈ 20 ms of
-    `iosim compare`'s ≈ 190 ms of CPU). Objects made after are collected as usual. In-process
+    that would walk them, during the command and at exit, is work for nothing (15–35 ms of
+    `iosim compare`'s ≈ 200 ms of CPU). Objects made after are collected as usual. In-process
     callers (tests, `CliRunner`) import plainly."""
     if not one_shot:
         importlib.import_module(module)
