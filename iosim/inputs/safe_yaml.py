@@ -14,7 +14,7 @@ import os
 from functools import cache
 from typing import Any
 
-from iosim.errors import ConfigError, IosimError
+from iosim.errors import ConfigError
 from iosim.inputs.limits import clip, excerpt
 
 MAX_YAML_BYTES = 1 << 20
@@ -69,25 +69,13 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
     aliases or merge keys, so nothing expands), refused with one line naming the file. A file of
     the shipped folders is read through yaml_cache.py: parsed once, while it does not change."""
     where = os.fspath(path)
-    if _is_shipped(where):
+    from iosim.inputs.shipped import is_shipped_file
+
+    if is_shipped_file(where):
         from iosim.inputs.yaml_cache import cached_read
 
         return cached_read(where, _parse_file, __file__)
     return _parse_file(where)
-
-
-def _is_shipped(path: str) -> bool:
-    """Whether `path` is a file of one of the shipped folders, as their lookups spell it."""
-    from iosim.inputs.shipped import SHIPPED_KINDS, shipped_folder
-
-    folder = os.path.dirname(path)
-    for kind in SHIPPED_KINDS:
-        try:
-            if folder == shipped_folder(kind, kind):
-                return True
-        except IosimError:  # that folder is missing (its lookup says so)
-            continue
-    return False
 
 
 def _parse_file(where: str) -> Any:

@@ -23,18 +23,37 @@ SHIPPED_KINDS = ("gpus", "impls", "models")
 """The folders of configs/ that ship with iosim."""
 
 
-@cache  # an install does not move while it runs; each lookup asks (realpath: a stat a folder)
-def shipped_folder(kind: str, what: str) -> str:
-    """configs/<kind> as a path string: inside the installed package (the wheel puts configs/ in
-    iosim/), else at the source checkout's top; `what` names the files in the error when neither
-    exists."""
-    package = os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+@cache  # an install does not move while it runs, and realpath stats every folder on the way
+def _package() -> str:
+    """The iosim package's folder (its links resolved)."""
+    return os.path.dirname(os.path.dirname(os.path.realpath(__file__)))
+
+
+@cache
+def _folder(kind: str) -> str | None:
+    package = _package()
     for candidate in (os.path.join(package, "configs", kind),
                       os.path.join(os.path.dirname(package), "configs", kind)):
         if os.path.isdir(candidate):
             return candidate
-    raise IosimError(f"the shipped {what} are missing (looked in "
-                     f"{os.path.join(package, 'configs', kind)}); reinstall iosim")
+    return None
+
+
+def shipped_folder(kind: str, what: str) -> str:
+    """configs/<kind> as a path string: inside the installed package (the wheel puts configs/ in
+    iosim/), else at the source checkout's top; `what` names the files in the error when neither
+    exists."""
+    folder = _folder(kind)
+    if folder is None:
+        raise IosimError(f"the shipped {what} are missing (looked in "
+                         f"{os.path.join(_package(), 'configs', kind)}); reinstall iosim")
+    return folder
+
+
+def is_shipped_file(path: str) -> bool:
+    """Whether `path` is a file of one of the shipped folders, as their lookups spell it."""
+    folder = os.path.dirname(path)
+    return any(folder == _folder(kind) for kind in SHIPPED_KINDS)
 
 
 def shipped_dir(kind: str, what: str) -> Path:
@@ -92,5 +111,5 @@ def user_yaml(text: str, what: str, error: type[IosimError]) -> str | None:
     return text
 
 
-__all__ = ["SHIPPED_KINDS", "path_text", "shipped_dir", "shipped_folder", "shipped_yaml_files",
-           "shipped_yamls", "user_yaml", "yaml_stem"]
+__all__ = ["SHIPPED_KINDS", "is_shipped_file", "path_text", "shipped_dir", "shipped_folder",
+           "shipped_yaml_files", "shipped_yamls", "user_yaml", "yaml_stem"]
