@@ -1,7 +1,7 @@
 """iosim's decoding choices against the H200 record of issue 14 (no GPU needed).
 
     python benchmarks/decode_choices_h200.py [RECORD] [--profile spec|measured] [--points]
-        [--no-timed] [--fit] [--markdown]
+        [--no-timed] [--markdown]
 
 RECORD defaults to tests/data/h200-variants.json. Two sets are reported apart: the fit set
 ("decode", "cascade": the points the split rule and the cascade model were chosen on) and the
@@ -29,18 +29,10 @@ from typing import Any
 from iosim import Workload
 from iosim.analysis.cascade_verdict import cascade_verdict
 from iosim.analysis.compare import compare
-from iosim.analysis.decode_time import (
-    CascadeTimer,
-    Tiles,
-    ceilings,
-    fit_ramp_efficiency,
-    splitkv_timed,
-    timed_verdict,
-)
+from iosim.analysis.decode_time import MEASURED_TILES, DecodeCounts, Tiles, timed_verdict
 from iosim.analysis.split_choice import choose_splits
 from iosim.inputs.gpus import resolve_hardware
-from iosim.inputs.hardware import DecodeFit, Hardware
-from iosim.record import replace
+from iosim.inputs.hardware import Hardware
 
 RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "h200-variants.json"
 WITHIN = 1.05
@@ -59,7 +51,7 @@ def split_picks(record: dict[str, Any], section: str = "decode",
                      batch=d["batch"])
         measured = {r["splits"]: r["time_s"] for r in d["sweep"]}
         choice = choose_splits(w, "h200", block_q=config["block_r"], block_kv=config["block_n"],
-                               profile=profile)
+                               profile=profile, programs_per_sm=MEASURED_TILES.programs_per_sm)
         fastest = min(measured.values())
         rows.append({"id": d["id"], "fastest": d["best_splits"], "pick": choice.best.splits,
                      "pick_over_fastest": measured[choice.best.splits] / fastest,
@@ -104,17 +96,17 @@ def timed_verdicts(record: dict[str, Any], section: str, hw: Hardware | str = "h
     cost; analysis/decode_time.py) next to the measured winner, and the model's time of each
     method at the split counts measured fastest over the measured time."""
     config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"])
+    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
+                  MEASURED_TILES.programs_per_sm)
     rows = []
     for c in record.get(section, []):
         if c.get("status") != "ok":
             continue
-        w = batch_workload(c)
-        v = timed_verdict(w, hw, tiles)
+        counts = DecodeCounts(batch_workload(c), hw, tiles)
+        v = timed_verdict(counts.workload, hw, tiles, counts=counts)
         bs, bc = c["best_splitkv"], c["best_cascade"]
-        split_at = splitkv_timed(w, hw, bs["splits"], tiles).time_s
-        cascade_at = CascadeTimer(w, hw, tiles).timed(bc["prefix_splits"],
-                                                      bc["suffix_splits"]).time_s
+        split_at = counts.splitkv(bs["splits"]).time_s
+        cascade_at = counts.cascade(bc["prefix_splits"], bc["suffix_splits"]).time_s
         rows.append({"id": c["id"], "iosim": v.winner, "iosim_ratio": v.ratio,
                      "iosim_splitkv": v.splitkv.label(), "iosim_cascade": v.cascade.label(),
                      "measured": c["winner"],
@@ -126,38 +118,6 @@ def timed_verdicts(record: dict[str, Any], section: str, hw: Hardware | str = "h
                      "cascade_splits": f"{bc['prefix_splits']}+{bc['suffix_splits']}",
                      "cascade_model_us": cascade_at * 1e6})
     return rows
-
-
-FIT_SECTIONS = ("cascade", "cascade_judge", "cascade_fresh")
-"""The shared-prefix batches the decoding time model's ramp and efficiency are fitted on: the
-old fit and judge sets (both seen before the model was built); cascade_fresh judges it."""
-
-
-def fit_decode(record: dict[str, Any]) -> Hardware:
-    """The H200 with measured.decode_fit's ramp and efficiency fitted on FIT_SECTIONS (each
-    method at its measured fastest split counts); prints them. The shipped YAML leaves them out:
-    with them the verdict on FIT_SECTIONS was right on 19 of 24, without on 20 (the time model
-    with measured constants alone is the one judged; this variant is reported beside it)."""
-    config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"])
-    hw = resolve_hardware("h200").hardware
-    assert hw.measured is not None
-    base_hw = replace(hw, measured=replace(hw.measured, decode_fit=None))
-    points = []
-    for section in FIT_SECTIONS:
-        for c in record.get(section, []):
-            if c.get("status") != "ok":
-                continue
-            w = batch_workload(c)
-            bs, bc = c["best_splitkv"], c["best_cascade"]
-            points.append((splitkv_timed(w, base_hw, bs["splits"], tiles).kernels, bs["time_s"]))
-            points.append((CascadeTimer(w, base_hw, tiles).timed(
-                bc["prefix_splits"], bc["suffix_splits"]).kernels, bc["time_s"]))
-    ramp, eff, rms = fit_ramp_efficiency(points, ceilings(base_hw))
-    print(f"decode_fit on {'+'.join(FIT_SECTIONS)} ({len(points)} times): ramp_us "
-          f"{ramp * 1e6:.2f}, efficiency {eff:.2f}, rms log error {rms:.3f}")
-    return replace(hw, measured=replace(hw.measured, decode_fit=DecodeFit(
-        ramp, eff, f"fitted on {'+'.join(FIT_SECTIONS)}")))
 
 
 def print_timed(rows: list[dict[str, Any]], title: str) -> None:
@@ -196,7 +156,8 @@ def dram_points(record: dict[str, Any], sections: tuple[str, ...] = ALL_SECTIONS
     analysis/decode_time.py) over the DRAM bytes read and written (the dirty lines left in L2
     included)."""
     config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"])
+    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
+                  MEASURED_TILES.programs_per_sm)
     shapes = {s["id"]: (name, s) for name in sections for s in record.get(name, [])}
     rows = []
     for section in record["counters"]:
@@ -207,11 +168,11 @@ def dram_points(record: dict[str, Any], sections: tuple[str, ...] = ALL_SECTIONS
             if "prefix_len" in shape:
                 w = batch_workload(shape)
                 kind = "shared prefix " + p["method"]
+                counts = DecodeCounts(w, "h200", tiles)
                 if p["method"] == "cascade":
-                    model = CascadeTimer(w, "h200", tiles).timed(
-                        p["prefix_splits"], p["suffix_splits"]).dram_bytes
+                    model = counts.cascade(p["prefix_splits"], p["suffix_splits"]).dram_bytes
                 else:
-                    model = splitkv_timed(w, "h200", p["splits"], tiles).dram_bytes
+                    model = counts.splitkv(p["splits"]).dram_bytes
             else:
                 w = Workload(1, n_kv=shape["n_kv"], d=shape["d"], heads=shape["heads"],
                              kv_heads=shape["kv_heads"], batch=shape["batch"],
@@ -317,7 +278,6 @@ def main(argv: list[str]) -> int:
     if "--markdown" in flags:
         markdown(record)
         return 0
-    fitted = fit_decode(record) if "--fit" in flags else None
     print(f"profile: {profile}\n")
     for decode, cascade, title in (("decode", "cascade", "fit set"),
                                    ("decode_judge", "cascade_judge", "held-out judge set"),
@@ -330,8 +290,6 @@ def main(argv: list[str]) -> int:
         print_verdicts(verdicts(record, cascade, profile), title)
         if timed:
             print_timed(timed_verdicts(record, cascade), title)
-        if fitted is not None:
-            print_timed(timed_verdicts(record, cascade, fitted), title + ", with decode_fit")
         print()
     points = dram_points(record)
     print("DRAM: iosim's estimate ÷ ncu DRAM read + write, per point")

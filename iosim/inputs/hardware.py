@@ -72,6 +72,8 @@ class DecodeFit(Record):
     efficiency: float
     """The share of the HBM and L2 rates the decoding kernels reach."""
     source: str = ""
+    block_s: float | None = None
+    """A split-KV program's time per key block on its walk (None: not fitted)."""
 
 
 class MeasuredProfile(Record):
