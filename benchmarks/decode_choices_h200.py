@@ -120,6 +120,36 @@ def timed_verdicts(record: dict[str, Any], section: str, hw: Hardware | str = "h
     return rows
 
 
+def mla_times(record: dict[str, Any], section: str = "mla") -> list[dict[str, Any]]:
+    """One row per ok MLA shape of `section`: the decoding time model's time at the measured
+    fastest split count (the MLA kernel's 32 × 32 tiles) over the measured time, and the
+    model's pick among the timed counts with its measured time over the fastest."""
+    from decode_fit_h200 import MLA_TILES, mla_workload
+
+    rows = []
+    for p in record.get(section, []):
+        if p.get("status") != "ok":
+            continue
+        counts = DecodeCounts(mla_workload(p), "h200", MLA_TILES)
+        measured = {r["splits"]: r["time_s"] for r in p["sweep"]}
+        model = {s: counts.splitkv(s).time_s for s in measured}
+        best, pick = p["best_splits"], min(model, key=lambda s: (model[s], s))
+        rows.append({"id": p["id"], "fastest": best, "measured_us": measured[best] * 1e6,
+                     "model_us": model[best] * 1e6, "error": model[best] / measured[best] - 1,
+                     "pick": pick, "pick_over_fastest": measured[pick] / measured[best]})
+    return rows
+
+
+def print_mla(rows: list[dict[str, Any]], title: str) -> None:
+    print(f"\nMLA decode ({title}): the time model at the fastest measured split count")
+    print(f"{'shape':<24} {'fastest':>7} {'µs':>8} {'model':>8} {'err':>6} {'pick':>5} {'÷':>6}")
+    for r in rows:
+        print(f"{r['id']:<24} {r['fastest']:>7} {r['measured_us']:>8.1f} {r['model_us']:>8.1f} "
+              f"{r['error']:>+6.0%} {r['pick']:>5} {r['pick_over_fastest']:>6.3f}")
+    print(f"time within ±15 %: {sum(abs(r['error']) <= 0.15 for r in rows)} of {len(rows)}; "
+          f"pick within 5 %: {sum(r['pick_over_fastest'] <= WITHIN for r in rows)}")
+
+
 def print_timed(rows: list[dict[str, Any]], title: str) -> None:
     print(f"\nshared prefix ({title}), the decoding time model: its winner (ratio, its picks) "
           "against the measured; its time at the measured fastest split counts")

@@ -7,7 +7,7 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
 
     T_k = t_launch + t_ramp + √(S_k² + C_k²)
     S_k = max(B_DRAM / (η·BW_HBM) + (B_L2 − B_DRAM) / (η·BW_L2), F_mm / P_mm + F_el / P_el)
-    C_k = W_k · n_k · t_block
+    C_k = W_k · n_k · (t_block + F_block / r_mma)
 
   t_launch  one launch inside a CUDA graph, measured with empty kernels back to back
             (measured.launch_overhead; calibrate/decode_microbench.py). Cascade launches three
@@ -21,12 +21,18 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
   F         the executed matmul and elementwise FLOPs over the measured matmul peak (of the
             workload's dtype) and the fitted softmax rate.
   C_k       the chain: a split kernel's program walks its n_k key blocks one after another,
-            each a dependent round trip of t_block (load the tiles, two dots, the next load);
+            each a dependent round trip of t_block (load the tiles, the next load waits) plus
+            its two dots, F_block = 2·B_r·B_c·(d + d_v) FLOPs at the query tile's B_r rows
+            (padding rows included: the tensor cores run the whole tile), at one program's
+            matmul rate r_mma;
             the grid runs W_k = ⌈P / slots⌉ waves of its P programs over the slots the GPU
-            holds at once (c programs per SM × SMs, the tiling's programs_per_sm). On the H200
-            a program walks a block in about 1.3-1.5 µs whatever the head dim (batch 1, one
-            split: 22 GB/s per program at d = 128, 12 GB/s at d = 64), so t_block is a latency,
-            not a rate. The streaming time S_k and the chain C_k bind together near the knee
+            holds at once (c programs per SM × SMs, the tiling's programs_per_sm, or the
+            compiled kernel's where its registers bind first: Tiles.programs_per_sm). On the
+            H200 a decoding program walks a 16 × 64 block in 1.3-1.5 µs whatever the head dim
+            (batch 1, one split: 22 GB/s per program at d = 128, 12 GB/s at d = 64), so most
+            of t_block is a latency, not a byte rate; MLA's 32 × 32 blocks of 576 + 512 columns
+            take 3.1 µs (mla-b1-32k-h16, one split), their dots 4× the decode tile's: the
+            matmul term. The streaming time S_k and the chain C_k bind together near the knee
             (neither hides the other there), far apart the larger alone: their root sum of
             squares (a smooth maximum; the plain maximum and the sum fitted the seen sets worse,
             objective 0.019 and 0.018 against 0.014). One split per KV head walks every key
@@ -38,11 +44,12 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
             it over-split (issue 14: 3 of 10 fresh decode shapes within 5 %).
             n_k = ⌈T_c / s⌉ for split-KV at s splits (T_c the longest request's key blocks);
             the prefix and suffix kernels of cascade use their own lengths and split counts.
-  t_ramp, η, t_block  fitted (measured.decode_fit): the time a kernel takes beyond its launch
-            before its roofs bind, the share of the two memory rates the decoding kernels
-            reach, and a program's time per key block (benchmarks/decode_fit_h200.py: fitted
+  t_ramp, η, t_block, r_mma  fitted (measured.decode_fit): the time a kernel takes beyond its
+            launch before its roofs bind, the share of the two memory rates the decoding kernels
+            reach, a program's latency per key block and its matmul rate
+            (benchmarks/decode_fit_h200.py: fitted
             on the seen sets of tests/data/h200-variants.json, every split count of the decode
-            shapes and both methods of the shared-prefix batches at their fastest counts;
+            and MLA shapes and both methods of the shared-prefix batches at their fastest counts;
             judged on a fresh set).
 
 Without a measured block time (a GPU YAML without decode_fit.block_us) there is no chain, and
@@ -94,7 +101,9 @@ class Ceilings(Record):
     ramp_s: float = 0.0
     efficiency: float = 1.0
     block_s: float | None = None
-    """t_block: a split-KV program's time per key block (None: the slot-share rule instead)."""
+    """t_block: a split-KV program's latency per key block (None: the slot-share rule instead)."""
+    program_flops_per_s: float | None = None
+    """r_mma: one split-KV program's matmul rate on its walk (None: its dots cost nothing)."""
 
 
 class KernelTime(Record):
@@ -113,6 +122,8 @@ class KernelTime(Record):
     """Programs the GPU holds at once (0: no modelled grid)."""
     blocks_per_program: int = 0
     """Key blocks one program walks (0: not a split kernel)."""
+    block_flops: float = 0.0
+    """F_block: the two dots of one key block at the query tile, 2·B_r·B_c·(d + d_v)."""
 
     @property
     def launch_s(self) -> float:
@@ -159,12 +170,14 @@ class KernelTime(Record):
 
     @property
     def chain_s(self) -> float:
-        """W · n · t_block: the waves of one program's walk over its key blocks (0 for a kernel
-        that is not a split kernel, or without a measured block time)."""
+        """W · n · (t_block + F_block / r_mma): the waves of one program's walk over its key
+        blocks (0 for a kernel that is not a split kernel, or without a measured block time)."""
         block = self.ceilings.block_s
         if block is None or not self.blocks_per_program:
             return 0.0
-        return self.waves * self.blocks_per_program * block
+        rate = self.ceilings.program_flops_per_s
+        dots = self.block_flops / rate if rate else 0.0
+        return self.waves * self.blocks_per_program * (block + dots)
 
     @property
     def busy_s(self) -> float:
@@ -203,7 +216,7 @@ def ceilings(hardware: Hardware) -> Ceilings:
     return Ceilings(roofs.hbm_bandwidth_bytes_per_s, m.l2_bandwidth_bytes_per_s,
                     roofs.matmul_flops_per_s, roofs.vector_flops_per_s, m.launch_overhead_s,
                     fit.ramp_s if fit else 0.0, fit.efficiency if fit else 1.0,
-                    fit.block_s if fit else None)
+                    fit.block_s if fit else None, fit.program_flops_per_s if fit else None)
 
 
 def _profile(hardware: Hardware) -> str:
@@ -212,11 +225,11 @@ def _profile(hardware: Hardware) -> str:
 
 
 def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: float,
-                 chains: dict[str, int] | None = None, per_sm: int | None = None
+                 chains: dict[str, tuple[int, float]] | None = None, per_sm: int | None = None
                  ) -> tuple[KernelTime, ...]:
     """Every kernel of `estimate` under the model (matmul at the workload dtype's peak);
-    `chains` maps a split kernel's name to the key blocks one of its programs walks; `per_sm`
-    replaces the tiling's programs per SM of the split kernels."""
+    `chains` maps a split kernel's name to (key blocks one of its programs walks, FLOPs of one
+    block's dots); `per_sm` replaces the tiling's programs per SM of the split kernels."""
     out = []
     for k in estimate.kernels:
         dram = estimate.dram.of_kernel(k.name).bytes if estimate.dram is not None else k.hbm_bytes
@@ -225,9 +238,10 @@ def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: f
         if occupancy is not None and per_sm and occupancy.sm_count and k.name in (chains or {}):
             slots = per_sm * occupancy.sm_count
         compute = k.matmul_flops / matmul_flops_per_s + k.elementwise_flops / c.vector_flops_per_s
-        blocks = (chains or {}).get(k.name, 0)
+        blocks, flops = (chains or {}).get(k.name, (0, 0.0))
         out.append(KernelTime(k.name, c, float(dram), float(k.hbm_bytes), compute,
-                              occupancy.programs if occupancy else 0, slots or 0, blocks))
+                              occupancy.programs if occupancy else 0, slots or 0, blocks,
+                              flops))
     return tuple(out)
 
 
@@ -328,11 +342,17 @@ class DecodeCounts:
         """⌈length / B_c⌉."""
         return int(cdiv(length, self.tiles.block_kv))
 
+    def block_flops(self, block_q: int) -> float:
+        """The two dots of one key block at a B_r-row query tile: 2·B_r·B_c·(d + d_v)."""
+        w = self.workload
+        return 2.0 * block_q * self.tiles.block_kv * (w.d + w.d_v)
+
     def splitkv(self, splits: int) -> Timed:
         """Split-KV over each request's full KV at `splits` splits."""
         est = self.estimate("splitkv", splits, self.tiles.block_q)
         chain = int(cdiv(self.key_blocks(self.workload.n_kv), splits))
-        kernels = kernel_times(est, self.c, self.peak, {"splitkv_attn": chain},
+        flops = self.block_flops(self.tiles.block_q)
+        kernels = kernel_times(est, self.c, self.peak, {"splitkv_attn": (chain, flops)},
                                self.tiles.per_sm(self.workload.d))
         return Timed("splitkv", (splits,), kernels, est.time_s)
 
@@ -340,8 +360,10 @@ class DecodeCounts:
         w = self.workload
         assert w.prefix_len is not None and w.suffix_lens is not None
         est = self.estimate("cascade", splits, block_q)
-        chains = {"cascade_prefix": int(cdiv(self.key_blocks(w.prefix_len), splits)),
-                  "cascade_suffix": int(cdiv(self.key_blocks(max(w.suffix_lens)), splits))}
+        flops = self.block_flops(block_q)
+        chains = {"cascade_prefix": (int(cdiv(self.key_blocks(w.prefix_len), splits)), flops),
+                  "cascade_suffix": (int(cdiv(self.key_blocks(max(w.suffix_lens)), splits)),
+                                     flops)}
         kernels = kernel_times(est, self.c, self.peak, chains, self.tiles.per_sm(w.d))
         return est, {k.kernel: k for k in kernels}
 
