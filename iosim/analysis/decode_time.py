@@ -269,6 +269,11 @@ class Timed(Record):
         """The kernels' DRAM estimates added."""
         return sum(k.dram_bytes for k in self.kernels)
 
+    @property
+    def hbm_bytes(self) -> float:
+        """The kernels' loads and stores added (the L2-oblivious count compare reports)."""
+        return sum(k.l2_bytes for k in self.kernels)
+
     def label(self) -> str:
         """'8' or '16+2'."""
         return "+".join(str(s) for s in self.splits)
@@ -319,14 +324,16 @@ def _hardware(hardware: Hardware | str) -> Hardware:
 class DecodeCounts:
     """compare's counts of one decoding workload's kernels, each (algorithm, split count,
     query tile) counted once and kept; the model's times come from them under any ceilings.
-    `options` are compare's (sram, sram_elements, tiles, profile: the roofline column's)."""
+    `options` are compare's (sram, sram_elements, profile: the roofline column's; tile_rule:
+    compare's `tiles`, "code" or "alg1")."""
 
     def __init__(self, workload: Workload, hardware: Hardware | str,
-                 tiles: Tiles = MEASURED_TILES, **options: Any) -> None:
+                 tiles: Tiles = MEASURED_TILES, *, tile_rule: str = "code",
+                 **options: Any) -> None:
         self.workload, self.hw, self.tiles = workload, _hardware(hardware), tiles
         self.c = ceilings(self.hw)
         self.peak = _matmul_peak(self.hw, workload)
-        self.options = {"profile": _profile(self.hw), **options}
+        self.options = {"profile": _profile(self.hw), **options, "tiles": tile_rule}
         self._kept: dict[tuple[str, int, int], AlgorithmEstimate] = {}
 
     def estimate(self, algorithm: str, splits: int, block_q: int) -> AlgorithmEstimate:
@@ -432,7 +439,8 @@ def timed_verdict(workload: Workload, hardware: Hardware | str, tiles: Tiles = M
                   counts: DecodeCounts | None = None, **options: Any) -> TimedVerdict:
     """Split-KV at 1, 2, 4, ..., splitkv_top splits and cascade at every pair of 1, ...,
     prefix_top and 1, ..., suffix_top (as benchmarks/variants_h200.py times them), each at
-    its fastest under the model; `options` are compare's (sram, sram_elements, tiles, profile)."""
+    its fastest under the model; `options` are DecodeCounts' (sram, sram_elements, profile,
+    tile_rule)."""
     if workload.prefix_len is None or workload.suffix_lens is None:
         raise IosimError("the cascade verdict needs a shared-prefix batch (prefix_len and "
                          "suffix_lens)", param="prefix_len")

@@ -144,11 +144,14 @@ def choose_splits(workload: Workload, hardware: Hardware | str, *,
     block_q, block_kv = options.pop("block_q", None), options.pop("block_kv", None)
     first = _splitkv(compare(workload, hw, algorithms=["splitkv"], block_q=block_q,
                              block_kv=block_kv, **options))
+    profile = str(options.get("profile", "spec"))
     tiling = first.tiling
     assert tiling is not None
     heuristic = int(tiling.splits)
+    rule = options.pop("tiles", "code")
     counts = DecodeCounts(workload, hw, Tiles(int(tiling.block_q), int(tiling.block_q),
-                                              int(tiling.block_kv), programs_per_sm), **options)
+                                              int(tiling.block_kv), programs_per_sm),
+                          tile_rule=rule, **options)
     key_blocks = int(cdiv(workload.n_kv, tiling.block_kv))
     top = min(MAX_SPLITS, key_blocks)
     bound = (f"1 to {top}: " + (f"FA2's limit of {MAX_SPLITS} splits" if top == MAX_SPLITS
@@ -163,8 +166,7 @@ def choose_splits(workload: Workload, hardware: Hardware | str, *,
         rows.append(SplitRow(s, int(cdiv(key_blocks, s)), split.programs, split.utilisation,
                              split.time_s, combine.time_s if combine else 0.0, est.hbm_bytes,
                              timed.roofline_s, True, split.waves, split.chain_s))
-    return SplitChoice(workload, hw.name, hw.sm_count, str(options.get("profile", "spec")),
-                       tuple(rows), heuristic, bound)
+    return SplitChoice(workload, hw.name, hw.sm_count, profile, tuple(rows), heuristic, bound)
 
 
 def eligible_counts(key_blocks: int, top: int) -> list[int]:
