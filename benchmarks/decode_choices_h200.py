@@ -3,18 +3,22 @@
     python benchmarks/decode_choices_h200.py [RECORD] [--profile spec|measured] [--points]
         [--no-timed] [--markdown]
 
-RECORD defaults to tests/data/h200-variants.json. Two sets are reported apart: the fit set
-("decode", "cascade": the points the split rule and the cascade model were chosen on) and the
-held-out judge set ("decode_judge", "cascade_judge": 12 shapes and 14 batches written down in
-calibrate/variants_points.py before any model output was looked at, timed in one later run).
+RECORD defaults to tests/data/h200-variants.json. Each set is reported apart: the first fit set
+("decode", "cascade"), the judge set ("decode_judge", "cascade_judge"), var3's fresh sets
+("decode_fresh", "cascade_fresh", "cascade_fresh2") — all seen, and all fitted on by
+benchmarks/decode_fit_h200.py — and var4's fresh set ("decode_fresh2", "cascade_fresh3",
+"mla_fresh": written down in calibrate/variants_points.py and timed after the model was frozen
+at tag var4-frozen), which alone judges the current model.
 
 The record (benchmarks/variants_h200.py, schema iosim/h200-variants/1) holds Triton split-KV
 decode kernels timed at every split count ("decode" rows) and shared-prefix batches timed as
 split-KV and as cascade at each's best split counts ("cascade" rows). For each decode shape this
 prints `--splits auto`'s pick (analysis/split_choice.py, with the measured kernels' tiles:
 decode_config block_r × block_n) and FA2's heuristic's, each as its measured time over the
-fastest measured count; for each shared-prefix batch, iosim's verdict (compare's default tiles
-and split heuristic, analysis/cascade_verdict.py) next to the measured winner. Acceptance (issue
+fastest measured count; for each shared-prefix batch, compare's verdict (the decoding time
+model, analysis/cascade_verdict.py, at the measured kernels' tiles) next to the measured winner,
+and the model's time of each method at its measured fastest split counts; for each MLA shape
+the model's time at the fastest count (the MLA kernel's 32 × 32 tiles). Acceptance (issue
 14): the pick within 5 % of the fastest on at least 8 decode shapes; the verdict right on at
 least 8 batches, including ones where each wins.
 """
@@ -62,18 +66,20 @@ def split_picks(record: dict[str, Any], section: str = "decode",
 
 def verdicts(record: dict[str, Any], section: str = "cascade",
              profile: str = "spec") -> list[dict[str, Any]]:
-    """One row per ok shared-prefix batch of `section`: iosim's winner and ratio (slower ÷
+    """One row per ok shared-prefix batch of `section`: compare's verdict (the decoding time
+    model, analysis/cascade_verdict.py, at the measured kernels' tiles) and ratio (slower ÷
     faster), the measured ones."""
+    config = record["decode_config"]
+    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
+                  MEASURED_TILES.programs_per_sm)
     rows = []
     for c in record.get(section, []):
         if c.get("status") != "ok":
             continue
-        suffixes = tuple(c["suffix_lens"])
-        w = Workload(1, n_kv=c["prefix_len"] + max(suffixes), d=c["d"], heads=c["heads"],
-                     kv_heads=c["kv_heads"], batch=c["batch"], prefix_len=c["prefix_len"],
-                     suffix_lens=suffixes)
-        verdict = cascade_verdict(compare(w, "h200", algorithms=["splitkv", "cascade"],
-                                          profile=profile))  # type: ignore[arg-type]
+        result = compare(batch_workload(c), "h200", algorithms=["splitkv", "cascade"],
+                         block_q=tiles.block_q, block_kv=tiles.block_kv,
+                         profile=profile)  # type: ignore[arg-type]
+        verdict = cascade_verdict(result, tiles, profile=profile)
         assert verdict is not None
         split, cascade = c["best_splitkv"]["time_s"], c["best_cascade"]["time_s"]
         rows.append({"id": c["id"], "iosim": verdict.winner, "iosim_ratio": verdict.ratio,
@@ -173,7 +179,7 @@ def print_timed(rows: list[dict[str, Any]], title: str) -> None:
 
 
 ALL_SECTIONS = ("decode", "paged", "cascade", "decode_judge", "cascade_judge", "decode_fresh",
-                "cascade_fresh", "cascade_fresh2")
+                "cascade_fresh", "cascade_fresh2", "decode_fresh2", "cascade_fresh3")
 
 
 def dram_points(record: dict[str, Any], sections: tuple[str, ...] = ALL_SECTIONS
@@ -309,18 +315,26 @@ def main(argv: list[str]) -> int:
         markdown(record)
         return 0
     print(f"profile: {profile}\n")
-    for decode, cascade, title in (("decode", "cascade", "fit set"),
-                                   ("decode_judge", "cascade_judge", "held-out judge set"),
-                                   ("decode_fresh", "cascade_fresh", "fresh set"),
-                                   ("decode_fresh2", "cascade_fresh2", "second fresh set")):
-        if not record.get(decode) and not record.get(cascade):
+    for decode, cascade, title in (("decode", "cascade", "first fit set, seen"),
+                                   ("decode_judge", "cascade_judge", "judge set, seen"),
+                                   ("decode_fresh", "cascade_fresh", "var3's fresh set, seen"),
+                                   ("", "cascade_fresh2", "var3's second fresh set, seen"),
+                                   ("decode_fresh2", "cascade_fresh3",
+                                    "var4's fresh set (model frozen at tag var4-frozen)")):
+        if not record.get(decode or "-") and not record.get(cascade):
             continue
         print(f"=== {title} ===")
-        print_picks(split_picks(record, decode, profile), title)
-        print_verdicts(verdicts(record, cascade, profile), title)
+        if decode:
+            print_picks(split_picks(record, decode, profile), title)
         if timed:
             print_timed(timed_verdicts(record, cascade), title)
+        else:
+            print_verdicts(verdicts(record, cascade, profile), title)
         print()
+    for section, title in (("mla", "seen (fitted on)"), ("mla_fresh", "var4's fresh set")):
+        if record.get(section):
+            print_mla(mla_times(record, section), title)
+    print()
     points = dram_points(record)
     print("DRAM: iosim's estimate ÷ ncu DRAM read + write, per point")
     for kind in ("decode", "paged", "shared prefix splitkv", "shared prefix cascade"):
