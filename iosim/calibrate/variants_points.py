@@ -319,8 +319,25 @@ FP8_FRESH = [
     _fp8_fresh("fp8f-e4m3-16000-full-h32", 16000, False, "fp8_e4m3", 32),   # 197 MB
     _fp8_fresh("fp8f-e5m2-7040-full-h24", 7040, False, "fp8_e5m2", 24),     # 65 MB
 ]
-"""Per-tensor descales (the kernel has no per-block scales); n a multiple of the 128 × 64
-blocks the kernel requires, not a power of two."""
+"""Per-tensor descales; n a multiple of the 128 × 64 blocks the kernel requires, not a power of
+two."""
+
+
+def _fp8_block(id_: str, n: int, causal: bool, dtype: str, heads: int) -> Point:
+    return {**_fp8_fresh(id_, n, causal, dtype, heads), "fp8_scales": "block"}
+
+
+FP8_BLOCK = [
+    _fp8_block("fp8b-e4m3-4096-full-h16", 4096, False, "fp8_e4m3", 16),      # Q, K, V 25 MB
+    _fp8_block("fp8b-e4m3-9088-causal-h16", 9088, True, "fp8_e4m3", 16),     # 56 MB
+    _fp8_block("fp8b-e4m3-14080-full-h24", 14080, False, "fp8_e4m3", 24),    # 130 MB
+    _fp8_block("fp8b-e5m2-5120-causal-h32", 5120, True, "fp8_e5m2", 32),     # 63 MB
+    _fp8_block("fp8b-e4m3-2048-full-h64", 2048, False, "fp8_e4m3", 64),      # 50 MB
+    _fp8_block("fp8b-e4m3-18048-causal-h8", 18048, True, "fp8_e4m3", 8),     # 55 MB
+]
+"""FA3 §3.3 block quantization (kernels_mla_fp8.attention_block_scaled: one fp32 scale per
+128-row block of Q and per 64-row block of K and of V, read from HBM); written before its first
+device run, none equal to an earlier point."""
 
 
 QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2],
@@ -330,14 +347,15 @@ QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2
          "decode_fresh": DECODE_FRESH[:1], "cascade_fresh": CASCADE_FRESH[:1],
          "fp8_e5m2": FP8_E5M2[:1], "cascade_fresh2": CASCADE_FRESH2[:1],
          "decode_fresh2": DECODE_FRESH2[:1], "cascade_fresh3": CASCADE_FRESH3[:1],
-         "mla_fresh": MLA_FRESH[:1], "fp8_fresh": FP8_FRESH[:1]}
+         "mla_fresh": MLA_FRESH[:1], "fp8_fresh": FP8_FRESH[:1], "fp8_block": FP8_BLOCK[:1]}
 FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
         "mla": MLA, "fp8": FP8,
         "repeat": [DECODE[1], DECODE[5], DECODE[9]],
         "decode_judge": DECODE_JUDGE, "cascade_judge": CASCADE_JUDGE,
         "decode_fresh": DECODE_FRESH, "cascade_fresh": CASCADE_FRESH, "fp8_e5m2": FP8_E5M2,
         "cascade_fresh2": CASCADE_FRESH2, "decode_fresh2": DECODE_FRESH2,
-        "cascade_fresh3": CASCADE_FRESH3, "mla_fresh": MLA_FRESH, "fp8_fresh": FP8_FRESH}
+        "cascade_fresh3": CASCADE_FRESH3, "mla_fresh": MLA_FRESH, "fp8_fresh": FP8_FRESH,
+        "fp8_block": FP8_BLOCK}
 """`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
 
 
@@ -371,5 +389,7 @@ TINY = {
                              heads=4, kv_heads=2)],
     "mla_fresh": [{**_mla("tiny-mla-fresh", 3, 90, 20), "dtype": "fp16"}],
     "fp8_fresh": [{**_fp8("tiny-fp8-fresh", 128, False, "fp8_e5m2"), "heads": 2, "d": 32}],
+    "fp8_block": [{**_fp8("tiny-fp8-block", 256, True, "fp8_e4m3"), "heads": 2, "d": 32,
+                   "fp8_scales": "block"}],
 }
 """A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""
