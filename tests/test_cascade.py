@@ -36,6 +36,11 @@ ALL = ["standard", "splitkv", "cascade"]
     # MQA: 8 query heads × 5 requests = 40 packed prefix rows, 3 prefix splits (one empty)
     (Workload(1, n_kv=40, batch=5, heads=8, kv_heads=1, d=8, prefix_len=33,
               suffix_lens=(7, 1, 2, 3, 4)), {"block_q": 16, "block_kv": 8, "splits": 3}),
+    # lengths that come back after others (runs 5, 20, 5, 20, 5): the closed form counts the
+    # runs of one length as one segment of their summed batch (closedform._segment_parts); the
+    # walk and the executor go request by request
+    (Workload(1, n_kv=70, batch=5, heads=4, kv_heads=2, d=8, prefix_len=50,
+              suffix_lens=(5, 20, 5, 20, 5)), {"block_q": 16, "block_kv": 16, "splits": 2}),
 ])
 def test_three_counts_and_the_output_agree(workload: Workload, kwargs: dict[str, int]) -> None:
     checked = verify(workload, algorithms=ALL, **kwargs)  # type: ignore[arg-type]
