@@ -1,7 +1,7 @@
 """iosim's decoding choices against the H200 record of issue 14 (no GPU needed).
 
     python benchmarks/decode_choices_h200.py [RECORD] [--profile spec|measured] [--points]
-        [--no-timed] [--markdown]
+        [--no-timed] [--markdown] [--fresh-markdown]
 
 RECORD defaults to tests/data/h200-variants.json. Each set is reported apart: the first fit set
 ("decode", "cascade"), the judge set ("decode_judge", "cascade_judge"), var3's fresh sets
@@ -30,12 +30,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from decode_fit_h200 import decode_workload
+
 from iosim import Workload
 from iosim.analysis.cascade_verdict import cascade_verdict
 from iosim.analysis.compare import compare
 from iosim.analysis.decode_time import MEASURED_TILES, DecodeCounts, Tiles, timed_verdict
 from iosim.analysis.split_choice import choose_splits
-from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 
 RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "h200-variants.json"
@@ -298,6 +299,68 @@ def markdown(record: dict[str, Any]) -> None:
               f"{r['fa2']} | {r['fa2_over_fastest']:.3f} |")
 
 
+def markdown_fresh(record: dict[str, Any]) -> None:
+    """var4's fresh set, every point (reports/variants-h200.md, docs/variants-decoding.md):
+    the split picks with the model's time at the fastest count, the verdicts with both
+    methods' time errors, MLA's times, and every counted point's DRAM error (decode, shared
+    prefix, MLA, FP8 with per-tensor and per-block scales)."""
+    import variants_compare as vc
+
+    print("| shape | fastest splits | µs | model µs | error | --splits auto | ÷ fastest | FA2 "
+          "| ÷ fastest |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    tiles = Tiles(record["decode_config"]["block_r"], 64, record["decode_config"]["block_n"],
+                  MEASURED_TILES.programs_per_sm)
+    shapes = {d["id"]: d for d in record.get("decode_fresh2", [])}
+    for r in split_picks(record, "decode_fresh2"):
+        d = shapes[r["id"]]
+        model = DecodeCounts(decode_workload(d), "h200", tiles).splitkv(r["fastest"]).time_s
+        measured = {x["splits"]: x["time_s"] for x in d["sweep"]}[r["fastest"]]
+        print(f"| {r['id']} | {r['fastest']} | {measured * 1e6:.1f} | {model * 1e6:.1f} | "
+              f"{model / measured - 1:+.0%} | {r['pick']} | {r['pick_over_fastest']:.3f} | "
+              f"{r['fa2']} | {r['fa2_over_fastest']:.3f} |")
+    print("\n| batch | measured winner (×) | model winner (×) | right | split-KV µs (splits) | "
+          "model | error | cascade µs (splits) | model | error |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in timed_verdicts(record, "cascade_fresh3"):
+        e1 = r["splitkv_model_us"] / r["splitkv_us"] - 1
+        e2 = r["cascade_model_us"] / r["cascade_us"] - 1
+        ok = "yes" if r["iosim"] == r["measured"] else "**no**"
+        print(f"| {r['id']} | {r['measured']} ({r['measured_ratio']:.2f}) | {r['iosim']} "
+              f"({r['iosim_ratio']:.2f}) | {ok} | {r['splitkv_us']:.1f} ({r['splitkv_splits']}) "
+              f"| {r['splitkv_model_us']:.1f} | {e1:+.0%} | {r['cascade_us']:.1f} "
+              f"({r['cascade_splits']}) | {r['cascade_model_us']:.1f} | {e2:+.0%} |")
+    print("\n| MLA shape | fastest splits | µs | model µs | error | model pick | ÷ fastest |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in mla_times(record, "mla_fresh"):
+        print(f"| {r['id']} | {r['fastest']} | {r['measured_us']:.1f} | {r['model_us']:.1f} | "
+              f"{r['error']:+.0%} | {r['pick']} | {r['pick_over_fastest']:.3f} |")
+    print("\n| counted point | section | ncu DRAM MB | iosim DRAM MB | error |")
+    print("|---|---|---:|---:|---:|")
+    for r in dram_points(record, ("decode_fresh2", "cascade_fresh3")):
+        print(f"| {r['id']} | {r['section']} | {r['measured_bytes'] / 1e6:,.1f} | "
+              f"{r['model_bytes'] / 1e6:,.1f} | {r['ratio'] - 1:+.1%} |")
+    counts = vc.counted(record)
+    for section, algorithm, opts in (("mla_fresh", "splitkv", vc.MLA_TILES),
+                                     ("fp8_fresh", "flash2", vc.FP8_TILES),
+                                     ("fp8_block", "flash2", vc.FP8_TILES)):
+        for p in record.get(section, []):
+            for cid, c in counts.items():
+                if c["id"] != p["id"]:
+                    continue
+                extra = {"splits": c["splits"]} if c.get("splits") else {}
+                model = vc.predict(p, algorithm, **opts, **extra)["dram_bytes"]
+                measured = c["dram_read_bytes"] + c["dram_write_bytes"]
+                print(f"| {cid} | {section} | {measured / 1e6:,.1f} | {model / 1e6:,.1f} | "
+                      f"{model / measured - 1:+.1%} |")
+    print("\n| FP8 shape | scales | measured ms | iosim roofline ms (measured profile) | "
+          "error |\n|---|---|---:|---:|---:|")
+    for section in ("fp8_fresh", "fp8_block"):
+        for p in record.get(section, []):
+            model = vc.predict(p, "flash2", **vc.FP8_TILES)["time_s"]
+            print(f"| {p['id']} | {p['fp8_scales']} | {p['time_s'] * 1e3:.3f} | "
+                  f"{model * 1e3:.3f} | {model / p['time_s'] - 1:+.0%} |")
+
+
 def main(argv: list[str]) -> int:
     profile = "spec"
     if "--profile" in argv:
@@ -313,6 +376,9 @@ def main(argv: list[str]) -> int:
     record = json.loads(Path(argv[0] if argv else RECORD).read_text())
     if "--markdown" in flags:
         markdown(record)
+        return 0
+    if "--fresh-markdown" in flags:
+        markdown_fresh(record)
         return 0
     print(f"profile: {profile}\n")
     for decode, cascade, title in (("decode", "cascade", "first fit set, seen"),
