@@ -72,8 +72,7 @@ costs one count per split count it weighs, and a fit none after the first.
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate
@@ -219,7 +218,7 @@ def ceilings(hardware: Hardware) -> Ceilings:
                     fit.block_s if fit else None, fit.program_flops_per_s if fit else None)
 
 
-def _profile(hardware: Hardware) -> str:
+def _profile(hardware: Hardware) -> Literal["spec", "measured"]:
     m = hardware.measured
     return "measured" if m is not None and m.launch_overhead_s is not None else "spec"
 
@@ -451,26 +450,3 @@ def timed_verdict(workload: Workload, hardware: Hardware | str, tiles: Tiles = M
              for s in counts_up_to(dc.key_blocks(max(workload.suffix_lens)), suffix_top)]
     cascade = min((dc.cascade(p, s) for p, s in pairs), key=lambda t: t.time_s)
     return TimedVerdict(split, cascade)
-
-
-def log_error(points: Sequence[tuple[Timed, float]], c: Ceilings) -> float:
-    """rms of log(model / measured) over `points` (counts, measured seconds) under `c`."""
-    sse = sum(math.log(t.under(c).time_s / m) ** 2 for t, m in points)
-    return math.sqrt(sse / max(1, len(points)))
-
-
-def fit_decode_constants(points: Sequence[tuple[Timed, float]], base: Ceilings,
-                         ramps_us: Sequence[float], efficiencies: Sequence[float],
-                         blocks_us: Sequence[float]) -> tuple[Ceilings, float]:
-    """The ceilings (ramp, efficiency, block time from the grids given) of least rms log
-    error over `points`, and that error."""
-    best: tuple[float, Ceilings] | None = None
-    for ramp in ramps_us:
-        for eff in efficiencies:
-            for block in blocks_us:
-                c = replace(base, ramp_s=ramp * 1e-6, efficiency=eff, block_s=block * 1e-6)
-                err = log_error(points, c)
-                if best is None or err < best[0]:
-                    best = (err, c)
-    assert best is not None
-    return best[1], best[0]
