@@ -34,8 +34,8 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
             take 3.1 µs (mla-b1-32k-h16, one split), their dots 4× the decode tile's: the
             matmul term. The streaming time S_k and the chain C_k bind together near the knee
             (neither hides the other there), far apart the larger alone: their root sum of
-            squares (a smooth maximum; the plain maximum and the sum fitted the seen sets worse,
-            objective 0.019 and 0.018 against 0.014). One split per KV head walks every key
+            squares (a smooth maximum; on the seen decode and shared-prefix sets the plain
+            maximum and the sum fitted worse, objective 0.019 and 0.018 against 0.014). One split per KV head walks every key
             block alone (batch 1: 20× the fastest count), a few splits per head already stream
             at the HBM rate, and a split count past one wave of slots adds a wave.
             This term replaces the earlier division of the busy time by the grid's share of
@@ -50,7 +50,7 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
             (benchmarks/decode_fit_h200.py: fitted
             on the seen sets of tests/data/h200-variants.json, every split count of the decode
             and MLA shapes and both methods of the shared-prefix batches at their fastest counts;
-            judged on a fresh set).
+            frozen at tag var4-frozen and judged on a fresh set: docs/variants-decoding.md).
 
 Without a measured block time (a GPU YAML without decode_fit.block_us) there is no chain, and
 the busy time is divided by the grid's share of the slots instead (the earlier
