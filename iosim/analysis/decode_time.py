@@ -55,7 +55,8 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
 Without a measured block time (a GPU YAML without decode_fit.block_us) there is no chain, and
 the busy time is divided by the grid's share of the slots instead (the earlier
 rule), so `--splits auto` still weighs waves there. Without the measured L2 rate and launch
-cost the model runs on the roofline's rates with no launch cost (the spec profile's figures).
+cost the model runs on the spec profile's roofs with no launch cost, its L2 hits at the YAML's
+l2_bandwidth (else at the HBM rate, as the roofline charges every byte).
 
 Cascade's prefix and suffix kernels run their own split counts (the measured kernels do:
 benchmarks/variants_h200.py times every pair of 1, 2, 4, ..., 64 prefix and 1, ..., 32 suffix
@@ -204,11 +205,15 @@ class KernelTime(Record):
 
 def ceilings(hardware: Hardware) -> Ceilings:
     """The measured profile's roofs, the measured L2 rate, launch cost and decode_fit of
-    `hardware`; the spec roofs with no launch cost where it has none measured."""
+    `hardware`; the spec roofs, the YAML's L2 bandwidth (else the HBM rate) and no launch cost
+    where it has none measured."""
     m = hardware.measured
     if m is None or m.l2_bandwidth_bytes_per_s is None or m.launch_overhead_s is None:
+        # the L2 hits at the YAML's L2 bandwidth (its datasheet figure), else at the HBM rate
+        # (every byte at HBM, as the roofline charges it): never free
         roofs = roofs_for(hardware, "fp16", "spec")
-        return Ceilings(roofs.hbm_bandwidth_bytes_per_s, None, roofs.matmul_flops_per_s,
+        l2 = hardware.l2_bandwidth_bytes_per_s or roofs.hbm_bandwidth_bytes_per_s
+        return Ceilings(roofs.hbm_bandwidth_bytes_per_s, l2, roofs.matmul_flops_per_s,
                         roofs.vector_flops_per_s, 0.0)
     roofs = roofs_for(hardware, "fp16", "measured")
     fit = m.decode_fit
