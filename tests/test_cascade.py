@@ -158,8 +158,8 @@ def test_split_kv_dram_reads_the_shared_prefix_once() -> None:
 def test_a_shared_prefix_sweep_names_each_winner_as_compare_does() -> None:
     # one rule for compare, report and sweep: the sweep's note at each point is compare's own
     # verdict sentence (analysis/cascade_verdict.py) for that point's workload
-    result = sweep(SweepSpec(n=(1,), heads=(32,), kv_heads=(8, 32), d=(128,), batch=(4,),
-                             gpu=("h200",), algorithms=tuple(ALL), prefix_len=4096,
+    result = sweep(SweepSpec(n=(1,), n_kv=(4196,), heads=(32,), kv_heads=(8, 32), d=(128,),
+                             batch=(4,), gpu=("h200",), algorithms=tuple(ALL), prefix_len=4096,
                              suffix_lens=(16, 40, 9, 100)))
     notes = [n for n in result.notes if "Shared prefix" in n]
     assert len(notes) == 2

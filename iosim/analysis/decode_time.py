@@ -35,9 +35,10 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
             matmul term. The streaming time S_k and the chain C_k bind together near the knee
             (neither hides the other there), far apart the larger alone: their root sum of
             squares (a smooth maximum; on the seen decode and shared-prefix sets the plain
-            maximum and the sum fitted worse, objective 0.019 and 0.018 against 0.014). One split per KV head walks every key
-            block alone (batch 1: 20× the fastest count), a few splits per head already stream
-            at the HBM rate, and a split count past one wave of slots adds a wave.
+            maximum and the sum fitted worse, objective 0.019 and 0.018 against 0.014). One
+            split per KV head walks every key block alone (batch 1: 20× the fastest count), a
+            few splits per head already stream at the HBM rate, and a split count past one wave
+            of slots adds a wave.
             This term replaces the earlier division of the busy time by the grid's share of
             the slots, which never let a grid that streams at the HBM rate with fewer programs
             than slots (batch 16, 32 MHA heads: 512 programs, 660 slots) stay at one split:
