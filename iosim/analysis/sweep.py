@@ -98,8 +98,11 @@ def sweep(
                                    **{k: v.reshape(-1) for k, v in outputs[a.name].items()})
              for a in everyone}
     sram = np.broadcast_to(grid.sram_bytes, shape).reshape(-1)
+    from iosim.analysis.sweep_verdicts import verdict_notes  # a shared-prefix grid only
+
     return SweepResult(spec, hardware, sram, tuple(grids[a.name] for a in algorithms),
-                       grids["standard"], tuple(dict.fromkeys([*notes, *roof_notes])))
+                       grids["standard"], tuple(dict.fromkeys(
+                           [*notes, *roof_notes, *verdict_notes(spec, tuple(hardware))])))
 
 
 def _tiles(algorithm: Algorithm, grid: Grid) -> Tiles:

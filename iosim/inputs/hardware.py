@@ -71,6 +71,10 @@ class DecodeFit(Record):
     efficiency: float
     """The share of the HBM and L2 rates the decoding kernels reach."""
     source: str = ""
+    block_s: float | None = None
+    """A split-KV program's latency per key block on its walk (None: not fitted)."""
+    program_flops_per_s: float | None = None
+    """A split-KV program's matmul rate on its walk (None: not fitted)."""
 
 
 class MeasuredProfile(Record):

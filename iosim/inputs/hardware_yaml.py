@@ -191,13 +191,16 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
 
 
 def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
-    """measured.decode_fit: {ramp_us: microseconds, efficiency: fraction, source: text}."""
+    """measured.decode_fit: {ramp_us: microseconds, efficiency: fraction, block_us:
+    microseconds (optional), source: text}."""
     key = "measured.decode_fit"
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) != {"ramp_us", "efficiency", "source"}:
+    if not isinstance(raw, dict) or not {"ramp_us", "efficiency", "source"} <= set(raw) or (
+            set(raw) - {"ramp_us", "efficiency", "block_us", "program_tflops", "source"}):
         raise ConfigError(path, key, "expected a mapping {ramp_us: microseconds, efficiency: "
-                                     "fraction, source: text}")
+                                     "fraction, block_us: microseconds, program_tflops: "
+                                     "TFLOP/s (both optional), source: text}")
     ramp, eff, source = raw["ramp_us"], raw["efficiency"], raw["source"]
     if isinstance(ramp, bool) or not isinstance(ramp, (int, float)) or not 0 <= ramp <= 1000:
         raise ConfigError(path, f"{key}.ramp_us",
@@ -205,9 +208,21 @@ def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
     if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1.5:
         raise ConfigError(path, f"{key}.efficiency", f"must be a number in (0, 1.5], got "
                                                      f"{excerpt(eff)}")
+    block = raw.get("block_us")
+    if block is not None and (isinstance(block, bool) or not isinstance(block, (int, float))
+                              or not 0 < block <= 1000):
+        raise ConfigError(path, f"{key}.block_us",
+                          f"must be a number of microseconds in (0, 1000], got {excerpt(block)}")
+    tflops = raw.get("program_tflops")
+    if tflops is not None and (isinstance(tflops, bool) or not isinstance(tflops, (int, float))
+                               or not 0 < tflops <= 1000):
+        raise ConfigError(path, f"{key}.program_tflops",
+                          f"must be a number of TFLOP/s in (0, 1000], got {excerpt(tflops)}")
     if not isinstance(source, str) or not source.strip():
         raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
-    return DecodeFit(float(ramp) * 1e-6, float(eff), source.strip())
+    return DecodeFit(float(ramp) * 1e-6, float(eff), source.strip(),
+                     None if block is None else float(block) * 1e-6,
+                     None if tflops is None else float(tflops) * 1e12)
 
 
 def _launch_overhead(path: str, raw: Any) -> float | None:
