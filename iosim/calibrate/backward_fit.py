@@ -123,9 +123,27 @@ def estimate_alone(w: Workload, hardware: Hardware) -> list[tuple[str, float, fl
 
 
 def handover(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float,
-             share: float = DIRTY_SHARE) -> list[tuple[str, float]]:
-    """DRAM bytes per kernel as a counter sees them back to back: each kernel's writes still
-    dirty at its end move to the next kernel (the last keeps its own: the closing evict's)."""
+             share: float = DIRTY_SHARE, cap: float | None = None) -> list[tuple[str, float]]:
+    """DRAM bytes per kernel as a counter sees them back to back: each write-back charged to
+    the kernel during which the L2 evicts the line (calibrate/dirty_ledger.py; `cap`: its
+    DIRTY_CAP, default the shipped one)."""
+    from iosim.calibrate import dirty_ledger
+
+    if HANDOVER == "next":
+        return handover_next(per_kernel, l2_bytes, share)
+    return dirty_ledger.ledger(per_kernel, l2_bytes, share,
+                               dirty_ledger.DIRTY_CAP if cap is None else cap)
+
+
+HANDOVER = "ledger"
+"""'ledger' (shipped: dirty_ledger.py) or 'next' (the rule before bwd4, handover_next), for the
+report's comparison of the two."""
+
+
+def handover_next(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float,
+                  share: float = DIRTY_SHARE) -> list[tuple[str, float]]:
+    """The rule before bwd4: each kernel's writes still dirty at its end move to the next
+    kernel, all written back there (the last keeps its own: the closing evict's)."""
     out: list[tuple[str, float]] = []
     carried = 0.0
     for index, (name, read, write) in enumerate(per_kernel):

@@ -21,10 +21,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
+from statistics import median
 from typing import Any
 from unittest.mock import patch
 
 from iosim.analysis.compare import compare
+from iosim.calibrate import CalibrationError
 from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
@@ -90,6 +92,27 @@ def flash1_estimate(p: dict[str, Any], hardware: Hardware) -> Any:
     return compare(workload_of(p), hardware, algorithms=("flash1",),
                    block_q=tiles["block_r"], block_kv=tiles["block_c"],
                    profile="measured").algorithms[0]
+
+
+def fit_dirty_cap(record: dict[str, Any], hardware: Hardware) -> float:
+    """dirty_ledger.DIRTY_CAP's fit: the median, over Algorithm 4's init kernels (write-only:
+    dQ, dK, dV zeroed) whose writes exceed half the L2, of (estimated writes − ncu's DRAM
+    bytes during the kernel) / L2: the dirty bytes still in L2 at its end."""
+    assert hardware.l2_bytes is not None
+    points = {p["id"]: p for p in record["points"]}
+    shares = []
+    for item in record.get("counters", {}).get("items", []):
+        if item["what"] != "flash1":
+            continue
+        init = flash1_estimate(points[item["id"]], hardware).dram.of_kernel("bwd_init")
+        first = item["segments"][0]["kernels"][0]
+        if init.write_bytes > hardware.l2_bytes / 2:
+            counted = first["dram_read_bytes"] + first["dram_write_bytes"]
+            shares.append((init.write_bytes - counted) / hardware.l2_bytes)
+    if not shares:
+        raise CalibrationError("no Algorithm 4 init kernel writing more than half the L2 in the "
+                               "record")
+    return float(median(shares))
 
 
 def flash1_rows(record: dict[str, Any], hardware: Hardware) -> list[Judged]:
