@@ -74,9 +74,13 @@ def test_time_fit_and_its_hold_out(record: dict, h200) -> None:  # type: ignore[
               if p["n"] not in F.FIT_N and p["triton_s"] > F.LAUNCH_BOUND_S}
     assert len(errors) >= 35
     outside = sorted(i for i, e in errors.items() if abs(e) > 0.15)
-    # the known misses: short d = 64 runs (over) and the longest d = 64 causal run (under)
-    assert outside == sorted(["fp16/n2048/d64/b2h16kv16/full", "fp16/n2048/d64/b2h16kv16/causal",
-                              "fp16/n65536/d64/b1h16kv16/causal", "fp16/n2048/d128/b1h16kv16/full"])
+    # the known miss: the longest d = 64 causal run (under, −17 %). Fitted with the
+    # launch-visible point (N 1,024: 86 µs of host time) as the rule before bwd4 did, the
+    # overhead came out at 14 µs and the short d = 64 runs missed by +27 % and +29 %.
+    assert outside == ["fp16/n65536/d64/b1h16kv16/causal"]
+    gpu = F.gpu_seconds(record)
+    assert [p["id"] for p in record["points"] if p["n"] in F.FIT_N and F.launch_visible(p, gpu)
+            and p["triton_s"] > F.LAUNCH_BOUND_S] == ["fp16/n1024/d128/b2h16kv16/full"]
 
 
 def test_handover_moves_dirty_writes_to_the_next_kernel() -> None:
