@@ -175,8 +175,8 @@ def fit_alg4_time(record: dict[str, Any], hardware: Hardware) -> Alg4Time:
         raise CalibrationError("no Algorithm 4 point of at most one program per SM in the record")
 
     def loss(c: Alg4Time, pts: list[Any]) -> float:
-        return sum(((alg4_time_s(p, hardware, c) - p["flash1_s"]) / p["flash1_s"]) ** 2
-                   for p in pts)
+        return float(sum(((alg4_time_s(p, hardware, c) - p["flash1_s"]) / p["flash1_s"]) ** 2
+                         for p in pts))
 
     best = min((Alg4Time(r * 1e10, b * 1e9, 0.0) for r in range(80, 151)
                 for b in range(40, 161, 2)), key=lambda c: loss(c, solo))

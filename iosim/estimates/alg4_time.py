@@ -84,8 +84,8 @@ class Alg4Shape(Record):
             return 0.0
         tile_s = (self.flops_per_tile / constants.solo_flops_per_s
                   + self.dram_bytes / (self.programs * self.tiles) / constants.program_bytes_per_s)
-        resident = min(self.programs_per_sm, cdiv(self.programs, sm_count))
-        waves = cdiv(self.programs, sm_count * resident)
+        resident = int(min(self.programs_per_sm, cdiv(self.programs, sm_count)))
+        waves = int(cdiv(self.programs, sm_count * resident))
         return waves * self.tiles * tile_s * (1 + constants.shared_sm_slowdown * (resident - 1))
 
 
