@@ -187,8 +187,9 @@ def _alg4_with(constants: Any) -> Any:
     return timed
 
 
-def report(record: dict[str, Any], hardware: Hardware) -> str:
-    """The Markdown section of reports/backward-h200.md on the third fresh record."""
+def report(record: dict[str, Any], hardware: Hardware, *, with_sensitivity: bool = True) -> str:
+    """The Markdown section of reports/backward-h200.md on the third fresh record (the
+    constants' sensitivity re-judges the set 15 times: a few seconds)."""
     rows = judged(record, hardware)
     lines = ["## bwd4's rules on a third fresh set (backward-h200-fresh3.json)", "",
              f"Record: `{record.get('command', '')}` ({record.get('device')}, torch "
@@ -228,6 +229,7 @@ def report(record: dict[str, Any], hardware: Hardware) -> str:
             lines.append(f"| {r.point} | {r.what} | {r.quantity} | {r.estimate * scale:.3f} "
                          f"{unit} | {r.measured * scale:.3f} {unit} | {r.error:+.1%} | {before} "
                          f"| {verdict} |")
-    lines += ["", "### Sensitivity of bwd4's fitted constants on this set", "",
-              *sensitivity(record, hardware)]
+    if with_sensitivity:
+        lines += ["", "### Sensitivity of bwd4's fitted constants on this set", "",
+                  *sensitivity(record, hardware)]
     return "\n".join(lines) + "\n"

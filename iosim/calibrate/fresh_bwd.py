@@ -273,8 +273,9 @@ def report(record: dict[str, Any], hardware: Hardware,
             bound = 0.10 if label == "DRAM" else (0.15 if sel[0].what == "sdpa" else 0.20)
             if label == "time" and gap == "d":
                 worst = max(sel, key=lambda r: abs(r.error)).error
-                summary.append(f"time (iosim's flash1 roofline ÷ utilisation, not calibrated "
-                               f"on any Alg. 4 kernel): worst {worst:+.0%}")
+                summary.append(f"time (Algorithm 4's per-tile model, estimates/alg4_time.py, "
+                               f"fitted on these points: seen, not judged; 'without the rule' "
+                               f"is flash1's roofline ÷ utilisation): worst {worst:+.0%}")
                 continue
             inside = sum(abs(r.error) <= (0.15 if r.what == "sdpa" and label == "time" else bound)
                          for r in sel)
