@@ -82,3 +82,18 @@ def test_small_sdpa_kernels_as_measured(h200) -> None:  # type: ignore[no-untype
             if r.what == "sdpa" and r.kernel == "bwd_attn" and r.measured < 50 * MB]
     assert len(rows) == 6
     assert sum(abs(r.error) <= 0.10 for r in rows) == 5
+
+
+@pytest.mark.parametrize("bad", ["causal_loops: 0", "causal_loops: 9", "causal_loops: 1.5",
+                                 "causal_loops: true"])
+def test_a_bad_causal_loops_is_one_line(tmp_path, bad: str) -> None:  # type: ignore[no-untyped-def]
+    """measured.backward_schedule.causal_loops (the Triton kernels' two inner loops in a causal
+    program, estimates/schedule.py): a whole number 1 … 4, else the key named in one line."""
+    from iosim.errors import ConfigError
+
+    text = (config_dir() / "h200.yaml").read_text()
+    assert "causal_loops: 2" in text
+    path = tmp_path / "h.yaml"
+    path.write_text(text.replace("causal_loops: 2", bad))
+    with pytest.raises(ConfigError, match=r"measured\.backward_schedule\.causal_loops"):
+        load_hardware(path)
