@@ -5,6 +5,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh          # issue 10's gaps, fresh points
     python3 benchmarks/backward_h200.py OUTDIR --fresh2         # (a), (c) again: a second set
     python3 benchmarks/backward_h200.py OUTDIR --fresh3         # bwd4's rules, a third set
+    python3 benchmarks/backward_h200.py OUTDIR --fresh4         # the Triton backward, small N
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -25,7 +26,9 @@ that set was seen, on a second set (`fresh2_grid`), OUTDIR/backward-h200-fresh2.
 --fresh3: the rules bwd4 shipped after both were seen (the dirty-line ledger, Algorithm 4's
 time, the Triton backward's small-N time) on a third set (`fresh3_grid`): SDPA and eager,
 Algorithm 4, and the Triton backward (checked, timed beside SDPA, counted), written down before
-the run; OUTDIR/backward-h200-fresh3.json.
+the run; OUTDIR/backward-h200-fresh3.json. --fresh4: the Triton backward alone at more small-N
+points of 0.2-0.5 ms below one wave (`fresh4_grid`: fresh3 had two above the launch bound),
+OUTDIR/backward-h200-fresh4.json.
 
 --torch-only (the standard path's and FA2's CUDA backward, issue 10 item 3): no Triton kernel;
 the points of `torch_grid`, each labelled fit or judge, timed (SDPA's flash backward, and eager
@@ -198,6 +201,17 @@ def fresh3_grid() -> tuple[list[tuple[Any, bool, str]], list[Any], list[Any]]:
     return torch_points, flash1, triton
 
 
+def fresh4_grid() -> list[Any]:
+    """The Triton backward at small N, batch·heads below one wave, 0.2-0.5 ms (bwd4, written
+    before the run, after fresh3 was seen; the rules are those frozen at `bwd4-frozen`)."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    return [Pt(3072, 128, 1, 8, 8, False), Pt(4096, 64, 1, 8, 8, True),
+            Pt(2816, 128, 2, 4, 4, False), Pt(5120, 64, 1, 6, 6, False),
+            Pt(3584, 128, 1, 10, 10, True, "bf16"), Pt(5632, 128, 1, 4, 2, False),
+            Pt(7168, 64, 1, 4, 4, True), Pt(3328, 128, 3, 4, 4, True)]
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -270,18 +284,21 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
 
     started = time.time()
     failed: list[str] = []
-    second, third = args.fresh2, args.fresh3
-    name = ("backward-h200-fresh3.json" if third else "backward-h200-fresh2.json" if second
-            else "backward-h200-fresh.json")
+    second, third, fourth = args.fresh2, args.fresh3, args.fresh4
+    name = ("backward-h200-fresh4.json" if fourth else "backward-h200-fresh3.json" if third
+            else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
+        "the Triton backward at small N below one wave, bwd4's frozen schedule" if fourth else
         "issue 10's rules as shipped by bwd4 (dirty-line ledger, Algorithm 4's time, the Triton "
         "backward at small N) on a third fresh set" if third else
         "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(3 if third else 2 if second else 1)
+    torch.manual_seed(4 if fourth else 3 if third else 2 if second else 1)
     triton_points: list[Any] = []
-    if third:
+    if fourth:
+        torch_points, flash1, triton_points = [], [], fresh4_grid()
+    elif third:
         torch_points, flash1, triton_points = fresh3_grid()
     else:
         torch_points, flash1 = fresh2_grid() if second else fresh_grid()
@@ -373,6 +390,8 @@ def main(argv: list[str]) -> int:
                     help="gaps (a) and (c) on the second fresh set (fresh2_grid)")
     ap.add_argument("--fresh3", action="store_true",
                     help="bwd4's rules on the third fresh set (fresh3_grid)")
+    ap.add_argument("--fresh4", action="store_true",
+                    help="the Triton backward at small N (fresh4_grid)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -390,7 +409,7 @@ def main(argv: list[str]) -> int:
         return 2
     if args.torch_only:
         return torch_only(args, argv, out)
-    if args.fresh or args.fresh2 or args.fresh3:
+    if args.fresh or args.fresh2 or args.fresh3 or args.fresh4:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError
