@@ -187,14 +187,17 @@ def _alg4_with(constants: Any) -> Any:
     return timed
 
 
-def report(record: dict[str, Any], hardware: Hardware, *, with_sensitivity: bool = True) -> str:
+def report(record: dict[str, Any], hardware: Hardware, *, with_sensitivity: bool = True,
+           title: str = "bwd4's rules on a third fresh set (backward-h200-fresh3.json)",
+           grid: str = "fresh3_grid") -> str:
     """The Markdown section of reports/backward-h200.md on the third fresh record (the
-    constants' sensitivity re-judges the set 15 times: a few seconds)."""
+    constants' sensitivity re-judges the set 15 times: a few seconds), or on the fourth (the
+    Triton backward alone: `title`, `grid`, no sensitivity)."""
     rows = judged(record, hardware)
-    lines = ["## bwd4's rules on a third fresh set (backward-h200-fresh3.json)", "",
+    lines = [f"## {title}", "",
              f"Record: `{record.get('command', '')}` ({record.get('device')}, torch "
              f"{record.get('torch')}, Triton {record.get('triton')}). The points "
-             "(`fresh3_grid`) were committed before the run and the rules frozen (tag "
+             f"(`{grid}`) were committed before the run and the rules frozen (tag "
              "`bwd4-frozen`); nothing is fitted on them. Bounds: DRAM ±10 % for kernels of ≥ 1 MB "
              "and whole backwards (under 1 MB: within 0.1 MB), time ±15 % (SDPA, Triton, "
              f"Algorithm 4) and ±20 % (eager) above {B.LAUNCH_BOUND_S * 1e3:.1f} ms. 'Before' is "

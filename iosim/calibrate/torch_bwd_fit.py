@@ -40,6 +40,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH,
     FRESH2,
     FRESH3,
+    FRESH4,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -379,6 +380,11 @@ def main(argv: list[str]) -> int:
                 from iosim.calibrate import fresh3_bwd
 
                 text += "\n" + fresh3_bwd.report(load([FRESH3])[0], hw)
+                if FRESH4.exists():
+                    text += "\n" + fresh3_bwd.report(
+                        load([FRESH4])[0], hw, with_sensitivity=False, grid="fresh4_grid",
+                        title="The Triton backward at small N, a fourth fresh set "
+                              "(backward-h200-fresh4.json)")
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
