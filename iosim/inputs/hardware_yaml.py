@@ -67,7 +67,8 @@ _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "
                   "backward_schedule", "paged_kv_efficiency", "impls", "l2_bandwidth",
                   "launch_overhead", "decode_fit"}
 _PAGED_KEYS = {"source", "by_page_size"}
-_SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
+_SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source",
+                  "causal_loops"}
 
 # ---------------------------------------------------------------------------------------------
 # YAML loading
@@ -287,8 +288,12 @@ def _schedule(path: str, raw: Any) -> BackwardSchedule:
         raise ConfigError(path, f"{key}.programs_per_sm",
                           f"must map head dims to whole numbers >= 1 (e.g. {{64: 2, 128: 1}}), "
                           f"got {per_sm!r}")
+    loops = raw.get("causal_loops", 1)
+    if isinstance(loops, bool) or not isinstance(loops, int) or not 1 <= loops <= 4:
+        raise ConfigError(path, f"{key}.causal_loops",
+                          f"must be a whole number of inner loops from 1 to 4, got {loops!r}")
     return BackwardSchedule(float(eff), float(overhead) * 1e-6, dict(per_sm),
-                            str(raw.get("source", "")))
+                            str(raw.get("source", "")), loops)
 
 
 def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
