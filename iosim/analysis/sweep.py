@@ -38,6 +38,7 @@ from iosim.analysis.sweep_spec import (
     SCHEMA,
     WORKLOAD_AXES,
     SweepSpec,
+    axes_as_tuples,
     check_spec,
     spec_workload,
 )
@@ -64,6 +65,7 @@ def sweep(
     Returns a SweepResult (bytes, FLOPs and seconds per point and algorithm).
     `on_progress(done, total)` is called after each chunk of points (for a progress bar).
     """
+    spec = axes_as_tuples(spec)
     if spec.impl is not None:  # what runs is decided per point: compare at each one
         from iosim.analysis.sweep_impl import impl_sweep
 

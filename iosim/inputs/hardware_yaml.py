@@ -25,7 +25,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from iosim.errors import ConfigError
+from iosim.errors import ConfigError, UnknownGpuError
 from iosim.inputs.hardware import (
     KERNEL_KINDS,
     PEAK_DTYPES,
@@ -42,6 +42,7 @@ from iosim.inputs.limits import (
     MAX_SM_COUNT,
     MAX_SRAM_BYTES,
     check_figure,
+    check_path_text,
     clip,
     excerpt,
 )
@@ -284,7 +285,7 @@ def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
 
 def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     """Load and validate one hardware YAML file."""
-    file = Path(path)
+    file = Path(check_path_text("path", path, error=UnknownGpuError))
     where = str(file)
     raw = _read_yaml(file)
     if not isinstance(raw, dict):

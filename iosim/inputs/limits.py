@@ -24,10 +24,11 @@ how to fix it; values are quoted through `excerpt`, never whole.
 from __future__ import annotations
 
 import math
+import numbers
 import os
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from iosim.errors import IosimError, arg
 
@@ -123,10 +124,76 @@ def _short_repr(value: object, limit: int) -> str:
         return f"<{type(value).__name__}>"
 
 
+def _numpy_bool(value: object) -> bool:
+    """Whether `value` is numpy's bool (np.bool_; named "bool" since numpy 2), without
+    importing numpy."""
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+
+
+def as_whole(value: Any) -> Any:
+    """`value` as a Python int when it is a whole number of another integer type (numpy's
+    int64, uint32, ...: what `np.arange` and array indexing give), else unchanged, so that the
+    checks below accept them and what is stored is a plain int. bool (and numpy's bool_) stay
+    as they are: a flag is not a count."""
+    if isinstance(value, int) or _numpy_bool(value):
+        return value
+    index = getattr(type(value), "__index__", None)
+    if index is None or isinstance(value, (str, bytes)):
+        return value
+    try:
+        return int(index(value))
+    except (TypeError, ValueError):
+        return value
+
+
+def as_real(value: Any) -> Any:
+    """`value` as a Python float when it is a real number of another type (numpy's float32 or
+    int64), else unchanged; bools stay as they are."""
+    if isinstance(value, (bool, int, float)) or _numpy_bool(value):
+        return value
+    if isinstance(value, numbers.Real):
+        return float(value)
+    return value
+
+
+def check_flag(name: str, value: object, *, error: type[IosimError] = IosimError) -> bool:
+    """True or False (numpy's bool_ too); anything else, such as the truthy string "no" or
+    None, is refused: a flag taken for its truth value would silently mean something else."""
+    if isinstance(value, bool):
+        return value
+    if _numpy_bool(value):
+        return bool(value)
+    raise error(f"{arg(name)} must be True or False, got {excerpt(value)}", param=name)
+
+
+def as_names(name: str, value: object, *, error: type[IosimError] = IosimError
+             ) -> tuple[str, ...]:
+    """A list of names: a sequence of strings, or one string of comma-separated names (as the
+    CLI's flags take them), so that "flash2" is one name and not five letters."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(","))
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise error(f"{arg(name)} must be a list of names or one comma-separated string, got "
+                f"{excerpt(value)}", param=name)
+
+
+def check_path_text(name: str, value: object, *, error: type[IosimError] = IosimError) -> str:
+    """A name or a file path: a str, or an os.PathLike (pathlib.Path) as its str."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, str):
+        return value
+    raise error(f"{arg(name)} must be a name or a file path (a str or pathlib.Path), got "
+                f"{excerpt(value)}", param=name)
+
+
 def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = "",
               error: type[IosimError] = IosimError) -> int:
     """A whole number in [low, high]; `name` is the parameter (n, block_kv, seed, ...), which
-    the CLI spells as its flag."""
+    the CLI spells as its flag. Numpy integers count as whole numbers (as_whole)."""
+    value = as_whole(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise error(f"{arg(name)} must be a whole number, got {excerpt(value)}")
     if value < low:
@@ -140,6 +207,8 @@ def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = 
 
 def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tuple[int, ...]:
     """Packed sequence lengths: a non-empty list of at most MAX_SEQLENS whole numbers >= 1."""
+    if type(value).__name__ == "ndarray":  # numpy's array of lengths: its entries, in order
+        value = list(value)  # type: ignore[call-overload]
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
         raise error(f"{arg('seqlens')} must be a list of sequence lengths, got {excerpt(value)}; "
                     f"e.g. [512, 3000, 77]", param="seqlens")
@@ -150,14 +219,15 @@ def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tup
         raise error(f"{arg('seqlens')} has {len(value):,} sequences, beyond the "
                     f"{MAX_SEQLENS:,} iosim models in one packed batch; pack fewer",
                     param="seqlens")
-    for position, length in enumerate(value):
+    lengths = [as_whole(length) for length in value]
+    for position, length in enumerate(lengths):
         if isinstance(length, bool) or not isinstance(length, int):
             raise error(f"{arg('seqlens')} entry {position + 1} must be a whole number of "
                         f"tokens, got {excerpt(length)}", param="seqlens")
         if not 1 <= length <= MAX_LENGTH:
             raise error(f"{arg('seqlens')} entry {position + 1} is {excerpt(length)}; each "
                         f"length must be between 1 and {MAX_LENGTH:,}", param="seqlens")
-    return tuple(value)
+    return tuple(int(length) for length in lengths)
 
 
 def check_workload_size(n: int, n_kv: int, d: int, batch: int, heads: int, *,
