@@ -73,6 +73,22 @@ sequence is one partly filled page."""
 MAX_REQUESTS: Final = 1 << 16
 """Requests of a shared-prefix batch (--suffix-lens): each is a term of the exact sums."""
 
+MAX_WARPS: Final = 32
+"""Warps of one program in an implementation profile's tile row: 1,024 threads, the most a
+CUDA thread block (and a HIP workgroup) may have (CUDA C++ Programming Guide, "Compute
+Capabilities", maximum number of threads per block: 1024)."""
+
+MAX_REGISTERS_PER_THREAD: Final = 255
+"""A tile row's registers_per_thread: the most a thread may have (CUDA C++ Programming Guide,
+"Compute Capabilities", maximum number of 32-bit registers per thread: 255)."""
+
+MAX_STAGES: Final = 64
+"""A tile row's pipeline stages (real kernels use 1 to 8)."""
+
+MAX_SHARED_TILES: Final = 64
+"""An implementation profile's shared_memory tile counts (q_tiles, kv_tiles, score_tiles; real
+kernels hold 0 to 3 of each)."""
+
 MAX_SM_COUNT: Final = 1 << 12
 """A YAML's sm_count (today's largest GPUs have 100 to 300)."""
 
