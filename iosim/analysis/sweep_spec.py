@@ -87,6 +87,10 @@ class SweepSpec(Record):
     """splitkv's KV splits (None: flash_api.cpp's heuristic); other algorithms ignore it."""
     window: tuple[int | None, ...] = (None,)
     """Sliding windows W (None: no window); algorithms/masks.py."""
+    window_capped: bool = False
+    """Not an axis: a window at least as long as a point's keys is no window at that point (a
+    model preset's layer window, which compare treats so: model_presets._build_layer); False:
+    such a window is refused, as compare refuses a --window longer than the keys."""
     unfused: tuple[str, ...] = ()
     """Not an axis: the same unfused standard pipeline at every point."""
     latent_kv: bool = False
@@ -255,6 +259,10 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
         first["kv_heads"] = None
     if "d" in values and "d_v" not in values and spec.d_v == (None,):
         first["d_v"] = None
+    if spec.window_capped and first["window"] is not None:
+        keys = first["n_kv"] if first["n_kv"] is not None else first["n"]
+        if isinstance(keys, int) and first["window"] >= keys:
+            first["window"] = None  # the window covers every key: full attention
     pass_ = first.pop("pass_")
     scales = spec.fp8_scales if first["dtype"] in FP8_DTYPES else None
     return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, latent_kv=spec.latent_kv,

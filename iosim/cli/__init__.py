@@ -79,7 +79,11 @@ FLAG_NAMES = {"pass_": "pass", "sram_bytes": "sram", "algorithms": "algo"}
 def flag_style(name: str, value: str | None) -> str:
     """A core error's parameter as the CLI spells it: `--kv-heads 3`, or `--kv-heads` alone."""
     flag = "--" + FLAG_NAMES.get(name, name).replace("_", "-")
-    return flag if value is None else f"{flag} {value}"
+    if value is None:
+        return flag
+    if value[:1] + value[-1:] in ("()", "[]"):  # a Python tuple or list: the flag's comma list
+        value = ",".join(part.strip() for part in value[1:-1].split(",") if part.strip())
+    return f"{flag} {value}"
 
 
 def _fail(message: str, status: int) -> None:

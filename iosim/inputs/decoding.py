@@ -20,12 +20,19 @@ from iosim.errors import WorkloadError, arg
 from iosim.inputs import limits
 
 
-def check_page_size(page_size: object) -> int | None:
-    """None (a contiguous cache) or a whole number of tokens per page, 1..MAX_PAGE_SIZE."""
+def check_page_size(page_size: object, pass_: str = "fwd") -> int | None:
+    """None (a contiguous cache) or a whole number of tokens per page, 1..MAX_PAGE_SIZE, for a
+    forward pass: a paged KV cache is what inference reads; no backward runs over one."""
     if page_size is None:
         return None
-    return limits.check_int("page_size", page_size, high=limits.MAX_PAGE_SIZE,
+    size = limits.check_int("page_size", page_size, high=limits.MAX_PAGE_SIZE,
                             what="tokens per KV-cache page", error=WorkloadError)
+    if pass_ != "fwd":
+        raise WorkloadError(f"a paged KV cache ({arg('page_size', size)}) is read by inference, "
+                            f"a forward pass; no backward runs over one: use "
+                            f"{arg('pass_', 'fwd')} or drop {arg('page_size')}",
+                            param="page_size")
+    return size
 
 
 def check_shared_prefix(prefix_len: object, suffix_lens: object, *, n: int, n_kv: int,

@@ -234,7 +234,8 @@ class Workload(Record, init=False):
                 f"{arg('pass_', 'fwd')} or a 16-bit dtype", param="dtype")
 
     def _validate_decoding(self) -> None:
-        object.__setattr__(self, "page_size", decoding.check_page_size(self.page_size))
+        object.__setattr__(self, "page_size", decoding.check_page_size(self.page_size,
+                                                                       self.pass_))
         if self.page_size is not None and self.sparsity != 1:
             raise WorkloadError(f"a paged KV cache is modelled with a dense mask; drop "
                                 f"{arg('sparsity')} or {arg('page_size')}", param="sparsity")

@@ -1,0 +1,74 @@
+"""The flags of the last two sessions under a demanding user (review 4): contradictory
+combinations get one line in the CLI's own words, and a sweep accepts and counts what
+compare does. Each case failed on main at 272a447 (the failure is in its comment)."""
+
+from __future__ import annotations
+
+import csv
+import io
+import json
+
+import pytest
+
+from tests.hostile import assert_clean, invoke
+
+
+def _run(args: list[str]) -> tuple[int, str, str]:
+    outcome = invoke(args)
+    assert_clean(outcome, args)
+    return outcome.code, outcome.out, outcome.err
+
+
+def test_paged_cache_with_a_backward_pass_is_refused_in_the_clis_words():
+    # before: "flash2 does not read a paged KV cache (a backward pass does not run over a KV
+    # cache; use pass_='fwd'); drop --page-size or use flash2 or splitkv": a Python keyword in
+    # a CLI message, and flash2 refused while flash2 is suggested
+    code, _, err = _run(["compare", "--gpu", "a100", "--n", "1", "--n-kv", "4096",
+                         "--page-size", "16", "--pass", "bwd"])
+    assert code == 2
+    assert "--pass fwd" in err and "pass_" not in err and "use flash2" not in err
+
+
+@pytest.mark.parametrize("args", [
+    ["compare", "--gpu", "a100", "--n", "1", "--prefix-len", "512"],
+    ["compare", "--gpu", "a100", "--n", "1", "--prefix-len", "512", "--suffix-lens", ""],
+])
+def test_shared_prefix_example_is_a_flag_value_not_a_python_tuple(args):
+    # before: "(e.g. --prefix-len 512, --suffix-lens (16, 40, 9))"
+    code, _, err = _run(args)
+    assert code == 2 and "(16, 40, 9)" not in err and "16,40,9" in err
+
+
+def test_a_sweep_axis_in_an_error_is_spelled_as_the_flag_list():
+    # before: "--heads (32, 8) contradicts --model llama-3.1-8b"
+    code, _, err = _run(["sweep", "--gpu", "h100", "--n", "1024", "--model", "llama-3.1-8b",
+                         "--heads", "32,8"])
+    assert code == 2 and "--heads 32,8 contradicts" in err
+
+
+def _sweep_rows(args: list[str]) -> list[dict[str, str]]:
+    code, out, err = _run(["sweep", *args, "--format", "csv"])
+    assert code == 0, err
+    return list(csv.DictReader(io.StringIO(out)))
+
+
+def test_sweep_over_a_windowed_layer_shorter_than_its_window_equals_compare():
+    # before: sweep refused "--window 4096 is longer than the --n-kv 1024 keys" (a window the
+    # user never typed) while compare counts the layer as full attention
+    model = ["--gpu", "h100", "--model", "gemma-2-9b", "--layer", "local"]
+    rows = _sweep_rows([*model, "--n", "1024,8192"])
+    for row in rows:
+        code, out, _ = _run(["compare", *model, "--n", row["n"], "--format", "json"])
+        assert code == 0
+        layer = json.loads(out)["layer_kinds"][0]["comparison"]
+        same = {a["name"]: a for a in layer["algorithms"]}[row["algorithm"]]
+        assert int(row["hbm_bytes"]) == same["hbm_bytes"]
+        assert float(row["time_s"]) == pytest.approx(same["time_s"], rel=1e-12)
+        # the window column says where the window applies: 0 (none) where it covers every key
+        assert int(row["window"]) == (0 if int(row["n"]) <= 4096 else 4096)
+        assert layer["workload"].get("window") == (None if int(row["n"]) <= 4096 else 4096)
+
+
+def test_a_typed_window_longer_than_the_keys_is_still_refused_by_sweep():
+    code, _, err = _run(["sweep", "--gpu", "h100", "--n", "1024", "--window", "2048"])
+    assert code == 2 and "longer than the --n-kv 1024 keys" in err
