@@ -72,3 +72,30 @@ def test_sweep_over_a_windowed_layer_shorter_than_its_window_equals_compare():
 def test_a_typed_window_longer_than_the_keys_is_still_refused_by_sweep():
     code, _, err = _run(["sweep", "--gpu", "h100", "--n", "1024", "--window", "2048"])
     assert code == 2 and "longer than the --n-kv 1024 keys" in err
+
+
+@pytest.mark.parametrize("extra", [
+    ["--n", "1", "--prefix-len", "512", "--suffix-lens", "16,40"],
+    ["--n", "4096", "--seqlens", "1000,3096"],
+])
+def test_report_takes_the_batch_that_suffixes_or_packed_sequences_imply(tmp_path, monkeypatch,
+                                                                        extra):
+    # before: "--suffix-lens lists 2 requests but --batch 64" / "--seqlens ... got --batch 64":
+    # report's default batch of 64, which the user never typed, was taken as given
+    monkeypatch.chdir(tmp_path)
+    from click.testing import CliRunner
+
+    from iosim.cli import cli
+
+    done = CliRunner().invoke(cli, ["report", "--gpu", "h100", *extra, "--out", "rep"])
+    assert done.exit_code == 0, done.output
+    summary = json.loads((tmp_path / "rep" / "summary.json").read_text(encoding="utf-8"))
+    assert summary["workload"]["batch"] == (2 if "--suffix-lens" in extra else 1)
+
+
+@pytest.mark.parametrize("command", ["compare", "sweep"])
+def test_a_typed_batch_contradicting_the_suffixes_is_refused(command):
+    # before: --batch 1 with two suffixes was silently replaced by 2 (--batch 3 was refused)
+    code, _, err = _run([command, "--gpu", "a100", "--n", "1", "--prefix-len", "512",
+                         "--suffix-lens", "16,40", "--batch", "1"])
+    assert code == 2 and "lists 2 requests but --batch 1" in err

@@ -117,18 +117,34 @@ def parse_suffix_lens(text: str | None) -> tuple[int, ...] | None:
                          f"commas, e.g. 16,40,9; got {excerpt(bad or text)}") from None
 
 
+def typed(name: str) -> bool:
+    """Whether the user typed the flag of parameter `name` (click's parameter source), as
+    opposed to its default (which differs between commands: report's batch is 64)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return True  # called outside a command: every value counts as given
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE,
+                                              ParameterSource.ENVIRONMENT)
+
+
 def decoding_fields(params: dict[str, Any]) -> dict[str, Any]:
-    """The Workload fields of decoding_options' flags, with the batch (when 1, the default) and
-    N_kv (when not given) that a shared-prefix batch implies."""
+    """The Workload fields of decoding_options' flags, with the batch and N_kv that a
+    shared-prefix batch implies (one request per suffix), or packed sequences (batch 1), where
+    the user did not type them: a default yields; a typed value is checked by the Workload."""
     suffixes = parse_suffix_lens(params.get("suffix_lens"))
     prefix = params.get("prefix_len")
     fields: dict[str, Any] = {"page_size": params.get("page_size"), "prefix_len": prefix,
                               "suffix_lens": suffixes}
+    batch_given = params.get("batch") is not None and typed("batch")
     if suffixes is not None and isinstance(prefix, int):
-        if params.get("batch") in (None, 1):
+        if not batch_given:
             fields["batch"] = len(suffixes)
         if params.get("n_kv") is None:
             fields["n_kv"] = prefix + max(suffixes)
+    elif params.get("seqlens") is not None and not batch_given:
+        fields["batch"] = 1
     return fields
 
 
