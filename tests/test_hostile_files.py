@@ -78,3 +78,42 @@ def test_shipped_profiles_meet_the_bounds():
         outcome = invoke(args)
         assert_clean(outcome, args)
         assert outcome.code == 0, (path.name, outcome.err)
+
+
+# -- implementation records (calibrate --impl --from) --------------------------------------------
+
+_RECORD = Path(__file__).parent / "data" / "h200-impl-fit.json"
+
+
+def _calibrate_from(tmp_path: Path, name: str, data: bytes) -> str:
+    record = tmp_path / name
+    record.write_bytes(data)
+    args = ["calibrate", "--gpu", "h200", "--impl", "sdpa-flash", "--from", str(record),
+            "--out", str(tmp_path / "out.yaml")]
+    outcome = invoke(args)
+    assert_clean(outcome, args)
+    assert outcome.code == 2 and not (tmp_path / "out.yaml").exists()
+    return outcome.err
+
+
+@pytest.mark.parametrize("name", ["deep.json", "deep.jsonl"])
+def test_impl_record_nested_deeply_is_one_line(tmp_path, name):
+    # before: RecursionError traceback from json.loads
+    err = _calibrate_from(tmp_path, name, b'{"points": ' + b"[" * 200_000 + b"]" * 200_000
+                          + b"}")
+    assert "nested too deeply" in err
+
+
+def test_impl_record_with_nan_is_refused(tmp_path):
+    # before: NaN in a point's rel_error (an output that was NaN) was fitted as a good point
+    text = _RECORD.read_text(encoding="utf-8").replace(
+        '"rel_error": 0.00028475126600824296', '"rel_error": NaN', 1)
+    assert "NaN" in text
+    assert "every number must be finite" in _calibrate_from(tmp_path, "nan.json", text.encode())
+
+
+def test_impl_record_point_of_a_dtype_it_does_not_run_names_the_point(tmp_path):
+    # before: "sdpa-flash runs fp16, bf16, not fp8 ..." without the file or the point
+    text = _RECORD.read_text(encoding="utf-8").replace('"dtype": "fp16"', '"dtype": "fp8"', 1)
+    err = _calibrate_from(tmp_path, "fp8.json", text.encode())
+    assert "fp8.json point 0 (sdpa-flash)" in err and "fp16, bf16" in err
