@@ -99,3 +99,21 @@ def test_a_typed_batch_contradicting_the_suffixes_is_refused(command):
     code, _, err = _run([command, "--gpu", "a100", "--n", "1", "--prefix-len", "512",
                          "--suffix-lens", "16,40", "--batch", "1"])
     assert code == 2 and "lists 2 requests but --batch 1" in err
+
+
+@pytest.mark.parametrize(("args", "needle"), [
+    # before: accepted; numpy's "RuntimeWarning: overflow encountered in subtract" on stderr
+    (["--scores", "-1e308,1e308"], "--scores must be within"),
+    # before: accepted; "output O: online [inf], one pass [1000...(300 digits)...]"
+    (["--scores", "0,0", "--values", "1e308;1e308"], "--values must be within"),
+])
+def test_explain_softmax_refuses_magnitudes_that_leave_float64(args, needle):
+    code, _, err = _run(["explain", "softmax", *args])
+    assert code == 2 and needle in err
+
+
+def test_explain_softmax_at_its_magnitude_bound_is_exact_and_quiet():
+    outcome = invoke(["explain", "softmax", "--scores", "1e9,-1e9", "--values", "1e9;-1e9",
+                      "--block", "1"])
+    assert outcome.code == 0 and outcome.err == ""
+    assert "online [1000000000.0000], one pass [1000000000.0000]" in outcome.out

@@ -109,6 +109,12 @@ MAX_FILE_NAME_BYTES: Final = 255
 MAX_EXPLAIN_SCORES: Final = 1024
 """`iosim explain softmax --scores`: numbers in one row (its tables have a line per score)."""
 
+MAX_EXPLAIN_MAGNITUDE: Final = 1e9
+"""`iosim explain softmax`: the largest |score| and |value component|. Beyond it a score's
+difference s − m or a sum of 1,024 weighted values can leave float64 (±1e308 gave an output of
+inf beside the one-pass 1e308, and numpy's overflow warnings), and the tables' fixed-point
+columns would print hundreds of digits."""
+
 MAX_EXPLAIN_VALUE_DIM: Final = 64
 """`iosim explain softmax --values`: components of each value vector."""
 
