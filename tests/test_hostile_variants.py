@@ -117,3 +117,11 @@ def test_explain_softmax_at_its_magnitude_bound_is_exact_and_quiet():
                       "--block", "1"])
     assert outcome.code == 0 and outcome.err == ""
     assert "online [1000000000.0000], one pass [1000000000.0000]" in outcome.out
+
+
+@pytest.mark.parametrize("mask", [["--causal", "--window", "1"], ["--seqlens", "67108864"]])
+def test_a_mask_over_millions_of_one_row_blocks_is_refused_before_allocating(mask):
+    # before: N = 2^26 at d = 1 (flash1's Alg. 1 blocks of B_r = 1: 2^26 row blocks) ran 80 s
+    # (window) and 45 s (seqlens), holding gigabytes of per-block arrays
+    code, _, err = _run(["compare", "--gpu", "h100", "--n", "67108864", "--d", "1", *mask])
+    assert code == 2 and "row blocks, beyond the 1,048,576" in err and "--block-q" in err

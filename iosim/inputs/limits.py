@@ -96,6 +96,13 @@ MAX_FIGURE: Final = 1e24
 """Any hardware figure in its base unit (bytes, bytes/s, FLOP/s): 10^24 is 10^6 times the
 largest real one; the smallest accepted is 1."""
 
+MAX_MASK_BLOCKS: Final = 1 << 20
+"""Row blocks (and key blocks) one (batch, head) of a masked workload (--window, --seqlens) may
+have: the mask's exact sums hold one entry per block (algorithms/masks.py), so N = 2^26 in
+blocks of B_r = 1 (flash1's Alg. 1 rule at d = 1) took 80 s and gigabytes. 2^20 blocks is N =
+2^26 in blocks of 64 (flash1 at d = 64; flash2's code tiles are 64 to 128 rows): about 2 s for
+a forward compare on this loaded 2-core machine, well under one unloaded."""
+
 MAX_EXECUTOR_BYTES: Final = 1 << 30
 """Memory `verify` may allocate for one executor run's arrays (inputs, outputs, gradients)."""
 
@@ -283,6 +290,18 @@ def check_figure(value: float, shown: object) -> str | None:
     if value > MAX_FIGURE:
         return f"{excerpt(shown)} is beyond the {MAX_FIGURE:.0e} iosim accepts for any figure"
     return None
+
+
+def check_mask_blocks(blocks: int, *, rows: bool, length: int, block: int) -> None:
+    """Refuse a masked workload cut into more than MAX_MASK_BLOCKS row (or key) blocks."""
+    if blocks > MAX_MASK_BLOCKS:
+        name, side = ("block_q", "N") if rows else ("block_kv", "N_kv")
+        raise IosimError(
+            f"a window or packed sequences over {length:,} tokens ({side}) in blocks of "
+            f"{block:,} make {blocks:,} {'row' if rows else 'key'} blocks, beyond the "
+            f"{MAX_MASK_BLOCKS:,} the mask's exact sums hold; use a larger {arg(name)} (at "
+            f"least {-(-length // MAX_MASK_BLOCKS):,}) or a larger head dim's blocks, or a "
+            f"shorter sequence", param=name)
 
 
 def check_executor_memory(batch: int, heads: int, kv_heads: int, n: int, n_kv: int,
