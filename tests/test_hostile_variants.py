@@ -125,3 +125,27 @@ def test_a_mask_over_millions_of_one_row_blocks_is_refused_before_allocating(mas
     # (window) and 45 s (seqlens), holding gigabytes of per-block arrays
     code, _, err = _run(["compare", "--gpu", "h100", "--n", "67108864", "--d", "1", *mask])
     assert code == 2 and "row blocks, beyond the 1,048,576" in err and "--block-q" in err
+
+
+def test_verify_refuses_a_dropout_probability_without_the_dropout_kernel():
+    # before: accepted and ignored (no dropout kernel ran)
+    code, _, err = _run(["verify", "--n", "64", "--d", "8", "--dropout-p", "0.5"])
+    assert code == 2 and "add --unfused dropout" in err
+
+
+@pytest.mark.parametrize("flag", ["--gpu", "--model", "--impl"])
+def test_a_folder_given_as_a_yaml_file_is_called_a_folder(tmp_path, flag):
+    # before: "no such model file: .../dir.yaml" (it exists: it is a folder)
+    folder = tmp_path / "mine.yaml"
+    folder.mkdir()
+    args = ["compare", "--n", "64", *(["--gpu", "h100"] if flag != "--gpu" else []),
+            flag, str(folder)]
+    code, _, err = _run(args)
+    assert code == 2 and "is a folder, not a" in err
+
+
+def test_one_key_block_per_split_is_singular():
+    # before: "16 KV splits of 1 key blocks"
+    code, out, _ = _run(["compare", "--gpu", "h100", "--n", "1", "--n-kv", "4096",
+                         "--algo", "splitkv"])
+    assert code == 0 and "16 KV splits of 1 key block (" in out

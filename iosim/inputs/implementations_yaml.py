@@ -11,7 +11,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from iosim.errors import ConfigError, IosimError
+from iosim.errors import ConfigError, IosimError, arg
 from iosim.inputs.implementations import (
     EXTRA_KERNELS,
     ExtraKernel,
@@ -92,8 +92,10 @@ def get_implementation(name_or_path: str) -> Implementation:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
-            raise IosimError(f"--impl {name_or_path}: no such file; give a shipped name "
-                             f"({', '.join(shipped_implementations())}) or a YAML path")
+            what = "is a folder, not a file" if path.is_dir() else "no such file"
+            raise IosimError(f"{arg('impl', name_or_path)}: {what}; give a shipped name "
+                             f"({', '.join(shipped_implementations())}) or a YAML path",
+                             param="impl")
         return _load(str(path.resolve()))
     name = name_or_path.strip().lower()
     if name not in shipped_implementations():
