@@ -149,3 +149,20 @@ def test_one_key_block_per_split_is_singular():
     code, out, _ = _run(["compare", "--gpu", "h100", "--n", "1", "--n-kv", "4096",
                          "--algo", "splitkv"])
     assert code == 0 and "16 KV splits of 1 key block (" in out
+
+
+def test_dram_line_calls_not_covered_only_kernels_the_l2_model_does_not_touch():
+    # before: "kernels ..., splitkv_attn, ... are not covered by the L2 model and count at
+    # their L2-oblivious bytes" beside splitkv's estimate of 151.6 kB against 416.1 kB
+    # oblivious: its K and V terms are modelled (a shared prefix read from DRAM once)
+    args = ["compare", "--gpu", "h100", "--n", "1", "--prefix-len", "512", "--suffix-lens",
+            "16,40,9"]
+    code, out, _ = _run(args)
+    _, js, _ = _run([*args, "--format", "json"])
+    line = " ".join(out[out.index("DRAM estimate"):].split())
+    named = line.split("; kernels ")[1].split(" are not covered")[0].split(", ")
+    terms = [t for a in json.loads(js)["algorithms"] for t in a["dram_estimate"]["terms"]]
+    for kernel in named:
+        own = [t for t in terms if t["kernel"] == kernel]
+        assert own and all(t["bytes"] == t["l2_oblivious_bytes"] for t in own), kernel
+    assert "splitkv_attn" not in named and "splitkv_attn" in line
