@@ -158,6 +158,7 @@ def test_dram_line_calls_not_covered_only_kernels_the_l2_model_does_not_touch():
     args = ["compare", "--gpu", "h100", "--n", "1", "--prefix-len", "512", "--suffix-lens",
             "16,40,9"]
     code, out, _ = _run(args)
+    assert code == 0
     _, js, _ = _run([*args, "--format", "json"])
     line = " ".join(out[out.index("DRAM estimate"):].split())
     named = line.split("; kernels ")[1].split(" are not covered")[0].split(", ")
@@ -166,3 +167,26 @@ def test_dram_line_calls_not_covered_only_kernels_the_l2_model_does_not_touch():
         own = [t for t in terms if t["kernel"] == kernel]
         assert own and all(t["bytes"] == t["l2_oblivious_bytes"] for t in own), kernel
     assert "splitkv_attn" not in named and "splitkv_attn" in line
+
+
+def test_every_sweep_axis_has_a_caption_word():
+    from iosim.analysis.sweep_spec import AXES
+    from iosim.output.plot_select import _AXIS_LABELS
+
+    assert set(AXES) <= set(_AXIS_LABELS)
+
+
+@pytest.mark.parametrize("axis", [{"window": (None, 512)}, {"sparsity": (0.25, 1.0)},
+                                  {"splits": (None, 2), "algorithms": ("flash2", "splitkv")}])
+def test_sweep_figure_series_over_the_new_axes(axis):
+    # before: sweep --n 4096..65536 --window none,512 --plot figs -> KeyError: 'window'
+    import iosim
+    from iosim.output.plot_select import series_along
+
+    result = iosim.sweep(iosim.SweepSpec(n=(4096, 8192), gpu=("h100",), causal=(True,),
+                                         **axis))
+    series, _ = series_along(result, "n")
+    labels = [s.label for s in series]
+    assert len(labels) == 2 and all(labels)
+    if "window" in axis:
+        assert labels == ["no window", "window 512"]
