@@ -190,3 +190,25 @@ def test_sweep_figure_series_over_the_new_axes(axis):
     assert len(labels) == 2 and all(labels)
     if "window" in axis:
         assert labels == ["no window", "window 512"]
+
+
+def test_a_shared_prefix_batch_holds_its_prefix_once():
+    # before: fits HBM "no" for 8 requests over a 2^20-token prefix on an 80 GB H100: the
+    # footprint held batch × N_kv rows of K and V (137 GB) while the cache holds the prefix once
+    # (the L2 model and cascade read that one copy): prefix + Σ suffix rows (17 GB)
+    import iosim
+
+    suffixes = (1, 5, 2, 9, 1, 1, 3, 1)
+    prefix, heads, d = 1 << 20, 32, 128
+    w = iosim.Workload(1, prefix_len=prefix, suffix_lens=suffixes, batch=len(suffixes),
+                       n_kv=prefix + max(suffixes), d=d, heads=heads)
+    c = iosim.compare(w, "h100")
+    kv_rows = prefix + sum(suffixes)  # rows of K (and of V) the cache holds, per KV head
+    q_and_o = 2 * len(suffixes) * heads * d * 2
+    for a in c.algorithms:
+        assert a.footprint.io_bytes == 2 * kv_rows * heads * d * 2 + q_and_o, a.name
+        assert a.footprint.fits
+    rows = _sweep_rows(["--gpu", "h100", "--n", "1", "--prefix-len", str(prefix),
+                        "--suffix-lens", ",".join(map(str, suffixes)), "--d", str(d),
+                        "--heads", str(heads)])
+    assert rows and all(row["fits_in_hbm"] == "True" for row in rows)

@@ -79,6 +79,9 @@ class Grid(Record):
     """How they are cut into blocks (SweepSpec.packing)."""
     page_size: int = 0
     """Tokens per page of a paged KV cache, the same at every point (0: contiguous)."""
+    prefix_len: int | None = None
+    suffix_lens: tuple[int, ...] | None = None
+    """The shared-prefix batch of every point (SweepSpec.prefix_len, suffix_lens)."""
 
     def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> Grid:
         def apply(value: Any) -> Any:
@@ -165,7 +168,8 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
                 efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling,
                 sm_count=sms, window=None if spec.window == (None,) else window,
-                seqlens=spec.seqlens, packing=spec.packing, page_size=spec.page_size or 0)
+                seqlens=spec.seqlens, packing=spec.packing, page_size=spec.page_size or 0,
+                prefix_len=spec.prefix_len, suffix_lens=spec.suffix_lens)
     return grid, list(dict.fromkeys(notes))
 
 

@@ -277,6 +277,8 @@ class _ArrayWorkload(Record):
     pass_: str
     d_v: Any
     output_element_bytes: Any
+    prefix_len: int | None = None
+    suffix_lens: tuple[int, ...] | None = None
 
 
 def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles,
@@ -288,7 +290,7 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
     saved, fixed, pass_ = kept
     held = footprint_bytes(kernels, _ArrayWorkload(g.n, g.n_kv, g.d, g.batch, g.heads,
                                                    g.kv_heads, g.element_bytes, pass_, g.d_v,
-                                                   g.out_bytes),
+                                                   g.out_bytes, g.prefix_len, g.suffix_lens),
                            saved=saved, splits=t.splits, fixed=fixed)
     put("fits_in_hbm", held <= g.hbm_capacity)
     if algorithm.tiled:

@@ -107,6 +107,16 @@ def _held(kernels: Sequence[Kernel], workload: Any, saved: Sequence[Access], spl
                        Access("dK", "read", "prologue", "kv", "d", ""),
                        Access("dV", "read", "prologue", "kv", "dv", "")]
     io = sum(tensor_bytes(a, workload) for a in io_tensors)
+    prefix, suffixes = getattr(workload, "prefix_len", None), getattr(workload, "suffix_lens", None)
+    if prefix is not None and suffixes:
+        # a shared-prefix batch holds the prefix's K and V once and each request's own suffix
+        # (inputs/decoding.py: the pages the L2 model and cascade read once), not batch × n_kv
+        # rows: 8 requests of a 2^20-token prefix hold 17 GB, not 137 GB
+        rows = workload.batch * workload.n_kv
+        for a in io_tensors:
+            if a.rows == "kv":
+                whole = tensor_bytes(a, workload)
+                io = io - whole + whole // rows * (prefix + sum(suffixes))
     saved_bytes = {a.tensor: tensor_bytes(a, workload, splits=splits) for a in saved}
     written = set(saved_bytes) if workload.pass_ == "bwd" else set()
     candidates = []
