@@ -212,3 +212,23 @@ def test_a_shared_prefix_batch_holds_its_prefix_once():
                         "--suffix-lens", ",".join(map(str, suffixes)), "--d", str(d),
                         "--heads", str(heads)])
     assert rows and all(row["fits_in_hbm"] == "True" for row in rows)
+
+
+def test_plots_hbm_marker_agrees_with_the_sweeps_fits_column_on_a_shared_prefix():
+    # before: the plots' fits check (analysis/hbm_fit.py) rebuilt each point without its
+    # non-axis fields (shared prefix, packed sequences, paged cache), so it judged another
+    # workload than the sweep's own fits_in_hbm column
+    import numpy as np
+
+    import iosim
+    from iosim.analysis.hbm_fit import hbm_fits
+
+    result = iosim.sweep(iosim.SweepSpec(n=(1,), gpu=("h100",), d=(128,), heads=(32,),
+                                         batch=(8,), n_kv=((1 << 20) + 9,), prefix_len=1 << 20,
+                                         suffix_lens=(1, 5, 2, 9, 1, 1, 3, 1),
+                                         algorithms=("standard", "splitkv", "cascade")))
+    columns = result.columns()
+    assert len(columns["algorithm"]) >= 2
+    for algorithm, fits in zip(columns["algorithm"], columns["fits_in_hbm"], strict=True):
+        assert bool(hbm_fits(result, str(algorithm), np.array([0]))[0]) == bool(fits)
+        assert fits
