@@ -25,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -530,3 +531,35 @@ def test_fuzz_calibrate_from(data, force, out_exists):
             (folder / "h200.yaml").write_text("mine\n")
         args = ["calibrate", "--gpu", "h200", "--from", "run.json", "--out", "h200.yaml"]
         check_case(args + (["--force"] if force else []), folder)
+
+
+# -- the Python API (review 4) ------------------------------------------------------------------
+
+_ODD_VALUES = st.sampled_from([
+    None, True, False, 0, -1, 1, 3, 64, 4096, 2**63, 1.5, 64.0, float("nan"), float("inf"), "64",
+    "no", "", "fp16", "flash2", (), [], (1, 2), [512, 512], {}, object(), b"64",
+    *(np.int64(64), np.int32(8), np.uint64(2**63), np.float64(0.5), np.bool_(True),
+      np.array([64, 64]), np.array(64))])
+_WORKLOAD_KEYWORDS = ("n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal", "pass_",
+                      "unfused", "sparsity", "window", "seqlens", "packing", "d_v", "latent_kv",
+                      "fp8_scales", "page_size", "prefix_len", "suffix_lens")
+
+
+@fuzz_settings(0.5)
+@given(n=_ODD_VALUES, extra=st.dictionaries(st.sampled_from(_WORKLOAD_KEYWORDS), _ODD_VALUES,
+                                            max_size=3),
+       gpu=st.sampled_from(["a100", "h100", None, 5, Path("nope.yaml"), ""]))
+def test_fuzz_python_workload_and_compare(n, extra, gpu):
+    """Workload(...) and compare(...) with values of any type: an IosimError or a result, never
+    another exception, and a result's JSON strict."""
+    import iosim
+
+    started = time.perf_counter()
+    try:
+        workload = iosim.Workload(n, **extra)
+        result = iosim.compare(workload, gpu)
+    except iosim.IosimError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        _finite(strict_json(json.dumps(result.to_dict(), allow_nan=False)))
+    assert time.perf_counter() - started < CASE_SECONDS

@@ -116,3 +116,13 @@ def test_model_layers_names_a_base_that_is_not_a_mapping(base):
     # before: TypeError: 'NoneType' object is not iterable
     with pytest.raises(iosim.IosimError, match="base must be a mapping"):
         iosim.model_layers(iosim.resolve_model("llama-3.1-8b"), base)
+
+
+@pytest.mark.parametrize("field", ["dtype", "pass_", "packing", "fp8_scales"])
+@pytest.mark.parametrize("value", [["fp16"], np.array(["fp16", "bf16"]), 3])
+def test_a_name_field_of_the_wrong_type_is_named(field, value):
+    # before (found by test_fuzz_python_workload_and_compare): dtype=[...] raised TypeError
+    # (unhashable list) and dtype=np.array([...]) ValueError (ambiguous truth value)
+    with pytest.raises(iosim.WorkloadError, match=f"unknown {field}") as caught:
+        Workload(64, **{field: value})
+    assert caught.value.param == field

@@ -90,6 +90,13 @@ class Workload(Record, init=False):
                  suffix_lens: tuple[int, ...] | None = None) -> None:
         """Sizes in tokens and heads, `dtype` of Q, K, V (and O, except for FP8); raises
         WorkloadError, naming the parameter, for a workload that cannot exist."""
+        for field, given, choices in (("dtype", dtype, tuple(DTYPE_BYTES)),
+                                      ("pass_", pass_, PASSES), ("packing", packing, PACKINGS),
+                                      ("fp8_scales", fp8_scales, (None, *FP8_SCALES))):
+            if not isinstance(given, str) and not (given is None and None in choices):
+                # a list or an array here would reach `in` tests that raise TypeError
+                raise WorkloadError(f"unknown {arg(field)} {limits.excerpt(given)}; use one of "
+                                    f"{', '.join(c for c in choices if c)}", param=field)
         if fp8_scales is None and dtype in FP8_DTYPES:
             fp8_scales = "tensor"
         # numpy's ints and floats (np.arange, array indexing) become Python ones; a flag must be
