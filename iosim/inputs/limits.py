@@ -24,13 +24,14 @@ how to fix it; values are quoted through `excerpt`, never whole.
 from __future__ import annotations
 
 import math
-import numbers
 import os
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from iosim.errors import IosimError, arg
+
+if TYPE_CHECKING:  # the path checks take pathlib's paths; compare's start-up does not load it
+    from pathlib import Path
 
 MAX_LENGTH: Final = 1 << 26
 """Sequence lengths N and N_kv: 64M tokens."""
@@ -181,8 +182,8 @@ def as_real(value: Any) -> Any:
     int64), else unchanged; bools stay as they are."""
     if isinstance(value, (bool, int, float)) or _numpy_bool(value):
         return value
-    if isinstance(value, numbers.Real):
-        return float(value)
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return float(value)  # numpy's float32, int64, ... scalars (numbers.Real, unimported)
     return value
 
 
