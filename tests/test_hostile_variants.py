@@ -238,3 +238,25 @@ def test_plots_hbm_marker_agrees_with_the_sweeps_fits_column_on_a_shared_prefix(
     for algorithm, fits in zip(columns["algorithm"], columns["fits_in_hbm"], strict=True):
         assert bool(hbm_fits(result, str(algorithm), np.array([0]))[0]) == bool(fits)
         assert fits
+
+
+@pytest.mark.parametrize(("command", "flags", "needle"), [
+    # before: ValueError: invalid literal for int() with base 10: '²' ('²'.isdigit() is True)
+    ("compare", ["--gpu", "a100", "--n", "2", "--seqlens", "²"], "--seqlens entry 1"),
+    ("sweep", ["--gpu", "a100", "--n", "2", "--seqlens", "²"], "--seqlens entry 1"),
+    ("verify", ["--n", "2", "--seqlens", "²"], "--seqlens entry 1"),
+    # before: StopIteration (the bad entry was searched for with the same isdigit test)
+    ("compare", ["--gpu", "a100", "--n", "1", "--prefix-len", "10", "--suffix-lens", "²"],
+     "--suffix-lens must be whole numbers"),
+])
+def test_a_superscript_digit_in_a_length_list_is_refused(command, flags, needle):
+    code, _, err = _run([command, *flags])
+    assert code == 2 and needle in err
+
+
+def test_seqlens_and_suffix_lens_read_their_entries_alike():
+    # before: --suffix-lens took '+3' and '3_0' (= 30) where --seqlens refused them
+    from iosim.cli.common import parse_seqlens, parse_suffix_lens
+
+    for text in ("+3,4", "3_0,4", " 3 , 4 ", "３,4"):
+        assert parse_seqlens(text) == parse_suffix_lens(text)
