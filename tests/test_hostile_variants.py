@@ -260,3 +260,16 @@ def test_seqlens_and_suffix_lens_read_their_entries_alike():
 
     for text in ("+3,4", "3_0,4", " 3 , 4 ", "３,4"):
         assert parse_seqlens(text) == parse_suffix_lens(text)
+
+
+@pytest.mark.parametrize("args", [["gpus"], ["models"], ["sweep", "--gpu", "a100", "--n", "64"],
+                                  ["compare", "--gpu", "a100", "--n", "64"]])
+def test_a_columns_variable_that_is_no_number_is_ignored(args):
+    # before: COLUMNS=² -> ValueError: invalid literal for int() (rich, and console.py, read it
+    # with str.isdigit(), which takes '²' for a digit)
+    from click.testing import CliRunner
+
+    from iosim.cli import cli
+
+    done = CliRunner().invoke(cli, args, env={"COLUMNS": "²", "LINES": "³"})
+    assert done.exit_code == 0 and done.exception is None, done.output

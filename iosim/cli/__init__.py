@@ -59,6 +59,7 @@ class IosimGroup(click.Group):
              standalone_mode: bool = True, **extra: Any) -> Any:
         """Run the command line; every error becomes one `Error: ...` line on stderr and exit status 2
         (usage and bad input) or the error's own status, never a traceback."""
+        _drop_unreadable_sizes()
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
@@ -98,6 +99,18 @@ def _import_command(module: str, *, one_shot: bool) -> None:
         gc.freeze()
         if collecting:
             gc.enable()
+
+
+def _drop_unreadable_sizes() -> None:
+    """Forget a $COLUMNS or $LINES that is not an ASCII number: rich reads them with
+    str.isdigit() and int(), so COLUMNS=² (a digit to isdigit, no number to int) was a
+    ValueError traceback from every table; unset, the terminal's own size is used."""
+    import os
+
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is not None and not (value.isascii() and value.isdigit()):
+            del os.environ[name]
 
 
 FLAG_NAMES = {"pass_": "pass", "sram_bytes": "sram", "algorithms": "algo"}
