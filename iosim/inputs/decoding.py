@@ -15,6 +15,7 @@ The rules live here, not in workload.py, so that each field's checks are written
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from iosim.errors import WorkloadError, arg
 from iosim.inputs import limits
@@ -110,6 +111,16 @@ def refuse_unmodelled(page_size: int | None, prefix_len: int | None, *, window: 
         raise WorkloadError(f"{arg('prefix_len')} with {arg('latent_kv')} (cascade over MLA's "
                             f"latent cache) is not modelled yet; drop one of them",
                             param="prefix_len")
+
+
+def held_kv_rows(batch: Any, n_kv: Any, prefix_len: int | None,
+                 suffix_lens: tuple[int, ...] | None) -> Any:
+    """Rows of K (and of V) per KV head that a batch holds, over all its requests: batch × N_kv,
+    or for a shared-prefix batch the prefix once and each request's own suffix (the pages the L2
+    model and cascade read once). The footprint and the compulsory traffic both count these."""
+    if prefix_len is not None and suffix_lens:
+        return prefix_len + sum(suffix_lens)
+    return batch * n_kv
 
 
 def describe(page_size: int | None, prefix_len: int | None,
