@@ -24,7 +24,7 @@ import datetime
 import os
 from typing import Any
 
-from iosim.errors import ConfigError
+from iosim.errors import ConfigError, UnknownGpuError
 from iosim.inputs.hardware import (
     KERNEL_KINDS,
     PEAK_DTYPES,
@@ -40,6 +40,7 @@ from iosim.inputs.limits import (
     MAX_SM_COUNT,
     MAX_SRAM_BYTES,
     check_figure,
+    check_path_text,
     clip,
     excerpt,
 )
@@ -305,7 +306,7 @@ def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
 
 def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     """Load and validate one hardware YAML file."""
-    where = path_text(path)
+    where = path_text(check_path_text("path", path, error=UnknownGpuError))
     raw = _read_yaml(where)
     if not isinstance(raw, dict):
         raise ConfigError(where, None, f"expected a mapping of keys at the top level, the "
