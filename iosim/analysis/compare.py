@@ -27,6 +27,7 @@ from iosim.analysis.impl_kernels import (
 )
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
 from iosim.errors import IosimError, arg
+from iosim.estimates.alg4_time import alg4_kernel, alg4_note
 from iosim.estimates.footprint import footprint, kept_for_backward
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
@@ -158,6 +159,7 @@ def compare(
     paging = page_efficiency(hw, workload.page_size) if workload.page_size else None
 
     triton_scheduled: list[bool] = []  # whether iosim's own kernels ran on the fitted schedule
+    alg4_timed: list[bool] = []  # whether flash1's backward ran on Alg. 4's per-tile model
 
     def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None, *,
                  impl_: Implementation | None = None, impl_splits: int | None = None
@@ -182,12 +184,15 @@ def compare(
             k.name: paged_roof_bytes(k, [(t.tensor, t.bytes) for t in dram.of_kernel(k.name).terms],
                                      paging) for k in kernels}
         own_roofs = roofs
+        if impl_ is not None:  # Alg. 4's constants are iosim's Triton kernel's, not a library's
+            own_roofs = replace(roofs, alg4=None)
         if impl_ is not None and profile == "measured" and w.pass_ != "fwd":
-            own_roofs = impl_backward_roofs(roofs, impl_, hw, tiling, w.d)
+            own_roofs = impl_backward_roofs(own_roofs, impl_, hw, tiling, w.d)
         kernel_estimates = estimate_kernels(kernels, w, tiling, own_roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
         if impl_ is None:
             triton_scheduled.append(any(scheduled(k, own_roofs) for k in kernels))
+            alg4_timed.append(own_roofs.alg4 is not None and any(alg4_kernel(k) for k in kernels))
         totals = total_cost(kernel_estimates)
         time_s, hbm = float(totals.time_s), int(totals.hbm_read_bytes + totals.hbm_write_bytes)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
@@ -218,6 +223,8 @@ def compare(
 
     if roofs.schedule is not None and any(triton_scheduled):  # said only where it applies
         roofs = replace(roofs, notes=(*roofs.notes, schedule_note(roofs.schedule)))
+    if roofs.alg4 is not None and any(alg4_timed):
+        roofs = replace(roofs, notes=(*roofs.notes, alg4_note(roofs.alg4)))
     m = sram_bytes // workload.element_bytes
     n, n_kv, d = workload.n, workload.n_kv, workload.d
     if workload.d_v == d:

@@ -84,6 +84,7 @@ def kernel_dict(k: KernelEstimate) -> dict[str, Any]:
         "memory_time_s": k.memory_time_s, "compute_time_s": k.compute_time_s,
         "efficiency": k.efficiency, "time_s": k.time_s, "bound": k.bound,
         "dram_bytes_on_roof": k.dram_bytes, "utilisation": k.utilisation,
+        "timed_by": k.timed_by,
     }
 
 

@@ -233,7 +233,8 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Gri
         if measured is None:
             return None
         lists = measured.lists[algorithm.name][index]
-        return {name: (cut(c.memory_bytes), None if c.compute_s is None else cut(c.compute_s))
+        return {name: (cut(c.memory_bytes), None if c.compute_s is None else cut(c.compute_s),
+                       None if c.time_s is None else cut(c.time_s))
                 for name, c in lists.items()}
 
     if len(plan.lists) == 1:
@@ -262,9 +263,10 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Gri
                   plan.kept[index], columns(index, cut))
 
 
-_Columns = dict[str, tuple[np.ndarray, np.ndarray | None]]
-"""Per kernel name, over the points being evaluated: the measured profile's DRAM bytes and, for
-a kernel timed by the Triton backward's schedule, its compute time (NaN where none applies)."""
+_Columns = dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]
+"""Per kernel name, over the points being evaluated: the measured profile's DRAM bytes, for
+a kernel timed by the Triton backward's schedule its compute time, and for flash1's fused
+backward Algorithm 4's per-tile time (NaN where none applies)."""
 
 
 class _ArrayWorkload(Record):
@@ -316,11 +318,15 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
         return sums_cache[key]
 
     def cost(kernel: Kernel) -> KernelCost:
-        memory, scheduled_s = measured[kernel.name] if measured is not None else (None, None)
+        memory, scheduled_s, alg4_s = (measured[kernel.name] if measured is not None
+                                       else (None, None, None))
         c = kernel_cost(kernel, dims, bandwidth=g.bandwidth, matmul_peak=g.matmul_peak,
                         vector_peak=g.vector_peak, efficiency=g.efficiency[kernel.kind],
                         additive=g.additive_compute, sums=sums_of(kernel), per_sm=1,
                         sm_count=g.sm_count, memory_bytes=memory)
+        if alg4_s is not None:  # Alg. 4's per-tile model replaces the time (alg4_time.py)
+            on = ~np.isnan(alg4_s)
+            return replace(c, time_s=np.where(on, alg4_s, c.time_s))
         if scheduled_s is None:
             return c
         # the fitted list schedule replaces the compute roof and the utilisation (as

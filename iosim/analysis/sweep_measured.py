@@ -1,10 +1,12 @@
-"""The measured profile in a sweep: each point's L2-aware DRAM bytes per kernel, and the fitted
-schedule of iosim's Triton backward kernels, for the vectorised runner (sweep.py) to charge.
+"""The measured profile in a sweep: each point's L2-aware DRAM bytes per kernel, the fitted
+schedule of iosim's Triton backward kernels and Algorithm 4's per-tile time of flash1's fused
+backward, for the vectorised runner (sweep.py) to charge.
 
 Everything else the measured profile changes is a roof or an efficiency per (GPU, dtype), which
 the grid already holds (grid.py, roofs_for). What is per workload is the DRAM estimate
-(estimates/l2.py: a closed form, but over Python objects) and the list schedule
-(estimates/schedule.py); both are computed here point by point, with the same functions
+(estimates/l2.py: a closed form, but over Python objects), the list schedule
+(estimates/schedule.py) and Algorithm 4's per-tile time (estimates/alg4_time.py); all are
+computed here point by point, with the same functions
 `compare` calls on the same inputs: the point's Workload (sweep_spec.spec_workload), and a Tiling
 built from the blocks, split count and programs per SM the sweep chose on arrays (the rules
 `compare` applies, so the same values; tests/test_sweep_equals_compare.py holds the two equal).
@@ -25,6 +27,7 @@ from iosim.algorithms import Algorithm
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.sweep_spec import AXES, WORKLOAD_AXES, SweepSpec, spec_workload
 from iosim.errors import IosimError
+from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
 from iosim.estimates.roofline import Roofs, roofs_for, scheduled
@@ -41,6 +44,10 @@ class KernelColumns(Record, frozen=False):
     compute_s: np.ndarray | None = None
     """The scheduled compute time (s) where the kernel is timed by the Triton backward's fitted
     schedule (it then replaces the roofline's compute time and the utilisation); else None."""
+    time_s: np.ndarray | None = None
+    """The kernel's time (s) where Algorithm 4's per-tile latency model times it (flash1's
+    fused backward on a GPU with measured.alg4_time: it replaces the roofline's time); NaN at
+    the points where it does not apply; None for every other kernel."""
 
 
 class MeasuredColumns(Record, frozen=False):
@@ -76,7 +83,8 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
     for a in algorithms:
         out.lists[a.name] = [
             {k.name: KernelColumns(np.full(points, np.nan),
-                                   np.full(points, np.nan) if _may_schedule(k) else None)
+                                   np.full(points, np.nan) if _may_schedule(k) else None,
+                                   np.full(points, np.nan) if alg4_kernel(k) else None)
              for k in kernels} for kernels in plans[a.name].lists]
     roofs: dict[tuple[int, str], Roofs] = {}
     paging: dict[int, Any] = {}
@@ -110,12 +118,21 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
                     column[flat] = scheduled_compute_s(
                         k, workload, tiling, r.schedule, sm_count=r.sm_count,
                         matmul_peak=r.matmul_flops_per_s, vector_peak=r.vector_flops_per_s)
+                if r.alg4 is not None and r.sm_count is not None and alg4_kernel(k):
+                    # as roofline.estimate_kernels times it, on the bytes charged above
+                    whole = columns[k.name].time_s
+                    assert whole is not None
+                    whole[flat] = alg4_fused_time_s(k, workload, tiling,
+                                                    float(columns[k.name].memory_bytes[flat]),
+                                                    r.sm_count, r.alg4)
     for lists in out.lists.values():
         for columns in lists:
             for c in columns.values():
                 c.memory_bytes = c.memory_bytes.reshape(shape)
                 if c.compute_s is not None:
                     c.compute_s = c.compute_s.reshape(shape)
+                if c.time_s is not None:
+                    c.time_s = c.time_s.reshape(shape)
     return out
 
 

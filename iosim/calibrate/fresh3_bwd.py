@@ -151,7 +151,7 @@ def sensitivity(record: dict[str, Any], hardware: Hardware) -> list[str]:
         cases.append(("DIRTY_CAP", f"{cap:g}", L, "DIRTY_CAP", cap))
     for share in (0.7, R.RESTART_CAPACITY_SHARE, 0.9):
         cases.append(("RESTART_CAPACITY_SHARE", f"{share:g}", R, "RESTART_CAPACITY_SHARE", share))
-    t = A.ALG4_TIME
+    t = FB.measured_alg4(hardware)
     for name, field, factor in (("solo rate", "solo_flops_per_s", 0.8),
                                 ("solo rate", "solo_flops_per_s", 1.2),
                                 ("program bandwidth", "program_bytes_per_s", 0.8),
@@ -162,16 +162,13 @@ def sensitivity(record: dict[str, Any], hardware: Hardware) -> list[str]:
                                                             "program_bytes_per_s",
                                                             "shared_sm_slowdown")},
                               field: getattr(t, field) * factor})
-        cases.append((f"ALG4_TIME {name}", f"×{factor:g}", FB, "ALG4_TIME", moved))
+        cases.append((f"ALG4_TIME {name}", f"×{factor:g}", FB, "alg4_time_s",
+                      _alg4_with(moved)))
     for label, value, module, attr, new in cases:
         D.forget_models()
         B._ESTIMATES.clear()
         with patch.object(module, attr, new):
-            if module is FB:  # alg4_time_s's default is bound at import: pass it explicitly
-                with patch.object(FB, "alg4_time_s", _alg4_with(new)):
-                    rows = judged(record, hardware)
-            else:
-                rows = judged(record, hardware)
+            rows = judged(record, hardware)
         lines.append(f"| {label} | {value} | {_count(rows, 's', True)} | {_count(rows, 'a', True)} "
                      f"| {_count(rows, 'd', True)} | {_count(rows, 'd', False)} |")
     D.forget_models()

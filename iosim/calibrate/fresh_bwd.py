@@ -32,9 +32,9 @@ from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.calibrate.backward_fit import handover, workload_of
-from iosim.estimates.alg4_time import ALG4_TIME, Alg4Shape, Alg4Time, alg4_shape
+from iosim.estimates.alg4_time import Alg4Shape, Alg4Time, alg4_shape
 from iosim.inputs.hardware import Hardware
-from iosim.record import Record
+from iosim.record import Record, replace
 
 GAPS = {"a": "FA2's causal backward, N ≥ 32,768 (SDPA)", "b": "eager's causal mask pass",
         "c": "eager at N % 8 ≠ 0", "d": "Algorithm 4 in Triton (flash1)"}
@@ -94,13 +94,29 @@ def flash1_estimate(p: dict[str, Any], hardware: Hardware) -> Any:
     tiles = p["tiles"]
     key = (p["id"], tiles["block_r"], tiles["block_c"], hardware.path)
     if key not in _FLASH1:
-        _FLASH1[key] = compare(workload_of(p), hardware, algorithms=("flash1",),
+        _FLASH1[key] = compare(workload_of(p), roofline_only(hardware), algorithms=("flash1",),
                                block_q=tiles["block_r"], block_kv=tiles["block_c"],
                                profile="measured").algorithms[0]
     return _FLASH1[key]
 
 
 _FLASH1: dict[tuple[str, int, int, str], Any] = {}
+
+
+def roofline_only(hardware: Hardware) -> Hardware:
+    """The GPU without its `measured.alg4_time`: flash1's backward on its roofline ÷
+    utilisation (the report's 'without the rule' column; the fit's DRAM bytes)."""
+    if hardware.measured is None or hardware.measured.alg4_time is None:
+        return hardware
+    return replace(hardware, measured=replace(hardware.measured, alg4_time=None))
+
+
+def measured_alg4(hardware: Hardware) -> Alg4Time:
+    """The GPU's `measured.alg4_time` (the constants the report judges)."""
+    if hardware.measured is None or hardware.measured.alg4_time is None:
+        raise CalibrationError(f"{hardware.path} has no measured.alg4_time; fit it with "
+                               f"fit_alg4_time and write alg4_time_yaml's mapping there")
+    return hardware.measured.alg4_time
 
 
 def fit_dirty_cap(record: dict[str, Any], hardware: Hardware) -> float:
@@ -150,12 +166,14 @@ def alg4_parts(p: dict[str, Any], hardware: Hardware) -> tuple[Alg4Shape, float]
 _ALG4: dict[tuple[str, str], tuple[Alg4Shape, float]] = {}
 
 
-def alg4_time_s(p: dict[str, Any], hardware: Hardware, constants: Alg4Time = ALG4_TIME) -> float:
+def alg4_time_s(p: dict[str, Any], hardware: Hardware, constants: Alg4Time | None = None
+                ) -> float:
     """Algorithm 4's backward time at a recorded point: the fused kernel by the per-tile latency
-    model (estimates/alg4_time.py) at its L2-aware DRAM bytes, the others as alg4_parts says."""
+    model (estimates/alg4_time.py; `constants`, else the GPU's measured.alg4_time) at its
+    L2-aware DRAM bytes, the others as alg4_parts says."""
     assert hardware.sm_count is not None
     fused, other = alg4_parts(p, hardware)
-    return fused.time_s(hardware.sm_count, constants) + other
+    return fused.time_s(hardware.sm_count, constants or measured_alg4(hardware)) + other
 
 
 def _alg4_fit_points(record: dict[str, Any], hardware: Hardware) -> tuple[list[Any], list[Any]]:
@@ -167,7 +185,7 @@ def _alg4_fit_points(record: dict[str, Any], hardware: Hardware) -> tuple[list[A
 
 
 def fit_alg4_time(record: dict[str, Any], hardware: Hardware) -> Alg4Time:
-    """estimates/alg4_time.ALG4_TIME's fit: least squares of the relative time error, the solo
+    """measured.alg4_time's fit (configs/gpus/h200.yaml, as alg4_time_yaml writes it): least squares of the relative time error, the solo
     rate (0.80-1.50 TFLOP/s by 0.01) and per-program bandwidth (40-160 GB/s by 2) on the points
     of at most one program per SM, then the slowdown (0-1 by 0.01) on the others."""
     solo, shared = _alg4_fit_points(record, hardware)
@@ -184,6 +202,17 @@ def fit_alg4_time(record: dict[str, Any], hardware: Hardware) -> Alg4Time:
         best = min((Alg4Time(best.solo_flops_per_s, best.program_bytes_per_s, s / 100)
                     for s in range(101)), key=lambda c: loss(c, shared))
     return best
+
+
+def alg4_time_yaml(fit: Alg4Time, record_path: str) -> dict[str, Any]:
+    """The `measured.alg4_time` mapping of a fit (the units hardware_yaml.py reads)."""
+    return {"solo_tflops": round(fit.solo_flops_per_s / 1e12, 4),
+            "program_gb_per_s": round(fit.program_bytes_per_s / 1e9, 3),
+            "shared_sm_slowdown": round(fit.shared_sm_slowdown, 4),
+            "source": f"fitted (not ceilings) by calibrate/fresh_bwd.py fit_alg4_time on the "
+                      f"Algorithm 4 points of {record_path}: the solo rate and per-program "
+                      f"bandwidth on those of at most one program per SM, the slowdown on the "
+                      f"others; judged on backward-h200-fresh3.json (reports/backward-h200.md)"}
 
 
 def flash1_rows(record: dict[str, Any], hardware: Hardware) -> list[Judged]:

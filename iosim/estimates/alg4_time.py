@@ -22,7 +22,8 @@ Elementwise work and the masking of diagonal tiles are folded into the per-tile 
 The constants are fitted (calibrate/fresh_bwd.py `fit_alg4_time`) on the Algorithm 4 points of
 tests/data/backward-h200-fresh.json: the solo rate and per-program bandwidth on those of at
 most one program per SM, the slowdown on the one of two; they are judged on a later fresh set
-(reports/backward-h200.md).
+(reports/backward-h200.md), and kept in a hardware YAML's `measured.alg4_time`, where the
+measured profile of `compare` and `sweep` reads them (estimates/roofline.py: `alg4_timed`).
 """
 
 from __future__ import annotations
@@ -31,27 +32,35 @@ from iosim.algorithms.blocks import cdiv
 from iosim.algorithms.closedform import kernel_blocks
 from iosim.algorithms.loopnest import Kernel
 from iosim.estimates.schedule import program_steps
+from iosim.inputs.hardware import Alg4Time
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import Record
 
-
-class Alg4Time(Record):
-    """The fitted constants of Algorithm 4's per-tile latency model (none is a hardware fact)."""
-
-    solo_flops_per_s: float
-    """Matmul FLOP/s of one program walking its tiles alone on an SM."""
-    program_bytes_per_s: float
-    """DRAM bytes/s one program streams (one tile's loads in flight at a time)."""
-    shared_sm_slowdown: float
-    """Per extra program resident on the same SM, the fraction each program runs slower."""
+__all__ = ["ALG4_PROGRAMS_PER_SM", "Alg4Shape", "Alg4Time", "alg4_fused_time_s", "alg4_kernel",
+           "alg4_note", "alg4_shape"]
 
 
-ALG4_TIME = Alg4Time(1.15e12, 1.02e11, 0.33)
-"""Fitted by `fit_alg4_time` (calibrate/fresh_bwd.py) on tests/data/backward-h200-fresh.json."""
 ALG4_PROGRAMS_PER_SM = {64: 2, 128: 1}
 """Programs of kernels_fa1_bwd's fused kernel one SM holds, by head dim (Fa1Tiles: 4 warps at
 d = 64, 8 at d = 128; up to 255 registers a thread: 32,640 and 65,280 of an SM's 65,536)."""
+
+
+def alg4_kernel(kernel: Kernel) -> bool:
+    """Whether the model times the kernel (with a GPU's measured.alg4_time): a fused backward
+    kernel of one program per head, flash1's (every other backward runs one per block)."""
+    return (kernel.kind == "fused" and kernel.grid == "heads" and kernel.blocks == "backward"
+            and kernel.tile is None)
+
+
+def alg4_note(constants: Alg4Time) -> str:
+    """The line saying that flash1's fused backward is timed by this model (a comparison
+    prints it only where one of its algorithms runs that kernel)."""
+    return ("flash1's fused backward (Alg. 4, one program per head) is timed by its per-tile "
+            f"latency model, not its roofline: {constants.solo_flops_per_s / 1e12:g} TFLOP/s "
+            f"and {constants.program_bytes_per_s / 1e9:g} GB/s a program, "
+            f"+{constants.shared_sm_slowdown:.0%} per extra program on an SM "
+            "(estimates/alg4_time.py; fitted at the kernel's 64 × 64 tiles)")
 
 
 def tiles_per_program(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> int:
@@ -78,7 +87,7 @@ class Alg4Shape(Record):
     """The kernel's L2-aware DRAM bytes, all programs."""
     programs_per_sm: int
 
-    def time_s(self, sm_count: int, constants: Alg4Time = ALG4_TIME) -> float:
+    def time_s(self, sm_count: int, constants: Alg4Time) -> float:
         """The kernel's time by the per-tile latency model (module docstring)."""
         if self.programs == 0 or self.tiles == 0:
             return 0.0
@@ -98,6 +107,6 @@ def alg4_shape(kernel: Kernel, workload: Workload, tiling: Tiling | None,
 
 
 def alg4_fused_time_s(kernel: Kernel, workload: Workload, tiling: Tiling | None,
-                      dram_bytes: float, sm_count: int, constants: Alg4Time = ALG4_TIME) -> float:
+                      dram_bytes: float, sm_count: int, constants: Alg4Time) -> float:
     """Algorithm 4's fused kernel's time by the per-tile latency model (module docstring)."""
     return alg4_shape(kernel, workload, tiling, dram_bytes).time_s(sm_count, constants)

@@ -34,16 +34,18 @@ from iosim.algorithms.closedform import (
 from iosim.algorithms.loopnest import Kernel, element_bytes
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError, arg
+from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
 from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
-from iosim.inputs.hardware import KERNEL_KINDS, BackwardSchedule, Hardware
+from iosim.inputs.hardware import KERNEL_KINDS, Alg4Time, BackwardSchedule, Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import Record, field
 
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute"]
+TimedBy = Literal["roofline", "schedule", "alg4"]
 
 
 class Roofs(Record):
@@ -81,6 +83,9 @@ class Roofs(Record):
     schedules_untiled: bool = False
     """The schedule is an implementation's own fit of its fused backward kernel (FA2's, whose
     tiles are the Tiling's): it times that kernel too (analysis/impl_kernels.py)."""
+    alg4: Alg4Time | None = None
+    """Measured profile: Algorithm 4's per-tile latency model, which times flash1's fused
+    backward kernel (estimates/alg4_time.py; the GPU YAML's measured.alg4_time)."""
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
@@ -124,8 +129,10 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
     notes.append("measured profile: the memory roof charges the L2-aware DRAM estimate and a "
                  "kernel's matmul and elementwise times add (README, calibration)")
     schedule = measured.backward_schedule if hardware.sm_count is not None else None
+    alg4 = measured.alg4_time if hardware.sm_count is not None else None
     return Roofs("measured", bandwidth, matmul, vector, efficiency, tuple(notes),
-                 additive_compute=True, schedule=schedule, sm_count=hardware.sm_count)
+                 additive_compute=True, schedule=schedule, sm_count=hardware.sm_count,
+                 alg4=alg4)
 
 
 def schedule_note(schedule: BackwardSchedule) -> str:
@@ -161,6 +168,9 @@ class KernelEstimate(TrafficTotals, Record):
     """The L2-aware DRAM estimate the memory roof used (measured profile), else None."""
     utilisation: float = 1.0
     """u of the kernel's waves (estimates/occupancy.py): time = roofline time / u."""
+    timed_by: TimedBy = "roofline"
+    """Which model gave time_s: the roofline (÷ utilisation), the fitted list schedule of the
+    Triton backward (schedule.py) or Algorithm 4's per-tile latency model (alg4_time.py)."""
 
     @property
     def intensity_flops_per_byte(self) -> float:
@@ -328,6 +338,7 @@ def estimate_kernels(
                            per_sm=per_sm, sm_count=sm_count,
                            memory_efficiency=roofs.kernel_memory_efficiency.get(
                                kernel.name, roofs.memory_efficiency))
+        timed_by: TimedBy = "roofline"
         own_memory = roofs.kernel_memory_efficiency.get(kernel.name)
         memory_efficiency = own_memory if own_memory is not None else roofs.memory_efficiency
         u = float(kernel_utilisation(kernel, dims, per_sm, sm_count))  # as kernel_cost has it
@@ -357,7 +368,14 @@ def estimate_kernels(
                 kernel, workload, tiling, roofs.schedule, sm_count=roofs.sm_count,
                 matmul_peak=roofs.matmul_flops_per_s, vector_peak=roofs.vector_flops_per_s)
             time_s = max(memory_time, compute_time)
-            u = 1.0
+            u, timed_by = 1.0, "schedule"
+        if roofs.alg4 is not None and roofs.sm_count is not None and alg4_kernel(kernel):
+            # a chain of dependent tiles per head, not a roofline: alg4_time.py
+            time_s = alg4_fused_time_s(
+                kernel, workload, tiling,
+                float(cost.hbm_read_bytes + cost.hbm_write_bytes) if dram is None else dram,
+                roofs.sm_count, roofs.alg4)
+            u, timed_by = 1.0, "alg4"
         estimates.append(KernelEstimate(
             name=kernel.name,
             label=kernel.label,
@@ -372,6 +390,7 @@ def estimate_kernels(
             bound="memory" if memory_time >= compute_time else "compute",
             dram_bytes=dram,
             utilisation=u,
+            timed_by=timed_by,
         ))
     return tuple(estimates)
 

@@ -37,6 +37,20 @@ class BackwardSchedule(Record):
         return self.programs_per_sm.get(d, self.programs_per_sm[min(self.programs_per_sm)])
 
 
+class Alg4Time(Record):
+    """Fitted constants (none is a hardware fact) of Algorithm 4's per-tile latency model
+    (estimates/alg4_time.py; fitted by calibrate/fresh_bwd.py `fit_alg4_time`): the GPU YAML's
+    `measured.alg4_time`, what times flash1's fused backward kernel in the measured profile."""
+
+    solo_flops_per_s: float
+    """Matmul FLOP/s of one program walking its tiles alone on an SM."""
+    program_bytes_per_s: float
+    """DRAM bytes/s one program streams (one tile's loads in flight at a time)."""
+    shared_sm_slowdown: float
+    """Per extra program resident on the same SM, the fraction each program runs slower."""
+    source: str = ""
+
+
 class ImplCalibration(Record):
     """One implementation's fitted figures on one GPU (the GPU YAML's `measured.impls.NAME`,
     written by `iosim calibrate --impl`, calibrate/impl_fit.py): efficiency per kernel class
@@ -108,6 +122,9 @@ class MeasuredProfile(Record):
     (calibrate/decode_microbench.py). None: not measured."""
     decode_fit: DecodeFit | None = None
     """The decoding time model's two fitted constants (analysis/decode_time.py)."""
+    alg4_time: Alg4Time | None = None
+    """Algorithm 4's per-tile latency model (flash1's backward); None: flash1's backward on
+    its roofline."""
 
 
 class Hardware(Record):

@@ -29,6 +29,7 @@ from iosim.inputs.hardware import (
     KERNEL_KINDS,
     PEAK_DTYPES,
     SCHEMA_VERSION,
+    Alg4Time,
     BackwardSchedule,
     DecodeFit,
     Figure,
@@ -36,6 +37,9 @@ from iosim.inputs.hardware import (
     MeasuredProfile,
 )
 from iosim.inputs.limits import (
+    ALG4_PROGRAM_GB_PER_S,
+    ALG4_SHARED_SM_SLOWDOWN,
+    ALG4_SOLO_TFLOPS,
     MAX_PAGE_SIZE,
     MAX_SM_COUNT,
     MAX_SRAM_BYTES,
@@ -66,7 +70,7 @@ _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
 _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
                   "backward_schedule", "paged_kv_efficiency", "impls", "l2_bandwidth",
-                  "launch_overhead", "decode_fit"}
+                  "launch_overhead", "decode_fit", "alg4_time"}
 _PAGED_KEYS = {"source", "by_page_size"}
 _SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source",
                   "causal_loops"}
@@ -182,6 +186,7 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
         l2 = figures["l2_bandwidth"].value
     launch = _launch_overhead(path, raw.get("launch_overhead"))
     fit = _decode_fit(path, raw.get("decode_fit"))
+    alg4 = _alg4_time(path, raw.get("alg4_time"))
     from iosim.inputs.impl_calibration import load_impl_calibrations  # a measured profile's
 
     return MeasuredProfile(provenance.strip(), bandwidth,
@@ -189,7 +194,7 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
                            schedule, paged, paged_source,
                            load_impl_calibrations(path, raw.get("impls")),
                            l2_bandwidth_bytes_per_s=l2, launch_overhead_s=launch,
-                           decode_fit=fit)
+                           decode_fit=fit, alg4_time=alg4)
 
 
 def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
@@ -225,6 +230,35 @@ def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
     return DecodeFit(float(ramp) * 1e-6, float(eff), source.strip(),
                      None if block is None else float(block) * 1e-6,
                      None if tflops is None else float(tflops) * 1e12)
+
+
+def _alg4_time(path: str, raw: Any) -> Alg4Time | None:
+    """measured.alg4_time: {solo_tflops, program_gb_per_s, shared_sm_slowdown, source}
+    (estimates/alg4_time.py; bounds in inputs/limits.py)."""
+    key = "measured.alg4_time"
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"solo_tflops", "program_gb_per_s",
+                                                 "shared_sm_slowdown", "source"}:
+        raise ConfigError(path, key, "expected a mapping {solo_tflops: TFLOP/s, "
+                                     "program_gb_per_s: GB/s, shared_sm_slowdown: fraction, "
+                                     "source: text}")
+    values = []
+    for name, (low, high), unit in (("solo_tflops", ALG4_SOLO_TFLOPS, "TFLOP/s"),
+                                    ("program_gb_per_s", ALG4_PROGRAM_GB_PER_S, "GB/s"),
+                                    ("shared_sm_slowdown", ALG4_SHARED_SM_SLOWDOWN, "fraction")):
+        value = raw[name]
+        closed = name == "shared_sm_slowdown"  # no slowdown at all is a fit's answer
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                (value >= low if closed else value > low) and value <= high):
+            opening = "[" if closed else "("
+            raise ConfigError(path, f"{key}.{name}", f"must be a number ({unit}) in {opening}"
+                                                     f"{low:g}, {high:g}], got {excerpt(value)}")
+        values.append(float(value))
+    source = raw["source"]
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
+    return Alg4Time(values[0] * 1e12, values[1] * 1e9, values[2], source.strip())
 
 
 def _launch_overhead(path: str, raw: Any) -> float | None:

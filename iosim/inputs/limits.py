@@ -71,6 +71,18 @@ MAX_PAGE_SIZE: Final = 1 << 20
 """Tokens per KV-cache page (--page-size): serving stacks use 1 to 256; a page longer than the
 sequence is one partly filled page."""
 
+ALG4_SOLO_TFLOPS: Final = (0.0, 1000.0)
+"""measured.alg4_time.solo_tflops, open below: one program's matmul rate is a share of one SM's
+(the H200's whole GPU peaks near 1,000 TFLOP/s dense fp16)."""
+
+ALG4_PROGRAM_GB_PER_S: Final = (0.0, 10000.0)
+"""measured.alg4_time.program_gb_per_s, open below: one program's DRAM stream, at most a GPU's
+whole HBM bandwidth (the H200's is 4,800 GB/s)."""
+
+ALG4_SHARED_SM_SLOWDOWN: Final = (0.0, 4.0)
+"""measured.alg4_time.shared_sm_slowdown, closed: 0 is programs on one SM not slowing each
+other; above 1, a second program more than doubles each one's time (no fit has said so)."""
+
 MAX_REQUESTS: Final = 1 << 16
 """Requests of a shared-prefix batch (--suffix-lens): each is a term of the exact sums."""
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
+from iosim.estimates.roofline import KernelEstimate
 from iosim.estimates.training import Occupancy, compulsory_backward_bytes
 from iosim.output.numbers import (
     fmt_binary_bytes,
@@ -111,9 +112,12 @@ def occupancy_lines(c: Comparison) -> list[str]:
         if worst is None or worst.fraction is None:
             continue
         programs = "1 program" if worst.programs == 1 else f"{worst.programs:,} programs"
+        timed = (f"time = roofline time ÷ {worst.fraction:.3g}"
+                 if _kernel(a, worst.kernel).timed_by != "alg4"
+                 else "its time by Alg. 4's per-tile model (note above)")
         lines.append(f"{a.name} cannot fill the GPU: {programs} of "
                      f"{worst.label} on {worst.sm_count} SMs: {_share(worst.fraction)} of the GPU's "
-                     f"rate; time = roofline time ÷ {worst.fraction:.3g}")
+                     f"rate; {timed}")
     return lines
 
 
@@ -130,11 +134,17 @@ def occupancy_table(c: Comparison) -> Table:
                           fmt_time(a.time_s), end_section=True)
             continue
         for i, o in enumerate(a.occupancy):
-            k = next(k for k in a.kernels if k.name == o.kernel)
+            k = _kernel(a, o.kernel)
+            u = "?" if o.fraction is None else f"{o.fraction:.0%}"
+            if k.timed_by == "alg4":  # its time is not the roofline's ÷ u
+                u += " (Alg. 4)"
             table.add_row(a.name if i == 0 else "", o.label, grid_text(o), str(o.per_sm),
-                          "?" if o.fraction is None else f"{o.fraction:.0%}", fmt_time(k.time_s),
-                          end_section=i == len(a.occupancy) - 1)
+                          u, fmt_time(k.time_s), end_section=i == len(a.occupancy) - 1)
     return table
+
+
+def _kernel(a: AlgorithmEstimate, name: str) -> KernelEstimate:
+    return next(k for k in a.kernels if k.name == name)
 
 
 def grid_text(o: Occupancy) -> str:
