@@ -143,7 +143,7 @@ def test_a_bad_constant_is_one_line_naming_its_key(tmp_path: Any, bad: str, key:
     name = key.split(":")[0]
     with pytest.raises(ConfigError, match=rf"measured\.alg4_time\.{name}"):
         load_hardware(path)
-    code, out, err = run_cli("compare", "--gpu", str(path), "--n", "1024", "--pass", "bwd",
+    code, _, err = run_cli("compare", "--gpu", str(path), "--n", "1024", "--pass", "bwd",
                              "--algo", "flash1", "--profile", "measured")
     assert code == 2 and f"measured.alg4_time.{name}" in str(err)
     assert len(str(err).strip().splitlines()) == 1 and "Traceback" not in str(err)

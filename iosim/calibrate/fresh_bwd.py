@@ -185,9 +185,10 @@ def _alg4_fit_points(record: dict[str, Any], hardware: Hardware) -> tuple[list[A
 
 
 def fit_alg4_time(record: dict[str, Any], hardware: Hardware) -> Alg4Time:
-    """measured.alg4_time's fit (configs/gpus/h200.yaml, as alg4_time_yaml writes it): least squares of the relative time error, the solo
-    rate (0.80-1.50 TFLOP/s by 0.01) and per-program bandwidth (40-160 GB/s by 2) on the points
-    of at most one program per SM, then the slowdown (0-1 by 0.01) on the others."""
+    """measured.alg4_time's fit (configs/gpus/h200.yaml, as alg4_time_yaml writes it): least
+    squares of the relative time error, the solo rate (0.80-1.50 TFLOP/s by 0.01) and
+    per-program bandwidth (40-160 GB/s by 2) on the points of at most one program per SM, then
+    the slowdown (0-1 by 0.01) on the others."""
     solo, shared = _alg4_fit_points(record, hardware)
     if not solo:
         raise CalibrationError("no Algorithm 4 point of at most one program per SM in the record")
