@@ -80,11 +80,12 @@ def test_the_shipped_figures_are_the_fit_of_the_fit_records() -> None:
 
 def test_the_gpu_calibration_keeps_the_keys_it_does_not_fit(tmp_path: Path) -> None:
     """`calibrate --gpu h200` rewriting the YAML used to drop measured.paged_kv_efficiency and
-    backward_schedule (and now measured.impls): kept, value for value, and said so."""
+    backward_schedule (and now measured.impls, measured.alg4_time): kept, value for value, and
+    said so."""
     out = tmp_path / "h200.yaml"
     code, _, err = run("calibrate", "--gpu", "h200", "--out", str(out), "--from", str(GPU_RECORD))
     assert code == 0
-    assert err.startswith("Warning: kept measured.backward_schedule, "
+    assert err.startswith("Warning: kept measured.backward_schedule, measured.alg4_time, "
                           "measured.paged_kv_efficiency, measured.impls, measured.l2_bandwidth, "
                           "measured.launch_overhead, measured.decode_fit of ")
     new, shipped = _measured(out), H200.measured
@@ -92,6 +93,7 @@ def test_the_gpu_calibration_keeps_the_keys_it_does_not_fit(tmp_path: Path) -> N
     assert new.paged_kv_efficiency == shipped.paged_kv_efficiency
     assert new.paged_kv_source == shipped.paged_kv_source
     assert new.backward_schedule == shipped.backward_schedule
+    assert new.alg4_time == shipped.alg4_time
     assert new.impls == shipped.impls
     # and the file a second fit writes from it is the same file
     again = tmp_path / "again.yaml"
