@@ -162,7 +162,7 @@ def sensitivity(record: dict[str, Any], hardware: Hardware) -> list[str]:
                                                             "program_bytes_per_s",
                                                             "shared_sm_slowdown")},
                               field: getattr(t, field) * factor})
-        cases.append((f"ALG4_TIME {name}", f"×{factor:g}", FB, "alg4_time_s",
+        cases.append((f"alg4_time {name}", f"×{factor:g}", FB, "alg4_time_s",
                       _alg4_with(moved)))
     for label, value, module, attr, new in cases:
         D.forget_models()

@@ -114,7 +114,7 @@ def occupancy_lines(c: Comparison) -> list[str]:
         programs = "1 program" if worst.programs == 1 else f"{worst.programs:,} programs"
         timed = (f"time = roofline time ÷ {worst.fraction:.3g}"
                  if _kernel(a, worst.kernel).timed_by != "alg4"
-                 else "its time by Alg. 4's per-tile model (note above)")
+                 else "its time by Alg. 4's per-tile model (its note)")
         lines.append(f"{a.name} cannot fill the GPU: {programs} of "
                      f"{worst.label} on {worst.sm_count} SMs: {_share(worst.fraction)} of the GPU's "
                      f"rate; {timed}")
