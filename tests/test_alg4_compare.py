@@ -10,6 +10,8 @@ from typing import Any
 
 import pytest
 import yaml
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from iosim.analysis.compare import compare
 from iosim.analysis.sweep import SweepSpec, sweep
@@ -21,7 +23,7 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.workload import Workload
 from iosim.record import replace
-from tests.conftest import run_cli
+from tests.conftest import examples, run_cli
 
 FIT_RECORD = "tests/data/backward-h200-fresh.json"
 HELD_OUT = "tests/data/backward-h200-fresh3.json"
@@ -155,3 +157,21 @@ def test_a_missing_or_unknown_field_is_one_line(tmp_path: Any) -> None:
     path.write_text(text.replace("shared_sm_slowdown: 0.33", "slowdown: 0.33"))
     with pytest.raises(ConfigError, match=r"measured\.alg4_time.*expected a mapping"):
         load_hardware(path)
+
+
+@settings(max_examples=examples(60), deadline=None)
+@given(n=st.integers(1, 3000), n_kv=st.none() | st.integers(1, 3000), block_q=st.integers(1, 300),
+       block_kv=st.integers(1, 300), causal=st.booleans())
+def test_tiles_per_program_is_the_sum_of_the_programs_steps(
+        n: int, n_kv: int | None, block_q: int, block_kv: int, causal: bool) -> None:
+    """The model's tiles of one head (a closed form, so compare answers at once at any N) are
+    the inner steps of its key blocks as the schedule's list enumerates them."""
+    from iosim.algorithms import ALGORITHMS
+    from iosim.estimates.alg4_time import alg4_kernel, tiles_per_program
+    from iosim.estimates.schedule import program_steps
+    from iosim.inputs.tiling import make_tiling
+
+    w = Workload(n, n_kv=n_kv, d=64, pass_="bwd", causal=causal)
+    tiling = make_tiling(w, 10**9, "test", block_q=block_q, block_kv=block_kv, outer="kv")
+    kernel = next(k for k in ALGORITHMS["flash1"].kernels(w, tiling) if alg4_kernel(k))
+    assert tiles_per_program(kernel, w, tiling) == sum(program_steps(kernel, w, tiling))

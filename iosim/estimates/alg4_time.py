@@ -28,10 +28,9 @@ measured profile of `compare` and `sweep` reads them (estimates/roofline.py: `al
 
 from __future__ import annotations
 
-from iosim.algorithms.blocks import cdiv
+from iosim.algorithms.blocks import block_sums, cdiv
 from iosim.algorithms.closedform import kernel_blocks
 from iosim.algorithms.loopnest import Kernel
-from iosim.estimates.schedule import program_steps
 from iosim.inputs.hardware import Alg4Time
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -64,8 +63,11 @@ def alg4_note(constants: Alg4Time) -> str:
 
 
 def tiles_per_program(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> int:
-    """Visited tiles of one head: the inner steps of all its key blocks."""
-    return sum(program_steps(kernel, workload, tiling))
+    """Visited tiles of one head: the inner steps of all its key blocks (Σ program_steps),
+    as the closed form of the visited block pairs (blocks.block_sums), so that compare answers
+    at once at any N and block size (the list of steps has ⌈N/B_c⌉ entries)."""
+    block_q, block_kv = kernel_blocks(kernel, tiling, workload.n, workload.n_kv)
+    return int(block_sums(workload.n, workload.n_kv, block_q, block_kv, workload.causal).pairs)
 
 
 def matmul_flops_per_tile(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> float:
