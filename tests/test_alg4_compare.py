@@ -123,6 +123,7 @@ def test_a_one_point_sweep_equals_compare(h200: Hardware, causal: bool, pass_: s
         assert any(k.timed_by == "alg4" for k in c.algorithms[0].kernels)
         s = _sweep_point(w, profile="measured", algorithms=("flash1",), **options)
         grid = s.algorithms[0]
+        assert any("Alg. 4" in note for note in s.notes)
         for column in ("time_s", "memory_time_s", "compute_time_s"):
             assert math.isclose(float(getattr(grid, column)[0]),
                                 float(getattr(c.algorithms[0].totals, column)),

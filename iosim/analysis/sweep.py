@@ -104,7 +104,8 @@ def sweep(
 
     return SweepResult(spec, hardware, sram, tuple(grids[a.name] for a in algorithms),
                        grids["standard"], tuple(dict.fromkeys(
-                           [*notes, *roof_notes, *verdict_notes(spec, tuple(hardware))])))
+                           [*notes, *roof_notes, *(measured.notes if measured else ()),
+                            *verdict_notes(spec, tuple(hardware))])))
 
 
 def _tiles(algorithm: Algorithm, grid: Grid) -> Tiles:

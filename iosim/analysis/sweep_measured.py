@@ -27,7 +27,7 @@ from iosim.algorithms import Algorithm
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.sweep_spec import AXES, WORKLOAD_AXES, SweepSpec, spec_workload
 from iosim.errors import IosimError
-from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel
+from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel, alg4_note
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
 from iosim.estimates.roofline import Roofs, roofs_for, scheduled
@@ -54,6 +54,8 @@ class MeasuredColumns(Record, frozen=False):
     """Per algorithm, per kernel list (sweep._KernelPlan's index), per kernel name."""
 
     lists: dict[str, list[dict[str, KernelColumns]]] = field(default_factory=dict)
+    notes: dict[str, None] = field(default_factory=dict)
+    """Lines to print once each (ordered): which GPUs timed flash1's backward by Alg. 4's model."""
 
     def of(self, algorithm: str, index: int, kernel: str) -> KernelColumns:
         """The columns of one kernel of one of the algorithm's kernel lists."""
@@ -125,6 +127,7 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
                     whole[flat] = alg4_fused_time_s(k, workload, tiling,
                                                     float(columns[k.name].memory_bytes[flat]),
                                                     r.sm_count, r.alg4)
+                    out.notes[f"{hw.name}: {alg4_note(r.alg4)}"] = None
     for lists in out.lists.values():
         for columns in lists:
             for c in columns.values():
