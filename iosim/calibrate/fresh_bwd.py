@@ -210,10 +210,12 @@ def alg4_time_yaml(fit: Alg4Time, record_path: str) -> dict[str, Any]:
     return {"solo_tflops": round(fit.solo_flops_per_s / 1e12, 4),
             "program_gb_per_s": round(fit.program_bytes_per_s / 1e9, 3),
             "shared_sm_slowdown": round(fit.shared_sm_slowdown, 4),
-            "source": f"fitted (not ceilings) by calibrate/fresh_bwd.py fit_alg4_time on the "
-                      f"Algorithm 4 points of {record_path}: the solo rate and per-program "
-                      f"bandwidth on those of at most one program per SM, the slowdown on the "
-                      f"others; judged on backward-h200-fresh3.json (reports/backward-h200.md)"}
+            "source": f"fitted (not ceilings) by python -m iosim.calibrate.fresh_bwd "
+                      f"(fit_alg4_time) on the Algorithm 4 points of {record_path} "
+                      f"(calibrate/kernels_fa1_bwd.py at its 64 x 64 tiles): the solo rate and "
+                      f"per-program bandwidth on those of at most one program per SM, the "
+                      f"slowdown on the others; judged on backward-h200-fresh3.json "
+                      f"(reports/backward-h200.md)"}
 
 
 def flash1_rows(record: dict[str, Any], hardware: Hardware) -> list[Judged]:
@@ -344,3 +346,40 @@ def report(record: dict[str, Any], hardware: Hardware,
                          + (f" {first} |" if first_col else ""))
         lines.append("")
     return "\n".join(lines)
+
+
+def main(argv: list[str]) -> int:
+    """`python -m iosim.calibrate.fresh_bwd [RECORD]`: fit_alg4_time on the record (default
+    tests/data/backward-h200-fresh.json) and print the `alg4_time:` block of a GPU YAML's
+    `measured:` section (configs/gpus/h200.yaml holds its output); exit 2 with one line on a
+    bad record."""
+    import argparse
+    import sys
+
+    import yaml
+
+    from iosim.calibrate.backward_fit import load_record
+    from iosim.errors import IosimError
+    from iosim.inputs.gpus import config_dir
+    from iosim.inputs.hardware_yaml import load_hardware
+
+    ap = argparse.ArgumentParser(prog="python -m iosim.calibrate.fresh_bwd")
+    ap.add_argument("record", nargs="?", default="tests/data/backward-h200-fresh.json")
+    ap.add_argument("--gpu-yaml", default=str(config_dir() / "h200.yaml"))
+    args = ap.parse_args(argv)
+    try:
+        hw = load_hardware(args.gpu_yaml)
+        fit = fit_alg4_time(load_record(args.record), hw)
+    except (CalibrationError, IosimError) as exc:
+        print(f"fresh_bwd: {exc}", file=sys.stderr)
+        return 2
+    block = yaml.safe_dump({"alg4_time": alg4_time_yaml(fit, args.record)}, sort_keys=False,
+                           allow_unicode=True, width=100)
+    print("".join(f"  {line}\n" for line in block.splitlines()), end="")
+    return 0
+
+
+if __name__ == "__main__":
+    import sys
+
+    raise SystemExit(main(sys.argv[1:]))
