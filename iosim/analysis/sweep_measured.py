@@ -5,9 +5,11 @@ Everything else the measured profile changes is a roof or an efficiency per (GPU
 the grid already holds (grid.py, roofs_for). What is per workload is the DRAM estimate
 (estimates/l2.py: a closed form, but over Python objects) and the list schedule
 (estimates/schedule.py); both are computed here point by point, with the same functions
-`compare` calls on the same inputs: the point's Workload (sweep_spec.spec_workload), and a Tiling
-built from the blocks, split count and programs per SM the sweep chose on arrays (the rules
-`compare` applies, so the same values; tests/test_sweep_equals_compare.py holds the two equal).
+`compare` calls on the same inputs (the schedules of all points at once after the loop, by
+estimates/list_schedule.py: the same doubles as compare's heap): the point's Workload
+(sweep_spec.spec_workload), and a Tiling built from the blocks, split count and programs per SM
+the sweep chose on arrays (the rules `compare` applies, so the same values;
+tests/test_sweep_equals_compare.py holds the two equal).
 The bytes charged are what `compare` charges: each kernel's DRAM terms, a paged cache's K/V reads
 over the calibrated page efficiency (estimates/paged_dram.py). benchmarks/sweep_measured_speed.py
 times it.
@@ -26,9 +28,10 @@ from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.sweep_spec import AXES, WORKLOAD_AXES, SweepSpec, spec_workload
 from iosim.errors import IosimError
 from iosim.estimates.l2 import dram_estimate
+from iosim.estimates.list_schedule import RepeatedLaunch, repeated_makespans
 from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
 from iosim.estimates.roofline import Roofs, roofs_for, scheduled
-from iosim.estimates.schedule import scheduled_compute_s
+from iosim.estimates.schedule import scheduled_launch
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiles, Tiling
 from iosim.record import Record, field
@@ -80,6 +83,8 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
              for k in kernels} for kernels in plans[a.name].lists]
     roofs: dict[tuple[int, str], Roofs] = {}
     paging: dict[int, Any] = {}
+    launches: list[RepeatedLaunch] = []  # the scheduled kernels', computed after the loop
+    placed: list[tuple[np.ndarray, int]] = []  # where each launch's time goes
     gpu_axis, dtype_axis = AXES.index("gpu"), AXES.index("dtype")
     axis_values = [spec.values(axis) for axis in AXES]
     for flat, index in enumerate(itertools.product(*(range(n) for n in shape))):
@@ -107,9 +112,14 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
                     assert r.schedule is not None and r.sm_count is not None
                     column = columns[k.name].compute_s
                     assert column is not None
-                    column[flat] = scheduled_compute_s(
+                    launches.append(scheduled_launch(
                         k, workload, tiling, r.schedule, sm_count=r.sm_count,
-                        matmul_peak=r.matmul_flops_per_s, vector_peak=r.vector_flops_per_s)
+                        matmul_peak=r.matmul_flops_per_s, vector_peak=r.vector_flops_per_s))
+                    placed.append((column, flat))
+    # every point's schedule at once: the same doubles as scheduled_compute_s point by point
+    for (column, flat), seconds in zip(placed, repeated_makespans(launches).tolist(),
+                                       strict=True):
+        column[flat] = seconds
     for lists in out.lists.values():
         for columns in lists:
             for c in columns.values():
