@@ -11,11 +11,18 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from functools import cache
 
 _START, _SEP, _END = "\ue000", "\ue001", "\ue002"
 """Private-use characters around a marked parameter: they never occur in a user's text."""
 
-_MARK = re.compile(f"{_START}([^{_SEP}{_END}]*)(?:{_SEP}([^{_END}]*))?{_END}")
+
+
+@cache
+def _mark() -> re.Pattern[str]:
+    """A marked parameter's pattern, compiled when a message is first spelled (a run without an
+    error never needs it: start-up time)."""
+    return re.compile(f"{_START}([^{_SEP}{_END}]*)(?:{_SEP}([^{_END}]*))?{_END}")
 
 
 def arg(name: str, value: object = None) -> str:
@@ -35,12 +42,12 @@ def python_style(name: str, value: str | None) -> str:
 
 def render(message: str, style: Callable[[str, str | None], str] = python_style) -> str:
     """The message with every marked parameter spelled by `style(name, value or None)`."""
-    return _MARK.sub(lambda m: style(m.group(1), m.group(2)), message)
+    return _mark().sub(lambda m: style(m.group(1), m.group(2)), message)
 
 
 def params_of(message: str) -> tuple[str, ...]:
     """The parameters a marked message names, in order, each once."""
-    return tuple(dict.fromkeys(m.group(1) for m in _MARK.finditer(message)))
+    return tuple(dict.fromkeys(m.group(1) for m in _mark().finditer(message)))
 
 
 class IosimError(Exception):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import io
 import os
 import shutil
+import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -20,6 +21,11 @@ matplotlib.use("Agg")
 # set before triton is first imported (its own jit functions are decorated at import).
 if shutil.which("nvidia-smi") is None:
     os.environ.setdefault("TRITON_INTERPRET", "1")
+
+# The shipped YAMLs' parse cache (inputs/yaml_cache.py) lives in a folder of this test run, not
+# in the developer's ~/.cache: every run starts from an empty one, and leaves nothing behind.
+_YAML_CACHE = tempfile.TemporaryDirectory(prefix="iosim-test-yaml-cache-")
+os.environ["IOSIM_CACHE_DIR"] = _YAML_CACHE.name
 
 DATA = Path(__file__).parent / "data"
 SEED_ACCELERATOR = DATA / "seed-accelerator.yaml"

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
-from pathlib import Path
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.inputs.hardware import Hardware
@@ -55,6 +54,8 @@ def page_efficiency(hardware: Hardware, page_size: int) -> PageEfficiency:
     """The calibrated K/V read efficiency of pages of `page_size` tokens on `hardware`."""
     table = hardware.measured.paged_kv_efficiency if hardware.measured else {}
     if not table:
+        from pathlib import Path  # for this message only (start-up time)
+
         return PageEfficiency(page_size, None, (
             f"paged KV ({page_size} tokens/page): transaction efficiency not calibrated for "
             f"{hardware.name} (no {KEY} in {Path(hardware.path).name}); bytes only"))

@@ -35,7 +35,6 @@ from iosim.algorithms.loopnest import Kernel, element_bytes
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError, arg
 from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
-from iosim.estimates.schedule import scheduled_compute_s
 from iosim.inputs.hardware import KERNEL_KINDS, BackwardSchedule, Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -340,6 +339,8 @@ def estimate_kernels(
         if scheduled(kernel, roofs):
             # the fitted list schedule of the Triton backward (schedule.py) already counts its
             # waves and unequal causal programs: it replaces the utilisation
+            from iosim.estimates.schedule import scheduled_compute_s  # a measured profile's
+
             assert roofs.schedule is not None and roofs.sm_count is not None
             efficiency = roofs.schedule.efficiency
             compute_time = scheduled_compute_s(

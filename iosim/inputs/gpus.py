@@ -3,24 +3,37 @@
 from __future__ import annotations
 
 from functools import cache
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 from iosim.errors import UnknownGpuError
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.hardware_yaml import load_hardware
 from iosim.inputs.limits import excerpt
-from iosim.inputs.shipped import shipped_dir, shipped_yamls, user_yaml
+from iosim.inputs.shipped import (
+    shipped_dir,
+    shipped_yaml_files,
+    shipped_yamls,
+    user_yaml,
+    yaml_stem,
+)
 from iosim.record import Record
+
+if TYPE_CHECKING:
+    from pathlib import Path
+
+
+_GPUS = ("gpus", "GPU configs")
+"""The shipped catalogue's folder and what its files are called in an error (shipped.py)."""
 
 
 def config_dir() -> Path:
     """configs/gpus, where the shipped GPU YAMLs are."""
-    return shipped_dir("gpus", "GPU configs")
+    return shipped_dir(*_GPUS)
 
 
 def shipped_config_paths() -> list[Path]:
     """The GPU YAML files that ship with iosim, sorted by name."""
-    return shipped_yamls("gpus", "GPU configs")
+    return shipped_yamls(*_GPUS)
 
 
 @cache
@@ -30,7 +43,7 @@ def _load_shipped(path: str) -> Hardware:
 
 def list_hardware() -> list[Hardware]:
     """Every shipped GPU model, sorted by name."""
-    return [_load_shipped(str(p)) for p in shipped_config_paths()]
+    return [_load_shipped(p) for p in shipped_yaml_files(*_GPUS)]
 
 
 class ResolvedHardware(Record):
@@ -56,14 +69,14 @@ def resolve_hardware(spec: str) -> ResolvedHardware:
     if own is not None:
         return ResolvedHardware(load_hardware(own), spec, "file")
     key = text.lower()
-    paths = {p.stem: p for p in shipped_config_paths()}
+    paths = {yaml_stem(p): p for p in shipped_yaml_files(*_GPUS)}
     if key in paths:
-        return ResolvedHardware(_load_shipped(str(paths[key])), spec, "name")
+        return ResolvedHardware(_load_shipped(paths[key]), spec, "name")
     # Files are read in name order until one lists the alias, not all of them: aliases are
     # unique across the shipped files (tests/test_hardware.py), so the first match is the only
     # one, and `iosim compare --gpu a100` reads two YAMLs instead of every GPU's (start-up time).
     for path in paths.values():
-        hw = _load_shipped(str(path))
+        hw = _load_shipped(path)
         if key in (a.lower() for a in hw.aliases):
             return ResolvedHardware(hw, spec, "alias")
     from iosim.inputs.suggest import did_you_mean

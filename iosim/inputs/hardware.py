@@ -6,7 +6,6 @@ Loaded from YAML by hardware_yaml.py; the shipped GPUs and the --gpu lookup are 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from pathlib import Path
 
 from iosim.errors import ConfigError, IosimError, arg
 from iosim.inputs.limits import MAX_SM_COUNT, check_figure, excerpt
@@ -164,6 +163,8 @@ class Hardware(Record):
         and e5m2 run at the YAML's one FP8 tensor-core figure, peak_flops.fp8)."""
         if dtype in FP8_DTYPES:
             if "fp8" not in self.peak_flops_per_s:
+                from pathlib import Path  # for this message only (start-up time)
+
                 raise IosimError(
                     f"{self.name} has no FP8 tensor cores in its YAML (no peak_flops.fp8: e.g. "
                     f"Ampere and Turing have none); use {arg('dtype', 'bf16')}, or add "

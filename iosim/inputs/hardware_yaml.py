@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import datetime
 import os
-from pathlib import Path
 from typing import Any
 
 from iosim.errors import ConfigError
@@ -36,7 +35,6 @@ from iosim.inputs.hardware import (
     Hardware,
     MeasuredProfile,
 )
-from iosim.inputs.impl_calibration import load_impl_calibrations
 from iosim.inputs.limits import (
     MAX_PAGE_SIZE,
     MAX_SM_COUNT,
@@ -47,6 +45,7 @@ from iosim.inputs.limits import (
 )
 from iosim.inputs.safe_yaml import read_yaml as _read_yaml
 from iosim.inputs.safe_yaml import refuse_unknown_keys
+from iosim.inputs.shipped import path_text
 from iosim.inputs.units import parse_quantity
 
 # YAML key -> (dimension for parse_quantity or "count", required)
@@ -181,6 +180,8 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
         l2 = figures["l2_bandwidth"].value
     launch = _launch_overhead(path, raw.get("launch_overhead"))
     fit = _decode_fit(path, raw.get("decode_fit"))
+    from iosim.inputs.impl_calibration import load_impl_calibrations  # a measured profile's
+
     return MeasuredProfile(provenance.strip(), bandwidth,
                            {k: v.value for k, v in peaks.items()}, efficiency, figures, vector,
                            schedule, paged, paged_source,
@@ -284,9 +285,8 @@ def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
 
 def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     """Load and validate one hardware YAML file."""
-    file = Path(path)
-    where = str(file)
-    raw = _read_yaml(file)
+    where = path_text(path)
+    raw = _read_yaml(where)
     if not isinstance(raw, dict):
         raise ConfigError(where, None, f"expected a mapping of keys at the top level, the "
                                        f"document is {_kind(raw)}")

@@ -7,9 +7,9 @@ file and key named (ConfigError). The file format is described in implementation
 
 from __future__ import annotations
 
+import os
 from functools import cache
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from iosim.errors import ConfigError, IosimError
 from iosim.inputs.implementations import (
@@ -23,7 +23,10 @@ from iosim.inputs.implementations import (
 )
 from iosim.inputs.limits import excerpt
 from iosim.inputs.safe_yaml import refuse_unknown_keys
-from iosim.inputs.shipped import shipped_dir
+from iosim.inputs.shipped import shipped_dir, shipped_folder, shipped_yaml_files, yaml_stem
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 SCHEMA_VERSION = 1
 
@@ -53,18 +56,28 @@ _ROW_VALUES = {"block_q", "block_kv", "warps", "stages", "shared_bytes", "regist
                "source"}
 
 
+_IMPLS = ("impls", "implementation profiles")
+"""The shipped profiles' folder and what its files are called in an error (shipped.py)."""
+
+
 def impls_dir() -> Path:
     """configs/impls, where the shipped implementation profiles are."""
-    return shipped_dir("impls", "implementation profiles")
+    return shipped_dir(*_IMPLS)
 
 
 def shipped_implementations() -> tuple[str, ...]:
     """The names of the shipped profiles (configs/impls/*.yaml), sorted."""
-    return tuple(sorted(p.stem for p in impls_dir().glob("*.yaml")))
+    return tuple(yaml_stem(p) for p in shipped_yaml_files(*_IMPLS))
 
 
 def get_implementation(name_or_path: str) -> Implementation:
     """A shipped implementation by name, or the YAML file at a path."""
+    if name_or_path in shipped_implementations() and not os.path.exists(name_or_path):
+        # a shipped name as it is written, and no file of that name here: what pathlib would
+        # decide below (no suffix, no such path), without importing it (start-up time)
+        return _load(os.path.join(shipped_folder(*_IMPLS), f"{name_or_path}.yaml"))
+    from pathlib import Path
+
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
@@ -76,7 +89,7 @@ def get_implementation(name_or_path: str) -> Implementation:
         raise IosimError(f"unknown implementation '{name_or_path}'; use one of "
                          f"{', '.join(shipped_implementations())}, or the path of your own YAML "
                          f"(configs/impls/README.md)")
-    return _load(str(impls_dir() / f"{name}.yaml"))
+    return _load(os.path.join(shipped_folder(*_IMPLS), f"{name}.yaml"))
 
 
 @cache
@@ -84,7 +97,7 @@ def _load(path: str) -> Implementation:
     from iosim.inputs.safe_yaml import read_yaml  # the one bounded, strict YAML reader, as
     # for the GPU files
 
-    data = read_yaml(Path(path))
+    data = read_yaml(path)
     if not isinstance(data, dict):
         raise ConfigError(path, None, "expected a mapping of keys at the top level")
     return parse_implementation(data, path)

@@ -26,10 +26,12 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Final
+from typing import TYPE_CHECKING, Final
 
 from iosim.errors import IosimError, arg
+
+if TYPE_CHECKING:  # the path checks take pathlib's paths; compare's start-up does not load it
+    from pathlib import Path
 
 MAX_LENGTH: Final = 1 << 26
 """Sequence lengths N and N_kv: 64M tokens."""

@@ -10,22 +10,42 @@ nesting deeper than MAX_YAML_DEPTH. Only safe_load's constructors are ever used.
 
 from __future__ import annotations
 
-from pathlib import Path
+import os
+from functools import cache
 from typing import Any
-
-import yaml
 
 from iosim.errors import ConfigError
 from iosim.inputs.limits import clip, excerpt
 
-_SafeBase: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)  # libyaml when present: ~10× faster
+MAX_YAML_BYTES = 1 << 20
+"""A hardware file larger than 1 MiB is refused unread (the shipped ones are 2-4 KiB)."""
+
+MAX_YAML_DEPTH = 16
+"""Nesting deeper than this is refused before composing (the schema nests 4 deep)."""
 
 
-class _StrictLoader(_SafeBase):  # type: ignore[misc]
-    """safe_load that also refuses duplicate keys (PyYAML silently keeps the last one)."""
+# PyYAML is imported where a file is parsed, not with this module: a shipped file already
+# parsed is read from yaml_cache.py without it (start-up time).
 
 
-def _construct_mapping_no_duplicates(loader: _StrictLoader, node: yaml.MappingNode) -> Any:
+@cache
+def _loaders() -> tuple[Any, Any]:
+    """(the strict loader, its safe base): libyaml's CSafeLoader when present (~10× faster)."""
+    import yaml
+
+    safe_base: Any = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+    class StrictLoader(safe_base):  # type: ignore[misc]
+        """safe_load that also refuses duplicate keys (PyYAML silently keeps the last one)."""
+
+    StrictLoader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG,
+                                 _construct_mapping_no_duplicates)
+    return StrictLoader, safe_base
+
+
+def _construct_mapping_no_duplicates(loader: Any, node: Any) -> Any:
+    import yaml
+
     seen: set[Any] = set()
     for key_node, _ in node.value:
         if key_node.tag == "tag:yaml.org,2002:merge":
@@ -44,24 +64,23 @@ def _construct_mapping_no_duplicates(loader: _StrictLoader, node: yaml.MappingNo
     return loader.construct_mapping(node)
 
 
-_StrictLoader.add_constructor(
-    yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping_no_duplicates
-)
-
-
-MAX_YAML_BYTES = 1 << 20
-"""A hardware file larger than 1 MiB is refused unread (the shipped ones are 2-4 KiB)."""
-
-MAX_YAML_DEPTH = 16
-"""Nesting deeper than this is refused before composing (the schema nests 4 deep)."""
-
-
-def read_yaml(path: Path) -> Any:
+def read_yaml(path: str | os.PathLike[str]) -> Any:
     """The document of a hardware file: bounded in size, UTF-8, plain YAML (no tags, anchors,
-    aliases or merge keys, so nothing expands), refused with one line naming the file."""
-    where = str(path)
+    aliases or merge keys, so nothing expands), refused with one line naming the file. A file of
+    the shipped folders is read through yaml_cache.py: parsed once, while it does not change."""
+    where = os.fspath(path)
+    from iosim.inputs.shipped import is_shipped_file
+
+    if is_shipped_file(where):
+        from iosim.inputs.yaml_cache import cached_read
+
+        return cached_read(where, _parse_file, __file__)
+    return _parse_file(where)
+
+
+def _parse_file(where: str) -> Any:
     try:
-        with path.open("rb") as file:
+        with open(where, "rb") as file:
             data = file.read(MAX_YAML_BYTES + 1)
     except OSError as exc:
         raise ConfigError(where, None, f"cannot read file ({exc.strerror or type(exc).__name__})"
@@ -74,9 +93,12 @@ def read_yaml(path: Path) -> Any:
     except UnicodeDecodeError as exc:
         raise ConfigError(where, None, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
                                        f"{exc.start:,}); save the file as UTF-8") from None
+    import yaml
+
+    strict, _ = _loaders()
     try:
         _refuse_expanding_yaml(where, text)
-        return yaml.load(text, Loader=_StrictLoader)
+        return yaml.load(text, Loader=strict)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
@@ -90,8 +112,10 @@ def _refuse_expanding_yaml(where: str, text: str) -> None:
     """Scan the event stream (linear in the file, nothing built) for what could expand or
     construct more than plain data: anchors and aliases (a few hundred bytes of "billion
     laughs" expand to gigabytes), explicit tags, and nesting deeper than MAX_YAML_DEPTH."""
+    import yaml
+
     depth = 0
-    for event in yaml.parse(text, Loader=_SafeBase):
+    for event in yaml.parse(text, Loader=_loaders()[1]):
         line = f" at line {event.start_mark.line + 1}" if event.start_mark else ""
         if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
             raise ConfigError(where, None, f"YAML anchors and aliases (&, *) are not "

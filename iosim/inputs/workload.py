@@ -6,7 +6,6 @@ CLI spells them as flags. How the tiled algorithms cut a workload into blocks is
 from __future__ import annotations
 
 import math
-from fractions import Fraction
 from typing import Literal
 
 from iosim.errors import WorkloadError, arg
@@ -240,6 +239,10 @@ class Workload(Record, init=False):
     @property
     def sparsity_fraction(self) -> tuple[int, int]:
         """s as a fraction p/q (q <= 10^6) so that block-mask counts are exact integers."""
+        if self.sparsity == 1:  # dense, as most workloads are: fractions is imported only for a
+            return 1, 1  # sparsity (start-up time)
+        from fractions import Fraction
+
         f = Fraction(self.sparsity).limit_denominator(10**6)
         return f.numerator, f.denominator
 

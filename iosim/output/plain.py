@@ -43,13 +43,16 @@ def cell_len(text: str) -> int | None:
     control characters, tabs, markup brackets, emoji codes)."""
     if "[" in text or (":" in text and _EMOJI.search(text)):
         return None
-    if text.isascii():
-        return len(text) if text.isprintable() else None
+    if not text.isprintable():
+        return None
+    if text.isascii():  # printable ASCII: one cell each
+        return len(text)
     import unicodedata
 
-    for ch in text:
-        if not ch.isprintable() or unicodedata.east_asian_width(ch) in ("W", "F") \
-                or unicodedata.combining(ch) or unicodedata.category(ch) in ("Mn", "Me", "Cf"):
+    for ch in set(text):  # each distinct character once; printable ASCII is one cell wide
+        if not ch.isascii() and (unicodedata.east_asian_width(ch) in ("W", "F")
+                                 or unicodedata.combining(ch)
+                                 or unicodedata.category(ch) in ("Mn", "Me", "Cf")):
             return None
     return len(text)
 
