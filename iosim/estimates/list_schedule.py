@@ -60,8 +60,8 @@ def repeated_makespans(launches: Sequence[RepeatedLaunch]) -> np.ndarray:
     # runs of one slot count step together (a row as wide as the widest run's slots: padding
     # narrower runs to it cost a quarter more work on the sweep of the module docstring)
     for width in sorted({slots for _, slots in wanted}):
-        runs = [(key, counts) for key, counts in wanted.items() if key[1] == width]
-        for (_, counts), values in zip(runs, _run_all(runs), strict=True):
+        group = [(key, counts) for key, counts in wanted.items() if key[1] == width]
+        for (_, counts), values in zip(group, _run_all(group), strict=True):
             for programs, ats in counts.items():
                 out[ats] = values[programs]
     return out
