@@ -137,8 +137,52 @@ VALIDATION2 = (
     _w(18432, heads=8, kv=4, d=256, dtype="bf16"), _w(1, 131072, heads=64, kv=4, d=64),
 )
 VALIDATION2_FLEX = (0, 29)
+VALIDATION3 = (
+    # the fresh validation set of issue 11 round 4 (helper impl4), written down before tag
+    # impl4-frozen and measured after it: no point equals one of FIT, FIT2, VALIDATION or
+    # VALIDATION2 (all fit sets now; tests/test_implementations.py holds that); new N values,
+    # batch x heads and GQA ratios (9, 10, 14, 20, 32). Grids below one wave
+    _w(2176, heads=5), _w(3456, heads=3, d=64), _w(6400, heads=2, causal=True),
+    _w(1664, heads=7, dtype="bf16"), _w(4352, heads=4, d=256), _w(12928, heads=1, d=64,
+                                                                    causal=True),
+    _w(2944, heads=9, d=64, dtype="bf16"),
+    # GQA ratios
+    _w(4224, heads=40, kv=4), _w(2432, heads=28, kv=2, d=64, causal=True),
+    _w(3200, heads=36, kv=4, dtype="bf16"), _w(5376, heads=40, kv=2, causal=True),
+    _w(1152, heads=32, kv=1, batch=3), _w(7424, heads=20, kv=4, d=64),
+    # N not a power of two (nor a multiple of 128)
+    _w(2500, heads=24, batch=2), _w(3900, heads=14, d=64, causal=True),
+    _w(6100, heads=10, dtype="bf16"), _w(9999, heads=4, d=64, causal=True, dtype="bf16"),
+    _w(1500, heads=48, batch=2, causal=True),
+    # chunked prefill (n != n_kv)
+    _w(512, 11776, heads=20), _w(160, 36864, heads=40, kv=8),
+    _w(1536, 7168, heads=32, kv=4, causal=True), _w(384, 61440, heads=8, kv=2, d=64),
+    _w(2048, 12288, heads=12, d=256, causal=True),
+    _w(768, 20480, heads=24, kv=8, causal=True, dtype="bf16"),
+    # head dims 64 / 128 / 256, fp16 and bf16, causal
+    _w(5888, heads=12, d=256, causal=True, dtype="bf16"), _w(2688, heads=24, d=256),
+    _w(8448, heads=18, d=64, causal=True, dtype="bf16"), _w(12032, heads=12, causal=True),
+    _w(1920, heads=48, batch=3), _w(1152, heads=36, batch=6, d=64, causal=True),
+    # decoding: query length 1, KV up to 131,072
+    _w(1, 6144, heads=32, kv=8, batch=24), _w(1, 18432, heads=40, kv=8, batch=6),
+    _w(1, 52000, heads=32, kv=4, batch=2), _w(1, 131072, heads=40, kv=4),
+    _w(1, 90000, heads=16, kv=1, d=64, batch=2), _w(1, 24000, heads=20, batch=6, d=64,
+                                                    dtype="bf16"),
+    _w(1, 45000, heads=16, kv=2, d=256), _w(1, 7000, heads=64, kv=8, batch=32, dtype="bf16"),
+    _w(1, 120000, heads=28, kv=4, batch=2),
+    # K/V larger than the L2 (60 MiB)
+    _w(40448, heads=4), _w(49920, heads=3, causal=True),
+    _w(22528, heads=12, kv=6, dtype="bf16"), _w(30720, heads=6),
+    _w(16640, heads=16, kv=8, d=256, dtype="bf16"), _w(34816, heads=5, causal=True,
+                                                       dtype="bf16"),
+)
+VALIDATION3_FLEX = (3, 31)
+SPILL = (VALIDATION2[3], VALIDATION2[26], VALIDATION2[43])
+"""Three fit points whose sdpa-flash DRAM bytes exceed the model's (reads and writes) for the
+local-memory count (benchmarks/impl4_h200.sh): is FA2's kernel spilling registers?"""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
-        "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX)}
+        "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
+        "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ())}
 
 
 def main() -> None:

@@ -7,8 +7,8 @@ implementation, with median and worst) and OUTDIR/validation.png (predicted vs m
 The prediction is `compare(workload, "h200", impl=..., profile="measured")`'s call time
 (`call_time_s`: the kernels, the time per call, the host-bound floor), with the profiles'
 calibrations fitted by benchmarks/impl_fit.py on the fit records; for
-tests/data/h200-impl-validation2.json nothing was fitted on the record (the model was frozen,
-tag implgpu-frozen, before it was measured); the older sets are fit data.
+tests/data/h200-impl-validation3.json nothing was fitted on the record (the model was frozen,
+tag impl4-frozen, before it was measured); the older sets, validation2 included, are fit data.
 """
 
 from __future__ import annotations
@@ -37,6 +37,10 @@ def predictions(record: dict[str, Any], profile: str = "measured") -> list[dict[
     return rows
 
 
+FRESH = "validation3"
+"""The set nothing was fitted on (issue 11 round 4); every earlier set is fit data."""
+
+
 def describe(w: dict[str, Any]) -> str:
     kv = f"/{w['n_kv']}" if w["n_kv"] != w["n"] else ""
     gqa = f"/{w['kv_heads']}" if w["kv_heads"] != w["heads"] else ""
@@ -54,8 +58,8 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, tuple[int, float, float]]:
 
 def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
     name = record.get("set") or "validation"  # the first records carry no set name
-    role = ("fresh validation set: nothing fitted on it" if name == "validation2"
-            else f"set `{name}`: FIT DATA (the model was fitted on it)")
+    role = ("fresh validation set: nothing fitted on it, measured after tag impl4-frozen"
+            if name == FRESH else f"set `{name}`: FIT DATA (the model was fitted on it)")
     lines = [f"# Validation on {record['device']['name']} (torch {record['device']['torch']})", "",
              f"Record: {name} ({role}); command: `{record.get('command', '')}`",
              "",
@@ -111,8 +115,8 @@ def main() -> None:
     rows = predictions(record)
     (out / "validation.md").write_text(markdown(rows, record))
     plot(rows, out / "validation.png",
-         "Fresh validation set" if record.get("set") == "validation2"
-         else f"Fit set ({record.get('set') or 'validation'}, round 1)")
+         "Fresh validation set" if record.get("set") == FRESH
+         else f"Fit set ({record.get('set') or 'validation'})")
     for impl, (n, med, worst) in summary(rows).items():
         print(f"{impl:15} {n:3} points  median {med:6.1%}  worst {worst:6.1%}")
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -341,6 +342,7 @@ def test_the_fit_predicts_what_compare_predicts() -> None:
     time under the shipped H200 figures on points of every kind (sub-wave, split prefill,
     decode, eager, d = 256), so the fitted figures mean in compare what they meant in the fit."""
     from iosim.calibrate import impl_fit as F
+    from iosim.estimates.combine import TERMS as COMBINE_TERMS
 
     h200 = resolve_hardware("h200").hardware
     points = [("sdpa-flash", Workload(2048, heads=4)), ("sdpa-flash", Workload(1, n_kv=98304,
@@ -353,7 +355,8 @@ def test_the_fit_predicts_what_compare_predicts() -> None:
     bandwidth = {"sdpa-flash": h200.measured.impls["sdpa-flash"].terms["program_bandwidth"]}
     for name, w in points:
         shipped = h200.measured.impls[name]
-        pieces = F._pieces(w, get_implementation(name), h200, 1.0, bandwidth.get(name))
+        combine = {k: shipped.terms[k] for k in COMBINE_TERMS if k in shipped.terms}
+        pieces = F._pieces(w, get_implementation(name), h200, 1.0, bandwidth.get(name), combine)
         params = {**F.START, **{k: shipped.efficiency.get(v, shipped.efficiency.get("fused", 1))
                                 for k, v in F.COMPUTE_KEYS.items()},
                   **{k: v for k, v in shipped.efficiency.items() if k.startswith("memory")},
@@ -374,3 +377,58 @@ def test_a_decode_call_is_at_least_its_host_floor() -> None:
     long = compare(Workload(16384, heads=16), h200, impl="sdpa-flash",
                    profile="measured").algorithms[-1]
     assert long.call_time_s == pytest.approx(long.time_s + long.call_overhead_s)
+
+
+def test_the_combine_kernels_grid_matches_the_recorded_launches() -> None:
+    """FA2's split-KV combine kernel (estimates/combine.py): ⌈b·h·n ÷ kBlockM⌉ programs of 128
+    threads, kBlockM = 4 at d = 128. ncu on the H200 (tests/data/h200-impl-launches.csv):
+    decoding 32 query heads over 8 KV heads, and one head × 4,096 rows (split-KV prefill)."""
+    from iosim.estimates.combine import THREADS, combine_programs
+
+    combines = [r for r in _attention_rows() if "splitkv_combine" in r["Kernel Name"]]
+    shapes = {8: Workload(1, n_kv=32768, d=128, heads=32, kv_heads=8),
+              1024: Workload(4096, d=128, heads=1)}
+    grids = {_int(r["launch__grid_size"]) for r in combines}
+    assert set(shapes) <= grids
+    for grid, w in shapes.items():
+        assert combine_programs(w) == grid
+    assert {_int(r["launch__block_size"]) for r in combines} == {THREADS}
+
+
+def _dram_calls(csv_name: str, set_name: str) -> list[tuple[dict[str, Any], Workload]]:
+    """benchmarks/impl_dram_h200.py's counted calls of a committed ncu record, with their
+    workloads (the judge's own parser; no GPU)."""
+    from benchmarks import impl_dram_h200 as D
+
+    points = D._set(set_name)
+    rows = D.counted((DATA / csv_name).read_text(), D.calls(points))
+    return [(r, points[r["index"]]) for r in rows]
+
+
+def test_an_expanding_implementation_reads_its_gqa_copies_as_ncu_counted() -> None:
+    """iosim-triton's attention reads K_rep, V_rep per query head after repeat_interleave
+    (analysis/impl_kernels.py _reading_the_copies): its GQA calls of the fit record
+    tests/data/h200-impl-dram3.csv (VALIDATION2, ratios 2-12) within 10 % of ncu's bytes,
+    where one pass over K, V per KV head was 19-30 % under."""
+    checked = 0
+    for r, w in _dram_calls("h200-impl-dram3.csv", "validation2"):
+        if r["impl"] != "iosim-triton" or w.group_size == 1 or w.n_kv > 8192:
+            continue
+        est = compare(w, "h200", impl="iosim-triton", profile="measured").algorithms[-1].dram
+        assert est is not None
+        assert abs(est.bytes - r["dram"]) <= 0.10 * r["dram"], (w, est.bytes, r["dram"])
+        checked += 1
+    assert checked >= 5
+
+
+def test_a_split_kernel_that_fits_in_l2_reads_q_and_its_states_once() -> None:
+    """sdpa-flash's split-KV prefill of tiny grids (VALIDATION2 points 0-2: 6 × 1,792, 2 ×
+    4,608, 1 × 10,240 causal): ncu read Q + K + V once (tests/data/h200-impl-dram3.csv);
+    the estimate's reads equal that within 2 %, its Q no longer charged once per split."""
+    for r, w in _dram_calls("h200-impl-dram3.csv", "validation2"):
+        if r["impl"] != "sdpa-flash" or r["index"] > 2:
+            continue
+        est = compare(w, "h200", impl="sdpa-flash", profile="measured").algorithms[-1].dram
+        assert est is not None
+        read = sum(k["read"] for k in r["kernels"])
+        assert abs(est.read_bytes - read) <= 0.02 * read, (w, est.read_bytes, read)

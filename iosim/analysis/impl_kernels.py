@@ -9,6 +9,7 @@ from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.errors import IosimError, arg
+from iosim.estimates.combine import TERMS as COMBINE_TERMS
 from iosim.estimates.roofline import Roofs
 from iosim.inputs.hardware import BackwardSchedule, Hardware, ImplCalibration
 from iosim.inputs.implementations import Implementation
@@ -61,6 +62,8 @@ def impl_kernels(impl: Implementation, workload: Workload,
     # the GQA expansion runs in the forward: a backward pass alone has only its gradient (the
     # group sum, which every backward loop nest already ends with)
     expand = extra_kernels(impl, workload) if workload.pass_ != "bwd" else ()
+    if expand:
+        kernels = tuple(_reading_the_copies(k) for k in kernels)
     out = list(expand + kernels)
     first_bwd = next((i for i, k in enumerate(out) if k.name.startswith("bwd_")), None)
     if first_bwd is None:
@@ -79,6 +82,25 @@ def impl_kernels(impl: Implementation, workload: Workload,
                 Access(t, "write", "prologue", "q", "dv", f"{cite}: write {t} contiguous"),
             )) for t in ("dO", "O")]
     return tuple(out)
+
+
+EXPANDED = {"K": "K_rep", "V": "V_rep"}
+"""The copies per query head that the GQA expansion writes, by the tensor they copy."""
+
+
+def _reading_the_copies(kernel: Kernel) -> Kernel:
+    """An attention kernel after the GQA expansion: it reads the copies per query head
+    (K_rep, V_rep), not K and V. Its tiles and bytes are those of the loop nest (each query
+    head's programs read one head's tiles either way), but for the L2 model the copies are
+    per query head: no two query heads share a tile, and the copies were just written by the
+    expansion (the part of them still in L2 is not read from DRAM). ncu on the H200: iosim's
+    Triton kernel at GQA ratios 3 to 12 read (g − 1) × |K, V| more than one pass over K, V
+    (tests/data/h200-impl-dram3.csv, points 6, 8, 9, 10, 40, 42 of VALIDATION2)."""
+    if not any(a.tensor in EXPANDED and a.op == "read" for a in kernel.accesses):
+        return kernel
+    return replace(kernel, accesses=tuple(
+        replace(a, tensor=EXPANDED[a.tensor], per_kv_head=False)
+        if a.tensor in EXPANDED and a.op == "read" else a for a in kernel.accesses))
 
 
 def _reading_the_mask(kernel: Kernel, cite: str) -> Kernel:
@@ -153,6 +175,10 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
         note += f", solo rate {terms['solo_rate']:.3g}"
     if "program_bandwidth" in terms:
         note += f", {terms['program_bandwidth'] / 1e9:.1f} GB/s per program"
+    if all(k in terms for k in COMBINE_TERMS):
+        note += (f", split-KV combine kernel {terms['combine_latency_s'] * 1e6:.1f} µs + "
+                 f"{terms['combine_program_bandwidth'] / 1e9:.1f} GB/s per program, "
+                 f"{terms['combine_memory']:.2g} of the bandwidth")
     if pass_ != "fwd":
         return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
                        memory_efficiency=fitted.backward.get("memory", eff.get("memory")))
@@ -166,7 +192,9 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
                    kernel_memory_efficiency={k.removeprefix("memory_"): v for k, v in eff.items()
                                              if k.startswith("memory_")},
                    solo_rate=terms.get("solo_rate"),
-                   program_bandwidth=terms.get("program_bandwidth"))
+                   program_bandwidth=terms.get("program_bandwidth"),
+                   combine=({k: terms[k] for k in COMBINE_TERMS}
+                            if all(k in terms for k in COMBINE_TERMS) else {}))
 
 
 def _fitted(impl: Implementation, hardware: Hardware) -> ImplCalibration | None:

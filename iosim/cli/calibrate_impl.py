@@ -64,6 +64,8 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
         data = measure_on_gpu(impls, budget=budget)
         where = "this run"
         assert record is not None
+        # saved before ncu runs too: the timed points survive a counter run that is stopped
+        record.write_text(json.dumps(data, indent=1), encoding="utf-8")
         if counters:
             from iosim.calibrate.impl_ncu import count
 

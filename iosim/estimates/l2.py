@@ -141,7 +141,7 @@ class _ClosedForm:
             mine = oblivious.of_kernel(kernel.name)
             masked = self.w.masked and kernel.loop is not None
             if split_reads_once(kernel, self.w):
-                terms.extend(split_terms(kernel, mine.terms, self.w))
+                terms.extend(split_terms(kernel, mine.terms, self.w, self.capacity))
                 for access in kernel.accesses:
                     self.last[access.tensor] = _Touch(index, access.op == "write")
                 continue

@@ -34,6 +34,8 @@ from iosim.algorithms.closedform import (
 from iosim.algorithms.loopnest import Kernel, element_bytes
 from iosim.algorithms.traffic import Traffic, TrafficTotals
 from iosim.errors import IosimError, arg
+from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
+from iosim.estimates.combine import combine_time_s
 from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
 from iosim.inputs.hardware import KERNEL_KINDS, BackwardSchedule, Hardware
 from iosim.inputs.tiling import Tiling
@@ -70,6 +72,9 @@ class Roofs(Record):
     lone_program_time); None: not limited."""
     program_bandwidth: float | None = None
     """Bytes/s one program of the implementation streams alone (lone_program_time)."""
+    combine: Mapping[str, float] = field(default_factory=dict)
+    """An implementation's fitted figures of FA2's split-KV combine kernel
+    (estimates/combine.py); empty: the kernel on its roofline only."""
     schedule: BackwardSchedule | None = None
     """Measured profile: the scheduled time of iosim's Triton backward kernels (schedule.py)."""
     sm_count: int | None = None
@@ -336,6 +341,11 @@ def estimate_kernels(
                 roofs.solo_rate, roofs.program_bandwidth,
                 memory_s=memory_time / (memory_efficiency or efficiency),
                 compute_s=compute_time / efficiency / u)
+        if kernel.name == COMBINE_KERNEL and roofs.combine and sm_count:
+            # latency-bound, not on a roof: estimates/combine.py
+            time_s = max(time_s, combine_time_s(
+                workload, float(cost.hbm_read_bytes + cost.hbm_write_bytes), int(sm_count),
+                float(roofs.hbm_bandwidth_bytes_per_s), roofs.combine))
         if scheduled(kernel, roofs):
             # the fitted list schedule of the Triton backward (schedule.py) already counts its
             # waves and unequal causal programs: it replaces the utilisation

@@ -16,10 +16,14 @@ from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.record import replace
 
 TIME_TERMS = {"solo_rate": (0.0, 1.0), "program_bandwidth": (0.0, 1e13),
-              "host_floor_s": (0.0, 0.01), "decode_host_floor_s": (0.0, 0.01)}
+              "host_floor_s": (0.0, 0.01), "decode_host_floor_s": (0.0, 0.01),
+              "combine_latency_s": (0.0, 1e-3), "combine_program_bandwidth": (0.0, 1e13),
+              "combine_memory": (0.0, 1.5)}
 """The forward's time terms an entry may carry (estimates/occupancy.py:lone_program_time,
-analysis/impl_kernels.py:host_floor): the rate of an SM holding one program, the bytes/s one
-program streams alone, and the host-bound floor of a call (prefill, decode); (low, high]."""
+analysis/impl_kernels.py:host_floor, estimates/combine.py): the rate of an SM holding one
+program, the bytes/s one program streams alone, the host-bound floor of a call (prefill,
+decode), and FA2's split-KV combine kernel's latency, per-program rate and share of the
+bandwidth; (low, high]."""
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "source", *TIME_TERMS}
 KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask", "memory_softmax")
 """An eager pipeline's kernels with their own fitted memory efficiency (`memory_<kernel>`):

@@ -1,0 +1,62 @@
+"""The time of FlashAttention-2's split-KV combine kernel (flash_fwd_splitkv_combine_kernel).
+
+Its launch (flash-attention csrc/flash_attn/src/flash_fwd_launch_template.h,
+run_mha_fwd_splitkv_dispatch): `kBlockM = kHeadDim % 128 == 0 ? 4 : (kHeadDim % 64 == 0 ? 8 :
+16)` rows per program, `grid_combine((b * h * seqlen_q + kBlockM - 1) / kBlockM)` programs of
+`Kernel_traits::kNThreads` = 128 threads and no dynamic shared memory; ncu on the H200 recorded
+grids of 8 (32 query heads decoding, d = 128) and 1,024 (one head × 4,096 rows) of 128 threads
+(tests/data/h200-impl-launches.csv). Each program reads every split's log-sum-exp of its rows,
+reduces them, then every split's fp32 partial output of them, and writes O.
+
+So the kernel is latency-bound, not a bandwidth roof: a decode step's few programs each stream
+their rows' partials at a per-program rate, after a fixed latency (the launch and the dependent
+log-sum-exp pass), and a prefill's thousands of programs are held by the bandwidth they reach
+together. Its time, with the three figures fitted per implementation on the kernel's device
+times (torch.profiler) in the fit records (calibrate/impl_fit.py:fit_combine):
+
+    latency + max(waves × bytes per program ÷ combine_program_bandwidth,
+                  bytes ÷ (HBM bandwidth × combine_memory))
+
+bytes being all the kernel loads and stores (the L2-oblivious count: whether L2 or DRAM serves
+a load, the program waits for it), waves ⌈programs ÷ (PROGRAMS_PER_SM × SMs)⌉. The roofline
+charged it its DRAM bytes, about nothing where the partials are read back from L2: 0.0-2.2 µs
+against 3.6-24 µs measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+from iosim.inputs.ints import cdiv
+from iosim.inputs.workload import Workload
+
+KERNEL = "splitkv_combine"
+THREADS = 128
+"""Kernel_traits::kNThreads of every forward kernel trait the split path uses (4 warps)."""
+PROGRAMS_PER_SM = 2048 // THREADS
+"""Resident programs per SM: 2,048 threads per SM on sm80/sm90, the kernel's registers and
+static shared memory (kBlockM × (kMaxSplits + 1) floats) well within the SM's."""
+TERMS = ("combine_latency_s", "combine_program_bandwidth", "combine_memory")
+"""The fitted figures (measured.impls.NAME), all three or none."""
+
+
+def rows_per_program(d: int) -> int:
+    """kBlockM of the combine kernel at head dim d (the module docstring)."""
+    return 4 if d % 128 == 0 else 8 if d % 64 == 0 else 16
+
+
+def combine_programs(workload: Workload) -> int:
+    """The combine kernel's grid: ⌈batch × heads × query rows ÷ kBlockM⌉ (decoding packs a
+    group's heads into rows, which leaves the product b·h·n unchanged)."""
+    rows = workload.batch * workload.heads * workload.n
+    return int(cdiv(rows, rows_per_program(workload.d)))
+
+
+def combine_time_s(workload: Workload, kernel_bytes: float, sm_count: int,
+                   hbm_bandwidth: float, terms: Mapping[str, float]) -> float:
+    """The combine kernel's time under the fitted `terms` (the module docstring)."""
+    programs = combine_programs(workload)
+    waves = cdiv(programs, PROGRAMS_PER_SM * sm_count)
+    streamed = waves * kernel_bytes / programs / terms["combine_program_bandwidth"]
+    together = kernel_bytes / (hbm_bandwidth * terms["combine_memory"])
+    return float(terms["combine_latency_s"] + max(streamed, together))
