@@ -4,6 +4,8 @@
     python3 benchmarks/backward_h200.py OUTDIR --torch-only     # SDPA's and eager's kernels
     python3 benchmarks/backward_h200.py OUTDIR --fresh          # issue 10's gaps, fresh points
     python3 benchmarks/backward_h200.py OUTDIR --fresh2         # (a), (c) again: a second set
+    python3 benchmarks/backward_h200.py OUTDIR --fresh3         # bwd4's rules, a third set
+    python3 benchmarks/backward_h200.py OUTDIR --fresh4         # the Triton backward, small N
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -21,6 +23,12 @@ flash backward causal at N ≥ 32,768, eager's causal mask pass, eager at N not 
 (kernels_fa1_bwd.py: checked against fp32 autograd at every point first, then timed and
 counted). Writes OUTDIR/backward-h200-fresh.json. --fresh2: gaps (a) and (c) as shipped after
 that set was seen, on a second set (`fresh2_grid`), OUTDIR/backward-h200-fresh2.json.
+--fresh3: the rules bwd4 shipped after both were seen (the dirty-line ledger, Algorithm 4's
+time, the Triton backward's small-N time) on a third set (`fresh3_grid`): SDPA and eager,
+Algorithm 4, and the Triton backward (checked, timed beside SDPA, counted), written down before
+the run; OUTDIR/backward-h200-fresh3.json. --fresh4: the Triton backward alone at more small-N
+points of 0.2-0.5 ms below one wave (`fresh4_grid`: fresh3 had two above the launch bound),
+OUTDIR/backward-h200-fresh4.json.
 
 --torch-only (the standard path's and FA2's CUDA backward, issue 10 item 3): no Triton kernel;
 the points of `torch_grid`, each labelled fit or judge, timed (SDPA's flash backward, and eager
@@ -159,6 +167,51 @@ def fresh2_grid() -> tuple[list[tuple[Any, bool, str]], list[Any]]:
     return torch_points, []
 
 
+def fresh3_grid() -> tuple[list[tuple[Any, bool, str]], list[Any], list[Any]]:
+    """The third fresh set (bwd4, 2026-12-01), written before the run, none equal to a point
+    of any earlier record: ((point, with eager, gap) for SDPA and eager, Algorithm 4's points,
+    the Triton backward's points). Gaps: s = small kernels (N % 8 != 0 among them), a = FA2's
+    causal backward at d = 64, N >= 50,000, d = Algorithm 4, t = the Triton backward at small
+    N and batch·heads below one wave."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    torch_points = [
+        # (s) small backwards, N % 8 != 0 (odd, 2, 4, 6 mod 8) and aligned, GQA, bf16, causal
+        (Pt(3005, 64, 1, 4, 4, False), True, "s"), (Pt(4099, 128, 1, 2, 2, False, "bf16"), True, "s"),
+        (Pt(2046, 64, 2, 4, 4, True), True, "s"), (Pt(6001, 128, 1, 4, 2, False), True, "s"),
+        (Pt(1540, 128, 1, 8, 8, False), True, "s"), (Pt(2560, 64, 1, 6, 6, True, "bf16"), True, "s"),
+        (Pt(3584, 128, 1, 3, 3, False), True, "s"),
+        # (a) FA2's causal backward at d = 64, N >= 50,000
+        (Pt(51200, 64, 1, 4, 4, True), False, "a"),
+        (Pt(61440, 64, 1, 2, 2, True, "bf16"), False, "a"),
+        (Pt(50000, 64, 1, 8, 2, True), False, "a"),
+    ]
+    flash1 = [  # (d) Algorithm 4: one wave and more, per-head sweeps inside and beyond the L2
+        Pt(2500, 64, 1, 6, 6, False), Pt(6144, 128, 1, 8, 8, False),
+        Pt(3072, 64, 2, 96, 96, True), Pt(12288, 64, 1, 4, 4, True),
+        Pt(4096, 128, 1, 24, 6, True, "bf16"), Pt(1536, 128, 2, 80, 80, False),
+        Pt(5120, 64, 1, 200, 200, False),
+    ]
+    triton = [  # (t) the Triton backward at small N, batch·heads below one wave
+        Pt(1664, 128, 1, 8, 8, False), Pt(2560, 64, 1, 12, 12, True),
+        Pt(1280, 128, 2, 8, 8, True, "bf16"), Pt(3584, 64, 1, 4, 4, False),
+        Pt(2048, 128, 1, 6, 2, False), Pt(1792, 64, 3, 8, 8, False),
+        Pt(6144, 128, 1, 2, 2, True), Pt(2304, 128, 1, 16, 16, False),
+    ]
+    return torch_points, flash1, triton
+
+
+def fresh4_grid() -> list[Any]:
+    """The Triton backward at small N, batch·heads below one wave, 0.2-0.5 ms (bwd4, written
+    before the run, after fresh3 was seen; the rules are those frozen at `bwd4-frozen`)."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    return [Pt(3072, 128, 1, 8, 8, False), Pt(4096, 64, 1, 8, 8, True),
+            Pt(2816, 128, 2, 4, 4, False), Pt(5120, 64, 1, 6, 6, False),
+            Pt(3584, 128, 1, 10, 10, True, "bf16"), Pt(5632, 128, 1, 4, 2, False),
+            Pt(7168, 64, 1, 4, 4, True), Pt(3328, 128, 3, 4, 4, True)]
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -230,16 +283,35 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     from iosim.record import asdict
 
     started = time.time()
-    second = args.fresh2
-    name = "backward-h200-fresh2.json" if second else "backward-h200-fresh.json"
+    failed: list[str] = []
+    second, third, fourth = args.fresh2, args.fresh3, args.fresh4
+    name = ("backward-h200-fresh4.json" if fourth else "backward-h200-fresh3.json" if third
+            else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
+        "the Triton backward at small N below one wave, bwd4's frozen schedule" if fourth else
+        "issue 10's rules as shipped by bwd4 (dirty-line ledger, Algorithm 4's time, the Triton "
+        "backward at small N) on a third fresh set" if third else
         "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(2 if second else 1)
-    torch_points, flash1 = fresh2_grid() if second else fresh_grid()
+    torch.manual_seed(4 if fourth else 3 if third else 2 if second else 1)
+    triton_points: list[Any] = []
+    if fourth:
+        torch_points, flash1, triton_points = [], [], fresh4_grid()
+    elif third:
+        torch_points, flash1, triton_points = fresh3_grid()
+    else:
+        torch_points, flash1 = fresh2_grid() if second else fresh_grid()
+    from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
+    from iosim.calibrate.kernels import KernelInputError
+    tri_checked = {}
+    for p in triton_points:  # the Triton backward: checked against fp32 autograd first
+        try:
+            tri_checked[p.id] = BB.check_triton(p, TRITON_BWD_TILES[p.d])
+        except (CalibrationError, KernelInputError) as exc:
+            failed.append(f"backward_h200: {exc}")
+    triton_points = [p for p in triton_points if p.id in tri_checked]
     tiles = {d: Fa1Tiles(*t) for d, t in FA1_TILES.items()}
-    failed = []
     checked = {}
     for p in flash1:  # a point whose Algorithm 4 fails its check is never timed or counted
         try:
@@ -263,6 +335,12 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         timed.append(r)
         log(f"{p.id} [d]: flash1 {r['flash1_s'] * 1e3:.3f} ms")
         torch.cuda.empty_cache()
+    for p in triton_points:
+        r = BB.time_point(p, TRITON_BWD_TILES[p.d], eager=False)
+        r["split"], r["gap"], r["check_rel_error"] = "fresh", "t", tri_checked[p.id]
+        timed.append(r)
+        log(f"{p.id} [t]: triton {r['triton_s'] * 1e3:.3f} ms, sdpa {r['sdpa_s'] * 1e3:.3f} ms")
+        torch.cuda.empty_cache()
     record["points"] = timed
     (out / name).write_text(json.dumps(record, indent=1))
     log(f"timed in {time.time() - started:.0f} s")
@@ -271,6 +349,9 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
                          "tiles": asdict(tiles[p.d])})
+        for p in triton_points:
+            spec.append({"id": p.id, "what": "triton", "point": p.fields(),
+                         "tiles": asdict(TRITON_BWD_TILES[p.d])})
         budget = args.deadline_s - (time.time() - started)
         record["counters"] = collect(spec, log=out / "ncu.log", timeout_s=max(10.0, budget))
         log(f"ncu: {record['counters']['status']} ({time.time() - started:.0f} s)")
@@ -307,6 +388,10 @@ def main(argv: list[str]) -> int:
                     help="issue 10's open gaps on fresh points (fresh_grid)")
     ap.add_argument("--fresh2", action="store_true",
                     help="gaps (a) and (c) on the second fresh set (fresh2_grid)")
+    ap.add_argument("--fresh3", action="store_true",
+                    help="bwd4's rules on the third fresh set (fresh3_grid)")
+    ap.add_argument("--fresh4", action="store_true",
+                    help="the Triton backward at small N (fresh4_grid)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -324,7 +409,7 @@ def main(argv: list[str]) -> int:
         return 2
     if args.torch_only:
         return torch_only(args, argv, out)
-    if args.fresh or args.fresh2:
+    if args.fresh or args.fresh2 or args.fresh3 or args.fresh4:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

@@ -1,20 +1,24 @@
 """iosim's decoding choices against the H200 record of issue 14 (no GPU needed).
 
     python benchmarks/decode_choices_h200.py [RECORD] [--profile spec|measured] [--points]
-        [--no-timed] [--fit] [--markdown]
+        [--no-timed] [--markdown] [--fresh-markdown]
 
-RECORD defaults to tests/data/h200-variants.json. Two sets are reported apart: the fit set
-("decode", "cascade": the points the split rule and the cascade model were chosen on) and the
-held-out judge set ("decode_judge", "cascade_judge": 12 shapes and 14 batches written down in
-calibrate/variants_points.py before any model output was looked at, timed in one later run).
+RECORD defaults to tests/data/h200-variants.json. Each set is reported apart: the first fit set
+("decode", "cascade"), the judge set ("decode_judge", "cascade_judge"), var3's fresh sets
+("decode_fresh", "cascade_fresh", "cascade_fresh2") — all seen, and all fitted on by
+benchmarks/decode_fit_h200.py — and var4's fresh set ("decode_fresh2", "cascade_fresh3",
+"mla_fresh": written down in calibrate/variants_points.py and timed after the model was frozen
+at tag var4-frozen), which alone judges the current model.
 
 The record (benchmarks/variants_h200.py, schema iosim/h200-variants/1) holds Triton split-KV
 decode kernels timed at every split count ("decode" rows) and shared-prefix batches timed as
 split-KV and as cascade at each's best split counts ("cascade" rows). For each decode shape this
 prints `--splits auto`'s pick (analysis/split_choice.py, with the measured kernels' tiles:
 decode_config block_r × block_n) and FA2's heuristic's, each as its measured time over the
-fastest measured count; for each shared-prefix batch, iosim's verdict (compare's default tiles
-and split heuristic, analysis/cascade_verdict.py) next to the measured winner. Acceptance (issue
+fastest measured count; for each shared-prefix batch, compare's verdict (the decoding time
+model, analysis/cascade_verdict.py, at the measured kernels' tiles) next to the measured winner,
+and the model's time of each method at its measured fastest split counts; for each MLA shape
+the model's time at the fastest count (the MLA kernel's 32 × 32 tiles). Acceptance (issue
 14): the pick within 5 % of the fastest on at least 8 decode shapes; the verdict right on at
 least 8 batches, including ones where each wins.
 """
@@ -26,21 +30,14 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from decode_fit_h200 import decode_workload
+
 from iosim import Workload
 from iosim.analysis.cascade_verdict import cascade_verdict
 from iosim.analysis.compare import compare
-from iosim.analysis.decode_time import (
-    CascadeTimer,
-    Tiles,
-    ceilings,
-    fit_ramp_efficiency,
-    splitkv_timed,
-    timed_verdict,
-)
+from iosim.analysis.decode_time import MEASURED_TILES, DecodeCounts, Tiles, timed_verdict
 from iosim.analysis.split_choice import choose_splits
-from iosim.inputs.gpus import resolve_hardware
-from iosim.inputs.hardware import DecodeFit, Hardware
-from iosim.record import replace
+from iosim.inputs.hardware import Hardware
 
 RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "h200-variants.json"
 WITHIN = 1.05
@@ -59,7 +56,7 @@ def split_picks(record: dict[str, Any], section: str = "decode",
                      batch=d["batch"])
         measured = {r["splits"]: r["time_s"] for r in d["sweep"]}
         choice = choose_splits(w, "h200", block_q=config["block_r"], block_kv=config["block_n"],
-                               profile=profile)
+                               profile=profile, programs_per_sm=MEASURED_TILES.programs_per_sm)
         fastest = min(measured.values())
         rows.append({"id": d["id"], "fastest": d["best_splits"], "pick": choice.best.splits,
                      "pick_over_fastest": measured[choice.best.splits] / fastest,
@@ -70,18 +67,20 @@ def split_picks(record: dict[str, Any], section: str = "decode",
 
 def verdicts(record: dict[str, Any], section: str = "cascade",
              profile: str = "spec") -> list[dict[str, Any]]:
-    """One row per ok shared-prefix batch of `section`: iosim's winner and ratio (slower ÷
+    """One row per ok shared-prefix batch of `section`: compare's verdict (the decoding time
+    model, analysis/cascade_verdict.py, at the measured kernels' tiles) and ratio (slower ÷
     faster), the measured ones."""
+    config = record["decode_config"]
+    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
+                  MEASURED_TILES.programs_per_sm)
     rows = []
     for c in record.get(section, []):
         if c.get("status") != "ok":
             continue
-        suffixes = tuple(c["suffix_lens"])
-        w = Workload(1, n_kv=c["prefix_len"] + max(suffixes), d=c["d"], heads=c["heads"],
-                     kv_heads=c["kv_heads"], batch=c["batch"], prefix_len=c["prefix_len"],
-                     suffix_lens=suffixes)
-        verdict = cascade_verdict(compare(w, "h200", algorithms=["splitkv", "cascade"],
-                                          profile=profile))  # type: ignore[arg-type]
+        result = compare(batch_workload(c), "h200", algorithms=["splitkv", "cascade"],
+                         block_q=tiles.block_q, block_kv=tiles.block_kv,
+                         profile=profile)  # type: ignore[arg-type]
+        verdict = cascade_verdict(result, tiles, profile=profile)
         assert verdict is not None
         split, cascade = c["best_splitkv"]["time_s"], c["best_cascade"]["time_s"]
         rows.append({"id": c["id"], "iosim": verdict.winner, "iosim_ratio": verdict.ratio,
@@ -104,17 +103,17 @@ def timed_verdicts(record: dict[str, Any], section: str, hw: Hardware | str = "h
     cost; analysis/decode_time.py) next to the measured winner, and the model's time of each
     method at the split counts measured fastest over the measured time."""
     config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"])
+    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
+                  MEASURED_TILES.programs_per_sm)
     rows = []
     for c in record.get(section, []):
         if c.get("status") != "ok":
             continue
-        w = batch_workload(c)
-        v = timed_verdict(w, hw, tiles)
+        counts = DecodeCounts(batch_workload(c), hw, tiles)
+        v = timed_verdict(counts.workload, hw, tiles, counts=counts)
         bs, bc = c["best_splitkv"], c["best_cascade"]
-        split_at = splitkv_timed(w, hw, bs["splits"], tiles).time_s
-        cascade_at = CascadeTimer(w, hw, tiles).timed(bc["prefix_splits"],
-                                                      bc["suffix_splits"]).time_s
+        split_at = counts.splitkv(bs["splits"]).time_s
+        cascade_at = counts.cascade(bc["prefix_splits"], bc["suffix_splits"]).time_s
         rows.append({"id": c["id"], "iosim": v.winner, "iosim_ratio": v.ratio,
                      "iosim_splitkv": v.splitkv.label(), "iosim_cascade": v.cascade.label(),
                      "measured": c["winner"],
@@ -128,36 +127,34 @@ def timed_verdicts(record: dict[str, Any], section: str, hw: Hardware | str = "h
     return rows
 
 
-FIT_SECTIONS = ("cascade", "cascade_judge", "cascade_fresh")
-"""The shared-prefix batches the decoding time model's ramp and efficiency are fitted on: the
-old fit and judge sets (both seen before the model was built); cascade_fresh judges it."""
+def mla_times(record: dict[str, Any], section: str = "mla") -> list[dict[str, Any]]:
+    """One row per ok MLA shape of `section`: the decoding time model's time at the measured
+    fastest split count (the MLA kernel's 32 × 32 tiles) over the measured time, and the
+    model's pick among the timed counts with its measured time over the fastest."""
+    from decode_fit_h200 import MLA_TILES, mla_workload
+
+    rows = []
+    for p in record.get(section, []):
+        if p.get("status") != "ok":
+            continue
+        counts = DecodeCounts(mla_workload(p), "h200", MLA_TILES)
+        measured = {r["splits"]: r["time_s"] for r in p["sweep"]}
+        model = {s: counts.splitkv(s).time_s for s in measured}
+        best, pick = p["best_splits"], min(model, key=lambda s: (model[s], s))
+        rows.append({"id": p["id"], "fastest": best, "measured_us": measured[best] * 1e6,
+                     "model_us": model[best] * 1e6, "error": model[best] / measured[best] - 1,
+                     "pick": pick, "pick_over_fastest": measured[pick] / measured[best]})
+    return rows
 
 
-def fit_decode(record: dict[str, Any]) -> Hardware:
-    """The H200 with measured.decode_fit's ramp and efficiency fitted on FIT_SECTIONS (each
-    method at its measured fastest split counts); prints them. The shipped YAML leaves them out:
-    with them the verdict on FIT_SECTIONS was right on 19 of 24, without on 20 (the time model
-    with measured constants alone is the one judged; this variant is reported beside it)."""
-    config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"])
-    hw = resolve_hardware("h200").hardware
-    assert hw.measured is not None
-    base_hw = replace(hw, measured=replace(hw.measured, decode_fit=None))
-    points = []
-    for section in FIT_SECTIONS:
-        for c in record.get(section, []):
-            if c.get("status") != "ok":
-                continue
-            w = batch_workload(c)
-            bs, bc = c["best_splitkv"], c["best_cascade"]
-            points.append((splitkv_timed(w, base_hw, bs["splits"], tiles).kernels, bs["time_s"]))
-            points.append((CascadeTimer(w, base_hw, tiles).timed(
-                bc["prefix_splits"], bc["suffix_splits"]).kernels, bc["time_s"]))
-    ramp, eff, rms = fit_ramp_efficiency(points, ceilings(base_hw))
-    print(f"decode_fit on {'+'.join(FIT_SECTIONS)} ({len(points)} times): ramp_us "
-          f"{ramp * 1e6:.2f}, efficiency {eff:.2f}, rms log error {rms:.3f}")
-    return replace(hw, measured=replace(hw.measured, decode_fit=DecodeFit(
-        ramp, eff, f"fitted on {'+'.join(FIT_SECTIONS)}")))
+def print_mla(rows: list[dict[str, Any]], title: str) -> None:
+    print(f"\nMLA decode ({title}): the time model at the fastest measured split count")
+    print(f"{'shape':<24} {'fastest':>7} {'µs':>8} {'model':>8} {'err':>6} {'pick':>5} {'÷':>6}")
+    for r in rows:
+        print(f"{r['id']:<24} {r['fastest']:>7} {r['measured_us']:>8.1f} {r['model_us']:>8.1f} "
+              f"{r['error']:>+6.0%} {r['pick']:>5} {r['pick_over_fastest']:>6.3f}")
+    print(f"time within ±15 %: {sum(abs(r['error']) <= 0.15 for r in rows)} of {len(rows)}; "
+          f"pick within 5 %: {sum(r['pick_over_fastest'] <= WITHIN for r in rows)}")
 
 
 def print_timed(rows: list[dict[str, Any]], title: str) -> None:
@@ -183,7 +180,7 @@ def print_timed(rows: list[dict[str, Any]], title: str) -> None:
 
 
 ALL_SECTIONS = ("decode", "paged", "cascade", "decode_judge", "cascade_judge", "decode_fresh",
-                "cascade_fresh", "cascade_fresh2")
+                "cascade_fresh", "cascade_fresh2", "decode_fresh2", "cascade_fresh3")
 
 
 def dram_points(record: dict[str, Any], sections: tuple[str, ...] = ALL_SECTIONS
@@ -196,7 +193,8 @@ def dram_points(record: dict[str, Any], sections: tuple[str, ...] = ALL_SECTIONS
     analysis/decode_time.py) over the DRAM bytes read and written (the dirty lines left in L2
     included)."""
     config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"])
+    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
+                  MEASURED_TILES.programs_per_sm)
     shapes = {s["id"]: (name, s) for name in sections for s in record.get(name, [])}
     rows = []
     for section in record["counters"]:
@@ -207,11 +205,11 @@ def dram_points(record: dict[str, Any], sections: tuple[str, ...] = ALL_SECTIONS
             if "prefix_len" in shape:
                 w = batch_workload(shape)
                 kind = "shared prefix " + p["method"]
+                counts = DecodeCounts(w, "h200", tiles)
                 if p["method"] == "cascade":
-                    model = CascadeTimer(w, "h200", tiles).timed(
-                        p["prefix_splits"], p["suffix_splits"]).dram_bytes
+                    model = counts.cascade(p["prefix_splits"], p["suffix_splits"]).dram_bytes
                 else:
-                    model = splitkv_timed(w, "h200", p["splits"], tiles).dram_bytes
+                    model = counts.splitkv(p["splits"]).dram_bytes
             else:
                 w = Workload(1, n_kv=shape["n_kv"], d=shape["d"], heads=shape["heads"],
                              kv_heads=shape["kv_heads"], batch=shape["batch"],
@@ -301,6 +299,68 @@ def markdown(record: dict[str, Any]) -> None:
               f"{r['fa2']} | {r['fa2_over_fastest']:.3f} |")
 
 
+def markdown_fresh(record: dict[str, Any]) -> None:
+    """var4's fresh set, every point (reports/variants-h200.md, docs/variants-decoding.md):
+    the split picks with the model's time at the fastest count, the verdicts with both
+    methods' time errors, MLA's times, and every counted point's DRAM error (decode, shared
+    prefix, MLA, FP8 with per-tensor and per-block scales)."""
+    import variants_compare as vc
+
+    print("| shape | fastest splits | µs | model µs | error | --splits auto | ÷ fastest | FA2 "
+          "| ÷ fastest |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
+    tiles = Tiles(record["decode_config"]["block_r"], 64, record["decode_config"]["block_n"],
+                  MEASURED_TILES.programs_per_sm)
+    shapes = {d["id"]: d for d in record.get("decode_fresh2", [])}
+    for r in split_picks(record, "decode_fresh2"):
+        d = shapes[r["id"]]
+        model = DecodeCounts(decode_workload(d), "h200", tiles).splitkv(r["fastest"]).time_s
+        measured = {x["splits"]: x["time_s"] for x in d["sweep"]}[r["fastest"]]
+        print(f"| {r['id']} | {r['fastest']} | {measured * 1e6:.1f} | {model * 1e6:.1f} | "
+              f"{model / measured - 1:+.0%} | {r['pick']} | {r['pick_over_fastest']:.3f} | "
+              f"{r['fa2']} | {r['fa2_over_fastest']:.3f} |")
+    print("\n| batch | measured winner (×) | model winner (×) | right | split-KV µs (splits) | "
+          "model | error | cascade µs (splits) | model | error |")
+    print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
+    for r in timed_verdicts(record, "cascade_fresh3"):
+        e1 = r["splitkv_model_us"] / r["splitkv_us"] - 1
+        e2 = r["cascade_model_us"] / r["cascade_us"] - 1
+        ok = "yes" if r["iosim"] == r["measured"] else "**no**"
+        print(f"| {r['id']} | {r['measured']} ({r['measured_ratio']:.2f}) | {r['iosim']} "
+              f"({r['iosim_ratio']:.2f}) | {ok} | {r['splitkv_us']:.1f} ({r['splitkv_splits']}) "
+              f"| {r['splitkv_model_us']:.1f} | {e1:+.0%} | {r['cascade_us']:.1f} "
+              f"({r['cascade_splits']}) | {r['cascade_model_us']:.1f} | {e2:+.0%} |")
+    print("\n| MLA shape | fastest splits | µs | model µs | error | model pick | ÷ fastest |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for r in mla_times(record, "mla_fresh"):
+        print(f"| {r['id']} | {r['fastest']} | {r['measured_us']:.1f} | {r['model_us']:.1f} | "
+              f"{r['error']:+.0%} | {r['pick']} | {r['pick_over_fastest']:.3f} |")
+    print("\n| counted point | section | ncu DRAM MB | iosim DRAM MB | error |")
+    print("|---|---|---:|---:|---:|")
+    for r in dram_points(record, ("decode_fresh2", "cascade_fresh3")):
+        print(f"| {r['id']} | {r['section']} | {r['measured_bytes'] / 1e6:,.1f} | "
+              f"{r['model_bytes'] / 1e6:,.1f} | {r['ratio'] - 1:+.1%} |")
+    counts = vc.counted(record)
+    for section, algorithm, opts in (("mla_fresh", "splitkv", vc.MLA_TILES),
+                                     ("fp8_fresh", "flash2", vc.FP8_TILES),
+                                     ("fp8_block", "flash2", vc.FP8_TILES)):
+        for p in record.get(section, []):
+            for cid, c in counts.items():
+                if c["id"] != p["id"]:
+                    continue
+                extra = {"splits": c["splits"]} if c.get("splits") else {}
+                model = vc.predict(p, algorithm, **opts, **extra)["dram_bytes"]
+                measured = c["dram_read_bytes"] + c["dram_write_bytes"]
+                print(f"| {cid} | {section} | {measured / 1e6:,.1f} | {model / 1e6:,.1f} | "
+                      f"{model / measured - 1:+.1%} |")
+    print("\n| FP8 shape | scales | measured ms | iosim roofline ms (measured profile) | "
+          "error |\n|---|---|---:|---:|---:|")
+    for section in ("fp8_fresh", "fp8_block"):
+        for p in record.get(section, []):
+            model = vc.predict(p, "flash2", **vc.FP8_TILES)["time_s"]
+            print(f"| {p['id']} | {p['fp8_scales']} | {p['time_s'] * 1e3:.3f} | "
+                  f"{model * 1e3:.3f} | {model / p['time_s'] - 1:+.0%} |")
+
+
 def main(argv: list[str]) -> int:
     profile = "spec"
     if "--profile" in argv:
@@ -317,22 +377,30 @@ def main(argv: list[str]) -> int:
     if "--markdown" in flags:
         markdown(record)
         return 0
-    fitted = fit_decode(record) if "--fit" in flags else None
+    if "--fresh-markdown" in flags:
+        markdown_fresh(record)
+        return 0
     print(f"profile: {profile}\n")
-    for decode, cascade, title in (("decode", "cascade", "fit set"),
-                                   ("decode_judge", "cascade_judge", "held-out judge set"),
-                                   ("decode_fresh", "cascade_fresh", "fresh set"),
-                                   ("decode_fresh2", "cascade_fresh2", "second fresh set")):
-        if not record.get(decode) and not record.get(cascade):
+    for decode, cascade, title in (("decode", "cascade", "first fit set, seen"),
+                                   ("decode_judge", "cascade_judge", "judge set, seen"),
+                                   ("decode_fresh", "cascade_fresh", "var3's fresh set, seen"),
+                                   ("", "cascade_fresh2", "var3's second fresh set, seen"),
+                                   ("decode_fresh2", "cascade_fresh3",
+                                    "var4's fresh set (model frozen at tag var4-frozen)")):
+        if not record.get(decode or "-") and not record.get(cascade):
             continue
         print(f"=== {title} ===")
-        print_picks(split_picks(record, decode, profile), title)
-        print_verdicts(verdicts(record, cascade, profile), title)
+        if decode:
+            print_picks(split_picks(record, decode, profile), title)
         if timed:
             print_timed(timed_verdicts(record, cascade), title)
-        if fitted is not None:
-            print_timed(timed_verdicts(record, cascade, fitted), title + ", with decode_fit")
+        else:
+            print_verdicts(verdicts(record, cascade, profile), title)
         print()
+    for section, title in (("mla", "seen (fitted on)"), ("mla_fresh", "var4's fresh set")):
+        if record.get(section):
+            print_mla(mla_times(record, section), title)
+    print()
     points = dram_points(record)
     print("DRAM: iosim's estimate ÷ ncu DRAM read + write, per point")
     for kind in ("decode", "paged", "shared prefix splitkv", "shared prefix cascade"):

@@ -226,7 +226,8 @@ def main(argv: list[str]) -> int:
         "flex": [], "decode": [], "paged": [], "cascade": [], "mla": [], "fp8": [], "repeat": [],
         "flex2": [], "decode_judge": [], "cascade_judge": [],
         "decode_fresh": [], "cascade_fresh": [], "fp8_e5m2": [], "microbench": {},
-        "cascade_fresh2": [],
+        "cascade_fresh2": [], "decode_fresh2": [], "cascade_fresh3": [], "mla_fresh": [],
+        "fp8_fresh": [], "fp8_block": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -252,6 +253,14 @@ def main(argv: list[str]) -> int:
         "cascade_fresh": lambda: run_cascade(sets["cascade_fresh"], gen, clock, log),
         "fp8_e5m2": lambda: run_fp8(sets["fp8_e5m2"], gen, clock, log),
         "cascade_fresh2": lambda: run_cascade(sets["cascade_fresh2"], gen, clock, log),
+        # var4's fresh judgement of the chain term (decode_time.py), frozen at tag var4-frozen
+        "decode_fresh2": lambda: run_decode(sets["decode_fresh2"], gen, clock, log,
+                                            all_splits=True, page_sizes=[None]),
+        "cascade_fresh3": lambda: run_cascade(sets["cascade_fresh3"], gen, clock, log),
+        "mla_fresh": lambda: run_mla(sets["mla_fresh"], gen, clock, log),
+        "fp8_fresh": lambda: run_fp8(sets["fp8_fresh"], gen, clock, log),
+        # FA3 §3.3 block quantization (kernels_mla_fp8.attention_block_scaled)
+        "fp8_block": lambda: run_fp8(sets["fp8_block"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -309,16 +318,17 @@ def earlier_sections(spec: str) -> dict[str, list[Row]]:
 def summary(record: dict[str, Any], log: Any) -> None:
     for r in record["flex"] + record["flex2"]:
         log(f"flex {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
-    for r in record["decode"] + record["paged"] + record["decode_judge"] + record["decode_fresh"]:
+    for r in (record["decode"] + record["paged"] + record["decode_judge"] + record["decode_fresh"]
+              + record["decode_fresh2"]):
         log(f"dec  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
     for r in (record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]
-              + record["cascade_fresh2"]):
+              + record["cascade_fresh2"] + record["cascade_fresh3"]):
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
-    for r in record["mla"] + record["repeat"]:
+    for r in record["mla"] + record["repeat"] + record["mla_fresh"]:
         log(f"mla  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
-    for r in record["fp8"] + record["fp8_e5m2"]:
+    for r in record["fp8"] + record["fp8_e5m2"] + record["fp8_fresh"] + record["fp8_block"]:
         log(f"fp8  {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
     for name, c in record["counters"].items():
         log(f"ncu {name} {c['status']}: {len(c['points'])} points")

@@ -68,15 +68,22 @@ def test_dram_estimate_within_ten_percent_of_ncu_for_the_large_kernels(record: d
 
 def test_time_fit_and_its_hold_out(record: dict, h200) -> None:  # type: ignore[no-untyped-def]
     model = F.fit_time(record, h200)
-    assert 0.9 < model.efficiency < 1.05 and model.overhead_s < 2e-5
+    shipped = h200.measured.backward_schedule
+    assert (model.efficiency, model.overhead_s) == pytest.approx(
+        (shipped.efficiency, shipped.program_overhead_s))  # the YAML holds the fit
+    assert shipped.causal_loops == F.CAUSAL_LOOPS == 2
     errors = {p["id"]: (F.predict_time(p, h200, model) - p["triton_s"]) / p["triton_s"]
               for p in record["points"]
               if p["n"] not in F.FIT_N and p["triton_s"] > F.LAUNCH_BOUND_S}
     assert len(errors) >= 35
     outside = sorted(i for i, e in errors.items() if abs(e) > 0.15)
-    # the known misses: short d = 64 runs (over) and the longest d = 64 causal run (under)
-    assert outside == sorted(["fp16/n2048/d64/b2h16kv16/full", "fp16/n2048/d64/b2h16kv16/causal",
-                              "fp16/n65536/d64/b1h16kv16/causal", "fp16/n2048/d128/b1h16kv16/full"])
+    # the known miss: the longest d = 64 causal run (under, −17 %). Fitted with the
+    # launch-visible point (N 1,024: 86 µs of host time) as the rule before bwd4 did, the
+    # overhead came out at 14 µs and the short d = 64 runs missed by +27 % and +29 %.
+    assert outside == ["fp16/n65536/d64/b1h16kv16/causal"]
+    gpu = F.gpu_seconds(record)
+    assert [p["id"] for p in record["points"] if p["n"] in F.FIT_N and F.launch_visible(p, gpu)
+            and p["triton_s"] > F.LAUNCH_BOUND_S] == ["fp16/n1024/d128/b2h16kv16/full"]
 
 
 def test_handover_moves_dirty_writes_to_the_next_kernel() -> None:

@@ -36,6 +36,11 @@ ALL = ["standard", "splitkv", "cascade"]
     # MQA: 8 query heads × 5 requests = 40 packed prefix rows, 3 prefix splits (one empty)
     (Workload(1, n_kv=40, batch=5, heads=8, kv_heads=1, d=8, prefix_len=33,
               suffix_lens=(7, 1, 2, 3, 4)), {"block_q": 16, "block_kv": 8, "splits": 3}),
+    # lengths that come back after others (runs 5, 20, 5, 20, 5): the closed form counts the
+    # runs of one length as one segment of their summed batch (closedform._segment_parts); the
+    # walk and the executor go request by request
+    (Workload(1, n_kv=70, batch=5, heads=4, kv_heads=2, d=8, prefix_len=50,
+              suffix_lens=(5, 20, 5, 20, 5)), {"block_q": 16, "block_kv": 16, "splits": 2}),
 ])
 def test_three_counts_and_the_output_agree(workload: Workload, kwargs: dict[str, int]) -> None:
     checked = verify(workload, algorithms=ALL, **kwargs)  # type: ignore[arg-type]
@@ -148,3 +153,19 @@ def test_split_kv_dram_reads_the_shared_prefix_once() -> None:
     k_hbm = sum(t.bytes for k in splitkv.kernels for t in k.traffic.terms if t.tensor == "K")
     assert k_dram == (256 + 44 + 3 + 17) * 2 * 64 * 2
     assert k_hbm == (3 * 256 + 44 + 3 + 17) * 2 * 64 * 2
+
+
+def test_a_shared_prefix_sweep_names_each_winner_as_compare_does() -> None:
+    # one rule for compare, report and sweep: the sweep's note at each point is compare's own
+    # verdict sentence (analysis/cascade_verdict.py) for that point's workload
+    result = sweep(SweepSpec(n=(1,), n_kv=(4196,), heads=(32,), kv_heads=(8, 32), d=(128,),
+                             batch=(4,), gpu=("h200",), algorithms=tuple(ALL), prefix_len=4096,
+                             suffix_lens=(16, 40, 9, 100)))
+    notes = [n for n in result.notes if "Shared prefix" in n]
+    assert len(notes) == 2
+    for kv_heads, note in zip((8, 32), notes, strict=True):
+        w = Workload(1, n_kv=4196, batch=4, heads=32, kv_heads=kv_heads, d=128,
+                     prefix_len=4096, suffix_lens=(16, 40, 9, 100))
+        verdict = cascade_verdict(compare(w, "h200", algorithms=ALL))
+        assert verdict is not None
+        assert note == f"kv_heads {kv_heads}: {verdict.sentence()}"

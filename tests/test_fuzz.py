@@ -17,6 +17,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import re
 import tempfile
 import time
 from collections.abc import Iterator
@@ -24,6 +25,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
@@ -171,7 +173,18 @@ COMPARE_FLAGS = {**WORKLOAD_FLAGS,
                  "--splits": _ints(1, 64), "--profile": _choice(["spec", "measured"]),
                  "--format": _choice(["table", "json", "csv", "markdown"]),
                  "--window": _ints(), "--seqlens": _seqlens(),
-                 "--packing": _choice(["varlen", "document"])}
+                 "--packing": _choice(["varlen", "document"]),
+                 # the flags of the last two sessions (review 4)
+                 "--d-v": _ints(1, 256), "--latent-kv": None,
+                 "--fp8-scales": _choice(["tensor", "block"]),
+                 "--page-size": _ints(1, 256), "--prefix-len": _ints(),
+                 "--suffix-lens": st.one_of(_seqlens(), st.just("16,40,9")),
+                 "--model": _choice(["llama-3.1-8b", "gemma-2-9b", "deepseek-v3", "qwen3-8b",
+                                     "llama", "configs/models/llama-3.1-8b.yaml"]),
+                 "--layer": _choice(["local", "global", "all"]),
+                 "--impl": _choice(["sdpa-flash", "flex", "torch-naive", "iosim-triton",
+                                    "sdpa-cudnn", "nope", "configs/impls/flex.yaml"]),
+                 "--tiles": _choice(["code", "alg1"])}
 
 
 @st.composite
@@ -320,6 +333,52 @@ def mutated_yaml(draw: Any) -> bytes:
     return ("\n".join(lines) + "\n").encode()
 
 
+_CONFIG_ROOT = Path(__file__).resolve().parents[1] / "configs"
+_CONFIG_TEXTS = {name: (_CONFIG_ROOT / name).read_text(encoding="utf-8") for name in (
+    "impls/sdpa-flash.yaml", "impls/flex.yaml", "impls/torch-naive.yaml",
+    "models/llama-3.1-8b.yaml", "models/gemma-2-9b.yaml", "models/deepseek-v3.yaml")}
+"""Shipped implementation profiles and model presets to mutate (review 4: a profile with
+head_dim.multiple_of 0 raised ZeroDivisionError, a block_q of 2^63 OverflowError)."""
+BAD_INTS = ["0", "-1", "1e400", ".nan", ".inf", "true", "null", "[8]", "{a: 1}", '"8"', "8.5",
+            "9223372036854775808", "9" * 400, "100000", "256", "33", "5e-324", "0x10"]
+
+
+_VALUE = re.compile(r"\w: (\d+)(?=[,}\s]|$)")
+"""A YAML key's number (`block_q: 128`), not a digit inside a source string."""
+
+
+@st.composite
+def mutated_config(draw: Any) -> tuple[str, bytes]:
+    """(which file, its mutated text): a number replaced by a bad one, a line deleted or
+    duplicated (a duplicate key), garbage bytes, or the file truncated."""
+    name = draw(st.sampled_from(sorted(_CONFIG_TEXTS)))
+    lines = _CONFIG_TEXTS[name].splitlines()
+    numbered = [i for i, line in enumerate(lines) if _VALUE.search(line)]
+    for _ in range(draw(st.integers(1, 2))):
+        kind = draw(st.sampled_from(["number", "number", "number", "delete", "duplicate",
+                                     "garbage", "truncate"]))
+        if kind == "number" and numbered:
+            i = draw(st.sampled_from(numbered))
+            if i < len(lines):
+                spots = list(_VALUE.finditer(lines[i]))
+                if spots:
+                    m = draw(st.sampled_from(spots))
+                    lines[i] = (lines[i][:m.start(1)] + draw(st.sampled_from(BAD_INTS))
+                                + lines[i][m.end(1):])
+        elif kind == "delete" and lines:
+            del lines[draw(st.integers(0, len(lines) - 1))]
+        elif kind == "duplicate" and lines:
+            i = draw(st.integers(0, len(lines) - 1))
+            lines.insert(i, lines[i])
+        elif kind == "garbage":
+            text = "\n".join(lines).encode()
+            at = draw(st.integers(0, len(text)))
+            return name, text[:at] + draw(st.binary(min_size=1, max_size=8)) + text[at:]
+        elif kind == "truncate":
+            lines = lines[: draw(st.integers(0, len(lines)))]
+    return name, ("\n".join(lines) + "\n").encode()
+
+
 _QUICK = json.loads((DATA / "h200-calibration-quick.json").read_text(encoding="utf-8"))
 
 
@@ -434,6 +493,22 @@ def test_fuzz_gpu_yaml(text, command, fmt):
         check_case(args, folder)
 
 
+@fuzz_settings(1.0)
+@given(case=mutated_config(), fmt=st.sampled_from(["json", "table"]),
+       decode=st.booleans())
+def test_fuzz_impl_and_model_yaml(case, fmt, decode):
+    """A mutated implementation profile (--impl PATH) or model preset (--model PATH)."""
+    name, text = case
+    with _workdir() as folder:
+        (folder / "mine.yaml").write_bytes(text)
+        flag = "--impl" if name.startswith("impls/") else "--model"
+        shape = ["--n", "1", "--n-kv", "4096"] if decode else ["--n", "1024"]
+        args = ["compare", "--gpu", "h100", *shape, flag, "mine.yaml", "--format", fmt]
+        if name.endswith("gemma-2-9b.yaml") and fmt == "json":
+            args += ["--layer", "local"]
+        check_case(args, folder)
+
+
 @fuzz_settings(0.08)
 @given(path=st.sampled_from(["missing.yaml", "folder.yaml", "folder/", "/dev/null",
                              "x" * 300 + ".yaml", "empty.yaml", "bin.yaml", "deep.yaml"]))
@@ -456,3 +531,35 @@ def test_fuzz_calibrate_from(data, force, out_exists):
             (folder / "h200.yaml").write_text("mine\n")
         args = ["calibrate", "--gpu", "h200", "--from", "run.json", "--out", "h200.yaml"]
         check_case(args + (["--force"] if force else []), folder)
+
+
+# -- the Python API (review 4) ------------------------------------------------------------------
+
+_ODD_VALUES = st.sampled_from([
+    None, True, False, 0, -1, 1, 3, 64, 4096, 2**63, 1.5, 64.0, float("nan"), float("inf"), "64",
+    "no", "", "fp16", "flash2", (), [], (1, 2), [512, 512], {}, object(), b"64",
+    *(np.int64(64), np.int32(8), np.uint64(2**63), np.float64(0.5), np.bool_(True),
+      np.array([64, 64]), np.array(64))])
+_WORKLOAD_KEYWORDS = ("n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal", "pass_",
+                      "unfused", "sparsity", "window", "seqlens", "packing", "d_v", "latent_kv",
+                      "fp8_scales", "page_size", "prefix_len", "suffix_lens")
+
+
+@fuzz_settings(0.5)
+@given(n=_ODD_VALUES, extra=st.dictionaries(st.sampled_from(_WORKLOAD_KEYWORDS), _ODD_VALUES,
+                                            max_size=3),
+       gpu=st.sampled_from(["a100", "h100", None, 5, Path("nope.yaml"), ""]))
+def test_fuzz_python_workload_and_compare(n, extra, gpu):
+    """Workload(...) and compare(...) with values of any type: an IosimError or a result, never
+    another exception, and a result's JSON strict."""
+    import iosim
+
+    started = time.perf_counter()
+    try:
+        workload = iosim.Workload(n, **extra)
+        result = iosim.compare(workload, gpu)
+    except iosim.IosimError as exc:
+        assert str(exc) and "\n" not in str(exc)
+    else:
+        _finite(strict_json(json.dumps(result.to_dict(), allow_nan=False)))
+    assert time.perf_counter() - started < CASE_SECONDS

@@ -188,7 +188,7 @@ def test_bad_input_is_one_line_exit_2() -> None:
          "does not run GQA"),
         (("--n", "128", "--impl", "sdpa-fash"), "unknown implementation"),
         (("--n", "128", "--impl", "sdpa-flash", "--algo", "flash1"), "picks the algorithm"),
-        (("--n", "128", "--dtype", "fp32", "--impl", "sdpa-flash"), "not fp32"),
+        (("--n", "128", "--dtype", "fp32", "--impl", "sdpa-flash"), "not --dtype fp32"),
         (("--n", "128", "--pass", "bwd", "--impl", "iosim-triton"), "declares no backward"),
     ]
     for args, text in cases:

@@ -235,3 +235,38 @@ def test_an_underfilled_flashattention_says_its_grid_is_why() -> None:
     _, out, _ = run("compare", "--n", "4096", "--gpu", "a100")
     text = " ".join(out.split())
     assert "Why flash1 is slower here (0.04×): its 1 program fills 0.93% of the GPU's 108 SMs" in text
+
+
+def test_a_slower_implementation_with_fewer_bytes_is_not_blamed_on_its_blocks() -> None:
+    """A GQA decode step on the H200, measured profile: sdpa-flash moves a quarter of standard's
+    L2-oblivious bytes yet its kernels' fitted times add to more. The line must not say its
+    small blocks re-read K and V (one query pass re-reads nothing); it names the kernels' times,
+    which add to the per-algorithm table's time."""
+    _, out, _ = run("compare", "--n", "1", "--n-kv", "65536", "--heads", "32", "--kv-heads", "8",
+                    "--d", "128", "--impl", "sdpa-flash", "--gpu", "h200", "--profile", "measured")
+    text = " ".join(out.split())
+    assert "Why sdpa-flash is slower here" in text
+    why = text.split("Why sdpa-flash is slower here", 1)[1].split(").", 1)[0]
+    assert "re-read" not in why and "Alg. 1" not in why
+    row = next(line.split() for line in out.splitlines()
+               if line.startswith(" sdpa-flash ") and "64×128" in line)  # the per-algorithm row
+    table_time = " ".join(row[5:7])  # algorithm, blocks, HBM (2 words), ÷ std, time (2 words)
+    assert f"= {table_time} against standard's" in why
+
+
+def test_a_speedup_below_one_hundredth_is_not_printed_as_zero() -> None:
+    """flash1 at d = 128 on an MI300X (one head) is hundreds of times slower than standard; the
+    speed-up column must say so, and agree with the time column it divides."""
+    _, out, _ = run("compare", "--n", "4096", "--d", "128", "--gpu", "mi300x")
+    rows = {line.split()[0]: line.split() for line in out.splitlines()
+            if line.startswith((" standard ", " flash1 "))}
+    assert "0.00×" not in out
+    units = {"µs": 1e-6, "ms": 1e-3, "s": 1.0}
+
+    def seconds(row: list[str]) -> float:
+        return float(row[5]) * units[row[6]]
+
+    flash1 = rows["flash1"]
+    printed = float(flash1[7].rstrip("×"))
+    assert printed > 0
+    assert printed == pytest.approx(seconds(rows["standard"]) / seconds(flash1), rel=0.05)

@@ -71,3 +71,28 @@ def test_scaled_forward_applies_the_three_descales(causal: bool, fp8: bool) -> N
                         torch.tensor([sq, sk, sv], dtype=torch.float32, device=DEVICE),
                         causal=causal, config=MF.ScaledConfig(32, 16, 4, 1))
     assert rel(o, ref) < (4e-2 if fp8 else 2e-3)
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_block_scaled_forward_reads_a_scale_per_tile(causal: bool) -> None:
+    """FA3 §3.3 block quantization: Q in blocks of B_r rows, K and V in blocks of B_c rows, each
+    with its own fp32 scale (the blocks drawn at different magnitudes, so that one per-tensor
+    scale would be wrong), against float64 attention of the block-dequantized values (tolerance
+    as the per-tensor e4m3 test: P is rounded to e4m3 before P·V)."""
+    heads, n, d, bm, bn = 2, 64, 32, 32, 16
+    spread = torch.tensor([0.25, 4.0, 1.0, 16.0]).repeat_interleave(n // 4)[None, :, None]
+    raw = [3 * torch.randn(heads, n, d) * spread for _ in range(3)]
+    (q, sq), (k, sk), (v, sv) = (MF.quantize_blocks(t, torch.float8_e4m3fn, b)
+                                 for t, b in zip(raw, (bm, bn, bn), strict=True))
+    assert len(set(sk[0].tolist())) > 1  # the blocks' scales differ
+    ref = MF.reference_block_scaled(q, k, v, (sq, sk, sv), (bm, bn), causal)
+    o = torch.full((heads, n, d), math.nan, dtype=torch.float16, device=DEVICE)
+    MF.attention_block_scaled(q.to(DEVICE), k.to(DEVICE),
+                              v.transpose(1, 2).contiguous().to(DEVICE), o,
+                              (sq.to(DEVICE), sk.to(DEVICE), sv.to(DEVICE)), causal=causal,
+                              config=MF.ScaledConfig(bm, bn, 4, 1))
+    assert rel(o, ref) < 4e-2
+    # the same data under one scale per tensor is another function: the per-block path is used
+    flat = MF.reference_scaled(q, k, v, (float(sq.mean()), float(sk.mean()), float(sv.mean())),
+                               causal)
+    assert rel(flat, ref) > 0.1

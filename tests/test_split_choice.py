@@ -43,8 +43,11 @@ def test_the_heuristic_column_is_fa2s_rule() -> None:
     # packed GQA: 4 requests × 8 KV heads × 1 row block; 64 key blocks of 128 (B_c for d = 128)
     assert choice.heuristic == num_splits_heuristic(4 * 8 * 1, 2 * sms, 64, 128)
     assert choice.heuristic_slowdown >= 1.0
-    assert all(r.eligible == (r.splits == 1 or -(-64 // r.splits) != -(-64 // (r.splits - 1)))
-               for r in choice.rows)
+    # the rows are the counts FA2 would run: brute force over 1..64, the blocks per split
+    # changing from one count to the next (an independent statement of flash_api.cpp's skip)
+    per_split = {s: -(-64 // s) for s in range(1, 65)}
+    assert [r.splits for r in choice.rows] == [
+        s for s in range(1, 65) if s == 1 or per_split[s] != per_split[s - 1]]
 
 
 def test_json_carries_every_count(iosim_cli: Any) -> None:
@@ -53,8 +56,12 @@ def test_json_carries_every_count(iosim_cli: Any) -> None:
                                "--splits", "auto", "--format", "json")
     assert code == 0, err
     data = json.loads(out)["splits_auto"]
-    assert data["schema"] == "iosim.splits/1" and len(data["rows"]) == 32
-    assert data["best"] in [r["splits"] for r in data["rows"] if r["eligible"]]
+    # 32 key blocks of 128: the counts whose blocks per split differ from one split fewer's
+    per_split = {s: -(-32 // s) for s in range(1, 33)}
+    eligible = [s for s in range(1, 33) if s == 1 or per_split[s] != per_split[s - 1]]
+    assert data["schema"] == "iosim.splits/2"
+    assert [r["splits"] for r in data["rows"]] == eligible
+    assert data["best"] in eligible
     # the run the tables show says its split count came from auto, not a typed --splits N
     tiling = {a["name"]: a for a in json.loads(out)["algorithms"]}["splitkv"]["tiling"]
     assert tiling["splits"] == data["best"]

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -20,6 +21,7 @@ from iosim.calibrate import CalibrationError
 from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.errors import ConfigError
+from iosim.estimates import l2_restarts
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import modelled
 from iosim.estimates.l2_simulate import simulate
@@ -70,7 +72,9 @@ def test_backward_closed_form_is_the_simulation_in_clear_regimes(
     kernels = get_algorithm(algorithm).kernels(w)
     assert all(modelled(k) for k in kernels)
     t = _tiling(64, 128)
-    closed = dram_estimate(kernels, w, t, h200, concurrent_programs=programs, l2_bytes=mib * MiB)
+    with patch.object(l2_restarts, "RESTART_CAPACITY_SHARE", 1.0):  # the ideal LRU, as simulated
+        closed = dram_estimate(kernels, w, t, h200, concurrent_programs=programs,
+                               l2_bytes=mib * MiB)
     simulated = simulate(kernels, w, t, l2_bytes=mib * MiB, concurrent_programs=programs)
     assert closed.read_bytes == pytest.approx(simulated.read_bytes, rel=0.01)
     assert closed.write_bytes == pytest.approx(simulated.write_bytes, rel=0.01)

@@ -153,6 +153,37 @@ def segment_dims(dims: Dims, segment: Segment) -> Dims:
     return replace(dims, n_q=segment.n_q, n_kv=segment.n_kv, batch=segment.batch, causal=False)
 
 
+_Part = tuple[Kernel, Dims, BlockSums, int]
+_SEGMENTS: dict[tuple[int, int], tuple[Kernel, Dims, list[_Part]]] = {}
+"""The segments of recent ragged kernels with their sums, by the identity of (kernel, dims): a
+count asks for them once per access (each kept entry holds its kernel and dims, so that their
+ids are not reused)."""
+
+
+def _segment_parts(kernel: Kernel, dims: Dims) -> list[_Part]:
+    """(plain kernel, dims, sums, runs) of each length of a ragged launch: the segments (runs) of one
+    (n_q, n_kv) merged into one of their summed batch (every access, FLOP and program count is
+    linear in the batch: `batch × heads` instances of the same per-head count), so a batch
+    of mixed lengths costs one count per length, not per run of equal ones."""
+    key = (id(kernel), id(dims))
+    kept = _SEGMENTS.get(key)
+    if kept is not None and kept[0] is kernel and kept[1] is dims:
+        return kept[2]
+    plain = replace(kernel, segments=())
+    batches: dict[tuple[int, int], tuple[int, int]] = {}
+    for seg in kernel.segments:
+        batch, runs = batches.get((seg.n_q, seg.n_kv), (0, 0))
+        batches[(seg.n_q, seg.n_kv)] = (batch + seg.batch, runs + 1)
+    parts = []
+    for (n_q, n_kv), (batch, runs) in batches.items():
+        d = segment_dims(dims, Segment(0, batch, n_q, n_kv))
+        parts.append((plain, d, kernel_sums(plain, d), runs))
+    if len(_SEGMENTS) >= 64:
+        _SEGMENTS.pop(next(iter(_SEGMENTS)))
+    _SEGMENTS[key] = (kernel, dims, parts)
+    return parts
+
+
 def _per_segment(kernel: Kernel, dims: Dims) -> list[tuple[Kernel, Dims]]:
     plain = replace(kernel, segments=())
     return [(plain, segment_dims(dims, s)) for s in kernel.segments]
@@ -161,9 +192,10 @@ def _per_segment(kernel: Kernel, dims: Dims) -> list[tuple[Kernel, Dims]]:
 def kernel_sums(kernel: Kernel, dims: Dims) -> BlockSums:
     """Exact sums over the block pairs a kernel visits (its pass's blocks, the causal skip, the
     block-sparse mask); ints or arrays. A ragged launch's sums add its segments'."""
-    if kernel.segments:
-        parts = [kernel_sums(k, d) for k, d in _per_segment(kernel, dims)]
-        return BlockSums(*(sum(p[i] for p in parts) for i in range(len(BlockSums._fields))))
+    if kernel.segments:  # each run's sums (a run's sums do not depend on its batch)
+        parts = [(sums, runs) for _, _, sums, runs in _segment_parts(kernel, dims)]
+        return BlockSums(*(sum(p[i] * runs for p, runs in parts)
+                           for i in range(len(BlockSums._fields))))
     kd = kernel_dims(kernel, dims)
     if kernel.loop is None:
         return BlockSums(1, 1, 1, kd.n_q, kd.n_kv, kd.n_q * kd.n_kv)
@@ -181,8 +213,8 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
     """Elements one access moves over the whole workload (a ragged launch: over its segments;
     `sums` is then ignored, each segment has its own)."""
     if kernel.segments:
-        return sum(access_elements(access, k, d, kernel_sums(k, d))
-                   for k, d in _per_segment(kernel, dims))
+        return sum(access_elements(access, k, d, sums)
+                   for k, d, sums, _ in _segment_parts(kernel, dims))
     kd = kernel_dims(kernel, dims)
     if access.scale:
         return _scale_elements(access, kernel, kd, sums)
@@ -234,7 +266,7 @@ def kernel_flops(kernel: Kernel, dims: Dims, sums: BlockSums) -> tuple[Any, Any]
     kernel pays for the diagonal tiles in full (FLOP conventions halve N² instead).
     """
     if kernel.segments:
-        parts = [kernel_flops(k, d, kernel_sums(k, d)) for k, d in _per_segment(kernel, dims)]
+        parts = [kernel_flops(k, d, sums) for k, d, sums, _ in _segment_parts(kernel, dims)]
         return sum(p[0] for p in parts), sum(p[1] for p in parts)
     kd = kernel_dims(kernel, dims)
     per = {"score": sums.scores, "score_d": sums.scores * kd.d, "score_dv": sums.scores * kd.dv,
@@ -257,7 +289,7 @@ def kernel_programs(kernel: Kernel, dims: Dims) -> Any:
     if kernel.grid is None:
         return None
     if kernel.segments:
-        return sum(kernel_programs(k, d) for k, d in _per_segment(kernel, dims))
+        return sum(kernel_programs(k, d) for k, d, _, _ in _segment_parts(kernel, dims))
     kd = kernel_dims(kernel, dims)
     instances = kd.batch * kd.heads
     if kernel.grid == "heads":

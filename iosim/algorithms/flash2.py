@@ -104,8 +104,7 @@ class Flash2(Algorithm):
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FA2's three backward kernels (dot_do_o, the K/V-outer main kernel, convert_dQ) and
         GQA's group sums."""
-        refuse_paged(self.name, workload, why="a backward pass does not run over a KV cache; "
-                     "use pass_='fwd'")
+        refuse_paged(self.name, workload, why="a backward pass does not run over a KV cache")
         dk, dv = dkv_names(workload)
         pre = Kernel("bwd_dot_do_o", "D = rowsum(dO∘O)", "elementwise", (
             Access("dO", "read", "prologue", "q", "dv", f"FA2 Alg. 2 line 4 ({_PRE}): read dO"),

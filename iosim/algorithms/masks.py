@@ -43,6 +43,7 @@ import numpy as np
 
 from iosim.algorithms.blocks import BlockSums
 from iosim.inputs.ints import cdiv
+from iosim.inputs.limits import check_mask_blocks
 
 IntArray = np.ndarray[Any, np.dtype[np.int64]]
 UNBOUNDED = 1 << 40
@@ -93,6 +94,7 @@ def row_blocks(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,
                window: int | None, seqlens: tuple[int, ...] | None,
                packing: str = "varlen") -> RowBlocks:
     """The visited key-block run [lo, hi) of every row block (module docstring)."""
+    _check_blocks(n_q, n_kv, block_q, block_kv, seqlens, packing)
     if seqlens is not None and packing == "document":
         return _document_blocks(n_q, block_q, block_kv, causal, window, seqlens)
     q_len, kv_len, offsets = sequences(n_q, n_kv, seqlens)
@@ -113,6 +115,17 @@ def row_blocks(n_q: int, n_kv: int, block_q: int, block_kv: int, causal: bool,
         array.setflags(write=False)
     return RowBlocks(seq, offsets[seq] + a, offsets[seq] + b, lo, hi, offsets, kv_len,
                      -(-kv_len // block_kv))
+
+
+def _check_blocks(n_q: int, n_kv: int, block_q: int, block_kv: int,
+                  seqlens: tuple[int, ...] | None, packing: str) -> None:
+    """Refuse, before allocating, more row or key blocks than limits.MAX_MASK_BLOCKS."""
+    lengths = (n_q,) if seqlens is None or packing == "document" else seqlens
+    kv_lengths = (n_kv,) if seqlens is None or packing == "document" else seqlens
+    rows = sum(-(-q // block_q) for q in lengths)
+    keys = sum(-(-k // block_kv) for k in kv_lengths)
+    check_mask_blocks(rows, rows=True, length=n_q, block=block_q)
+    check_mask_blocks(keys, rows=False, length=n_kv, block=block_kv)
 
 
 def _document_blocks(n: int, block_q: int, block_kv: int, causal: bool, window: int | None,

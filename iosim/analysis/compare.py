@@ -49,6 +49,7 @@ from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation
+from iosim.inputs.limits import as_names, check_path_text, excerpt
 from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import Workload
 from iosim.record import replace
@@ -117,15 +118,24 @@ def compare(
     algorithms: its loop nest, its tiles, its extra kernels, beside standard attention.
     Every modelled grid's time is divided by its waves' utilisation (estimates/occupancy.py).
     """
-    if isinstance(hardware, str):
-        resolved = resolve_hardware(hardware)
-        hw, requested, note = resolved.hardware, hardware, resolved.note
-    else:
+    if not isinstance(workload, Workload):
+        raise IosimError(f"{arg('workload')} must be an iosim.Workload, got "
+                         f"{excerpt(workload)}; e.g. iosim.Workload(4096, d=128)",
+                         param="workload")
+    if isinstance(hardware, Hardware):
         hw, requested, note = hardware, hardware.name, None
+    else:
+        requested = check_path_text("hardware", hardware)
+        resolved = resolve_hardware(requested)
+        hw, note = resolved.hardware, resolved.note
+    if algorithms is not None:
+        algorithms = as_names("algorithms", algorithms)
     check_splits([splits])
     if tiles not in TILE_RULES:
         raise IosimError(f"unknown tile rule '{tiles}'; use {' or '.join(TILE_RULES)}",
                          param="tiles")
+    if impl is not None and not isinstance(impl, Implementation):
+        impl = check_path_text("impl", impl)
     implementation = get_implementation(impl) if isinstance(impl, str) else impl
     if implementation is not None:
         if algorithms:

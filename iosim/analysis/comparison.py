@@ -136,11 +136,15 @@ class Comparison(Record):
     @property
     def compulsory_hbm_bytes(self) -> int:
         """Any exact forward: read Q, K, V once (K, V per KV head; a latent cache's V is part
-        of K), write O once (in its output dtype)."""
+        of K; a shared prefix's once, decoding.held_kv_rows), write O once (in its output
+        dtype)."""
+        from iosim.inputs.decoding import held_kv_rows
+
         w = self.workload
         q = w.batch * w.heads * w.n * w.d
         o = w.batch * w.heads * w.n * w.d_v
-        k_v = w.batch * w.kv_heads * w.n_kv * (w.d if w.latent_kv else w.d + w.d_v)
+        rows = int(held_kv_rows(w.batch, w.n_kv, w.prefix_len, w.suffix_lens))
+        k_v = w.kv_heads * rows * (w.d if w.latent_kv else w.d + w.d_v)
         return (q + k_v) * w.element_bytes + o * w.output_element_bytes
 
     def algorithm(self, name: str) -> AlgorithmEstimate:

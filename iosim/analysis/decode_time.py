@@ -1,10 +1,13 @@
-"""The time of a decoding step's kernels with the two costs the roofline of `compare` leaves out,
-and the cascade-vs-split-KV verdict they give (issue 14).
+"""The time of a decoding step's kernels with the costs the roofline of `compare` leaves out, and
+the two choices it makes: `--splits auto`'s split count (analysis/split_choice.py) and the
+cascade-vs-split-KV verdict of a shared-prefix batch (issue 14). `compare`, `sweep`, `report`
+and the Python API all take both from here.
 
 Each kernel k of an estimate (compare's counts at the kernels' own tiles and split counts):
 
-    T_k = t_launch + t_ramp + max(B_DRAM / (η·BW_HBM) + (B_L2 − B_DRAM) / (η·BW_L2),
-                                  F_mm / P_mm + F_el / P_el) / u_k
+    T_k = t_launch + t_ramp + √(S_k² + C_k²)
+    S_k = max(B_DRAM / (η·BW_HBM) + (B_L2 − B_DRAM) / (η·BW_L2), F_mm / P_mm + F_el / P_el)
+    C_k = W_k · n_k · (t_block + F_block / r_mma)
 
   t_launch  one launch inside a CUDA graph, measured with empty kernels back to back
             (measured.launch_overhead; calibrate/decode_microbench.py). Cascade launches three
@@ -12,41 +15,66 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
   B_DRAM    the L2-aware DRAM estimate of the kernel (estimates/l2.py with shared_prefix_dram's
             rule: a shared prefix comes from DRAM once), over the measured HBM bandwidth.
   B_L2      every load and store of the kernel, which all pass through L2: the L2-oblivious
-            count (each request's copy of a shared prefix included); B_L2 − B_DRAM of it hits in
-            L2, at the L2's read rate measured by a microbenchmark (measured.l2_bandwidth).
-            Split-KV over a shared prefix re-reads B copies of it: all but the first hit in L2,
-            so they cost L2 time, not HBM time. The two times add rather than overlap: a
-            decoding kernel's rate is set by the loads its SMs keep in flight (Little's law),
-            and a load waiting on DRAM holds its slot as long as DRAM's latency, one hitting in
-            L2 as long as L2's, so the time is Σ bytes_source / rate_source with each rate the
-            in-flight bytes over that source's latency. (The first form, the larger of the two
-            times, was judged on the fresh set of issue 14 and called 9 of 14: it is the
-            record's "cascade_fresh" judgement; this one is judged on "cascade_fresh2".)
-  F         the executed matmul and elementwise FLOPs over the measured matmul peak and the
-            fitted softmax rate (they add, as under the measured profile).
-  u_k       the grid's share of the GPU's resident slots, P / (c·S·⌈P / (c·S)⌉) with c
-            programs per SM (analysis/split_choice.py's rule: a decoding kernel's rate follows
-            the loads in flight); 1 for a kernel without a modelled grid (combine, merge).
+            count; B_L2 − B_DRAM of it hits in L2, at the L2's read rate measured by a
+            microbenchmark (measured.l2_bandwidth). The two times add: a load waiting on DRAM
+            holds its slot as long as DRAM's latency, one hitting in L2 as long as L2's.
+  F         the executed matmul and elementwise FLOPs over the measured matmul peak (of the
+            workload's dtype) and the fitted softmax rate.
+  C_k       the chain: a split kernel's program walks its n_k key blocks one after another,
+            each a dependent round trip of t_block (load the tiles, the next load waits) plus
+            its two dots, F_block = 2·B_r·B_c·(d + d_v) FLOPs at the query tile's B_r rows
+            (padding rows included: the tensor cores run the whole tile), at one program's
+            matmul rate r_mma;
+            the grid runs W_k = ⌈P / slots⌉ waves of its P programs over the slots the GPU
+            holds at once (c programs per SM × SMs, the tiling's programs_per_sm, or the
+            compiled kernel's where its registers bind first: Tiles.programs_per_sm). On the
+            H200 a decoding program walks a 16 × 64 block in 1.3-1.5 µs whatever the head dim
+            (batch 1, one split: 22 GB/s per program at d = 128, 12 GB/s at d = 64), so most
+            of t_block is a latency, not a byte rate; MLA's 32 × 32 blocks of 576 + 512 columns
+            take 3.1 µs (mla-b1-32k-h16, one split), their dots 4× the decode tile's: the
+            matmul term. The streaming time S_k and the chain C_k bind together near the knee
+            (neither hides the other there), far apart the larger alone: their root sum of
+            squares (a smooth maximum; on the seen decode and shared-prefix sets the plain
+            maximum and the sum fitted worse, objective 0.019 and 0.018 against 0.014). One
+            split per KV head walks every key block alone (batch 1: 20× the fastest count), a
+            few splits per head already stream at the HBM rate, and a split count past one wave
+            of slots adds a wave.
+            This term replaces the earlier division of the busy time by the grid's share of
+            the slots, which never let a grid that streams at the HBM rate with fewer programs
+            than slots (batch 16, 32 MHA heads: 512 programs, 660 slots) stay at one split:
+            it over-split (issue 14: 3 of 10 fresh decode shapes within 5 %).
+            n_k = ⌈T_c / s⌉ for split-KV at s splits (T_c the longest request's key blocks);
+            the prefix and suffix kernels of cascade use their own lengths and split counts.
+  t_ramp, η, t_block, r_mma  fitted (measured.decode_fit): the time a kernel takes beyond its
+            launch before its roofs bind, the share of the two memory rates the decoding kernels
+            reach, a program's latency per key block and its matmul rate
+            (benchmarks/decode_fit_h200.py: fitted
+            on the seen sets of tests/data/h200-variants.json, every split count of the decode
+            and MLA shapes and both methods of the shared-prefix batches at their fastest counts;
+            frozen at tag var4-frozen and judged on a fresh set: docs/variants-decoding.md).
 
-  t_ramp, η the two fitted constants (measured.decode_fit): the time a kernel takes beyond its
-            launch before and after its roofs bind (its programs' first dependent loads, its
-            last programs' tail; an empty kernel has none of it), and the share of the two
-            memory rates the decoding kernels reach. Fitted on the 24 shared-prefix batches of
-            the fit and judge sets of issue 14 (each method at its measured fastest split
-            counts: 48 times), judged on a fresh set (benchmarks/decode_choices_h200.py).
+Without a measured block time (a GPU YAML without decode_fit.block_us) there is no chain, and
+the busy time is divided by the grid's share of the slots instead (the earlier
+rule), so `--splits auto` still weighs waves there. Without the measured L2 rate and launch
+cost the model runs on the spec profile's roofs with no launch cost, its L2 hits at the YAML's
+l2_bandwidth (else at the HBM rate, as the roofline charges every byte).
 
-The roofs are the measured profile's (copy bandwidth, matmul rate) and the microbenchmarks'
-(L2 rate, launch cost). Cascade's prefix and suffix kernels run their own split counts (the
-measured kernels do: benchmarks/variants_h200.py times every pair of 1, 2, 4, ..., 64 prefix
-and 1, ..., 32 suffix splits), and its prefix kernel its own query tile (64 rows, the suffix and
-split-KV kernels 16: the kernels' decode_config). The merge kernel reads s_p prefix states and
-s_s suffix states of one size each (one per query row and split), so its bytes at (s_p, s_s) are
-the mean of cascade's merge at (s_p, s_p) and at (s_s, s_s) exactly.
+Cascade's prefix and suffix kernels run their own split counts (the measured kernels do:
+benchmarks/variants_h200.py times every pair of 1, 2, 4, ..., 64 prefix and 1, ..., 32 suffix
+splits), and its prefix kernel its own query tile (64 rows, the suffix and split-KV kernels 16:
+the kernels' decode_config). The merge kernel reads s_p prefix states and s_s suffix states of
+one size each (one per query row and split), so its bytes at (s_p, s_s) are the mean of
+cascade's merge at (s_p, s_p) and at (s_s, s_s) exactly.
+
+Speed: every (kernel, split count) is counted once by compare and kept (DecodeCounts); the
+model's time of any constants is arithmetic on those counts, so a verdict or a split table
+costs one count per split count it weighs, and a fit none after the first.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import math
+from typing import Any, Literal
 
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate
@@ -63,46 +91,103 @@ POWERS = (1, 2, 4, 8, 16, 32, 64, 128)
 
 
 class Ceilings(Record):
-    """The rates and the launch cost the decoding time model charges."""
+    """The rates, the launch cost and the fitted constants the decoding time model charges."""
 
     hbm_bytes_per_s: float
-    l2_bytes_per_s: float
+    l2_bytes_per_s: float | None
+    """None: L2 hits cost nothing beyond the DRAM time (no measured L2 rate)."""
     matmul_flops_per_s: float
     vector_flops_per_s: float
     launch_s: float
     ramp_s: float = 0.0
     efficiency: float = 1.0
+    block_s: float | None = None
+    """t_block: a split-KV program's latency per key block (None: the slot-share rule instead)."""
+    program_flops_per_s: float | None = None
+    """r_mma: one split-KV program's matmul rate on its walk (None: its dots cost nothing)."""
 
 
 class KernelTime(Record):
-    """One kernel's terms (seconds) and the share of the GPU its grid keeps busy."""
+    """One kernel's counts and the model's seconds for them under `ceilings`."""
 
     kernel: str
-    launch_s: float
-    dram_s: float
-    l2_s: float
-    compute_s: float
-    utilisation: float
-    dram_bytes: float = 0.0
+    ceilings: Ceilings
+    dram_bytes: float
     """The DRAM estimate the dram term charges (a mean of two counts for cascade's merge)."""
+    l2_bytes: float
+    """Every load and store of the kernel (the L2-oblivious count)."""
+    compute_s: float
     programs: int = 0
     """The grid's programs (0: no modelled grid)."""
     slots: int = 0
     """Programs the GPU holds at once (0: no modelled grid)."""
+    blocks_per_program: int = 0
+    """Key blocks one program walks (0: not a split kernel)."""
+    block_flops: float = 0.0
+    """F_block: the two dots of one key block at the query tile, 2·B_r·B_c·(d + d_v)."""
 
-    l2_hit_s: float = 0.0
-    """The bytes that hit in L2 (every load and store less the DRAM estimate) over the L2 rate."""
+    @property
+    def launch_s(self) -> float:
+        """The launch cost and the ramp."""
+        return self.ceilings.launch_s + self.ceilings.ramp_s
+
+    @property
+    def dram_s(self) -> float:
+        """The DRAM estimate at η × the HBM rate."""
+        return self.dram_bytes / (self.ceilings.efficiency * self.ceilings.hbm_bytes_per_s)
+
+    @property
+    def l2_hit_s(self) -> float:
+        """The bytes that hit in L2 (every load and store less the DRAM estimate) at η × the L2
+        rate (0 without a measured L2 rate)."""
+        rate = self.ceilings.l2_bytes_per_s
+        if rate is None:
+            return 0.0
+        return max(0.0, self.l2_bytes - self.dram_bytes) / (self.ceilings.efficiency * rate)
+
+    @property
+    def l2_s(self) -> float:
+        """Every byte at η × the L2 rate (0 without one)."""
+        rate = self.ceilings.l2_bytes_per_s
+        return 0.0 if rate is None else self.l2_bytes / (self.ceilings.efficiency * rate)
 
     @property
     def memory_s(self) -> float:
-        """The DRAM bytes at the HBM rate plus the L2 hits at the L2 rate (the two add: see the
-        module docstring), and never less than every byte at the L2 rate."""
+        """The DRAM bytes at the HBM rate plus the L2 hits at the L2 rate, and never less than
+        every byte at the L2 rate."""
         return max(self.dram_s + self.l2_hit_s, self.l2_s)
 
     @property
+    def waves(self) -> int:
+        """⌈programs / slots⌉ (1 without a modelled grid)."""
+        return int(cdiv(self.programs, self.slots)) if self.programs and self.slots else 1
+
+    @property
+    def utilisation(self) -> float:
+        """The grid's share of the resident slots over its waves (1 without a modelled grid)."""
+        if not self.programs or not self.slots:
+            return 1.0
+        return float(utilisation(self.programs, self.slots))
+
+    @property
+    def chain_s(self) -> float:
+        """W · n · (t_block + F_block / r_mma): the waves of one program's walk over its key
+        blocks (0 for a kernel that is not a split kernel, or without a measured block time)."""
+        block = self.ceilings.block_s
+        if block is None or not self.blocks_per_program:
+            return 0.0
+        rate = self.ceilings.program_flops_per_s
+        dots = self.block_flops / rate if rate else 0.0
+        return self.waves * self.blocks_per_program * (block + dots)
+
+    @property
     def busy_s(self) -> float:
-        """The memory time or the compute time, the larger, over the grid's utilisation."""
-        return max(self.memory_s, self.compute_s) / self.utilisation
+        """√(S² + C²) of the streaming time S (memory or compute, the larger) and the chain C
+        (S divided by the grid's slot share instead where there is no block time)."""
+        busy = max(self.memory_s, self.compute_s)
+        if self.ceilings.block_s is None:
+            return busy / self.utilisation
+        return math.hypot(busy, self.chain_s)
 
     @property
     def time_s(self) -> float:
@@ -111,53 +196,62 @@ class KernelTime(Record):
 
     @property
     def bound(self) -> str:
-        """Which roof set the busy time: dram, l2 or compute."""
+        """Which term is largest: chain, compute, dram or l2."""
+        if self.chain_s > max(self.memory_s, self.compute_s):
+            return "chain"
         if self.compute_s >= self.memory_s:
             return "compute"
         return "dram" if self.dram_s >= self.l2_hit_s else "l2"
 
 
 def ceilings(hardware: Hardware) -> Ceilings:
-    """The measured profile's roofs, the measured L2 rate and launch cost of `hardware`."""
+    """The measured profile's roofs, the measured L2 rate, launch cost and decode_fit of
+    `hardware`; the spec roofs, the YAML's L2 bandwidth (else the HBM rate) and no launch cost
+    where it has none measured."""
     m = hardware.measured
     if m is None or m.l2_bandwidth_bytes_per_s is None or m.launch_overhead_s is None:
-        raise IosimError(f"{hardware.name}'s YAML has no measured l2_bandwidth and "
-                         f"launch_overhead, which the decoding time model needs "
-                         f"(benchmarks/variants_h200.py --sections microbench measures them)")
+        # the L2 hits at the YAML's L2 bandwidth (its datasheet figure), else at the HBM rate
+        # (every byte at HBM, as the roofline charges it): never free
+        roofs = roofs_for(hardware, "fp16", "spec")
+        l2 = hardware.l2_bandwidth_bytes_per_s or roofs.hbm_bandwidth_bytes_per_s
+        return Ceilings(roofs.hbm_bandwidth_bytes_per_s, l2, roofs.matmul_flops_per_s,
+                        roofs.vector_flops_per_s, 0.0)
     roofs = roofs_for(hardware, "fp16", "measured")
     fit = m.decode_fit
     return Ceilings(roofs.hbm_bandwidth_bytes_per_s, m.l2_bandwidth_bytes_per_s,
                     roofs.matmul_flops_per_s, roofs.vector_flops_per_s, m.launch_overhead_s,
-                    fit.ramp_s if fit else 0.0, fit.efficiency if fit else 1.0)
+                    fit.ramp_s if fit else 0.0, fit.efficiency if fit else 1.0,
+                    fit.block_s if fit else None, fit.program_flops_per_s if fit else None)
 
 
-def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: float
+def _profile(hardware: Hardware) -> Literal["spec", "measured"]:
+    m = hardware.measured
+    return "measured" if m is not None and m.launch_overhead_s is not None else "spec"
+
+
+def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: float,
+                 chains: dict[str, tuple[int, float]] | None = None, per_sm: int | None = None
                  ) -> tuple[KernelTime, ...]:
-    """Every kernel of `estimate` under the model (matmul at the workload dtype's peak)."""
+    """Every kernel of `estimate` under the model (matmul at the workload dtype's peak);
+    `chains` maps a split kernel's name to (key blocks one of its programs walks, FLOPs of one
+    block's dots); `per_sm` replaces the tiling's programs per SM of the split kernels."""
     out = []
     for k in estimate.kernels:
         dram = estimate.dram.of_kernel(k.name).bytes if estimate.dram is not None else k.hbm_bytes
         occupancy = next((o for o in estimate.occupancy if o.kernel == k.name), None)
         slots = occupancy.slots if occupancy is not None else None
-        u = float(utilisation(occupancy.programs, slots)) if occupancy and slots else 1.0
+        if occupancy is not None and per_sm and occupancy.sm_count and k.name in (chains or {}):
+            slots = per_sm * occupancy.sm_count
         compute = k.matmul_flops / matmul_flops_per_s + k.elementwise_flops / c.vector_flops_per_s
-        l2_rate = c.efficiency * c.l2_bytes_per_s
-        out.append(KernelTime(k.name, c.launch_s + c.ramp_s,
-                              dram / (c.efficiency * c.hbm_bytes_per_s), k.hbm_bytes / l2_rate,
-                              compute, u, dram, occupancy.programs if occupancy else 0,
-                              slots or 0, max(0, k.hbm_bytes - dram) / l2_rate))
+        blocks, flops = (chains or {}).get(k.name, (0, 0.0))
+        out.append(KernelTime(k.name, c, float(dram), float(k.hbm_bytes), compute,
+                              occupancy.programs if occupancy else 0, slots or 0, blocks,
+                              flops))
     return tuple(out)
 
 
 def _matmul_peak(hardware: Hardware, workload: Workload) -> float:
-    return roofs_for(hardware, workload.dtype, "measured").matmul_flops_per_s
-
-
-def _estimate(workload: Workload, hw: Hardware, algorithm: str, splits: int, block_q: int,
-              block_kv: int) -> AlgorithmEstimate:
-    result = compare(workload, hw, algorithms=[algorithm], block_q=block_q, block_kv=block_kv,
-                     splits=splits, profile="measured")
-    return next(a for a in result.algorithms if a.algorithm == algorithm)
+    return roofs_for(hardware, workload.dtype, _profile(hardware)).matmul_flops_per_s
 
 
 class Timed(Record):
@@ -167,6 +261,8 @@ class Timed(Record):
     splits: tuple[int, ...]
     """(s,) for split-KV; (prefix splits, suffix splits) for cascade."""
     kernels: tuple[KernelTime, ...]
+    roofline_s: float = 0.0
+    """`compare`'s roofline time of the same kernels (their sum; a column beside the model)."""
 
     @property
     def time_s(self) -> float:
@@ -178,9 +274,18 @@ class Timed(Record):
         """The kernels' DRAM estimates added."""
         return sum(k.dram_bytes for k in self.kernels)
 
+    @property
+    def hbm_bytes(self) -> float:
+        """The kernels' loads and stores added (the L2-oblivious count compare reports)."""
+        return sum(k.l2_bytes for k in self.kernels)
+
     def label(self) -> str:
         """'8' or '16+2'."""
         return "+".join(str(s) for s in self.splits)
+
+    def under(self, c: Ceilings) -> Timed:
+        """The same counts under other ceilings (a fit's trial constants)."""
+        return replace(self, kernels=tuple(replace(k, ceilings=c) for k in self.kernels))
 
 
 class Tiles(Record):
@@ -190,6 +295,13 @@ class Tiles(Record):
     block_q: int = 16
     prefix_block_q: int = 64
     block_kv: int = 64
+    programs_per_sm: tuple[tuple[int, int], ...] = ()
+    """(head dim, programs per SM) of the compiled kernels where it differs from the tiling's
+    shared-memory figure (their registers bind first); empty: the tiling's."""
+
+    def per_sm(self, d: int) -> int | None:
+        """The compiled kernels' programs per SM at head dim `d` (None: the tiling's)."""
+        return dict(self.programs_per_sm).get(d)
 
     def prefix_rows(self, workload: Workload) -> int:
         """The prefix kernel's query tile: its B·g rows (B per head unpacked) rounded up to a
@@ -200,66 +312,107 @@ class Tiles(Record):
         return max(16, min(self.prefix_block_q, 1 << max(0, rows - 1).bit_length()))
 
 
-MEASURED_TILES = Tiles()
-"""The tiles of benchmarks/variants_h200.py's kernels (its record's decode_config)."""
-
-
-def splitkv_timed(workload: Workload, hardware: Hardware | str, splits: int,
-                  tiles: Tiles = MEASURED_TILES) -> Timed:
-    """Split-KV over each request's full KV at `splits` splits."""
-    hw = _hardware(hardware)
-    c = ceilings(hw)
-    est = _estimate(workload, hw, "splitkv", splits, tiles.block_q, tiles.block_kv)
-    return Timed("splitkv", (splits,), kernel_times(est, c, _matmul_peak(hw, workload)))
-
-
-class CascadeTimer:
-    """Cascade's kernels at any (prefix, suffix) split pair, each kernel counted once per split
-    count it runs at."""
-
-    def __init__(self, workload: Workload, hardware: Hardware | str, tiles: Tiles = MEASURED_TILES):
-        self.workload, self.hw, self.tiles = workload, _hardware(hardware), tiles
-        self.c = ceilings(self.hw)
-        self.peak = _matmul_peak(self.hw, workload)
-        self._prefix: dict[int, KernelTime] = {}
-        self._suffix: dict[int, tuple[KernelTime, KernelTime]] = {}
-
-    def _kernels(self, splits: int, block_q: int) -> dict[str, KernelTime]:
-        est = _estimate(self.workload, self.hw, "cascade", splits, block_q, self.tiles.block_kv)
-        return {k.kernel: k for k in kernel_times(est, self.c, self.peak)}
-
-    def prefix(self, splits: int) -> KernelTime:
-        """The prefix kernel at `splits` splits, its query tile as the kernel picks it."""
-        if splits not in self._prefix:
-            rows = self.tiles.prefix_rows(self.workload)
-            self._prefix[splits] = self._kernels(splits, rows)["cascade_prefix"]
-        return self._prefix[splits]
-
-    def suffix_and_merge(self, splits: int) -> tuple[KernelTime, KernelTime]:
-        """The suffix kernel and the merge (its states at `splits` of each pass) at `splits`."""
-        if splits not in self._suffix:
-            k = self._kernels(splits, self.tiles.block_q)
-            self._suffix[splits] = (k["cascade_suffix"], k["cascade_merge"])
-        return self._suffix[splits]
-
-    def timed(self, prefix_splits: int, suffix_splits: int) -> Timed:
-        """The three kernels at (prefix_splits, suffix_splits); the merge's terms the mean of
-        its terms at either count (its two state sets are one size each)."""
-        suffix, merge_s = self.suffix_and_merge(suffix_splits)
-        merge_p = self.suffix_and_merge(prefix_splits)[1]
-        merge = replace(merge_s, dram_s=(merge_s.dram_s + merge_p.dram_s) / 2,
-                        l2_s=(merge_s.l2_s + merge_p.l2_s) / 2,
-                        compute_s=(merge_s.compute_s + merge_p.compute_s) / 2,
-                        dram_bytes=(merge_s.dram_bytes + merge_p.dram_bytes) / 2)
-        return Timed("cascade", (prefix_splits, suffix_splits),
-                     (self.prefix(prefix_splits), suffix, merge))
+MEASURED_TILES = Tiles(programs_per_sm=((64, 9),))
+"""The tiles of benchmarks/variants_h200.py's kernels (its record's decode_config). Their
+occupancy at d = 64: the split kernel compiles to 56 registers × 128 threads (ncu's
+launch__registers_per_thread, tests/data/h200-variants.json counters: fdec-b1-128000-mha-d64),
+so 65,536 / 7,168 = 9 programs per SM, where its 20 KiB of shared memory alone would allow 10
+(the tiling's figure); the measured sweeps step up a wave past 9 × 132 = 1,188 programs
+(jdec-b6-131000-gqa8-d64: 1.04× the fastest at 24 splits of 48 programs, 1.21× at 25). At
+d = 128 both give 5 (96-102 registers, 38 KiB)."""
 
 
 def _hardware(hardware: Hardware | str) -> Hardware:
     return resolve_hardware(hardware).hardware if isinstance(hardware, str) else hardware
 
 
-def _counts(blocks: int, top: int) -> list[int]:
+class DecodeCounts:
+    """compare's counts of one decoding workload's kernels, each (algorithm, split count,
+    query tile) counted once and kept; the model's times come from them under any ceilings.
+    `options` are compare's (sram, sram_elements, profile: the roofline column's; tile_rule:
+    compare's `tiles`, "code" or "alg1")."""
+
+    def __init__(self, workload: Workload, hardware: Hardware | str,
+                 tiles: Tiles = MEASURED_TILES, *, tile_rule: str = "code",
+                 **options: Any) -> None:
+        self.workload, self.hw, self.tiles = workload, _hardware(hardware), tiles
+        self.c = ceilings(self.hw)
+        self.peak = _matmul_peak(self.hw, workload)
+        self.options = {"profile": _profile(self.hw), **options, "tiles": tile_rule}
+        self._kept: dict[tuple[str, int, int], AlgorithmEstimate] = {}
+
+    def estimate(self, algorithm: str, splits: int, block_q: int) -> AlgorithmEstimate:
+        """compare's estimate of `algorithm` at `splits` splits and B_r = `block_q` (kept)."""
+        key = (algorithm, splits, block_q)
+        if key not in self._kept:
+            result = compare(self.workload, self.hw, algorithms=[algorithm], block_q=block_q,
+                             block_kv=self.tiles.block_kv, splits=splits, **self.options)
+            self._kept[key] = next(a for a in result.algorithms if a.algorithm == algorithm)
+        return self._kept[key]
+
+    def key_blocks(self, length: int) -> int:
+        """⌈length / B_c⌉."""
+        return int(cdiv(length, self.tiles.block_kv))
+
+    def block_flops(self, block_q: int) -> float:
+        """The two dots of one key block at a B_r-row query tile: 2·B_r·B_c·(d + d_v)."""
+        w = self.workload
+        return 2.0 * block_q * self.tiles.block_kv * (w.d + w.d_v)
+
+    def splitkv(self, splits: int) -> Timed:
+        """Split-KV over each request's full KV at `splits` splits."""
+        est = self.estimate("splitkv", splits, self.tiles.block_q)
+        chain = int(cdiv(self.key_blocks(self.workload.n_kv), splits))
+        flops = self.block_flops(self.tiles.block_q)
+        kernels = kernel_times(est, self.c, self.peak, {"splitkv_attn": (chain, flops)},
+                               self.tiles.per_sm(self.workload.d))
+        return Timed("splitkv", (splits,), kernels, est.time_s)
+
+    def _cascade(self, splits: int, block_q: int) -> tuple[AlgorithmEstimate, dict[str, KernelTime]]:
+        w = self.workload
+        assert w.prefix_len is not None and w.suffix_lens is not None
+        est = self.estimate("cascade", splits, block_q)
+        flops = self.block_flops(block_q)
+        chains = {"cascade_prefix": (int(cdiv(self.key_blocks(w.prefix_len), splits)), flops),
+                  "cascade_suffix": (int(cdiv(self.key_blocks(max(w.suffix_lens)), splits)),
+                                     flops)}
+        kernels = kernel_times(est, self.c, self.peak, chains, self.tiles.per_sm(w.d))
+        return est, {k.kernel: k for k in kernels}
+
+    def cascade(self, prefix_splits: int, suffix_splits: int) -> Timed:
+        """Cascade's three kernels at (prefix_splits, suffix_splits): the prefix kernel at its
+        own query tile, the merge's terms the mean of its terms at either count (its two state
+        sets are one size each)."""
+        p_est, p = self._cascade(prefix_splits, self.tiles.prefix_rows(self.workload))
+        s_est, s = self._cascade(suffix_splits, self.tiles.block_q)
+        merge_p = self._cascade(prefix_splits, self.tiles.block_q)[1]["cascade_merge"]
+        merge_s = s["cascade_merge"]
+        merge = replace(merge_s, dram_bytes=(merge_s.dram_bytes + merge_p.dram_bytes) / 2,
+                        l2_bytes=(merge_s.l2_bytes + merge_p.l2_bytes) / 2,
+                        compute_s=(merge_s.compute_s + merge_p.compute_s) / 2)
+        roof = {k.name: k.time_s for k in p_est.kernels}
+        roof_s = {k.name: k.time_s for k in s_est.kernels}
+        roofline = roof["cascade_prefix"] + roof_s["cascade_suffix"] + roof_s["cascade_merge"]
+        return Timed("cascade", (prefix_splits, suffix_splits),
+                     (p["cascade_prefix"], s["cascade_suffix"], merge), roofline)
+
+
+def splitkv_timed(workload: Workload, hardware: Hardware | str, splits: int,
+                  tiles: Tiles = MEASURED_TILES) -> Timed:
+    """Split-KV over each request's full KV at `splits` splits."""
+    return DecodeCounts(workload, hardware, tiles).splitkv(splits)
+
+
+class CascadeTimer(DecodeCounts):
+    """Cascade's kernels at any (prefix, suffix) split pair (DecodeCounts.cascade)."""
+
+    def timed(self, prefix_splits: int, suffix_splits: int) -> Timed:
+        """DecodeCounts.cascade."""
+        return self.cascade(prefix_splits, suffix_splits)
+
+
+def counts_up_to(blocks: int, top: int) -> list[int]:
+    """1, 2, 4, ... up to min(blocks, top): the split counts the measured kernels time."""
     return [s for s in POWERS if s <= min(blocks, top)]
 
 
@@ -275,58 +428,31 @@ class TimedVerdict(Record):
         return "cascade" if self.cascade.time_s < self.splitkv.time_s else "splitkv"
 
     @property
+    def loser(self) -> str:
+        """The other method."""
+        return "splitkv" if self.winner == "cascade" else "cascade"
+
+    @property
     def ratio(self) -> float:
         """The loser's time over the winner's (≥ 1)."""
         a, b = self.splitkv.time_s, self.cascade.time_s
         return max(a, b) / min(a, b)
 
 
-def timed_verdict(workload: Workload, hardware: Hardware | str, tiles: Tiles = MEASURED_TILES, *,
-                  splitkv_top: int = 128, prefix_top: int = 64, suffix_top: int = 32
-                  ) -> TimedVerdict:
+def timed_verdict(workload: Workload, hardware: Hardware | str, tiles: Tiles = MEASURED_TILES,
+                  *, splitkv_top: int = 128, prefix_top: int = 64, suffix_top: int = 32,
+                  counts: DecodeCounts | None = None, **options: Any) -> TimedVerdict:
     """Split-KV at 1, 2, 4, ..., splitkv_top splits and cascade at every pair of 1, ...,
     prefix_top and 1, ..., suffix_top (as benchmarks/variants_h200.py times them), each at
-    its fastest under the model."""
+    its fastest under the model; `options` are DecodeCounts' (sram, sram_elements, profile,
+    tile_rule)."""
     if workload.prefix_len is None or workload.suffix_lens is None:
         raise IosimError("the cascade verdict needs a shared-prefix batch (prefix_len and "
                          "suffix_lens)", param="prefix_len")
-    hw = _hardware(hardware)
-    full_blocks = int(cdiv(workload.n_kv, tiles.block_kv))
-    split = min((splitkv_timed(workload, hw, s, tiles)
-                 for s in _counts(full_blocks, splitkv_top)), key=lambda t: t.time_s)
-    timer = CascadeTimer(workload, hw, tiles)
-    prefix_blocks = int(cdiv(workload.prefix_len, tiles.block_kv))
-    suffix_blocks = int(cdiv(max(workload.suffix_lens), tiles.block_kv))
-    pairs: Sequence[tuple[int, int]] = [(p, s) for p in _counts(prefix_blocks, prefix_top)
-                                        for s in _counts(suffix_blocks, suffix_top)]
-    cascade = min((timer.timed(p, s) for p, s in pairs), key=lambda t: t.time_s)
+    dc = counts or DecodeCounts(workload, hardware, tiles, **options)
+    split = min((dc.splitkv(s) for s in counts_up_to(dc.key_blocks(workload.n_kv), splitkv_top)),
+                key=lambda t: t.time_s)
+    pairs = [(p, s) for p in counts_up_to(dc.key_blocks(workload.prefix_len), prefix_top)
+             for s in counts_up_to(dc.key_blocks(max(workload.suffix_lens)), suffix_top)]
+    cascade = min((dc.cascade(p, s) for p, s in pairs), key=lambda t: t.time_s)
     return TimedVerdict(split, cascade)
-
-
-def rescaled(kernels: Sequence[KernelTime], ramp_s: float, efficiency: float,
-             base: Ceilings) -> float:
-    """The total time of `kernels` (made under `base`) at another ramp and efficiency."""
-    total = 0.0
-    scale = base.efficiency / efficiency
-    for k in kernels:
-        busy = max(k.memory_s * scale, k.compute_s) / k.utilisation
-        total += base.launch_s + ramp_s + busy
-    return total
-
-
-def fit_ramp_efficiency(points: Sequence[tuple[Sequence[KernelTime], float]], base: Ceilings
-                        ) -> tuple[float, float, float]:
-    """(ramp_s, efficiency, rms log error) minimising Σ log(model/measured)² over `points`
-    (kernels made under `base`, measured seconds): a grid of ramps 0..10 µs by 0.05 µs and
-    efficiencies 0.50..1.00 by 0.01."""
-    import math
-
-    best = (math.inf, 0.0, 1.0)
-    for i in range(201):
-        ramp = i * 0.05e-6
-        for j in range(51):
-            eff = 0.5 + j * 0.01
-            sse = sum(math.log(rescaled(ks, ramp, eff, base) / m) ** 2 for ks, m in points)
-            if sse < best[0]:
-                best = (sse, ramp, eff)
-    return best[1], best[2], math.sqrt(best[0] / max(1, len(points)))

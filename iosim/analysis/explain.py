@@ -21,7 +21,12 @@ from collections.abc import Sequence
 import numpy as np
 
 from iosim.errors import IosimError, arg
-from iosim.inputs.limits import MAX_EXPLAIN_SCORES, MAX_EXPLAIN_VALUE_DIM, excerpt
+from iosim.inputs.limits import (
+    MAX_EXPLAIN_MAGNITUDE,
+    MAX_EXPLAIN_SCORES,
+    MAX_EXPLAIN_VALUE_DIM,
+    excerpt,
+)
 from iosim.record import Record
 
 Vector = tuple[float, ...]
@@ -107,6 +112,10 @@ def online_softmax(scores: Sequence[float], block: int,
                            f"{arg('scores', '2,1,0,3')}")
     if not np.all(np.isfinite(s)):
         raise ExplainError(f"{arg('scores')} must be finite numbers (no nan or inf)")
+    if np.max(np.abs(s)) > MAX_EXPLAIN_MAGNITUDE:
+        raise ExplainError(f"{arg('scores')} must be within ±{MAX_EXPLAIN_MAGNITUDE:.0e} "
+                           f"(softmax depends only on their differences: subtract a constant), "
+                           f"got {float(s[np.argmax(np.abs(s))]):g}")
     if isinstance(block, bool) or not isinstance(block, int) or block < 1:
         raise ExplainError(f"{arg('block')} must be a whole number of at least 1, got {block!r}")
     v = None
@@ -117,6 +126,10 @@ def online_softmax(scores: Sequence[float], block: int,
                                f"{len(values)} vectors")
         if not np.all(np.isfinite(v)):
             raise ExplainError(f"{arg('values')} must be finite numbers (no nan or inf)")
+        if v.size and np.max(np.abs(v)) > MAX_EXPLAIN_MAGNITUDE:
+            raise ExplainError(f"{arg('values')} must be within ±{MAX_EXPLAIN_MAGNITUDE:.0e} "
+                               f"(scale them down: the output scales alike), got "
+                               f"{float(v.flat[np.argmax(np.abs(v))]):g}")
 
     m, l_sum = -math.inf, 0.0
     acc = np.zeros(v.shape[1]) if v is not None else None

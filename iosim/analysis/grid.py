@@ -79,6 +79,9 @@ class Grid(Record):
     """How they are cut into blocks (SweepSpec.packing)."""
     page_size: int = 0
     """Tokens per page of a paged KV cache, the same at every point (0: contiguous)."""
+    prefix_len: int | None = None
+    suffix_lens: tuple[int, ...] | None = None
+    """The shared-prefix batch of every point (SweepSpec.prefix_len, suffix_lens)."""
 
     def _map(self, cut: Callable[[np.ndarray], np.ndarray]) -> Grid:
         def apply(value: Any) -> Any:
@@ -141,6 +144,9 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
     kv_heads = np.where(kv_given > 0, kv_given, heads)
     d, d_v_given = ints("d"), ints("d_v")
     d_v = np.where(d_v_given > 0, d_v_given, d)
+    window = ints("window")
+    if spec.window_capped:  # a layer's window covering a point's every key: no window there
+        window = np.where(window >= n_kv, 0, window)
     sms = along("gpu", np.array([hw.sm_count or 0 for hw in hardware], dtype=np.int64))
     tiling = TilingInputs(n, n_kv, d, heads, kv_heads, ints("batch"), elt, sram,
                           along("pass_", np.array([p != "fwd" for p in spec.pass_])),
@@ -152,8 +158,7 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                           sram_per_sm=along("gpu", np.array(
                               [int(hw.sram_per_sm_bytes or 0) for hw in hardware],
                               dtype=np.int64)), d_v=d_v, latent_kv=spec.latent_kv,
-                          masked=True if spec.seqlens is not None else
-                          ints("window") > 0,
+                          masked=True if spec.seqlens is not None else window > 0,
                           varlen=spec.seqlens if spec.packing == "varlen" else None,
                           prefix_len=spec.prefix_len or 0)
     grid = Grid(n=n, n_kv=n_kv, d=d, d_v=d_v, batch=ints("batch"), heads=heads,
@@ -162,8 +167,9 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
                 sparsity_num=num,
                 sparsity_den=den, bandwidth=bandwidth, matmul_peak=matmul, vector_peak=vector,
                 efficiency=efficiency, additive_compute=roofs.additive_compute, tiling=tiling,
-                sm_count=sms, window=None if spec.window == (None,) else ints("window"),
-                seqlens=spec.seqlens, packing=spec.packing, page_size=spec.page_size or 0)
+                sm_count=sms, window=None if spec.window == (None,) else window,
+                seqlens=spec.seqlens, packing=spec.packing, page_size=spec.page_size or 0,
+                prefix_len=spec.prefix_len, suffix_lens=spec.suffix_lens)
     return grid, list(dict.fromkeys(notes))
 
 

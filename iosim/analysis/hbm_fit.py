@@ -13,9 +13,8 @@ from typing import Any
 import numpy as np
 
 from iosim.analysis.sweep import SweepResult
-from iosim.analysis.sweep_spec import WORKLOAD_AXES
+from iosim.analysis.sweep_spec import WORKLOAD_AXES, spec_workload
 from iosim.errors import IosimError
-from iosim.inputs.units import FP8_DTYPES
 
 
 def hbm_fits(result: SweepResult, algorithm: str, positions: np.ndarray, *,
@@ -37,17 +36,13 @@ def hbm_fits(result: SweepResult, algorithm: str, positions: np.ndarray, *,
 
 def _fits(result: SweepResult, algorithm: str, i: int) -> bool:
     from iosim.analysis.compare import compare
-    from iosim.inputs.workload import Workload
 
     # the point's value on each axis (None: the default, which Workload resolves alike)
     values = {a: _plain(result.spec.values(a)[int(result.index[a][i])]) for a in WORKLOAD_AXES}
-    pass_ = values.pop("pass_")
-    spec = result.spec
     try:
-        workload = Workload(values.pop("n"), pass_=pass_, unfused=spec.unfused,
-                            latent_kv=spec.latent_kv,
-                            fp8_scales=spec.fp8_scales if values["dtype"] in FP8_DTYPES else None,
-                            **values)
+        # the point's whole workload, its non-axis fields too (packed sequences, a paged cache,
+        # a shared prefix, a model's capped window), as the sweep evaluated it
+        workload = spec_workload(result.spec, **values)
         c = compare(workload, result.hardware[int(result.index["gpu"][i])],
                     algorithms=(algorithm,), sram=int(result.sram_bytes[i]))
     except IosimError:

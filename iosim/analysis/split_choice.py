@@ -1,29 +1,17 @@
-"""`--splits auto`: splitkv's predicted time at every split count, the best pick, and the
-FlashAttention-2 heuristic's pick beside it.
+"""`--splits auto`: splitkv's predicted time at every split count FA2 would run, the best pick,
+and the FlashAttention-2 heuristic's pick beside it.
 
 For each split count s = 1 .. min(128, T_c) (flash_api.cpp refuses more than 128 splits; a split
-needs a key block) the split kernel and, for s > 1, the combine kernel are counted and placed on
-the roofline exactly as `compare` places them (its own function runs per count). The split
-kernel's time is then divided by the utilisation of its grid (batch × heads × query blocks × s
-programs) over the GPU's resident *slots*, c programs per SM × the SMs,
-
-    u_slots = P / (c·S · ⌈P / (c·S)⌉),
-
-not over the SMs alone as `compare` divides it (estimates/occupancy.py, measured on
-FlashAttention-2's prefill, whose programs reach an SM's rate one at a time). A decoding split
-kernel is memory-bound with a few query rows per program: its DRAM rate follows the loads in
-flight, so every resident program adds to it until the slots are full (Little's law). On the
-H200 record of issue 14 (tests/data/h200-variants.json, 10 decode shapes timed at every split
-count) the slot rule's pick is within 5 % of the fastest measured count on 8 shapes, the SM
-rule's on 5, FA2's heuristic's on 6 (docs/variants-decoding.md; the rule was chosen on those
-same shapes, so it is not yet judged on held-out ones). The best pick is the count with the
-least total time (the smallest such count on a tie), among the counts FA2 would run: a count
-that leaves the blocks per split of one split fewer (so that a split is empty) is skipped. FA2's heuristic
-(splitkv.num_splits_heuristic) instead asks for the smallest count whose wave efficiency is
-within 85 % of the best, and for 1 split whenever the grid already holds 80 % of 2 × the SMs: it
-never weighs the extra partial-output traffic and the combine kernel against the waves, and its
-"SMs" are doubled (two 128-thread programs per SM), so it can stop short of (or go past) the
-count that fills the GPU.
+needs a key block) that leaves no split empty (a count that leaves the blocks per split of one
+split fewer is skipped, as FA2's heuristic skips it) the split kernel and, for s > 1, the
+combine kernel are counted by `compare` and timed by the decoding time model
+(analysis/decode_time.py: launch, ramp, DRAM and L2 time, and the waves of one program's walk
+over its ⌈T_c/s⌉ key blocks), the one rule the cascade verdict uses too. The best pick is the
+count with the least total time (the smallest such count on a tie). `compare`'s roofline time
+of each count stays as a column. FA2's heuristic (splitkv.num_splits_heuristic) instead asks for
+the smallest count whose wave efficiency is within 85 % of the best, and for 1 split whenever the
+grid already holds 80 % of 2 × the SMs: it never weighs the extra partial-output traffic and the
+combine kernel against the waves, nor a program's walk over its blocks.
 """
 
 from __future__ import annotations
@@ -33,15 +21,15 @@ from typing import Any
 from iosim.algorithms.splitkv import MAX_SPLITS
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
+from iosim.analysis.decode_time import DecodeCounts, Tiles
 from iosim.errors import IosimError, arg
-from iosim.estimates.occupancy import utilisation
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import cdiv
 from iosim.inputs.workload import Workload
 from iosim.record import Record, replace
 
-SCHEMA = "iosim.splits/1"
+SCHEMA = "iosim.splits/2"
 
 
 class SplitRow(Record):
@@ -51,17 +39,20 @@ class SplitRow(Record):
     blocks_per_split: int
     programs: int
     utilisation: float
-    """u_slots of the split kernel's grid (1.0 when every resident slot of every SM is busy in
-    every wave)."""
+    """The split kernel's grid over the GPU's resident slots, over its waves (1.0 when every
+    resident slot is busy in every wave)."""
     split_kernel_s: float
-    """The split kernel's time at u_slots (compare's time × its u over the SMs ÷ u_slots)."""
+    """The split kernel's time under the decoding time model (analysis/decode_time.py)."""
     combine_s: float
     hbm_bytes: int
     compare_s: float = 0.0
-    """splitkv's total time as `compare` reports it (u over the SMs alone)."""
+    """splitkv's total time as `compare`'s roofline reports it (a column beside the model)."""
     eligible: bool = True
-    """False where the count leaves the blocks per split of one split fewer (then a split is
-    empty: FA2's heuristic skips such counts, and so does the pick)."""
+    """Every row is a count FA2 would run (the others are not weighed)."""
+    waves: int = 1
+    """⌈programs / resident slots⌉ of the split kernel."""
+    chain_s: float = 0.0
+    """The split kernel's walk term (waves × blocks per program × tile bytes / program rate)."""
 
     @property
     def time_s(self) -> float:
@@ -107,8 +98,8 @@ class SplitChoice(Record):
             "rows": [{"splits": r.splits, "blocks_per_split": r.blocks_per_split,
                       "programs": r.programs, "utilisation": r.utilisation,
                       "split_kernel_s": r.split_kernel_s, "combine_s": r.combine_s,
-                      "time_s": r.time_s, "compare_time_s": r.compare_s,
-                      "hbm_bytes": r.hbm_bytes, "eligible": r.eligible}
+                      "time_s": r.time_s, "roofline_time_s": r.compare_s,
+                      "waves": r.waves, "chain_s": r.chain_s, "hbm_bytes": r.hbm_bytes}
                      for r in self.rows],
         }
 
@@ -130,10 +121,13 @@ def _splitkv(result: Comparison) -> AlgorithmEstimate:
     return next(a for a in result.algorithms if a.algorithm == "splitkv")
 
 
-def choose_splits(workload: Workload, hardware: Hardware | str, **options: Any) -> SplitChoice:
-    """splitkv at every split count 1 .. min(128, T_c) for `workload` on `hardware`; `options`
-    are compare's (block_q, block_kv, sram, sram_elements, profile, tiles), not `algorithms`,
-    `splits` or `impl`."""
+def choose_splits(workload: Workload, hardware: Hardware | str, *,
+                  programs_per_sm: tuple[tuple[int, int], ...] = (), **options: Any
+                  ) -> SplitChoice:
+    """splitkv at every eligible split count 1 .. min(128, T_c) for `workload` on `hardware`;
+    `options` are compare's (block_q, block_kv, sram, sram_elements, profile, tiles), not
+    `algorithms`, `splits` or `impl`; `programs_per_sm` the compiled kernel's occupancy per
+    head dim where it is known to differ from the tiling's (decode_time.Tiles)."""
     for name in ("algorithms", "splits", "impl"):
         if options.get(name) is not None:
             raise IosimError(f"{arg('splits', 'auto')} tries every split count of splitkv; drop "
@@ -147,28 +141,36 @@ def choose_splits(workload: Workload, hardware: Hardware | str, **options: Any) 
                          f"{hw.path} has no sm_count; give {arg('splits')} a number",
                          param="splits")
     options = {k: v for k, v in options.items() if k not in ("algorithms", "splits", "impl")}
-    first = _splitkv(compare(workload, hw, algorithms=["splitkv"], **options))
+    block_q, block_kv = options.pop("block_q", None), options.pop("block_kv", None)
+    first = _splitkv(compare(workload, hw, algorithms=["splitkv"], block_q=block_q,
+                             block_kv=block_kv, **options))
+    profile = str(options.get("profile", "spec"))
     tiling = first.tiling
     assert tiling is not None
     heuristic = int(tiling.splits)
+    rule = options.pop("tiles", "code")
+    counts = DecodeCounts(workload, hw, Tiles(int(tiling.block_q), int(tiling.block_q),
+                                              int(tiling.block_kv), programs_per_sm),
+                          tile_rule=rule, **options)
     key_blocks = int(cdiv(workload.n_kv, tiling.block_kv))
     top = min(MAX_SPLITS, key_blocks)
     bound = (f"1 to {top}: " + (f"FA2's limit of {MAX_SPLITS} splits" if top == MAX_SPLITS
                                 else f"the {key_blocks} key blocks of B_c = {tiling.block_kv}"))
     rows = []
-    for s in range(1, top + 1):
-        est = _splitkv(compare(workload, hw, algorithms=["splitkv"], splits=s, **options))
-        kernels = {k.name: k for k in est.kernels}
+    for s in eligible_counts(key_blocks, top):
+        timed = counts.splitkv(s)
+        kernels = {k.kernel: k for k in timed.kernels}
         split = kernels["splitkv_attn"]
         combine = kernels.get("splitkv_combine")
-        occupancy = next(o for o in est.occupancy if o.kernel == "splitkv_attn")
-        programs = occupancy.programs
-        slots = float(utilisation(programs, hw.sm_count * occupancy.per_sm))
-        per_split = int(cdiv(key_blocks, s))
-        eligible = s == 1 or per_split != int(cdiv(key_blocks, s - 1))
-        rows.append(SplitRow(s, per_split, programs, slots,
-                             split.time_s * split.utilisation / slots,
-                             combine.time_s if combine else 0.0, est.hbm_bytes, est.time_s,
-                             eligible))
-    return SplitChoice(workload, hw.name, hw.sm_count, str(options.get("profile", "spec")),
-                       tuple(rows), heuristic, bound)
+        est = counts.estimate("splitkv", s, int(tiling.block_q))
+        rows.append(SplitRow(s, int(cdiv(key_blocks, s)), split.programs, split.utilisation,
+                             split.time_s, combine.time_s if combine else 0.0, est.hbm_bytes,
+                             timed.roofline_s, True, split.waves, split.chain_s))
+    return SplitChoice(workload, hw.name, hw.sm_count, profile, tuple(rows), heuristic, bound)
+
+
+def eligible_counts(key_blocks: int, top: int) -> list[int]:
+    """1 .. top, less each count that leaves the blocks per split of one split fewer (so that a
+    split is empty): the counts FA2's heuristic weighs."""
+    return [s for s in range(1, top + 1)
+            if s == 1 or int(cdiv(key_blocks, s)) != int(cdiv(key_blocks, s - 1))]

@@ -38,6 +38,7 @@ from iosim.analysis.sweep_spec import (
     SCHEMA,
     WORKLOAD_AXES,
     SweepSpec,
+    axes_as_tuples,
     check_spec,
     spec_workload,
 )
@@ -64,6 +65,7 @@ def sweep(
     Returns a SweepResult (bytes, FLOPs and seconds per point and algorithm).
     `on_progress(done, total)` is called after each chunk of points (for a progress bar).
     """
+    spec = axes_as_tuples(spec)
     if spec.impl is not None:  # what runs is decided per point: compare at each one
         from iosim.analysis.sweep_impl import impl_sweep
 
@@ -98,8 +100,11 @@ def sweep(
                                    **{k: v.reshape(-1) for k, v in outputs[a.name].items()})
              for a in everyone}
     sram = np.broadcast_to(grid.sram_bytes, shape).reshape(-1)
+    from iosim.analysis.sweep_verdicts import verdict_notes  # a shared-prefix grid only
+
     return SweepResult(spec, hardware, sram, tuple(grids[a.name] for a in algorithms),
-                       grids["standard"], tuple(dict.fromkeys([*notes, *roof_notes])))
+                       grids["standard"], tuple(dict.fromkeys(
+                           [*notes, *roof_notes, *verdict_notes(spec, tuple(hardware))])))
 
 
 def _tiles(algorithm: Algorithm, grid: Grid) -> Tiles:
@@ -275,6 +280,8 @@ class _ArrayWorkload(Record):
     pass_: str
     d_v: Any
     output_element_bytes: Any
+    prefix_len: int | None = None
+    suffix_lens: tuple[int, ...] | None = None
 
 
 def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles,
@@ -286,7 +293,7 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
     saved, fixed, pass_ = kept
     held = footprint_bytes(kernels, _ArrayWorkload(g.n, g.n_kv, g.d, g.batch, g.heads,
                                                    g.kv_heads, g.element_bytes, pass_, g.d_v,
-                                                   g.out_bytes),
+                                                   g.out_bytes, g.prefix_len, g.suffix_lens),
                            saved=saved, splits=t.splits, fixed=fixed)
     put("fits_in_hbm", held <= g.hbm_capacity)
     if algorithm.tiled:

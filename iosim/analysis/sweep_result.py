@@ -109,6 +109,9 @@ class SweepResult(Record, eq=False):
             other = self.axis_values({"kv_heads": "heads", "n_kv": "n", "d_v": "d"}[axis], cut)
             return np.asarray(np.where(own > 0, own, other))
         values = self.spec.values(axis)
+        if axis == "window" and self.spec.window_capped:  # 0 where it covers every key
+            window = np.asarray(int_values(values)[index])
+            return np.asarray(np.where(window >= self.axis_values("n_kv", cut), 0, window))
         if axis == "sparsity":
             return np.asarray(np.array(values, dtype=np.float64)[index])
         if axis in ("dtype", "pass_", "causal"):
@@ -199,7 +202,9 @@ class SweepResult(Record, eq=False):
                     out.append(f"block-sparse s = {value:g}")
             elif axis in _SHOWN_WHEN_SET:
                 if value is not None:
-                    out.append(_SHOWN_WHEN_SET[axis].format(value))
+                    out.append(_SHOWN_WHEN_SET[axis].format(value) + (
+                        f" (full attention where N_kv ≤ {value:,})"
+                        if axis == "window" and self.spec.window_capped else ""))
             elif axis == "sram_bytes":
                 if self.spec.sram_elements == (None,):
                     out.append("SRAM = the GPU's sram_per_block" if value is None

@@ -23,12 +23,17 @@ from iosim.inputs.limits import (
     MAX_BLOCK,
     MAX_SCORE_PRODUCT,
     MAX_SPLITS,
+    as_names,
+    as_real,
+    as_whole,
+    check_flag,
     check_int,
+    check_path_text,
     check_sram_bytes,
 )
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 from iosim.inputs.workload import Workload
-from iosim.record import Record
+from iosim.record import Record, replace
 
 SCHEMA = "iosim.sweep/1"
 
@@ -82,6 +87,10 @@ class SweepSpec(Record):
     """splitkv's KV splits (None: flash_api.cpp's heuristic); other algorithms ignore it."""
     window: tuple[int | None, ...] = (None,)
     """Sliding windows W (None: no window); algorithms/masks.py."""
+    window_capped: bool = False
+    """Not an axis: a window at least as long as a point's keys is no window at that point (a
+    model preset's layer window, which compare treats so: model_presets._build_layer); False:
+    such a window is refused, as compare refuses a --window longer than the keys."""
     unfused: tuple[str, ...] = ()
     """Not an axis: the same unfused standard pipeline at every point."""
     latent_kv: bool = False
@@ -124,6 +133,37 @@ class SweepSpec(Record):
     def varying(self) -> tuple[str, ...]:
         """Axes with more than one value."""
         return tuple(a for a in AXES if len(self.values(a)) > 1)
+
+
+_REAL_AXES = ("sparsity",)
+_NAME_AXES = ("gpu", "dtype", "pass_")
+
+
+def axes_as_tuples(spec: SweepSpec) -> SweepSpec:
+    """The spec with every axis a tuple of plain values, as the CLI builds it: from Python, one
+    value (n=4096, gpu="h100": one name, not its letters) is a one-value axis, a list or numpy
+    array its values, numpy's ints and floats Python ones (so that JSON and the checks take
+    them); `algorithms` and `unfused` may be one comma-separated string."""
+    changes: dict[str, Any] = {}
+    for axis in AXES:
+        value = getattr(spec, axis)
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            value = (value,)
+        if axis == "causal":
+            value = tuple(check_flag("causal", v) for v in value)
+        else:
+            plain = as_real if axis in _REAL_AXES else as_whole
+            value = tuple(plain(v) for v in value)
+        if axis in _NAME_AXES:
+            value = tuple(check_path_text(axis, v) if axis == "gpu" else v for v in value)
+        changes[axis] = value
+    changes["algorithms"] = as_names("algorithms", spec.algorithms)
+    changes["unfused"] = as_names("unfused", spec.unfused) if spec.unfused else ()
+    for name in ("seqlens", "suffix_lens"):
+        value = getattr(spec, name)
+        if type(value).__name__ == "ndarray":
+            changes[name] = tuple(as_whole(v) for v in value)
+    return replace(spec, **changes)
 
 
 def int_values(values: Any) -> np.ndarray:
@@ -219,6 +259,10 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
         first["kv_heads"] = None
     if "d" in values and "d_v" not in values and spec.d_v == (None,):
         first["d_v"] = None
+    if spec.window_capped and first["window"] is not None:
+        keys = first["n_kv"] if first["n_kv"] is not None else first["n"]
+        if isinstance(keys, int) and first["window"] >= keys:
+            first["window"] = None  # the window covers every key: full attention
     pass_ = first.pop("pass_")
     scales = spec.fp8_scales if first["dtype"] in FP8_DTYPES else None
     return Workload(first.pop("n"), pass_=pass_, unfused=spec.unfused, latent_kv=spec.latent_kv,

@@ -32,6 +32,7 @@ from iosim.analysis.compare import compare
 from iosim.analysis.impl_kernels import head_dim_bucket
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.combine_fit import combine_points, fit_combine, hardware_bandwidth
+from iosim.calibrate.records import MAX_RECORD_BYTES
 from iosim.errors import IosimError
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
@@ -39,7 +40,7 @@ from iosim.estimates.occupancy import lone_program_time
 from iosim.inputs.hardware import Hardware, ImplCalibration
 from iosim.inputs.impl_calibration import KERNEL_MEMORY_KEYS, with_impl_calibration
 from iosim.inputs.implementations import Implementation
-from iosim.inputs.implementations_yaml import get_implementation
+from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
 from iosim.inputs.limits import excerpt
 from iosim.inputs.workload import Workload
 from iosim.record import Record
@@ -192,10 +193,22 @@ def load_points(path: Path) -> dict[str, Any]:
     """A record of `iosim calibrate --impl` (or benchmarks/impl_validation_h200.py), or the JSON
     Lines `iosim measure --record FILE` appends (one measured point a line), as one record;
     checked point by point (CalibrationError, one line, naming the point)."""
+    def refuse_constant(name: str) -> Any:  # as measurement files: every number finite
+        raise CalibrationError(f"{path}: {name} is not a measurement; every number must be "
+                               f"finite")
+
+    def parse(text: str) -> Any:
+        return json.loads(text, parse_constant=refuse_constant)
+
     try:
-        text = path.read_text(encoding="utf-8")
+        with path.open("rb") as stream:  # bounded, as measurement files (calibrate/records.py)
+            data = stream.read(MAX_RECORD_BYTES + 1)
+        if len(data) > MAX_RECORD_BYTES:
+            raise CalibrationError(f"{path}: larger than {MAX_RECORD_BYTES:,} bytes; an "
+                                   f"implementation record is a few hundred KiB")
+        text = data.decode("utf-8")
         if path.suffix == ".jsonl":
-            lines = [json.loads(line) for line in text.splitlines() if line.strip()]
+            lines = [parse(line) for line in text.splitlines() if line.strip()]
             if not lines or not all(isinstance(p, dict) for p in lines):
                 raise CalibrationError(f"{path} holds no measured points (one JSON object a "
                                        f"line, as `iosim measure --record` appends)")
@@ -204,7 +217,10 @@ def load_points(path: Path) -> dict[str, Any]:
                            "points": [{"impl": p.get("impl"), "workload": p.get("workload"),
                                        "time_s": p.get("measured_time_s")} for p in lines]}
         else:
-            record = json.loads(text)
+            record = parse(text)
+    except RecursionError:
+        raise CalibrationError(f"{path}: nested too deeply to be an implementation record"
+                               ) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise CalibrationError(f"{path} is not a readable JSON record ({excerpt(str(exc), 80)})"
                                f"; give a record of `iosim calibrate --impl` or `iosim measure "
@@ -235,7 +251,11 @@ def _check_point(path: Path, i: int, p: Any) -> None:
         raise CalibrationError(f"{where} ({p['impl']}): workload must be an object of "
                                f"{', '.join(WORKLOAD_FIELDS)}")
     try:
-        Workload(**w)
+        workload = Workload(**w)
+        if p["impl"] in shipped_implementations():  # a shape it does not run, named here
+            get_implementation(p["impl"]).check_shape(
+                workload.d, workload.dtype, gqa=workload.group_size > 1,
+                backward=workload.pass_ != "fwd")
     except (IosimError, TypeError) as exc:
         raise CalibrationError(f"{where} ({p['impl']}): {excerpt(str(exc), 120)}") from None
 

@@ -212,6 +212,119 @@ def attention_scaled(q: torch.Tensor, k: torch.Tensor, v_t: torch.Tensor, o: tor
     return ["_iosim_attn_scaled_kernel"]
 
 
+@triton.jit
+def _iosim_block_scaled_inner(acc, l_i, m_i, q, k_ptrs, vt_ptrs, ks_ptr, vs_ptr, stride_kn, lo,
+                              hi, offs_m, offs_n, qk_scale, BLOCK_N: tl.constexpr,
+                              DIAGONAL: tl.constexpr):
+    """Key blocks [lo, hi) with FA3 §3.3 block quantization: K_j's and V_j's fp32 scales read
+    from HBM with their tiles; S = Q K_jᵀ · qk_scale · k_scale_j (qk_scale carries Q_i's scale),
+    O += (P V_j) · v_scale_j (V_j's scale applies to its whole B_c × d block, so to P V_j)."""
+    for start_n in range(lo, hi, BLOCK_N):
+        start_n = tl.multiple_of(start_n, BLOCK_N)
+        k = tl.load(k_ptrs + start_n * stride_kn)
+        # FA3 §3.3: one fp32 scale per B_c × d block of K, read with K_j
+        k_scale = tl.load(ks_ptr + start_n // BLOCK_N)
+        qk = tl.dot(q, tl.trans(k)) * (qk_scale * k_scale)
+        if DIAGONAL:
+            qk = qk + tl.where(offs_m[:, None] >= (start_n + offs_n[None, :]), 0.0, -1.0e6)
+        m_new = tl.maximum(m_i, tl.max(qk, 1))
+        v = tl.trans(tl.load(vt_ptrs + start_n))
+        # and one per B_c × d block of V, read with V_j
+        v_scale = tl.load(vs_ptr + start_n // BLOCK_N)
+        p = tl.math.exp2(qk - m_new[:, None])
+        alpha = tl.math.exp2(m_i - m_new)
+        l_i = l_i * alpha + tl.sum(p, 1)
+        acc = acc * alpha[:, None] + tl.dot(p.to(v.dtype), v) * v_scale
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def _iosim_attn_block_scaled_kernel(
+    q_ptr, k_ptr, vt_ptr, o_ptr, qs_ptr, ks_ptr, vs_ptr, n_ctx, qk_scale,
+    stride_qh, stride_qm, stride_kh, stride_kn, stride_vh, stride_vd, stride_oh, stride_om,
+    HEAD_DIM: tl.constexpr, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr,
+):
+    start_m, head, offs_m, offs_d = _iosim_program_rows(BLOCK_M, HEAD_DIM)
+    offs_n = tl.arange(0, BLOCK_N)
+    # FA3 §3.3: Q_i's fp32 scale (one per B_r × d block of Q), read once by its program
+    q_scale = tl.load(qs_ptr + head * (n_ctx // BLOCK_M) + start_m // BLOCK_M)
+    q = tl.load(q_ptr + _iosim_tile(head, stride_qh, offs_m, stride_qm, offs_d))
+    k_ptrs = k_ptr + _iosim_tile(head, stride_kh, offs_n, stride_kn, offs_d)
+    vt_ptrs = vt_ptr + _iosim_tile(head, stride_vh, offs_d, stride_vd, offs_n)
+    ks = ks_ptr + head * (n_ctx // BLOCK_N)
+    vs = vs_ptr + head * (n_ctx // BLOCK_N)
+    scale = qk_scale * q_scale
+    acc, l_i, m_i = _iosim_softmax_start(BLOCK_M, HEAD_DIM)
+    if CAUSAL:
+        acc, l_i, m_i = _iosim_block_scaled_inner(acc, l_i, m_i, q, k_ptrs, vt_ptrs, ks, vs,
+                                                  stride_kn, 0, start_m, offs_m, offs_n, scale,
+                                                  BLOCK_N, False)
+        acc, l_i, m_i = _iosim_block_scaled_inner(acc, l_i, m_i, q, k_ptrs, vt_ptrs, ks, vs,
+                                                  stride_kn, start_m, start_m + BLOCK_M, offs_m,
+                                                  offs_n, scale, BLOCK_N, True)
+    else:
+        acc, l_i, m_i = _iosim_block_scaled_inner(acc, l_i, m_i, q, k_ptrs, vt_ptrs, ks, vs,
+                                                  stride_kn, 0, n_ctx, offs_m, offs_n, scale,
+                                                  BLOCK_N, False)
+    acc = acc / l_i[:, None]
+    tl.store(o_ptr + _iosim_tile(head, stride_oh, offs_m, stride_om, offs_d),
+             acc.to(o_ptr.dtype.element_ty))
+
+
+def attention_block_scaled(q: torch.Tensor, k: torch.Tensor, v_t: torch.Tensor, o: torch.Tensor,
+                           scales: tuple[torch.Tensor, torch.Tensor, torch.Tensor], *,
+                           causal: bool, config: ScaledConfig = ScaledConfig()) -> list[str]:
+    """attention_scaled with FA3 §3.3's block quantization: `scales` = fp32 (heads, n/BLOCK_M)
+    of Q's row blocks and (heads, n/BLOCK_N) of K's and of V's key blocks, read from HBM."""
+    heads, n, d = q.shape
+    if k.shape != q.shape or v_t.shape != (heads, d, n) or o.shape != q.shape:
+        raise KernelInputError("block-scaled attention: q, k (heads, n, d), v_t (heads, d, n)")
+    if n % config.block_m or n % config.block_n or config.block_m % config.block_n:
+        raise KernelInputError(f"block-scaled attention: n = {n} must be a multiple of the "
+                               f"blocks")
+    sq, sk, sv = scales
+    want = ((heads, n // config.block_m), (heads, n // config.block_n),
+            (heads, n // config.block_n))
+    if tuple(tuple(t.shape) for t in scales) != want or any(
+            t.dtype != torch.float32 or not t.is_contiguous() for t in scales):
+        raise KernelInputError("block-scaled attention: scales are contiguous fp32 (heads, "
+                               "n/BLOCK_M), (heads, n/BLOCK_N), (heads, n/BLOCK_N)")
+    _iosim_attn_block_scaled_kernel[(n // config.block_m, heads)](
+        q, k, v_t, o, sq, sk, sv, n, LOG2E / math.sqrt(d),
+        q.stride(0), q.stride(1), k.stride(0), k.stride(1), v_t.stride(0), v_t.stride(1),
+        o.stride(0), o.stride(1), HEAD_DIM=d, BLOCK_M=config.block_m, BLOCK_N=config.block_n,
+        CAUSAL=causal, num_warps=config.num_warps, num_stages=config.num_stages)
+    return ["_iosim_attn_block_scaled_kernel"]
+
+
+def quantize_blocks(x: torch.Tensor, dtype: torch.dtype, block: int
+                    ) -> tuple[torch.Tensor, torch.Tensor]:
+    """x (heads, n, d) / s per block of `block` rows in `dtype`, with the fp32 scales s (heads,
+    n / block) = each block's amax / the format's max (FA3 §3.3 block quantization)."""
+    heads, n, d = x.shape
+    top = torch.finfo(dtype).max
+    blocks = x.reshape(heads, n // block, block * d)
+    s = (blocks.abs().amax(-1) / top).clamp_min(torch.finfo(torch.float32).tiny)
+    q = (blocks / s[..., None]).reshape(heads, n, d).to(dtype)
+    return q, s.to(torch.float32).contiguous()
+
+
+def reference_block_scaled(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
+                           scales: tuple[torch.Tensor, ...], blocks: tuple[int, int],
+                           causal: bool) -> torch.Tensor:
+    """float64 attention of block-dequantized inputs (heads, n, d): Q's rows in blocks of
+    blocks[0], K's and V's in blocks of blocks[1]."""
+    sizes = (blocks[0], blocks[1], blocks[1])
+    qd, kd, vd = (t.double() * s.double().repeat_interleave(b, dim=1)[..., None]
+                  for t, s, b in zip((q, k, v), scales, sizes, strict=True))
+    s = qd @ kd.transpose(-1, -2) / math.sqrt(q.shape[-1])
+    if causal:
+        n = q.shape[1]
+        s = s.masked_fill(torch.ones(n, n, dtype=torch.bool, device=q.device).triu(1), -math.inf)
+    return torch.softmax(s, -1) @ vd
+
+
 def quantize(x: torch.Tensor, dtype: torch.dtype) -> tuple[torch.Tensor, float]:
     """x / s in `dtype` with the per-tensor scale s = amax / the format's max (fp16: s = 1)."""
     if dtype == torch.float16:

@@ -30,6 +30,10 @@ DATA = Path(__file__).resolve().parents[2] / "tests" / "data"
 RECORDS = (DATA / "backward-h200.json", DATA / "backward-h200-torch.json")
 FRESH = DATA / "backward-h200-fresh.json"
 FRESH2 = DATA / "backward-h200-fresh2.json"
+FRESH3 = DATA / "backward-h200-fresh3.json"
+"""bwd4's rules on a third fresh set (fresh3_bwd.py), made after they were frozen."""
+FRESH4 = DATA / "backward-h200-fresh4.json"
+"""The Triton backward alone at eight more small-N points (fresh3_bwd.py)."""
 """Gaps (a) and (c) as shipped after FRESH was seen, on a second fresh set (the lead's call)."""
 """Issue 10's open gaps on fresh points (fresh_bwd.py), judged apart from RECORDS."""
 IMPLS = {"sdpa": "sdpa-flash", "eager": "torch-naive"}

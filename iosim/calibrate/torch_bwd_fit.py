@@ -39,6 +39,8 @@ from iosim.calibrate.backward_fit import DIRTY_SHARE, workload_of
 from iosim.calibrate.torch_bwd_dram import (
     FRESH,
     FRESH2,
+    FRESH3,
+    FRESH4,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -374,6 +376,15 @@ def main(argv: list[str]) -> int:
                 text += "\n" + fresh_bwd.report(
                     load([FRESH2])[0], hw, "Gaps (a) and (c) as shipped, on a second fresh set "
                     "(backward-h200-fresh2.json)", grid="fresh2_grid", rules_seen=False)
+            if FRESH3.exists():
+                from iosim.calibrate import fresh3_bwd
+
+                text += "\n" + fresh3_bwd.report(load([FRESH3])[0], hw)
+                if FRESH4.exists():
+                    text += "\n" + fresh3_bwd.report(
+                        load([FRESH4])[0], hw, with_sensitivity=False, grid="fresh4_grid",
+                        title="The Triton backward at small N, a fourth fresh set "
+                              "(backward-h200-fresh4.json)")
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2

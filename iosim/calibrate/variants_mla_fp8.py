@@ -73,7 +73,10 @@ def mla_problem(point: Point, generator: torch.Generator, device: str = "cuda",
 
 def build_fp8(point: Point, generator: torch.Generator, device: str = "cuda",
               config: MF.ScaledConfig | None = None) -> Built:
-    """Q, K, V drawn in fp32 (× 3, so the scales are not 1), quantized per tensor."""
+    """Q, K, V drawn in fp32 (× 3, so the scales are not 1), quantized per tensor (or per block,
+    `fp8_scales` "block": build_fp8_blocks)."""
+    if point.get("fp8_scales") == "block":
+        return build_fp8_blocks(point, generator, device, config)
     heads, n, d = point["batch"] * point["heads"], point["n"], point["d"]
     dtype = FP8_DTYPES.get(point["dtype"], torch.float16)
     raw = [3 * torch.randn(heads, n, d, device=device, generator=generator) for _ in range(3)]
@@ -94,3 +97,36 @@ def build_fp8(point: Point, generator: torch.Generator, device: str = "cuda",
     return Built(point, launch, kernels, err,
                  {"block_m": cfg.block_m, "block_n": cfg.block_n, "num_warps": cfg.num_warps,
                   "num_stages": cfg.num_stages, "scales": [sq, sk, sv]})
+
+
+def build_fp8_blocks(point: Point, generator: torch.Generator, device: str = "cuda",
+                     config: MF.ScaledConfig | None = None) -> Built:
+    """FA3 §3.3 block quantization: Q per B_r-row block, K and V per B_c-row block, each block
+    drawn at its own magnitude (0.25-16 × a unit normal, so that the scales differ), the fp32
+    scales read from HBM by the kernel (one per Q_i program, one with every K_j and V_j)."""
+    heads, n, d = point["batch"] * point["heads"], point["n"], point["d"]
+    dtype = FP8_DTYPES[point["dtype"]]
+    cfg = config or MF.ScaledConfig()
+    mags = torch.tensor([0.25, 4.0, 1.0, 16.0], device=device)
+    raw = []
+    for block in (cfg.block_m, cfg.block_n, cfg.block_n):
+        pick = torch.randint(0, 4, (heads, n // block, 1, 1), device=device, generator=generator)
+        x = torch.randn(heads, n // block, block, d, device=device, generator=generator)
+        raw.append((x * mags[pick]).reshape(heads, n, d))
+    (q, sq), (k, sk), (v, sv) = (MF.quantize_blocks(t, dtype, b) for t, b in zip(
+        raw, (cfg.block_m, cfg.block_n, cfg.block_n), strict=True))
+    del raw
+    v_t = v.transpose(1, 2).contiguous()
+    o = torch.full((heads, n, d), math.nan, dtype=torch.float16, device=device)
+    scales = (sq, sk, sv)
+    kernels = MF.attention_block_scaled(q, k, v_t, o, scales, causal=point["causal"], config=cfg)
+    ref = MF.reference_block_scaled(q[:2], k[:2], v[:2], (sq[:2], sk[:2], sv[:2]),
+                                    (cfg.block_m, cfg.block_n), point["causal"])
+    err = _close(point, "block-scaled O", o[:2], ref, FP8_TOLERANCE[point["dtype"]])
+
+    def launch() -> Any:
+        return MF.attention_block_scaled(q, k, v_t, o, scales, causal=point["causal"],
+                                         config=cfg)
+    return Built(point, launch, kernels, err,
+                 {"block_m": cfg.block_m, "block_n": cfg.block_n, "num_warps": cfg.num_warps,
+                  "num_stages": cfg.num_stages, "scale_elements": sum(t.numel() for t in scales)})

@@ -44,15 +44,17 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
             top = key_blocks(r["n_kv"])
             for s in sorted(set(VP.powers_of_two(top)) | {r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
-    for r in record.get("decode_judge", []) + record.get("decode_fresh", []):
+    for r in (record.get("decode_judge", []) + record.get("decode_fresh", [])
+              + record.get("decode_fresh2", [])):
         if r["status"] == "ok":
             for s in sorted({1, r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
-    for r in record.get("mla", []):
+    for r in record.get("mla", []) + record.get("mla_fresh", []):
         if r["status"] == "ok":
             for s in sorted({1, r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
-    for r in record.get("fp8", []) + record.get("fp8_e5m2", []):
+    for r in (record.get("fp8", []) + record.get("fp8_e5m2", []) + record.get("fp8_fresh", [])
+              + record.get("fp8_block", [])):
         if r["status"] == "ok":
             spec.append({"count_id": r["id"], "point": _point(r)})
     for r in record["paged"]:
@@ -60,7 +62,8 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
             spec.append({"count_id": f"{r['id']} s{r['best_splits']}", "point": _point(r),
                          "splits": r["best_splits"]})
     for r in (record["cascade"] + record.get("cascade_judge", [])
-              + record.get("cascade_fresh", []) + record.get("cascade_fresh2", [])):
+              + record.get("cascade_fresh", []) + record.get("cascade_fresh2", [])
+              + record.get("cascade_fresh3", [])):
         if r["status"] == "ok":
             bp, bc = r["best_splitkv"], r["best_cascade"]
             spec.append({"count_id": f"{r['id']} splitkv s{bp['splits']}", "point": _point(r),

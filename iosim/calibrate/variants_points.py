@@ -259,18 +259,103 @@ FLEX2 = [
 ]
 """Flex's block-mask BLOCK_SIZE 64 beside 128, dense causal baselines, GQA beside MHA, a repeat."""
 
+# The third fresh judgement (issue 14, var4): written down before the device run that times them,
+# after the decoding time model's chain term (analysis/decode_time.py) was fitted on every
+# earlier decode and shared-prefix set and frozen (tag var4-frozen); none equal to an earlier
+# point. Batches 1-64, KV 2.5k-90k, MHA, GQA 4/8, MQA, d 64 and 128, lengths not powers of two,
+# working sets from 1 MiB to 5 GiB (the comments: K/V bytes).
+DECODE_FRESH2 = [
+    _decode("hdec-b1-2500-gqa4", 1, 2500, 32, 8),                     # 10 MB
+    _decode("hdec-b1-90000-mqa", 1, 90000, 32, 1),                    # 46 MB
+    _decode("hdec-b1-60000-gqa8-d64", 1, 60000, 64, 8, d=64),         # 123 MB
+    _decode("hdec-b3-40000-mha", 3, 40000, 16, 16),                   # 983 MB
+    _decode("hdec-b4-9000-gqa4-d64", 4, 9000, 32, 8, d=64),           # 74 MB
+    _decode("hdec-b6-25000-gqa4", 6, 25000, 32, 8),                   # 614 MB
+    _decode("hdec-b8-3500-mqa", 8, 3500, 32, 1),                      # 14 MB
+    _decode("hdec-b12-15000-gqa8", 12, 15000, 64, 8),                 # 737 MB
+    _decode("hdec-b20-5000-mha-d64", 20, 5000, 16, 16, d=64),         # 410 MB
+    _decode("hdec-b32-7000-gqa4", 32, 7000, 32, 8),                   # 918 MB
+    _decode("hdec-b48-2500-mqa-d64", 48, 2500, 16, 1, d=64),          # 31 MB
+    _decode("hdec-b64-20000-gqa8", 64, 20000, 64, 8),                 # 5.2 GB
+]
+"""Timed as DECODE is: every split count 1..min(128, key blocks), contiguous cache."""
+
+CASCADE_FRESH3 = [
+    _cascade("kcas-b1-p6000-s300", 1, 6000, [300]),
+    _cascade("kcas-b2-p3008-s8000", 2, 3008, [8000, 8000]),
+    _cascade("kcas-b4-p40000-s150", 4, 40000, [150] * 4),
+    _cascade("kcas-b6-p1504-s1500-mha", 6, 1504, [1500] * 6, heads=32, kv_heads=32),
+    _cascade("kcas-b10-p704-s6000", 10, 704, [6000] * 10),
+    _cascade("kcas-b14-p9008-s90-gqa8", 14, 9008, [90] * 14, heads=64, kv_heads=8),
+    _cascade("kcas-b24-p2208-s220-mqa", 24, 2208, [220] * 24, heads=32, kv_heads=1),
+    _cascade("kcas-b32-p496-s2000", 32, 496, [2000] * 32),
+    _cascade("kcas-b40-p16000-s400", 40, 16000, [400] * 40),
+    _cascade("kcas-b48-p304-s900-d64", 48, 304, [900] * 48, d=64),
+    _cascade("kcas-b56-p2496-mixed", 56, 2496, [30, 1200, 4000, 300] * 14),
+    _cascade("kcas-b64-p1808-s100-mha-d64", 64, 1808, [100] * 64, heads=16, kv_heads=16, d=64),
+]
+"""Timed as CASCADE is (prefix lengths whole pages of 16)."""
+
+MLA_FRESH = [
+    _mla("mla-f-b2-12000-h128", 2, 12000, 128),     # latent 28 MB
+    _mla("mla-f-b4-30000-h16", 4, 30000, 16),       # latent 138 MB
+    _mla("mla-f-b24-6000-h128", 24, 6000, 128),     # latent 166 MB
+    _mla("mla-f-b48-3000-h16", 48, 3000, 16),       # latent 166 MB
+    _mla("mla-f-b96-5000-h16", 96, 5000, 16),       # latent 553 MB
+    _mla("mla-f-b12-20000-h128", 12, 20000, 128),   # latent 276 MB
+]
+"""Each at split counts 1, 2, 4, ..., 64 (as MLA)."""
+
+
+def _fp8_fresh(id_: str, n: int, causal: bool, dtype: str, heads: int) -> Point:
+    return {**_fp8(id_, n, causal, dtype), "heads": heads, "kv_heads": heads}
+
+
+FP8_FRESH = [
+    _fp8_fresh("fp8f-e4m3-6016-full-h8", 6016, False, "fp8_e4m3", 8),       # Q, K, V 18 MB
+    _fp8_fresh("fp8f-e4m3-12032-causal-h16", 12032, True, "fp8_e4m3", 16),  # 74 MB
+    _fp8_fresh("fp8f-e4m3-3072-full-h32", 3072, False, "fp8_e4m3", 32),     # 38 MB
+    _fp8_fresh("fp8f-e5m2-10112-causal-h8", 10112, True, "fp8_e5m2", 8),    # 31 MB
+    _fp8_fresh("fp8f-e4m3-16000-full-h32", 16000, False, "fp8_e4m3", 32),   # 197 MB
+    _fp8_fresh("fp8f-e5m2-7040-full-h24", 7040, False, "fp8_e5m2", 24),     # 65 MB
+]
+"""Per-tensor descales; n a multiple of the 128 × 64 blocks the kernel requires, not a power of
+two."""
+
+
+def _fp8_block(id_: str, n: int, causal: bool, dtype: str, heads: int) -> Point:
+    return {**_fp8_fresh(id_, n, causal, dtype, heads), "fp8_scales": "block"}
+
+
+FP8_BLOCK = [
+    _fp8_block("fp8b-e4m3-4096-full-h16", 4096, False, "fp8_e4m3", 16),      # Q, K, V 25 MB
+    _fp8_block("fp8b-e4m3-9088-causal-h16", 9088, True, "fp8_e4m3", 16),     # 56 MB
+    _fp8_block("fp8b-e4m3-14080-full-h24", 14080, False, "fp8_e4m3", 24),    # 130 MB
+    _fp8_block("fp8b-e5m2-5120-causal-h32", 5120, True, "fp8_e5m2", 32),     # 63 MB
+    _fp8_block("fp8b-e4m3-2048-full-h64", 2048, False, "fp8_e4m3", 64),      # 50 MB
+    _fp8_block("fp8b-e4m3-18048-causal-h8", 18048, True, "fp8_e4m3", 8),     # 55 MB
+]
+"""FA3 §3.3 block quantization (kernels_mla_fp8.attention_block_scaled: one fp32 scale per
+128-row block of Q and per 64-row block of K and of V, read from HBM); written before its first
+device run, none equal to an earlier point."""
+
+
 QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2],
          "paged": PAGED[:1],
          "cascade": CASCADE[:2], "mla": MLA[:1], "fp8": FP8[:1] + FP8[6:7], "repeat": DECODE[:1],
          "decode_judge": DECODE_JUDGE[:2], "cascade_judge": CASCADE_JUDGE[:2],
          "decode_fresh": DECODE_FRESH[:1], "cascade_fresh": CASCADE_FRESH[:1],
-         "fp8_e5m2": FP8_E5M2[:1], "cascade_fresh2": CASCADE_FRESH2[:1]}
+         "fp8_e5m2": FP8_E5M2[:1], "cascade_fresh2": CASCADE_FRESH2[:1],
+         "decode_fresh2": DECODE_FRESH2[:1], "cascade_fresh3": CASCADE_FRESH3[:1],
+         "mla_fresh": MLA_FRESH[:1], "fp8_fresh": FP8_FRESH[:1], "fp8_block": FP8_BLOCK[:1]}
 FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
         "mla": MLA, "fp8": FP8,
         "repeat": [DECODE[1], DECODE[5], DECODE[9]],
         "decode_judge": DECODE_JUDGE, "cascade_judge": CASCADE_JUDGE,
         "decode_fresh": DECODE_FRESH, "cascade_fresh": CASCADE_FRESH, "fp8_e5m2": FP8_E5M2,
-        "cascade_fresh2": CASCADE_FRESH2}
+        "cascade_fresh2": CASCADE_FRESH2, "decode_fresh2": DECODE_FRESH2,
+        "cascade_fresh3": CASCADE_FRESH3, "mla_fresh": MLA_FRESH, "fp8_fresh": FP8_FRESH,
+        "fp8_block": FP8_BLOCK}
 """`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
 
 
@@ -299,5 +384,12 @@ TINY = {
     "fp8_e5m2": [{**_fp8("tiny-fp8-e5m2", 128, True, "fp8_e5m2"), "heads": 2, "d": 32}],
     "cascade_fresh2": [_tiny(CASCADE_FRESH2[11], batch=3, prefix_len=32, suffix_lens=[5, 70, 20],
                              heads=4, kv_heads=2)],
+    "decode_fresh2": [_tiny(DECODE_FRESH2[10], n_kv=140, heads=4, kv_heads=1, batch=2)],
+    "cascade_fresh3": [_tiny(CASCADE_FRESH3[10], batch=3, prefix_len=48, suffix_lens=[9, 60, 2],
+                             heads=4, kv_heads=2)],
+    "mla_fresh": [{**_mla("tiny-mla-fresh", 3, 90, 20), "dtype": "fp16"}],
+    "fp8_fresh": [{**_fp8("tiny-fp8-fresh", 128, False, "fp8_e5m2"), "heads": 2, "d": 32}],
+    "fp8_block": [{**_fp8("tiny-fp8-block", 256, True, "fp8_e4m3"), "heads": 2, "d": 32,
+                   "fp8_scales": "block"}],
 }
 """A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""

@@ -59,6 +59,7 @@ class IosimGroup(click.Group):
              standalone_mode: bool = True, **extra: Any) -> Any:
         """Run the command line; every error becomes one `Error: ...` line on stderr and exit status 2
         (usage and bad input) or the error's own status, never a traceback."""
+        _drop_unreadable_sizes()
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
@@ -100,6 +101,18 @@ def _import_command(module: str, *, one_shot: bool) -> None:
             gc.enable()
 
 
+def _drop_unreadable_sizes() -> None:
+    """Forget a $COLUMNS or $LINES that is not an ASCII number: rich reads them with
+    str.isdigit() and int(), so COLUMNS=² (a digit to isdigit, no number to int) was a
+    ValueError traceback from every table; unset, the terminal's own size is used."""
+    import os
+
+    for name in ("COLUMNS", "LINES"):
+        value = os.environ.get(name)
+        if value is not None and not (value.isascii() and value.isdigit()):
+            del os.environ[name]
+
+
 FLAG_NAMES = {"pass_": "pass", "sram_bytes": "sram", "algorithms": "algo"}
 """Core parameters whose flag is not the parameter's name with dashes for underscores."""
 
@@ -107,7 +120,11 @@ FLAG_NAMES = {"pass_": "pass", "sram_bytes": "sram", "algorithms": "algo"}
 def flag_style(name: str, value: str | None) -> str:
     """A core error's parameter as the CLI spells it: `--kv-heads 3`, or `--kv-heads` alone."""
     flag = "--" + FLAG_NAMES.get(name, name).replace("_", "-")
-    return flag if value is None else f"{flag} {value}"
+    if value is None:
+        return flag
+    if value[:1] + value[-1:] in ("()", "[]"):  # a Python tuple or list: the flag's comma list
+        value = ",".join(part.strip() for part in value[1:-1].split(",") if part.strip())
+    return f"{flag} {value}"
 
 
 def _fail(message: str, status: int) -> None:

@@ -104,31 +104,60 @@ def decoding_options(f: F) -> F:
     ])
 
 
+def int_list(text: str) -> tuple[int | str, ...]:
+    """A comma-separated list of whole numbers (--seqlens, --suffix-lens): each entry as an int
+    where int() reads it (as click reads --n), else the text itself, for the core to refuse by
+    position. str.isdigit() is no test: '²' is a digit to it and no number to int()."""
+    parts = [part.strip() for part in text.split(",")] if text.strip() else []
+    out: list[int | str] = []
+    for part in parts:
+        try:
+            out.append(int(part))
+        except ValueError:
+            out.append(part)
+    return tuple(out)
+
+
 def parse_suffix_lens(text: str | None) -> tuple[int, ...] | None:
     """--suffix-lens 16,40,9 as (16, 40, 9); a malformed list is one line naming the flag."""
     if text is None:
         return None
-    parts = [p.strip() for p in text.split(",")]
-    try:
-        return tuple(int(p) for p in parts)
-    except ValueError:
-        bad = next(p for p in parts if not p.lstrip("-").isdigit())
+    values = int_list(text)
+    bad = next((v for v in values if not isinstance(v, int)), None)
+    if bad is not None or not values:
         raise IosimError(f"{arg('suffix_lens')} must be whole numbers of tokens separated by "
-                         f"commas, e.g. 16,40,9; got {excerpt(bad or text)}") from None
+                         f"commas, e.g. 16,40,9; got {excerpt(bad or text)}")
+    return tuple(v for v in values if isinstance(v, int))
+
+
+def typed(name: str) -> bool:
+    """Whether the user typed the flag of parameter `name` (click's parameter source), as
+    opposed to its default (which differs between commands: report's batch is 64)."""
+    from click.core import ParameterSource
+
+    ctx = click.get_current_context(silent=True)
+    if ctx is None:
+        return True  # called outside a command: every value counts as given
+    return ctx.get_parameter_source(name) in (ParameterSource.COMMANDLINE,
+                                              ParameterSource.ENVIRONMENT)
 
 
 def decoding_fields(params: dict[str, Any]) -> dict[str, Any]:
-    """The Workload fields of decoding_options' flags, with the batch (when 1, the default) and
-    N_kv (when not given) that a shared-prefix batch implies."""
+    """The Workload fields of decoding_options' flags, with the batch and N_kv that a
+    shared-prefix batch implies (one request per suffix), or packed sequences (batch 1), where
+    the user did not type them: a default yields; a typed value is checked by the Workload."""
     suffixes = parse_suffix_lens(params.get("suffix_lens"))
     prefix = params.get("prefix_len")
     fields: dict[str, Any] = {"page_size": params.get("page_size"), "prefix_len": prefix,
                               "suffix_lens": suffixes}
+    batch_given = params.get("batch") is not None and typed("batch")
     if suffixes is not None and isinstance(prefix, int):
-        if params.get("batch") in (None, 1):
+        if not batch_given:
             fields["batch"] = len(suffixes)
         if params.get("n_kv") is None:
             fields["n_kv"] = prefix + max(suffixes)
+    elif params.get("seqlens") is not None and not batch_given:
+        fields["batch"] = 1
     return fields
 
 
@@ -245,8 +274,7 @@ def parse_seqlens(text: str | None) -> tuple[int | str, ...] | None:
     the Workload to refuse by position (inputs/limits.py:check_seqlens)."""
     if text is None:
         return None
-    parts = [part.strip() for part in text.split(",")] if text.strip() else []
-    return tuple(int(part) if part.isdigit() else part for part in parts)
+    return int_list(text)
 
 
 def comparison_options(f: F) -> F:

@@ -52,7 +52,8 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
     refuse_impossible_sram(result, params["force"])
     from iosim.output import render
 
-    verdict = cascade_verdict(result)
+    verdict = cascade_verdict(result, **{k: arguments[k] for k in (
+        "sram", "sram_elements", "profile", "tiles")})
     if fmt == "json":
         if choice is None and verdict is None:
             click.echo(render.comparison_json(result))

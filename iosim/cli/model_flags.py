@@ -129,6 +129,8 @@ def sweep_with_model(spec: Any, params: dict[str, Any], ctx: click.Context | Non
             raise ModelError(f"{model.name}'s {name} = {value} is not a sweep axis (yet); "
                              f"compare it with iosim compare --model {model.name}",
                              param="model")
+    if fields.get("window") is not None:  # per point, as compare: a window covering every
+        overrides["window_capped"] = True  # key is a global layer's attention
     return replace(spec, **overrides)
 
 

@@ -14,7 +14,14 @@ from iosim.algorithms import ALGORITHMS
 from iosim.analysis.requests import decoding_defaults
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.cli import cli
-from iosim.cli.common import FORMATS, comma_list, parse_seqlens, parse_suffix_lens, wide_option
+from iosim.cli.common import (
+    FORMATS,
+    comma_list,
+    parse_seqlens,
+    parse_suffix_lens,
+    typed,
+    wide_option,
+)
 from iosim.cli.lists import (
     HELP,
     parse_booleans,
@@ -164,7 +171,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                          f"--algo")
     suffixes = parse_suffix_lens(suffix_lens)
     if suffixes is not None and prefix_len is not None:  # one request per suffix, the longest
-        batch = (len(suffixes),) if batch == (1,) else batch
+        batch = batch if typed("batch") else (len(suffixes),)  # a typed --batch is checked
         n_kv = n_kv or (prefix_len + max(suffixes),)
     spec = SweepSpec(
         n=n, gpu=parse_names(gpu, "--gpu"), n_kv=n_kv or (None,), d=d, d_v=d_v or (None,),

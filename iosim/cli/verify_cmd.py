@@ -14,8 +14,10 @@ from iosim.cli.common import (
     decoding_options,
     mask_options,
     parse_seqlens,
+    typed,
 )
 from iosim.cli.model_flags import model_options, workload_of
+from iosim.errors import IosimError, arg
 from iosim.execute import EXECUTOR_DTYPES
 from iosim.inputs.workload import PASSES
 from iosim.output import strict_json
@@ -111,6 +113,11 @@ def verify_command(ctx: click.Context, /, n: int, n_kv: int | None, d: int, d_v:
       iosim verify --n 1 --n-kv 4096 --heads 8 --kv-heads 2 --algo splitkv --splits 4
       iosim verify --model llama-3.2-1b --n 128 --block 64
     """
+    if typed("dropout_p") and "dropout" not in (comma_list(unfused) or ()):
+        # the probability of a kernel that does not run would be silently ignored
+        raise IosimError(f"{arg('dropout_p', dropout_p)} is the probability of the unfused "
+                         f"dropout kernel; add {arg('unfused', 'dropout')} or drop "
+                         f"{arg('dropout_p')}", param="dropout_p")
     fields = dict(n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch, causal=causal,
                   pass_=pass_, unfused=tuple(comma_list(unfused) or ()), sparsity=sparsity,
                   d_v=d_v, latent_kv=latent_kv, fp8_scales=fp8_scales,

@@ -11,6 +11,7 @@ import numpy as np
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.loopnest import Access, Kernel, tensor_bytes
 from iosim.estimates.training import IO_TENSORS, RNG_STATE_BYTES, saved_for_backward
+from iosim.inputs.decoding import held_kv_rows
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -107,6 +108,17 @@ def _held(kernels: Sequence[Kernel], workload: Any, saved: Sequence[Access], spl
                        Access("dK", "read", "prologue", "kv", "d", ""),
                        Access("dV", "read", "prologue", "kv", "dv", "")]
     io = sum(tensor_bytes(a, workload) for a in io_tensors)
+    prefix, suffixes = getattr(workload, "prefix_len", None), getattr(workload, "suffix_lens", None)
+    if prefix is not None and suffixes:
+        # a shared-prefix batch holds the prefix's K and V once and each request's own suffix
+        # (decoding.held_kv_rows), not batch × n_kv rows: 8 requests of a 2^20-token prefix
+        # hold 17 GB, not 137 GB
+        rows = workload.batch * workload.n_kv
+        held = held_kv_rows(workload.batch, workload.n_kv, prefix, suffixes)
+        for a in io_tensors:
+            if a.rows == "kv":
+                whole = tensor_bytes(a, workload)
+                io = io - whole + whole // rows * held
     saved_bytes = {a.tensor: tensor_bytes(a, workload, splits=splits) for a in saved}
     written = set(saved_bytes) if workload.pass_ == "bwd" else set()
     candidates = []

@@ -8,7 +8,9 @@ fraction of its SM's rate. A program of s inner steps takes
       · slots / efficiency  +  overhead
 
 (the step at the whole GPU's rate shared among the slots; the overhead is its prologue, epilogue
-and pipeline fill), and the kernel's compute time is the makespan of that list schedule. It sees
+and pipeline fill, paid once per software-pipelined inner loop: `causal_loops` of them in a
+causal program of iosim's Triton kernels, which walk the masked diagonal band and the rest in
+two loops), and the kernel's compute time is the makespan of that list schedule. It sees
 what a plain roofline does not: fewer programs than slots, the last partial wave, and causal
 programs of unequal length. The efficiency and overhead are fitted on the H200 backward record
 (calibrate/backward_fit.py) and kept in a hardware YAML's `measured.backward_schedule`.
@@ -61,7 +63,9 @@ def scheduled_launch(kernel: Kernel, workload: Workload, tiling: Tiling | None,
                       if f.kind == "elementwise" and f.per == "score")
     slots = sm_count * schedule.per_sm(workload.d)
     step_s = (matmul * tile / matmul_peak + elementwise * tile / vector_peak) * slots
-    lengths = [s * step_s / schedule.efficiency + schedule.program_overhead_s
+    loops = schedule.causal_loops if workload.causal else 1
+    overhead = schedule.program_overhead_s * loops
+    lengths = [s * step_s / schedule.efficiency + overhead
                for s in program_steps(kernel, workload, tiling)]
     return RepeatedLaunch(tuple(lengths), workload.batch * workload.heads, slots)
 

@@ -15,17 +15,25 @@ The rules live here, not in workload.py, so that each field's checks are written
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 from iosim.errors import WorkloadError, arg
 from iosim.inputs import limits
 
 
-def check_page_size(page_size: object) -> int | None:
-    """None (a contiguous cache) or a whole number of tokens per page, 1..MAX_PAGE_SIZE."""
+def check_page_size(page_size: object, pass_: str = "fwd") -> int | None:
+    """None (a contiguous cache) or a whole number of tokens per page, 1..MAX_PAGE_SIZE, for a
+    forward pass: a paged KV cache is what inference reads; no backward runs over one."""
     if page_size is None:
         return None
-    return limits.check_int("page_size", page_size, high=limits.MAX_PAGE_SIZE,
+    size = limits.check_int("page_size", page_size, high=limits.MAX_PAGE_SIZE,
                             what="tokens per KV-cache page", error=WorkloadError)
+    if pass_ != "fwd":
+        raise WorkloadError(f"a paged KV cache ({arg('page_size', size)}) is read by inference, "
+                            f"a forward pass; no backward runs over one: use "
+                            f"{arg('pass_', 'fwd')} or drop {arg('page_size')}",
+                            param="page_size")
+    return size
 
 
 def check_shared_prefix(prefix_len: object, suffix_lens: object, *, n: int, n_kv: int,
@@ -103,6 +111,16 @@ def refuse_unmodelled(page_size: int | None, prefix_len: int | None, *, window: 
         raise WorkloadError(f"{arg('prefix_len')} with {arg('latent_kv')} (cascade over MLA's "
                             f"latent cache) is not modelled yet; drop one of them",
                             param="prefix_len")
+
+
+def held_kv_rows(batch: Any, n_kv: Any, prefix_len: int | None,
+                 suffix_lens: tuple[int, ...] | None) -> Any:
+    """Rows of K (and of V) per KV head that a batch holds, over all its requests: batch × N_kv,
+    or for a shared-prefix batch the prefix once and each request's own suffix (the pages the L2
+    model and cascade read once). The footprint and the compulsory traffic both count these."""
+    if prefix_len is not None and suffix_lens:
+        return prefix_len + sum(suffix_lens)
+    return batch * n_kv
 
 
 def describe(page_size: int | None, prefix_len: int | None,

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 from iosim.errors import UnknownGpuError
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.hardware_yaml import load_hardware
-from iosim.inputs.limits import excerpt
+from iosim.inputs.limits import check_path_text, excerpt
 from iosim.inputs.shipped import (
     shipped_dir,
     shipped_yaml_files,
@@ -64,7 +64,7 @@ class ResolvedHardware(Record):
 
 def resolve_hardware(spec: str) -> ResolvedHardware:
     """A --gpu value: a shipped name, an alias, or a path to the user's own YAML."""
-    text = spec.strip()
+    text = check_path_text("hardware", spec, error=UnknownGpuError).strip()
     own = user_yaml(text, "hardware", UnknownGpuError)
     if own is not None:
         return ResolvedHardware(load_hardware(own), spec, "file")

@@ -27,6 +27,10 @@ class BackwardSchedule(Record):
     programs_per_sm: Mapping[int, int]
     """By head dim; a d not listed takes the smallest listed d's."""
     source: str = ""
+    causal_loops: int = 1
+    """Software-pipelined inner loops a program of a causal kernel runs, each paying the
+    overhead (its pipeline's fill and drain): 2 for iosim's Triton kernels (the masked diagonal
+    band, then the rest: kernels_bwd.py), 1 where one loop masks its first steps (FA2's CUDA)."""
 
     def per_sm(self, d: int) -> int:
         """Programs per SM of the backward kernels at head dim `d`."""
@@ -71,6 +75,10 @@ class DecodeFit(Record):
     efficiency: float
     """The share of the HBM and L2 rates the decoding kernels reach."""
     source: str = ""
+    block_s: float | None = None
+    """A split-KV program's latency per key block on its walk (None: not fitted)."""
+    program_flops_per_s: float | None = None
+    """A split-KV program's matmul rate on its walk (None: not fitted)."""
 
 
 class MeasuredProfile(Record):

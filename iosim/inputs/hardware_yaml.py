@@ -24,7 +24,7 @@ import datetime
 import os
 from typing import Any
 
-from iosim.errors import ConfigError
+from iosim.errors import ConfigError, UnknownGpuError
 from iosim.inputs.hardware import (
     KERNEL_KINDS,
     PEAK_DTYPES,
@@ -40,6 +40,7 @@ from iosim.inputs.limits import (
     MAX_SM_COUNT,
     MAX_SRAM_BYTES,
     check_figure,
+    check_path_text,
     clip,
     excerpt,
 )
@@ -67,7 +68,8 @@ _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "
                   "backward_schedule", "paged_kv_efficiency", "impls", "l2_bandwidth",
                   "launch_overhead", "decode_fit"}
 _PAGED_KEYS = {"source", "by_page_size"}
-_SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source"}
+_SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source",
+                  "causal_loops"}
 
 # ---------------------------------------------------------------------------------------------
 # YAML loading
@@ -191,13 +193,16 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
 
 
 def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
-    """measured.decode_fit: {ramp_us: microseconds, efficiency: fraction, source: text}."""
+    """measured.decode_fit: {ramp_us: microseconds, efficiency: fraction, block_us:
+    microseconds (optional), source: text}."""
     key = "measured.decode_fit"
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) != {"ramp_us", "efficiency", "source"}:
+    if not isinstance(raw, dict) or not {"ramp_us", "efficiency", "source"} <= set(raw) or (
+            set(raw) - {"ramp_us", "efficiency", "block_us", "program_tflops", "source"}):
         raise ConfigError(path, key, "expected a mapping {ramp_us: microseconds, efficiency: "
-                                     "fraction, source: text}")
+                                     "fraction, block_us: microseconds, program_tflops: "
+                                     "TFLOP/s (both optional), source: text}")
     ramp, eff, source = raw["ramp_us"], raw["efficiency"], raw["source"]
     if isinstance(ramp, bool) or not isinstance(ramp, (int, float)) or not 0 <= ramp <= 1000:
         raise ConfigError(path, f"{key}.ramp_us",
@@ -205,9 +210,21 @@ def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
     if isinstance(eff, bool) or not isinstance(eff, (int, float)) or not 0 < eff <= 1.5:
         raise ConfigError(path, f"{key}.efficiency", f"must be a number in (0, 1.5], got "
                                                      f"{excerpt(eff)}")
+    block = raw.get("block_us")
+    if block is not None and (isinstance(block, bool) or not isinstance(block, (int, float))
+                              or not 0 < block <= 1000):
+        raise ConfigError(path, f"{key}.block_us",
+                          f"must be a number of microseconds in (0, 1000], got {excerpt(block)}")
+    tflops = raw.get("program_tflops")
+    if tflops is not None and (isinstance(tflops, bool) or not isinstance(tflops, (int, float))
+                               or not 0 < tflops <= 1000):
+        raise ConfigError(path, f"{key}.program_tflops",
+                          f"must be a number of TFLOP/s in (0, 1000], got {excerpt(tflops)}")
     if not isinstance(source, str) or not source.strip():
         raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
-    return DecodeFit(float(ramp) * 1e-6, float(eff), source.strip())
+    return DecodeFit(float(ramp) * 1e-6, float(eff), source.strip(),
+                     None if block is None else float(block) * 1e-6,
+                     None if tflops is None else float(tflops) * 1e12)
 
 
 def _launch_overhead(path: str, raw: Any) -> float | None:
@@ -272,8 +289,12 @@ def _schedule(path: str, raw: Any) -> BackwardSchedule:
         raise ConfigError(path, f"{key}.programs_per_sm",
                           f"must map head dims to whole numbers >= 1 (e.g. {{64: 2, 128: 1}}), "
                           f"got {per_sm!r}")
+    loops = raw.get("causal_loops", 1)
+    if isinstance(loops, bool) or not isinstance(loops, int) or not 1 <= loops <= 4:
+        raise ConfigError(path, f"{key}.causal_loops",
+                          f"must be a whole number of inner loops from 1 to 4, got {loops!r}")
     return BackwardSchedule(float(eff), float(overhead) * 1e-6, dict(per_sm),
-                            str(raw.get("source", "")))
+                            str(raw.get("source", "")), loops)
 
 
 def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
@@ -285,7 +306,7 @@ def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
 
 def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     """Load and validate one hardware YAML file."""
-    where = path_text(path)
+    where = path_text(check_path_text("path", path, error=UnknownGpuError))
     raw = _read_yaml(where)
     if not isinstance(raw, dict):
         raise ConfigError(where, None, f"expected a mapping of keys at the top level, the "

@@ -21,7 +21,7 @@ from typing import Any
 
 import numpy as np
 
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 from iosim.inputs.ints import Int
 from iosim.record import Record
 
@@ -137,30 +137,35 @@ class Implementation(Record):
         it needs them equal; MLA's latent cache (every profile reads V as a tensor of its own)."""
         if latent_kv:
             raise IosimError(f"{self.name} reads V as a tensor of its own; MLA's latent cache "
-                             f"(--latent-kv) is modelled without --impl (--algo splitkv: "
-                             f"FlashMLA's tiles)")
+                             f"({arg('latent_kv')}) is modelled without {arg('impl')} "
+                             f"({arg('algorithms', 'splitkv')}: FlashMLA's tiles)",
+                             param="latent_kv")
         if d_v is not None and d_v != d and self.head_dim_v_same:
             raise IosimError(f"{self.name} needs V's head dim equal to Q's and K's "
-                             f"({self.head_dim_v_same}), got --d {d} --d-v {d_v}; use "
-                             f"another --impl, or none")
+                             f"({self.head_dim_v_same}), got {arg('d', d)} {arg('d_v', d_v)}; "
+                             f"use another {arg('impl')}, or none", param="d_v")
         if backward and self.algorithm != "standard" and not self.backward_tiles:
             raise IosimError(f"{self.name}'s profile declares no backward tiles ({self.backward.value}; "
-                             f"{self.backward.source}); use --pass fwd, or --impl sdpa-flash for "
-                             f"FlashAttention-2's backward")
+                             f"{self.backward.source}); use {arg('pass_', 'fwd')}, or "
+                             f"{arg('impl', 'sdpa-flash')} for FlashAttention-2's backward",
+                             param="pass_")
         if gqa and self.refuses_gqa:
             raise IosimError(f"{self.name} does not run GQA ({self.gqa.value}; "
-                             f"{self.gqa.source}); use --kv-heads equal to --heads or another "
-                             f"--impl")
+                             f"{self.gqa.source}); use {arg('kv_heads')} equal to "
+                             f"{arg('heads')} or another {arg('impl')}", param="kv_heads")
         if dtype not in self.dtypes:
-            raise IosimError(f"{self.name} runs {', '.join(self.dtypes)}, not {dtype} "
-                             f"({self.head_dim_source}); use --dtype {self.dtypes[0]} or "
-                             f"another --impl")
+            # (the profile's dtypes carry no source of their own: none is quoted; the head
+            # dim's source, quoted here before, is about head dims)
+            raise IosimError(f"{self.name} runs {', '.join(self.dtypes)} (its profile's dtypes), "
+                             f"not {arg('dtype', dtype)}; use {arg('dtype', self.dtypes[0])} or "
+                             f"another {arg('impl')}", param="dtype")
         if d > self.head_dim_max or d % self.head_dim_multiple:
             rule = (f"at most {self.head_dim_max}" + (
                 f" and a multiple of {self.head_dim_multiple}" if self.head_dim_multiple > 1
                 else ""))
-            raise IosimError(f"{self.name} refuses --d {d}: its head dim must be {rule} "
-                             f"({self.head_dim_source}); use another --impl or --d")
+            raise IosimError(f"{self.name} refuses {arg('d', d)}: its head dim must be {rule} "
+                             f"({self.head_dim_source}); use another {arg('impl')} or "
+                             f"{arg('d')}", param="d")
 
     def extra_kernels_for(self, *, gqa: bool, causal: bool) -> tuple[ExtraKernel, ...]:
         """The extra kernels that run for a workload with or without GQA and a causal mask."""

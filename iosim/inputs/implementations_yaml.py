@@ -11,7 +11,7 @@ import os
 from functools import cache
 from typing import TYPE_CHECKING, Any
 
-from iosim.errors import ConfigError, IosimError
+from iosim.errors import ConfigError, IosimError, arg
 from iosim.inputs.implementations import (
     EXTRA_KERNELS,
     ExtraKernel,
@@ -21,7 +21,16 @@ from iosim.inputs.implementations import (
     TileRow,
     Trait,
 )
-from iosim.inputs.limits import excerpt
+from iosim.inputs.limits import (
+    MAX_BLOCK,
+    MAX_HEAD_DIM,
+    MAX_REGISTERS_PER_THREAD,
+    MAX_SHARED_TILES,
+    MAX_SRAM_BYTES,
+    MAX_STAGES,
+    MAX_WARPS,
+    excerpt,
+)
 from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.inputs.shipped import shipped_dir, shipped_folder, shipped_yaml_files, yaml_stem
 
@@ -56,6 +65,20 @@ _ROW_VALUES = {"block_q", "block_kv", "warps", "stages", "shared_bytes", "regist
                "source"}
 
 
+_ROW_BOUNDS = {
+    "d_max": (1, MAX_HEAD_DIM), "block_q": (1, MAX_BLOCK), "block_kv": (1, MAX_BLOCK),
+    "warps": (1, MAX_WARPS), "stages": (1, MAX_STAGES),
+    "registers_per_thread": (1, MAX_REGISTERS_PER_THREAD),
+    "shared_bytes": (1, MAX_SRAM_BYTES), "smem_per_block_min": (0, MAX_SRAM_BYTES),
+    "smem_per_sm_below": (0, MAX_SRAM_BYTES),
+}
+"""The whole-number range of every integer of a tile row (inputs/limits.py gives each bound's
+reason): beyond them a number is physically impossible (1,025 threads in a block, 256
+registers per thread) or leaves the int64 the sweeps carry it in."""
+
+_TILE_COUNTS = (0, MAX_SHARED_TILES)
+"""shared_memory's q_tiles, kv_tiles and score_tiles."""
+
 _IMPLS = ("impls", "implementation profiles")
 """The shipped profiles' folder and what its files are called in an error (shipped.py)."""
 
@@ -81,8 +104,10 @@ def get_implementation(name_or_path: str) -> Implementation:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
-            raise IosimError(f"--impl {name_or_path}: no such file; give a shipped name "
-                             f"({', '.join(shipped_implementations())}) or a YAML path")
+            what = "is a folder, not a file" if path.is_dir() else "no such file"
+            raise IosimError(f"{arg('impl', name_or_path)}: {what}; give a shipped name "
+                             f"({', '.join(shipped_implementations())}) or a YAML path",
+                             param="impl")
         return _load(str(path.resolve()))
     name = name_or_path.strip().lower()
     if name not in shipped_implementations():
@@ -117,6 +142,17 @@ def _need(data: dict[str, Any], key: str, kind: type | tuple[type, ...], path: s
     return value
 
 
+def _bounded(data: dict[str, Any], key: str, path: str, where: str, low: int, high: int) -> int:
+    """data[key], a whole number in [low, high] (not a bool, float or string of digits)."""
+    value = data.get(key)
+    if key not in data:
+        raise ConfigError(path, where + key, "missing")
+    if isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high:
+        raise ConfigError(path, where + key, f"must be a whole number from {low:,} to "
+                          f"{high:,}, got {excerpt(value)}")
+    return value
+
+
 def _mapping(value: Any, path: str, key: str, allowed: set[str]) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise ConfigError(path, key, f"must be a mapping, got {type(value).__name__}")
@@ -138,8 +174,7 @@ def _rows(value: Any, path: str, key: str) -> tuple[TileRow, ...]:
         m = _mapping(raw, path, where, _ROW_MATCH | _ROW_VALUES)
         w = where + "."
         for size in ("d_max", "block_q", "block_kv", "warps"):
-            if _need(m, size, int, path, w) < 1:
-                raise ConfigError(path, w + size, "must be at least 1")
+            _bounded(m, size, path, w, *_ROW_BOUNDS[size])
         cc = m.get("cc", [])
         if not isinstance(cc, list) or not all(isinstance(c, str) and c.isdigit() for c in cc):
             raise ConfigError(path, w + "cc", 'must be a list of compute capabilities like "86"')
@@ -149,7 +184,7 @@ def _rows(value: Any, path: str, key: str) -> tuple[TileRow, ...]:
         causal = m.get("causal")
         if causal is not None and not isinstance(causal, bool):
             raise ConfigError(path, w + "causal", f"must be true or false, got {excerpt(causal)}")
-        optional = {k: _need(m, k, int, path, w) for k in
+        optional = {k: _bounded(m, k, path, w, *_ROW_BOUNDS[k]) for k in
                     ("smem_per_block_min", "smem_per_sm_below", "stages", "shared_bytes",
                      "registers_per_thread") if k in m}
         rows.append(TileRow(m["d_max"], m["block_q"], m["block_kv"], m["warps"],
@@ -162,10 +197,12 @@ def _shared(data: dict[str, Any], key: str, path: str) -> SharedMemory | None:
     if key not in data:
         return None
     m = _mapping(data[key], path, key, {"q_tiles", "kv_tiles", "score_tiles", "source"})
-    return SharedMemory(_need(m, "q_tiles", int, path, key + "."),
-                        _need(m, "kv_tiles", int, path, key + "."),
-                        _need(m, "source", str, path, key + "."),
-                        _need(m, "score_tiles", int, path, key + ".") if "score_tiles" in m else 0)
+    where = key + "."
+    return SharedMemory(_bounded(m, "q_tiles", path, where, *_TILE_COUNTS),
+                        _bounded(m, "kv_tiles", path, where, *_TILE_COUNTS),
+                        _need(m, "source", str, path, where),
+                        _bounded(m, "score_tiles", path, where, *_TILE_COUNTS)
+                        if "score_tiles" in m else 0)
 
 
 def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
@@ -230,10 +267,12 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     return Implementation(
         persistent=persistent,
         name=name, title=_need(data, "title", str, path), runs=runs, algorithm=algorithm,
-        dtypes=tuple(dtypes), head_dim_max=_need(hd, "max", int, path, "head_dim."),
-        head_dim_multiple=int(hd.get("multiple_of", 1)),
+        dtypes=tuple(dtypes), head_dim_max=_bounded(hd, "max", path, "head_dim.", 1, MAX_HEAD_DIM),
+        head_dim_multiple=(_bounded(hd, "multiple_of", path, "head_dim.", 1, MAX_HEAD_DIM)
+                           if "multiple_of" in hd else 1),
         head_dim_source=_need(hd, "source", str, path, "head_dim."),
-        head_dim_v_same=str(hd.get("v_same_source", "")),
+        head_dim_v_same=(_need(hd, "v_same_source", str, path, "head_dim.")
+                         if "v_same_source" in hd else ""),
         forward_tiles=forward, backward_tiles=backward, shared_memory=shared,
         backward_shared_memory=bwd_shared,
         launch_order=_trait(data, "launch_order", path),

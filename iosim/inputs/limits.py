@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from iosim.errors import IosimError, arg
 
@@ -74,12 +74,35 @@ sequence is one partly filled page."""
 MAX_REQUESTS: Final = 1 << 16
 """Requests of a shared-prefix batch (--suffix-lens): each is a term of the exact sums."""
 
+MAX_WARPS: Final = 32
+"""Warps of one program in an implementation profile's tile row: 1,024 threads, the most a
+CUDA thread block (and a HIP workgroup) may have (CUDA C++ Programming Guide, "Compute
+Capabilities", maximum number of threads per block: 1024)."""
+
+MAX_REGISTERS_PER_THREAD: Final = 255
+"""A tile row's registers_per_thread: the most a thread may have (CUDA C++ Programming Guide,
+"Compute Capabilities", maximum number of 32-bit registers per thread: 255)."""
+
+MAX_STAGES: Final = 64
+"""A tile row's pipeline stages (real kernels use 1 to 8)."""
+
+MAX_SHARED_TILES: Final = 64
+"""An implementation profile's shared_memory tile counts (q_tiles, kv_tiles, score_tiles; real
+kernels hold 0 to 3 of each)."""
+
 MAX_SM_COUNT: Final = 1 << 12
 """A YAML's sm_count (today's largest GPUs have 100 to 300)."""
 
 MAX_FIGURE: Final = 1e24
 """Any hardware figure in its base unit (bytes, bytes/s, FLOP/s): 10^24 is 10^6 times the
 largest real one; the smallest accepted is 1."""
+
+MAX_MASK_BLOCKS: Final = 1 << 20
+"""Row blocks (and key blocks) one (batch, head) of a masked workload (--window, --seqlens) may
+have: the mask's exact sums hold one entry per block (algorithms/masks.py), so N = 2^26 in
+blocks of B_r = 1 (flash1's Alg. 1 rule at d = 1) took 80 s and gigabytes. 2^20 blocks is N =
+2^26 in blocks of 64 (flash1 at d = 64; flash2's code tiles are 64 to 128 rows): about 2 s for
+a forward compare on this loaded 2-core machine, well under one unloaded."""
 
 MAX_EXECUTOR_BYTES: Final = 1 << 30
 """Memory `verify` may allocate for one executor run's arrays (inputs, outputs, gradients)."""
@@ -93,6 +116,12 @@ MAX_FILE_NAME_BYTES: Final = 255
 
 MAX_EXPLAIN_SCORES: Final = 1024
 """`iosim explain softmax --scores`: numbers in one row (its tables have a line per score)."""
+
+MAX_EXPLAIN_MAGNITUDE: Final = 1e9
+"""`iosim explain softmax`: the largest |score| and |value component|. Beyond it a score's
+difference s − m or a sum of 1,024 weighted values can leave float64 (±1e308 gave an output of
+inf beside the one-pass 1e308, and numpy's overflow warnings), and the tables' fixed-point
+columns would print hundreds of digits."""
 
 MAX_EXPLAIN_VALUE_DIM: Final = 64
 """`iosim explain softmax --values`: components of each value vector."""
@@ -125,10 +154,76 @@ def _short_repr(value: object, limit: int) -> str:
         return f"<{type(value).__name__}>"
 
 
+def _numpy_bool(value: object) -> bool:
+    """Whether `value` is numpy's bool (np.bool_; named "bool" since numpy 2), without
+    importing numpy."""
+    kind = type(value)
+    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
+
+
+def as_whole(value: Any) -> Any:
+    """`value` as a Python int when it is a whole number of another integer type (numpy's
+    int64, uint32, ...: what `np.arange` and array indexing give), else unchanged, so that the
+    checks below accept them and what is stored is a plain int. bool (and numpy's bool_) stay
+    as they are: a flag is not a count."""
+    if isinstance(value, int) or _numpy_bool(value):
+        return value
+    index = getattr(type(value), "__index__", None)
+    if index is None or isinstance(value, (str, bytes)):
+        return value
+    try:
+        return int(index(value))
+    except (TypeError, ValueError):
+        return value
+
+
+def as_real(value: Any) -> Any:
+    """`value` as a Python float when it is a real number of another type (numpy's float32 or
+    int64), else unchanged; bools stay as they are."""
+    if isinstance(value, (bool, int, float)) or _numpy_bool(value):
+        return value
+    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
+        return float(value)  # numpy's float32, int64, ... scalars (numbers.Real, unimported)
+    return value
+
+
+def check_flag(name: str, value: object, *, error: type[IosimError] = IosimError) -> bool:
+    """True or False (numpy's bool_ too); anything else, such as the truthy string "no" or
+    None, is refused: a flag taken for its truth value would silently mean something else."""
+    if isinstance(value, bool):
+        return value
+    if _numpy_bool(value):
+        return bool(value)
+    raise error(f"{arg(name)} must be True or False, got {excerpt(value)}", param=name)
+
+
+def as_names(name: str, value: object, *, error: type[IosimError] = IosimError
+             ) -> tuple[str, ...]:
+    """A list of names: a sequence of strings, or one string of comma-separated names (as the
+    CLI's flags take them), so that "flash2" is one name and not five letters."""
+    if isinstance(value, str):
+        return tuple(part.strip() for part in value.split(","))
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return tuple(value)
+    raise error(f"{arg(name)} must be a list of names or one comma-separated string, got "
+                f"{excerpt(value)}", param=name)
+
+
+def check_path_text(name: str, value: object, *, error: type[IosimError] = IosimError) -> str:
+    """A name or a file path: a str, or an os.PathLike (pathlib.Path) as its str."""
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if isinstance(value, str):
+        return value
+    raise error(f"{arg(name)} must be a name or a file path (a str or pathlib.Path), got "
+                f"{excerpt(value)}", param=name)
+
+
 def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = "",
               error: type[IosimError] = IosimError) -> int:
     """A whole number in [low, high]; `name` is the parameter (n, block_kv, seed, ...), which
-    the CLI spells as its flag."""
+    the CLI spells as its flag. Numpy integers count as whole numbers (as_whole)."""
+    value = as_whole(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise error(f"{arg(name)} must be a whole number, got {excerpt(value)}")
     if value < low:
@@ -142,6 +237,8 @@ def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = 
 
 def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tuple[int, ...]:
     """Packed sequence lengths: a non-empty list of at most MAX_SEQLENS whole numbers >= 1."""
+    if type(value).__name__ == "ndarray":  # numpy's array of lengths: its entries, in order
+        value = list(value)  # type: ignore[call-overload]
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
         raise error(f"{arg('seqlens')} must be a list of sequence lengths, got {excerpt(value)}; "
                     f"e.g. [512, 3000, 77]", param="seqlens")
@@ -152,14 +249,15 @@ def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tup
         raise error(f"{arg('seqlens')} has {len(value):,} sequences, beyond the "
                     f"{MAX_SEQLENS:,} iosim models in one packed batch; pack fewer",
                     param="seqlens")
-    for position, length in enumerate(value):
+    lengths = [as_whole(length) for length in value]
+    for position, length in enumerate(lengths):
         if isinstance(length, bool) or not isinstance(length, int):
             raise error(f"{arg('seqlens')} entry {position + 1} must be a whole number of "
                         f"tokens, got {excerpt(length)}", param="seqlens")
         if not 1 <= length <= MAX_LENGTH:
             raise error(f"{arg('seqlens')} entry {position + 1} is {excerpt(length)}; each "
                         f"length must be between 1 and {MAX_LENGTH:,}", param="seqlens")
-    return tuple(value)
+    return tuple(int(length) for length in lengths)
 
 
 def check_workload_size(n: int, n_kv: int, d: int, batch: int, heads: int, *,
@@ -193,6 +291,18 @@ def check_figure(value: float, shown: object) -> str | None:
     if value > MAX_FIGURE:
         return f"{excerpt(shown)} is beyond the {MAX_FIGURE:.0e} iosim accepts for any figure"
     return None
+
+
+def check_mask_blocks(blocks: int, *, rows: bool, length: int, block: int) -> None:
+    """Refuse a masked workload cut into more than MAX_MASK_BLOCKS row (or key) blocks."""
+    if blocks > MAX_MASK_BLOCKS:
+        name, side = ("block_q", "N") if rows else ("block_kv", "N_kv")
+        raise IosimError(
+            f"a window or packed sequences over {length:,} tokens ({side}) in blocks of "
+            f"{block:,} make {blocks:,} {'row' if rows else 'key'} blocks, beyond the "
+            f"{MAX_MASK_BLOCKS:,} the mask's exact sums hold; use a larger {arg(name)} (at "
+            f"least {-(-length // MAX_MASK_BLOCKS):,}) or a larger head dim's blocks, or a "
+            f"shorter sequence", param=name)
 
 
 def check_executor_memory(batch: int, heads: int, kv_heads: int, n: int, n_kv: int,

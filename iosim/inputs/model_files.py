@@ -15,7 +15,15 @@ from pathlib import Path
 from typing import Any
 
 from iosim.errors import ConfigError, IosimError, UnknownModelError
-from iosim.inputs.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_LENGTH, clip, excerpt
+from iosim.inputs.limits import (
+    MAX_HEAD_DIM,
+    MAX_HEADS,
+    MAX_LAYERS,
+    MAX_LENGTH,
+    check_path_text,
+    clip,
+    excerpt,
+)
 from iosim.inputs.models import MLA_KEYS, LayerGroup, MlaDims, Model, ModelFigure
 from iosim.inputs.safe_yaml import read_yaml
 from iosim.inputs.shipped import shipped_dir, shipped_yamls, user_yaml
@@ -156,6 +164,7 @@ def _check_mla(path: str, dims: MlaDims, figures: Mapping[str, ModelFigure]) -> 
 
 def load_model(path: str | os.PathLike[str]) -> Model:
     """Load and validate one model YAML file."""
+    path = check_path_text("path", path, error=UnknownModelError)
     where = str(Path(path))
     raw = read_yaml(Path(path))
     if not isinstance(raw, dict):
@@ -232,7 +241,7 @@ def list_models() -> list[Model]:
 
 def resolve_model(spec: str) -> Model:
     """A --model value: a shipped name, an alias, or a path to the user's own YAML."""
-    text = spec.strip()
+    text = check_path_text("model", spec, error=UnknownModelError).strip()
     own = user_yaml(text, "model", UnknownModelError)
     if own is not None:
         return load_model(own)

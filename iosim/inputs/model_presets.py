@@ -17,6 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from iosim.errors import ModelError, arg
+from iosim.inputs.limits import excerpt
 from iosim.inputs.models import LayerGroup, Model
 from iosim.inputs.workload import Workload
 from iosim.record import Record
@@ -82,6 +83,10 @@ def refuse_contradictions(model: Model, groups: tuple[LayerGroup, ...],
 def _builder(base: Base) -> Build:
     if callable(base):
         return base
+    if not isinstance(base, Mapping):
+        raise ModelError(f"{arg('base')} must be a mapping of Workload arguments (e.g. "
+                         f"{{'n': 8192, 'batch': 4}}) or a function of the preset's fields, got "
+                         f"{excerpt(base)}", param="base")
     overlap = [name for name in base if name in PRESET_FIELDS]
     if overlap:
         raise ModelError(f"{arg(overlap[0])} is filled by the model preset; pass it in `given` "

@@ -107,7 +107,9 @@ def user_yaml(text: str, what: str, error: type[IosimError]) -> str | None:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise error(f"cannot use {what} file {excerpt(text)}: {reason}") from None
     if not is_file:
-        raise error(f"no such {what} file: {clip(text, 200)}")
+        folder = Path(text).is_dir()
+        raise error(f"{clip(text, 200)} is a folder, not a {what} file; give the path of a "
+                    f"YAML file" if folder else f"no such {what} file: {clip(text, 200)}")
     return text
 
 

@@ -89,8 +89,28 @@ class Workload(Record, init=False):
                  suffix_lens: tuple[int, ...] | None = None) -> None:
         """Sizes in tokens and heads, `dtype` of Q, K, V (and O, except for FP8); raises
         WorkloadError, naming the parameter, for a workload that cannot exist."""
+        for field, given, choices in (("dtype", dtype, tuple(DTYPE_BYTES)),
+                                      ("pass_", pass_, PASSES), ("packing", packing, PACKINGS),
+                                      ("fp8_scales", fp8_scales, (None, *FP8_SCALES))):
+            if not isinstance(given, str) and not (given is None and None in choices):
+                # a list or an array here would reach `in` tests that raise TypeError
+                raise WorkloadError(f"unknown {arg(field)} {limits.excerpt(given)}; use one of "
+                                    f"{', '.join(c for c in choices if c)}", param=field)
         if fp8_scales is None and dtype in FP8_DTYPES:
             fp8_scales = "tensor"
+        # numpy's ints and floats (np.arange, array indexing) become Python ones; a flag must be
+        # a bool (causal="no" is truthy: taken as True it would count a causal mask)
+        whole = limits.as_whole
+        n, n_kv, d, heads, kv_heads, batch = (whole(n), whole(n_kv), whole(d), whole(heads),
+                                              whole(kv_heads), whole(batch))
+        window, d_v, page_size, prefix_len = (whole(window), whole(d_v), whole(page_size),
+                                              whole(prefix_len))
+        causal = limits.check_flag("causal", causal, error=WorkloadError)
+        latent_kv = limits.check_flag("latent_kv", latent_kv, error=WorkloadError)
+        unfused = limits.as_names("unfused", unfused, error=WorkloadError) if unfused else ()
+        sparsity = limits.as_real(sparsity)
+        if type(suffix_lens).__name__ == "ndarray":
+            suffix_lens = tuple(suffix_lens)  # type: ignore[arg-type]
         values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
                       kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
                       causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity,
@@ -190,9 +210,6 @@ class Workload(Record, init=False):
 
     def _validate_variants(self) -> None:
         """MLA's latent cache and FP8's scales (issue 14 items 4-5)."""
-        if not isinstance(self.latent_kv, bool):
-            raise WorkloadError(f"{arg('latent_kv')} must be True or False, got "
-                                f"{limits.excerpt(self.latent_kv)}")
         if self.latent_kv and self.kv_heads != 1:
             raise WorkloadError(
                 f"{arg('latent_kv')} needs one latent KV head that every query head reads, got "
@@ -223,7 +240,8 @@ class Workload(Record, init=False):
                 f"{arg('pass_', 'fwd')} or a 16-bit dtype", param="dtype")
 
     def _validate_decoding(self) -> None:
-        object.__setattr__(self, "page_size", decoding.check_page_size(self.page_size))
+        object.__setattr__(self, "page_size", decoding.check_page_size(self.page_size,
+                                                                       self.pass_))
         if self.page_size is not None and self.sparsity != 1:
             raise WorkloadError(f"a paged KV cache is modelled with a dense mask; drop "
                                 f"{arg('sparsity')} or {arg('page_size')}", param="sparsity")

@@ -47,8 +47,18 @@ class _RstripWriter:
 
 def pipe_columns(default: int = PIPE_WIDTH) -> int:
     """Columns for output that is not a terminal: $COLUMNS when it is a number ≥ 40, else `default`."""
-    columns = os.environ.get("COLUMNS", "")
-    return int(columns) if columns.isdigit() and int(columns) >= 40 else default
+    columns = env_columns()
+    return columns if columns is not None and columns >= 40 else default
+
+
+def env_columns() -> int | None:
+    """$COLUMNS as a whole number, or None when unset or not one: "²" is a digit to
+    str.isdigit() and no number to int() (it was a ValueError traceback)."""
+    try:
+        columns = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return None
+    return columns if columns >= 0 else None
 
 
 def plain_width(*, pipe_width: int = PIPE_WIDTH) -> int | None:
@@ -93,9 +103,9 @@ def terminal_width() -> int | None:
         except (AttributeError, ValueError, OSError):
             continue
         break
-    columns = os.environ.get("COLUMNS")
-    if columns is not None and columns.isdigit():
-        width = int(columns)
+    columns = env_columns()
+    if columns is not None:
+        width = columns
     return width or 80
 
 

@@ -84,3 +84,9 @@ def fmt_intensity(flops_per_byte: float) -> str:
     if flops_per_byte in (float("inf"), float("-inf")) or flops_per_byte != flops_per_byte:
         return "—"
     return "0" if flops_per_byte == 0 else f"{flops_per_byte:.1f}"
+
+
+def fmt_ratio(ratio: float) -> str:
+    """A speed-up or traffic ratio: '2.00×'; below 0.01 two significant digits ('0.0022×'),
+    so that a 450-fold slowdown is not printed as a speed-up of 0.00×."""
+    return f"{ratio:.2f}×" if ratio >= 0.005 else f"{ratio:.2g}×"

@@ -25,7 +25,13 @@ class Series(Record):
 _AXIS_LABELS = {"gpu": "GPU", "dtype": "", "pass_": "", "causal": "causal", "batch": "batch",
                 "heads": "heads", "kv_heads": "kv heads", "d": "d", "d_v": "d_v", "n": "N", "n_kv": "N_kv",
                 "sram_bytes": "SRAM", "sram_elements": "M", "block_q": "B_r",
-                "block_kv": "B_c"}
+                "block_kv": "B_c", "sparsity": "s", "splits": "splits", "window": "window"}
+"""A caption word for every sweep axis (sweep_spec.AXES: tests/test_hostile_variants.py holds
+them equal; a missing one was a KeyError as soon as that axis varied in a figure)."""
+
+_NONE_TEXT = {"window": "no window", "kv_heads": "kv heads = heads", "n_kv": "N_kv = N",
+              "d_v": "d_v = d"}
+"""How a None (the default) reads where "auto" would say something untrue."""
 
 
 def value_text(result: SweepResult, axis: str, i: int) -> str:
@@ -36,7 +42,7 @@ def value_text(result: SweepResult, axis: str, i: int) -> str:
     if axis == "causal":
         return "causal" if value else "non-causal"
     if value is None:
-        return f"{_AXIS_LABELS[axis]} auto"
+        return _NONE_TEXT.get(axis, f"{_AXIS_LABELS[axis]} auto")
     if axis == "sram_bytes":
         return f"SRAM {fmt_binary_bytes(value)}"
     label = _AXIS_LABELS[axis]

@@ -97,7 +97,8 @@ def _splits_text(c: Comparison, a: AlgorithmEstimate) -> str:
     per = -(-t_c // a.tiling.splits)
     packed = (f"; the {w.group_size} query heads of each KV head packed into one tile "
               f"(seqlenq_ngroups_swapped)" if packs_heads(w.n, w.heads, w.kv_heads) else "")
-    return (f"{a.tiling.splits} KV splits of {per} key blocks ({a.tiling.splits_rule})"
+    blocks = "key block" if per == 1 else "key blocks"
+    return (f"{a.tiling.splits} KV splits of {per} {blocks} ({a.tiling.splits_rule})"
             f"{packed}")
 
 

@@ -3,32 +3,33 @@
 from __future__ import annotations
 
 from rich.console import Console
-from rich.table import Table
 
 from iosim.analysis.split_choice import SplitChoice
 from iosim.output.numbers import fmt_time
-from iosim.output.tables import rich_markdown, simple_table
+from iosim.output.plain import TextTable
+from iosim.output.tables import compact_table, rich_markdown
 
 
-def split_table(choice: SplitChoice) -> Table:
-    """The rich table: one row per split count FA2 would run (JSON has every count and its
-    HBM bytes)."""
+def split_table(choice: SplitChoice) -> TextTable:
+    """The rich table: one row per split count FA2 would run (JSON has the same rows with their
+    HBM bytes and chain terms)."""
     best, fa2 = choice.best.splits, choice.heuristic
-    table = simple_table(
-        f"splitkv per split count {choice.bound}; blocks: key blocks per split; counts "
-        f"that leave a split empty skipped",
-        [("splits", "right"), ("blocks", "right"), ("CTAs", "right"), ("util", "right"),
+    table = compact_table(
+        f"splitkv per split count {choice.bound} (the decoding time model; roof: "
+        f"compare's roofline); blocks: key blocks per split; waves of the GPU's resident programs; "
+        f"counts that leave a split empty skipped",
+        [("splits", "right"), ("blocks", "right"), ("waves", "right"),
          ("kernel", "right"), ("combine", "right"), ("time", "right"), ("÷best", "right"),
-         ("pick", "left")])
+         ("roof", "right"), ("pick", "left")])
     for r in choice.rows:
         if not r.eligible:
             continue
         mark = ", ".join(m for m, on in (("best", r.splits == best), ("FA2", r.splits == fa2))
                          if on)
-        table.add_row(str(r.splits), str(r.blocks_per_split), f"{r.programs:,}",
-                      f"{r.utilisation:.0%}", fmt_time(r.split_kernel_s),
+        table.add_row(str(r.splits), str(r.blocks_per_split), str(r.waves),
+                      fmt_time(r.split_kernel_s),
                       fmt_time(r.combine_s) if r.combine_s else "—", fmt_time(r.time_s),
-                      f"{r.time_s / choice.best.time_s:.2f}×", mark)
+                      f"{r.time_s / choice.best.time_s:.2f}×", fmt_time(r.compare_s), mark)
     return table
 
 

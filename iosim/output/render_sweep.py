@@ -20,6 +20,7 @@ from rich.text import Text
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult
 from iosim.output.console import PIPE_WIDTH, make_console
+from iosim.output.numbers import fmt_ratio
 from iosim.output.plain import TextTable
 from iosim.output.render import (
     fmt_binary_bytes,
@@ -81,10 +82,10 @@ def _rows(result: SweepResult, limit: int | None, *, wide: bool = False
             *([fmt_bytes(float(columns["hbm_read_bytes"][i])),
                fmt_bytes(float(columns["hbm_write_bytes"][i]))] if wide else []),
             fmt_bytes(float(columns["hbm_bytes"][i])),
-            f"{columns['traffic_ratio_vs_standard'][i]:.2f}×",
+            fmt_ratio(columns['traffic_ratio_vs_standard'][i]),
             *([fmt_count(float(columns["flops"][i]))] if wide else []),
             fmt_time(float(columns["time_s"][i])),
-            f"{columns['speedup_vs_standard'][i]:.2f}×",
+            fmt_ratio(columns['speedup_vs_standard'][i]),
             str(columns["bound"][i]),
         ]
         rows.append(cells)

@@ -15,6 +15,7 @@ from iosim.output.numbers import (
     fmt_flops,
     fmt_flops_fit,
     fmt_intensity,
+    fmt_ratio,
     fmt_time,
 )
 from iosim.output.plain import LabelGrid, TextTable
@@ -69,8 +70,8 @@ def summary_table(c: Comparison, *, wide: bool = False) -> TextTable:
     for a in c.algorithms:
         flops = [fmt_flops(a.flops)] if wide else []
         table.add_row(a.name, _tiling(a), fmt_bytes(a.hbm_bytes),
-                      f"{a.traffic_ratio_vs_standard:.2f}×", *flops,
-                      fmt_time(a.time_s), f"{a.speedup_vs_standard:.2f}×", a.bound,
+                      fmt_ratio(a.traffic_ratio_vs_standard), *flops,
+                      fmt_time(a.time_s), fmt_ratio(a.speedup_vs_standard), a.bound,
                       fmt_bytes(a.footprint.extra_bytes), "yes" if a.footprint.fits else "NO")
     return table
 

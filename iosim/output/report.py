@@ -174,6 +174,9 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
                   render_tables.kernel_table(comparison, wide=True),
                   render_tables.tensor_table(comparison)):
         blocks.append(_rich_table(table))
+    verdict = _shared_prefix_verdict(comparison, request)
+    if verdict is not None:  # compare's closing sentence, from the decoding time model
+        blocks.append(Para(verdict.sentence()))
     kernels = table_csv(pd.DataFrame(render_rows(comparison)), "compare_kernels.csv")
     terms = table_csv(pd.DataFrame(comparison.term_records()), "compare_terms.csv")
     blocks.append(Links([("kernels (CSV)", kernels), ("traffic terms with their algorithm "
@@ -226,6 +229,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
                Links([("data (CSV)", table_csv(sweep_frame(by_gpu), "gpu_comparison.csv"))])]
 
     summary = _summary(request, comparison, by_gpu, report, folder)
+    if verdict is not None:
+        summary["shared_prefix"] = verdict.to_dict()
     (folder / "summary.json").write_text(strict_json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
                                          encoding="utf-8")
     report.files.append(folder / "summary.json")
@@ -308,6 +313,15 @@ def render_rows(c: Comparison) -> list[dict[str, Any]]:
 def _rich_table(table: Any) -> TableBlock:
     headers, rows, right = table_cells(table)
     return TableBlock(headers, rows, right, str(table.title or ""))
+
+
+def _shared_prefix_verdict(c: Comparison, request: ReportRequest) -> Any:
+    """compare's cascade-vs-split-KV verdict (analysis/cascade_verdict.py), or None."""
+    from iosim.analysis.cascade_verdict import cascade_verdict
+
+    options = {k: v for k, v in dict(request.options).items()
+               if k in ("sram_elements", "tiles")}
+    return cascade_verdict(c, sram=request.sram, profile=request.profile, **options)
 
 
 def _summary(request: ReportRequest, c: Comparison, by_gpu: SweepResult, report: Report,

@@ -1,0 +1,106 @@
+"""Which kernel a counter charges a dirty line's write-back to, when kernels run back to back.
+
+iosim's L2 estimate (estimates/l2.py) charges every written tile's write-back to the kernel that
+writes it. A counter (ncu, one evict before the backward and one after) sees the write-back
+where it happens: when the line leaves the L2, which may be one or several kernels later, or at
+the closing evict. This ledger moves each kernel's estimated DRAM writes to where an LRU
+write-back cache evicts them. Pure: no GPU.
+
+The model (two constants, both fitted, neither judged on the points it was fitted on)
+
+  * A line ages by the bytes of new lines that enter the L2 after it (every kernel's DRAM reads
+    and writes: what misses or is newly written), and a dirty line is written back once it is
+    older than DIRTY_SHARE · L2 (backward_fit.DIRTY_SHARE: fitted on the Triton record's
+    isolated runs, whose single kernels leave share · L2 · (writes / traffic) dirty). A
+    kernel's writes are spread evenly over its own traffic.
+  * At most DIRTY_CAP · L2 of dirty lines survive a kernel's end: beyond that the oldest are
+    written back during the kernel. Fitted on the write-only zeroing kernel of Algorithm 4
+    (`fa1_bwd_init`, tests/data/backward-h200-fresh.json: its writes of 50-400 MB leave
+    29.3-29.7 MB dirty at every size), about one of the L2's two 30 MiB partitions.
+  * What is still dirty after the last kernel is written back by the closing evict and counted
+    to the last kernel (as the records count it).
+
+It replaces the handover of one kernel's residue to the next alone (the rule until bwd4),
+which charged every carried dirty line to the very next kernel: in a backward whose writes all
+fit in L2 (SDPA's at a few MB per tensor) none is written back before the closing evict, and
+the next kernel's count was too high by the lines it carried (FA2's main kernel +40 to +63 %).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from iosim.record import Record
+
+DIRTY_CAP = 0.47
+"""Most dirty bytes the L2 holds at a kernel's end, as a share of the L2: the median of
+residue / L2 over Algorithm 4's init kernels whose writes exceed the L2
+(tests/data/backward-h200-fresh.json; `fit_dirty_cap`). Sensitivity in
+reports/backward-h200.md (0.40 / 0.55)."""
+
+
+class Chunk(Record, frozen=False):
+    """Dirty bytes spread evenly over ages lo … hi (bytes of new lines since written)."""
+
+    dirty: float
+    lo: float
+    hi: float
+
+    def older_than(self, age: float) -> float:
+        """Dirty bytes of the chunk older than `age`."""
+        if self.hi <= age:
+            return 0.0
+        if self.lo >= age or self.hi == self.lo:
+            return self.dirty
+        return self.dirty * (self.hi - age) / (self.hi - self.lo)
+
+    def keep_younger(self, age: float) -> None:
+        """Drop what is older than `age`."""
+        self.dirty -= self.older_than(age)
+        self.hi = min(self.hi, age)
+        self.lo = min(self.lo, self.hi)
+
+
+def _cap(chunks: list[Chunk], cap: float) -> float:
+    """Evict the oldest dirty bytes beyond `cap`; returns the bytes evicted."""
+    total = sum(c.dirty for c in chunks)
+    if total <= cap:
+        return 0.0
+    lo, hi = 0.0, max(c.hi for c in chunks)
+    for _ in range(60):  # the age below which `cap` bytes are dirty (monotone: bisection)
+        mid = (lo + hi) / 2
+        if total - sum(c.older_than(mid) for c in chunks) > cap:
+            hi = mid
+        else:
+            lo = mid
+    for c in chunks:
+        c.keep_younger(lo)
+    return total - sum(c.dirty for c in chunks)
+
+
+def ledger(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float, share: float,
+           cap: float = DIRTY_CAP) -> list[tuple[str, float]]:
+    """DRAM bytes per kernel as a counter sees them back to back: (name, read, write) in launch
+    order (the L2 estimate's per-kernel bytes) → (name, reads + the write-backs during it); the
+    last kernel also gets the closing evict's."""
+    age_limit = share * l2_bytes
+    chunks: list[Chunk] = []
+    out: list[tuple[str, float]] = []
+    for name, read, write in per_kernel:
+        traffic = read + write
+        for c in chunks:
+            c.lo += traffic
+            c.hi += traffic
+        if write:
+            chunks.append(Chunk(write, 0.0, traffic))
+        written_back = 0.0
+        for c in chunks:
+            written_back += c.older_than(age_limit)
+            c.keep_younger(age_limit)
+        written_back += _cap(chunks, cap * l2_bytes)
+        chunks = [c for c in chunks if c.dirty > 0]
+        out.append((name, read + written_back))
+    if out:
+        name, moved = out[-1]
+        out[-1] = (name, moved + sum(c.dirty for c in chunks))
+    return out
