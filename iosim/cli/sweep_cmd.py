@@ -243,7 +243,7 @@ def keep_freed_memory() -> None:
 
     try:
         mallopt = ctypes.CDLL(None).mallopt
-    except (OSError, AttributeError):
+    except (OSError, AttributeError, TypeError):  # TypeError: Windows has no CDLL(None)
         return
     m_trim_threshold, m_mmap_threshold = -1, -3  # glibc's malloc.h
     mallopt(m_mmap_threshold, 64 << 20)  # blocks up to 64 MiB from the heap, not mmap
