@@ -105,6 +105,8 @@ class Ceilings(Record):
     """t_block: a split-KV program's latency per key block (None: the slot-share rule instead)."""
     program_flops_per_s: float | None = None
     """r_mma: one split-KV program's matmul rate on its walk (None: its dots cost nothing)."""
+    shared_dots: float = 0.0
+    """κ: an MLA program's dots take 1 + κ·(c − 1) times as long with c programs on its SM."""
 
 
 class KernelTime(Record):
@@ -125,6 +127,8 @@ class KernelTime(Record):
     """Key blocks one program walks (0: not a split kernel)."""
     block_flops: float = 0.0
     """F_block: the two dots of one key block at the query tile, 2·B_r·B_c·(d + d_v)."""
+    co_resident: int = 1
+    """c: the programs one SM holds in a full wave of an MLA split kernel (1 otherwise)."""
 
     @property
     def launch_s(self) -> float:
@@ -178,6 +182,7 @@ class KernelTime(Record):
             return 0.0
         rate = self.ceilings.program_flops_per_s
         dots = self.block_flops / rate if rate else 0.0
+        dots *= 1.0 + self.ceilings.shared_dots * (self.co_resident - 1)
         return self.waves * self.blocks_per_program * (block + dots)
 
     @property
@@ -221,7 +226,8 @@ def ceilings(hardware: Hardware) -> Ceilings:
     return Ceilings(roofs.hbm_bandwidth_bytes_per_s, m.l2_bandwidth_bytes_per_s,
                     roofs.matmul_flops_per_s, roofs.vector_flops_per_s, m.launch_overhead_s,
                     fit.ramp_s if fit else 0.0, fit.efficiency if fit else 1.0,
-                    fit.block_s if fit else None, fit.program_flops_per_s if fit else None)
+                    fit.block_s if fit else None, fit.program_flops_per_s if fit else None,
+                    fit.latent_shared_dots if fit else 0.0)
 
 
 def _profile(hardware: Hardware) -> Literal["spec", "measured"]:
@@ -230,11 +236,12 @@ def _profile(hardware: Hardware) -> Literal["spec", "measured"]:
 
 
 def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: float,
-                 chains: dict[str, tuple[int, float]] | None = None, per_sm: int | None = None
-                 ) -> tuple[KernelTime, ...]:
+                 chains: dict[str, tuple[int, float]] | None = None, per_sm: int | None = None,
+                 *, shared_sm: bool = False) -> tuple[KernelTime, ...]:
     """Every kernel of `estimate` under the model (matmul at the workload dtype's peak);
     `chains` maps a split kernel's name to (key blocks one of its programs walks, FLOPs of one
-    block's dots); `per_sm` replaces the tiling's programs per SM of the split kernels."""
+    block's dots); `per_sm` replaces the tiling's programs per SM of the split kernels;
+    `shared_sm` (MLA's latent cache) counts the programs a full wave puts on one SM."""
     out = []
     for k in estimate.kernels:
         dram = estimate.dram.of_kernel(k.name).bytes if estimate.dram is not None else k.hbm_bytes
@@ -244,9 +251,13 @@ def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: f
             slots = per_sm * occupancy.sm_count
         compute = k.matmul_flops / matmul_flops_per_s + k.elementwise_flops / c.vector_flops_per_s
         blocks, flops = (chains or {}).get(k.name, (0, 0.0))
+        programs = occupancy.programs if occupancy else 0
+        co_resident = 1
+        if shared_sm and blocks and occupancy is not None and occupancy.sm_count and slots:
+            # a wave of min(P, slots) programs spread over the SMs: the fullest SM's count
+            co_resident = int(cdiv(min(programs, slots), occupancy.sm_count))
         out.append(KernelTime(k.name, c, float(dram), float(k.hbm_bytes), compute,
-                              occupancy.programs if occupancy else 0, slots or 0, blocks,
-                              flops))
+                              programs, slots or 0, blocks, flops, co_resident))
     return tuple(out)
 
 
@@ -365,7 +376,8 @@ class DecodeCounts:
         chain = int(cdiv(self.key_blocks(self.workload.n_kv), splits))
         flops = self.block_flops(self.tiles.block_q)
         kernels = kernel_times(est, self.c, self.peak, {"splitkv_attn": (chain, flops)},
-                               self.tiles.per_sm(self.workload.d))
+                               self.tiles.per_sm(self.workload.d),
+                               shared_sm=self.workload.latent_kv)
         return Timed("splitkv", (splits,), kernels, est.time_s)
 
     def _cascade(self, splits: int, block_q: int) -> tuple[AlgorithmEstimate, dict[str, KernelTime]]:
