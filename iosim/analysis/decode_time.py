@@ -7,7 +7,7 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
 
     T_k = t_launch + t_ramp + √(S_k² + C_k²)
     S_k = max(B_DRAM / (η·BW_HBM) + (B_L2 − B_DRAM) / (η·BW_L2), F_mm / P_mm + F_el / P_el)
-    C_k = W_k · n_k · (t_block + F_block / r_mma)
+    C_k = W_k · n_k · (t_block + F_block / r_mma · (1 + κ·(c_k − 1)))
 
   t_launch  one launch inside a CUDA graph, measured with empty kernels back to back
             (measured.launch_overhead; calibrate/decode_microbench.py). Cascade launches three
@@ -45,6 +45,15 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
             it over-split (issue 14: 3 of 10 fresh decode shapes within 5 %).
             n_k = ⌈T_c / s⌉ for split-KV at s splits (T_c the longest request's key blocks);
             the prefix and suffix kernels of cascade use their own lengths and split counts.
+  κ, c_k     MLA's latent-cache kernel only (Workload.latent_kv): c_k programs share an SM in a
+            full wave (⌈min(P, slots) / SMs⌉: 2 at 256 programs and more, the kernel's 2 per SM)
+            and their dots share its tensor cores, each taking 1 + κ(c_k − 1) times as long
+            (measured.decode_fit.mla_shared_dots, κ = 0.45 on the H200: fitted alone by
+            benchmarks/mla_fit_h200.py on every timed split count of the seen MLA shapes, the
+            four constants below kept). MLA's 32 × 32 blocks carry 576 + 512-column dots, 4×
+            the decode tile's; without κ the model was 10-22 % fast at every MLA shape whose
+            fastest count fills the SMs twice and within 5 % at one split (one program per SM).
+            The decode kernels keep κ = 0 (their fit was made without it).
   t_ramp, η, t_block, r_mma  fitted (measured.decode_fit): the time a kernel takes beyond its
             launch before its roofs bind, the share of the two memory rates the decoding kernels
             reach, a program's latency per key block and its matmul rate
