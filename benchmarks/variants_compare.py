@@ -111,7 +111,8 @@ def rows_for(record: dict[str, Any]) -> list[Row]:
                         "model": attempt(lambda p=p: predict(p, None, impl="flex"))})
     for family, section, tiles in (("splitkv", "decode", DECODE_TILES),
                                    ("splitkv-paged", "paged", DECODE_TILES),
-                                   ("mla", "mla", MLA_TILES), ("mla", "mla_fresh", MLA_TILES)):
+                                   ("mla", "mla", MLA_TILES), ("mla", "mla_fresh", MLA_TILES),
+                                   ("mla", "mla_fresh2", MLA_TILES)):
         for p in record.get(section, []):
             for cid, c in counts.items():
                 if c["id"] != p["id"]:
@@ -137,7 +138,7 @@ def rows_for(record: dict[str, Any]) -> list[Row]:
             out.append({"family": f"cascade-{c['method']}", "id": cid, "point": p, "counts": c,
                         "time_s": t, "model": model})
     for p in (record.get("fp8", []) + record.get("fp8_e5m2", []) + record.get("fp8_fresh", [])
-              + record.get("fp8_block", [])):
+              + record.get("fp8_block", []) + record.get("fp8_fresh2", [])):
         c = counts.get(p["id"])
         out.append({"family": "fp8" if p["dtype"].startswith("fp8") else "fp16-scaled",
                     "id": p["id"], "point": p, "counts": c, "time_s": p["time_s"],

@@ -227,7 +227,7 @@ def main(argv: list[str]) -> int:
         "flex2": [], "decode_judge": [], "cascade_judge": [],
         "decode_fresh": [], "cascade_fresh": [], "fp8_e5m2": [], "microbench": {},
         "cascade_fresh2": [], "decode_fresh2": [], "cascade_fresh3": [], "mla_fresh": [],
-        "fp8_fresh": [], "fp8_block": [],
+        "fp8_fresh": [], "fp8_block": [], "fp8_fresh2": [], "mla_fresh2": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -261,6 +261,9 @@ def main(argv: list[str]) -> int:
         "fp8_fresh": lambda: run_fp8(sets["fp8_fresh"], gen, clock, log),
         # FA3 §3.3 block quantization (kernels_mla_fp8.attention_block_scaled)
         "fp8_block": lambda: run_fp8(sets["fp8_block"], gen, clock, log),
+        # fp8mla's fresh judgement of the FP8 matmul rate, frozen at tag fp8mla-frozen
+        "fp8_fresh2": lambda: run_fp8(sets["fp8_fresh2"], gen, clock, log),
+        "mla_fresh2": lambda: run_mla(sets["mla_fresh2"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -325,10 +328,11 @@ def summary(record: dict[str, Any], log: Any) -> None:
     for r in (record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]
               + record["cascade_fresh2"] + record["cascade_fresh3"]):
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
-    for r in record["mla"] + record["repeat"] + record["mla_fresh"]:
+    for r in record["mla"] + record["repeat"] + record["mla_fresh"] + record["mla_fresh2"]:
         log(f"mla  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
-    for r in record["fp8"] + record["fp8_e5m2"] + record["fp8_fresh"] + record["fp8_block"]:
+    for r in (record["fp8"] + record["fp8_e5m2"] + record["fp8_fresh"] + record["fp8_block"]
+              + record["fp8_fresh2"]):
         log(f"fp8  {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
     for name, c in record["counters"].items():
         log(f"ncu {name} {c['status']}: {len(c['points'])} points")

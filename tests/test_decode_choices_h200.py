@@ -123,8 +123,10 @@ def test_the_fresh_mla_picks_and_times(record: dict[str, Any]) -> None:
     rows = check.mla_times(record, "mla_fresh")
     assert len(rows) == 6
     assert all(r["pick_over_fastest"] <= 1.05 for r in rows)
-    # the model is 11-18 % fast on every fresh MLA shape (not met: within ±15 % on 1 of 6)
-    assert all(-0.19 <= r["error"] <= -0.10 for r in rows)
+    # var4 judged these fresh: 11-18 % fast on every shape (within ±15 % on 1 of 6); fp8mla then
+    # fitted κ (decode_fit.mla_shared_dots) on them and on "mla" (benchmarks/mla_fit_h200.py),
+    # so they are seen points now: -4 % to +7 % at the fastest count
+    assert all(abs(r["error"]) <= 0.15 for r in rows)
 
 
 def test_the_fresh_dram_points_are_within_10_percent(record: dict[str, Any]) -> None:

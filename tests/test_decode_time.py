@@ -105,6 +105,8 @@ def test_the_shipped_h200_carries_the_measured_l2_rate_and_launch_cost() -> None
                    "    source: x\n", "block_us"),
     ("decode_fit", "  decode_fit:\n    ramp_us: 1\n    efficiency: 1\n    program_tflops: 0\n"
                    "    source: x\n", "program_tflops"),
+    ("decode_fit", "  decode_fit:\n    ramp_us: 1\n    efficiency: 1\n    mla_shared_dots: -0.5\n"
+                   "    source: x\n", "mla_shared_dots"),
 ])
 def test_bad_decode_constants_name_the_key(tmp_path: Path, key: str, body: str,
                                            words: str) -> None:

@@ -40,7 +40,7 @@ import numpy as np
 
 from iosim.algorithms.base import Algorithm
 from iosim.algorithms.flash1 import FORWARD_FLOPS
-from iosim.algorithms.fp8 import program_scales, tile_scale
+from iosim.algorithms.fp8 import block_scale_flops, program_scales, tile_scale
 from iosim.algorithms.grads import dkv_names, sum_dkdv
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel, v_tile
 from iosim.algorithms.paging import PAGED_CITE, block_table_read, refuse_paged
@@ -99,7 +99,7 @@ class Flash2(Algorithm):
                    element="out"),
             Access("L", "write", "outer_end", "q", "1", "FA2 Alg. 1 line 15: write L_i (logsumexp)",
                    element="fp32"),
-        ), FORWARD_FLOPS, loop="q", grid="blocks"),)
+        ), FORWARD_FLOPS + block_scale_flops(workload), loop="q", grid="blocks"),)
 
     def backward(self, workload: Workload) -> tuple[Kernel, ...]:
         """FA2's three backward kernels (dot_do_o, the K/V-outer main kernel, convert_dQ) and

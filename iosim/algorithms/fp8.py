@@ -21,7 +21,7 @@ Loop-nest accesses here; the executor reads the same factors through its own cod
 
 from __future__ import annotations
 
-from iosim.algorithms.loopnest import Access, Axis, Where
+from iosim.algorithms.loopnest import Access, Axis, FlopCount, Where
 from iosim.inputs.workload import Workload
 
 _FA3 = "FA3 hopper/flash_api.cpp: fp32 (batch, KV heads) descale, read once per program"
@@ -66,3 +66,14 @@ def gemm_scales(workload: Workload, *operands: str) -> tuple[Access, ...]:
         return ()
     names = dict.fromkeys("k" if x == "v" and workload.latent_kv else x for x in operands)
     return tuple(_scale(f"{x}_descale", "prologue", "q", _GEMM, "tensor") for x in names)
+
+
+def block_scale_flops(workload: Workload) -> tuple[FlopCount, ...]:
+    """The elementwise work block scales add to a Q-outer fused forward: each visited tile pair's
+    P̃_ij V_j (B_r × d_v) multiplied by V_j's scale before it is added to O_i (a per-tensor
+    v_descale multiplies O_i once, at the end; calibrate/kernels_mla_fp8.py
+    _iosim_block_scaled_inner). None for "tensor", nor for a latent cache (no V scale)."""
+    if workload.fp8_scales != "block" or workload.latent_kv:
+        return ()
+    return (FlopCount("elementwise", "pair_q_dv", 1,
+                      "FA3 §3.3: P̃_ij V_j × V_j's block scale, every visited tile pair"),)

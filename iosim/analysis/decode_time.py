@@ -7,7 +7,7 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
 
     T_k = t_launch + t_ramp + √(S_k² + C_k²)
     S_k = max(B_DRAM / (η·BW_HBM) + (B_L2 − B_DRAM) / (η·BW_L2), F_mm / P_mm + F_el / P_el)
-    C_k = W_k · n_k · (t_block + F_block / r_mma)
+    C_k = W_k · n_k · (t_block + F_block / r_mma · (1 + κ·(c_k − 1)))
 
   t_launch  one launch inside a CUDA graph, measured with empty kernels back to back
             (measured.launch_overhead; calibrate/decode_microbench.py). Cascade launches three
@@ -45,6 +45,15 @@ Each kernel k of an estimate (compare's counts at the kernels' own tiles and spl
             it over-split (issue 14: 3 of 10 fresh decode shapes within 5 %).
             n_k = ⌈T_c / s⌉ for split-KV at s splits (T_c the longest request's key blocks);
             the prefix and suffix kernels of cascade use their own lengths and split counts.
+  κ, c_k     MLA's latent-cache kernel only (Workload.latent_kv): c_k programs share an SM in a
+            full wave (⌈min(P, slots) / SMs⌉: 2 at 256 programs and more, the kernel's 2 per SM)
+            and their dots share its tensor cores, each taking 1 + κ(c_k − 1) times as long
+            (measured.decode_fit.mla_shared_dots, κ = 0.45 on the H200: fitted alone by
+            benchmarks/mla_fit_h200.py on every timed split count of the seen MLA shapes, the
+            four constants below kept). MLA's 32 × 32 blocks carry 576 + 512-column dots, 4×
+            the decode tile's; without κ the model was 10-22 % fast at every MLA shape whose
+            fastest count fills the SMs twice and within 5 % at one split (one program per SM).
+            The decode kernels keep κ = 0 (their fit was made without it).
   t_ramp, η, t_block, r_mma  fitted (measured.decode_fit): the time a kernel takes beyond its
             launch before its roofs bind, the share of the two memory rates the decoding kernels
             reach, a program's latency per key block and its matmul rate
@@ -105,6 +114,8 @@ class Ceilings(Record):
     """t_block: a split-KV program's latency per key block (None: the slot-share rule instead)."""
     program_flops_per_s: float | None = None
     """r_mma: one split-KV program's matmul rate on its walk (None: its dots cost nothing)."""
+    shared_dots: float = 0.0
+    """κ: an MLA program's dots take 1 + κ·(c − 1) times as long with c programs on its SM."""
 
 
 class KernelTime(Record):
@@ -125,6 +136,8 @@ class KernelTime(Record):
     """Key blocks one program walks (0: not a split kernel)."""
     block_flops: float = 0.0
     """F_block: the two dots of one key block at the query tile, 2·B_r·B_c·(d + d_v)."""
+    co_resident: int = 1
+    """c: the programs one SM holds in a full wave of an MLA split kernel (1 otherwise)."""
 
     @property
     def launch_s(self) -> float:
@@ -178,6 +191,7 @@ class KernelTime(Record):
             return 0.0
         rate = self.ceilings.program_flops_per_s
         dots = self.block_flops / rate if rate else 0.0
+        dots *= 1.0 + self.ceilings.shared_dots * (self.co_resident - 1)
         return self.waves * self.blocks_per_program * (block + dots)
 
     @property
@@ -221,7 +235,8 @@ def ceilings(hardware: Hardware) -> Ceilings:
     return Ceilings(roofs.hbm_bandwidth_bytes_per_s, m.l2_bandwidth_bytes_per_s,
                     roofs.matmul_flops_per_s, roofs.vector_flops_per_s, m.launch_overhead_s,
                     fit.ramp_s if fit else 0.0, fit.efficiency if fit else 1.0,
-                    fit.block_s if fit else None, fit.program_flops_per_s if fit else None)
+                    fit.block_s if fit else None, fit.program_flops_per_s if fit else None,
+                    fit.latent_shared_dots if fit else 0.0)
 
 
 def _profile(hardware: Hardware) -> Literal["spec", "measured"]:
@@ -230,11 +245,12 @@ def _profile(hardware: Hardware) -> Literal["spec", "measured"]:
 
 
 def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: float,
-                 chains: dict[str, tuple[int, float]] | None = None, per_sm: int | None = None
-                 ) -> tuple[KernelTime, ...]:
+                 chains: dict[str, tuple[int, float]] | None = None, per_sm: int | None = None,
+                 *, shared_sm: bool = False) -> tuple[KernelTime, ...]:
     """Every kernel of `estimate` under the model (matmul at the workload dtype's peak);
     `chains` maps a split kernel's name to (key blocks one of its programs walks, FLOPs of one
-    block's dots); `per_sm` replaces the tiling's programs per SM of the split kernels."""
+    block's dots); `per_sm` replaces the tiling's programs per SM of the split kernels;
+    `shared_sm` (MLA's latent cache) counts the programs a full wave puts on one SM."""
     out = []
     for k in estimate.kernels:
         dram = estimate.dram.of_kernel(k.name).bytes if estimate.dram is not None else k.hbm_bytes
@@ -244,9 +260,13 @@ def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: f
             slots = per_sm * occupancy.sm_count
         compute = k.matmul_flops / matmul_flops_per_s + k.elementwise_flops / c.vector_flops_per_s
         blocks, flops = (chains or {}).get(k.name, (0, 0.0))
+        programs = occupancy.programs if occupancy else 0
+        co_resident = 1
+        if shared_sm and blocks and occupancy is not None and occupancy.sm_count and slots:
+            # a wave of min(P, slots) programs spread over the SMs: the fullest SM's count
+            co_resident = int(cdiv(min(programs, slots), occupancy.sm_count))
         out.append(KernelTime(k.name, c, float(dram), float(k.hbm_bytes), compute,
-                              occupancy.programs if occupancy else 0, slots or 0, blocks,
-                              flops))
+                              programs, slots or 0, blocks, flops, co_resident))
     return tuple(out)
 
 
@@ -365,7 +385,8 @@ class DecodeCounts:
         chain = int(cdiv(self.key_blocks(self.workload.n_kv), splits))
         flops = self.block_flops(self.tiles.block_q)
         kernels = kernel_times(est, self.c, self.peak, {"splitkv_attn": (chain, flops)},
-                               self.tiles.per_sm(self.workload.d))
+                               self.tiles.per_sm(self.workload.d),
+                               shared_sm=self.workload.latent_kv)
         return Timed("splitkv", (splits,), kernels, est.time_s)
 
     def _cascade(self, splits: int, block_q: int) -> tuple[AlgorithmEstimate, dict[str, KernelTime]]:

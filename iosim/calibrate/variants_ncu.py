@@ -49,12 +49,12 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
         if r["status"] == "ok":
             for s in sorted({1, r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
-    for r in record.get("mla", []) + record.get("mla_fresh", []):
+    for r in record.get("mla", []) + record.get("mla_fresh", []) + record.get("mla_fresh2", []):
         if r["status"] == "ok":
             for s in sorted({1, r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
     for r in (record.get("fp8", []) + record.get("fp8_e5m2", []) + record.get("fp8_fresh", [])
-              + record.get("fp8_block", [])):
+              + record.get("fp8_block", []) + record.get("fp8_fresh2", [])):
         if r["status"] == "ok":
             spec.append({"count_id": r["id"], "point": _point(r)})
     for r in record["paged"]:

@@ -340,6 +340,34 @@ FP8_BLOCK = [
 device run, none equal to an earlier point."""
 
 
+# The fourth fresh judgement (issue 14, fp8mla): written down before the device run that times
+# them, after the FP8 matmul rate (measured.peak_flops.fp8) was fitted on every earlier FP8 point
+# and frozen (tag fp8mla-frozen); none equal to an earlier point. e4m3 and e5m2, per-tensor and
+# per-block scales, causal and not, n not a power of two, 4-96 heads, working sets up to 0.5 GB
+# (the comments: Q, K, V bytes; the H200's L2 is 60 MiB).
+FP8_FRESH2 = [
+    _fp8_fresh("fp8g-e5m2-5504-full-h16", 5504, False, "fp8_e5m2", 16),       # 27 MB
+    _fp8_fresh("fp8g-e4m3-22016-causal-h12", 22016, True, "fp8_e4m3", 12),    # 101 MB
+    _fp8_fresh("fp8g-e4m3-1536-full-h96", 1536, False, "fp8_e4m3", 96),       # 57 MB
+    _fp8_fresh("fp8g-e5m2-28032-full-h4", 28032, False, "fp8_e5m2", 4),       # 43 MB
+    _fp8_block("fp8g-e5m2-11008-full-h20", 11008, False, "fp8_e5m2", 20),     # 85 MB
+    _fp8_block("fp8g-e4m3-7552-causal-h40", 7552, True, "fp8_e4m3", 40),      # 116 MB
+    _fp8_block("fp8g-e4m3-24064-full-h56", 24064, False, "fp8_e4m3", 56),     # 518 MB
+    _fp8_block("fp8g-e5m2-3584-causal-h8", 3584, True, "fp8_e5m2", 8),        # 11 MB
+]
+"""Per-tensor (4) and FA3 §3.3 per-block (4) scales; n a multiple of the kernel's 128 × 64 blocks."""
+
+MLA_FRESH2 = [
+    _mla("mla-g-b3-7000-h128", 3, 7000, 128),       # latent 24 MB
+    _mla("mla-g-b6-45000-h16", 6, 45000, 16),       # latent 311 MB
+    _mla("mla-g-b10-9000-h128", 10, 9000, 128),     # latent 104 MB
+    _mla("mla-g-b40-2500-h16", 40, 2500, 16),       # latent 115 MB
+    _mla("mla-g-b160-1500-h16", 160, 1500, 16),     # latent 276 MB
+    _mla("mla-g-b1-60000-h128", 1, 60000, 128),     # latent 69 MB
+]
+"""Absorbed MLA decoding (DeepSeek-V3 dims), each at split counts 1, 2, 4, ..., 64 (as MLA)."""
+
+
 QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2],
          "paged": PAGED[:1],
          "cascade": CASCADE[:2], "mla": MLA[:1], "fp8": FP8[:1] + FP8[6:7], "repeat": DECODE[:1],
@@ -347,7 +375,8 @@ QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2
          "decode_fresh": DECODE_FRESH[:1], "cascade_fresh": CASCADE_FRESH[:1],
          "fp8_e5m2": FP8_E5M2[:1], "cascade_fresh2": CASCADE_FRESH2[:1],
          "decode_fresh2": DECODE_FRESH2[:1], "cascade_fresh3": CASCADE_FRESH3[:1],
-         "mla_fresh": MLA_FRESH[:1], "fp8_fresh": FP8_FRESH[:1], "fp8_block": FP8_BLOCK[:1]}
+         "mla_fresh": MLA_FRESH[:1], "fp8_fresh": FP8_FRESH[:1], "fp8_block": FP8_BLOCK[:1],
+         "fp8_fresh2": FP8_FRESH2[:2], "mla_fresh2": MLA_FRESH2[:1]}
 FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
         "mla": MLA, "fp8": FP8,
         "repeat": [DECODE[1], DECODE[5], DECODE[9]],
@@ -355,7 +384,7 @@ FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade
         "decode_fresh": DECODE_FRESH, "cascade_fresh": CASCADE_FRESH, "fp8_e5m2": FP8_E5M2,
         "cascade_fresh2": CASCADE_FRESH2, "decode_fresh2": DECODE_FRESH2,
         "cascade_fresh3": CASCADE_FRESH3, "mla_fresh": MLA_FRESH, "fp8_fresh": FP8_FRESH,
-        "fp8_block": FP8_BLOCK}
+        "fp8_block": FP8_BLOCK, "fp8_fresh2": FP8_FRESH2, "mla_fresh2": MLA_FRESH2}
 """`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
 
 
@@ -391,5 +420,9 @@ TINY = {
     "fp8_fresh": [{**_fp8("tiny-fp8-fresh", 128, False, "fp8_e5m2"), "heads": 2, "d": 32}],
     "fp8_block": [{**_fp8("tiny-fp8-block", 256, True, "fp8_e4m3"), "heads": 2, "d": 32,
                    "fp8_scales": "block"}],
+    "fp8_fresh2": [{**_fp8("tiny-fp8-fresh2", 128, False, "fp8_e4m3"), "heads": 2, "d": 32},
+                   {**_fp8("tiny-fp8-fresh2-block", 256, True, "fp8_e5m2"), "heads": 2, "d": 32,
+                    "fp8_scales": "block"}],
+    "mla_fresh2": [{**_mla("tiny-mla-fresh2", 2, 75, 20), "dtype": "fp16"}],
 }
 """A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""

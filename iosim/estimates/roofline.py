@@ -40,6 +40,7 @@ from iosim.estimates.combine import combine_time_s
 from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
 from iosim.inputs.hardware import KERNEL_KINDS, Alg4Time, BackwardSchedule, Hardware
 from iosim.inputs.tiling import Tiling
+from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import Workload
 from iosim.record import Record, field
 
@@ -117,8 +118,10 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
     if bandwidth is None:
         bandwidth = hardware.hbm_bandwidth_bytes_per_s
         notes.append("no measured HBM bandwidth: using the spec figure")
-    if dtype in measured.peak_flops_per_s:
-        matmul = measured.peak_flops_per_s[dtype]
+    # e4m3 and e5m2 share the one measured FP8 figure (measured.peak_flops.fp8), as the spec's
+    peak_key = "fp8" if dtype in FP8_DTYPES else dtype
+    if peak_key in measured.peak_flops_per_s:
+        matmul = measured.peak_flops_per_s[peak_key]
     else:
         notes.append(f"no measured {dtype} matmul peak: using the spec figure")
     vector = measured.vector_flops_per_s or measured.peak_flops_per_s.get("fp32", vector)

@@ -93,6 +93,9 @@ class DecodeFit(Record):
     """A split-KV program's latency per key block on its walk (None: not fitted)."""
     program_flops_per_s: float | None = None
     """A split-KV program's matmul rate on its walk (None: not fitted)."""
+    latent_shared_dots: float = 0.0
+    """κ: how much each further MLA split program resident on the same SM slows a program's
+    dots (they share the SM's tensor cores; 0: not fitted)."""
 
 
 class MeasuredProfile(Record):

@@ -204,10 +204,12 @@ def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
     if raw is None:
         return None
     if not isinstance(raw, dict) or not {"ramp_us", "efficiency", "source"} <= set(raw) or (
-            set(raw) - {"ramp_us", "efficiency", "block_us", "program_tflops", "source"}):
+            set(raw) - {"ramp_us", "efficiency", "block_us", "program_tflops",
+                        "mla_shared_dots", "source"}):
         raise ConfigError(path, key, "expected a mapping {ramp_us: microseconds, efficiency: "
                                      "fraction, block_us: microseconds, program_tflops: "
-                                     "TFLOP/s (both optional), source: text}")
+                                     "TFLOP/s, mla_shared_dots: a number in 0..10 (the three "
+                                     "optional), source: text}")
     ramp, eff, source = raw["ramp_us"], raw["efficiency"], raw["source"]
     if isinstance(ramp, bool) or not isinstance(ramp, (int, float)) or not 0 <= ramp <= 1000:
         raise ConfigError(path, f"{key}.ramp_us",
@@ -225,11 +227,15 @@ def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
                                or not 0 < tflops <= 1000):
         raise ConfigError(path, f"{key}.program_tflops",
                           f"must be a number of TFLOP/s in (0, 1000], got {excerpt(tflops)}")
+    shared = raw.get("mla_shared_dots", 0.0)
+    if isinstance(shared, bool) or not isinstance(shared, (int, float)) or not 0 <= shared <= 10:
+        raise ConfigError(path, f"{key}.mla_shared_dots",
+                          f"must be a number in 0..10, got {excerpt(shared)}")
     if not isinstance(source, str) or not source.strip():
         raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
     return DecodeFit(float(ramp) * 1e-6, float(eff), source.strip(),
                      None if block is None else float(block) * 1e-6,
-                     None if tflops is None else float(tflops) * 1e12)
+                     None if tflops is None else float(tflops) * 1e12, float(shared))
 
 
 def _alg4_time(path: str, raw: Any) -> Alg4Time | None:
