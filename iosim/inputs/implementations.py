@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from iosim.errors import IosimError, arg
+from iosim.inputs.impl_features import Feature
 from iosim.inputs.ints import Int
 from iosim.record import Record
 
@@ -123,6 +124,9 @@ class Implementation(Record):
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""
+    features: tuple[Feature, ...] | None = None
+    """The workload features its API takes (causal, sparsity, window, ...: impl_features.py),
+    each with its source; None: the profile declares none and none is refused."""
 
     @property
     def refuses_gqa(self) -> bool:
