@@ -154,3 +154,12 @@ def test_bad_features_are_refused_with_file_and_key(tmp_path: Path) -> None:
     nothing = _profile(tmp_path, "none-declared", "features: []\n")
     with pytest.raises(FeatureError, match="features are none"):
         compare(WORKLOADS["causal"], "h200", impl=nothing)
+
+
+def test_a_dtype_no_shipped_implementation_runs_says_so() -> None:
+    # every shipped profile's dtypes are fp16/bf16/fp32 (FP8 is FlashAttention-3's, not
+    # FA2's: sdp_utils.cpp admits Float8_e4m3fn only with FA3 enabled on sm90)
+    code, _, stderr = run("compare", "--gpu", "h200", "--n", "256", "--impl", "sdpa-flash",
+                          "--dtype", "fp8_e4m3")
+    assert code == 2 and stderr.count("\n") == 1
+    assert "no shipped implementation runs it: drop --impl" in stderr, stderr

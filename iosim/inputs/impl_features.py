@@ -102,9 +102,7 @@ def refuse_missing_features(impl: Implementation, workload: Workload) -> None:
                                f"({declared[0].source}); use {arg('pass_', 'fwd')}"
                                + (f", or {others}" if others else ""), param="pass_")
         have = ", ".join(f.name for f in impl.features) or "none"
-        where = (f"shipped implementations that run it: {', '.join(running)}; use "
-                 + (others if len(running) == 1 else f"one of them as {arg('impl')}")
-                 + f", or drop {arg(use.param)}" if running else
+        where = (f"{instead(running)}, or drop {arg(use.param)}" if running else
                  f"no shipped implementation runs it: drop {arg(use.param)}, or drop "
                  f"{arg('impl')} (iosim's own algorithms model it)")
         raise FeatureError(f"{impl.name} does not run {use.words} ({asked}): its profile's "
@@ -114,12 +112,22 @@ def refuse_missing_features(impl: Implementation, workload: Workload) -> None:
 def _shipped_running(name: str, *, backward: bool, besides: str) -> tuple[str, ...]:
     """The shipped implementations whose profiles declare this feature (a shipped profile
     without the key is not counted: it declares nothing)."""
+    return shipped_where(lambda p: p.features is not None
+                         and runs_feature(p, name, backward=backward), besides=besides)
+
+
+def shipped_where(test: Callable[[Implementation], bool], *, besides: str) -> tuple[str, ...]:
+    """The shipped implementations (other than `besides`) whose profile passes `test`."""
     from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
 
-    running = []
-    for other in shipped_implementations():
-        profile = get_implementation(other)
-        if (other != besides and profile.features is not None
-                and runs_feature(profile, name, backward=backward)):
-            running.append(other)
-    return tuple(running)
+    return tuple(n for n in shipped_implementations()
+                 if n != besides and test(get_implementation(n)))
+
+
+def instead(running: tuple[str, ...]) -> str:
+    """What to use instead, for a message: the shipped implementations that run it, or that
+    none does (then iosim's own algorithms, without `impl`)."""
+    if not running:
+        return f"no shipped implementation runs it: drop {arg('impl')}"
+    return (f"shipped implementations that run it: {', '.join(running)}; use "
+            + (arg("impl", running[0]) if len(running) == 1 else f"one of them as {arg('impl')}"))
