@@ -163,3 +163,17 @@ def test_a_dtype_no_shipped_implementation_runs_says_so() -> None:
                           "--dtype", "fp8_e4m3")
     assert code == 2 and stderr.count("\n") == 1
     assert "no shipped implementation runs it: drop --impl" in stderr, stderr
+
+
+def test_python_sweep_and_report_refuse_too(tmp_path: Path) -> None:
+    from iosim import SweepSpec, sweep
+
+    grid = {"n": (256,), "gpu": ("h200",), "sparsity": (1.0, 0.5)}
+    with pytest.raises(FeatureError, match=r"^at d=64, n=256, sparsity=0\.5: sdpa-flash"):
+        sweep(SweepSpec(**grid, impl="sdpa-flash"))
+    assert sweep(SweepSpec(**grid, impl="flex")).spec.points == 2
+    out = tmp_path / "report"
+    code, _, stderr = run("report", "--gpu", "h200", "--n", "256", "--impl", "sdpa-flash",
+                          "--window", "64", "--causal", "--out", str(out))
+    assert code == 2 and stderr.count("\n") == 1 and "does not run a sliding window" in stderr
+    assert not out.exists()
