@@ -164,8 +164,11 @@ class Implementation(Record):
             # dim's source, quoted here before, is about head dims)
             others = shipped_where(lambda p: dtype in p.dtypes, besides=self.name)
             raise IosimError(f"{self.name} runs {', '.join(self.dtypes)} (its profile's dtypes), "
-                             f"not {arg('dtype', dtype)}; {instead(others)}, or "
-                             f"{arg('dtype', self.dtypes[0])}", param="dtype")
+                             f"not {arg('dtype', dtype)}; use {arg('dtype', self.dtypes[0])}, or "
+                             + (f"{arg('impl')} {' or '.join(others)} (the shipped "
+                                f"implementations that run it)" if others else
+                                f"no {arg('impl')} (no shipped implementation runs it)"),
+                             param="dtype")
         if d > self.head_dim_max or d % self.head_dim_multiple:
             rule = (f"at most {self.head_dim_max}" + (
                 f" and a multiple of {self.head_dim_multiple}" if self.head_dim_multiple > 1
