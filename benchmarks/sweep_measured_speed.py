@@ -8,8 +8,9 @@ The measured profile's memory roof charges the L2-aware DRAM estimate, computed 
 5 heads × 5 batch × 2 masks × 2 dtypes = 10,000 forward points on the H200 (the shipped GPU with a measured
 section), the default algorithms (standard, flash1, flash2): 30,000 rows. `backward`: the same
 N, d, heads, batch and masks for a training step (fwd + bwd, fp16), with iosim's Triton kernels
-too, whose backward is timed by the fitted list schedule (estimates/schedule.py, a Python loop
-over every program): 10,000 points, 40,000 rows. Wall and CPU seconds are printed (this machine
+too, whose backward is timed by the fitted list schedule (estimates/schedule.py; a sweep
+schedules all its points at once, estimates/list_schedule.py): 10,000 points, 40,000 rows.
+Wall and CPU seconds are printed (this machine
 is shared: the CPU figure is the one that does not depend on the load). The figures go into
 docs/sweeps-benchmarks.md.
 """

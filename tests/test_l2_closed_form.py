@@ -72,6 +72,9 @@ def test_visited_blocks_and_sums_equal_the_lists(n_q, n_kv, block_q, block_kv, c
     assert [lazy[i] for i in range(len(lazy))] == listed
     assert [lazy.prefix(k) for k in range(len(listed) + 1)] == [sum(listed[:k])
                                                                  for k in range(len(listed) + 1)]
+    # count_at_most's closed form against a count over the list, below 0 and past T_c too
+    assert [lazy.count_at_most(j) for j in range(-3, listed[-1] + 4)] == [
+        sum(x <= j for x in listed) for j in range(-3, listed[-1] + 4)]
     # the K/V-outer geometry of 722acfe: rows of key block j = T_r − bisect_right(n_i, j)
     rows = [len(listed) - bisect_right(listed, j) for j in range(-(-n_kv // block_kv))]
     lazy_rows = RowsPerKvBlock(lazy)

@@ -150,3 +150,27 @@ def test_measured_sweep_equals_compare_with_the_triton_backward_schedule():
         for grid in s.algorithms:
             assert math.isclose(float(grid.time_s[0]), c.algorithm(grid.name).time_s,
                                 rel_tol=1e-12), (p, grid.name)
+
+
+def test_measured_sweep_points_sharing_a_dram_estimate_each_equal_compare():
+    """A measured-profile sweep computes the DRAM estimate once per count of (batch, head)
+    units (sweep_measured.units_key): every factoring of batch · heads in this grid (1 × 8,
+    2 × 4, 4 × 2, 8 × 1, ...) is still compare's estimate at that point, causal or not,
+    forward and training step, with iosim's Triton kernels (their list schedule) too."""
+    algorithms = ("standard", "flash1", "flash2", "triton")
+    spec = SweepSpec(n=(1000,), gpu=("h200",), d=(64,), heads=(1, 2, 4, 8), batch=(1, 2, 4, 8),
+                     causal=(False, True), pass_=("fwd", "fwdbwd"), algorithms=algorithms,
+                     profile="measured")
+    s = sweep(spec)
+    index = s.index
+    for at in range(s.points):
+        batch, heads = spec.batch[index["batch"][at]], spec.heads[index["heads"][at]]
+        causal, pass_ = spec.causal[index["causal"][at]], spec.pass_[index["pass_"][at]]
+        c = compare(Workload(1000, d=64, heads=heads, batch=batch, causal=causal, pass_=pass_),
+                    "h200", profile="measured", algorithms=algorithms)
+        for grid in s.algorithms:
+            a = c.algorithm(grid.name)
+            for column in ("time_s", "memory_time_s", "compute_time_s"):
+                assert math.isclose(float(getattr(grid, column)[at]),
+                                    float(getattr(a.totals, column)), rel_tol=1e-12), (
+                    batch, heads, causal, pass_, grid.name, column)

@@ -5,9 +5,12 @@ Everything else the measured profile changes is a roof or an efficiency per (GPU
 the grid already holds (grid.py, roofs_for). What is per workload is the DRAM estimate
 (estimates/l2.py: a closed form, but over Python objects) and the list schedule
 (estimates/schedule.py); both are computed here point by point, with the same functions
-`compare` calls on the same inputs: the point's Workload (sweep_spec.spec_workload), and a Tiling
-built from the blocks, split count and programs per SM the sweep chose on arrays (the rules
-`compare` applies, so the same values; tests/test_sweep_equals_compare.py holds the two equal).
+`compare` calls on the same inputs (the schedules of all points at once after the loop, by
+estimates/list_schedule.py: the same doubles as compare's heap; a DRAM estimate once per count
+of (batch, head) units, units_key): the point's Workload
+(sweep_spec.spec_workload), and a Tiling built from the blocks, split count and programs per SM
+the sweep chose on arrays (the rules `compare` applies, so the same values;
+tests/test_sweep_equals_compare.py holds the two equal).
 The bytes charged are what `compare` charges: each kernel's DRAM terms, a paged cache's K/V reads
 over the calibrated page efficiency (estimates/paged_dram.py). benchmarks/sweep_measured_speed.py
 times it.
@@ -26,12 +29,14 @@ from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.sweep_spec import AXES, WORKLOAD_AXES, SweepSpec, spec_workload
 from iosim.errors import IosimError
 from iosim.estimates.l2 import dram_estimate
+from iosim.estimates.list_schedule import RepeatedLaunch, repeated_makespans
 from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
 from iosim.estimates.roofline import Roofs, roofs_for, scheduled
-from iosim.estimates.schedule import scheduled_compute_s
+from iosim.estimates.schedule import scheduled_launch
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiles, Tiling
-from iosim.record import Record, field
+from iosim.inputs.workload import Workload
+from iosim.record import Record, field, field_names
 
 
 class KernelColumns(Record, frozen=False):
@@ -80,6 +85,11 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
              for k in kernels} for kernels in plans[a.name].lists]
     roofs: dict[tuple[int, str], Roofs] = {}
     paging: dict[int, Any] = {}
+    launches: list[RepeatedLaunch] = []  # the scheduled kernels', computed after the loop
+    placed: list[tuple[np.ndarray, int]] = []  # where each launch's time goes
+    # each kernel's charged DRAM bytes, shared by the points of one count of (batch, head)
+    # units (units_key)
+    charged_bytes: dict[tuple[Any, ...], list[int]] = {}
     gpu_axis, dtype_axis = AXES.index("gpu"), AXES.index("dtype")
     axis_values = [spec.values(axis) for axis in AXES]
     for flat, index in enumerate(itertools.product(*(range(n) for n in shape))):
@@ -97,19 +107,32 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
             kernels: tuple[Kernel, ...] = plans[a.name].lists[li]
             tiling = _tiling(flat_tiles[a.name], flat, int(values_sram(spec, hw, dtype, values)))\
                 if a.tiled else None
-            dram = dram_estimate(kernels, workload, tiling, hw)
+            units = units_key(workload)
+            key = None if units is None else (a.name, li, g, tiling, units)
+            charged = None if key is None else charged_bytes.get(key)
+            if charged is None:
+                dram = dram_estimate(kernels, workload, tiling, hw)
+                charged = [paged_roof_bytes(k, [(t.tensor, t.bytes)
+                                                for t in dram.of_kernel(k.name).terms],
+                                            paging.get(g)) for k in kernels]
+                if key is not None:
+                    charged_bytes[key] = charged
             columns = out.lists[a.name][li]
-            for k in kernels:
-                terms = [(t.tensor, t.bytes) for t in dram.of_kernel(k.name).terms]
-                columns[k.name].memory_bytes[flat] = paged_roof_bytes(k, terms, paging.get(g))
+            for k, memory_bytes in zip(kernels, charged, strict=True):
+                columns[k.name].memory_bytes[flat] = memory_bytes
                 r = roofs[(g, dtype)]
                 if scheduled(k, r):
                     assert r.schedule is not None and r.sm_count is not None
                     column = columns[k.name].compute_s
                     assert column is not None
-                    column[flat] = scheduled_compute_s(
+                    launches.append(scheduled_launch(
                         k, workload, tiling, r.schedule, sm_count=r.sm_count,
-                        matmul_peak=r.matmul_flops_per_s, vector_peak=r.vector_flops_per_s)
+                        matmul_peak=r.matmul_flops_per_s, vector_peak=r.vector_flops_per_s))
+                    placed.append((column, flat))
+    # every point's schedule at once: the same doubles as scheduled_compute_s point by point
+    for (column, flat), seconds in zip(placed, repeated_makespans(launches).tolist(),
+                                       strict=True):
+        column[flat] = seconds
     for lists in out.lists.values():
         for columns in lists:
             for c in columns.values():
@@ -117,6 +140,24 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
                 if c.compute_s is not None:
                     c.compute_s = c.compute_s.reshape(shape)
     return out
+
+
+_UNIT_FIELDS = tuple(f for f in field_names(Workload) if f not in ("batch", "heads", "kv_heads"))
+
+
+def units_key(workload: Workload) -> tuple[Any, ...] | None:
+    """What the DRAM estimate of a workload without GQA depends on: the number of (batch,
+    head) units and every other field, not how the units split into batch and heads. Each such
+    unit reads and writes its own Q, K, V and O tiles, the L2 model (estimates/l2.py) launches
+    and counts units (batch · heads programs per outer block), and every count is per unit
+    times batch · heads, so points that differ only in how batch · heads factors (batch 4 ×
+    16 heads, 64 × 1) share their estimate (tests/test_sweep_equals_compare.py holds each
+    such point to compare). None where batch and heads are told apart: GQA (a KV head's
+    query heads share its tiles), packed sequences, a shared prefix, a paged cache."""
+    if (workload.kv_heads != workload.heads or workload.seqlens is not None
+            or workload.prefix_len is not None or workload.page_size is not None):
+        return None
+    return (workload.batch * workload.heads, *(getattr(workload, f) for f in _UNIT_FIELDS))
 
 
 def _may_schedule(kernel: Kernel) -> bool:

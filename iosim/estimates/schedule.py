@@ -32,6 +32,7 @@ from bisect import bisect_right
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
 from iosim.algorithms.closedform import kernel_blocks
 from iosim.algorithms.loopnest import Kernel
+from iosim.estimates.list_schedule import RepeatedLaunch
 from iosim.estimates.occupancy import makespan
 from iosim.inputs.hardware import BackwardSchedule
 from iosim.inputs.tiling import Tiling
@@ -48,9 +49,11 @@ def program_steps(kernel: Kernel, workload: Workload, tiling: Tiling | None) -> 
     return [len(n_i) - bisect_right(n_i, j) for j in range(cdiv(n_kv, block_kv))]
 
 
-def scheduled_compute_s(kernel: Kernel, workload: Workload, tiling: Tiling | None, schedule: BackwardSchedule,
-                        *, sm_count: int, matmul_peak: float, vector_peak: float) -> float:
-    """The kernel's compute time by the list schedule (see the module docstring)."""
+def scheduled_launch(kernel: Kernel, workload: Workload, tiling: Tiling | None,
+                     schedule: BackwardSchedule, *, sm_count: int, matmul_peak: float,
+                     vector_peak: float) -> RepeatedLaunch:
+    """What the list schedule runs: one head's program lengths (seconds, launch order), the
+    heads, the slots (see the module docstring)."""
     block_q, block_kv = kernel_blocks(kernel, tiling, workload.n, workload.n_kv)
     tile = block_q * block_kv
     width = {"score": 1, "score_d": workload.d, "score_dv": workload.d_v}
@@ -64,4 +67,15 @@ def scheduled_compute_s(kernel: Kernel, workload: Workload, tiling: Tiling | Non
     overhead = schedule.program_overhead_s * loops
     lengths = [s * step_s / schedule.efficiency + overhead
                for s in program_steps(kernel, workload, tiling)]
-    return makespan(lengths * (workload.batch * workload.heads), slots)
+    return RepeatedLaunch(tuple(lengths), workload.batch * workload.heads, slots)
+
+
+def scheduled_compute_s(kernel: Kernel, workload: Workload, tiling: Tiling | None,
+                        schedule: BackwardSchedule, *, sm_count: int, matmul_peak: float,
+                        vector_peak: float) -> float:
+    """The kernel's compute time by the list schedule (see the module docstring): the
+    reference, one heap step per program; a sweep schedules all its points at once with
+    list_schedule.repeated_makespans, which gives the same doubles."""
+    launch = scheduled_launch(kernel, workload, tiling, schedule, sm_count=sm_count,
+                              matmul_peak=matmul_peak, vector_peak=vector_peak)
+    return makespan(list(launch.lengths) * launch.repeats, launch.slots)

@@ -259,7 +259,10 @@ def text_parts(columns: Sequence[Column], separators: Sequence[str]) -> list[str
         return []
     last = len(columns) - 1
     segments = _segments(columns)
-    pieces = np.empty((rows, len(segments)), dtype=object)
+    # every segment's texts in one table, and each row's pieces as indices into it: one gather
+    # per string of rows (a 2-D object array filled a segment at a time cost 3–9 % more)
+    texts: list[str] = []
+    keys = np.empty((rows, len(segments)), dtype=np.intp)
     for at, segment in enumerate(segments):
         first = np.zeros(segment.count, dtype=np.intp)
         first[segment.key] = np.arange(len(segment.key))  # one of each combination (any will do)
@@ -273,10 +276,13 @@ def text_parts(columns: Sequence[Column], separators: Sequence[str]) -> list[str
             cells.append(table[codes].tolist())
         combined = cells[0] if len(cells) == 1 else list(map("".join, zip(*cells, strict=True)))
         key = segment.key if segment.times == 1 else np.repeat(segment.key, segment.times)
-        pieces[:, at] = np.array(combined, dtype=object)[key]
-    return ["".join(pieces[start:start + PART_ROWS].reshape(-1).tolist())
-            for start in range(0, rows, PART_ROWS)]
-
+        np.add(key, len(texts), out=keys[:, at])
+        texts.extend(combined)
+    every = np.array(texts, dtype=object)
+    flat = keys.reshape(-1)
+    step = PART_ROWS * len(segments)
+    return ["".join(every[flat[start:start + step]].tolist())
+            for start in range(0, len(flat), step)]
 
 __all__ = ["Column", "booleans", "coded_names", "floats", "integers", "join_rows", "names", "repeat",
            "text_parts"]
