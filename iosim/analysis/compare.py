@@ -48,6 +48,7 @@ from iosim.estimates.training import (
 )
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
+from iosim.inputs.impl_features import refuse_missing_features
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.limits import as_names, check_path_text, excerpt
@@ -145,6 +146,7 @@ def compare(
         implementation.check_shape(workload.d, workload.dtype, gqa=workload.group_size > 1,
                                    d_v=workload.d_v, latent_kv=workload.latent_kv,
                                    backward=workload.pass_ != "fwd")
+        refuse_missing_features(implementation, impl_workload(implementation, workload))
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
                                splits_given=splits is not None) if implementation is None else ()
     roofs = roofs_for(hw, workload.dtype, profile)

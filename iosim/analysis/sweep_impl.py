@@ -21,6 +21,7 @@ from iosim.analysis.comparison import AlgorithmEstimate
 from iosim.analysis.sweep_result import AlgorithmGrid, SweepResult
 from iosim.analysis.sweep_spec import AXES, WORKLOAD_AXES, SweepSpec, check_spec, spec_workload
 from iosim.errors import IosimError, TilingError, arg
+from iosim.inputs.impl_features import FeatureError
 from iosim.inputs.implementations_yaml import get_implementation
 
 MAX_IMPL_POINTS = 100_000
@@ -62,6 +63,10 @@ def impl_sweep(spec: SweepSpec, *,
             c = compare(workload, hw, block_q=values["block_q"], block_kv=values["block_kv"],
                         sram=values["sram_bytes"], sram_elements=values["sram_elements"],
                         profile=spec.profile, impl=impl)
+        except FeatureError as exc:
+            # refused, naming the point: a grid the implementation cannot run throughout is
+            # the user's to narrow (a point left out would read as one it ran)
+            raise FeatureError(f"at {_where(values)}: {exc.problem}", param=exc.param) from None
         except TilingError as exc:
             raise IosimError(f"at {_where(values)}: {exc.problem} (a sweep with {arg('impl')} "
                              f"evaluates each point with compare, which refuses blocks that do "
@@ -105,5 +110,8 @@ def _put(grid: dict[str, np.ndarray], flat: int, a: AlgorithmEstimate, backward:
 
 
 def _where(values: dict[str, Any]) -> str:
-    return ", ".join(f"{arg(axis)} {value}" for axis, value in values.items()
-                     if value is not None and axis in ("n", "n_kv", "d", "block_q", "block_kv"))
+    shown = ("n", "n_kv", "d", "block_q", "block_kv", "causal", "sparsity", "window")
+    return ", ".join(f"{arg(axis)}" if value is True else f"{arg(axis, value)}"
+                     for axis, value in values.items()
+                     if axis in shown and value is not None and value is not False
+                     and not (axis == "sparsity" and value == 1.0))

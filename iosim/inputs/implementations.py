@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from iosim.errors import IosimError, arg
+from iosim.inputs.impl_features import Feature, instead, shipped_where
 from iosim.inputs.ints import Int
 from iosim.record import Record
 
@@ -123,6 +124,9 @@ class Implementation(Record):
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""
+    features: tuple[Feature, ...] | None = None
+    """The workload features its API takes (causal, sparsity, window, ...: impl_features.py),
+    each with its source; None: the profile declares none and none is refused."""
 
     @property
     def refuses_gqa(self) -> bool:
@@ -141,9 +145,11 @@ class Implementation(Record):
                              f"({arg('algorithms', 'splitkv')}: FlashMLA's tiles)",
                              param="latent_kv")
         if d_v is not None and d_v != d and self.head_dim_v_same:
+            others = shipped_where(lambda p: not p.head_dim_v_same, besides=self.name)
             raise IosimError(f"{self.name} needs V's head dim equal to Q's and K's "
                              f"({self.head_dim_v_same}), got {arg('d', d)} {arg('d_v', d_v)}; "
-                             f"use another {arg('impl')}, or none", param="d_v")
+                             f"{instead(others)}" + (f", or no {arg('impl')}" if others else ""),
+                             param="d_v")
         if backward and self.algorithm != "standard" and not self.backward_tiles:
             raise IosimError(f"{self.name}'s profile declares no backward tiles ({self.backward.value}; "
                              f"{self.backward.source}); use {arg('pass_', 'fwd')}, or "
@@ -156,9 +162,13 @@ class Implementation(Record):
         if dtype not in self.dtypes:
             # (the profile's dtypes carry no source of their own: none is quoted; the head
             # dim's source, quoted here before, is about head dims)
+            others = shipped_where(lambda p: dtype in p.dtypes, besides=self.name)
             raise IosimError(f"{self.name} runs {', '.join(self.dtypes)} (its profile's dtypes), "
-                             f"not {arg('dtype', dtype)}; use {arg('dtype', self.dtypes[0])} or "
-                             f"another {arg('impl')}", param="dtype")
+                             f"not {arg('dtype', dtype)}; use {arg('dtype', self.dtypes[0])}, or "
+                             + (f"{arg('impl')} {' or '.join(others)} (the shipped "
+                                f"implementations that run it)" if others else
+                                f"no {arg('impl')} (no shipped implementation runs it)"),
+                             param="dtype")
         if d > self.head_dim_max or d % self.head_dim_multiple:
             rule = (f"at most {self.head_dim_max}" + (
                 f" and a multiple of {self.head_dim_multiple}" if self.head_dim_multiple > 1

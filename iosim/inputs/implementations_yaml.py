@@ -12,6 +12,7 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from iosim.errors import ConfigError, IosimError, arg
+from iosim.inputs.impl_features import FEATURES, Feature
 from iosim.inputs.implementations import (
     EXTRA_KERNELS,
     ExtraKernel,
@@ -51,7 +52,8 @@ RUNS = ("iosim-triton", "sdpa", "flex", "eager")
 
 _TOP = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
         "forward_tiles", "backward_tiles", "shared_memory", "backward_shared_memory",
-        "launch_order", "split_kv", "backward", "gqa", "extra_kernels", "notes", "persistent"}
+        "launch_order", "split_kv", "backward", "gqa", "extra_kernels", "notes", "persistent",
+        "features"}
 
 
 _REQUIRED = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
@@ -205,6 +207,32 @@ def _shared(data: dict[str, Any], key: str, path: str) -> SharedMemory | None:
                         if "score_tiles" in m else 0)
 
 
+def _features(data: dict[str, Any], path: str) -> tuple[Feature, ...] | None:
+    """The `features` list (None when the key is absent: nothing declared, nothing refused)."""
+    if "features" not in data:
+        return None
+    raw = data["features"]
+    if not isinstance(raw, list):
+        raise ConfigError(path, "features", "must be a list of {name, source} mappings "
+                          "(an empty list: the implementation runs none of them)")
+    features: list[Feature] = []
+    for i, item in enumerate(raw):
+        where = f"features[{i}]"
+        m = _mapping(item, path, where, {"name", "source", "forward_only"})
+        name = _need(m, "name", str, path, where + ".")
+        if name not in FEATURES:
+            raise ConfigError(path, where + ".name", f"must be one of {', '.join(FEATURES)}, "
+                              f"got {excerpt(name)}")
+        if any(f.name == name for f in features):
+            raise ConfigError(path, where + ".name", f"{name} is listed twice")
+        forward_only = m.get("forward_only", False)
+        if not isinstance(forward_only, bool):
+            raise ConfigError(path, where + ".forward_only",
+                              f"must be true or false, got {excerpt(forward_only)}")
+        features.append(Feature(name, _need(m, "source", str, path, where + "."), forward_only))
+    return tuple(features)
+
+
 def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     """An Implementation from a YAML mapping, strictly (ConfigError naming file and key)."""
     if "calibration" in data:
@@ -278,4 +306,5 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         launch_order=_trait(data, "launch_order", path),
         split_kv=SplitRule(rule, _need(split, "source", str, path, "split_kv."), split_tiles),
         backward=_trait(data, "backward", path), gqa=_trait(data, "gqa", path),
-        extra_kernels=tuple(extras), path=path, notes=str(data.get("notes", "")))
+        extra_kernels=tuple(extras), path=path, notes=str(data.get("notes", "")),
+        features=_features(data, path))
