@@ -29,7 +29,8 @@ from typing import Any
 import numpy as np
 
 from iosim import Workload
-from iosim.analysis.decode_time import MEASURED_TILES, DecodeCounts, Tiles, Timed, ceilings
+from iosim.analysis.decode_kernel_time import ceilings
+from iosim.analysis.decode_time import MEASURED_TILES, DecodeCounts, Tiles, Timed
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.record import replace
