@@ -223,6 +223,7 @@ def ceilings(hardware: Hardware) -> Ceilings:
 
 
 def profile_of(hardware: Hardware) -> Literal["spec", "measured"]:
+    """The profile the model runs on: measured where the GPU's YAML has a measured launch cost."""
     m = hardware.measured
     return "measured" if m is not None and m.launch_overhead_s is not None else "spec"
 
@@ -254,4 +255,5 @@ def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: f
 
 
 def matmul_peak(hardware: Hardware, workload: Workload) -> float:
+    """The matmul peak of the workload's dtype under that profile (FLOP/s)."""
     return roofs_for(hardware, workload.dtype, profile_of(hardware)).matmul_flops_per_s
