@@ -134,7 +134,7 @@ class Workload(Record, init=False):
         if self.heads % self.kv_heads:
             raise WorkloadError(
                 f"{arg('kv_heads', self.kv_heads)} does not divide {arg('heads', self.heads)}; "
-                f"GQA/MQA needs heads = groups × kv-heads (e.g. "
+                f"GQA/MQA needs heads = groups × KV heads (e.g. "
                 f"{arg('kv_heads', _a_divisor(self.heads, self.kv_heads))})"
             )
         if self.dtype not in DTYPE_BYTES:
