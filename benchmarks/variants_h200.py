@@ -33,6 +33,7 @@ from iosim.calibrate import kernels_variants as KV
 from iosim.calibrate import variants as VA
 from iosim.calibrate import variants_mla_fp8 as MF
 from iosim.calibrate import variants_points as VP
+from iosim.calibrate import variants_sections as VS
 from iosim.calibrate.env import device_info
 from iosim.calibrate.variants_ncu import count_spec, key_blocks, run_ncu
 
@@ -209,7 +210,7 @@ def main(argv: list[str]) -> int:
     torch.manual_seed(14)
     gen = torch.Generator(device=DEVICE).manual_seed(14)
     clock = Clock(args.deadline_s)
-    sets = VP.TINY if DEVICE == "cpu" else VP.QUICK if args.quick else VP.FULL
+    sets = VS.TINY if DEVICE == "cpu" else VS.QUICK if args.quick else VS.FULL
     record: dict[str, Any] = {
         "schema": SCHEMA,
         "command": "PYTHONPATH=$PWD python3 benchmarks/variants_h200.py " + " ".join(argv),

@@ -25,15 +25,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 def test_the_judge_sections_time_every_split_count_of_their_tiny_points(tmp_path: Path) -> None:
     import variants_h200 as run
 
-    from iosim.calibrate import variants_points as VP
+    from iosim.calibrate import variants_sections as VS
     from iosim.calibrate.variants_ncu import key_blocks
 
     gen = torch.Generator().manual_seed(14)
     clock = run.Clock(60.0)
-    decode = run.run_decode(VP.TINY["decode_judge"], gen, clock, lambda _: None,
+    decode = run.run_decode(VS.TINY["decode_judge"], gen, clock, lambda _: None,
                             all_splits=True, page_sizes=[None])
-    cascade = run.run_cascade(VP.TINY["cascade_judge"], gen, clock, lambda _: None)
-    for row, point in zip(decode, VP.TINY["decode_judge"], strict=True):
+    cascade = run.run_cascade(VS.TINY["cascade_judge"], gen, clock, lambda _: None)
+    for row, point in zip(decode, VS.TINY["decode_judge"], strict=True):
         assert row["status"] == "ok", row["status"]
         top = min(128, key_blocks(point["n_kv"]))
         assert [s["splits"] for s in row["sweep"]] == list(range(1, top + 1))

@@ -212,7 +212,8 @@ def powers_of_two(limit: int, top: int = 128) -> list[int]:
 
 
 
-def _mla(id_: str, batch: int, n_kv: int, heads: int) -> Point:
+def mla_point(id_: str, batch: int, n_kv: int, heads: int) -> Point:
+    """An absorbed-MLA decode point over `n_kv` latent rows (DeepSeek-V3's dims)."""
     # DeepSeek-V3 config.json: kv_lora_rank 512, qk_rope_head_dim 64, 128 attention heads (16 a
     # GPU at tensor parallelism 8); bf16 as served; FlashMLA's page size 64
     return {"id": id_, "kind": "mla", "dtype": "bf16", "d": 576, "d_v": 512, "n": 1,
@@ -221,28 +222,29 @@ def _mla(id_: str, batch: int, n_kv: int, heads: int) -> Point:
 
 
 MLA = [
-    _mla("mla-b1-4k-h128", 1, 4096, 128),
-    _mla("mla-b8-8k-h128", 8, 8192, 128),
-    _mla("mla-b32-4k-h128", 32, 4096, 128),        # latent 151 MiB
-    _mla("mla-b16-16k-h128", 16, 16384, 128),      # latent 302 MiB
-    _mla("mla-b64-8k-h16", 64, 8192, 16),          # latent 604 MiB
-    _mla("mla-b128-2k-h16", 128, 2048, 16),
-    _mla("mla-b1-32k-h16", 1, 32768, 16),
+    mla_point("mla-b1-4k-h128", 1, 4096, 128),
+    mla_point("mla-b8-8k-h128", 8, 8192, 128),
+    mla_point("mla-b32-4k-h128", 32, 4096, 128),        # latent 151 MiB
+    mla_point("mla-b16-16k-h128", 16, 16384, 128),      # latent 302 MiB
+    mla_point("mla-b64-8k-h16", 64, 8192, 16),          # latent 604 MiB
+    mla_point("mla-b128-2k-h16", 128, 2048, 16),
+    mla_point("mla-b1-32k-h16", 1, 32768, 16),
 ]
 """Each at split counts 1, 2, 4, ..., 64."""
 
 
-def _fp8(id_: str, n: int, causal: bool, dtype: str) -> Point:
+def fp8_point(id_: str, n: int, causal: bool, dtype: str) -> Point:
+    """An FP8 (or fp16 reference) prefill point: 16 heads, d 128, per-tensor scales for FP8."""
     return {"id": id_, "kind": "fp8", "dtype": dtype, "d": 128, "n": n, "n_kv": n, "heads": 16,
             "kv_heads": 16, "batch": 1, "causal": causal,
             "fp8_scales": "tensor" if dtype.startswith("fp8") else None}
 
 
-FP8 = [_fp8(f"{dt}-{n // 1024}k-{'causal' if c else 'full'}", n, c, dt)
+FP8 = [fp8_point(f"{dt}-{n // 1024}k-{'causal' if c else 'full'}", n, c, dt)
        for dt in ("fp8_e4m3", "fp16") for n in (4096, 8192, 16384) for c in (False, True)]
 """The same kernel at fp8_e4m3 (per-tensor descales read from HBM) and fp16."""
 
-FP8_E5M2 = [_fp8(f"fp8_e5m2-{n // 1024}k-{'causal' if c else 'full'}", n, c, "fp8_e5m2")
+FP8_E5M2 = [fp8_point(f"fp8_e5m2-{n // 1024}k-{'causal' if c else 'full'}", n, c, "fp8_e5m2")
             for n in (4096, 8192, 16384) for c in (False, True)]
 """The same kernel and shapes at fp8_e5m2 (per-tensor descales; the kernel has no per-block
 scales, so --fp8-scales block is not measured)."""
@@ -297,18 +299,18 @@ CASCADE_FRESH3 = [
 """Timed as CASCADE is (prefix lengths whole pages of 16)."""
 
 MLA_FRESH = [
-    _mla("mla-f-b2-12000-h128", 2, 12000, 128),     # latent 28 MB
-    _mla("mla-f-b4-30000-h16", 4, 30000, 16),       # latent 138 MB
-    _mla("mla-f-b24-6000-h128", 24, 6000, 128),     # latent 166 MB
-    _mla("mla-f-b48-3000-h16", 48, 3000, 16),       # latent 166 MB
-    _mla("mla-f-b96-5000-h16", 96, 5000, 16),       # latent 553 MB
-    _mla("mla-f-b12-20000-h128", 12, 20000, 128),   # latent 276 MB
+    mla_point("mla-f-b2-12000-h128", 2, 12000, 128),     # latent 28 MB
+    mla_point("mla-f-b4-30000-h16", 4, 30000, 16),       # latent 138 MB
+    mla_point("mla-f-b24-6000-h128", 24, 6000, 128),     # latent 166 MB
+    mla_point("mla-f-b48-3000-h16", 48, 3000, 16),       # latent 166 MB
+    mla_point("mla-f-b96-5000-h16", 96, 5000, 16),       # latent 553 MB
+    mla_point("mla-f-b12-20000-h128", 12, 20000, 128),   # latent 276 MB
 ]
 """Each at split counts 1, 2, 4, ..., 64 (as MLA)."""
 
 
 def _fp8_fresh(id_: str, n: int, causal: bool, dtype: str, heads: int) -> Point:
-    return {**_fp8(id_, n, causal, dtype), "heads": heads, "kv_heads": heads}
+    return {**fp8_point(id_, n, causal, dtype), "heads": heads, "kv_heads": heads}
 
 
 FP8_FRESH = [
@@ -358,71 +360,11 @@ FP8_FRESH2 = [
 """Per-tensor (4) and FA3 §3.3 per-block (4) scales; n a multiple of the kernel's 128 × 64 blocks."""
 
 MLA_FRESH2 = [
-    _mla("mla-g-b3-7000-h128", 3, 7000, 128),       # latent 24 MB
-    _mla("mla-g-b6-45000-h16", 6, 45000, 16),       # latent 311 MB
-    _mla("mla-g-b10-9000-h128", 10, 9000, 128),     # latent 104 MB
-    _mla("mla-g-b40-2500-h16", 40, 2500, 16),       # latent 115 MB
-    _mla("mla-g-b160-1500-h16", 160, 1500, 16),     # latent 276 MB
-    _mla("mla-g-b1-60000-h128", 1, 60000, 128),     # latent 69 MB
+    mla_point("mla-g-b3-7000-h128", 3, 7000, 128),       # latent 24 MB
+    mla_point("mla-g-b6-45000-h16", 6, 45000, 16),       # latent 311 MB
+    mla_point("mla-g-b10-9000-h128", 10, 9000, 128),     # latent 104 MB
+    mla_point("mla-g-b40-2500-h16", 40, 2500, 16),       # latent 115 MB
+    mla_point("mla-g-b160-1500-h16", 160, 1500, 16),     # latent 276 MB
+    mla_point("mla-g-b1-60000-h128", 1, 60000, 128),     # latent 69 MB
 ]
 """Absorbed MLA decoding (DeepSeek-V3 dims), each at split counts 1, 2, 4, ..., 64 (as MLA)."""
-
-
-QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2],
-         "paged": PAGED[:1],
-         "cascade": CASCADE[:2], "mla": MLA[:1], "fp8": FP8[:1] + FP8[6:7], "repeat": DECODE[:1],
-         "decode_judge": DECODE_JUDGE[:2], "cascade_judge": CASCADE_JUDGE[:2],
-         "decode_fresh": DECODE_FRESH[:1], "cascade_fresh": CASCADE_FRESH[:1],
-         "fp8_e5m2": FP8_E5M2[:1], "cascade_fresh2": CASCADE_FRESH2[:1],
-         "decode_fresh2": DECODE_FRESH2[:1], "cascade_fresh3": CASCADE_FRESH3[:1],
-         "mla_fresh": MLA_FRESH[:1], "fp8_fresh": FP8_FRESH[:1], "fp8_block": FP8_BLOCK[:1],
-         "fp8_fresh2": FP8_FRESH2[:2], "mla_fresh2": MLA_FRESH2[:1]}
-FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
-        "mla": MLA, "fp8": FP8,
-        "repeat": [DECODE[1], DECODE[5], DECODE[9]],
-        "decode_judge": DECODE_JUDGE, "cascade_judge": CASCADE_JUDGE,
-        "decode_fresh": DECODE_FRESH, "cascade_fresh": CASCADE_FRESH, "fp8_e5m2": FP8_E5M2,
-        "cascade_fresh2": CASCADE_FRESH2, "decode_fresh2": DECODE_FRESH2,
-        "cascade_fresh3": CASCADE_FRESH3, "mla_fresh": MLA_FRESH, "fp8_fresh": FP8_FRESH,
-        "fp8_block": FP8_BLOCK, "fp8_fresh2": FP8_FRESH2, "mla_fresh2": MLA_FRESH2}
-"""`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
-
-
-def _tiny(p: Point, **changes: Any) -> Point:
-    return {**p, "id": "tiny-" + p["id"], "d": 32, **changes}
-
-
-TINY = {
-    "flex": [_tiny(FLEX[0], n=300, n_kv=300, heads=2, kv_heads=1, window=50),
-             _tiny(FLEX[14], n=300, n_kv=300, heads=2, kv_heads=2, seqlens=[100, 17, 183])],
-    "decode": [_tiny(DECODE[0], n_kv=200, heads=4, kv_heads=2, batch=2)],
-    "paged": [_tiny(PAGED[0], n_kv=150, heads=2, kv_heads=2, batch=2)],
-    "cascade": [_tiny(CASCADE[1], batch=3, prefix_len=96, suffix_lens=[5, 70, 1], heads=4,
-                      kv_heads=2)],
-    "mla": [{**_mla("tiny-mla", 2, 70, 20), "dtype": "fp16"}],
-    "fp8": [{**_fp8("tiny-fp8", 128, True, "fp8_e4m3"), "heads": 2, "d": 32},
-            {**_fp8("tiny-fp16", 128, False, "fp16"), "heads": 2, "d": 32}],
-    "repeat": [],
-    "flex2": [],
-    "decode_judge": [_tiny(DECODE_JUDGE[0], n_kv=150, heads=4, kv_heads=1, batch=2, d=64)],
-    "cascade_judge": [_tiny(CASCADE_JUDGE[10], batch=3, prefix_len=48, suffix_lens=[3, 90, 20],
-                            heads=4, kv_heads=4)],
-    "decode_fresh": [_tiny(DECODE_FRESH[3], n_kv=130, heads=4, kv_heads=1, batch=2)],
-    "cascade_fresh": [_tiny(CASCADE_FRESH[7], batch=3, prefix_len=64, suffix_lens=[7, 40, 1],
-                            heads=4, kv_heads=1)],
-    "fp8_e5m2": [{**_fp8("tiny-fp8-e5m2", 128, True, "fp8_e5m2"), "heads": 2, "d": 32}],
-    "cascade_fresh2": [_tiny(CASCADE_FRESH2[11], batch=3, prefix_len=32, suffix_lens=[5, 70, 20],
-                             heads=4, kv_heads=2)],
-    "decode_fresh2": [_tiny(DECODE_FRESH2[10], n_kv=140, heads=4, kv_heads=1, batch=2)],
-    "cascade_fresh3": [_tiny(CASCADE_FRESH3[10], batch=3, prefix_len=48, suffix_lens=[9, 60, 2],
-                             heads=4, kv_heads=2)],
-    "mla_fresh": [{**_mla("tiny-mla-fresh", 3, 90, 20), "dtype": "fp16"}],
-    "fp8_fresh": [{**_fp8("tiny-fp8-fresh", 128, False, "fp8_e5m2"), "heads": 2, "d": 32}],
-    "fp8_block": [{**_fp8("tiny-fp8-block", 256, True, "fp8_e4m3"), "heads": 2, "d": 32,
-                   "fp8_scales": "block"}],
-    "fp8_fresh2": [{**_fp8("tiny-fp8-fresh2", 128, False, "fp8_e4m3"), "heads": 2, "d": 32},
-                   {**_fp8("tiny-fp8-fresh2-block", 256, True, "fp8_e5m2"), "heads": 2, "d": 32,
-                    "fp8_scales": "block"}],
-    "mla_fresh2": [{**_mla("tiny-mla-fresh2", 2, 75, 20), "dtype": "fp16"}],
-}
-"""A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""
