@@ -19,15 +19,15 @@ input-filling kernel is profiled. The judge sets the L2-aware DRAM estimate of
 
 from __future__ import annotations
 
-import csv
-import io
 import statistics
 import sys
 from pathlib import Path
 from typing import Any
 
+from iosim.calibrate.ncu import EVICT, parse_raw_csv
+
 IMPLS = ("sdpa-flash", "iosim-triton")
-EVICT = "_iosim_evict_kernel"
+DRAM_METRICS = ("dram__bytes_read.sum", "dram__bytes_write.sum")
 
 
 def _set(name: str) -> tuple[Any, ...]:
@@ -108,32 +108,27 @@ def target(set_name: str) -> None:
 def counted(text: str, todo: list[tuple[str, int, Any]]) -> list[dict[str, Any]]:
     """Each call's counted DRAM bytes: its kernels' reads and writes and the residue the next
     evict wrote back; ncu's rows are taken in launch order (evict, kernels, evict per call)."""
-    rows = list(csv.reader(io.StringIO(text)))
-    at = next(i for i, r in enumerate(rows) if "Kernel Name" in r and "ID" in r)
-    header = rows[at]
-    launches = [dict(zip(header, r, strict=True)) for r in rows[at + 1:]
-                if len(r) == len(header) and r[0].strip().isdigit()]
-    number = lambda s: float(s.replace(",", "") or 0)  # noqa: E731
+    launches = parse_raw_csv(text, DRAM_METRICS)
     out, pos = [], 0
     for name, i, _ in todo:
-        while pos < len(launches) and EVICT not in launches[pos]["Kernel Name"]:
+        while pos < len(launches) and launches[pos]["kernel"] != EVICT:
             pos += 1  # anything before the call's first evict (a compile, a warm-up) is not it
         pos += 1
         kernels = []
-        while pos < len(launches) and EVICT not in launches[pos]["Kernel Name"]:
+        while pos < len(launches) and launches[pos]["kernel"] != EVICT:
             kernels.append(launches[pos])
             pos += 1
         if pos >= len(launches):
             break
-        residue = number(launches[pos]["dram__bytes_write.sum"])
+        residue = launches[pos]["dram__bytes_write.sum"]
         pos += 1
         out.append({"impl": name, "index": i,
-                    "kernels": [{"name": k["Kernel Name"][:80],
-                                 "read": number(k["dram__bytes_read.sum"]),
-                                 "write": number(k["dram__bytes_write.sum"])} for k in kernels],
+                    "kernels": [{"name": k["kernel"][:80],
+                                 "read": k["dram__bytes_read.sum"],
+                                 "write": k["dram__bytes_write.sum"]} for k in kernels],
                     "residue": residue,
-                    "dram": sum(number(k["dram__bytes_read.sum"])
-                                + number(k["dram__bytes_write.sum"]) for k in kernels)
+                    "dram": sum(k["dram__bytes_read.sum"] + k["dram__bytes_write.sum"]
+                                for k in kernels)
                     + residue})
     return out
 

@@ -14,13 +14,12 @@ than its bytes, the excess is the L2's, not the attention kernels'.
 
 from __future__ import annotations
 
-import csv
-import io
 import sys
 from pathlib import Path
 
+from iosim.calibrate.ncu import EVICT, parse_raw_csv
+
 SIZES_MB = (1, 2, 4, 8, 16, 32, 48, 64, 128)
-EVICT = "_iosim_evict_kernel"
 
 
 def target() -> None:
@@ -40,19 +39,14 @@ def target() -> None:
 
 def judge(path: Path) -> list[tuple[int, float, float]]:
     """(MiB written, the fill's DRAM writes + the next evict's, their ratio to the bytes)."""
-    rows = list(csv.reader(io.StringIO(path.read_text())))
-    at = next(i for i, r in enumerate(rows) if "Kernel Name" in r and "ID" in r)
-    header = rows[at]
-    launches = [dict(zip(header, r, strict=True)) for r in rows[at + 1:]
-                if len(r) == len(header) and r[0].strip().isdigit()]
-    number = lambda s: float(s.replace(",", "") or 0)  # noqa: E731
+    launches = parse_raw_csv(path.read_text(), ("dram__bytes_write.sum",))
     out, pos = [], 0
     for mb in SIZES_MB:
-        while EVICT not in launches[pos]["Kernel Name"]:
+        while launches[pos]["kernel"] != EVICT:
             pos += 1
         fill, after = launches[pos + 1], launches[pos + 2]
         pos += 3
-        written = number(fill["dram__bytes_write.sum"]) + number(after["dram__bytes_write.sum"])
+        written = fill["dram__bytes_write.sum"] + after["dram__bytes_write.sum"]
         out.append((mb, written, written / (mb << 20)))
     return out
 
