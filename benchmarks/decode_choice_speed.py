@@ -13,11 +13,10 @@ variants-decoding.md records the figures).
 from __future__ import annotations
 
 import argparse
-import shutil
 import statistics
-import subprocess
-import sys
 import time
+
+from compare_speed import fresh_process_report, iosim_command  # the script's own folder
 
 COMMANDS = {
     "--splits auto, batch 1, 128k keys": [
@@ -64,19 +63,8 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=10)
     args = parser.parse_args()
     in_process(args.runs)
-    exe = shutil.which("iosim")
-    base = [exe] if exe else [sys.executable, "-m", "iosim"]
     for label, words in COMMANDS.items():
-        command = base + words
-        subprocess.run(command, check=True, capture_output=True)  # warm the OS file cache
-        times = []
-        for _ in range(args.runs):
-            start = time.perf_counter()
-            subprocess.run(command, check=True, capture_output=True)
-            times.append(time.perf_counter() - start)
-        print(f"{label}: median {statistics.median(times) * 1e3:.0f} ms, "
-              f"max {max(times) * 1e3:.0f} ms over {args.runs} fresh processes")
-
+        print(fresh_process_report(label, iosim_command(*words), args.runs))
 
 if __name__ == "__main__":
     main()
