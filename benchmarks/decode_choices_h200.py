@@ -279,14 +279,7 @@ def markdown(record: dict[str, Any]) -> None:
     print("|---|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for section, title in titles.items():
         for r in timed_verdicts(record, section):
-            e1 = r["splitkv_model_us"] / r["splitkv_us"] - 1
-            e2 = r["cascade_model_us"] / r["cascade_us"] - 1
-            ok = "yes" if r["iosim"] == r["measured"] else "**no**"
-            print(f"| {title} | {r['id']} | {r['measured']} ({r['measured_ratio']:.2f}) | "
-                  f"{r['iosim']} ({r['iosim_ratio']:.2f}) | {ok} | {r['splitkv_us']:.1f} "
-                  f"({r['splitkv_splits']}) | {r['splitkv_model_us']:.1f} | {e1:+.0%} | "
-                  f"{r['cascade_us']:.1f} ({r['cascade_splits']}) | {r['cascade_model_us']:.1f}"
-                  f" | {e2:+.0%} |")
+            print(f"| {title} | {_verdict_cells(r)} |")
     print("\n| point | section | ncu DRAM MB | iosim DRAM MB | error |\n|---|---|---:|---:|---:|")
     for r in dram_points(record, ("cascade", "cascade_judge", "cascade_fresh", "cascade_fresh2",
                                   "decode_fresh")):
@@ -297,6 +290,18 @@ def markdown(record: dict[str, Any]) -> None:
     for r in split_picks(record, "decode_fresh"):
         print(f"| {r['id']} | {r['fastest']} | {r['pick']} | {r['pick_over_fastest']:.3f} | "
               f"{r['fa2']} | {r['fa2_over_fastest']:.3f} |")
+
+
+def _verdict_cells(r: dict[str, Any]) -> str:
+    """One timed verdict's Markdown cells: the batch, both winners, whether they agree, and
+    each method's measured time (split count), model time and error."""
+    e1 = r["splitkv_model_us"] / r["splitkv_us"] - 1
+    e2 = r["cascade_model_us"] / r["cascade_us"] - 1
+    ok = "yes" if r["iosim"] == r["measured"] else "**no**"
+    return (f"{r['id']} | {r['measured']} ({r['measured_ratio']:.2f}) | {r['iosim']} "
+            f"({r['iosim_ratio']:.2f}) | {ok} | {r['splitkv_us']:.1f} ({r['splitkv_splits']}) "
+            f"| {r['splitkv_model_us']:.1f} | {e1:+.0%} | {r['cascade_us']:.1f} "
+            f"({r['cascade_splits']}) | {r['cascade_model_us']:.1f} | {e2:+.0%}")
 
 
 def markdown_fresh(record: dict[str, Any]) -> None:
@@ -322,13 +327,7 @@ def markdown_fresh(record: dict[str, Any]) -> None:
           "model | error | cascade µs (splits) | model | error |")
     print("|---|---|---|---|---:|---:|---:|---:|---:|---:|")
     for r in timed_verdicts(record, "cascade_fresh3"):
-        e1 = r["splitkv_model_us"] / r["splitkv_us"] - 1
-        e2 = r["cascade_model_us"] / r["cascade_us"] - 1
-        ok = "yes" if r["iosim"] == r["measured"] else "**no**"
-        print(f"| {r['id']} | {r['measured']} ({r['measured_ratio']:.2f}) | {r['iosim']} "
-              f"({r['iosim_ratio']:.2f}) | {ok} | {r['splitkv_us']:.1f} ({r['splitkv_splits']}) "
-              f"| {r['splitkv_model_us']:.1f} | {e1:+.0%} | {r['cascade_us']:.1f} "
-              f"({r['cascade_splits']}) | {r['cascade_model_us']:.1f} | {e2:+.0%} |")
+        print(f"| {_verdict_cells(r)} |")
     print("\n| MLA shape | fastest splits | µs | model µs | error | model pick | ÷ fastest |")
     print("|---|---:|---:|---:|---:|---:|---:|")
     for r in mla_times(record, "mla_fresh"):
