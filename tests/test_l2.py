@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from unittest.mock import patch
 
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -13,6 +14,7 @@ from hypothesis import strategies as st
 from iosim.algorithms import get_algorithm
 from iosim.algorithms.closedform import closed_form
 from iosim.errors import IosimError
+from iosim.estimates import l2_cutoff
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import programs_per_sm_estimate
 from iosim.estimates.l2_simulate import simulate
@@ -32,8 +34,11 @@ def tiling(block_q: int, block_kv: int) -> Tiling:
 
 def both(algorithm: str, workload: Workload, t: Tiling | None, capacity: float, programs: int):  # type: ignore[no-untyped-def]
     kernels = get_algorithm(algorithm).kernels(workload)
-    closed = dram_estimate(kernels, workload, t, H200, concurrent_programs=programs,
-                           l2_bytes=capacity)
+    # the simulation is the ideal LRU: the closed form with the L2's cutoff a step at its size
+    # (estimates/l2_cutoff.py; the H200's fitted soft cutoff is what the records measure)
+    with patch.object(l2_cutoff, "FILL_SHARE", 1.0), patch.object(l2_cutoff, "FILL_WIDTH", 0.0):
+        closed = dram_estimate(kernels, workload, t, H200, concurrent_programs=programs,
+                               l2_bytes=capacity)
     simulated = simulate(kernels, workload, t, l2_bytes=capacity, concurrent_programs=programs)
     return closed, simulated, closed_form(kernels, workload, t)
 

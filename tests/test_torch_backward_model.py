@@ -8,6 +8,8 @@ against the walk-driven simulation."""
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from unittest.mock import patch
 
@@ -21,7 +23,7 @@ from iosim.calibrate import CalibrationError
 from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.errors import ConfigError
-from iosim.estimates import l2_restarts
+from iosim.estimates import l2_cutoff
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import modelled
 from iosim.estimates.l2_simulate import simulate
@@ -53,6 +55,14 @@ def rows(records: list, h200) -> list:  # type: ignore[no-untyped-def]
 # --- closed form = simulation for the backward kernels --------------------------------------
 
 
+@contextmanager
+def _ideal_lru() -> Iterator[None]:
+    """The L2 model's cutoff as the ideal LRU that l2_simulate walks: a step at the L2's size
+    (estimates/l2_cutoff.py: the H200's fitted soft cutoff is what the records measure)."""
+    with patch.object(l2_cutoff, "FILL_SHARE", 1.0), patch.object(l2_cutoff, "FILL_WIDTH", 0.0):
+        yield
+
+
 def _tiling(block_q: int, block_kv: int) -> Tiling:
     return Tiling(block_q, block_kv, 1 << 30, "test", "test", bwd_block_q=block_q,
                   bwd_block_kv=block_kv)
@@ -72,7 +82,7 @@ def test_backward_closed_form_is_the_simulation_in_clear_regimes(
     kernels = get_algorithm(algorithm).kernels(w)
     assert all(modelled(k) for k in kernels)
     t = _tiling(64, 128)
-    with patch.object(l2_restarts, "RESTART_CAPACITY_SHARE", 1.0):  # the ideal LRU, as simulated
+    with _ideal_lru():
         closed = dram_estimate(kernels, w, t, h200, concurrent_programs=programs,
                                l2_bytes=mib * MiB)
     simulated = simulate(kernels, w, t, l2_bytes=mib * MiB, concurrent_programs=programs)
@@ -97,8 +107,9 @@ def test_backward_closed_form_follows_the_simulation(
     t = _tiling(block_q, block_kv)
     step = programs * (2 * block_q + 4 * block_kv) * d * 2
     kernels = get_algorithm(algorithm).kernels(w)
-    closed = dram_estimate(kernels, w, t, h200, concurrent_programs=programs,
-                           l2_bytes=room * step)
+    with _ideal_lru():
+        closed = dram_estimate(kernels, w, t, h200, concurrent_programs=programs,
+                               l2_bytes=room * step)
     simulated = simulate(kernels, w, t, l2_bytes=room * step, concurrent_programs=programs)
     assert abs(closed.bytes - simulated.bytes) <= 0.20 * simulated.bytes
 
@@ -118,7 +129,9 @@ def test_fa2_causal_stream_restarts_follow_the_simulation(
     kernels = [k for k in get_algorithm("flash2").kernels(w) if k.loop is not None]
     assert all(k.inner_descending for k in kernels)
     t = _tiling(64, 128)
-    closed = dram_estimate(kernels, w, t, h200, concurrent_programs=programs, l2_bytes=mib * MiB)
+    with _ideal_lru():
+        closed = dram_estimate(kernels, w, t, h200, concurrent_programs=programs,
+                               l2_bytes=mib * MiB)
     simulated = simulate(kernels, w, t, l2_bytes=mib * MiB, concurrent_programs=programs)
     q_sim = {(term.tensor, term.op): term.bytes for term in simulated.terms}
     q_bytes = heads * n * 64 * 2

@@ -53,8 +53,9 @@ from collections.abc import Sequence
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, cdiv
 from iosim.algorithms.closedform import closed_form, kernel_blocks
-from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, element_bytes, row_width, tensor_bytes
+from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width, tensor_bytes
 from iosim.errors import IosimError
+from iosim.estimates.l2_cutoff import miss_probability
 from iosim.estimates.l2_masks import masked_shared_passes
 from iosim.estimates.l2_model import (
     DramEstimate,
@@ -68,7 +69,7 @@ from iosim.estimates.l2_model import (
     shared_tile,
 )
 from iosim.estimates.l2_restarts import programs_within, restart_misses
-from iosim.estimates.l2_waves import Lengths, sum_where, wave_rereads
+from iosim.estimates.l2_waves import Lengths, sum_weighted, sum_where, wave_rereads
 from iosim.estimates.shared_prefix_dram import (
     broadcast_rereads,
     prefix_once,
@@ -206,6 +207,10 @@ class _ClosedForm:
                     note = ("one copy, read once: a head's stream keeps it in L2" if not again
                             else "one copy, re-read by every (batch, head): a head's stream "
                             "overflows the L2")
+                elif (again := self._group_rereads(kernel, access)) > 0:
+                    dram = round(size * (1 - hit + again))
+                    note = (f"{1 + again:.2f} reads per KV head: each query head's programs "
+                            "re-read it after the L2 lost it")
                 else:
                     dram = round(size * (1 - hit))
                     note = "read once" + (f"; {hit:.0%} still in L2 from an earlier kernel"
@@ -256,6 +261,27 @@ class _ClosedForm:
                 else:
                     write += tile
         return read, write
+
+    def _group_rereads(self, kernel: Kernel, access: Access) -> float:
+        """Re-reads (as a multiple of its size) of a KV head's outer tile (K_j, V_j of a K/V-outer
+        kernel, FA2's backward) that every query head of a GQA group loads in its own program.
+        Programs run key block fastest, then head: query head h+1's program j starts one
+        head's programs after head h's, and in between those programs walked their head's
+        shared stream (Q, dO, dQaccum: one pass) and their own tiles. That reuse distance
+        against the L2 (l2_cutoff.miss_probability) says whether K_j is still there; a
+        kernel whose group's heads run together (few programs per head) hits."""
+        group = self.w.group_size
+        if (group <= 1 or kernel.loop != "kv" or kernel.grid != "blocks" or access.op != "read"
+                or access.where != "outer" or access.per_kv_head
+                or access.tensor not in KV_HEAD_TENSORS):
+            return 0.0
+        _, per_head, _ = self._geometry(kernel)
+        head_stream = sum(copies_in_l2(kernel, a) * tensor_bytes(a, self.w, per_head=True)
+                          for a in {a.tensor: a for a in kernel.accesses
+                                    if shared_tile(kernel, a)}.values())
+        own_read, own_write = self._own_tile_bytes(kernel)
+        reuse = head_stream + per_head * (own_read + own_write)
+        return (group - 1) * miss_probability(reuse, self.capacity)
 
     def _shared_passes(self, kernel: Kernel) -> tuple[float, str] | None:
         """DRAM passes over the shared inner tensors (K, V), as a multiple of their size."""
@@ -358,13 +384,15 @@ class _ClosedForm:
         # sweep o+1 is a suffix of sweep o (the rows that key block o+1 sees): between two
         # touches of a tile, the running programs finish sweep o after it and start sweep o+1
         # up to it, i.e. touch one sweep o+1 each (LRU: the same for every tile); summed over
-        # o + 1 = 1 .. T_c − 1 where that overflows the L2 (l2_waves.sum_where)
-        refetched = sum_where(lengths, 1, outer_count,
-                              lambda later: running * (later * tile + outer_tile) > self.capacity)
+        # o + 1 = 1 .. T_c − 1, each weighted by the chance that a re-read after that reuse
+        # distance misses (l2_cutoff.py: gradual as the sweeps approach the L2)
+        refetched = sum_weighted(
+            lengths, 1, outer_count,
+            lambda later: miss_probability(running * (later * tile + outer_tile), self.capacity))
         again = refetched / rows_total
         if again == 0:
             return 0.0, "stays in L2 from one key block's sweep to the next: DRAM sees it once"
-        return again, (f"{again:.1f} extra passes: {running} programs' sweeps overflow L2 "
+        return again, (f"{again:.1f} extra passes: {running} programs' sweeps fill the L2 "
                        "between two uses of a tile")
 
 

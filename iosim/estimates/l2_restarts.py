@@ -20,7 +20,11 @@ predecessor's start + x), and it hits if the distinct tiles every program walked
 (the union of their walked ranges, per head, and the own tiles of programs that start or end
 in between) fit the L2. That reuse distance grows with x while the older programs still run
 (the restarting program's own sweep adds to theirs), so it is evaluated at SAMPLES depths of
-each program. A program walks a tile per time unit, as in l2.py. No constant.
+each program; each depth misses with the chance l2_cutoff.miss_probability gives its reuse
+distance (a real L2 loses lines gradually before the stream reaches its nominal size: the
+share and width fitted there, with Algorithm 4's sweeps; they replace bwd4's
+RESTART_CAPACITY_SHARE = 0.8, a step at 0.8 of the L2). A program walks a tile per time
+unit, as in l2.py.
 Cost: the first few heads are scheduled exactly (MAX_UNITS, or enough for four waves); the
 remaining heads repeat the last scheduled head's misses (the schedule is periodic once the
 heads' programs overlap in steady state). Where that is more than MAX_PROGRAMS programs (N
@@ -33,6 +37,7 @@ from __future__ import annotations
 import bisect
 import heapq
 
+from iosim.estimates.l2_cutoff import miss_probability, never_misses
 from iosim.estimates.l2_waves import Lengths
 from iosim.record import Record
 
@@ -40,16 +45,6 @@ MAX_UNITS = 3
 """Heads scheduled exactly (more where four waves of programs need more): a bound on the time."""
 
 
-RESTART_CAPACITY_SHARE = 0.8
-"""The share of the L2 a restarting program's predecessors' tiles can count on: a real L2 is
-not one ideal LRU of l2_bytes (its lines are spread over two partitions and many sets by an
-address hash, so a stream that nominally fits loses lines first in the fullest sets), and the
-restarted programs miss before the stream reaches the nominal size. Fitted (least squares of
-the relative error of FA2's main kernel's DRAM bytes, 0.75-0.95 by 0.01-0.05) on the causal
-points of N >= 24,000 of tests/data/backward-h200{,-torch,-fresh,-fresh2}.json: 13 of 15
-within ±10 % at 0.8 (11 at 1.0, where d = 64, N = 65,536 reads 1.4 passes and the model 1),
-judged on backward-h200-fresh3.json. The tile-by-tile simulation (l2_simulate.py) is the ideal
-LRU: tests compare the two with the share at 1."""
 MAX_PROGRAMS = 12_000
 """Programs scheduled at most (under a second on one core): beyond, the closed form without
 restarts."""
@@ -105,7 +100,6 @@ def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
     per_unit = len(lengths)
     if per_unit < 2 or units < 1:
         return 0.0
-    capacity *= RESTART_CAPACITY_SHARE
     simulated = _simulated_units(units, per_unit, slots)
     programs = _schedule(lengths, simulated, min(slots, simulated * per_unit))
     starts = [p.start for p in programs]
@@ -119,10 +113,10 @@ def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
         gap = program.start - previous.start
         # at most `running` programs walk distinct tiles in a window of `gap` steps, each
         # starting and ending in it: below the L2, every depth hits
-        if running * (gap * tile_bytes + own_read + own_write) <= capacity:
+        if never_misses(running * (gap * tile_bytes + own_read + own_write), capacity):
             continue
         length = program.end - program.start
-        misses = 0
+        misses = 0.0
         for sample in range(SAMPLES):
             # the tile at depth x: read by the predecessor at its start + x, by this program at
             # its start + x; in between, what every program walked (LRU: distinct tiles)
@@ -134,7 +128,7 @@ def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
             steps = _distinct_steps(window, lo, hi)
             own = sum((lo < p.start <= hi) * own_read + (lo < p.end <= hi) * own_write
                       for p in window)
-            misses += steps * tile_bytes + own > capacity
+            misses += miss_probability(steps * tile_bytes + own, capacity)
         missed[program.unit] += length * misses / SAMPLES
     if simulated == units:
         return float(sum(missed))

@@ -12,7 +12,8 @@ no end at batch 2^31. The sums here give the same numbers in O(log) steps:
   wave, is evaluated on its own.
 * `sum_where`: Σ lengths[i] over the i where a condition that grows with lengths[i] holds,
   for lengths monotone in i (blocks.VisitedKvBlocks, RowsPerKvBlock): the condition holds on a
-  prefix or a suffix, found by bisection, and summed by prefix sums.
+  prefix or a suffix, found by bisection, and summed by prefix sums. `sum_weighted` is the same
+  sum with a weight between 0 and 1 that rises with the length (a soft L2 cutoff, l2_cutoff.py).
 
 tests/test_l2_closed_form.py holds both equal to the loops they replace on small cases.
 """
@@ -37,27 +38,55 @@ class Lengths(Protocol):
         ...
 
 
+def _edge(lengths: Lengths, lo: int, hi: int, holds: Callable[[int], bool]) -> tuple[int, bool]:
+    """(edge, rising): `holds` is true on [edge, hi) if rising (lengths rise with i), else on
+    [lo, edge); `lengths` monotone in i and `holds` false below some value, true above it."""
+    rising = lengths[lo] <= lengths[hi - 1]
+    a, b = lo, hi
+    while a < b:
+        mid = (a + b) // 2
+        if holds(lengths[mid]) == rising:
+            b = mid
+        else:
+            a = mid + 1
+    return a, rising
+
+
 def sum_where(lengths: Lengths, lo: int, hi: int, holds: Callable[[int], bool]) -> int:
     """Σ lengths[i] for lo <= i < hi where holds(lengths[i]); `lengths` monotone in i and
     `holds` false below some value and true above it."""
     if hi <= lo:
         return 0
-    rising = lengths[lo] <= lengths[hi - 1]
-
-    def true_at(i: int) -> bool:
-        return holds(lengths[i])
-
-    # rising: true on a suffix [edge, hi); falling: true on a prefix [lo, edge)
-    a, b = lo, hi
-    while a < b:
-        mid = (a + b) // 2
-        if true_at(mid) == rising:
-            b = mid
-        else:
-            a = mid + 1
+    edge, rising = _edge(lengths, lo, hi, holds)
     if rising:
-        return lengths.prefix(hi) - lengths.prefix(a)
-    return lengths.prefix(a) - lengths.prefix(lo)
+        return lengths.prefix(hi) - lengths.prefix(edge)
+    return lengths.prefix(edge) - lengths.prefix(lo)
+
+
+EXACT_TERMS = 4096
+"""`sum_weighted` sums at most this many partial weights one by one; a longer run of them is
+cut into this many equal runs, each weighted at its middle (the weight is smooth there)."""
+
+
+def sum_weighted(lengths: Lengths, lo: int, hi: int, weight: Callable[[int], float]) -> float:
+    """Σ lengths[i] · weight(lengths[i]) for lo <= i < hi; `lengths` monotone in i and `weight`
+    non-decreasing in the length, exactly 0 below some value and exactly 1 above another
+    (l2_cutoff.miss_probability): the ones by prefix sums, the partial weights one by one
+    (or, beyond EXACT_TERMS of them, run by run)."""
+    if hi <= lo:
+        return 0.0
+    sure = sum_where(lengths, lo, hi, lambda n: weight(n) >= 1.0)
+    some, rising = _edge(lengths, lo, hi, lambda n: weight(n) > 0.0)
+    full, _ = _edge(lengths, lo, hi, lambda n: weight(n) >= 1.0)
+    a, b = (some, full) if rising else (full, some)  # the partial weights: [a, b)
+    if b - a <= EXACT_TERMS:
+        return sure + sum(lengths[i] * weight(lengths[i]) for i in range(a, b))
+    total = 0.0
+    cuts = [a + (b - a) * k // EXACT_TERMS for k in range(EXACT_TERMS + 1)]
+    for c0, c1 in itertools.pairwise(cuts):
+        if c1 > c0:
+            total += (lengths.prefix(c1) - lengths.prefix(c0)) * weight(lengths[(c0 + c1) // 2])
+    return sure + total
 
 
 def _count_residues_below(count: int, p: int, u: int, bound: int) -> int:
