@@ -6,6 +6,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh2         # (a), (c) again: a second set
     python3 benchmarks/backward_h200.py OUTDIR --fresh3         # bwd4's rules, a third set
     python3 benchmarks/backward_h200.py OUTDIR --fresh4         # the Triton backward, small N
+    python3 benchmarks/backward_h200.py OUTDIR --fresh5         # bwd5's soft L2 cutoff, a fifth set
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -28,7 +29,10 @@ time, the Triton backward's small-N time) on a third set (`fresh3_grid`): SDPA a
 Algorithm 4, and the Triton backward (checked, timed beside SDPA, counted), written down before
 the run; OUTDIR/backward-h200-fresh3.json. --fresh4: the Triton backward alone at more small-N
 points of 0.2-0.5 ms below one wave (`fresh4_grid`: fresh3 had two above the launch bound),
-OUTDIR/backward-h200-fresh4.json.
+OUTDIR/backward-h200-fresh4.json. --fresh5: bwd5's rules (the soft L2 cutoff of
+estimates/l2_cutoff.py, frozen at the tag `bwd5-frozen`) on a fifth set (`fresh5_grid`) that
+varies every axis: SDPA and eager, Algorithm 4 near and beyond the L2, the Triton backward;
+OUTDIR/backward-h200-fresh5.json.
 
 --torch-only (the standard path's and FA2's CUDA backward, issue 10 item 3): no Triton kernel;
 the points of `torch_grid`, each labelled fit or judge, timed (SDPA's flash backward, and eager
@@ -212,6 +216,41 @@ def fresh4_grid() -> list[Any]:
             Pt(7168, 64, 1, 4, 4, True), Pt(3328, 128, 3, 4, 4, True)]
 
 
+def fresh5_grid() -> tuple[list[tuple[Any, bool, str]], list[Any], list[Any]]:
+    """The fifth fresh set (bwd5, 2026-12-01), committed before the run with the rules frozen at
+    `bwd5-frozen`, none equal to a point of any earlier record; (SDPA and eager points, Algorithm
+    4's, the Triton backward's) as fresh3_grid. It varies batch·heads (2 to 150, below one wave
+    and beyond), N (none a power of two but one, up to 65,536), d 64/128, causal and not,
+    fp16/bf16, GQA, and where K/V, a head's sweeps and the N×N matrices stand against the 60 MiB
+    L2: Algorithm 4's per-head sweeps at 0.66-0.89 of it (the cutoff's transition) and beyond.
+    Two Triton points of N 136 and 200 measure the launcher floor (host time per backward)."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    torch_points = [
+        # (s) SDPA and eager: the N×N matrices in L2 (52 MB at N 1800, 8 heads) and far beyond
+        (Pt(1800, 128, 2, 4, 2, False, "bf16"), True, "s"), (Pt(2900, 64, 1, 6, 6, False), True, "s"),
+        (Pt(6500, 64, 1, 16, 16, True), True, "s"), (Pt(1100, 128, 8, 8, 8, False), True, "s"),
+        # (a) FA2's causal backward at d = 64, N >= 50,000 (GQA among them), and N = 65,536 full
+        (Pt(54000, 64, 1, 4, 4, True), False, "a"), (Pt(58000, 64, 1, 2, 1, True, "bf16"), False, "a"),
+        (Pt(65536, 128, 1, 2, 2, False), False, "a"), (Pt(12000, 128, 4, 16, 16, True), False, "a"),
+    ]
+    flash1 = [  # (d) Algorithm 4: a head's sweeps × heads at 0.66-0.89 of the L2, and beyond
+        Pt(5000, 128, 1, 10, 10, False), Pt(3500, 128, 1, 12, 12, False),
+        Pt(9000, 64, 2, 6, 6, False), Pt(6200, 128, 1, 8, 2, True, "bf16"),
+        Pt(14000, 64, 1, 6, 6, True), Pt(2600, 128, 1, 150, 150, False),
+        Pt(7000, 64, 1, 14, 14, False, "bf16"),
+    ]
+    triton = [  # (t) the Triton backward: below one wave and beyond, GQA, N up to 20,480
+        Pt(4608, 128, 2, 8, 8, False), Pt(10000, 128, 1, 8, 8, True, "bf16"),
+        Pt(6000, 64, 4, 16, 4, False), Pt(20480, 128, 1, 4, 4, True),
+        Pt(1900, 64, 1, 4, 4, False, "bf16"),
+        # the launcher floor measured directly: kernels of a few µs, the time is the host's
+        # (three launches; four with GQA's group sum)
+        Pt(136, 64, 1, 1, 1, False), Pt(200, 128, 1, 2, 1, False, "bf16"),
+    ]
+    return torch_points, flash1, triton
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -284,19 +323,23 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
 
     started = time.time()
     failed: list[str] = []
-    second, third, fourth = args.fresh2, args.fresh3, args.fresh4
-    name = ("backward-h200-fresh4.json" if fourth else "backward-h200-fresh3.json" if third
+    second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
+    name = ("backward-h200-fresh5.json" if fifth else "backward-h200-fresh4.json" if fourth
+            else "backward-h200-fresh3.json" if third
             else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
+        "bwd5's soft L2 cutoff and every backward kernel on a fifth fresh set" if fifth else
         "the Triton backward at small N below one wave, bwd4's frozen schedule" if fourth else
         "issue 10's rules as shipped by bwd4 (dirty-line ledger, Algorithm 4's time, the Triton "
         "backward at small N) on a third fresh set" if third else
         "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(4 if fourth else 3 if third else 2 if second else 1)
+    torch.manual_seed(5 if fifth else 4 if fourth else 3 if third else 2 if second else 1)
     triton_points: list[Any] = []
-    if fourth:
+    if fifth:
+        torch_points, flash1, triton_points = fresh5_grid()
+    elif fourth:
         torch_points, flash1, triton_points = [], [], fresh4_grid()
     elif third:
         torch_points, flash1, triton_points = fresh3_grid()
@@ -392,6 +435,8 @@ def main(argv: list[str]) -> int:
                     help="bwd4's rules on the third fresh set (fresh3_grid)")
     ap.add_argument("--fresh4", action="store_true",
                     help="the Triton backward at small N (fresh4_grid)")
+    ap.add_argument("--fresh5", action="store_true",
+                    help="bwd5's soft L2 cutoff on a fifth fresh set (fresh5_grid)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -409,7 +454,7 @@ def main(argv: list[str]) -> int:
         return 2
     if args.torch_only:
         return torch_only(args, argv, out)
-    if args.fresh or args.fresh2 or args.fresh3 or args.fresh4:
+    if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

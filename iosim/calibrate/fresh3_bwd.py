@@ -9,7 +9,8 @@ ncu per kernel. Gaps:
 
   s  small backwards (kernels of a few MB, N % 8 != 0 among them): the dirty-line ledger
      (dirty_ledger.py) against the handover to the next kernel alone
-  a  FA2's causal backward at d = 64, N >= 50,000: l2_restarts.RESTART_CAPACITY_SHARE
+  a  FA2's causal backward at d = 64, N >= 50,000: the restarts' capacity share (bwd4's
+     RESTART_CAPACITY_SHARE, now the soft cutoff of estimates/l2_cutoff.py)
   d  Algorithm 4: its time model (estimates/alg4_time.py) and the ledger's DIRTY_CAP
   t  the Triton backward at small N and below one wave: its refitted schedule (the
      launch-visible point left out, the overhead per inner loop)
@@ -22,8 +23,8 @@ here; every point's error is reported, inside the bounds or not, with the rule e
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 from unittest.mock import patch
 
@@ -46,18 +47,22 @@ OLD_TRITON = B.TimeModel(0.98, 14e-6)
 
 @contextmanager
 def _rules_before() -> Iterator[None]:
-    """The DRAM rules before bwd4: the handover to the next kernel, the ideal-LRU restarts."""
-    from iosim.estimates import l2_restarts
+    """The DRAM rules before bwd4: the handover to the next kernel, the ideal-LRU restarts (and
+    serial sweeps: the L2's cutoff a step at its size)."""
+    from iosim.estimates import l2_cutoff
 
     D.forget_models()
     B._ESTIMATES.clear()
+    FB._FLASH1.clear()
     try:
         with patch.object(B, "HANDOVER", "next"), \
-                patch.object(l2_restarts, "RESTART_CAPACITY_SHARE", 1.0):
+                patch.object(l2_cutoff, "FILL_SHARE", 1.0), \
+                patch.object(l2_cutoff, "FILL_WIDTH", 0.0):
             yield
     finally:
         D.forget_models()
         B._ESTIMATES.clear()
+        FB._FLASH1.clear()
 
 
 def triton_dram(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, str, float, float]]:
@@ -81,10 +86,13 @@ def _triton_time(p: dict[str, Any], hardware: Hardware, old: bool) -> float:
         return B.predict_time(p, hardware, OLD_TRITON)
 
 
-def judged(record: dict[str, Any], hardware: Hardware) -> list[FB.Judged]:
-    """Every kernel's DRAM, every whole backward's, every time, with the rule before bwd4."""
+def judged(record: dict[str, Any], hardware: Hardware, *,
+           rules_before: Callable[[], AbstractContextManager[None]] | None = None,
+           old_triton: bool = True) -> list[FB.Judged]:
+    """Every kernel's DRAM, every whole backward's, every time, with the `rules_before` (bwd4's
+    predecessors by default; `old_triton`: the Triton backward's time before bwd4 too)."""
     gap = {p["id"]: p.get("gap", "") for p in record["points"]}
-    with _rules_before():
+    with (rules_before or _rules_before)():
         before = D.dram_comparison([record], hardware)
         before_f1 = [r for r in FB.flash1_rows(record, hardware) if r.quantity != "time"]
         before_tri = triton_dram(record, hardware)
@@ -117,7 +125,7 @@ def judged(record: dict[str, Any], hardware: Hardware) -> list[FB.Judged]:
     for p in record["points"]:
         if "triton_s" in p:
             rows.append(FB.Judged("t", p["id"], "triton", "time", _triton_time(p, hardware, False),
-                                  p["triton_s"], _triton_time(p, hardware, True)))
+                                  p["triton_s"], _triton_time(p, hardware, old_triton)))
     return rows
 
 
@@ -139,18 +147,21 @@ def _count(rows: list[FB.Judged], gap: str, dram: bool) -> str:
 
 
 def sensitivity(record: dict[str, Any], hardware: Hardware) -> list[str]:
-    """Rows within their bound on this set as each of bwd4's fitted constants moves."""
+    """Rows within their bound on this set as each fitted constant moves (bwd4's, and bwd5's
+    cutoff, which replaced bwd4's RESTART_CAPACITY_SHARE)."""
     from iosim.calibrate import dirty_ledger as L
     from iosim.estimates import alg4_time as A
-    from iosim.estimates import l2_restarts as R
+    from iosim.estimates import l2_cutoff as R
 
     lines = ["| constant | value | s: DRAM | a: DRAM | d: DRAM | d: time |",
              "|---|---:|---:|---:|---:|---:|"]
     cases: list[tuple[str, str, Any, Any, Any]] = []
     for cap in (0.40, L.DIRTY_CAP, 0.55):
         cases.append(("DIRTY_CAP", f"{cap:g}", L, "DIRTY_CAP", cap))
-    for share in (0.7, R.RESTART_CAPACITY_SHARE, 0.9):
-        cases.append(("RESTART_CAPACITY_SHARE", f"{share:g}", R, "RESTART_CAPACITY_SHARE", share))
+    for share in (R.FILL_SHARE - 0.05, R.FILL_SHARE, R.FILL_SHARE + 0.05):
+        cases.append(("FILL_SHARE", f"{share:g}", R, "FILL_SHARE", share))
+    for width in (R.FILL_WIDTH * 0.5, R.FILL_WIDTH * 1.5):
+        cases.append(("FILL_WIDTH", f"{width:g}", R, "FILL_WIDTH", width))
     t = FB.measured_alg4(hardware)
     for name, field, factor in (("solo rate", "solo_flops_per_s", 0.8),
                                 ("solo rate", "solo_flops_per_s", 1.2),
@@ -167,12 +178,14 @@ def sensitivity(record: dict[str, Any], hardware: Hardware) -> list[str]:
     for label, value, module, attr, new in cases:
         D.forget_models()
         B._ESTIMATES.clear()
+        FB._FLASH1.clear()
         with patch.object(module, attr, new):
             rows = judged(record, hardware)
         lines.append(f"| {label} | {value} | {_count(rows, 's', True)} | {_count(rows, 'a', True)} "
                      f"| {_count(rows, 'd', True)} | {_count(rows, 'd', False)} |")
     D.forget_models()
     B._ESTIMATES.clear()
+    FB._FLASH1.clear()
     return lines
 
 
@@ -184,23 +197,29 @@ def _alg4_with(constants: Any) -> Any:
     return timed
 
 
+BWD4_BEFORE = ("the rule bwd4 replaced: the handover of one kernel's dirty lines to the next and "
+               "the ideal-LRU restarts (DRAM), flash1's roofline ÷ utilisation (Algorithm 4's "
+               "time), efficiency 0.98 and 14 µs per program (the Triton backward's time)")
+
+
 def report(record: dict[str, Any], hardware: Hardware, *, with_sensitivity: bool = True,
            title: str = "bwd4's rules on a third fresh set (backward-h200-fresh3.json)",
-           grid: str = "fresh3_grid") -> str:
+           grid: str = "fresh3_grid", tag: str = "bwd4-frozen",
+           rules_before: Callable[[], AbstractContextManager[None]] | None = None,
+           old_triton: bool = True, before_text: str = BWD4_BEFORE) -> str:
     """The Markdown section of reports/backward-h200.md on the third fresh record (the
-    constants' sensitivity re-judges the set 15 times: a few seconds), or on the fourth (the
-    Triton backward alone: `title`, `grid`, no sensitivity)."""
-    rows = judged(record, hardware)
+    constants' sensitivity re-judges the set 17 times: a few seconds), or on the fourth (the
+    Triton backward alone: `title`, `grid`, no sensitivity), or on the fifth (bwd5's rules,
+    frozen at `tag`, against `rules_before`, described by `before_text`: fresh5_bwd.py)."""
+    rows = judged(record, hardware, rules_before=rules_before, old_triton=old_triton)
     lines = [f"## {title}", "",
              f"Record: `{record.get('command', '')}` ({record.get('device')}, torch "
              f"{record.get('torch')}, Triton {record.get('triton')}). The points "
              f"(`{grid}`) were committed before the run and the rules frozen (tag "
-             "`bwd4-frozen`); nothing is fitted on them. Bounds: DRAM ±10 % for kernels of ≥ 1 MB "
+             f"`{tag}`); nothing is fitted on them. Bounds: DRAM ±10 % for kernels of ≥ 1 MB "
              "and whole backwards (under 1 MB: within 0.1 MB), time ±15 % (SDPA, Triton, "
              f"Algorithm 4) and ±20 % (eager) above {B.LAUNCH_BOUND_S * 1e3:.1f} ms. 'Before' is "
-             "the rule bwd4 replaced: the handover of one kernel's dirty lines to the next and the "
-             "ideal-LRU restarts (DRAM), flash1's roofline ÷ utilisation (Algorithm 4's time), "
-             "efficiency 0.98 and 14 µs per program (the Triton backward's time).", ""]
+             f"{before_text}.", ""]
     for failure in record.get("flash1_check_failed", []):
         lines.append(f"- Not timed or counted (failed its check): {failure}")
     for gap, title in GAPS.items():
@@ -230,6 +249,6 @@ def report(record: dict[str, Any], hardware: Hardware, *, with_sensitivity: bool
                          f"{unit} | {r.measured * scale:.3f} {unit} | {r.error:+.1%} | {before} "
                          f"| {verdict} |")
     if with_sensitivity:
-        lines += ["", "### Sensitivity of bwd4's fitted constants on this set", "",
+        lines += ["", "### Sensitivity of the fitted constants on this set", "",
                   *sensitivity(record, hardware)]
     return "\n".join(lines) + "\n"

@@ -34,6 +34,8 @@ FRESH3 = DATA / "backward-h200-fresh3.json"
 """bwd4's rules on a third fresh set (fresh3_bwd.py), made after they were frozen."""
 FRESH4 = DATA / "backward-h200-fresh4.json"
 """The Triton backward alone at eight more small-N points (fresh3_bwd.py)."""
+FRESH5 = DATA / "backward-h200-fresh5.json"
+"""bwd5's rules (the L2's soft cutoff) on a fifth fresh set (fresh5_bwd.py)."""
 """Gaps (a) and (c) as shipped after FRESH was seen, on a second fresh set (the lead's call)."""
 """Issue 10's open gaps on fresh points (fresh_bwd.py), judged apart from RECORDS."""
 IMPLS = {"sdpa": "sdpa-flash", "eager": "torch-naive"}

@@ -41,6 +41,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH2,
     FRESH3,
     FRESH4,
+    FRESH5,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -385,6 +386,11 @@ def main(argv: list[str]) -> int:
                         load([FRESH4])[0], hw, with_sensitivity=False, grid="fresh4_grid",
                         title="The Triton backward at small N, a fourth fresh set "
                               "(backward-h200-fresh4.json)")
+            if FRESH5.exists():
+                from iosim.calibrate import fresh5_bwd
+
+                text += "\n" + fresh5_bwd.report(load([FRESH5])[0], hw,
+                                                 seen=load([FRESH3, FRESH4]))
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
