@@ -65,7 +65,8 @@ def split_head_dim(d_qk: int) -> tuple[int, int]:
 @triton.jit
 def _iosim_mla_prefill_block(acc, l_i, m_i, q_hi, q_lo, k_base, v_base, stride_kn, stride_vn,
                              start_n, n_ctx, offs_m, offs_n, offs_hi, offs_lo, offs_v, qk_scale,
-                             D_HI: tl.constexpr, D_LO: tl.constexpr, MASKED: tl.constexpr, CAUSAL: tl.constexpr):
+                             D_HI: tl.constexpr, D_LO: tl.constexpr, MASKED: tl.constexpr,
+                             CAUSAL: tl.constexpr):
     """One key block at start_n: load K_j (its D_HI and D_LO columns), S = Q_i K_jᵀ (two dots
     into one accumulator), the online-softmax step, load V_j, O += P V_j. MASKED: keys past n_ctx
     (and, CAUSAL, above the diagonal) masked, their rows loaded as zeros."""
@@ -117,7 +118,7 @@ def _iosim_mla_prefill_kernel(
     q_rows = q_ptr + head * stride_qh + offs_m[:, None] * stride_qm
     # FA2 Alg. 1 line 4: load Q_i once (its rows past n_ctx as zeros)
     q_hi = tl.load(q_rows + offs_hi[None, :], mask=row_ok[:, None], other=0.0)
-    if D_LO > 0:
+    if D_LO > 0:  # noqa: SIM108 (a constexpr branch: Triton compiles only the taken side)
         q_lo = tl.load(q_rows + D_HI + offs_lo[None, :], mask=row_ok[:, None], other=0.0)
     else:
         q_lo = q_hi
@@ -157,7 +158,7 @@ def prefill_grid(n: int, heads: int, config: PrefillConfig) -> tuple[int, int]:
 
 
 def mla_prefill(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tensor,
-                lse: torch.Tensor, *, causal: bool, config: PrefillConfig = PrefillConfig(),
+                lse: torch.Tensor, *, causal: bool, config: PrefillConfig | None = None,
                 sm_scale: float | None = None) -> list[str]:
     """o = softmax(q kᵀ · sm_scale [causal]) v and lse = its natural-log logsumexp, per head.
 
@@ -177,6 +178,7 @@ def mla_prefill(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, o: torch.Tens
     if any(t.stride(2) != 1 for t in (q, k, v, o)):
         raise KernelInputError("mla prefill: the head dimension must be contiguous")
     d_hi, d_lo = split_head_dim(d_qk)
+    config = config or PrefillConfig()
     if d_v not in (16, 32, 64, 128, 256):
         raise KernelInputError(f"mla prefill: v head dim {d_v} is not one of 16, 32, 64, 128, 256")
     if config.block_m % config.block_n:
