@@ -196,7 +196,7 @@ def best_split_count(workload: Workload, hardware: Hardware | str, *,
                      programs_per_sm: tuple[tuple[int, int], ...] = (), **options: Any) -> int:
     """choose_splits(...).best.splits, without timing every count: the counts in order of a
     lower bound on their time, stopping once the bound exceeds the best time found (what
-    `sweep --splits auto` runs at every point; tests/test_split_choice_bound.py holds the two
+    `sweep --splits auto` runs at every point; tests/test_sweep_equals_compare.py holds the two
     equal). The bound of s splits: the launch and ramp of its one or two kernels, plus √(S₀² +
     C(s)²), where C(s) is the split kernel's chain at s (its programs s × those at one split,
     ⌈T_c/s⌉ blocks each: exactly the term the row charges) and S₀ the DRAM time of its K and V
