@@ -37,6 +37,8 @@ from __future__ import annotations
 import bisect
 import heapq
 
+import numpy as np
+
 from iosim.estimates.l2_cutoff import miss_probability, never_misses
 from iosim.estimates.l2_waves import Lengths
 from iosim.record import Record
@@ -65,26 +67,35 @@ class _Program(Record):
     end: int
 
 
-def _distinct_steps(running: list[_Program], lo: int, hi: int) -> int:
-    """Distinct tiles the programs walked in (lo, hi], summed over heads: per head, the union
-    of the depth ranges [max(lo, start) − start, min(hi, end) − start) of its programs."""
-    by_unit: dict[int, list[tuple[int, int]]] = {}
-    for p in running:
-        a, b = max(lo, p.start) - p.start, min(hi, p.end) - p.start
-        if b > a:
-            by_unit.setdefault(p.unit, []).append((a, b))
-    total = 0
-    for ranges in by_unit.values():
-        ranges.sort()
-        top, bottom = ranges[0]
-        for a, b in ranges[1:]:
-            if a > bottom:
-                total += bottom - top
-                top, bottom = a, b
-            else:
-                bottom = max(bottom, b)
-        total += bottom - top
-    return total
+def _distinct_steps_at(window: list[_Program], los: list[int], his: list[int],
+                       own_read: float, own_write: float) -> tuple[list[int], list[float]]:
+    """For each window (lo, hi] of `los`, `his`: the distinct tiles the programs walked in it,
+    summed over heads (per head, the union of the depth ranges [max(lo, start) − start,
+    min(hi, end) − start) of its programs), and the own tiles of the programs that start
+    (own_read) or end (own_write) in it. One array pass for every window: the union is the sum
+    over ranges sorted by start of what each adds beyond the running maximum of the ends
+    before it, the heads kept apart by an offset larger than any depth."""
+    start = np.array([p.start for p in window], dtype=np.int64)
+    end = np.array([p.end for p in window], dtype=np.int64)
+    unit = np.array([p.unit for p in window], dtype=np.int64)
+    lo = np.array(los, dtype=np.int64)[:, None]
+    hi = np.array(his, dtype=np.int64)[:, None]
+    a = np.maximum(lo, start) - start
+    b = np.minimum(hi, end) - start
+    offset = unit * (int((end - start).max(initial=0)) + 1)
+    empty = b <= a  # outside this window: an empty range at its head's offset adds nothing
+    a = np.where(empty, 0, a) + offset
+    b = np.where(empty, 0, b) + offset
+    order = np.argsort(a, axis=1, kind="stable")
+    a, b = np.take_along_axis(a, order, axis=1), np.take_along_axis(b, order, axis=1)
+    reach = np.maximum.accumulate(b, axis=1)
+    before = np.concatenate([np.full((len(los), 1), np.iinfo(np.int64).min), reach[:, :-1]],
+                            axis=1)
+    steps = np.maximum(0, b - np.maximum(a, before)).sum(axis=1)
+    starting = ((lo < start) & (start <= hi)).sum(axis=1)
+    ending = ((lo < end) & (end <= hi)).sum(axis=1)
+    owned = starting * own_read + ending * own_write
+    return [int(n) for n in steps], [float(o) for o in owned]
 
 
 SAMPLES = 8
@@ -116,19 +127,17 @@ def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
         if never_misses(running * (gap * tile_bytes + own_read + own_write), capacity):
             continue
         length = program.end - program.start
-        misses = 0.0
-        for sample in range(SAMPLES):
-            # the tile at depth x: read by the predecessor at its start + x, by this program at
-            # its start + x; in between, what every program walked (LRU: distinct tiles)
-            x = (2 * sample + 1) * length // (2 * SAMPLES)
-            lo, hi = previous.start + x, program.start + x
-            first = bisect.bisect_left(starts, lo - longest)
-            last = bisect.bisect_right(starts, hi)
-            window = [p for p in programs[first:last] if p.end > lo]
-            steps = _distinct_steps(window, lo, hi)
-            own = sum((lo < p.start <= hi) * own_read + (lo < p.end <= hi) * own_write
-                      for p in window)
-            misses += miss_probability(steps * tile_bytes + own, capacity)
+        # the tile at depth x: read by the predecessor at its start + x, by this program at its
+        # start + x; in between, what every program walked (LRU: distinct tiles), at SAMPLES
+        # depths at once (one window holding every sample's programs: the others count 0)
+        xs = [(2 * sample + 1) * length // (2 * SAMPLES) for sample in range(SAMPLES)]
+        first = bisect.bisect_left(starts, previous.start + xs[0] - longest)
+        last = bisect.bisect_right(starts, program.start + xs[-1])
+        window = [p for p in programs[first:last] if p.end > previous.start + xs[0]]
+        steps, owned = _distinct_steps_at(window, [previous.start + x for x in xs],
+                                          [program.start + x for x in xs], own_read, own_write)
+        misses = sum(miss_probability(n * tile_bytes + o, capacity)
+                     for n, o in zip(steps, owned, strict=True))
         missed[program.unit] += length * misses / SAMPLES
     if simulated == units:
         return float(sum(missed))
