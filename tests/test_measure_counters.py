@@ -50,6 +50,7 @@ def _fake_gpu(monkeypatch: pytest.MonkeyPatch, launches: list[dict[str, Any]] | 
 
     seen: list[Any] = []
     monkeypatch.setattr(env, "require_gpu", lambda what: None)
+    monkeypatch.setattr(env, "device_info", lambda: {"name": "fake"})
     monkeypatch.setattr(measure, "check", lambda impl, w: 1e-4)
     monkeypatch.setattr(measure, "time_and_kernels", lambda impl, w: (
         9e-5, [{"name": SPLIT, "time_s": 8e-5}, {"name": COMBINE, "time_s": 1e-5}]))

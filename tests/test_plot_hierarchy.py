@@ -125,7 +125,7 @@ def test_roofline_command_draws_it(tmp_path: Path) -> None:
 def test_a_record_without_the_shape_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     from iosim.cli.roofline_cmd import _measured
 
-    assert _measured(RECORD, Workload(333)) == []
+    assert _measured(RECORD, compare(Workload(333), "h200"), None) == ([], None)
     assert "has no counted kernel at N 333, d 64, batch 1, 1 heads" in capsys.readouterr().err
 
 

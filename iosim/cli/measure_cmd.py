@@ -57,15 +57,16 @@ def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     predicted = compare(workload, gpu, impl=implementation,
                         profile=profile)  # type: ignore[arg-type]
     estimate = predicted.algorithms[-1]
-    from iosim.calibrate.env import require_gpu
+    from iosim.calibrate import env
 
-    require_gpu("measure")
+    env.require_gpu("measure")
     from iosim.calibrate.measure import check, time_and_kernels
 
     error = check(implementation, workload)
     seconds, kernels = time_and_kernels(implementation, workload)
     point = measurement_point(implementation.name, workload, predicted.hardware.name, profile,
                               estimate, seconds, kernels, error)
+    point["device"] = env.device_info()
     point["counters"] = read_counters(impl, workload, counters)
     from iosim.output.render_measure import measurement_lines
 
