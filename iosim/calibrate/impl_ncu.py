@@ -1,9 +1,9 @@
 """DRAM bytes of an implementation's kernels through Nsight Compute, for `calibrate --impl
---counters` (summed per point) and `iosim measure` (kernel by kernel): each timed point run once more between two evict kernels (calibrate/ncu.py's
-protocol: `--cache-control none`, so the second evict's DRAM writes are the point's leftover
-write-backs) inside an NVTX range that ncu alone profiles (the warm-up and compile launches
-outside it are not). A point's launches are every kernel between its two evicts, whatever their
-names (torch's, cuDNN's, FlexAttention's).
+--counters` (summed per point) and `iosim measure` (kernel by kernel): each timed point run once
+more between two evict kernels (calibrate/ncu.py's protocol: `--cache-control none`, so the
+second evict's DRAM writes are the point's leftover write-backs) inside an NVTX range that ncu
+alone profiles (the warm-up and compile launches outside it are not). A point's launches are
+every kernel between its two evicts, whatever their names (torch's, cuDNN's, FlexAttention's).
 """
 
 from __future__ import annotations

@@ -85,10 +85,10 @@ def _problem(p: Any) -> str | None:
             return "counters must be a mapping with a status"
         if counters["status"] == "ok":
             kernels = counters.get("kernels")
-            numbers = ("dram_read_bytes", "dram_write_bytes", "l2_bytes")
+            counts = ("dram_read_bytes", "dram_write_bytes", "l2_bytes")
             if not isinstance(kernels, list) or not kernels or not all(
                     isinstance(k, dict) and isinstance(k.get("name"), str)
-                    and all(_is_number(k.get(n)) for n in numbers) for k in kernels) \
+                    and all(_is_number(k.get(n)) for n in counts) for k in kernels) \
                     or not _is_number(counters.get("closing_evict_write_bytes", 0)):
                 return "counters.kernels must list kernels with a name and ncu's byte counts"
     return None
@@ -115,7 +115,7 @@ def read_points(path: Path) -> list[dict[str, Any]] | None:
                                f"record is a few kB a point")
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
              if line.strip()]
-    points = []
+    points: list[dict[str, Any]] = []
     for number, line in lines:
         try:
             point = json.loads(line, parse_constant=refuse_constant)

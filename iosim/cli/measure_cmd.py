@@ -13,6 +13,7 @@ from iosim.cli.common import gpu_option, workload_options
 from iosim.errors import IosimError
 from iosim.inputs.workload import Workload
 
+
 @cli.command("measure")
 @gpu_option
 @workload_options

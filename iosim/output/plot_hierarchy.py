@@ -7,8 +7,9 @@ Theorem 2) and over its SRAM bytes (estimates/sram.py) — the dots joined by a 
 the DRAM bandwidth of the profile (measured where the YAML has it), the YAML's L2 and SRAM
 bandwidths, the profile's matmul peak. Measured kernels from a calibration record
 (calibrate/points.py) or an `iosim measure` record (calibrate/measure_record.py) are drawn
-hollow beside the predicted ones, at the same FLOPs over the measured time, DRAM bytes and L2
-bytes; a kernel timed without counters sits at its predicted bytes (only its time is measured). A predicted dot above its level's ceiling would mean
+hollow beside the predicted ones, at the same FLOPs over the measured time, DRAM bytes and
+L2 bytes; a kernel timed without counters sits at its predicted bytes (only its time is
+measured). A predicted dot above its level's ceiling would mean
 a time shorter than that level's bytes allow: the tests refuse it.
 """
 
@@ -89,7 +90,7 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
     by_kernel = {(a.name, k.name): k for a, k in kernels}
     tiles = {a.name: a.tiling for a in c.algorithms}
     by_algorithm = {a.name: a for a in c.algorithms}
-    observed = []
+    observed: list[tuple[str, str, float, dict[str, float], Any]] = []
     for m in measured:
         k = by_kernel.get((m.algorithm, m.kernel))
         tiling = tiles.get(m.algorithm)
@@ -98,14 +99,13 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
             continue  # not this comparison's kernel, or other blocks than the prediction's
         if m.dram_bytes is None or m.l2_bytes is None:
             # timed without counters: at the predicted bytes, so that only its time moves it
-            predicted_at = level_bytes(by_algorithm[m.algorithm], k, w)
+            at = level_bytes(by_algorithm[m.algorithm], k, w)
             observed.append((m.algorithm, f"measured (time only) {m.label}",
-                             k.flops / m.time_s,
-                             {lv: predicted_at[lv] for lv in ("DRAM", "L2") if lv in predicted_at},
+                             k.flops / m.time_s, {lv: at[lv] for lv in ("DRAM", "L2") if lv in at},
                              k))
             continue
-        observed.append((m.algorithm, f"measured {m.label}", k.flops / m.time_s,
-                         {"DRAM": m.dram_bytes, "L2": m.l2_bytes}, k))
+        counted: dict[str, float] = {"DRAM": m.dram_bytes, "L2": m.l2_bytes}
+        observed.append((m.algorithm, f"measured {m.label}", k.flops / m.time_s, counted, k))
 
     xs = [k.flops / b for *_, bytes_, k in predicted + observed for b in bytes_.values()]
     ridges = [peak / bw for bw, _ in roofs_at.values()]

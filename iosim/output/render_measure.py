@@ -166,8 +166,11 @@ def what_went_wrong(point: dict[str, Any], rows: list[dict[str, Any]] | None = N
                          f"{_time(worst['time'][1])} measured"
                          f"{f', utilisation {use:.0%}' if use is not None else ''}): its "
                          f"efficiency or occupancy is off")
-    drams = [(relative_error(*r["dram"]), r) for r in rows]
-    drams = [(e, r) for e, r in drams if e is not None]
+    drams: list[tuple[float, dict[str, Any]]] = []
+    for r in rows:
+        e = relative_error(*r["dram"])
+        if e is not None:
+            drams.append((e, r))
     dram_total = relative_error(*total["dram"])
     if not drams and dram_total is not None:
         drams = [(dram_total, {"label": "the call", "dram": total["dram"]})]
