@@ -152,3 +152,60 @@ def test_a_crowd_of_dots_is_magnified() -> None:
     (ax,) = plot.hierarchical_roofline(c).axes
     (inset,) = ax.child_axes
     assert len([m for m in inset.get_lines() if len(m.get_xdata()) == 1]) >= 3
+
+
+MEASURE_RECORD = Path(__file__).parent / "data" / "h200-measure.jsonl"
+# `iosim measure --record` points (benchmarks/NOTES.md, issue 11 round 3): sdpa-flash at
+# N 4096, d 128, batch 2 × 32 heads (do_bench median 1,552.7 µs; recorded before measure read
+# ncu: time only) and at a decode step (N 1, N_kv 65,536, 32/8 heads)
+TIMED = Workload(4096, d=128, heads=32, batch=2)
+
+
+def _roofline_with(tmp_path: Path, *flags: str) -> Any:
+    return CliRunner().invoke(cli, ["roofline", "--gpu", "h200", "--profile", "measured",
+                                    "--record", str(MEASURE_RECORD), "--out", str(tmp_path),
+                                    *flags])
+
+
+def test_a_measure_record_gives_time_only_dots_at_the_predicted_bytes() -> None:
+    from iosim.cli.roofline_cmd import _measured
+
+    c = compare(TIMED, "h200", impl="sdpa-flash", profile="measured")
+    measured, note = _measured(MEASURE_RECORD, c, "sdpa-flash")
+    assert note == ("hollow: sdpa-flash measured by `iosim measure` (time only, no counters: "
+                    "at the predicted bytes)")
+    (ax,) = plot.hierarchical_roofline(c, measured, title_note=note).axes
+    got, predicted = dots(ax, "measured"), dots(ax, "predicted")
+    fused = c.algorithm("sdpa-flash").kernels[0]
+    y = fused.flops / 0.0015507149999999996  # the record's profiled device time of the kernel
+    x_dram = [x for x, yy in predicted["DRAM"] if yy == fused.flops / fused.time_s]
+    assert got["DRAM"] == [(x_dram[0], y)]  # same intensity as predicted, measured height
+    assert got["L2"] == [(fused.flops / fused.hbm_bytes, y)]
+
+
+def test_a_measure_record_draws_each_kernel_of_the_decode_step(tmp_path: Path) -> None:
+    from iosim.cli.roofline_cmd import _measured
+
+    w = Workload(1, n_kv=65536, d=128, heads=32, kv_heads=8)
+    c = compare(w, "h200", impl="sdpa-flash", profile="measured")
+    measured, _ = _measured(MEASURE_RECORD, c, "sdpa-flash")
+    assert [m.kernel for m in measured] == ["splitkv_attn", "splitkv_combine"]
+    result = _roofline_with(tmp_path, "--impl", "sdpa-flash", "--n", "1", "--n-kv", "65536",
+                            "--d", "128", "--heads", "32", "--kv-heads", "8")
+    assert result.exit_code == 0, result.stderr
+    assert "plotting the predictions alone" not in result.stderr
+
+
+@pytest.mark.parametrize(("flags", "says"), [
+    (("--n", "4096", "--d", "128", "--heads", "32", "--batch", "2"),
+     "is an `iosim measure` record (implementations "),
+    (("--impl", "sdpa-flash", "--n", "333"),
+     "has no sdpa-flash point on h200 at N 333, d 64, batch 1, 1 heads, fp16: plotting the "
+     "predictions alone"),
+])
+def test_a_measure_record_without_the_point_says_so(tmp_path: Path, flags: tuple[str, ...],
+                                                     says: str) -> None:
+    result = _roofline_with(tmp_path, *flags)
+    assert result.exit_code == 0, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if not x.startswith("wrote ")]
+    assert says in line
