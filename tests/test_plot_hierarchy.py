@@ -155,9 +155,10 @@ def test_a_crowd_of_dots_is_magnified() -> None:
 
 
 MEASURE_RECORD = Path(__file__).parent / "data" / "h200-measure.jsonl"
-# `iosim measure --record` points (benchmarks/NOTES.md, issue 11 round 3): sdpa-flash at
-# N 4096, d 128, batch 2 × 32 heads (do_bench median 1,552.7 µs; recorded before measure read
-# ncu: time only) and at a decode step (N 1, N_kv 65,536, 32/8 heads)
+# `iosim measure --record` points (benchmarks/NOTES.md): lines 1-2 from issue 11 round 3,
+# recorded before measure read ncu (time only): sdpa-flash at N 4096, d 128, batch 2 × 32
+# heads and at a decode step (N 1, N_kv 65,536, 32/8 heads); lines 3-6 with ncu's counters
+# (helper measure5, benchmarks/measure_ncu_h200.sh), the first two at the same shapes
 TIMED = Workload(4096, d=128, heads=32, batch=2)
 
 
@@ -167,11 +168,13 @@ def _roofline_with(tmp_path: Path, *flags: str) -> Any:
                                     *flags])
 
 
-def test_a_measure_record_gives_time_only_dots_at_the_predicted_bytes() -> None:
+def test_a_measure_record_gives_time_only_dots_at_the_predicted_bytes(tmp_path: Path) -> None:
     from iosim.cli.roofline_cmd import _measured
 
+    old = tmp_path / "old.jsonl"  # the record's first line alone: measured before ncu was read
+    old.write_text(MEASURE_RECORD.read_text().splitlines()[0] + "\n")
     c = compare(TIMED, "h200", impl="sdpa-flash", profile="measured")
-    measured, note = _measured(MEASURE_RECORD, c, "sdpa-flash")
+    measured, note = _measured(old, c, "sdpa-flash")
     assert note == ("hollow: sdpa-flash measured by `iosim measure` (time only, no counters: "
                     "at the predicted bytes)")
     (ax,) = plot.hierarchical_roofline(c, measured, title_note=note).axes
@@ -209,3 +212,22 @@ def test_a_measure_record_without_the_point_says_so(tmp_path: Path, flags: tuple
     assert result.exit_code == 0, result.stderr
     (line,) = [x for x in result.stderr.splitlines() if not x.startswith("wrote ")]
     assert says in line
+
+
+def test_measure_points_with_counters_sit_at_ncus_bytes() -> None:
+    from iosim.cli.roofline_cmd import _measured
+
+    c = compare(TIMED, "h200", impl="sdpa-flash", profile="measured")
+    measured, note = _measured(MEASURE_RECORD, c, "sdpa-flash")
+    assert note == ("hollow: sdpa-flash measured by `iosim measure` (ncu's DRAM and L2 bytes; "
+                    "latest of 2)")
+    (ax,) = plot.hierarchical_roofline(c, measured, title_note=note).axes
+    got = dots(ax, "measured")
+    flops = c.algorithm("sdpa-flash").kernels[0].flops
+    # tests/data/h200-measure.jsonl line 3 (benchmarks/measure_ncu_h200.sh on the H200):
+    # flash_fwd_kernel's device time 1,553.7 µs (torch.profiler, cold L2); ncu DRAM read
+    # 206,575,360 + write 70,190,848 + the closing evict's write 16,197,888; L2 5,689,482,272 B
+    (m,) = measured
+    y = flops / m.time_s
+    assert got["DRAM"] == [(flops / (206575360 + 70190848 + 16197888), y)]
+    assert got["L2"] == [(flops / 5689482272, y)]
