@@ -175,8 +175,8 @@ def test_a_measure_record_gives_time_only_dots_at_the_predicted_bytes(tmp_path: 
     old.write_text(MEASURE_RECORD.read_text().splitlines()[0] + "\n")
     c = compare(TIMED, "h200", impl="sdpa-flash", profile="measured")
     measured, note = _measured(old, c, "sdpa-flash")
-    assert note == ("hollow: sdpa-flash measured by `iosim measure` (time only, no counters: "
-                    "at the predicted bytes)")
+    assert note == ("hollow: sdpa-flash by `iosim measure` (time only, no counters: at the "
+                    "predicted bytes)")
     (ax,) = plot.hierarchical_roofline(c, measured, title_note=note).axes
     got, predicted = dots(ax, "measured"), dots(ax, "predicted")
     fused = c.algorithm("sdpa-flash").kernels[0]
@@ -219,8 +219,8 @@ def test_measure_points_with_counters_sit_at_ncus_bytes() -> None:
 
     c = compare(TIMED, "h200", impl="sdpa-flash", profile="measured")
     measured, note = _measured(MEASURE_RECORD, c, "sdpa-flash")
-    assert note == ("hollow: sdpa-flash measured by `iosim measure` (ncu's DRAM and L2 bytes; "
-                    "latest of 2)")
+    assert note == ("hollow: sdpa-flash by `iosim measure` (ncu's bytes, one profiled call's "
+                    "kernel times; latest of 2)")
     (ax,) = plot.hierarchical_roofline(c, measured, title_note=note).axes
     got = dots(ax, "measured")
     flops = c.algorithm("sdpa-flash").kernels[0].flops

@@ -127,9 +127,9 @@ def _measure_points(record: Path, points: list[dict[str, Any]], result: Any, imp
                    f"do not pair with the {predicted} predicted; plotting the predictions "
                    f"alone", err=True)
         return [], None
-    what = ("ncu's DRAM and L2 bytes" if counted_kernels(point) is not None
+    what = ("ncu's bytes, one profiled call's kernel times" if counted_kernels(point) is not None
             else "time only, no counters: at the predicted bytes")
-    return kernels, (f"hollow: {name} measured by `iosim measure` ({what}"
+    return kernels, (f"hollow: {name} by `iosim measure` ({what}"
                      f"{f'; latest of {len(found)}' if len(found) > 1 else ''})")
 
 

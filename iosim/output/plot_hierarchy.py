@@ -174,7 +174,7 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
     if any(not p[1].startswith("measured (time only)") for p in observed):
         handles.append(Line2D([], [], marker="o", ls="--", color="#777777",
                               markerfacecolor="white", ms=7))
-        labels.append("hollow, dashed: measured (ncu counters, median time)")
+        labels.append("hollow, dashed: measured (ncu's bytes, the measured time)")
     if any(p[1].startswith("measured (time only)") for p in observed):
         handles.append(Line2D([], [], marker="o", ls="--", color="#777777",
                               markerfacecolor="white", ms=7))
