@@ -216,3 +216,13 @@ def test_the_committed_counters_sum_to_the_calls_dram() -> None:
         everything = sum(k["dram_read_bytes"] + k["dram_write_bytes"] for k in c["kernels"]) \
             + c["closing_evict_write_bytes"]
         assert sum(k["dram_bytes"] for k in counted_kernels(p) or []) == everything
+
+
+def test_when_ncu_and_the_profiler_disagree_only_the_call_is_compared() -> None:
+    counters = {"status": "ok", "kernels": [
+        {"name": n, "dram_read_bytes": 1e8, "dram_write_bytes": 0, "l2_bytes": 1e8}
+        for n in ("memset", SPLIT, COMBINE)], "closing_evict_write_bytes": 0}
+    lines = measurement_lines(_point([(SPLIT, 8e-5), (COMBINE, 1e-5)], counters))
+    assert "ncu saw 3 kernels, torch.profiler 2: bytes for the call only" in lines
+    dram = [line for line in lines if line.startswith("  DRAM bytes")]
+    assert [line.split()[-2] for line in dram] == ["—", "—", "MB"]  # only the total measured

@@ -41,7 +41,7 @@ def split_points(launches: list[dict[str, Any]], ids: list[str]) -> dict[str, di
     return out
 
 
-def kernel_rows(kernels: list[dict[str, Any]], after: dict[str, Any]) -> dict[str, Any]:
+def per_kernel_counts(kernels: list[dict[str, Any]], after: dict[str, Any]) -> dict[str, Any]:
     """One point's launches kernel by kernel, as `iosim measure --record` keeps them: each
     kernel's name and ncu's DRAM reads, writes and L2 bytes, and the DRAM writes of the evict
     after the last (the dirty lines the point left in L2; measure_record.counted_kernels says
@@ -56,7 +56,7 @@ def count_kernels(impl: str, workload: dict[str, Any], *, timeout_s: float = 300
                   log: Path | None = None) -> dict[str, Any]:
     """`iosim measure`'s counters: one point (`impl` as the user named it, a workload as the
     record writes it) run once more under ncu, evict, run, evict; its kernels one by one
-    (kernel_rows) with the status ("ok", "unavailable", "refused: ...", "failed: ..."), the
+    (per_kernel_counts) with the status ("ok", "unavailable", "refused: ...", "failed: ..."), the
     ncu version and the command as shown."""
     spec = [{"id": "measure", "impl": impl, "workload": workload}]
     run = profile(spec, command, TARGET, METRICS, timeout_s=timeout_s, log=log)
@@ -69,7 +69,7 @@ def count_kernels(impl: str, workload: dict[str, Any], *, timeout_s: float = 300
         return {**found, "status": f"failed: {exc}"}
     if not kernels:
         return {**found, "status": "failed: ncu saw no kernel between the two evicts"}
-    return {**found, **kernel_rows(kernels, after)}
+    return {**found, **per_kernel_counts(kernels, after)}
 
 
 def count(record: dict[str, Any], *, timeout_s: float = 1200, log: Path | None = None) -> str:

@@ -5,7 +5,7 @@ Pure: no torch.
 A point (measure_cmd.measurement_point) holds the workload, the do_bench median, the kernels
 torch.profiler saw (name, device time from a cold L2), iosim's predicted kernels, and, since
 ncu is read by measure, `counters`: its status and, when "ok", ncu's kernels of one more run
-between two evicts (impl_ncu.kernel_rows). Points recorded before that have no `counters`:
+between two evicts (impl_ncu.per_kernel_counts). Points recorded before that have no `counters`:
 readers take them as time-only (schema unchanged: the field is an addition).
 
 Which kernel a DRAM byte is charged to: each kernel's reads and writes as ncu counts them

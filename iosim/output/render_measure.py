@@ -125,6 +125,7 @@ def _block(title: str, values: dict[str, tuple[Any, Any]], time_label: str) -> l
 def measurement_lines(point: dict[str, Any]) -> list[str]:
     """The whole table, every line at most 80 columns (the 'model:' sentence wrapped)."""
     predicted, measured = point["predicted_kernels"], point["measured_kernels"]
+
     def kernels(n: int) -> str:
         return f"{n} kernel{'' if n == 1 else 's'}"
 
@@ -138,7 +139,11 @@ def measurement_lines(point: dict[str, Any]) -> list[str]:
     if len(predicted) != len(measured):
         lines.append(f"predicted: {', '.join(p['label'] for p in predicted)}"[:WIDTH])
     lines += _block("total", totals(point), "time (do_bench median)")
-    if len(rows) > 1 and counted_kernels(point) is not None:
+    counted = counted_kernels(point)
+    if counted is not None and len(counted) != len(measured):
+        lines.append(_fit(f"ncu saw {kernels(len(counted))}, torch.profiler "
+                          f"{len(measured)}: bytes for the call only"))
+    elif len(rows) > 1 and counted is not None:
         lines.append("DRAM per kernel: ncu's count while it ran; what is still dirty after "
                      "the last")
         lines.append("kernel is written back by the closing evict and counted to it")
@@ -176,8 +181,8 @@ def what_went_wrong(point: dict[str, Any], rows: list[dict[str, Any]] | None = N
         # judged on the call's total, which is exact: per kernel, a write-back can land in a
         # later kernel than the one that wrote it (the table's note)
         counted = [r for r in rows if relative_error(*r["dram"]) is not None]
-        row = max(counted, key=lambda r: abs(r["dram"][0] - r["dram"][1])) if counted else {
-            "label": "the call", "dram": total["dram"]}
+        row: dict[str, Any] = max(counted, key=lambda r: abs(r["dram"][0] - r["dram"][1])) \
+            if counted else {"label": "the call", "dram": total["dram"]}
         why = ("charges re-reads the L2 caught" if dram_total > 0
                else "misses re-reads or write-backs")
         parts.append(f"DRAM bytes {dram_total:+.0%} for the call, the largest gap on "
