@@ -5,8 +5,8 @@ Runs: torch SDPA with one backend forced (sdpa-flash, sdpa-cudnn, sdpa-efficient
 compiled (flex), eager PyTorch (torch-naive) and the project's Triton kernel (iosim-triton).
 The output is checked on fresh random data against attention computed in fp32 before anything is
 timed; timing is `triton.testing.do_bench`'s median; the kernels one call launches (names and
-device times) come from torch.profiler. DRAM and L2 bytes need Nsight Compute and are read only
-with --counters (iosim calibrate's ncu path), else shown as not measured.
+device times) come from torch.profiler. DRAM and L2 bytes need Nsight Compute: `iosim measure`
+reads them kernel by kernel through impl_ncu.count_kernels when ncu is found.
 """
 
 from __future__ import annotations
@@ -185,4 +185,6 @@ def time_and_kernels(impl: Implementation, w: Workload, *, rep_ms: int = 60
     kernels = [{"name": e.name, "time_s": e.device_time * 1e-6}
                for e in prof.events() if e.device_type == DeviceType.CUDA
                and e.device_time > 0]
+    del q, k, v, run
+    torch.cuda.empty_cache()  # give the memory back: measure's ncu run allocates its own
     return median_ms * 1e-3, kernels
