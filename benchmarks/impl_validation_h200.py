@@ -180,15 +180,26 @@ VALIDATION3_FLEX = (3, 31)
 SPILL = (VALIDATION2[3], VALIDATION2[26], VALIDATION2[43])
 """Three fit points whose sdpa-flash DRAM bytes exceed the model's (reads and writes) for the
 local-memory count (benchmarks/impl4_h200.sh): is FA2's kernel spilling registers?"""
+SPILL5 = tuple(VALIDATION3[i] for i in (0, 4, 6, 7, 13, 14, 16, 17, 19, 22, 27, 37, 39, 40,
+                                         43, 44))
+"""Seen points of every sdpa-flash kernel instantiation (head dim 64/128/256, causal or not, N a
+multiple of its block or not, the split-KV kernel, an unsplit decode step, K/V beyond the L2)
+whose DRAM bytes validation3 counted (tests/data/h200-impl-dram4.csv): round 5 counts their
+local-memory (spill) sectors (benchmarks/impl5_h200.sh)."""
+FLEX5 = tuple(VALIDATION3[i] for i in (3, 0, 7, 14, 18, 27, 30, 39, 31))
+"""Seen points for FlexAttention alone (round 5: it had 16 fit points and 2 validation points;
+3 and 31 are validation3's two, kept first to check one call against the earlier run)."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
-        "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ())}
+        "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
+        "flex5": (FLEX5, tuple(range(len(FLEX5))))}
 
 
 def main() -> None:
     out_path = sys.argv[1]
     budget = float(sys.argv[2]) if len(sys.argv) > 2 else 200.0
     set_name = sys.argv[3] if len(sys.argv) > 3 else "validation"
+    impls = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else IMPLS
     points, flex_points = SETS[set_name]
 
     def save(record: dict[str, Any], entry: dict[str, Any]) -> None:
@@ -196,7 +207,7 @@ def main() -> None:
         with open(out_path, "w", encoding="utf-8") as f:
             json.dump(record, f, indent=1)
 
-    record = measure_impls([get_implementation(n) for n in IMPLS], gpu_runner(),
+    record = measure_impls([get_implementation(n) for n in impls], gpu_runner(),
                            device=device_info(), command=" ".join(sys.argv), grid=points,
                            flex_points=flex_points, set_name=set_name, budget_s=budget,
                            on_point=save)
