@@ -36,6 +36,11 @@ else
     --metrics dram__bytes_read.sum,dram__bytes_write.sum \
     python3 benchmarks/impl_dram_h200.py validation4 > $OUT/h200-impl-dram5.csv 2> $OUT/ncu5.log
   stamp end dram
+  # the spill rows' L2 stores judged on fresh points (local-memory sectors of flash_fwd_kernel)
+  timeout ${SPILL_LIMIT:-40} $NCU --csv --page raw --clock-control none --cache-control none --metrics \
+    launch__registers_per_thread,l1tex__t_sectors_pipe_lsu_mem_local_op_ld.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_ld_lookup_hit.sum,l1tex__t_sectors_pipe_lsu_mem_local_op_st_lookup_hit.sum,dram__bytes_read.sum,dram__bytes_write.sum \
+    python3 benchmarks/impl_dram_h200.py spill6 sdpa-flash > $OUT/h200-spill6.csv 2> $OUT/spill6.log
+  stamp end spill6
   # `iosim measure` on one shape, wall clock (issue 11: under 30 s on the H200)
   /usr/bin/time -f "measure wall %e s" python3 -c "import sys; sys.argv[0] = 'iosim'; from iosim.cli import main; main()" \
     measure --impl sdpa-flash --n 4096 --heads 16 --d 128 --gpu h200 > $OUT/measure.log 2>&1

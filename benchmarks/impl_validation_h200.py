@@ -217,6 +217,9 @@ VALIDATION4 = (
 )
 VALIDATION4_FLEX = (0, 6, 8, 14, 18, 27, 31, 33, 39)
 """Nine flex points (flex compiles per shape; measure.py raises dynamo's recompile limit)."""
+SPILL6 = tuple(VALIDATION4[i] for i in (3, 7, 8, 13, 14, 17, 26, 27, 28, 29, 38, 39, 43))
+"""Fresh points whose sdpa-flash call runs flash_fwd_kernel at d 64 or 128: round 5's second
+device call counts their local-memory sectors to judge the spill rows' L2 stores."""
 SPILL = (VALIDATION2[3], VALIDATION2[26], VALIDATION2[43])
 """Three fit points whose sdpa-flash DRAM bytes exceed the model's (reads and writes) for the
 local-memory count (benchmarks/impl4_h200.sh): is FA2's kernel spilling registers?"""
@@ -233,7 +236,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
         "flex5": (FLEX5, tuple(range(len(FLEX5)))),
-        "validation4": (VALIDATION4, VALIDATION4_FLEX)}
+        "validation4": (VALIDATION4, VALIDATION4_FLEX), "spill6": (SPILL6, ())}
 
 
 def main() -> None:

@@ -57,15 +57,15 @@ def test_the_fit_from_the_committed_record_keeps_what_it_does_not_fit(tmp_path: 
     assert "tests/data/h200-impl-fit.json" in new.impls["flex"].source
 
 
-FIT_RECORDS = ("fit", "fit2", "validation", "validation2", "calibrate")
-"""The records configs/gpus/h200.yaml's measured.impls were fitted on (issue 11 round 4)."""
+FIT_RECORDS = ("fit", "fit2", "validation", "validation2", "calibrate", "validation3", "flex5")
+"""The records configs/gpus/h200.yaml's measured.impls were fitted on (issue 11 round 5)."""
 
 
 def test_the_shipped_figures_are_the_fit_of_the_fit_records() -> None:
     """configs/gpus/h200.yaml's measured.impls were fitted by benchmarks/impl_fit.py on
     tests/data/h200-impl-fit.json, h200-impl-fit2.json, h200-impl-validation.json,
-    h200-impl-validation2.json and h200-impl-calibrate.json together
-    (docs/implementations.md): the fit reproduces them (flex's points here; the others take
+    h200-impl-validation2.json, h200-impl-calibrate.json, h200-impl-validation3.json and
+    h200-impl-flex5.json together (docs/implementations.md): the fit reproduces them (flex's points here; the others take
     a minute each: `python benchmarks/impl_fit.py ... ` prints them all)."""
     from iosim.calibrate.impl_fit import fit_record, merged_records
 
