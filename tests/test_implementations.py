@@ -432,3 +432,20 @@ def test_a_split_kernel_that_fits_in_l2_reads_q_and_its_states_once() -> None:
         assert est is not None
         read = sum(k["read"] for k in r["kernels"])
         assert abs(est.read_bytes - read) <= 0.02 * read, (w, est.read_bytes, read)
+
+
+def test_a_combine_kernel_timed_by_its_latency_says_latency_not_a_roof() -> None:
+    """A decode step's combine kernel moves 0.25 MB: the roofline gives it under a microsecond,
+    its latency model (estimates/combine.py, fitted on measured device times) several. Its bound
+    column said "compute" although neither roof set its time; it says "latency", in the table,
+    the JSON and the legend."""
+    argv = ["compare", "--n", "1", "--n-kv", "65536", "--heads", "32", "--kv-heads", "8",
+            "--gpu", "h200", "--profile", "measured", "--impl", "sdpa-flash"]
+    kernels = json.loads(run(*argv, "--format", "json").output)["algorithms"][1]["kernels"]
+    combine = next(k for k in kernels if k["kernel"] == "splitkv_combine")
+    roof = max(combine["memory_time_s"], combine["compute_time_s"]) / combine["efficiency"]
+    assert combine["time_s"] > roof
+    assert (combine["bound"], combine["timed_by"]) == ("latency", "combine")
+    assert all(k["bound"] != "latency" for k in kernels if k is not combine)
+    table = " ".join(run(*argv).output.split())  # the legend wraps at the runner's width
+    assert "combine splits" in table and "latency: too small a kernel" in table
