@@ -22,6 +22,9 @@ from iosim.inputs.workload import Workload
 TOLERANCE = {"fp16": 2e-2, "bf16": 5e-2, "fp32": 1e-3}
 """Largest max-abs error against the fp32 reference, relative to the reference's max-abs."""
 
+FLEX_RECOMPILE_LIMIT = 1024
+"""Shapes one process may compile flex_attention for before torch gives up compiling it."""
+
 _SDPA_BACKENDS = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-cudnn": "CUDNN_ATTENTION",
                   "sdpa-efficient": "EFFICIENT_ATTENTION"}
 
@@ -93,6 +96,14 @@ def make_runner(impl: Implementation, w: Workload, q: Any, k: Any, v: Any) -> Ca
         if w.causal:
             offset = w.n_kv - w.n
             block = create_block_mask(lambda b, h, i, j: j <= i + offset, None, None, w.n, w.n_kv)
+        # every new shape recompiles flex_attention; past dynamo's recompile limit (8) torch
+        # falls back to the unfused eager path, which materialises the scores (measured on the
+        # H200: points 7 and 8 of tests/data/h200-impl-flex5.json ran 200+ eager kernels, 199 ms
+        # and 7 ms), so a run over many shapes raises the limit
+        for limit in ("recompile_limit", "cache_size_limit"):
+            if hasattr(torch._dynamo.config, limit):
+                setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit),
+                                                         FLEX_RECOMPILE_LIMIT))
         compiled = torch.compile(flex_attention)
         return lambda: compiled(q, k, v, block_mask=block, enable_gqa=g > 1)
     if impl.runs == "iosim-triton":
