@@ -221,7 +221,7 @@ def test_measure_without_a_gpu_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatc
 
 
 def test_measure_lines_explain_a_large_error() -> None:
-    from iosim.cli.measure_cmd import measurement_lines
+    from iosim.output.render_measure import measurement_lines
 
     point = {"impl": "x", "gpu": "h200", "profile": "measured", "predicted_time_s": 1e-4,
              "measured_time_s": 2e-4,
@@ -230,7 +230,9 @@ def test_measure_lines_explain_a_large_error() -> None:
              "measured_kernels": [{"name": "flash_fwd_kernel", "time_s": 2e-4}]}
     lines = measurement_lines(point)
     assert any("-50%" in line for line in lines)
-    assert lines[-1].startswith("model: -50% overall, predicted too fast")
+    model = next(i for i, line in enumerate(lines) if line.startswith("model:"))
+    assert lines[model].startswith("model: -50% overall, predicted too fast")
+    assert all(line.startswith("  ") for line in lines[model + 1:])  # one sentence, wrapped
 
 
 def test_tiles_alg1_keeps_the_old_rule() -> None:
