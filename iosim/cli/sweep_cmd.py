@@ -214,20 +214,29 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
     from iosim.output import render_sweep
 
     if fmt in STREAMED:
-        from iosim.output import sweep_stream
-
-        stream = sys.stdout
-        if fmt == "csv":
-            sweep_stream.write_csv(result, stream)
-        elif fmt == "jsonl":
-            sweep_stream.write_jsonl(result, stream)
-        else:
-            sweep_stream.write_json(result, stream)
-        stream.flush()
+        write_streamed(result, fmt)
     elif fmt == "markdown":
         click.echo(render_sweep.sweep_markdown(result, limit=limit), nl=False)
     else:
         render_sweep.print_sweep(result, limit=limit, wide=wide)
+
+
+def write_streamed(result: SweepResult, fmt: str) -> None:
+    """The sweep as CSV, JSON Lines or JSON on stdout, by two processes in turn where the
+    machine has the cores (output/sweep_turns.py). A reader that went away ends the command
+    as click does (status 1, nothing said); any other failure to write is one line, status 2."""
+    from iosim.output import sweep_stream, sweep_turns
+
+    make = {"csv": sweep_stream.csv_file, "jsonl": sweep_stream.jsonl_file}.get(
+        fmt, sweep_stream.json_file)
+    try:
+        sweep_turns.write_in_turns(make(result), sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot write the sweep's {fmt} to the output: {exc.strerror or exc}") from None
 
 
 def keep_freed_memory() -> None:
