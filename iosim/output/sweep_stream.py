@@ -20,6 +20,7 @@ import numpy as np
 
 from iosim.analysis.sweep import SweepResult
 from iosim.output import strict_json, text_columns
+from iosim.output.text_memo import MemoBudget, TextMemo
 from iosim.record import Record
 
 CHUNK_POINTS = 1 << 14
@@ -33,9 +34,22 @@ Chunk = tuple[dict[str, np.ndarray], dict[str, tuple[Any, ...]]]
 """A chunk's columns, its names coded: (columns, the values of each coded column)."""
 
 
+class Memos:
+    """One TextMemo per numeric column of a file, sharing one budget (output/text_memo.py)."""
+
+    def __init__(self) -> None:
+        self.budget = MemoBudget()
+        self.by_column: dict[str, TextMemo] = {}
+
+    def __getitem__(self, name: str) -> TextMemo:
+        if name not in self.by_column:
+            self.by_column[name] = TextMemo(self.budget)
+        return self.by_column[name]
+
+
 def _text_columns(columns: dict[str, np.ndarray], coded: dict[str, tuple[Any, ...]], *,
-                  empty: str, text: Callable[[Any], str], boolean: tuple[str, str]
-                  ) -> list[text_columns.Column]:
+                  empty: str, text: Callable[[Any], str], boolean: tuple[str, str],
+                  memos: Memos) -> list[text_columns.Column]:
     """Each column as text: blocks 0 as `empty`, non-finite floats as `empty`, booleans as the
     pair (true, false), names through `text`."""
     out = []
@@ -43,13 +57,13 @@ def _text_columns(columns: dict[str, np.ndarray], coded: dict[str, tuple[Any, ..
         if name in coded:
             out.append(text_columns.coded_names(values, coded[name], text))
         elif name in BLOCK_COLUMNS:
-            out.append(text_columns.integers(values, zero=empty))
+            out.append(text_columns.integers(values, zero=empty, memo=memos[name]))
         elif values.dtype.kind == "b":
             out.append(text_columns.booleans(values, true=boolean[0], false=boolean[1]))
         elif values.dtype.kind in "iu":
-            out.append(text_columns.integers(values))
+            out.append(text_columns.integers(values, memo=memos[name]))
         elif values.dtype.kind == "f":
-            out.append(text_columns.floats(values, non_finite=empty))
+            out.append(text_columns.floats(values, non_finite=empty, memo=memos[name]))
         else:  # names: GPU, dtype, pass, algorithm, bound (few distinct values)
             out.append(text_columns.names(values, text))
     return out
@@ -75,7 +89,8 @@ def per_point_columns(result: SweepResult) -> tuple[str, ...]:
 
 
 def _chunk_text(result: SweepResult, chunk: Chunk, separators: list[str], *,
-                empty: str, text: Callable[[Any], str], boolean: tuple[str, str]) -> list[str]:
+                empty: str, text: Callable[[Any], str], boolean: tuple[str, str],
+                memos: Memos) -> list[str]:
     """The chunk's rows: the per-point columns formatted once per point and repeated on
     each of its algorithms' rows, in strings of a few thousand rows; `separators` as in
     `text_columns.join_rows`."""
@@ -85,7 +100,7 @@ def _chunk_text(result: SweepResult, chunk: Chunk, separators: list[str], *,
     assert list(columns)[:len(lead)] == list(lead)
     per_point = {name: columns[name][::k] for name in lead}
     per_row = {name: values for name, values in columns.items() if name not in lead}
-    options: dict[str, Any] = {"empty": empty, "text": text, "boolean": boolean}
+    options: dict[str, Any] = {"empty": empty, "text": text, "boolean": boolean, "memos": memos}
     cells = [text_columns.repeat(c, k) for c in _text_columns(per_point, coded, **options)]
     cells += _text_columns(per_row, coded, **options)
     return text_columns.text_parts(cells, separators)
@@ -114,11 +129,13 @@ def _chunk_count(result: SweepResult) -> int:
 
 def csv_file(result: SweepResult) -> StreamedFile:
     """Every row as CSV, the header first; booleans True/False, missing blocks empty."""
+    memos = Memos()
+
     def chunk(index: int) -> list[str]:
         columns = _chunk(result, index)
         separators = ["", *[","] * (len(columns[0]) - 1), "\n"]
         parts = _chunk_text(result, columns, separators, empty="", text=_csv_text,
-                            boolean=("True", "False"))
+                            boolean=("True", "False"), memos=memos)
         return [",".join(columns[0]) + "\n", *parts] if index == 0 else parts
 
     return StreamedFile("", _chunk_count(result), chunk)
@@ -128,30 +145,34 @@ ROW_START = ",\n  "
 """Before each row of a JSON document (the first row's comma dropped)."""
 
 
-def _json_chunk(result: SweepResult, index: int, before: str, after: str) -> list[str]:
+def _json_chunk(result: SweepResult, index: int, before: str, after: str,
+                memos: Memos) -> list[str]:
     """A chunk's rows as JSON objects, each between `before` and `after`, a few thousand rows
     a string."""
     columns = _chunk(result, index)
     keys = [json.dumps(name) + ": " for name in columns[0]]
     separators = [before + "{" + keys[0], *[", " + key for key in keys[1:]], "}" + after]
     return _chunk_text(result, columns, separators, empty="null", text=json.dumps,
-                       boolean=("true", "false"))
+                       boolean=("true", "false"), memos=memos)
 
 
 def jsonl_file(result: SweepResult) -> StreamedFile:
     """JSON Lines: the sweep's metadata on the first line ({"metadata": ...}), then one object
     per row."""
     head = strict_json.dumps({"metadata": result.metadata()}, ensure_ascii=False) + "\n"
+    memos = Memos()
     return StreamedFile(head, _chunk_count(result),
-                        lambda index: _json_chunk(result, index, "", "\n"))
+                        lambda index: _json_chunk(result, index, "", "\n", memos))
 
 
 def json_file(result: SweepResult) -> StreamedFile:
     """One JSON document {metadata..., "rows": [...]}, its rows written chunk by chunk."""
     head = strict_json.dumps(result.metadata(), indent=1, ensure_ascii=False)
 
+    memos = Memos()
+
     def chunk(index: int) -> list[str]:
-        parts = _json_chunk(result, index, ROW_START, "")
+        parts = _json_chunk(result, index, ROW_START, "", memos)
         if index == 0 and parts:
             # every row starts with ROW_START; the first row's comma is dropped (one copy of
             # one string, where cutting a separator off each string copied the whole file)
