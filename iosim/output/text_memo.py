@@ -19,8 +19,9 @@ from collections.abc import Callable
 
 import numpy as np
 
-MEMO_ENTRIES = 1_500_000
-"""Texts kept by all the memos of one file together: about 200 MB at most."""
+MEMO_ENTRIES = 1_000_000
+"""Texts kept by all the memos of one file (in each writing process) together: about 130 MB
+at most."""
 
 
 class MemoBudget:
