@@ -155,6 +155,22 @@ def test_explain_softmax_defaults_to_the_seed_toy_run() -> None:
     (("compare", "--n", "64", "--gpu", "a10"), "Did you mean 'a100'"),
     (("compare", "--n", "64", "--gpu", "a100", "--algo", "flsh1"), "Did you mean 'flash1'"),
     (("verify", "--n", "64", "--dtype", "fp61"), "Did you mean 'fp64'"),
+    # the names of the features added since (json5's audit): each failed before with a list
+    # of the choices and no suggestion
+    (("compare", "--n", "64", "--gpu", "a100", "--impl", "sdpa-flsh"), "Did you mean 'sdpa-flash'?"),
+    (("sweep", "--n", "64", "--gpu", "a100", "--impl", "sdpa-flsh"), "Did you mean 'sdpa-flash'?"),
+    (("compare", "--n", "64", "--gpu", "a100", "--model", "gemma-2-9b", "--layer", "locl"),
+     "Did you mean 'local'"),
+    (("compare", "--n", "64", "--gpu", "a100", "--unfused", "dropot"), "Did you mean 'dropout'?"),
+    (("compare", "--n", "64", "--gpu", "a100", "--dtype", "fp8e4m3"), "Did you mean 'fp8_e4m3'"),
+    (("sweep", "--n", "64", "--gpu", "a100", "--dtype", "fp8e4m3"), "Did you mean 'fp8_e4m3'"),
+    (("sweep", "--n", "64", "--gpu", "a100", "--pass", "fwd,bwdd"), "Did you mean 'bwd'"),
+    (("compare", "--n", "64", "--gpu", "a100", "--seqlens", "32,32", "--packing", "docment"),
+     "Did you mean 'document'?"),
+    (("compare", "--n", "64", "--gpu", "a100", "--profile", "measurd"), "Did you mean 'measured'?"),
+    (("compare", "--n", "64", "--gpu", "a100", "--dtype", "fp8", "--fp8-scales", "blok"),
+     "Did you mean 'block'?"),
+    (("compare", "--n", "1", "--gpu", "a100", "--splits", "aut"), "nor auto. Try"),
 ])
 def test_unknown_names_suggest_the_closest(args: tuple[str, ...], hint: str) -> None:
     code, _, err = run(*args)

@@ -24,6 +24,7 @@ from iosim.cli.common import (
 )
 from iosim.cli.lists import (
     HELP,
+    Choice,
     parse_booleans,
     parse_choices,
     parse_fractions,
@@ -76,7 +77,7 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--latent-kv", is_flag=True,
               help="MLA absorbed decoding at every point: V is the first d_v columns of the "
                    "one latent KV head (--kv-heads 1, --d 576 --d-v 512).")
-@click.option("--fp8-scales", type=click.Choice(["tensor", "block"]), default=None,
+@click.option("--fp8-scales", type=Choice(["tensor", "block"]), default=None,
               help="FP8 descale granularity of the fp8_e4m3/fp8_e5m2 points (default: tensor).")
 @click.option("--heads", default="1", show_default=True, metavar="RANGE",
               callback=_ints("--heads"), help="Query heads.")
@@ -111,7 +112,7 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--seqlens", default=None, metavar="LIST",
               help="Packed variable-length sequences, the same at every point (one --n: their "
                    "sum), e.g. 512,3000,77.")
-@click.option("--packing", type=click.Choice(["varlen", "document"]), default="varlen",
+@click.option("--packing", type=Choice(["varlen", "document"]), default="varlen",
               show_default=True, help="How --seqlens are cut into blocks (FA2 varlen, or "
               "FlexAttention's document mask).")
 @click.option("--splits", metavar="RANGE", callback=_ints("--splits", auto=True),
@@ -126,9 +127,9 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--impl", default=None, metavar="NAME|PATH",
               help="Sweep an implementation (configs/impls: sdpa-flash, torch-naive, ...) "
                    "instead of the algorithms: compare --impl at every point.")
-@click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
+@click.option("--profile", type=Choice(["spec", "measured"]), default="spec",
               show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML.")
-@click.option("--format", "fmt", type=click.Choice([*FORMATS, "jsonl"]), default="table",
+@click.option("--format", "fmt", type=Choice([*FORMATS, "jsonl"]), default="table",
               show_default=True,
               help="Output format (table and markdown show --limit rows; csv, jsonl (JSON "
                    "Lines: metadata, then a row per line) and json stream every row).")
