@@ -74,6 +74,17 @@ def test_roofline_fits_80_columns(tmp_path: Path) -> None:
     # report build, 14 figures, serves both)
 
 
+def test_a_cascades_roofline_table_fits_80_columns(tmp_path: Path) -> None:
+    """A feature added since the issue (json5's audit): cascade's kernel 'per-request suffix
+    attn' made the table 85 columns wide, cut to 'per-request suffix at…', '52.…', 'memo…'."""
+    code, out, err = run("roofline", "--gpu", "h100", "--n", "1", "--prefix-len", "4096",
+                         "--suffix-lens", "100,200,300", "--batch", "3", "--heads", "32",
+                         "--kv-heads", "8", "--out", str(tmp_path))
+    assert code == 0, err
+    assert_fits(out)
+    assert "per-request suffix attn" in out
+
+
 def test_calibrate_summary_fits_80_columns(tmp_path: Path) -> None:
     code, out, err = run("calibrate", "--gpu", "h200", "--out", str(tmp_path / "h200.yaml"),
                          "--from", str(DATA / "h200-calibration.json"))
