@@ -205,6 +205,26 @@ def test_roofline_and_report_refuse_it_too(command: str, tmp_path: Path) -> None
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
 
 
+def test_a_sweep_says_which_gpus_cannot_hold_its_sram() -> None:
+    """json5's audit: `sweep --sram 1MiB --gpu a100` ran silently with fits yes (the issue's own
+    example, on the sweep). It may span GPUs that have the SRAM and GPUs that do not, so it
+    counts every point and says, per GPU, which sizes no kernel could launch with: in the
+    table's notes, JSON's metadata and, for CSV, on stderr."""
+    code, out, _ = run("sweep", "--n", "4096", "--gpu", "a100,h100", "--sram", "128KiB,200KiB")
+    said = " ".join(out.split())
+    assert code == 0 and "SRAM M = 204,800 B is more than the 166,912 B" in said
+    assert "a block may use on a100-80gb-sxm: no kernel could launch with it" in said
+    assert "on h100-sxm" not in said  # 227 KiB there: both sizes launch
+    code, out, _ = run("sweep", "--n", "4096", "--gpu", "a100", "--sram", "1MiB", "--format",
+                       "json")
+    assert code == 0 and any("1,048,576 B is more than" in n for n in json.loads(out)["notes"])
+    code, out, err = run("sweep", "--n", "4096", "--gpu", "a100", "--sram", "1MiB", "--format",
+                         "csv")
+    assert code == 0 and err.startswith("warning: SRAM M = 1,048,576 B is more than")
+    code, out, err = run("sweep", "--n", "4096", "--gpu", "a100", "--format", "csv")
+    assert code == 0 and not err  # the GPU's own SRAM: nothing to say
+
+
 # item 6: compare's workload flags on roofline and report
 def test_roofline_takes_pass_and_splitkv(tmp_path: Path) -> None:
     code, out, err = run("roofline", "--gpu", "h100", "--n", "1024", "--pass", "fwdbwd",

@@ -215,6 +215,11 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
     from iosim.output import render_sweep
 
     if fmt in STREAMED:
+        if fmt == "csv":  # a CSV has no metadata to carry the warning: stderr says it
+            from iosim.analysis.sweep_spec import sram_beyond_the_gpus
+
+            for note in sram_beyond_the_gpus(result.spec, tuple(result.hardware)):
+                click.echo(f"warning: {note}", err=True)
         write_streamed(result, fmt)
     elif fmt == "markdown":
         click.echo(render_sweep.sweep_markdown(result, limit=limit), nl=False)
