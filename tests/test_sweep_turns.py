@@ -50,9 +50,15 @@ def test_without_a_descriptor_one_process_writes(monkeypatch: pytest.MonkeyPatch
     assert out.getvalue() == alone.getvalue()
 
 
-def test_one_core_means_one_writer(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0}, raising=False)
-    assert sweep_turns.writers_here() == 1
+@pytest.mark.parametrize(("cores", "load", "writers"), [
+    (1, 0.0, 1), (2, 0.2, 2), (2, 1.4, 2), (2, 1.6, 1), (2, 6.0, 1), (8, 3.0, 2)])
+def test_two_writers_only_where_a_second_core_is_idle(monkeypatch: pytest.MonkeyPatch,
+                                                      cores: int, load: float,
+                                                      writers: int) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
+    assert sweep_turns.writers_here() == writers
 
 
 def test_a_reader_that_goes_away_is_a_broken_pipe(monkeypatch: pytest.MonkeyPatch,
@@ -96,8 +102,9 @@ def test_a_failing_second_writer_is_an_error_not_a_hang(monkeypatch: pytest.Monk
 @pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
 @pytest.mark.parametrize("points", ["--n 512,1024", "--n 512..10240:512 --heads 1..40"])
 def test_the_command_says_a_failed_write_in_one_line(points: str) -> None:
-    """One chunk (written by this process) and 20,000 points (two processes where two cores
-    are free): before, a traceback ending in `OSError: [Errno 28] No space left on device`."""
+    """One chunk (written by this process) and 20,000 points (two processes where a second
+    core is idle; test_a_full_disk_is_the_parents_error forces them): before, a traceback
+    ending in `OSError: [Errno 28] No space left on device`."""
     with open("/dev/full", "w") as full:
         done = subprocess.run([sys.executable, "-m", "iosim", "sweep", "--gpu", "a100", *points.split(),
                                "--format", "csv"], stdout=full, stderr=subprocess.PIPE,

@@ -2,14 +2,14 @@
 
 Writing a million-point sweep as JSON is CPU work on its text (output/text_columns.py), one
 chunk at a time, each chunk independent of the others. So on Linux, with at least two cores
-this process may run on and the output a file descriptor (a file or a pipe), the process forks
-once: parent and child each make every other chunk, and they write them in turn, each waiting
-for the other's token before writing its next chunk (a pipe each way), so the bytes are those
-of one process writing every chunk in order. Each holds at most one chunk's text (tens of MB);
-the sweep's arrays are shared by the fork, not copied.
+this process may run on, one of them idle, and the output a file descriptor (a file or a
+pipe), the process forks once: parent and child each make every other chunk, and they write
+them in turn, each waiting for the other's token before writing its next chunk (a pipe each
+way), so the bytes are those of one process writing every chunk in order. Each holds at most
+one chunk's text (tens of MB); the sweep's arrays are shared by the fork, not copied.
 
-Anywhere else (one core, no fork, an output without a descriptor such as a test's StringIO, a
-file of one chunk) `sweep_stream.write` writes it alone, the same bytes.
+Anywhere else (one core, all cores busy, no fork, an output without a descriptor such as a
+test's StringIO, a file of one chunk) `sweep_stream.write` writes it alone, the same bytes.
 
 Errors: a process that cannot write (a closed pipe, a full disk) stops; the other sees its
 token pipe end and stops too, and the parent raises the child's error as its own
@@ -38,15 +38,23 @@ TURN_LOST = 251
 
 
 def writers_here() -> int:
-    """How many processes write: 2 where this process may run on two cores or more and can
-    fork (Linux), else 1."""
+    """How many processes write: 2 where this process may run on two cores or more, can fork
+    (Linux) and a second core looks idle (the 1-minute load average below the cores less a
+    half), else 1. On a machine whose cores are all busy, a second writer only shares them:
+    measured on the 2-core development machine at loads of 2.6 to 6, two writers took about 15 %
+    more CPU time and no less wall time (docs/sweeps-benchmarks.md). The bytes are the same
+    either way."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return 1
     try:
         cores = len(os.sched_getaffinity(0))
     except (AttributeError, OSError):
         cores = os.cpu_count() or 1
-    return 2 if cores >= 2 else 1
+    try:
+        load = os.getloadavg()[0]
+    except (AttributeError, OSError):
+        load = 0.0
+    return 2 if cores >= 2 and load < cores - 0.5 else 1
 
 
 def _descriptor(stream: IO[str]) -> int | None:
