@@ -41,13 +41,14 @@ def _set(name: str) -> tuple[Any, ...]:
     return tuple(module.SETS[name][0])
 
 
-def calls(points: tuple[Any, ...]) -> list[tuple[str, int, Any]]:
+def calls(points: tuple[Any, ...], impls: tuple[str, ...] = IMPLS
+          ) -> list[tuple[str, int, Any]]:
     """(implementation, point index, workload) of every call the target makes, in order."""
     from iosim.inputs.implementations_yaml import get_implementation
 
     out = []
     for i, w in enumerate(points):
-        for name in IMPLS:
+        for name in impls:
             impl = get_implementation(name)
             block = 64 if w.d > 128 else 128
             if impl.runs == "iosim-triton" and (w.n != w.n_kv or w.n % block):
@@ -78,14 +79,14 @@ def aliased(todo: list[tuple[str, int, Any]]) -> set[int]:
     return out
 
 
-def target(set_name: str) -> None:
+def target(set_name: str, impls: tuple[str, ...] = IMPLS) -> None:
     import torch
 
     from iosim.calibrate import kernels as K
     from iosim.calibrate.measure import make_runner
     from iosim.inputs.implementations_yaml import get_implementation
 
-    todo = calls(_set(set_name))
+    todo = calls(_set(set_name), impls)
     buffer, partials = K.evict_buffers()
     largest = max(sum(_sizes(w)) for _, _, w in todo)
     pool = {dt: torch.randn(largest, device="cuda", dtype=dt)
@@ -169,7 +170,8 @@ def main() -> None:
                   f"predicted {r['predicted'] / 1e6:10.1f} MB  {r['error']:+6.1%}"
                   f"{'  (inputs aliased)' if r['aliased'] else ''}")
         return
-    target(sys.argv[1])
+    # `SET IMPL,...`: only those implementations' calls (the spill count of round 5)
+    target(sys.argv[1], tuple(sys.argv[2].split(",")) if len(sys.argv) > 2 else IMPLS)
 
 
 if __name__ == "__main__":

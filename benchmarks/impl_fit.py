@@ -45,7 +45,7 @@ def main() -> None:
                   f"({fitted['points']} points, torch {record['device']['torch']}); "
                   f"program_bandwidth measured by benchmarks/sm_bandwidth_h200.py "
                   f"(tests/data/h200-sm-bandwidth.json); judged on "
-                  f"tests/data/h200-impl-validation3.json (reports/impl-validation)")
+                  f"tests/data/h200-impl-validation4.json (reports/impl-validation)")
         entries[impl] = entry(fitted, source)
         print(f"{impl}: {json.dumps(entries[impl])} (median |error| in-sample "
               f"{fitted['median_error']:.1%})")

@@ -177,18 +177,73 @@ VALIDATION3 = (
                                                        dtype="bf16"),
 )
 VALIDATION3_FLEX = (3, 31)
+VALIDATION4 = (
+    # the fresh validation set of issue 11 round 5 (helper impl5), written down before tag
+    # impl5-frozen and measured after it: no point equals one of FIT, FIT2, VALIDATION,
+    # VALIDATION2 or VALIDATION3 (all seen now; tests/test_calibrate_impl.py holds that); new N
+    # values, batch x heads and GQA ratios (3, 4, 6, 8, 12, 16). Grids below one wave
+    _w(1920, heads=6), _w(3712, heads=3, d=64), _w(7040, heads=2, causal=True, dtype="bf16"),
+    _w(2432, heads=8), _w(4864, heads=2, d=256), _w(14080, heads=1, d=64, causal=True),
+    _w(1408, heads=11, dtype="bf16"),
+    # GQA ratios
+    _w(3584, heads=48, kv=4), _w(2688, heads=24, kv=3, d=64, causal=True),
+    _w(4480, heads=36, kv=6, dtype="bf16"), _w(6272, heads=28, kv=7, causal=True),
+    _w(1664, heads=64, kv=4, batch=2), _w(8064, heads=12, kv=4, d=64),
+    # N not a power of two (nor a multiple of 128)
+    _w(2222, heads=20, batch=2), _w(4100, heads=16, d=64, causal=True),
+    _w(5555, heads=12, dtype="bf16"), _w(7777, heads=6, d=64, causal=True, dtype="bf16"),
+    _w(1333, heads=40, batch=2, causal=True),
+    # chunked prefill (n != n_kv)
+    _w(448, 13312, heads=24), _w(224, 40960, heads=32, kv=8),
+    _w(1792, 8192, heads=16, kv=4, causal=True), _w(320, 53248, heads=8, kv=2, d=64),
+    _w(1024, 14336, heads=8, d=256, causal=True),
+    _w(640, 24576, heads=32, kv=8, causal=True, dtype="bf16"),
+    # head dims 64 / 128 / 256, fp16 and bf16, causal
+    _w(5376, heads=10, d=256, causal=True, dtype="bf16"), _w(3072, heads=20, d=256),
+    _w(9728, heads=14, d=64, causal=True, dtype="bf16"), _w(11264, heads=10, causal=True),
+    _w(2176, heads=40, batch=3), _w(1280, heads=32, batch=5, d=64, causal=True),
+    # decoding: query length 1, KV up to 131,072
+    _w(1, 5120, heads=32, kv=8, batch=20), _w(1, 22528, heads=48, kv=8, batch=4),
+    _w(1, 61440, heads=32, kv=4, batch=2), _w(1, 131072, heads=56, kv=8),
+    _w(1, 72000, heads=16, kv=2, d=64, batch=2), _w(1, 30000, heads=24, batch=4, d=64,
+                                                    dtype="bf16"),
+    _w(1, 52000, heads=16, kv=4, d=256), _w(1, 9000, heads=32, kv=4, batch=24, dtype="bf16"),
+    _w(1, 100352, heads=40, kv=8, batch=2),
+    # K/V larger than the L2 (60 MiB)
+    _w(44544, heads=4), _w(56320, heads=2, causal=True),
+    _w(25600, heads=12, kv=4, dtype="bf16"), _w(33280, heads=6),
+    _w(20480, heads=16, kv=8, d=256, causal=True, dtype="bf16"),
+    _w(39936, heads=4, causal=True, dtype="bf16"),
+)
+VALIDATION4_FLEX = (0, 6, 8, 14, 18, 27, 31, 33, 39)
+"""Nine flex points (flex compiles per shape; measure.py raises dynamo's recompile limit)."""
+SPILL6 = tuple(VALIDATION4[i] for i in (3, 7, 8, 13, 14, 17, 26, 27, 28, 29, 38, 39, 43))
+"""Fresh points whose sdpa-flash call runs flash_fwd_kernel at d 64 or 128: round 5's second
+device call counts their local-memory sectors to judge the spill rows' L2 stores."""
 SPILL = (VALIDATION2[3], VALIDATION2[26], VALIDATION2[43])
 """Three fit points whose sdpa-flash DRAM bytes exceed the model's (reads and writes) for the
 local-memory count (benchmarks/impl4_h200.sh): is FA2's kernel spilling registers?"""
+SPILL5 = tuple(VALIDATION3[i] for i in (0, 4, 6, 7, 13, 14, 16, 17, 19, 22, 27, 37, 39, 40,
+                                         43, 44))
+"""Seen points of every sdpa-flash kernel instantiation (head dim 64/128/256, causal or not, N a
+multiple of its block or not, the split-KV kernel, an unsplit decode step, K/V beyond the L2)
+whose DRAM bytes validation3 counted (tests/data/h200-impl-dram4.csv): round 5 counts their
+local-memory (spill) sectors (benchmarks/impl5_h200.sh)."""
+FLEX5 = tuple(VALIDATION3[i] for i in (3, 0, 7, 14, 18, 27, 30, 39, 31))
+"""Seen points for FlexAttention alone (round 5: it had 16 fit points and 2 validation points;
+3 and 31 are validation3's two, kept first to check one call against the earlier run)."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
-        "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ())}
+        "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
+        "flex5": (FLEX5, tuple(range(len(FLEX5)))),
+        "validation4": (VALIDATION4, VALIDATION4_FLEX), "spill6": (SPILL6, ())}
 
 
 def main() -> None:
     out_path = sys.argv[1]
     budget = float(sys.argv[2]) if len(sys.argv) > 2 else 200.0
     set_name = sys.argv[3] if len(sys.argv) > 3 else "validation"
+    impls = tuple(sys.argv[4].split(",")) if len(sys.argv) > 4 else IMPLS
     points, flex_points = SETS[set_name]
 
     def save(record: dict[str, Any], entry: dict[str, Any]) -> None:
@@ -196,7 +251,7 @@ def main() -> None:
         with open(out_path, "w", encoding="utf-8") as f:
             json.dump(record, f, indent=1)
 
-    record = measure_impls([get_implementation(n) for n in IMPLS], gpu_runner(),
+    record = measure_impls([get_implementation(n) for n in impls], gpu_runner(),
                            device=device_info(), command=" ".join(sys.argv), grid=points,
                            flex_points=flex_points, set_name=set_name, budget_s=budget,
                            on_point=save)

@@ -221,7 +221,7 @@ def test_measure_without_a_gpu_is_one_line_exit_2(monkeypatch: pytest.MonkeyPatc
 
 
 def test_measure_lines_explain_a_large_error() -> None:
-    from iosim.cli.measure_cmd import measurement_lines
+    from iosim.output.render_measure import measurement_lines
 
     point = {"impl": "x", "gpu": "h200", "profile": "measured", "predicted_time_s": 1e-4,
              "measured_time_s": 2e-4,
@@ -230,7 +230,9 @@ def test_measure_lines_explain_a_large_error() -> None:
              "measured_kernels": [{"name": "flash_fwd_kernel", "time_s": 2e-4}]}
     lines = measurement_lines(point)
     assert any("-50%" in line for line in lines)
-    assert lines[-1].startswith("model: -50% overall, predicted too fast")
+    model = next(i for i, line in enumerate(lines) if line.startswith("model:"))
+    assert lines[model].startswith("model: -50% overall, predicted too fast")
+    assert all(line.startswith("  ") for line in lines[model + 1:])  # one sentence, wrapped
 
 
 def test_tiles_alg1_keeps_the_old_rule() -> None:
@@ -432,3 +434,20 @@ def test_a_split_kernel_that_fits_in_l2_reads_q_and_its_states_once() -> None:
         assert est is not None
         read = sum(k["read"] for k in r["kernels"])
         assert abs(est.read_bytes - read) <= 0.02 * read, (w, est.read_bytes, read)
+
+
+def test_a_combine_kernel_timed_by_its_latency_says_latency_not_a_roof() -> None:
+    """A decode step's combine kernel moves 0.25 MB: the roofline gives it under a microsecond,
+    its latency model (estimates/combine.py, fitted on measured device times) several. Its bound
+    column said "compute" although neither roof set its time; it says "latency", in the table,
+    the JSON and the legend."""
+    argv = ["compare", "--n", "1", "--n-kv", "65536", "--heads", "32", "--kv-heads", "8",
+            "--gpu", "h200", "--profile", "measured", "--impl", "sdpa-flash"]
+    kernels = json.loads(run(*argv, "--format", "json").output)["algorithms"][1]["kernels"]
+    combine = next(k for k in kernels if k["kernel"] == "splitkv_combine")
+    roof = max(combine["memory_time_s"], combine["compute_time_s"]) / combine["efficiency"]
+    assert combine["time_s"] > roof
+    assert (combine["bound"], combine["timed_by"]) == ("latency", "combine")
+    assert all(k["bound"] != "latency" for k in kernels if k is not combine)
+    table = " ".join(run(*argv).output.split())  # the legend wraps at the runner's width
+    assert "combine splits" in table and "latency: too small a kernel" in table

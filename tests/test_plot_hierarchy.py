@@ -125,7 +125,7 @@ def test_roofline_command_draws_it(tmp_path: Path) -> None:
 def test_a_record_without_the_shape_says_so(capsys: pytest.CaptureFixture[str]) -> None:
     from iosim.cli.roofline_cmd import _measured
 
-    assert _measured(RECORD, Workload(333)) == []
+    assert _measured(RECORD, compare(Workload(333), "h200"), None) == ([], None)
     assert "has no counted kernel at N 333, d 64, batch 1, 1 heads" in capsys.readouterr().err
 
 
@@ -152,3 +152,82 @@ def test_a_crowd_of_dots_is_magnified() -> None:
     (ax,) = plot.hierarchical_roofline(c).axes
     (inset,) = ax.child_axes
     assert len([m for m in inset.get_lines() if len(m.get_xdata()) == 1]) >= 3
+
+
+MEASURE_RECORD = Path(__file__).parent / "data" / "h200-measure.jsonl"
+# `iosim measure --record` points (benchmarks/NOTES.md): lines 1-2 from issue 11 round 3,
+# recorded before measure read ncu (time only): sdpa-flash at N 4096, d 128, batch 2 × 32
+# heads and at a decode step (N 1, N_kv 65,536, 32/8 heads); lines 3-6 with ncu's counters
+# (helper measure5, benchmarks/measure_ncu_h200.sh), the first two at the same shapes
+TIMED = Workload(4096, d=128, heads=32, batch=2)
+
+
+def _roofline_with(tmp_path: Path, *flags: str) -> Any:
+    return CliRunner().invoke(cli, ["roofline", "--gpu", "h200", "--profile", "measured",
+                                    "--record", str(MEASURE_RECORD), "--out", str(tmp_path),
+                                    *flags])
+
+
+def test_a_measure_record_gives_time_only_dots_at_the_predicted_bytes(tmp_path: Path) -> None:
+    from iosim.cli.roofline_cmd import _measured
+
+    old = tmp_path / "old.jsonl"  # the record's first line alone: measured before ncu was read
+    old.write_text(MEASURE_RECORD.read_text().splitlines()[0] + "\n")
+    c = compare(TIMED, "h200", impl="sdpa-flash", profile="measured")
+    measured, note = _measured(old, c, "sdpa-flash")
+    assert note == ("hollow: sdpa-flash by `iosim measure` (time only, no counters: at the "
+                    "predicted bytes)")
+    (ax,) = plot.hierarchical_roofline(c, measured, title_note=note).axes
+    got, predicted = dots(ax, "measured"), dots(ax, "predicted")
+    fused = c.algorithm("sdpa-flash").kernels[0]
+    y = fused.flops / 0.0015507149999999996  # the record's profiled device time of the kernel
+    x_dram = [x for x, yy in predicted["DRAM"] if yy == fused.flops / fused.time_s]
+    assert got["DRAM"] == [(x_dram[0], y)]  # same intensity as predicted, measured height
+    assert got["L2"] == [(fused.flops / fused.hbm_bytes, y)]
+
+
+def test_a_measure_record_draws_each_kernel_of_the_decode_step(tmp_path: Path) -> None:
+    from iosim.cli.roofline_cmd import _measured
+
+    w = Workload(1, n_kv=65536, d=128, heads=32, kv_heads=8)
+    c = compare(w, "h200", impl="sdpa-flash", profile="measured")
+    measured, _ = _measured(MEASURE_RECORD, c, "sdpa-flash")
+    assert [m.kernel for m in measured] == ["splitkv_attn", "splitkv_combine"]
+    result = _roofline_with(tmp_path, "--impl", "sdpa-flash", "--n", "1", "--n-kv", "65536",
+                            "--d", "128", "--heads", "32", "--kv-heads", "8")
+    assert result.exit_code == 0, result.stderr
+    assert "plotting the predictions alone" not in result.stderr
+
+
+@pytest.mark.parametrize(("flags", "says"), [
+    (("--n", "4096", "--d", "128", "--heads", "32", "--batch", "2"),
+     "is an `iosim measure` record (implementations "),
+    (("--impl", "sdpa-flash", "--n", "333"),
+     "has no sdpa-flash point on h200 at N 333, d 64, batch 1, 1 heads, fp16: plotting the "
+     "predictions alone"),
+])
+def test_a_measure_record_without_the_point_says_so(tmp_path: Path, flags: tuple[str, ...],
+                                                     says: str) -> None:
+    result = _roofline_with(tmp_path, *flags)
+    assert result.exit_code == 0, result.stderr
+    (line,) = [x for x in result.stderr.splitlines() if not x.startswith("wrote ")]
+    assert says in line
+
+
+def test_measure_points_with_counters_sit_at_ncus_bytes() -> None:
+    from iosim.cli.roofline_cmd import _measured
+
+    c = compare(TIMED, "h200", impl="sdpa-flash", profile="measured")
+    measured, note = _measured(MEASURE_RECORD, c, "sdpa-flash")
+    assert note == ("hollow: sdpa-flash by `iosim measure` (ncu's bytes, one profiled call's "
+                    "kernel times; latest of 2)")
+    (ax,) = plot.hierarchical_roofline(c, measured, title_note=note).axes
+    got = dots(ax, "measured")
+    flops = c.algorithm("sdpa-flash").kernels[0].flops
+    # tests/data/h200-measure.jsonl line 3 (benchmarks/measure_ncu_h200.sh on the H200):
+    # flash_fwd_kernel's device time 1,553.7 µs (torch.profiler, cold L2); ncu DRAM read
+    # 206,575,360 + write 70,190,848 + the closing evict's write 16,197,888; L2 5,689,482,272 B
+    (m,) = measured
+    y = flops / m.time_s
+    assert got["DRAM"] == [(flops / (206575360 + 70190848 + 16197888), y)]
+    assert got["L2"] == [(flops / 5689482272, y)]

@@ -174,3 +174,60 @@ def test_measured_sweep_points_sharing_a_dram_estimate_each_equal_compare():
                 assert math.isclose(float(getattr(grid, column)[at]),
                                     float(getattr(a.totals, column)), rel_tol=1e-12), (
                     batch, heads, causal, pass_, grid.name, column)
+
+
+@st.composite
+def decode_points(draw):
+    """A decoding step as `--splits auto` sees it: GQA or not, contiguous or paged, MLA's
+    latent cache now and then, on a GPU with a measured section or on its spec roofs."""
+    kv = draw(st.sampled_from([1, 2, 8]))
+    if draw(st.integers(0, 6)) == 0:
+        return {"n_kv": draw(st.integers(64, 70_000)), "d": 576, "d_v": 512, "kv_heads": 1,
+                "heads": draw(st.sampled_from([16, 128])), "batch": draw(st.integers(1, 40)),
+                "latent_kv": True, "page_size": None,
+                "gpu": draw(st.sampled_from([("h200", "measured"), ("h100", "spec")]))}
+    return {"n_kv": draw(st.integers(1, 140_000)), "d": draw(st.sampled_from([64, 128])),
+            "d_v": None, "kv_heads": kv, "heads": kv * draw(st.sampled_from([1, 4, 8])),
+            "batch": draw(st.integers(1, 64)), "latent_kv": False,
+            "page_size": draw(st.sampled_from([None, None, 16])),
+            "gpu": draw(st.sampled_from([("h200", "measured"), ("h200", "spec"),
+                                         ("a100", "spec")]))}
+
+
+@settings(max_examples=examples(12), deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(p=decode_points())
+def test_one_point_sweep_splits_auto_equals_compare(p):
+    """`sweep --splits auto` runs compare's rule: a one-point sweep's splitkv is compare's at
+    the count choose_splits finds fastest (split_choice.with_best_pick), bytes and time; the
+    bounded search the sweep calls (best_split_count) picks that same count."""
+    from iosim.analysis.split_choice import best_split_count, choose_splits
+
+    gpu, profile = p["gpu"]
+    w = Workload(1, n_kv=p["n_kv"], d=p["d"], d_v=p["d_v"], heads=p["heads"],
+                 kv_heads=p["kv_heads"], batch=p["batch"], latent_kv=p["latent_kv"],
+                 page_size=p["page_size"])
+    best = choose_splits(w, gpu, profile=profile).best.splits
+    assert best_split_count(w, gpu, profile=profile) == best, p
+    c = compare(w, gpu, algorithms=["splitkv"], splits=best, profile=profile).algorithm("splitkv")
+    s = sweep(SweepSpec(n=(1,), gpu=(gpu,), n_kv=(p["n_kv"],), d=(p["d"],), d_v=(p["d_v"],),
+                        heads=(p["heads"],), kv_heads=(p["kv_heads"],), batch=(p["batch"],),
+                        latent_kv=p["latent_kv"], page_size=p["page_size"], splits=("auto",),
+                        algorithms=("splitkv",), profile=profile)).algorithms[0]
+    assert int(s.splits[0]) == best
+    assert int(s.hbm_bytes[0]) == c.hbm_bytes
+    assert math.isclose(float(s.time_s[0]), c.time_s, rel_tol=1e-12)
+
+
+def test_sweep_splits_auto_is_refused_where_compare_refuses_it():
+    """One line each, naming the parameter: without splitkv, with cascade, in a backward."""
+    base = {"n": (1,), "gpu": ("h200",), "n_kv": (4096,), "splits": ("auto",)}
+    for extra, words in (({"algorithms": ("flash2",)}, "applies to splitkv"),
+                         ({"algorithms": ("splitkv", "cascade")}, "cascade splits by its own"),
+                         ({"algorithms": ("splitkv",), "pass_": ("bwd",)}, "forward"),
+                         ({"algorithms": ("splitkv",), "splits": ("fast",)}, "neither")):
+        try:
+            sweep(SweepSpec(**{**base, **extra}))
+        except IosimError as exc:
+            assert words in str(exc) and "splits" in str(exc), exc
+        else:
+            raise AssertionError(extra)

@@ -42,6 +42,7 @@ from iosim.estimates.roofline import (
     scheduled,
     total_cost,
 )
+from iosim.estimates.spills import spill_terms
 from iosim.estimates.training import (
     Occupancy,
     convention_flops,
@@ -179,6 +180,10 @@ def compare(
         if impl_ is not None:
             kernels = impl_kernels(impl_, w, kernels)
         dram = _dram_or_none(kernels, w, tiling, hw)
+        if dram is not None and impl_ is not None and w.pass_ == "fwd":
+            spilled = spill_terms(impl_, kernels, Dims.of(w, tiling))
+            if spilled:  # the kernel's register spills written back (estimates/spills.py)
+                dram = replace(dram, terms=(*dram.terms, *spilled))
         if profile == "measured" and dram is None:
             raise IosimError(f"the measured profile charges DRAM bytes, which need l2_size and "
                              f"sm_count in {hw.path}")

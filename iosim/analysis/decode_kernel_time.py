@@ -247,11 +247,15 @@ def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: f
         programs = occupancy.programs if occupancy else 0
         co_resident = 1
         if shared_sm and blocks and occupancy is not None and occupancy.sm_count and slots:
-            # a wave of min(P, slots) programs spread over the SMs: the fullest SM's count
-            co_resident = int(cdiv(min(programs, slots), occupancy.sm_count))
+            co_resident = co_resident_programs(programs, slots, occupancy.sm_count)
         out.append(KernelTime(k.name, c, float(dram), float(k.hbm_bytes), compute,
                               programs, slots or 0, blocks, flops, co_resident))
     return tuple(out)
+
+
+def co_resident_programs(programs: int, slots: int, sm_count: int) -> int:
+    """c: a wave of min(P, slots) programs spread over the SMs, the fullest SM's count."""
+    return int(cdiv(min(programs, slots), sm_count))
 
 
 def matmul_peak(hardware: Hardware, workload: Workload) -> float:

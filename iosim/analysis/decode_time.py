@@ -146,12 +146,16 @@ class DecodeCounts:
         w = self.workload
         return 2.0 * block_q * self.tiles.block_kv * (w.d + w.d_v)
 
+    def splitkv_chain(self, splits: int) -> tuple[int, float]:
+        """(key blocks one split program walks, FLOPs of one block's dots) at `splits` splits:
+        ⌈T_c / s⌉ of the longest request's key blocks, at the split kernel's query tile."""
+        return (int(cdiv(self.key_blocks(self.workload.n_kv), splits)),
+                self.block_flops(self.tiles.block_q))
+
     def splitkv(self, splits: int) -> Timed:
         """Split-KV over each request's full KV at `splits` splits."""
         est = self.estimate("splitkv", splits, self.tiles.block_q)
-        chain = int(cdiv(self.key_blocks(self.workload.n_kv), splits))
-        flops = self.block_flops(self.tiles.block_q)
-        kernels = kernel_times(est, self.c, self.peak, {"splitkv_attn": (chain, flops)},
+        kernels = kernel_times(est, self.c, self.peak, {"splitkv_attn": self.splitkv_chain(splits)},
                                self.tiles.per_sm(self.workload.d),
                                shared_sm=self.workload.latent_kv)
         return Timed("splitkv", (splits,), kernels, est.time_s)

@@ -16,11 +16,13 @@ combine kernel against the waves, nor a program's walk over its blocks.
 
 from __future__ import annotations
 
+import math
 from typing import Any
 
 from iosim.algorithms.splitkv import MAX_SPLITS
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
+from iosim.analysis.decode_kernel_time import co_resident_programs
 from iosim.analysis.decode_time import DecodeCounts, Tiles
 from iosim.errors import IosimError, arg
 from iosim.inputs.gpus import resolve_hardware
@@ -121,13 +123,20 @@ def _splitkv(result: Comparison) -> AlgorithmEstimate:
     return next(a for a in result.algorithms if a.algorithm == "splitkv")
 
 
-def choose_splits(workload: Workload, hardware: Hardware | str, *,
-                  programs_per_sm: tuple[tuple[int, int], ...] = (), **options: Any
-                  ) -> SplitChoice:
-    """splitkv at every eligible split count 1 .. min(128, T_c) for `workload` on `hardware`;
-    `options` are compare's (block_q, block_kv, sram, sram_elements, profile, tiles), not
-    `algorithms`, `splits` or `impl`; `programs_per_sm` the compiled kernel's occupancy per
-    head dim where it is known to differ from the tiling's (decode_time.Tiles)."""
+class _Counts(Record, frozen=False):
+    """What every split count's row is computed from (one workload, GPU and options)."""
+
+    hw: Hardware
+    counts: DecodeCounts
+    heuristic: int
+    block_q: int
+    key_blocks: int
+    top: int
+    profile: str
+
+
+def _counts(workload: Workload, hardware: Hardware | str,
+            programs_per_sm: tuple[tuple[int, int], ...], options: dict[str, Any]) -> _Counts:
     for name in ("algorithms", "splits", "impl"):
         if options.get(name) is not None:
             raise IosimError(f"{arg('splits', 'auto')} tries every split count of splitkv; drop "
@@ -147,26 +156,82 @@ def choose_splits(workload: Workload, hardware: Hardware | str, *,
     profile = str(options.get("profile", "spec"))
     tiling = first.tiling
     assert tiling is not None
-    heuristic = int(tiling.splits)
     rule = options.pop("tiles", "code")
     counts = DecodeCounts(workload, hw, Tiles(int(tiling.block_q), int(tiling.block_q),
                                               int(tiling.block_kv), programs_per_sm),
                           tile_rule=rule, **options)
     key_blocks = int(cdiv(workload.n_kv, tiling.block_kv))
-    top = min(MAX_SPLITS, key_blocks)
-    bound = (f"1 to {top}: " + (f"FA2's limit of {MAX_SPLITS} splits" if top == MAX_SPLITS
-                                else f"the {key_blocks} key blocks of B_c = {tiling.block_kv}"))
-    rows = []
-    for s in eligible_counts(key_blocks, top):
-        timed = counts.splitkv(s)
-        kernels = {k.kernel: k for k in timed.kernels}
-        split = kernels["splitkv_attn"]
-        combine = kernels.get("splitkv_combine")
-        est = counts.estimate("splitkv", s, int(tiling.block_q))
-        rows.append(SplitRow(s, int(cdiv(key_blocks, s)), split.programs, split.utilisation,
-                             split.time_s, combine.time_s if combine else 0.0, est.hbm_bytes,
-                             timed.roofline_s, True, split.waves, split.chain_s))
-    return SplitChoice(workload, hw.name, hw.sm_count, profile, tuple(rows), heuristic, bound)
+    return _Counts(hw, counts, int(tiling.splits), int(tiling.block_q), key_blocks,
+                   min(MAX_SPLITS, key_blocks), profile)
+
+
+def _row(c: _Counts, s: int) -> SplitRow:
+    """splitkv at s splits under the decoding time model (and compare's roofline column)."""
+    timed = c.counts.splitkv(s)
+    kernels = {k.kernel: k for k in timed.kernels}
+    split = kernels["splitkv_attn"]
+    combine = kernels.get("splitkv_combine")
+    est = c.counts.estimate("splitkv", s, c.block_q)
+    return SplitRow(s, int(cdiv(c.key_blocks, s)), split.programs, split.utilisation,
+                    split.time_s, combine.time_s if combine else 0.0, est.hbm_bytes,
+                    timed.roofline_s, True, split.waves, split.chain_s)
+
+
+def choose_splits(workload: Workload, hardware: Hardware | str, *,
+                  programs_per_sm: tuple[tuple[int, int], ...] = (), **options: Any
+                  ) -> SplitChoice:
+    """splitkv at every eligible split count 1 .. min(128, T_c) for `workload` on `hardware`;
+    `options` are compare's (block_q, block_kv, sram, sram_elements, profile, tiles), not
+    `algorithms`, `splits` or `impl`; `programs_per_sm` the compiled kernel's occupancy per
+    head dim where it is known to differ from the tiling's (decode_time.Tiles)."""
+    c = _counts(workload, hardware, programs_per_sm, options)
+    bound = (f"1 to {c.top}: " + (f"FA2's limit of {MAX_SPLITS} splits" if c.top == MAX_SPLITS
+                                  else f"the {c.key_blocks} key blocks of B_c = "
+                                       f"{c.counts.tiles.block_kv}"))
+    rows = tuple(_row(c, s) for s in eligible_counts(c.key_blocks, c.top))
+    return SplitChoice(workload, c.hw.name, c.hw.sm_count, c.profile, rows, c.heuristic, bound)
+
+
+def best_split_count(workload: Workload, hardware: Hardware | str, *,
+                     programs_per_sm: tuple[tuple[int, int], ...] = (), **options: Any) -> int:
+    """choose_splits(...).best.splits, without timing every count: the counts in order of a
+    lower bound on their time, stopping once the bound exceeds the best time found (what
+    `sweep --splits auto` runs at every point; tests/test_sweep_equals_compare.py holds the two
+    equal). The bound of s splits: the launch and ramp of its one or two kernels, plus √(S₀² +
+    C(s)²), where C(s) is the split kernel's chain at s (its programs s × those at one split,
+    ⌈T_c/s⌉ blocks each: exactly the term the row charges) and S₀ the DRAM time of its K and V
+    reads at one split, which the L2 model charges at every count alike (each key chunk once per
+    KV head: estimates/shared_prefix_dram.split_terms), so that S(s) ≥ S₀. Without a measured
+    block time (no chain) every count is timed."""
+    c = _counts(workload, hardware, programs_per_sm, options)
+    counts = eligible_counts(c.key_blocks, c.top)
+    one = {k.kernel: k for k in c.counts.splitkv(1).kernels}["splitkv_attn"]
+    ceil = one.ceilings
+    if ceil.block_s is None or not one.programs or not one.slots:
+        return min((_row(c, s) for s in counts), key=lambda r: (r.time_s, r.splits)).splits
+    dram = c.counts.estimate("splitkv", 1, c.block_q).dram
+    kv = 0.0 if dram is None else sum(t.bytes for t in dram.of_kernel("splitkv_attn").terms
+                                      if t.tensor in ("K", "V") and t.op == "read")
+    floor = kv / (ceil.efficiency * ceil.hbm_bytes_per_s)
+    sm_count = int(c.hw.sm_count or 1)
+
+    def bound(s: int) -> float:
+        programs = s * one.programs
+        blocks, flops = c.counts.splitkv_chain(s)
+        chain = replace(one, programs=programs, blocks_per_program=blocks, block_flops=flops,
+                        co_resident=co_resident_programs(programs, one.slots, sm_count)
+                        if workload.latent_kv else 1).chain_s
+        return one.launch_s * (2 if s > 1 else 1) + math.hypot(floor, chain)
+
+    best: SplitRow | None = None
+    for s in sorted(counts, key=lambda s: (bound(s), s)):
+        if best is not None and bound(s) > best.time_s * (1 + 1e-12):
+            break  # every count left is bounded above the best found
+        row = _row(c, s)
+        if best is None or (row.time_s, row.splits) < (best.time_s, best.splits):
+            best = row
+    assert best is not None
+    return best.splits
 
 
 def eligible_counts(key_blocks: int, top: int) -> list[int]:

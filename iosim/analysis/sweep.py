@@ -36,6 +36,7 @@ from iosim.analysis.sweep_result import AlgorithmGrid, SweepResult
 from iosim.analysis.sweep_spec import (
     AXES,
     SCHEMA,
+    SPLITS_AUTO,
     WORKLOAD_AXES,
     SweepSpec,
     axes_as_tuples,
@@ -74,6 +75,10 @@ def sweep(
     everyone = list(dict.fromkeys([ALGORITHMS["standard"], *algorithms]))
     shape = spec.shape
     grid, roof_notes = build_grid(spec, hardware)
+    if SPLITS_AUTO in spec.splits:  # each point's count by compare's rule (sweep_splits.py)
+        from iosim.analysis.sweep_splits import with_auto_splits
+
+        grid = with_auto_splits(spec, hardware, grid)
     tiles = {a.name: _tiles(a, grid) for a in everyone}
     plans = {a.name: _kernel_plan(spec, a, tiles[a.name]) for a in everyone}
     has_backward = along("pass_", np.array([p != "fwd" for p in spec.pass_]))

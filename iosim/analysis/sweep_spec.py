@@ -59,6 +59,9 @@ CHUNK_POINTS = 1 << 18
 INT64_HEADROOM = MAX_SCORE_PRODUCT
 """N·N_kv·d·batch·heads must stay below this (iosim/inputs/limits.py, as for compare)."""
 
+SPLITS_AUTO = "auto"
+"""A value of the splits axis: each point's fastest split count (SweepSpec.splits)."""
+
 _INT64_BOUNDS = {"block_q": MAX_BLOCK, "block_kv": MAX_BLOCK, "splits": MAX_SPLITS}
 
 
@@ -83,8 +86,10 @@ class SweepSpec(Record):
     block_kv: tuple[int | None, ...] = (None,)
     sparsity: tuple[float, ...] = (1.0,)
     """Block-sparse fraction s of non-zero blocks (Prop. 4); 1 = dense."""
-    splits: tuple[int | None, ...] = (None,)
-    """splitkv's KV splits (None: flash_api.cpp's heuristic); other algorithms ignore it."""
+    splits: tuple[int | str | None, ...] = (None,)
+    """splitkv's KV splits (None: flash_api.cpp's heuristic; SPLITS_AUTO, "auto": the count of
+    least time under the decoding time model at each point, as compare's `--splits auto`
+    picks it: analysis/split_choice.best_split_count); other algorithms ignore it."""
     window: tuple[int | None, ...] = (None,)
     """Sliding windows W (None: no window); algorithms/masks.py."""
     window_capped: bool = False
@@ -167,8 +172,38 @@ def axes_as_tuples(spec: SweepSpec) -> SweepSpec:
 
 
 def int_values(values: Any) -> np.ndarray:
-    """An axis's values as int64 (None, the default, as 0)."""
-    return np.array([0 if v is None else int(v) for v in values], dtype=np.int64)
+    """An axis's values as int64 (None, the default, as 0; SPLITS_AUTO as 0 too: the sweep puts
+    each point's own count in its place, analysis/sweep_splits.py)."""
+    return np.array([0 if v is None or v == SPLITS_AUTO else int(v) for v in values],
+                    dtype=np.int64)
+
+
+def check_splits_auto(spec: SweepSpec) -> None:
+    """SPLITS_AUTO among the split counts needs what compare's `--splits auto` needs: splitkv
+    among the algorithms and not cascade (which splits by its own rule), forward passes only,
+    no implementation; any other value of the axis is a number or None."""
+    if SPLITS_AUTO not in spec.splits:
+        for v in spec.splits:
+            if isinstance(v, str):
+                raise IosimError(f"{arg('splits', v)} is neither a whole number nor "
+                                 f"'{SPLITS_AUTO}'", param="splits")
+        return
+    for v in spec.splits:
+        if isinstance(v, str) and v != SPLITS_AUTO:
+            raise IosimError(f"{arg('splits', v)} is neither a whole number nor "
+                             f"'{SPLITS_AUTO}'", param="splits")
+    names = [a.strip().lower() for a in spec.algorithms]
+    if "splitkv" not in names:
+        raise IosimError(f"{arg('splits', SPLITS_AUTO)} applies to splitkv; add it to "
+                         f"{arg('algorithms')} (e.g. {arg('algorithms', 'flash2,splitkv')})",
+                         param="splits")
+    if "cascade" in names:
+        raise IosimError(f"{arg('splits', SPLITS_AUTO)} picks splitkv's split count, and "
+                         f"cascade splits by its own rule here; give {arg('algorithms')} "
+                         f"without cascade, or {arg('splits')} a number", param="splits")
+    if any(p != "fwd" for p in spec.pass_):
+        raise IosimError(f"{arg('splits', SPLITS_AUTO)} chooses splitkv's KV splits, a forward "
+                         f"(decoding) kernel; use {arg('pass_', 'fwd')}", param="splits")
 
 
 def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, ...], list[str]]:
@@ -188,8 +223,11 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
             f"{MAX_POINTS:,} are evaluated at once: narrow a range or split the sweep")
     refuse_both_sram(any(v is not None for v in spec.sram_bytes),
                      any(v is not None for v in spec.sram_elements), sram_name="sram_bytes")
+    check_splits_auto(spec)
     for axis in ("sram_bytes", "sram_elements", "block_q", "block_kv", "splits"):
         for v in spec.values(axis):
+            if axis == "splits" and v == SPLITS_AUTO:
+                continue
             if v is not None:
                 check_count(axis, v)
             # the int64 grids must not wrap (iosim/inputs/limits.py): bounded as compare bounds them

@@ -1,9 +1,9 @@
 """DRAM bytes of an implementation's kernels through Nsight Compute, for `calibrate --impl
---counters`: each timed point run once more between two evict kernels (calibrate/ncu.py's
-protocol: `--cache-control none`, so the second evict's DRAM writes are the point's leftover
-write-backs) inside an NVTX range that ncu alone profiles (the warm-up and compile launches
-outside it are not). A point's launches are every kernel between its two evicts, whatever their
-names (torch's, cuDNN's, FlexAttention's).
+--counters` (summed per point) and `iosim measure` (kernel by kernel): each timed point run once
+more between two evict kernels (calibrate/ncu.py's protocol: `--cache-control none`, so the
+second evict's DRAM writes are the point's leftover write-backs) inside an NVTX range that ncu
+alone profiles (the warm-up and compile launches outside it are not). A point's launches are
+every kernel between its two evicts, whatever their names (torch's, cuDNN's, FlexAttention's).
 """
 
 from __future__ import annotations
@@ -39,6 +39,37 @@ def split_points(launches: list[dict[str, Any]], ids: list[str]) -> dict[str, di
             "l2_bytes": sum(k[METRICS[2]] for k in kernels),
             "ncu_kernels": [k["kernel"] for k in kernels]}
     return out
+
+
+def per_kernel_counts(kernels: list[dict[str, Any]], after: dict[str, Any]) -> dict[str, Any]:
+    """One point's launches kernel by kernel, as `iosim measure --record` keeps them: each
+    kernel's name and ncu's DRAM reads, writes and L2 bytes, and the DRAM writes of the evict
+    after the last (the dirty lines the point left in L2; measure_record.counted_kernels says
+    which kernel they are charged to)."""
+    return {"kernels": [{"name": k["kernel"], "dram_read_bytes": k[METRICS[0]],
+                         "dram_write_bytes": k[METRICS[1]], "l2_bytes": k[METRICS[2]]}
+                        for k in kernels],
+            "closing_evict_write_bytes": after[METRICS[1]]}
+
+
+def count_kernels(impl: str, workload: dict[str, Any], *, timeout_s: float = 300,
+                  log: Path | None = None) -> dict[str, Any]:
+    """`iosim measure`'s counters: one point (`impl` as the user named it, a workload as the
+    record writes it) run once more under ncu, evict, run, evict; its kernels one by one
+    (per_kernel_counts) with the status ("ok", "unavailable", "refused: ...", "failed: ..."), the
+    ncu version and the command as shown."""
+    spec = [{"id": "measure", "impl": impl, "workload": workload}]
+    run = profile(spec, command, TARGET, METRICS, timeout_s=timeout_s, log=log)
+    found: dict[str, Any] = {"status": run.status, "ncu": run.version, "command": run.shown}
+    if run.status != "ok":
+        return found
+    try:
+        ((kernels, after),) = evict_groups(list(run.launches), ["the measured point"])
+    except ValueError as exc:
+        return {**found, "status": f"failed: {exc}"}
+    if not kernels:
+        return {**found, "status": "failed: ncu saw no kernel between the two evicts"}
+    return {**found, **per_kernel_counts(kernels, after)}
 
 
 def count(record: dict[str, Any], *, timeout_s: float = 1200, log: Path | None = None) -> str:

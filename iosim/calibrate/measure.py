@@ -5,8 +5,8 @@ Runs: torch SDPA with one backend forced (sdpa-flash, sdpa-cudnn, sdpa-efficient
 compiled (flex), eager PyTorch (torch-naive) and the project's Triton kernel (iosim-triton).
 The output is checked on fresh random data against attention computed in fp32 before anything is
 timed; timing is `triton.testing.do_bench`'s median; the kernels one call launches (names and
-device times) come from torch.profiler. DRAM and L2 bytes need Nsight Compute and are read only
-with --counters (iosim calibrate's ncu path), else shown as not measured.
+device times) come from torch.profiler. DRAM and L2 bytes need Nsight Compute: `iosim measure`
+reads them kernel by kernel through impl_ncu.count_kernels when ncu is found.
 """
 
 from __future__ import annotations
@@ -21,6 +21,9 @@ from iosim.inputs.workload import Workload
 
 TOLERANCE = {"fp16": 2e-2, "bf16": 5e-2, "fp32": 1e-3}
 """Largest max-abs error against the fp32 reference, relative to the reference's max-abs."""
+
+FLEX_RECOMPILE_LIMIT = 1024
+"""Shapes one process may compile flex_attention for before torch gives up compiling it."""
 
 _SDPA_BACKENDS = {"sdpa-flash": "FLASH_ATTENTION", "sdpa-cudnn": "CUDNN_ATTENTION",
                   "sdpa-efficient": "EFFICIENT_ATTENTION"}
@@ -93,6 +96,14 @@ def make_runner(impl: Implementation, w: Workload, q: Any, k: Any, v: Any) -> Ca
         if w.causal:
             offset = w.n_kv - w.n
             block = create_block_mask(lambda b, h, i, j: j <= i + offset, None, None, w.n, w.n_kv)
+        # every new shape recompiles flex_attention; past dynamo's recompile limit (8) torch
+        # falls back to the unfused eager path, which materialises the scores (measured on the
+        # H200: points 7 and 8 of tests/data/h200-impl-flex5.json ran 200+ eager kernels, 199 ms
+        # and 7 ms), so a run over many shapes raises the limit
+        for limit in ("recompile_limit", "cache_size_limit"):
+            if hasattr(torch._dynamo.config, limit):
+                setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit),
+                                                         FLEX_RECOMPILE_LIMIT))
         compiled = torch.compile(flex_attention)
         return lambda: compiled(q, k, v, block_mask=block, enable_gqa=g > 1)
     if impl.runs == "iosim-triton":
@@ -185,4 +196,6 @@ def time_and_kernels(impl: Implementation, w: Workload, *, rep_ms: int = 60
     kernels = [{"name": e.name, "time_s": e.device_time * 1e-6}
                for e in prof.events() if e.device_type == DeviceType.CUDA
                and e.device_time > 0]
+    del q, k, v, run
+    torch.cuda.empty_cache()  # give the memory back: measure's ncu run allocates its own
     return median_ms * 1e-3, kernels

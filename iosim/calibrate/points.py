@@ -19,15 +19,16 @@ IOSIM_KERNEL = {"qk": ("standard", "qk"), "softmax": ("standard", "softmax"),
 
 
 class MeasuredKernel(Record):
-    """One measured kernel placed on the hierarchical roofline: its time (s), DRAM and L2 bytes."""
+    """One measured kernel placed on the hierarchical roofline: its time (s), DRAM and L2 bytes
+    (None for a kernel timed without counters: an `iosim measure` point recorded without ncu)."""
 
     algorithm: str
     kernel: str
     """The iosim kernel it measures (AlgorithmEstimate.kernels[...].name)."""
     label: str
     time_s: float
-    dram_bytes: float
-    l2_bytes: float
+    dram_bytes: float | None
+    l2_bytes: float | None
     block_m: int = 0
     block_n: int = 0
 

@@ -29,8 +29,9 @@ from iosim.inputs.limits import check_output_files
                    "once per level.")
 @click.option("--record", "record", default=None, metavar="FILE",
               type=click.Path(path_type=Path, dir_okay=False),
-              help="A calibration record (iosim calibrate --record): its measured kernels at "
-                   "this shape beside the predicted ones (implies --hierarchical).")
+              help="A calibration record (iosim calibrate --record) or an `iosim measure "
+                   "--record` file (with --impl): its measured kernels at this shape beside "
+                   "the predicted ones (implies --hierarchical).")
 def roofline_command(out_dir: Path, name: str, hierarchical: bool, record: Path | None,
                      **params: Any) -> None:
     """Draw the roofline: HBM, compute, vector (and L2/SRAM) ceilings, ridge point, and every
@@ -59,7 +60,8 @@ def roofline_command(out_dir: Path, name: str, hierarchical: bool, record: Path 
     from iosim.output.render_sweep import roofline_note, roofline_table
 
     if record is not None or hierarchical:
-        figure = plot.hierarchical_roofline(result, _measured(record, workload_from(params)))
+        measured, note = _measured(record, result, params.get("impl"))
+        figure = plot.hierarchical_roofline(result, measured, title_note=note)
     else:
         figure = plot.roofline(result)
     paths = plot.save(figure, out_dir / name, overwrite=params["force"])
@@ -72,17 +74,67 @@ def roofline_command(out_dir: Path, name: str, hierarchical: bool, record: Path 
         click.echo(f"wrote {path}", err=True)
 
 
-def _measured(record: Path | None, workload: Any) -> list[Any]:
-    """The record's measured kernels at the workload's shape ([] without a record)."""
+def _measured(record: Path | None, result: Any, impl: str | None
+              ) -> tuple[list[Any], str | None]:
+    """The record's measured kernels at the comparison's shape ([] without a record), and a
+    title line for an `iosim measure` record's dots. A calibration record (JSON) gives the
+    Triton kernels it counted; a measure record (JSON Lines) the points of `impl` on this GPU,
+    the latest at this shape, with ncu's bytes where it has them."""
     if record is None:
-        return []
+        return [], None
+    from iosim.calibrate.measure_record import read_points
+
+    points = read_points(record)
+    if points is not None:
+        return _measure_points(record, points, result, impl)
     from iosim.calibrate.points import measured_kernels
     from iosim.calibrate.records import load_calibration
 
+    workload = result.workload
     found = measured_kernels(load_calibration(record), workload)
     if not found:
         click.echo(f"{record} has no counted kernel at N {workload.n}, d {workload.d}, batch "
                    f"{workload.batch}, {workload.heads} heads, {workload.dtype}"
                    f"{', causal' if workload.causal else ''}: plotting the predictions alone",
                    err=True)
-    return found
+    return found, None
+
+
+def _measure_points(record: Path, points: list[dict[str, Any]], result: Any, impl: str | None
+                    ) -> tuple[list[Any], str | None]:
+    from iosim.calibrate.measure_record import counted_kernels, measured_kernels_of, points_at
+
+    if impl is None:
+        names = sorted({p["impl"] for p in points})
+        click.echo(f"{record} is an `iosim measure` record (implementations "
+                   f"{', '.join(names)}): give --impl NAME to draw its points; plotting the "
+                   f"predictions alone", err=True)
+        return [], None
+    from iosim.inputs.implementations_yaml import get_implementation
+
+    name = get_implementation(impl).name
+    w, gpu = result.workload, result.hardware.name
+    found = points_at(points, w, name, gpu)
+    if not found:
+        click.echo(f"{record} has no {name} point on {gpu} at {_shape(w)}: plotting the "
+                   f"predictions alone", err=True)
+        return [], None
+    point = found[-1]
+    kernels = measured_kernels_of(point, result, name)
+    if not kernels:
+        predicted = next((len(a.kernels) for a in result.algorithms if a.name == name), 0)
+        click.echo(f"{record}: the {len(point['measured_kernels'])} kernels {name} launched "
+                   f"do not pair with the {predicted} predicted; plotting the predictions "
+                   f"alone", err=True)
+        return [], None
+    what = ("ncu's bytes, one profiled call's kernel times" if counted_kernels(point) is not None
+            else "time only, no counters: at the predicted bytes")
+    return kernels, (f"hollow: {name} by `iosim measure` ({what}"
+                     f"{f'; latest of {len(found)}' if len(found) > 1 else ''})")
+
+
+def _shape(w: Any) -> str:
+    kv = f", N_kv {w.n_kv}" if w.n_kv != w.n else ""
+    heads = f"{w.heads}/{w.kv_heads} heads" if w.kv_heads != w.heads else f"{w.heads} heads"
+    return (f"N {w.n}{kv}, d {w.d}, batch {w.batch}, {heads}, {w.dtype}"
+            f"{', causal' if w.causal else ''}")

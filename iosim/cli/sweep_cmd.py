@@ -13,6 +13,7 @@ import click
 from iosim.algorithms import ALGORITHMS
 from iosim.analysis.requests import decoding_defaults
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
+from iosim.analysis.sweep_spec import SPLITS_AUTO
 from iosim.cli import cli
 from iosim.cli.common import (
     FORMATS,
@@ -48,6 +49,24 @@ def _ints(flag: str, *, auto: bool = False) -> Callable[[click.Context, click.Pa
     def callback(ctx: click.Context, param: click.Parameter, value: str | None) -> Any:
         return None if value is None else parse_list(value, flag, auto=auto)
     return callback
+
+
+def _splits(value: str | None) -> tuple[int | str, ...] | None:
+    """--splits' list: numbers and ranges, and the word auto (SweepSpec's SPLITS_AUTO)."""
+    if value is None:
+        return None
+    out: list[int | str] = []
+    for part in value.split(","):
+        if part.strip().lower() == SPLITS_AUTO:
+            out.append(SPLITS_AUTO)
+        else:
+            try:
+                out.extend(v for v in parse_list(part, "--splits") if v is not None)
+            except click.BadParameter as exc:
+                raise click.BadParameter(f"{exc.message.rstrip('.')}, or auto (each point's "
+                                         "fastest count)",
+                                         param_hint="'--splits'") from None
+    return tuple(dict.fromkeys(out))
 
 
 def _windows(value: str | None) -> tuple[int | None, ...] | None:
@@ -115,8 +134,10 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--packing", type=Choice(["varlen", "document"]), default="varlen",
               show_default=True, help="How --seqlens are cut into blocks (FA2 varlen, or "
               "FlexAttention's document mask).")
-@click.option("--splits", metavar="RANGE", callback=_ints("--splits", auto=True),
-              help="splitkv's KV splits; auto = FlashAttention-2's heuristic (default).")
+@click.option("--splits", metavar="RANGE", callback=lambda ctx, param, value: _splits(value),
+              help="splitkv's KV splits; auto = each point's fastest count under the decoding "
+                   "time model, as compare's --splits auto (default: FlashAttention-2's "
+                   "heuristic).")
 @click.option("--sram", metavar="SIZES", help="SRAM M as sizes, e.g. 64KiB,128KiB or "
               "32KiB..256KiB; auto = the GPU's sram_per_block (default).")
 @click.option("--sram-elements", metavar="RANGE", callback=_ints("--sram-elements", auto=True),
@@ -148,7 +169,7 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
                   suffix_lens: str | None, block_q: tuple[int | None, ...] | None,
                   block_kv: tuple[int | None, ...] | None, sparsity: str,
                   window: tuple[int | None, ...] | None, seqlens: str | None, packing: str,
-                  splits: tuple[int | None, ...] | None, sram: str | None,
+                  splits: tuple[int | str, ...] | None, sram: str | None,
                   sram_elements: tuple[int | None, ...] | None, algo: str | None,
                   impl: str | None, profile: str, fmt: str, wide: bool, limit: int, plot_dir: Path | None,
                   force: bool, model: str | None, layer: str | None) -> None:

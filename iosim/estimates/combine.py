@@ -18,7 +18,12 @@ times (torch.profiler) in the fit records (calibrate/impl_fit.py:fit_combine):
                   bytes ÷ (HBM bandwidth × combine_memory))
 
 bytes being all the kernel loads and stores (the L2-oblivious count: whether L2 or DRAM serves
-a load, the program waits for it), waves ⌈programs ÷ (PROGRAMS_PER_SM × SMs)⌉. The roofline
+a load, the program waits for it), waves ⌈programs ÷ (PROGRAMS_PER_SM × SMs)⌉. A program's rate
+scales with the elements each of its threads loads at once, kBlockM × d ÷ 128 (4 at d = 64 and
+128, the fit's head dims; 8 at d = 256, where kBlockM stays 4): `elements_in_flight`. Measured
+(torch.profiler, seen records): d = 256 decode steps stream 15-23 GB/s per program against
+10-12 GB/s at d = 128 (validation3 point 36: 21.5 µs where one rate for all head dims
+predicted 40). The roofline
 charged it its DRAM bytes, about nothing where the partials are read back from L2: 0.0-2.2 µs
 against 3.6-24 µs measured.
 """
@@ -45,6 +50,15 @@ def rows_per_program(d: int) -> int:
     return 4 if d % 128 == 0 else 8 if d % 64 == 0 else 16
 
 
+REFERENCE_ELEMENTS = 4
+"""Elements per thread at which combine_program_bandwidth is quoted (d = 64 and 128)."""
+
+
+def elements_in_flight(d: int) -> float:
+    """Elements of a row tile each of the kernel's threads loads: kBlockM × d ÷ THREADS."""
+    return rows_per_program(d) * d / THREADS
+
+
 def combine_programs(workload: Workload) -> int:
     """The combine kernel's grid: ⌈batch × heads × query rows ÷ kBlockM⌉ (decoding packs a
     group's heads into rows, which leaves the product b·h·n unchanged)."""
@@ -57,6 +71,8 @@ def combine_time_s(workload: Workload, kernel_bytes: float, sm_count: int,
     """The combine kernel's time under the fitted `terms` (the module docstring)."""
     programs = combine_programs(workload)
     waves = cdiv(programs, PROGRAMS_PER_SM * sm_count)
-    streamed = waves * kernel_bytes / programs / terms["combine_program_bandwidth"]
+    rate = (terms["combine_program_bandwidth"]
+            * max(1.0, elements_in_flight(workload.d) / REFERENCE_ELEMENTS))
+    streamed = waves * kernel_bytes / programs / rate
     together = kernel_bytes / (hbm_bandwidth * terms["combine_memory"])
     return float(terms["combine_latency_s"] + max(streamed, together))

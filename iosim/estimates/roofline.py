@@ -45,8 +45,8 @@ from iosim.inputs.workload import Workload
 from iosim.record import Record, field
 
 Profile = Literal["spec", "measured"]
-Bound = Literal["memory", "compute"]
-TimedBy = Literal["roofline", "schedule", "alg4"]
+Bound = Literal["memory", "compute", "latency"]
+TimedBy = Literal["roofline", "schedule", "alg4", "combine"]
 
 
 class Roofs(Record):
@@ -173,7 +173,8 @@ class KernelEstimate(TrafficTotals, Record):
     """u of the kernel's waves (estimates/occupancy.py): time = roofline time / u."""
     timed_by: TimedBy = "roofline"
     """Which model gave time_s: the roofline (÷ utilisation), the fitted list schedule of the
-    Triton backward (schedule.py) or Algorithm 4's per-tile latency model (alg4_time.py)."""
+    Triton backward (schedule.py), Algorithm 4's per-tile latency model (alg4_time.py) or the
+    split-KV combine kernel's latency model (combine.py, where it exceeds the roofline)."""
 
     @property
     def intensity_flops_per_byte(self) -> float:
@@ -357,9 +358,11 @@ def estimate_kernels(
                 compute_s=compute_time / efficiency / u)
         if kernel.name == COMBINE_KERNEL and roofs.combine and sm_count:
             # latency-bound, not on a roof: estimates/combine.py
-            time_s = max(time_s, combine_time_s(
+            combined = combine_time_s(
                 workload, float(cost.hbm_read_bytes + cost.hbm_write_bytes), int(sm_count),
-                float(roofs.hbm_bandwidth_bytes_per_s), roofs.combine))
+                float(roofs.hbm_bandwidth_bytes_per_s), roofs.combine)
+            if combined > time_s:
+                time_s, timed_by = combined, "combine"
         if scheduled(kernel, roofs):
             # the fitted list schedule of the Triton backward (schedule.py) already counts its
             # waves and unequal causal programs: it replaces the utilisation
@@ -390,7 +393,9 @@ def estimate_kernels(
             compute_time_s=compute_time,
             efficiency=efficiency,
             time_s=time_s,
-            bound="memory" if memory_time >= compute_time else "compute",
+            # a kernel its latency model timed sits below both roofs: neither bound is true
+            bound=("latency" if timed_by == "combine" else
+                   "memory" if memory_time >= compute_time else "compute"),
             dram_bytes=dram,
             utilisation=u,
             timed_by=timed_by,

@@ -13,6 +13,10 @@ Where the prefix outgrows the L2 and the grid runs in many waves, later waves fe
 the rule then undercounts (the H200 batch of 32 requests over a 16k prefix, 4,096 programs:
 5.3× more DRAM bytes than the rule's). A wave-by-wave refinement fitted these same ten batches
 worse (6 of 10 within ±10 %), so the simple rule stands until data apart from them judges one.
+Issue 14's mla5 probed it under ncu (benchmarks/prefix_l2_probe_h200.py) and judged one on a
+fresh probe (benchmarks/prefix_l2_judge.py: the prefix once per wave where its K and V exceed
+half the L2): right for long key chunks, twice too many re-reads for short ones (6 of 7 fresh
+points within ±10 % against 5 now, one +117 %), so not adopted (docs/variants-decoding.md).
 
 Measured on the H200 (tests/data/h200-variants.json, benchmarks/decode_choices_h200.py: ncu
 DRAM bytes of a Triton split-KV kernel over a paged shared-prefix cache, 10 batches): the

@@ -72,6 +72,18 @@ class SharedMemory(Record):
                 + self.score_tiles * block_q * block_kv) * element_bytes
 
 
+class SpillRow(Record):
+    """A fused forward kernel's register spills at head dims up to `d_max` (measured: ncu's
+    local-memory sectors, estimates/spills.py): the local-memory bytes one program stores per
+    key block (all of them written through to the L2) and the bytes of them per program that
+    miss L1 and reach DRAM once (written back)."""
+
+    d_max: int
+    l2_store_bytes_per_block: int
+    dram_write_bytes_per_program: int
+    source: str
+
+
 class Trait(Record):
     """A trait given in words, with its source."""
 
@@ -124,9 +136,15 @@ class Implementation(Record):
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""
+    spills: tuple[SpillRow, ...] = ()
+    """The fused forward kernel's register spills by head dim (SpillRow); (): none declared."""
     features: tuple[Feature, ...] | None = None
     """The workload features its API takes (causal, sparsity, window, ...: impl_features.py),
     each with its source; None: the profile declares none and none is refused."""
+
+    def spill_for(self, d: int) -> SpillRow | None:
+        """The spill row of head dim d (the first whose d_max covers it), if any."""
+        return next((r for r in self.spills if d <= r.d_max), None)
 
     @property
     def refuses_gqa(self) -> bool:

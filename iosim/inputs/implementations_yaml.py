@@ -18,6 +18,7 @@ from iosim.inputs.implementations import (
     ExtraKernel,
     Implementation,
     SharedMemory,
+    SpillRow,
     SplitRule,
     TileRow,
     Trait,
@@ -27,6 +28,7 @@ from iosim.inputs.limits import (
     MAX_HEAD_DIM,
     MAX_REGISTERS_PER_THREAD,
     MAX_SHARED_TILES,
+    MAX_SPILL_BYTES,
     MAX_SRAM_BYTES,
     MAX_STAGES,
     MAX_WARPS,
@@ -53,7 +55,7 @@ RUNS = ("iosim-triton", "sdpa", "flex", "eager")
 _TOP = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
         "forward_tiles", "backward_tiles", "shared_memory", "backward_shared_memory",
         "launch_order", "split_kv", "backward", "gqa", "extra_kernels", "notes", "persistent",
-        "features"}
+        "features", "spills"}
 
 
 _REQUIRED = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
@@ -198,6 +200,26 @@ def _rows(value: Any, path: str, key: str) -> tuple[TileRow, ...]:
     return tuple(rows)
 
 
+def _spills(data: dict[str, Any], path: str) -> tuple[SpillRow, ...]:
+    """The `spills` list (absent: none declared)."""
+    raw = data.get("spills") or []
+    if not isinstance(raw, list):
+        raise ConfigError(path, "spills", "must be a list of {d_max, l2_store_bytes_per_block, "
+                          "dram_write_bytes_per_program, source}")
+    rows = []
+    for i, item in enumerate(raw):
+        where = f"spills[{i}]"
+        m = _mapping(item, path, where, {"d_max", "l2_store_bytes_per_block",
+                                         "dram_write_bytes_per_program", "source"})
+        w = where + "."
+        rows.append(SpillRow(
+            _bounded(m, "d_max", path, w, 1, MAX_HEAD_DIM),
+            _bounded(m, "l2_store_bytes_per_block", path, w, 0, MAX_SPILL_BYTES),
+            _bounded(m, "dram_write_bytes_per_program", path, w, 0, MAX_SPILL_BYTES),
+            _need(m, "source", str, path, w)))
+    return tuple(rows)
+
+
 def _shared(data: dict[str, Any], key: str, path: str) -> SharedMemory | None:
     if key not in data:
         return None
@@ -310,4 +332,4 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         split_kv=SplitRule(rule, _need(split, "source", str, path, "split_kv."), split_tiles),
         backward=_trait(data, "backward", path), gqa=_trait(data, "gqa", path),
         extra_kernels=tuple(extras), path=path, notes=str(data.get("notes", "")),
-        features=_features(data, path))
+        features=_features(data, path), spills=_spills(data, path))

@@ -95,6 +95,12 @@ MAX_REGISTERS_PER_THREAD: Final = 255
 """A tile row's registers_per_thread: the most a thread may have (CUDA C++ Programming Guide,
 "Compute Capabilities", maximum number of 32-bit registers per thread: 255)."""
 
+MAX_SPILL_BYTES: Final = 512 * 1024 * 1024
+"""A spill row's bytes (estimates/spills.py: local memory per key block or per program): CUDA
+gives a thread at most 512 KiB of local memory (CUDA C++ Programming Guide, "Compute
+Capabilities", maximum amount of local memory per thread: 512 KB), so 1,024 threads of a
+program hold at most 512 MiB."""
+
 MAX_STAGES: Final = 64
 """A tile row's pipeline stages (real kernels use 1 to 8)."""
 

@@ -6,8 +6,10 @@ DRAM bytes (the L2-aware estimate, l2.py), over its L2↔SM bytes (the L2-oblivi
 Theorem 2) and over its SRAM bytes (estimates/sram.py) — the dots joined by a line. Ceilings:
 the DRAM bandwidth of the profile (measured where the YAML has it), the YAML's L2 and SRAM
 bandwidths, the profile's matmul peak. Measured kernels from a calibration record
-(calibrate/points.py) are drawn hollow beside the predicted ones, at the same FLOPs over the
-measured time, DRAM bytes and L2 bytes. A predicted dot above its level's ceiling would mean
+(calibrate/points.py) or an `iosim measure` record (calibrate/measure_record.py) are drawn
+hollow beside the predicted ones, at the same FLOPs over the measured time, DRAM bytes and
+L2 bytes; a kernel timed without counters sits at its predicted bytes (only its time is
+measured). A predicted dot above its level's ceiling would mean
 a time shorter than that level's bytes allow: the tests refuse it.
 """
 
@@ -73,7 +75,7 @@ def ceilings(c: Comparison) -> dict[str, tuple[float, str]]:
 def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKernel] = (), *,
                           title_note: str | None = None) -> Figure:
     """The hierarchical roofline of one comparison: each kernel's DRAM, L2↔SM and SRAM bytes on
-    the HBM, L2 and SRAM roofs (FLOP/B against FLOP/s), with `measured` kernels as filled dots."""
+    the HBM, L2 and SRAM roofs (FLOP/B against FLOP/s), with `measured` kernels as hollow dots."""
     from matplotlib.lines import Line2D
 
     c = comparison
@@ -87,15 +89,23 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
                  for a, k in kernels]
     by_kernel = {(a.name, k.name): k for a, k in kernels}
     tiles = {a.name: a.tiling for a in c.algorithms}
-    observed = []
+    by_algorithm = {a.name: a for a in c.algorithms}
+    observed: list[tuple[str, str, float, dict[str, float], Any]] = []
     for m in measured:
         k = by_kernel.get((m.algorithm, m.kernel))
         tiling = tiles.get(m.algorithm)
         if k is None or (tiling is not None and m.block_m and (
                 m.block_m, m.block_n) != (tiling.block_q, tiling.block_kv)):
             continue  # not this comparison's kernel, or other blocks than the prediction's
-        observed.append((m.algorithm, f"measured {m.label}", k.flops / m.time_s,
-                         {"DRAM": m.dram_bytes, "L2": m.l2_bytes}, k))
+        if m.dram_bytes is None or m.l2_bytes is None:
+            # timed without counters: at the predicted bytes, so that only its time moves it
+            at = level_bytes(by_algorithm[m.algorithm], k, w)
+            observed.append((m.algorithm, f"measured (time only) {m.label}",
+                             k.flops / m.time_s, {lv: at[lv] for lv in ("DRAM", "L2") if lv in at},
+                             k))
+            continue
+        counted: dict[str, float] = {"DRAM": m.dram_bytes, "L2": m.l2_bytes}
+        observed.append((m.algorithm, f"measured {m.label}", k.flops / m.time_s, counted, k))
 
     xs = [k.flops / b for *_, bytes_, k in predicted + observed for b in bytes_.values()]
     ridges = [peak / bw for bw, _ in roofs_at.values()]
@@ -161,10 +171,15 @@ def hierarchical_roofline(comparison: Comparison, measured: Sequence[MeasuredKer
         labels.append({"DRAM": "DRAM bytes (L2-aware estimate)",
                        "L2": "L2↔SM bytes (L2-oblivious count)",
                        "SRAM": "SRAM bytes (resident tiles re-read per pair)"}[level])
-    if observed:
+    if any(not p[1].startswith("measured (time only)") for p in observed):
         handles.append(Line2D([], [], marker="o", ls="--", color="#777777",
                               markerfacecolor="white", ms=7))
-        labels.append("hollow, dashed: measured (ncu counters, median time)")
+        labels.append("hollow, dashed: measured (ncu's bytes, the measured time)")
+    if any(p[1].startswith("measured (time only)") for p in observed):
+        handles.append(Line2D([], [], marker="o", ls="--", color="#777777",
+                              markerfacecolor="white", ms=7))
+        labels.append("hollow, dashed, 'time only': measured time, no counters: at the "
+                      "predicted bytes")
     for name in dict.fromkeys(a.name for a in c.algorithms):
         handles.append(Line2D([], [], color=color_of(name), lw=3))
         labels.append(name)

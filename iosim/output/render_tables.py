@@ -58,7 +58,16 @@ def kernel_legend(c: Comparison) -> str:
             "max(HBM ÷ bandwidth, matmul ÷ matmul peak, elementwise ÷ vector peak)")
     return (f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
             f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = {rule}, so FLOPs "
-            f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units.")
+            f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units."
+            + latency_legend(c))
+
+
+def latency_legend(c: Comparison) -> str:
+    """The kernel legend's sentence for a kernel bound by neither roof (empty when none is)."""
+    if not any(k.timed_by == "combine" for a in c.algorithms for k in a.kernels):
+        return ""
+    return (" latency: too small a kernel to reach either roof; FA2's split-KV combine is "
+            "timed by its fitted latency and per-program rate (estimates/combine.py).")
 
 
 def summary_table(c: Comparison, *, wide: bool = False) -> TextTable:

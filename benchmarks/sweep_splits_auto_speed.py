@@ -1,0 +1,58 @@
+"""Wall time of `sweep --splits auto` on a decoding grid (batch × KV length, GQA 32/8, d 128,
+the H200's measured profile), against the same sweep at FA2's heuristic (no --splits).
+
+    python benchmarks/sweep_splits_auto_speed.py [--batches 10] [--lengths 100]
+
+In this process, after one warm call: the sweep of batches × lengths points with and without
+`splits=("auto",)` (analysis/sweep_splits.py: split_choice.best_split_count at each point), and
+the per-point cost of the choice alone (best_split_count, and choose_splits' full table, over
+the same points). The issue's target: a 10,000-point decode sweep in about 30 s
+(docs/variants-decoding.md records the figures).
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+
+import numpy as np
+
+from iosim import Workload
+from iosim.analysis.split_choice import best_split_count, choose_splits
+from iosim.analysis.sweep import SweepSpec, sweep
+
+
+def spec(batches: int, lengths: int, splits: tuple) -> SweepSpec:
+    kv = tuple(int(v) for v in np.unique(np.geomspace(1000, 131072, lengths).astype(int)))
+    return SweepSpec(n=(1,), gpu=("h200",), n_kv=kv, d=(128,), heads=(32,), kv_heads=(8,),
+                     batch=tuple(range(1, batches + 1)), algorithms=("splitkv",),
+                     profile="measured", splits=splits)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--batches", type=int, default=10)
+    parser.add_argument("--lengths", type=int, default=100)
+    args = parser.parse_args()
+    sweep(spec(2, 2, ("auto",)))  # warm: imports, tables
+    for label, splits in (("FA2's heuristic (no --splits)", (None,)), ("--splits auto", ("auto",))):
+        s = spec(args.batches, args.lengths, splits)
+        start = time.perf_counter()
+        sweep(s)
+        wall = time.perf_counter() - start
+        print(f"sweep, {label}: {s.points:,} points in {wall:.1f} s "
+              f"({wall / s.points * 1e3:.2f} ms a point)")
+    sample = [Workload(1, n_kv=n, d=128, heads=32, kv_heads=8, batch=b)
+              for n in (1500, 9000, 40000, 120000) for b in (1, 5, 17)]
+    for label, choose in (("best_split_count", lambda w: best_split_count(
+            w, "h200", profile="measured")), ("choose_splits (the full table)", lambda w: choose_splits(
+            w, "h200", profile="measured").best.splits)):
+        start = time.perf_counter()
+        for w in sample:
+            choose(w)
+        print(f"{label}: {(time.perf_counter() - start) / len(sample) * 1e3:.1f} ms a point "
+              f"(mean of {len(sample)})")
+
+
+if __name__ == "__main__":
+    main()

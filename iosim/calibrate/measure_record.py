@@ -1,0 +1,174 @@
+"""The points `iosim measure --record FILE` appends (JSON Lines, schema iosim.measure/1), read
+back: checked line by line, each kernel's counted bytes, and the kernels at a roofline's shape.
+Pure: no torch.
+
+A point (measure_cmd.measurement_point) holds the workload, the do_bench median, the kernels
+torch.profiler saw (name, device time from a cold L2), iosim's predicted kernels, and, since
+ncu is read by measure, `counters`: its status and, when "ok", ncu's kernels of one more run
+between two evicts (impl_ncu.per_kernel_counts). Points recorded before that have no `counters`:
+readers take them as time-only (schema unchanged: the field is an addition).
+
+Which kernel a DRAM byte is charged to: each kernel's reads and writes as ncu counts them
+during it, and the closing evict's writes (the dirty lines still in L2 after the point) to the
+last kernel, as the calibration records count them (points.py, dirty_ledger.py). A kernel's
+write-back may happen during a later kernel of the same call: per kernel the split can differ
+from the model's (which charges a write to its writer); the point's total is exact.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from iosim.calibrate import CalibrationError
+from iosim.calibrate.records import MAX_RECORD_BYTES
+from iosim.errors import IosimError
+from iosim.inputs.workload import Workload
+
+if TYPE_CHECKING:
+    from iosim.analysis.comparison import Comparison
+    from iosim.calibrate.points import MeasuredKernel
+
+SCHEMA = "iosim.measure/1"
+WORKLOAD_KEYS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal")
+
+
+def workload_dict(w: Workload) -> dict[str, Any]:
+    """The workload as a point records it (and impl_ncu_target rebuilds it: Workload(**...))."""
+    return {key: getattr(w, key) for key in WORKLOAD_KEYS}
+
+
+def counted_kernels(point: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """ncu's kernels of the point, each with `dram_bytes` (reads + writes, the closing evict's
+    writes on the last) and `l2_bytes`; None when the point has no counters."""
+    counters = point.get("counters") or {}
+    kernels = counters.get("kernels") if counters.get("status") == "ok" else None
+    if not kernels:
+        return None
+    out = []
+    for i, k in enumerate(kernels):
+        flushed = counters.get("closing_evict_write_bytes", 0) if i == len(kernels) - 1 else 0
+        out.append({"name": k["name"], "l2_bytes": k["l2_bytes"],
+                    "dram_bytes": k["dram_read_bytes"] + k["dram_write_bytes"] + flushed})
+    return out
+
+
+def _is_number(value: Any, *, positive: bool = False) -> bool:
+    return (not isinstance(value, bool) and isinstance(value, (int, float))
+            and math.isfinite(value) and (value > 0 if positive else value >= 0))
+
+
+def _problem(p: Any) -> str | None:
+    """What is wrong with one point, or None."""
+    if not isinstance(p, dict) or p.get("schema") != SCHEMA:
+        got = p.get("schema") if isinstance(p, dict) else type(p).__name__
+        return f"not an iosim measure point (schema {got!r}, expected {SCHEMA!r})"
+    w = p.get("workload")
+    if not isinstance(w, dict) or any(key not in w for key in WORKLOAD_KEYS):
+        return f"workload must name {', '.join(WORKLOAD_KEYS)}"
+    if not isinstance(p.get("impl"), str) or not isinstance(p.get("gpu"), str):
+        return "impl and gpu must be names"
+    if not _is_number(p.get("measured_time_s"), positive=True):
+        return "measured_time_s must be a positive number"
+    for key, numbers in (("measured_kernels", ("time_s",)),
+                         ("predicted_kernels", ("time_s", "hbm_bytes"))):
+        rows = p.get(key)
+        if not isinstance(rows, list) or not all(
+                isinstance(r, dict) and isinstance(r.get("name"), str)
+                and all(_is_number(r.get(n)) for n in numbers) for r in rows):
+            return f"{key} must be a list of kernels with a name and {', '.join(numbers)}"
+    counters = p.get("counters")
+    if counters is not None:
+        if not isinstance(counters, dict) or not isinstance(counters.get("status"), str):
+            return "counters must be a mapping with a status"
+        if counters["status"] == "ok":
+            kernels = counters.get("kernels")
+            counts = ("dram_read_bytes", "dram_write_bytes", "l2_bytes")
+            if not isinstance(kernels, list) or not kernels or not all(
+                    isinstance(k, dict) and isinstance(k.get("name"), str)
+                    and all(_is_number(k.get(n)) for n in counts) for k in kernels) \
+                    or not _is_number(counters.get("closing_evict_write_bytes", 0)):
+                return "counters.kernels must list kernels with a name and ncu's byte counts"
+    return None
+
+
+def read_points(path: Path) -> list[dict[str, Any]] | None:
+    """The points of a measure record, checked (CalibrationError naming the line); None when
+    the file's first line is not a measure point (a calibration record, say)."""
+    def refuse_constant(name: str) -> Any:
+        raise CalibrationError(f"{path}: {name} is not a measurement; every number must be "
+                               f"finite")
+
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_RECORD_BYTES + 1)
+        text = data.decode("utf-8")
+    except OSError as exc:
+        raise CalibrationError(f"cannot read record {path} "
+                               f"({exc.strerror or type(exc).__name__})") from None
+    except UnicodeDecodeError as exc:
+        raise CalibrationError(f"{path}: not UTF-8 text (offset {exc.start:,})") from None
+    if len(data) > MAX_RECORD_BYTES:
+        raise CalibrationError(f"{path}: larger than {MAX_RECORD_BYTES:,} bytes; a measure "
+                               f"record is a few kB a point")
+    lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
+             if line.strip()]
+    points: list[dict[str, Any]] = []
+    for number, line in lines:
+        try:
+            point = json.loads(line, parse_constant=refuse_constant)
+        except (json.JSONDecodeError, RecursionError):
+            if not points:
+                return None  # not JSON Lines: another kind of record
+            raise CalibrationError(f"{path} line {number}: not valid JSON; each line of a "
+                                   f"measure record is one point") from None
+        problem = _problem(point)
+        if problem is not None:
+            if not points:
+                return None
+            raise CalibrationError(f"{path} line {number}: {problem}")
+        points.append(point)
+    return points or None
+
+
+def points_at(points: list[dict[str, Any]], workload: Workload, impl: str, gpu: str
+              ) -> list[dict[str, Any]]:
+    """The points measured at exactly this workload (a forward pass), implementation and GPU."""
+    if workload.pass_ != "fwd":
+        return []
+    found = []
+    for p in points:
+        if p["impl"] != impl or p["gpu"] != gpu:
+            continue
+        try:
+            if Workload(**p["workload"]) == workload:
+                found.append(p)
+        except (TypeError, ValueError, IosimError):
+            continue  # a shape iosim no longer accepts is no shape a roofline asks for
+    return found
+
+
+def measured_kernels_of(point: dict[str, Any], comparison: Comparison, algorithm: str
+                        ) -> list[MeasuredKernel]:
+    """The point's kernels as hollow dots beside `algorithm`'s predicted kernels: paired by
+    launch order with the comparison's kernels of that algorithm (when the counts agree),
+    with ncu's DRAM and L2 bytes where the point has counters, time only otherwise."""
+    from iosim.calibrate.points import MeasuredKernel
+
+    estimate = next((a for a in comparison.algorithms if a.name == algorithm), None)
+    timed = point["measured_kernels"]
+    counted = counted_kernels(point)
+    if estimate is None or len(timed) != len(estimate.kernels) or (
+            counted is not None and len(counted) != len(timed)):
+        return []
+    out = []
+    for i, (m, k) in enumerate(zip(timed, estimate.kernels, strict=True)):
+        if not _is_number(m["time_s"], positive=True):
+            continue
+        c = counted[i] if counted is not None else None
+        out.append(MeasuredKernel(
+            algorithm, k.name, k.label, m["time_s"],
+            c["dram_bytes"] if c else None, c["l2_bytes"] if c else None))
+    return out
