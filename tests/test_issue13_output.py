@@ -317,3 +317,16 @@ def test_a_speedup_below_one_hundredth_is_not_printed_as_zero() -> None:
     printed = float(flash1[7].rstrip("×"))
     assert printed > 0
     assert printed == pytest.approx(seconds(rows["standard"]) / seconds(flash1), rel=0.05)
+
+
+@pytest.mark.parametrize("args", [
+    ("compare", "--n", "4096", "--gpu", "a100", "--wide"),
+    ("sweep", "--n", "1024,4096", "--d", "64,128", "--gpu", "a100", "--wide"),
+], ids=lambda a: a[0])
+def test_wide_never_cuts_a_cell(args: tuple[str, ...]) -> None:
+    """--wide (every column) in an 80-column terminal cut cells to '1.0…', '66.9 …', 'compu…';
+    it now prints past 80 columns where its tables need it (the terminal wraps the lines)."""
+    code, out, err = run(*args)
+    assert code == 0, err
+    assert not re.search(r"\S…(\s|$)", out), out
+    assert max(len(line) for line in out.splitlines()) > 80  # the wide tables need more

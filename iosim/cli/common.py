@@ -225,8 +225,9 @@ def format_option(f: F) -> F:
 def wide_option(f: F) -> F:
     """The --wide flag: every column instead of the 80-column layout."""
     return click.option("--wide", is_flag=True,
-                        help="Every column (HBM reads and writes apart, FLOPs per algorithm); "
-                             "the default layout fits an 80-column terminal.")(f)
+                        help="Every column (HBM reads and writes apart, FLOPs per algorithm), "
+                             "none cut: wider than 80 columns; the default layout fits an "
+                             "80-column terminal.")(f)
 
 
 def algorithm_options(f: F) -> F:
