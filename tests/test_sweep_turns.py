@@ -50,15 +50,42 @@ def test_without_a_descriptor_one_process_writes(monkeypatch: pytest.MonkeyPatch
     assert out.getvalue() == alone.getvalue()
 
 
-@pytest.mark.parametrize(("cores", "load", "writers"), [
-    (1, 0.0, 1), (2, 0.2, 2), (2, 1.4, 2), (2, 1.6, 1), (2, 6.0, 1), (8, 3.0, 2)])
+@pytest.mark.parametrize(("cores", "idle", "writers"), [
+    (1, 1.0, 1), (2, 2.0, 2), (2, 1.6, 2), (2, 1.4, 1), (2, 0.1, 1), (8, 3.0, 2)])
 def test_two_writers_only_where_a_second_core_is_idle(monkeypatch: pytest.MonkeyPatch,
-                                                      cores: int, load: float,
+                                                      cores: int, idle: float,
                                                       writers: int) -> None:
     monkeypatch.setattr(sys, "platform", "linux")
     monkeypatch.setattr(os, "sched_getaffinity", lambda pid: set(range(cores)), raising=False)
+    monkeypatch.setattr(sweep_turns, "idle_cores", lambda cpus, seconds: idle)
+    monkeypatch.setattr(os, "getloadavg", lambda: pytest.fail("the load average was read"))
+    assert sweep_turns.writers_here() == writers
+
+
+@pytest.mark.parametrize(("load", "writers"), [(0.2, 2), (1.4, 2), (1.6, 1), (6.0, 1)])
+def test_without_proc_stat_the_load_average_decides(monkeypatch: pytest.MonkeyPatch,
+                                                    load: float, writers: int) -> None:
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(os, "sched_getaffinity", lambda pid: {0, 1}, raising=False)
+    monkeypatch.setattr(sweep_turns, "_cpu_ticks", lambda cpus: {})
     monkeypatch.setattr(os, "getloadavg", lambda: (load, load, load))
     assert sweep_turns.writers_here() == writers
+
+
+def test_idle_cores_reads_the_ticks_of_the_allowed_cores(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two readings of /proc/stat: core 0 idle 8 of 10 ticks, core 1 idle 2 of 10, core 2 (not
+    this process's) all idle: 0.8 + 0.2 cores idle."""
+    readings = iter([{0: (100, 1000), 1: (50, 1000)}, {0: (108, 1010), 1: (52, 1010)}])
+    monkeypatch.setattr(sweep_turns, "_cpu_ticks", lambda cpus: next(readings))
+    monkeypatch.setattr(sweep_turns.time, "sleep", lambda s: None)
+    assert sweep_turns.idle_cores({0, 1}, 0.1) == pytest.approx(1.0)
+
+
+def test_cpu_ticks_reads_this_machines_proc_stat() -> None:
+    if not os.path.exists("/proc/stat"):
+        pytest.skip("no /proc/stat here")
+    ticks = sweep_turns._cpu_ticks(set(os.sched_getaffinity(0)))
+    assert ticks and all(0 <= idle <= total for idle, total in ticks.values())
 
 
 def test_a_reader_that_goes_away_is_a_broken_pipe(monkeypatch: pytest.MonkeyPatch,

@@ -21,6 +21,7 @@ from __future__ import annotations
 import errno
 import os
 import sys
+import time
 import traceback
 from typing import IO
 
@@ -37,24 +38,71 @@ TURN_LOST = 251
 """A child's exit status when the parent stopped before passing it the turn."""
 
 
+IDLE_SAMPLE_S = 0.1
+"""How long writers_here watches the cores' idle time: ten 10 ms clock ticks per core."""
+
+
 def writers_here() -> int:
     """How many processes write: 2 where this process may run on two cores or more, can fork
-    (Linux) and a second core looks idle (the 1-minute load average below the cores less a
-    half), else 1. On a machine whose cores are all busy, a second writer only shares them:
-    measured on the 2-core development machine at loads of 2.6 to 6, two writers took about 15 %
-    more CPU time and no less wall time (docs/sweeps-benchmarks.md). The bytes are the same
-    either way."""
+    (Linux) and a second core is idle, else 1. On a machine whose cores are all busy, a second
+    writer only shares them: measured on the 2-core development machine at loads of 2.6 to 6,
+    two writers took about 15 % more CPU time and no less wall time
+    (docs/sweeps-benchmarks.md). The bytes are the same either way.
+
+    "Idle" is what the cores this process may use did over the last IDLE_SAMPLE_S (/proc/stat)
+    while it waited: at least 1.5 of them idle (one for each writer, with half a core's slack).
+    Not the 1-minute load average, which a sweep just run — this command's own computing, or
+    the previous command's two writers — holds above the threshold for a minute after the
+    cores are free again. Without /proc/stat, the load average below the cores less a half."""
     if not sys.platform.startswith("linux") or not hasattr(os, "fork"):
         return 1
     try:
-        cores = len(os.sched_getaffinity(0))
+        cpus = set(os.sched_getaffinity(0))
     except (AttributeError, OSError):
-        cores = os.cpu_count() or 1
+        cpus = set(range(os.cpu_count() or 1))
+    if len(cpus) < 2:
+        return 1
+    idle = idle_cores(cpus, IDLE_SAMPLE_S)
+    if idle is not None:
+        return 2 if idle >= 1.5 else 1
     try:
         load = os.getloadavg()[0]
     except (AttributeError, OSError):
         load = 0.0
-    return 2 if cores >= 2 and load < cores - 0.5 else 1
+    return 2 if load < len(cpus) - 0.5 else 1
+
+
+def idle_cores(cpus: set[int], seconds: float) -> float | None:
+    """Cores of `cpus` idle over the next `seconds` (idle + iowait ticks ÷ all ticks, per core,
+    summed), or None where /proc/stat cannot be read or shows none of them."""
+    before = _cpu_ticks(cpus)
+    if not before:
+        return None
+    time.sleep(seconds)
+    after = _cpu_ticks(cpus)
+    idle = 0.0
+    for cpu, (idle_then, total_then) in before.items():
+        idle_now, total_now = after.get(cpu, (idle_then, total_then))
+        if total_now > total_then:
+            idle += (idle_now - idle_then) / (total_now - total_then)
+    return idle
+
+
+def _cpu_ticks(cpus: set[int]) -> dict[int, tuple[int, int]]:
+    """(idle + iowait, all) clock ticks of each core in `cpus` so far ({} without /proc/stat)."""
+    ticks = {}
+    try:
+        with open("/proc/stat", encoding="ascii") as stat:
+            for line in stat:
+                name, _, rest = line.partition(" ")
+                if not (name.startswith("cpu") and name[3:].isdigit()):
+                    continue
+                if int(name[3:]) in cpus:
+                    values = [int(v) for v in rest.split()[:8]]
+                    ticks[int(name[3:])] = (values[3] + values[4], sum(values))
+    except (OSError, ValueError, IndexError):
+        return {}
+    return ticks
 
 
 def _descriptor(stream: IO[str]) -> int | None:
@@ -69,7 +117,7 @@ def write_in_turns(file: StreamedFile, stream: IO[str], writers: int | None = No
     writers_here()) is 2 or more, the stream has a descriptor and the file two chunks or more;
     else by this process alone."""
     fd = _descriptor(stream)
-    if (writers_here() if writers is None else writers) < 2 or fd is None or file.chunks < 2:
+    if fd is None or file.chunks < 2 or (writers_here() if writers is None else writers) < 2:
         write(file, stream)
         return
     stream.write(file.head)
@@ -137,4 +185,4 @@ def _write_all(fd: int, data: bytes) -> None:
         view = view[os.write(fd, view):]
 
 
-__all__ = ["write_in_turns", "writers_here"]
+__all__ = ["idle_cores", "write_in_turns", "writers_here"]
