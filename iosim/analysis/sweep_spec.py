@@ -192,6 +192,9 @@ def check_splits_auto(spec: SweepSpec) -> None:
         if isinstance(v, str) and v != SPLITS_AUTO:
             raise IosimError(f"{arg('splits', v)} is neither a whole number nor "
                              f"'{SPLITS_AUTO}'", param="splits")
+    if any(p != "fwd" for p in spec.pass_):  # first: without --algo, bwd has no splitkv
+        raise IosimError(f"{arg('splits', SPLITS_AUTO)} chooses splitkv's KV splits, a forward "
+                         f"(decoding) kernel; use {arg('pass_', 'fwd')}", param="splits")
     names = [a.strip().lower() for a in spec.algorithms]
     if "splitkv" not in names:
         raise IosimError(f"{arg('splits', SPLITS_AUTO)} applies to splitkv; add it to "
@@ -201,9 +204,6 @@ def check_splits_auto(spec: SweepSpec) -> None:
         raise IosimError(f"{arg('splits', SPLITS_AUTO)} picks splitkv's split count, and "
                          f"cascade splits by its own rule here; give {arg('algorithms')} "
                          f"without cascade, or {arg('splits')} a number", param="splits")
-    if any(p != "fwd" for p in spec.pass_):
-        raise IosimError(f"{arg('splits', SPLITS_AUTO)} chooses splitkv's KV splits, a forward "
-                         f"(decoding) kernel; use {arg('pass_', 'fwd')}", param="splits")
 
 
 def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, ...], list[str]]:

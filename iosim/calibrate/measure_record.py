@@ -55,6 +55,15 @@ def counted_kernels(point: dict[str, Any]) -> list[dict[str, Any]] | None:
     return out
 
 
+def counters_that_pair(point: dict[str, Any]) -> list[dict[str, Any]] | None:
+    """counted_kernels where ncu counted as many kernels as torch.profiler timed (then the
+    i-th of each is one kernel); None otherwise: ncu's bytes cannot be put on a timed kernel,
+    so the point is drawn by its times alone (as one without counters)."""
+    counted = counted_kernels(point)
+    return counted if counted is not None and len(counted) == len(point["measured_kernels"]) \
+        else None
+
+
 def _is_number(value: Any, *, positive: bool = False) -> bool:
     return (not isinstance(value, bool) and isinstance(value, (int, float))
             and math.isfinite(value) and (value > 0 if positive else value >= 0))
@@ -78,7 +87,8 @@ def _problem(p: Any) -> str | None:
         if not isinstance(rows, list) or not all(
                 isinstance(r, dict) and isinstance(r.get("name"), str)
                 and all(_is_number(r.get(n)) for n in numbers) for r in rows):
-            return f"{key} must be a list of kernels with a name and {', '.join(numbers)}"
+            return (f"{key} must be a list of kernels with a name and {', '.join(numbers)} "
+                    f"(finite numbers, none negative)")
     counters = p.get("counters")
     if counters is not None:
         if not isinstance(counters, dict) or not isinstance(counters.get("status"), str):
@@ -90,13 +100,22 @@ def _problem(p: Any) -> str | None:
                     isinstance(k, dict) and isinstance(k.get("name"), str)
                     and all(_is_number(k.get(n)) for n in counts) for k in kernels) \
                     or not _is_number(counters.get("closing_evict_write_bytes", 0)):
-                return "counters.kernels must list kernels with a name and ncu's byte counts"
+                return ("counters.kernels must list kernels with a name and ncu's byte counts "
+                        "(finite numbers, none negative)")
     return None
 
 
-def read_points(path: Path) -> list[dict[str, Any]] | None:
+def _claims_schema(point: Any) -> bool:
+    """Whether a line says it is a measure point: its faults are then a measure record's (a
+    first point with a negative kernel time read as a calibration record was "not valid JSON
+    (line 2: Extra data)")."""
+    return isinstance(point, dict) and point.get("schema") == SCHEMA
+
+
+def read_points(path: Path | str) -> list[dict[str, Any]] | None:
     """The points of a measure record, checked (CalibrationError naming the line); None when
     the file's first line is not a measure point (a calibration record, say)."""
+    path = Path(path)
     text = record_text(path, "a measure record", "a few kB a point")
     parse = finite_json(path)
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
@@ -112,8 +131,8 @@ def read_points(path: Path) -> list[dict[str, Any]] | None:
                                    f"measure record is one point") from None
         problem = _problem(point)
         if problem is not None:
-            if not points:
-                return None
+            if not points and not _claims_schema(point):
+                return None  # another kind of record; a measure point's own fault is named
             raise CalibrationError(f"{path} line {number}: {problem}")
         points.append(point)
     return points or None
@@ -140,14 +159,14 @@ def measured_kernels_of(point: dict[str, Any], comparison: Comparison, algorithm
                         ) -> list[MeasuredKernel]:
     """The point's kernels as hollow dots beside `algorithm`'s predicted kernels: paired by
     launch order with the comparison's kernels of that algorithm (when the counts agree),
-    with ncu's DRAM and L2 bytes where the point has counters, time only otherwise."""
+    with ncu's DRAM and L2 bytes where the point has counters that pair with its timed
+    kernels (counters_that_pair), time only otherwise."""
     from iosim.calibrate.points import MeasuredKernel
 
     estimate = next((a for a in comparison.algorithms if a.name == algorithm), None)
     timed = point["measured_kernels"]
-    counted = counted_kernels(point)
-    if estimate is None or len(timed) != len(estimate.kernels) or (
-            counted is not None and len(counted) != len(timed)):
+    counted = counters_that_pair(point)
+    if estimate is None or len(timed) != len(estimate.kernels):
         return []
     out = []
     for i, (m, k) in enumerate(zip(timed, estimate.kernels, strict=True)):

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import gc
 import importlib
+import os
 import sys
 from typing import Any
 
@@ -74,6 +77,8 @@ class IosimGroup(click.Group):
             _fail(exc.message_for(flag_style), 2)
         except click.Abort:
             _fail("aborted", 1)
+        except OSError as exc:  # click itself ends a closed pipe (EPIPE): status 1, nothing said
+            _fail(_os_error_line(exc), 2)
         if not standalone_mode:
             return result
         sys.exit(result if isinstance(result, int) else 0)
@@ -125,6 +130,26 @@ def flag_style(name: str, value: str | None) -> str:
     if value[:1] + value[-1:] in ("()", "[]"):  # a Python tuple or list: the flag's comma list
         value = ",".join(part.strip() for part in value[1:-1].split(",") if part.strip())
     return f"{flag} {value}"
+
+
+_OUTPUT_ERRNOS = {errno.ENOSPC, errno.EIO, errno.EBADF, errno.EFBIG, errno.EROFS,
+                  errno.EDQUOT}
+"""What a write to stdout meets on a full disk (/dev/full), a dead terminal or a closed
+descriptor."""
+
+
+def _os_error_line(exc: OSError) -> str:
+    """An operating-system error as one line: the file it names, or the output that could not
+    be written (a table to /dev/full was a traceback). stdout is then pointed at /dev/null so
+    that the interpreter's last flush of the unwritten text does not print a second error."""
+    reason = exc.strerror or str(exc)
+    if exc.filename is not None:
+        return f"{exc.filename}: {reason}"
+    if exc.errno not in _OUTPUT_ERRNOS:
+        return reason
+    with contextlib.suppress(OSError, ValueError, AttributeError):  # no descriptor: StringIO
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    return f"cannot write the output: {reason}; write it to a file on a disk with room, or a pipe"
 
 
 def _fail(message: str, status: int) -> None:

@@ -353,6 +353,9 @@ def split_choice(params: dict[str, Any]) -> SplitChoice:
         raise click.UsageError("--splits auto tries splitkv's split counts; drop --impl")
     from iosim.analysis.requests import default_algorithms
 
+    if params.get("pass_", "fwd") != "fwd":  # before splitkv's absence, which bwd implies
+        raise IosimError(f"{arg('splits', 'auto')} chooses splitkv's KV splits, a forward "
+                         f"(decoding) kernel; use {arg('pass_', 'fwd')}")
     algorithms = comma_list(params["algo"]) or default_algorithms(workload_from(params))
     if "splitkv" not in [a.strip().lower() for a in algorithms]:
         raise IosimError(f"{arg('splits', 'auto')} applies to splitkv; add it to "

@@ -54,8 +54,8 @@ def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     workload = Workload(n, n_kv=n_kv, d=d, heads=heads, kv_heads=kv_heads, batch=batch,
                         dtype=dtype, causal=causal)
     implementation = get_implementation(impl)
-    if record is not None and record.exists() and record.is_dir():
-        raise IosimError(f"--record {record} is a folder; give a file to append to")
+    if record is not None:
+        check_record_target(record)
     predicted = compare(workload, gpu, impl=implementation,
                         profile=profile)  # type: ignore[arg-type]
     estimate = predicted.algorithms[-1]
@@ -75,9 +75,44 @@ def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     for line in measurement_lines(point):
         click.echo(line)
     if record is not None:
-        with record.open("a", encoding="utf-8") as out:
-            out.write(json.dumps(point) + "\n")
+        try:
+            line = json.dumps(point, allow_nan=False) + "\n"
+        except ValueError:
+            raise IosimError("the measured point holds a NaN or an infinity; not recorded "
+                             f"in {record}") from None
+        try:
+            with record.open("a", encoding="utf-8") as out:
+                out.write(line)
+        except OSError as exc:
+            raise IosimError(f"--record {record}: cannot append the point "
+                             f"({exc.strerror or exc}); the measurement is printed above"
+                             ) from None
         click.echo(f"recorded in {record}")
+
+
+def check_record_target(record: Path) -> None:
+    """Refuse, before anything runs, a --record that a point cannot be appended to: a folder,
+    or a file that is not already a measure record (a calibration record, notes, a record
+    whose last line was cut): appending would spoil what the user wrote."""
+    from iosim.calibrate.measure_record import read_points
+
+    if record.is_dir():
+        raise IosimError(f"--record {record} is a folder; give a file to append to")
+    if not record.exists() or record.stat().st_size == 0 or not record.is_file():
+        return
+    from iosim.calibrate import CalibrationError
+
+    try:
+        points = read_points(record)
+    except CalibrationError as exc:
+        raise IosimError(f"--record: {exc}; fix or move it, or give a new file") from None
+    if points is None:
+        raise IosimError(f"--record {record} is not an `iosim measure` record (JSON Lines "
+                         f"of iosim.measure/1 points); give a new file or an existing "
+                         f"measure record")
+    if not record.read_bytes().endswith(b"\n"):
+        raise IosimError(f"--record {record} does not end with a newline (a point cut "
+                         f"short?); fix its last line, or give a new file")
 
 
 def read_counters(impl: str, workload: Workload, wanted: bool | None) -> dict[str, Any]:

@@ -55,12 +55,13 @@ def roofline_command(out_dir: Path, name: str, hierarchical: bool, record: Path 
 
     check_output_files([out_dir / f"{name}.{fmt}" for fmt in ("png", "svg")], "name",
                        overwrite=params["force"])  # before the folder is made
+    if record is not None or hierarchical:  # a record refused leaves no folder behind
+        measured, note = _measured(record, result, params.get("impl"))
     ensure_writable_dir(out_dir, "--out")
     from iosim.output import plot, render
     from iosim.output.render_sweep import roofline_note, roofline_table
 
     if record is not None or hierarchical:
-        measured, note = _measured(record, result, params.get("impl"))
         figure = plot.hierarchical_roofline(result, measured, title_note=note)
     else:
         figure = plot.roofline(result)
@@ -102,7 +103,12 @@ def _measured(record: Path | None, result: Any, impl: str | None
 
 def _measure_points(record: Path, points: list[dict[str, Any]], result: Any, impl: str | None
                     ) -> tuple[list[Any], str | None]:
-    from iosim.calibrate.measure_record import counted_kernels, measured_kernels_of, points_at
+    from iosim.calibrate.measure_record import (
+        counted_kernels,
+        counters_that_pair,
+        measured_kernels_of,
+        points_at,
+    )
 
     if impl is None:
         names = sorted({p["impl"] for p in points})
@@ -127,8 +133,15 @@ def _measure_points(record: Path, points: list[dict[str, Any]], result: Any, imp
                    f"do not pair with the {predicted} predicted; plotting the predictions "
                    f"alone", err=True)
         return [], None
-    what = ("ncu's bytes, one profiled call's kernel times" if counted_kernels(point) is not None
-            else "time only, no counters: at the predicted bytes")
+    counted = counted_kernels(point)
+    if counters_that_pair(point) is not None:
+        what = "ncu's bytes, one profiled call's kernel times"
+    elif counted is not None:
+        timed = len(point["measured_kernels"])
+        what = (f"time only: ncu counted {len(counted)} kernel{'s' if len(counted) != 1 else ''}"
+                f", torch.profiler timed {timed}; at the predicted bytes")
+    else:
+        what = "time only, no counters: at the predicted bytes"
     return kernels, (f"hollow: {name} by `iosim measure` ({what}"
                      f"{f'; latest of {len(found)}' if len(found) > 1 else ''})")
 

@@ -206,14 +206,20 @@ def _spills(data: dict[str, Any], path: str) -> tuple[SpillRow, ...]:
     if not isinstance(raw, list):
         raise ConfigError(path, "spills", "must be a list of {d_max, l2_store_bytes_per_block, "
                           "dram_write_bytes_per_program, source}")
-    rows = []
+    rows: list[SpillRow] = []
     for i, item in enumerate(raw):
         where = f"spills[{i}]"
         m = _mapping(item, path, where, {"d_max", "l2_store_bytes_per_block",
                                          "dram_write_bytes_per_program", "source"})
         w = where + "."
+        d_max = _bounded(m, "d_max", path, w, 1, MAX_HEAD_DIM)
+        if rows and d_max <= rows[-1].d_max:  # spill_for takes the first row covering d
+            raise ConfigError(path, w + "d_max", f"{d_max} is not above spills[{i - 1}]'s "
+                              f"{rows[-1].d_max}, so the row would never be used (a head dim "
+                              f"takes the first row whose d_max covers it); list the rows by "
+                              f"increasing d_max, one row per range")
         rows.append(SpillRow(
-            _bounded(m, "d_max", path, w, 1, MAX_HEAD_DIM),
+            d_max,
             _bounded(m, "l2_store_bytes_per_block", path, w, 0, MAX_SPILL_BYTES),
             _bounded(m, "dram_write_bytes_per_program", path, w, 0, MAX_SPILL_BYTES),
             _need(m, "source", str, path, w)))

@@ -19,6 +19,7 @@ from rich.text import Text
 
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult
+from iosim.analysis.sweep_spec import SPLITS_AUTO
 from iosim.output.console import PIPE_WIDTH, make_console
 from iosim.output.numbers import fmt_ratio
 from iosim.output.plain import TextTable
@@ -77,7 +78,7 @@ def _rows(result: SweepResult, limit: int | None, *, wide: bool = False
             str(columns["algorithm"][i]),
             f"{columns['block_q'][i]}×{columns['block_kv'][i]}" if tiled else "—",
             _fits_text(bool(columns["fits_sram"][i]), _fits_hbm(columns, i)),
-            *([str(columns["splits"][i]) if tiled else "—"] if wide and _has_splits(result)
+            *([str(columns["splits"][i]) if tiled else "—"] if _shows_splits(result, wide)
               else []),
             *([fmt_bytes(float(columns["hbm_read_bytes"][i])),
                fmt_bytes(float(columns["hbm_write_bytes"][i]))] if wide else []),
@@ -107,11 +108,19 @@ def _has_splits(result: SweepResult) -> bool:
     return any(a.name == "splitkv" for a in result.algorithms)
 
 
+def _shows_splits(result: SweepResult, wide: bool) -> bool:
+    """The splits column: in --wide, and wherever the split count is an axis of the sweep
+    (several values, or auto: each point's own) — without it, `--splits 1,auto` printed two
+    rows per point that nothing in the 80-column table told apart."""
+    chosen = "splits" in result.spec.varying or SPLITS_AUTO in result.spec.splits
+    return _has_splits(result) and (wide or chosen)
+
+
 def _headers(result: SweepResult, *, wide: bool = False) -> list[tuple[str, str]]:
     axes = [(AXIS_HEADERS[a], "left" if a in ("gpu", "dtype", "pass_", "causal") else "right")
             for a in _shown_axes(result)]
     values = [("algorithm", "left"), ("B_r×B_c", "right"), ("fits", "left"),
-              *([("splits", "right")] if wide and _has_splits(result) else []),
+              *([("splits", "right")] if _shows_splits(result, wide) else []),
               *([("read", "right"), ("write", "right")] if wide else []),
               ("HBM", "right"), ("÷ std", "right"), *([("FLOP", "right")] if wide else []),
               ("time", "right"), ("speed-up", "right"), ("bound", "left")]
