@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from iosim.analysis.compare import compare
-from iosim.calibrate import impl_fit
+from iosim.calibrate import CalibrationError, impl_fit
 from iosim.calibrate.measure_record import counted_kernels, read_points
 from iosim.calibrate.ncu import EVICT, METRICS, ProfileRun
 from iosim.cli.measure_cmd import measurement_point
@@ -170,8 +170,10 @@ def test_a_broken_measure_record_is_one_line(tmp_path: Path, text: str, says: st
     path = tmp_path / "bad.jsonl"
     path.write_text(text)
     if says.startswith("line 1"):
-        # a first line that is no measure point: the file is another kind of record
-        assert read_points(path) is None
+        # a first line that says it is a measure point: its fault is named (review5), not
+        # read as another kind of record
+        with pytest.raises(CalibrationError, match=says):
+            read_points(path)
         return
     code, _, stderr = run("roofline", "--gpu", "h200", "--n", "1", "--n-kv", "65536",
                           "--record", str(path), "--out", str(tmp_path))
