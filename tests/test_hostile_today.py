@@ -149,3 +149,13 @@ def test_output_to_a_full_disk_is_one_line(args: list[str]) -> None:
     assert done.returncode == 2, done.stderr
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error: cannot write the output"), lines
+
+
+def test_an_error_that_rounds_to_zero_has_no_sign() -> None:
+    # the committed decode point: DRAM 269.2 MB predicted, 269.4 MB counted: was "-0%"
+    from iosim.output.render_measure import measurement_lines
+
+    lines = measurement_lines(_points()[3])
+    dram = [line for line in lines if line.strip().startswith("DRAM bytes")]
+    assert dram and not any(line.endswith(("-0%", "+0%")) for line in dram)
+    assert any(line.endswith(" 0%") for line in dram)

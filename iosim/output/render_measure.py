@@ -41,6 +41,8 @@ def relative_error(predicted: float | None, measured: float | None) -> float | N
 
 def _row(what: str, predicted: str, measured: str, error: float | None) -> str:
     err = "—" if error is None else f"{error:+.0%}"
+    if err in ("+0%", "-0%"):  # within half a per cent: no sign that says over or under
+        err = "0%"
     return f"  {what:<{NAME - 2}}{predicted:>{CELL}}{measured:>{CELL}}{err:>{ERROR}}".rstrip()
 
 
