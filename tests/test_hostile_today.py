@@ -159,3 +159,34 @@ def test_an_error_that_rounds_to_zero_has_no_sign() -> None:
     dram = [line for line in lines if line.strip().startswith("DRAM bytes")]
     assert dram and not any(line.endswith(("-0%", "+0%")) for line in dram)
     assert any(line.endswith(" 0%") for line in dram)
+
+
+def test_calibrate_from_a_measure_record_checks_it_as_roofline_does(tmp_path: Path) -> None:
+    # before: a point with a negative kernel time was fitted without a word, and a line cut
+    # short at line 7 was reported at "line 1 column 696"
+    from iosim.calibrate import CalibrationError, impl_fit
+
+    point = _points()[0]
+    point["measured_kernels"][0]["time_s"] = -0.0015
+    negative = tmp_path / "neg.jsonl"
+    negative.write_text(json.dumps(point) + "\n", encoding="utf-8")
+    with pytest.raises(CalibrationError, match="line 1: measured_kernels"):
+        impl_fit.load_points(negative)
+    cut = tmp_path / "cut.jsonl"
+    cut.write_bytes(MEASURE.read_bytes() + MEASURE.read_bytes()[:700])
+    lines = len(MEASURE.read_text(encoding="utf-8").splitlines())
+    with pytest.raises(CalibrationError, match=f"line {lines + 1}: not valid JSON"):
+        impl_fit.load_points(cut)
+
+
+def test_calibrate_from_reads_a_measure_record_whatever_its_name() -> None:
+    # before: only a name ending .jsonl was read as JSON Lines ("Extra data" otherwise)
+    import shutil
+    import tempfile
+
+    from iosim.calibrate import impl_fit
+
+    with tempfile.TemporaryDirectory() as folder:
+        copy = Path(folder) / "points.txt"
+        shutil.copy(MEASURE, copy)
+        assert impl_fit.load_points(copy)["points"] == impl_fit.load_points(MEASURE)["points"]

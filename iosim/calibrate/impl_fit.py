@@ -193,18 +193,21 @@ def load_points(path: Path) -> dict[str, Any]:
     """A record of `iosim calibrate --impl` (or benchmarks/impl_validation_h200.py), or the JSON
     Lines `iosim measure --record FILE` appends (one measured point a line), as one record;
     checked point by point (CalibrationError, one line, naming the point)."""
+    from iosim.calibrate.measure_record import read_points
+
     parse = finite_json(path)
+    # a measure record, whatever its name ends with, checked as roofline checks it (each bad
+    # line named by its number: a .jsonl with a line cut short was "line 1 column 696")
+    measured = read_points(path)
     text = record_text(path, "an implementation record", "a few hundred KiB")
     try:
-        if path.suffix == ".jsonl":
-            lines = [parse(line) for line in text.splitlines() if line.strip()]
-            if not lines or not all(isinstance(p, dict) for p in lines):
-                raise CalibrationError(f"{path} holds no measured points (one JSON object a "
-                                       f"line, as `iosim measure --record` appends)")
-            record: Any = {"device": {"name": lines[0].get("gpu", "unknown"),
-                                      "torch": "see each point"},
-                           "points": [{"impl": p.get("impl"), "workload": p.get("workload"),
-                                       "time_s": p.get("measured_time_s")} for p in lines]}
+        if measured is not None:
+            record: Any = {"device": {"name": measured[0]["gpu"], "torch": "see each point"},
+                           "points": [{"impl": p["impl"], "workload": p["workload"],
+                                       "time_s": p["measured_time_s"]} for p in measured]}
+        elif path.suffix == ".jsonl" and not text.strip():
+            raise CalibrationError(f"{path} holds no measured points (one JSON object a "
+                                   f"line, as `iosim measure --record` appends)")
         else:
             record = parse(text)
     except RecursionError:
