@@ -190,3 +190,16 @@ def test_calibrate_from_reads_a_measure_record_whatever_its_name() -> None:
         copy = Path(folder) / "points.txt"
         shutil.copy(MEASURE, copy)
         assert impl_fit.load_points(copy)["points"] == impl_fit.load_points(MEASURE)["points"]
+
+
+def test_splits_auto_over_a_huge_grid_is_refused_at_once() -> None:
+    # before: each of 20,790 points chosen one by one (~30 ms each) before the bar moved
+    from iosim.inputs.limits import MAX_AUTO_SPLIT_POINTS
+
+    args = ["sweep", "--gpu", "h200,a100,h100", "--n", "1", "--n-kv", "1..1048576",
+            "--d", "64,128,256", "--heads", "8..128", "--kv-heads", "8", "--batch", "1..1024",
+            "--causal", "no,yes", "--splits", "auto", "--algo", "splitkv"]
+    outcome = invoke(args)
+    assert_clean(outcome, args)
+    assert outcome.code == 2 and "20,790 points" in outcome.err
+    assert 20_790 > MAX_AUTO_SPLIT_POINTS

@@ -20,6 +20,7 @@ from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import check_count
 from iosim.inputs.limits import (
+    MAX_AUTO_SPLIT_POINTS,
     MAX_BLOCK,
     MAX_SCORE_PRODUCT,
     MAX_SPLITS,
@@ -195,6 +196,13 @@ def check_splits_auto(spec: SweepSpec) -> None:
     if any(p != "fwd" for p in spec.pass_):  # first: without --algo, bwd has no splitkv
         raise IosimError(f"{arg('splits', SPLITS_AUTO)} chooses splitkv's KV splits, a forward "
                          f"(decoding) kernel; use {arg('pass_', 'fwd')}", param="splits")
+    choices = math.prod(len(spec.values(a)) for a in AXES if a != "splits")
+    if choices > MAX_AUTO_SPLIT_POINTS:
+        raise IosimError(f"{arg('splits', SPLITS_AUTO)} chooses each point's count as compare "
+                         f"does, about 30 ms a point: {choices:,} points would take about "
+                         f"{choices * 0.03 / 60:,.0f} minutes; sweep at most "
+                         f"{MAX_AUTO_SPLIT_POINTS:,} points with it, or give {arg('splits')} "
+                         f"numbers", param="splits")
     names = [a.strip().lower() for a in spec.algorithms]
     if "splitkv" not in names:
         raise IosimError(f"{arg('splits', SPLITS_AUTO)} applies to splitkv; add it to "

@@ -64,6 +64,12 @@ MAX_BLOCK: Final = MAX_LENGTH
 MAX_SPLITS: Final = MAX_LENGTH
 """splitkv's --splits (it must also be at most the number of key blocks)."""
 
+MAX_AUTO_SPLIT_POINTS: Final = 10_000
+"""Grid points (every axis but splits) of a `sweep --splits auto`: each point's count is chosen
+as compare chooses it, about 30 ms a point (benchmarks/sweep_splits_auto_speed.py: 29.8 ms), before
+the progress bar moves; 10,000 points are about five minutes of it (2,970 took 2 min 47 s on a
+loaded 2-core machine). A million-point grid was eight silent hours, which reads as a hang."""
+
 MAX_LAYERS: Final = 1 << 16
 """Layers of one kind in a model YAML (today's largest models have about 100 to 200)."""
 
