@@ -74,6 +74,7 @@ import math
 from typing import Literal
 
 from iosim.analysis.comparison import AlgorithmEstimate
+from iosim.analysis.decode_counts_lean import LeanEstimate
 from iosim.estimates.occupancy import utilisation
 from iosim.estimates.roofline import roofs_for
 from iosim.inputs.hardware import Hardware
@@ -228,10 +229,11 @@ def profile_of(hardware: Hardware) -> Literal["spec", "measured"]:
     return "measured" if m is not None and m.launch_overhead_s is not None else "spec"
 
 
-def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: float,
+def kernel_times(estimate: AlgorithmEstimate | LeanEstimate, c: Ceilings, matmul_flops_per_s: float,
                  chains: dict[str, tuple[int, float]] | None = None, per_sm: int | None = None,
                  *, shared_sm: bool = False) -> tuple[KernelTime, ...]:
-    """Every kernel of `estimate` under the model (matmul at the workload dtype's peak);
+    """Every kernel of `estimate` (compare's, or the same fields from decode_counts_lean) under
+    the model (matmul at the workload dtype's peak);
     `chains` maps a split kernel's name to (key blocks one of its programs walks, FLOPs of one
     block's dots); `per_sm` replaces the tiling's programs per SM of the split kernels;
     `shared_sm` (MLA's latent cache) counts the programs a full wave puts on one SM."""

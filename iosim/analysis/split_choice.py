@@ -19,11 +19,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.splitkv import MAX_SPLITS
-from iosim.analysis.compare import compare
+from iosim.analysis.compare import compare, finished_tiling
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
 from iosim.analysis.decode_kernel_time import co_resident_programs
 from iosim.analysis.decode_time import DecodeCounts, Tiles
+from iosim.analysis.requests import sram_budget
 from iosim.errors import IosimError, arg
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
@@ -151,12 +153,14 @@ def _counts(workload: Workload, hardware: Hardware | str,
                          param="splits")
     options = {k: v for k, v in options.items() if k not in ("algorithms", "splits", "impl")}
     block_q, block_kv = options.pop("block_q", None), options.pop("block_kv", None)
-    first = _splitkv(compare(workload, hw, algorithms=["splitkv"], block_q=block_q,
-                             block_kv=block_kv, **options))
     profile = str(options.get("profile", "spec"))
-    tiling = first.tiling
-    assert tiling is not None
     rule = options.pop("tiles", "code")
+    # the tiling compare runs splitkv at (its blocks, and FA2's heuristic's split count)
+    tiling = finished_tiling(ALGORITHMS["splitkv"], workload, hw, *sram_budget(
+        hw, workload.element_bytes, sram=options.get("sram"),
+        sram_elements=options.get("sram_elements")), block_q=block_q, block_kv=block_kv,
+        tiles=rule, splits=None)
+    assert tiling is not None
     counts = DecodeCounts(workload, hw, Tiles(int(tiling.block_q), int(tiling.block_q),
                                               int(tiling.block_kv), programs_per_sm),
                           tile_rule=rule, **options)
@@ -205,11 +209,17 @@ def best_split_count(workload: Workload, hardware: Hardware | str, *,
     block time (no chain) every count is timed."""
     c = _counts(workload, hardware, programs_per_sm, options)
     counts = eligible_counts(c.key_blocks, c.top)
-    one = {k.kernel: k for k in c.counts.splitkv(1).kernels}["splitkv_attn"]
+
+    def time_s(s: int) -> float:  # the row's time_s, from the lean counts (the same numbers)
+        kernels = {k.kernel: k for k in c.counts.splitkv(s, lean=True).kernels}
+        combine = kernels.get("splitkv_combine")
+        return kernels["splitkv_attn"].time_s + (combine.time_s if combine else 0.0)
+
+    one = {k.kernel: k for k in c.counts.splitkv(1, lean=True).kernels}["splitkv_attn"]
     ceil = one.ceilings
     if ceil.block_s is None or not one.programs or not one.slots:
-        return min((_row(c, s) for s in counts), key=lambda r: (r.time_s, r.splits)).splits
-    dram = c.counts.estimate("splitkv", 1, c.block_q).dram
+        return min(counts, key=lambda s: (time_s(s), s))
+    dram = c.counts.lean_splitkv(1).dram
     kv = 0.0 if dram is None else sum(t.bytes for t in dram.of_kernel("splitkv_attn").terms
                                       if t.tensor in ("K", "V") and t.op == "read")
     floor = kv / (ceil.efficiency * ceil.hbm_bytes_per_s)
@@ -223,15 +233,14 @@ def best_split_count(workload: Workload, hardware: Hardware | str, *,
                         if workload.latent_kv else 1).chain_s
         return one.launch_s * (2 if s > 1 else 1) + math.hypot(floor, chain)
 
-    best: SplitRow | None = None
+    best: tuple[float, int] | None = None  # (time, count)
     for s in sorted(counts, key=lambda s: (bound(s), s)):
-        if best is not None and bound(s) > best.time_s * (1 + 1e-12):
+        if best is not None and bound(s) > best[0] * (1 + 1e-12):
             break  # every count left is bounded above the best found
-        row = _row(c, s)
-        if best is None or (row.time_s, row.splits) < (best.time_s, best.splits):
-            best = row
+        if best is None or (time_s(s), s) < best:
+            best = (time_s(s), s)
     assert best is not None
-    return best.splits
+    return best[1]
 
 
 def eligible_counts(key_blocks: int, top: int) -> list[int]:
