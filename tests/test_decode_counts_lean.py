@@ -20,6 +20,7 @@ from iosim.analysis.decode_time import DecodeCounts, Tiles
 from iosim.analysis.split_choice import best_split_count, choose_splits, eligible_counts
 from iosim.analysis.sweep import sweep
 from iosim.inputs.gpus import resolve_hardware
+from iosim.record import replace
 from tests.conftest import examples
 from tests.test_sweep_equals_compare import decode_points
 
@@ -32,13 +33,17 @@ def _workload(p: dict) -> Workload:
 
 @settings(max_examples=examples(30), deadline=None,
           suppress_health_check=[HealthCheck.too_slow])
-@given(p=decode_points(), pick=st.integers(0, 10_000), given_blocks=st.booleans())
-def test_lean_counts_are_compares(p: dict, pick: int, given_blocks: bool) -> None:
+@given(p=decode_points(), pick=st.integers(0, 10_000), given_blocks=st.booleans(),
+       no_l2=st.integers(0, 4))
+def test_lean_counts_are_compares(p: dict, pick: int, given_blocks: bool, no_l2: int) -> None:
     """At one split, at an eligible count drawn at random, and with blocks given or not: the
-    tiling, each kernel's bytes and FLOPs, the DRAM estimate and the grids equal compare's."""
+    tiling, each kernel's bytes and FLOPs, the DRAM estimate and the grids equal compare's (now
+    and then on a GPU whose YAML has no L2 size: no DRAM estimate, the closed form's bytes)."""
     gpu, profile = p["gpu"]
     w = _workload(p)
     hw = resolve_hardware(gpu).hardware
+    if no_l2 == 0:
+        hw, profile = replace(hw, l2_bytes=None), "spec"
     first = compare(w, hw, algorithms=["splitkv"], profile=profile).algorithm("splitkv")
     assert first.tiling is not None
     blocks = ({"block_q": first.tiling.block_q, "block_kv": first.tiling.block_kv}

@@ -74,16 +74,22 @@ def lean_estimate(algorithm: str, workload: Workload, hardware: Hardware,
                            blocks_given=blocks_given)
     kernels = alg.kernels(workload, tiling)
     dims = Dims.of(workload, tiling)
+    dram = (None if hardware.l2_bytes is None or hardware.sm_count is None
+            else dram_estimate(kernels, workload, tiling, hardware))
+    # the loads and stores: the DRAM terms carry the closed form's count of each (one term per
+    # access), else the closed form's sums as kernel_cost adds them
+    carried: dict[str, int] = {}
+    for t in dram.terms if dram is not None else ():
+        carried[t.kernel] = carried.get(t.kernel, 0) + t.oblivious_bytes
     counts = []
     for k in kernels:
         sums = kernel_sums(k, dims)
-        moved = sum(int(access_elements(a, k, dims, sums)) * element_bytes(
-            a.element, workload.element_bytes, workload.output_element_bytes)
+        moved = carried[k.name] if dram is not None else sum(
+            int(access_elements(a, k, dims, sums)) * element_bytes(
+                a.element, workload.element_bytes, workload.output_element_bytes)
             for a in k.accesses)
         matmul, elementwise = kernel_flops(k, dims, sums)
         counts.append(KernelCounts(k.name, int(moved), float(matmul), float(elementwise)))
-    dram = (None if hardware.l2_bytes is None or hardware.sm_count is None
-            else dram_estimate(kernels, workload, tiling, hardware))
     occupancy = tuple(Occupancy(k.name, k.label, int(kernel_programs(k, dims)),
                                 hardware.sm_count, kernel_programs_per_sm(k, tiling))
                       for k in kernels if k.grid is not None)
