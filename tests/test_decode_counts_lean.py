@@ -17,7 +17,14 @@ from iosim import Workload
 from iosim.analysis.compare import compare
 from iosim.analysis.decode_counts_lean import forward_tiling, lean_estimate
 from iosim.analysis.decode_time import DecodeCounts, Tiles
-from iosim.analysis.split_choice import best_split_count, choose_splits, eligible_counts
+from iosim.analysis.split_choice import (
+    _counts,
+    best_split_count,
+    choose_splits,
+    eligible_counts,
+    lean_time_s,
+    time_bounds,
+)
 from iosim.analysis.sweep import sweep
 from iosim.inputs.gpus import resolve_hardware
 from iosim.record import replace
@@ -97,3 +104,27 @@ def test_every_point_of_the_speed_benchmarks_grid_picks_choose_splits() -> None:
     for (b, batch), (k, n_kv) in itertools.product(enumerate(s.batch), enumerate(s.n_kv)):
         w = Workload(1, n_kv=n_kv, d=128, heads=32, kv_heads=8, batch=batch)
         assert int(picked[b, k]) == choose_splits(w, "h200", profile="measured").best.splits
+
+
+@settings(max_examples=examples(12), deadline=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(p=decode_points())
+def test_the_search_bound_is_below_every_counts_time(p: dict) -> None:
+    """split_choice.time_bounds never exceeds the count's time (so the search that stops at the
+    first bound above the best time found never passes over a faster count), and the split
+    kernel's stores it adds are those of the DRAM estimate's write terms at each count
+    (compare's), where the L2 model charges them at their L2-oblivious count."""
+    gpu, profile = p["gpu"]
+    w = _workload(p)
+    c = _counts(w, gpu, (), {"profile": profile})
+    counts = eligible_counts(c.key_blocks, c.top)
+    bounds = time_bounds(c, counts)
+    many = [s for s in counts if s > 1]
+    stores = dict(zip(many, c.counts.split_stores(many).tolist(), strict=True)) if many else {}
+    for s in counts:
+        if bounds is not None:
+            assert bounds[s] <= lean_time_s(c, s), (p, s)
+        dram = c.counts.estimate("splitkv", s, c.block_q).dram
+        if s > 1 and stores[s] and dram is not None:
+            assert stores[s] == sum(t.bytes for t in dram.of_kernel("splitkv_attn").terms
+                                    if t.op == "write"), (p, s)

@@ -16,7 +16,10 @@ tests/test_decode_counts_lean.py holds every field equal to compare's on random 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
+
+import numpy as np
 
 from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.closedform import Dims, access_elements, kernel_flops, kernel_programs, kernel_sums
@@ -26,11 +29,12 @@ from iosim.analysis.requests import sram_budget
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.roofline import kernel_programs_per_sm
+from iosim.estimates.shared_prefix_dram import SPLITKV_KERNEL, split_reads_once
 from iosim.estimates.training import Occupancy
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
-from iosim.record import Record
+from iosim.record import Record, replace
 
 
 class KernelCounts(Record):
@@ -94,3 +98,26 @@ def lean_estimate(algorithm: str, workload: Workload, hardware: Hardware,
                                 hardware.sm_count, kernel_programs_per_sm(k, tiling))
                       for k in kernels if k.grid is not None)
     return LeanEstimate(tiling, tuple(counts), dram, occupancy)
+
+
+def split_store_bytes(workload: Workload, hardware: Hardware, forward: Tiling | None,
+                      counts: Sequence[int], *, tiles: str = "code") -> np.ndarray:
+    """The split kernel's stores (bytes) at each of `counts` (every one above 1), where the L2
+    model charges them at their L2-oblivious count (split_terms: a split kernel over one
+    contiguous sequence per request; zeros elsewhere). The closed form on an array of counts,
+    as a sweep evaluates one kernel list for a class of counts: every count above one has the
+    kernel list of two (SplitKV.split_class), its sums taken at each count."""
+    alg = ALGORITHMS["splitkv"]
+    tiling = finish_tiling(alg, forward, workload, hardware, tiles=tiles, splits=2,
+                           blocks_given=True)
+    split = next(k for k in alg.kernels(workload, tiling) if k.name == SPLITKV_KERNEL)
+    if not split_reads_once(split, workload):
+        return np.zeros(len(counts))
+    dims = replace(Dims.of(workload, tiling), splits=np.asarray(counts, dtype=np.int64))
+    sums = kernel_sums(split, dims)
+    stored: Any = 0
+    for a in split.accesses:
+        if a.op == "write":
+            stored = stored + access_elements(a, split, dims, sums) * element_bytes(
+                a.element, workload.element_bytes, workload.output_element_bytes)
+    return np.broadcast_to(np.asarray(stored, dtype=np.float64), (len(counts),))

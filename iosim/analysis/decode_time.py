@@ -21,9 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate
-from iosim.analysis.decode_counts_lean import LeanEstimate, forward_tiling, lean_estimate
+from iosim.analysis.decode_counts_lean import (
+    LeanEstimate,
+    forward_tiling,
+    lean_estimate,
+    split_store_bytes,
+)
 from iosim.analysis.decode_kernel_time import (
     Ceilings,
     KernelTime,
@@ -160,14 +167,23 @@ class DecodeCounts:
         """What the model reads of estimate("splitkv", splits, tiles.block_q), without the rest
         of compare (decode_counts_lean.py; kept)."""
         if splits not in self._lean:
-            if self._forward is None:
-                self._forward = (forward_tiling("splitkv", self.workload, self.hw,
-                                                block_q=self.tiles.block_q,
-                                                block_kv=self.tiles.block_kv, **self.options),)
             self._lean[splits] = lean_estimate("splitkv", self.workload, self.hw,
-                                               self._forward[0], splits=splits,
+                                               self._splitkv_forward(), splits=splits,
                                                blocks_given=True, tiles=self.options["tiles"])
         return self._lean[splits]
+
+    def split_stores(self, counts: list[int]) -> np.ndarray:
+        """splitkv's split kernel's stores at each of `counts` (> 1), on one array
+        (decode_counts_lean.split_store_bytes)."""
+        return split_store_bytes(self.workload, self.hw, self._splitkv_forward(), counts,
+                                 tiles=self.options["tiles"])
+
+    def _splitkv_forward(self) -> Tiling | None:
+        if self._forward is None:  # compare's forward blocks of splitkv at these tiles, once
+            self._forward = (forward_tiling("splitkv", self.workload, self.hw,
+                                            block_q=self.tiles.block_q,
+                                            block_kv=self.tiles.block_kv, **self.options),)
+        return self._forward[0]
 
     def splitkv(self, splits: int, *, lean: bool = False) -> Timed:
         """Split-KV over each request's full KV at `splits` splits; `lean`: its kernels' times

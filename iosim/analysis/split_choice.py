@@ -199,48 +199,67 @@ def choose_splits(workload: Workload, hardware: Hardware | str, *,
 def best_split_count(workload: Workload, hardware: Hardware | str, *,
                      programs_per_sm: tuple[tuple[int, int], ...] = (), **options: Any) -> int:
     """choose_splits(...).best.splits, without timing every count: the counts in order of a
-    lower bound on their time, stopping once the bound exceeds the best time found (what
-    `sweep --splits auto` runs at every point; tests/test_sweep_equals_compare.py holds the two
-    equal). The bound of s splits: the launch and ramp of its one or two kernels, plus √(S₀² +
-    C(s)²), where C(s) is the split kernel's chain at s (its programs s × those at one split,
-    ⌈T_c/s⌉ blocks each: exactly the term the row charges) and S₀ the DRAM time of its K and V
-    reads at one split, which the L2 model charges at every count alike (each key chunk once per
-    KV head: estimates/shared_prefix_dram.split_terms), so that S(s) ≥ S₀. Without a measured
-    block time (no chain) every count is timed."""
+    lower bound on their time (time_bounds), stopping once the bound exceeds the best time
+    found (what `sweep --splits auto` runs at every point; tests/test_sweep_equals_compare.py
+    and tests/test_decode_counts_lean.py hold the two equal). Each count it times is timed on
+    decode_counts_lean's counts, compare's own numbers without the rest of compare. Without a
+    measured block time (no chain) every count is timed."""
     c = _counts(workload, hardware, programs_per_sm, options)
     counts = eligible_counts(c.key_blocks, c.top)
+    bounds = time_bounds(c, counts)
+    if bounds is None:
+        return min(counts, key=lambda s: (lean_time_s(c, s), s))
+    best: tuple[float, int] | None = None  # (time, count)
+    for s in sorted(counts, key=lambda s: (bounds[s], s)):
+        if best is not None and bounds[s] > best[0] * (1 + 1e-12):
+            break  # every count left is bounded above the best found
+        if best is None or (lean_time_s(c, s), s) < best:
+            best = (lean_time_s(c, s), s)
+    assert best is not None
+    return best[1]
 
-    def time_s(s: int) -> float:  # the row's time_s, from the lean counts (the same numbers)
-        kernels = {k.kernel: k for k in c.counts.splitkv(s, lean=True).kernels}
-        combine = kernels.get("splitkv_combine")
-        return kernels["splitkv_attn"].time_s + (combine.time_s if combine else 0.0)
 
+def lean_time_s(c: _Counts, s: int) -> float:
+    """A row's time_s (the split kernel's and the combine's), from decode_counts_lean's counts
+    (the same numbers as compare's)."""
+    kernels = {k.kernel: k for k in c.counts.splitkv(s, lean=True).kernels}
+    combine = kernels.get("splitkv_combine")
+    return kernels["splitkv_attn"].time_s + (combine.time_s if combine else 0.0)
+
+
+def time_bounds(c: _Counts, counts: list[int]) -> dict[int, float] | None:
+    """A lower bound on the time of each count (None without a chain: no measured block time).
+    The bound of s splits: the launch and ramp of its one or two kernels, plus
+    √(S(s)² + C(s)²), where C(s) is the split kernel's chain at s (its programs s × those at one
+    split, ⌈T_c/s⌉ blocks each: exactly the term the row charges) and S(s) the DRAM time of
+    its K and V reads at one split, which the L2 model charges at every count alike (each key
+    chunk once per KV head: estimates/shared_prefix_dram.split_terms), plus that of its stores
+    at s, which split_terms charges at their L2-oblivious count (decode_counts_lean
+    .split_store_bytes; s > 1): the row's streaming time is at least that DRAM time, and its
+    combine kernel's busy time at least 0."""
     one = {k.kernel: k for k in c.counts.splitkv(1, lean=True).kernels}["splitkv_attn"]
     ceil = one.ceilings
     if ceil.block_s is None or not one.programs or not one.slots:
-        return min(counts, key=lambda s: (time_s(s), s))
+        return None
     dram = c.counts.lean_splitkv(1).dram
     kv = 0.0 if dram is None else sum(t.bytes for t in dram.of_kernel("splitkv_attn").terms
                                       if t.tensor in ("K", "V") and t.op == "read")
-    floor = kv / (ceil.efficiency * ceil.hbm_bytes_per_s)
+    rate = ceil.efficiency * ceil.hbm_bytes_per_s
+    many = [s for s in counts if s > 1]
+    stores = dict.fromkeys(counts, 0.0)
+    if many:
+        stores.update(zip(many, c.counts.split_stores(many).tolist(), strict=True))
     sm_count = int(c.hw.sm_count or 1)
-
-    def bound(s: int) -> float:
+    out = {}
+    for s in counts:
         programs = s * one.programs
         blocks, flops = c.counts.splitkv_chain(s)
         chain = replace(one, programs=programs, blocks_per_program=blocks, block_flops=flops,
                         co_resident=co_resident_programs(programs, one.slots, sm_count)
-                        if workload.latent_kv else 1).chain_s
-        return one.launch_s * (2 if s > 1 else 1) + math.hypot(floor, chain)
-
-    best: tuple[float, int] | None = None  # (time, count)
-    for s in sorted(counts, key=lambda s: (bound(s), s)):
-        if best is not None and bound(s) > best[0] * (1 + 1e-12):
-            break  # every count left is bounded above the best found
-        if best is None or (time_s(s), s) < best:
-            best = (time_s(s), s)
-    assert best is not None
-    return best[1]
+                        if c.counts.workload.latent_kv else 1).chain_s
+        out[s] = one.launch_s * (2 if s > 1 else 1) + math.hypot(
+            (kv + stores[s]) / rate, chain)
+    return out
 
 
 def eligible_counts(key_blocks: int, top: int) -> list[int]:
