@@ -23,7 +23,7 @@ from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.splitkv import MAX_SPLITS
 from iosim.analysis.compare import compare, finished_tiling
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
-from iosim.analysis.decode_kernel_time import co_resident_programs
+from iosim.analysis.decode_kernel_time import chain_seconds, co_resident_programs
 from iosim.analysis.decode_time import DecodeCounts, Tiles
 from iosim.analysis.requests import sram_budget
 from iosim.errors import IosimError, arg
@@ -254,9 +254,9 @@ def time_bounds(c: _Counts, counts: list[int]) -> dict[int, float] | None:
     for s in counts:
         programs = s * one.programs
         blocks, flops = c.counts.splitkv_chain(s)
-        chain = replace(one, programs=programs, blocks_per_program=blocks, block_flops=flops,
-                        co_resident=co_resident_programs(programs, one.slots, sm_count)
-                        if c.counts.workload.latent_kv else 1).chain_s
+        chain = chain_seconds(ceil, int(cdiv(programs, one.slots)), blocks, flops,
+                              co_resident_programs(programs, one.slots, sm_count)
+                              if c.counts.workload.latent_kv else 1)
         out[s] = one.launch_s * (2 if s > 1 else 1) + math.hypot(
             (kv + stores[s]) / rate, chain)
     return out
