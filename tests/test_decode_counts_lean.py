@@ -111,20 +111,26 @@ def test_every_point_of_the_speed_benchmarks_grid_picks_choose_splits() -> None:
 @given(p=decode_points())
 def test_the_search_bound_is_below_every_counts_time(p: dict) -> None:
     """split_choice.time_bounds never exceeds the count's time (so the search that stops at the
-    first bound above the best time found never passes over a faster count), and the split
+    first bound above the best time found never passes over a faster count); the split
     kernel's stores it adds are those of the DRAM estimate's write terms at each count
-    (compare's), where the L2 model charges them at their L2-oblivious count."""
+    (compare's), where the L2 model charges them at their L2-oblivious count, and the combine
+    kernel's bytes are compare's."""
     gpu, profile = p["gpu"]
     w = _workload(p)
     c = _counts(w, gpu, (), {"profile": profile})
     counts = eligible_counts(c.key_blocks, c.top)
     bounds = time_bounds(c, counts)
     many = [s for s in counts if s > 1]
-    stores = dict(zip(many, c.counts.split_stores(many).tolist(), strict=True)) if many else {}
+    split_bytes, combine_bytes = c.counts.split_stores(many) if many else ([], [])
+    stores = dict(zip(many, list(split_bytes), strict=True))
+    combine = dict(zip(many, list(combine_bytes), strict=True))
     for s in counts:
         if bounds is not None:
             assert bounds[s] <= lean_time_s(c, s), (p, s)
-        dram = c.counts.estimate("splitkv", s, c.block_q).dram
-        if s > 1 and stores[s] and dram is not None:
-            assert stores[s] == sum(t.bytes for t in dram.of_kernel("splitkv_attn").terms
+        est = c.counts.estimate("splitkv", s, c.block_q)
+        if s > 1 and stores[s] and est.dram is not None:
+            assert stores[s] == sum(t.bytes for t in est.dram.of_kernel("splitkv_attn").terms
                                     if t.op == "write"), (p, s)
+        if s > 1:
+            assert combine[s] == next(k.hbm_bytes for k in est.kernels
+                                      if k.name == "splitkv_combine"), (p, s)

@@ -23,9 +23,10 @@ import numpy as np
 
 from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.closedform import Dims, access_elements, kernel_flops, kernel_programs, kernel_sums
-from iosim.algorithms.loopnest import element_bytes
+from iosim.algorithms.loopnest import Kernel, element_bytes
 from iosim.analysis.compare import finish_tiling, tiling_for
 from iosim.analysis.requests import sram_budget
+from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.roofline import kernel_programs_per_sm
@@ -101,23 +102,32 @@ def lean_estimate(algorithm: str, workload: Workload, hardware: Hardware,
 
 
 def split_store_bytes(workload: Workload, hardware: Hardware, forward: Tiling | None,
-                      counts: Sequence[int], *, tiles: str = "code") -> np.ndarray:
-    """The split kernel's stores (bytes) at each of `counts` (every one above 1), where the L2
+                      counts: Sequence[int], *, tiles: str = "code"
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """At each of `counts` (every one above 1): the split kernel's stores (bytes) where the L2
     model charges them at their L2-oblivious count (split_terms: a split kernel over one
-    contiguous sequence per request; zeros elsewhere). The closed form on an array of counts,
-    as a sweep evaluates one kernel list for a class of counts: every count above one has the
-    kernel list of two (SplitKV.split_class), its sums taken at each count."""
+    contiguous sequence per request; zeros elsewhere), and the combine kernel's loads and
+    stores (its L2-oblivious count). The closed form on an array of counts, as a sweep
+    evaluates one kernel list for a class of counts: every count above one has the kernel list
+    of two (SplitKV.split_class), its sums taken at each count."""
     alg = ALGORITHMS["splitkv"]
     tiling = finish_tiling(alg, forward, workload, hardware, tiles=tiles, splits=2,
                            blocks_given=True)
-    split = next(k for k in alg.kernels(workload, tiling) if k.name == SPLITKV_KERNEL)
-    if not split_reads_once(split, workload):
-        return np.zeros(len(counts))
+    kernels = {k.name: k for k in alg.kernels(workload, tiling)}
     dims = replace(Dims.of(workload, tiling), splits=np.asarray(counts, dtype=np.int64))
-    sums = kernel_sums(split, dims)
-    stored: Any = 0
-    for a in split.accesses:
-        if a.op == "write":
-            stored = stored + access_elements(a, split, dims, sums) * element_bytes(
-                a.element, workload.element_bytes, workload.output_element_bytes)
-    return np.broadcast_to(np.asarray(stored, dtype=np.float64), (len(counts),))
+
+    def moved(kernel: Kernel, ops: tuple[str, ...]) -> np.ndarray:
+        sums = kernel_sums(kernel, dims)
+        total: Any = 0
+        for a in kernel.accesses:
+            if a.op in ops:
+                total = total + access_elements(a, kernel, dims, sums) * element_bytes(
+                    a.element, workload.element_bytes, workload.output_element_bytes)
+        return np.broadcast_to(np.asarray(total, dtype=np.float64), (len(counts),))
+
+    split = kernels[SPLITKV_KERNEL]
+    stores = moved(split, ("write",)) if split_reads_once(split, workload) \
+        else np.zeros(len(counts))
+    combine = kernels.get(COMBINE_KERNEL)
+    return stores, (np.zeros(len(counts)) if combine is None
+                    else moved(combine, ("read", "write")))

@@ -172,9 +172,9 @@ class DecodeCounts:
                                                blocks_given=True, tiles=self.options["tiles"])
         return self._lean[splits]
 
-    def split_stores(self, counts: list[int]) -> np.ndarray:
-        """splitkv's split kernel's stores at each of `counts` (> 1), on one array
-        (decode_counts_lean.split_store_bytes)."""
+    def split_stores(self, counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """splitkv's split kernel's stores and its combine kernel's loads and stores at each of
+        `counts` (> 1), on arrays (decode_counts_lean.split_store_bytes)."""
         return split_store_bytes(self.workload, self.hw, self._splitkv_forward(), counts,
                                  tiles=self.options["tiles"])
 

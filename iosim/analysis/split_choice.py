@@ -235,8 +235,9 @@ def time_bounds(c: _Counts, counts: list[int]) -> dict[int, float] | None:
     its K and V reads at one split, which the L2 model charges at every count alike (each key
     chunk once per KV head: estimates/shared_prefix_dram.split_terms), plus that of its stores
     at s, which split_terms charges at their L2-oblivious count (decode_counts_lean
-    .split_store_bytes; s > 1): the row's streaming time is at least that DRAM time, and its
-    combine kernel's busy time at least 0."""
+    .split_store_bytes; s > 1): the row's streaming time is at least that DRAM time; plus
+    the combine kernel's loads and stores at the L2's rate, which its memory time never goes
+    below (KernelTime.memory_s; 0 without an L2 rate)."""
     one = {k.kernel: k for k in c.counts.splitkv(1, lean=True).kernels}["splitkv_attn"]
     ceil = one.ceilings
     if ceil.block_s is None or not one.programs or not one.slots:
@@ -246,9 +247,12 @@ def time_bounds(c: _Counts, counts: list[int]) -> dict[int, float] | None:
                                       if t.tensor in ("K", "V") and t.op == "read")
     rate = ceil.efficiency * ceil.hbm_bytes_per_s
     many = [s for s in counts if s > 1]
-    stores = dict.fromkeys(counts, 0.0)
+    stores, combine = dict.fromkeys(counts, 0.0), dict.fromkeys(counts, 0.0)
     if many:
-        stores.update(zip(many, c.counts.split_stores(many).tolist(), strict=True))
+        split_bytes, combine_bytes = c.counts.split_stores(many)
+        stores.update(zip(many, split_bytes.tolist(), strict=True))
+        combine.update(zip(many, combine_bytes.tolist(), strict=True))
+    l2_rate = None if ceil.l2_bytes_per_s is None else ceil.efficiency * ceil.l2_bytes_per_s
     sm_count = int(c.hw.sm_count or 1)
     out = {}
     for s in counts:
@@ -257,8 +261,8 @@ def time_bounds(c: _Counts, counts: list[int]) -> dict[int, float] | None:
         chain = chain_seconds(ceil, int(cdiv(programs, one.slots)), blocks, flops,
                               co_resident_programs(programs, one.slots, sm_count)
                               if c.counts.workload.latent_kv else 1)
-        out[s] = one.launch_s * (2 if s > 1 else 1) + math.hypot(
-            (kv + stores[s]) / rate, chain)
+        out[s] = (one.launch_s * (2 if s > 1 else 1) + math.hypot((kv + stores[s]) / rate, chain)
+                  + (combine[s] / l2_rate if l2_rate else 0.0))
     return out
 
 

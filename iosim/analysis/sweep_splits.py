@@ -4,11 +4,13 @@ before the vectorised runner (sweep.py) counts the point at that count, as compa
 splitkv at its pick (split_choice.with_best_pick).
 
 The choice is made point by point with split_choice.best_split_count (the same argmin as
-choose_splits' table, without timing the counts its lower bound rules out), once per distinct
-(workload, GPU, blocks, SRAM) of the grid: the rule has one home, and a one-point sweep equals
-compare (tests/test_sweep_equals_compare.py). It costs what `compare --splits auto` costs per
-point (tens of milliseconds: benchmarks/sweep_splits_auto_speed.py), not the vectorised runner's
-microseconds.
+choose_splits' table, without timing the counts its lower bound rules out, each count it times
+on compare's own counts without the rest of compare: analysis/decode_counts_lean.py), once per
+distinct (workload, GPU, blocks, SRAM) of the grid: the rule has one home, and a one-point sweep
+equals compare (tests/test_sweep_equals_compare.py, tests/test_decode_counts_lean.py). It costs
+a few milliseconds a point (benchmarks/sweep_splits_auto_speed.py), not the vectorised runner's
+microseconds: every point's workload is its own, so no choice is shared between points (the
+pick depends on N_kv's exact bytes, not only on its key blocks).
 """
 
 from __future__ import annotations
