@@ -9,8 +9,9 @@ on compare's own counts without the rest of compare: analysis/decode_counts_lean
 distinct (workload, GPU, blocks, SRAM) of the grid: the rule has one home, and a one-point sweep
 equals compare (tests/test_sweep_equals_compare.py, tests/test_decode_counts_lean.py). It costs
 a few milliseconds a point (benchmarks/sweep_splits_auto_speed.py), not the vectorised runner's
-microseconds: every point's workload is its own, so no choice is shared between points (the
-pick depends on N_kv's exact bytes, not only on its key blocks).
+microseconds: no choice is shared between points of different workloads (the model's times
+follow each point's exact bytes, not only the class of (grid, key blocks, SMs) FA2's heuristic
+is decided by, and no proof that the pick cannot move within a class was made).
 """
 
 from __future__ import annotations
