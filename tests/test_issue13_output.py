@@ -74,6 +74,17 @@ def test_roofline_fits_80_columns(tmp_path: Path) -> None:
     # report build, 14 figures, serves both)
 
 
+def test_a_cascades_roofline_table_fits_80_columns(tmp_path: Path) -> None:
+    """A feature added since the issue (json5's audit): cascade's kernel 'per-request suffix
+    attn' made the table 85 columns wide, cut to 'per-request suffix at…', '52.…', 'memo…'."""
+    code, out, err = run("roofline", "--gpu", "h100", "--n", "1", "--prefix-len", "4096",
+                         "--suffix-lens", "100,200,300", "--batch", "3", "--heads", "32",
+                         "--kv-heads", "8", "--out", str(tmp_path))
+    assert code == 0, err
+    assert_fits(out)
+    assert "per-request suffix attn" in out
+
+
 def test_calibrate_summary_fits_80_columns(tmp_path: Path) -> None:
     code, out, err = run("calibrate", "--gpu", "h200", "--out", str(tmp_path / "h200.yaml"),
                          "--from", str(DATA / "h200-calibration.json"))
@@ -155,6 +166,22 @@ def test_explain_softmax_defaults_to_the_seed_toy_run() -> None:
     (("compare", "--n", "64", "--gpu", "a10"), "Did you mean 'a100'"),
     (("compare", "--n", "64", "--gpu", "a100", "--algo", "flsh1"), "Did you mean 'flash1'"),
     (("verify", "--n", "64", "--dtype", "fp61"), "Did you mean 'fp64'"),
+    # the names of the features added since (json5's audit): each failed before with a list
+    # of the choices and no suggestion
+    (("compare", "--n", "64", "--gpu", "a100", "--impl", "sdpa-flsh"), "Did you mean 'sdpa-flash'?"),
+    (("sweep", "--n", "64", "--gpu", "a100", "--impl", "sdpa-flsh"), "Did you mean 'sdpa-flash'?"),
+    (("compare", "--n", "64", "--gpu", "a100", "--model", "gemma-2-9b", "--layer", "locl"),
+     "Did you mean 'local'"),
+    (("compare", "--n", "64", "--gpu", "a100", "--unfused", "dropot"), "Did you mean 'dropout'?"),
+    (("compare", "--n", "64", "--gpu", "a100", "--dtype", "fp8e4m3"), "Did you mean 'fp8_e4m3'"),
+    (("sweep", "--n", "64", "--gpu", "a100", "--dtype", "fp8e4m3"), "Did you mean 'fp8_e4m3'"),
+    (("sweep", "--n", "64", "--gpu", "a100", "--pass", "fwd,bwdd"), "Did you mean 'bwd'"),
+    (("compare", "--n", "64", "--gpu", "a100", "--seqlens", "32,32", "--packing", "docment"),
+     "Did you mean 'document'?"),
+    (("compare", "--n", "64", "--gpu", "a100", "--profile", "measurd"), "Did you mean 'measured'?"),
+    (("compare", "--n", "64", "--gpu", "a100", "--dtype", "fp8", "--fp8-scales", "blok"),
+     "Did you mean 'block'?"),
+    (("compare", "--n", "1", "--gpu", "a100", "--splits", "aut"), "nor auto. Try"),
 ])
 def test_unknown_names_suggest_the_closest(args: tuple[str, ...], hint: str) -> None:
     code, _, err = run(*args)
@@ -176,6 +203,26 @@ def test_roofline_and_report_refuse_it_too(command: str, tmp_path: Path) -> None
                        "--out", str(tmp_path / "out"))
     assert code == 2 and err.count("\n") == 1 and "--force" in err
     assert not (tmp_path / "out").exists() or not any((tmp_path / "out").iterdir())
+
+
+def test_a_sweep_says_which_gpus_cannot_hold_its_sram() -> None:
+    """json5's audit: `sweep --sram 1MiB --gpu a100` ran silently with fits yes (the issue's own
+    example, on the sweep). It may span GPUs that have the SRAM and GPUs that do not, so it
+    counts every point and says, per GPU, which sizes no kernel could launch with: in the
+    table's notes, JSON's metadata and, for CSV, on stderr."""
+    code, out, _ = run("sweep", "--n", "4096", "--gpu", "a100,h100", "--sram", "128KiB,200KiB")
+    said = " ".join(out.split())
+    assert code == 0 and "SRAM M = 204,800 B is more than the 166,912 B" in said
+    assert "a block may use on a100-80gb-sxm: no kernel could launch with it" in said
+    assert "on h100-sxm" not in said  # 227 KiB there: both sizes launch
+    code, out, _ = run("sweep", "--n", "4096", "--gpu", "a100", "--sram", "1MiB", "--format",
+                       "json")
+    assert code == 0 and any("1,048,576 B is more than" in n for n in json.loads(out)["notes"])
+    code, out, err = run("sweep", "--n", "4096", "--gpu", "a100", "--sram", "1MiB", "--format",
+                         "csv")
+    assert code == 0 and err.startswith("warning: SRAM M = 1,048,576 B is more than")
+    code, out, err = run("sweep", "--n", "4096", "--gpu", "a100", "--format", "csv")
+    assert code == 0 and not err  # the GPU's own SRAM: nothing to say
 
 
 # item 6: compare's workload flags on roofline and report
@@ -270,3 +317,16 @@ def test_a_speedup_below_one_hundredth_is_not_printed_as_zero() -> None:
     printed = float(flash1[7].rstrip("×"))
     assert printed > 0
     assert printed == pytest.approx(seconds(rows["standard"]) / seconds(flash1), rel=0.05)
+
+
+@pytest.mark.parametrize("args", [
+    ("compare", "--n", "4096", "--gpu", "a100", "--wide"),
+    ("sweep", "--n", "1024,4096", "--d", "64,128", "--gpu", "a100", "--wide"),
+], ids=lambda a: a[0])
+def test_wide_never_cuts_a_cell(args: tuple[str, ...]) -> None:
+    """--wide (every column) in an 80-column terminal cut cells to '1.0…', '66.9 …', 'compu…';
+    it now prints past 80 columns where its tables need it (the terminal wraps the lines)."""
+    code, out, err = run(*args)
+    assert code == 0, err
+    assert not re.search(r"\S…(\s|$)", out), out
+    assert max(len(line) for line in out.splitlines()) > 80  # the wide tables need more

@@ -62,6 +62,24 @@ def test_vectorised_heuristic_equals_flash_api(grid: list[int], sms: int, blocks
     assert [num_splits_heuristic(g, sms, blocks, MAX_SPLITS) for g in grid] == expected
 
 
+@settings(max_examples=examples(60))
+@given(grid=st.lists(st.integers(1, 60), min_size=6, max_size=6),
+       sms=st.lists(st.sampled_from([108, 132, 264]), min_size=2, max_size=2),
+       blocks=st.lists(st.integers(1, 40), min_size=3, max_size=3))
+def test_a_grid_of_repeated_points_is_decided_point_by_point(grid: list[int], sms: list[int],
+                                                             blocks: list[int]) -> None:
+    """A sweep's broadcast arrays (points repeating their inputs, each decided once): every
+    point as the C++ loop decides it alone, in its place."""
+    g = np.array(grid).reshape(3, 2, 1, 1)
+    s = np.array(sms).reshape(1, 1, 2, 1)
+    b = np.array(blocks).reshape(1, 1, 1, 3)
+    got = num_splits_heuristic(g, s, b, MAX_SPLITS)
+    assert got.shape == (3, 2, 2, 3)
+    for at in np.ndindex(got.shape):
+        assert got[at] == _flash_api_heuristic(int(g[at[0], at[1], 0, 0]), int(s[0, 0, at[2], 0]),
+                                               int(b[0, 0, 0, at[3]]), MAX_SPLITS), at
+
+
 def test_decode_acceptance_h100() -> None:
     c = compare(DECODE, "h100")
     assert [a.name for a in c.algorithms] == ["standard", "flash1", "flash2", "splitkv"]

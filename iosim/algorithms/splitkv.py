@@ -66,6 +66,25 @@ def num_splits_heuristic(batch_nheads_mblocks: Int, num_sms: Int, num_n_blocks: 
     scalar = not is_array(batch_nheads_mblocks, num_sms, num_n_blocks)
     grid, sms, blocks = (np.asarray(v, dtype=np.int64) for v in np.broadcast_arrays(
         batch_nheads_mblocks, num_sms, num_n_blocks))
+    if grid.size > 1:
+        # decided once per distinct (grid, SMs, key blocks): a sweep's 640,000 points hold a
+        # few thousand, and max_splits rows over every point took 2 GB and most of its time
+        code = np.zeros(grid.size, dtype=np.int64)
+        for values in (grid, sms, blocks):  # one 1-D factorisation each (a sort of ints)
+            distinct, index = np.unique(values.ravel(), return_inverse=True)
+            code = np.unique(code * len(distinct) + index.reshape(-1), return_inverse=True)[1]
+        first = np.zeros(int(code.max()) + 1, dtype=np.intp)
+        first[code] = np.arange(grid.size)  # one point of each distinct triple
+        chosen = _heuristic(grid.ravel()[first], sms.ravel()[first], blocks.ravel()[first],
+                            max_splits)
+        return chosen[code].reshape(grid.shape)
+    result = _heuristic(grid, sms, blocks, max_splits)
+    return int(result) if scalar else result
+
+
+def _heuristic(grid: np.ndarray, sms: np.ndarray, blocks: np.ndarray,
+               max_splits: int) -> np.ndarray:
+    """num_splits_heuristic on arrays of one shape: every candidate split count a row."""
     splits = np.arange(1, max_splits + 1).reshape(-1, *([1] * grid.ndim))
     limit = np.minimum(np.minimum(max_splits, sms), blocks)
     eligible = (splits <= limit) & (
@@ -74,8 +93,7 @@ def num_splits_heuristic(batch_nheads_mblocks: Int, num_sms: Int, num_n_blocks: 
     efficiency = np.where(eligible, n_waves / np.ceil(n_waves), 0.0)
     good = eligible & (efficiency >= 0.85 * efficiency.max(axis=0))
     chosen = np.where(good.any(axis=0), good.argmax(axis=0) + 1, 1)
-    result = np.where(grid >= 0.8 * sms, 1, chosen)
-    return int(result) if scalar else result
+    return np.where(grid >= 0.8 * sms, 1, chosen)
 
 
 def refuse_too_many_splits(splits: Int, n_kv: Int, block_kv: Int) -> None:

@@ -281,7 +281,25 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
                 f"64-bit integers; lower the largest {arg('n')} or use a simpler fraction "
                 f"(e.g. 0.25)")
     notes = [r.note for r in resolved if r.note]
-    return algorithms, hardware, notes
+    return algorithms, hardware, [*notes, *sram_beyond_the_gpus(spec, hardware)]
+
+
+def sram_beyond_the_gpus(spec: SweepSpec, hardware: tuple[Hardware, ...]) -> list[str]:
+    """One note per GPU whose per-block shared memory some swept SRAM size exceeds (issue 13
+    item 11): compare refuses such a size unless forced; a sweep, which may span GPUs that
+    have it and GPUs that do not, counts it and says so."""
+    sizes = {v for v in spec.sram_bytes if v is not None}
+    sizes |= {e * DTYPE_BYTES[t] for e in spec.sram_elements if e is not None
+              for t in spec.dtype if t in DTYPE_BYTES}
+    notes = []
+    for hw in hardware:
+        beyond = sorted(v for v in sizes if v > hw.sram_per_block_bytes)
+        if beyond:
+            listed = ", ".join(f"{v:,} B" for v in beyond)
+            notes.append(f"SRAM M = {listed} is more than the {int(hw.sram_per_block_bytes):,} B "
+                         f"of shared memory a block may use on {hw.name}: no kernel could launch "
+                         f"with it; those rows count what the blocks would cost if one could")
+    return notes
 
 
 def spec_workload(spec: SweepSpec, **values: Any) -> Workload:

@@ -32,7 +32,7 @@ from iosim.analysis.compare import compare
 from iosim.analysis.impl_kernels import head_dim_bucket
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.combine_fit import combine_points, fit_combine, hardware_bandwidth
-from iosim.calibrate.records import MAX_RECORD_BYTES
+from iosim.calibrate.records import finite_json, record_text
 from iosim.errors import IosimError
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
@@ -193,20 +193,9 @@ def load_points(path: Path) -> dict[str, Any]:
     """A record of `iosim calibrate --impl` (or benchmarks/impl_validation_h200.py), or the JSON
     Lines `iosim measure --record FILE` appends (one measured point a line), as one record;
     checked point by point (CalibrationError, one line, naming the point)."""
-    def refuse_constant(name: str) -> Any:  # as measurement files: every number finite
-        raise CalibrationError(f"{path}: {name} is not a measurement; every number must be "
-                               f"finite")
-
-    def parse(text: str) -> Any:
-        return json.loads(text, parse_constant=refuse_constant)
-
+    parse = finite_json(path)
+    text = record_text(path, "an implementation record", "a few hundred KiB")
     try:
-        with path.open("rb") as stream:  # bounded, as measurement files (calibrate/records.py)
-            data = stream.read(MAX_RECORD_BYTES + 1)
-        if len(data) > MAX_RECORD_BYTES:
-            raise CalibrationError(f"{path}: larger than {MAX_RECORD_BYTES:,} bytes; an "
-                                   f"implementation record is a few hundred KiB")
-        text = data.decode("utf-8")
         if path.suffix == ".jsonl":
             lines = [parse(line) for line in text.splitlines() if line.strip()]
             if not lines or not all(isinstance(p, dict) for p in lines):
@@ -221,7 +210,7 @@ def load_points(path: Path) -> dict[str, Any]:
     except RecursionError:
         raise CalibrationError(f"{path}: nested too deeply to be an implementation record"
                                ) from None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+    except json.JSONDecodeError as exc:
         raise CalibrationError(f"{path} is not a readable JSON record ({excerpt(str(exc), 80)})"
                                f"; give a record of `iosim calibrate --impl` or `iosim measure "
                                f"--record`") from None

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from iosim.calibrate import CalibrationError
-from iosim.calibrate.records import MAX_RECORD_BYTES
+from iosim.calibrate.records import finite_json, record_text
 from iosim.errors import IosimError
 from iosim.inputs.workload import Workload
 
@@ -97,28 +97,14 @@ def _problem(p: Any) -> str | None:
 def read_points(path: Path) -> list[dict[str, Any]] | None:
     """The points of a measure record, checked (CalibrationError naming the line); None when
     the file's first line is not a measure point (a calibration record, say)."""
-    def refuse_constant(name: str) -> Any:
-        raise CalibrationError(f"{path}: {name} is not a measurement; every number must be "
-                               f"finite")
-
-    try:
-        with path.open("rb") as stream:
-            data = stream.read(MAX_RECORD_BYTES + 1)
-        text = data.decode("utf-8")
-    except OSError as exc:
-        raise CalibrationError(f"cannot read record {path} "
-                               f"({exc.strerror or type(exc).__name__})") from None
-    except UnicodeDecodeError as exc:
-        raise CalibrationError(f"{path}: not UTF-8 text (offset {exc.start:,})") from None
-    if len(data) > MAX_RECORD_BYTES:
-        raise CalibrationError(f"{path}: larger than {MAX_RECORD_BYTES:,} bytes; a measure "
-                               f"record is a few kB a point")
+    text = record_text(path, "a measure record", "a few kB a point")
+    parse = finite_json(path)
     lines = [(number, line) for number, line in enumerate(text.splitlines(), start=1)
              if line.strip()]
     points: list[dict[str, Any]] = []
     for number, line in lines:
         try:
-            point = json.loads(line, parse_constant=refuse_constant)
+            point = parse(line)
         except (json.JSONDecodeError, RecursionError):
             if not points:
                 return None  # not JSON Lines: another kind of record

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import math
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -235,26 +236,41 @@ MAX_RECORD_BYTES = 16 << 20
 """A measurement file larger than 16 MiB is refused unread (a full H200 run is ~0.5 MiB)."""
 
 
+def record_text(path: Path, kind: str, size: str) -> str:
+    """A record file's text, read bounded as every record is: at most MAX_RECORD_BYTES, UTF-8;
+    else one CalibrationError naming the file (`kind`: what it should be, "a measurement file";
+    `size`: what such a file usually weighs, said when it is too large)."""
+    try:
+        with path.open("rb") as stream:
+            data = stream.read(MAX_RECORD_BYTES + 1)
+    except OSError as exc:
+        raise CalibrationError(f"cannot read {kind} {path} "
+                               f"({exc.strerror or type(exc).__name__})") from None
+    if len(data) > MAX_RECORD_BYTES:
+        raise CalibrationError(f"{path}: larger than {MAX_RECORD_BYTES:,} bytes; {kind} is "
+                               f"{size}")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise CalibrationError(f"{path}: not UTF-8 text (offset {exc.start:,})") from None
+
+
+def finite_json(path: Path) -> Callable[[str], Any]:
+    """json.loads for a record: NaN and Infinity refused (a measurement is a finite number),
+    naming the file; JSONDecodeError and RecursionError are the caller's to word."""
+    def refuse_constant(name: str) -> Any:
+        raise CalibrationError(f"{path}: {name} is not a measurement; every number must be "
+                               f"finite")
+
+    return lambda text: json.loads(text, parse_constant=refuse_constant)
+
+
 def load_calibration(path: str | Path) -> Calibration:
     """Read and check a measurement file."""
     file = Path(path)
-
-    def refuse_constant(name: str) -> Any:
-        raise CalibrationError(f"{file}: {name} is not a measurement; every number must be "
-                               f"finite")
-
+    text = record_text(file, "a measurement file", "a few hundred KiB")
     try:
-        with file.open("rb") as stream:
-            data = stream.read(MAX_RECORD_BYTES + 1)
-        if len(data) > MAX_RECORD_BYTES:
-            raise CalibrationError(f"{file}: larger than {MAX_RECORD_BYTES:,} bytes; a "
-                                   f"measurement file is a few hundred KiB")
-        raw = json.loads(data.decode("utf-8"), parse_constant=refuse_constant)
-    except OSError as exc:
-        raise CalibrationError(f"cannot read measurement file {file} "
-                               f"({exc.strerror or type(exc).__name__})") from None
-    except UnicodeDecodeError as exc:
-        raise CalibrationError(f"{file}: not UTF-8 text (offset {exc.start:,})") from None
+        raw = finite_json(file)(text)
     except json.JSONDecodeError as exc:
         raise CalibrationError(f"{file}: not valid JSON (line {exc.lineno}: {exc.msg})") from None
     except RecursionError:

@@ -8,9 +8,10 @@ from typing import Any
 
 import click
 
+from iosim.cli.lists import Choice
 from iosim.output import strict_json
 
-format_option = click.option("--format", "fmt", type=click.Choice(["table", "json"]),
+format_option = click.option("--format", "fmt", type=Choice(["table", "json"]),
                              default="table", show_default=True)
 """--format table|json of a catalogue command."""
 

@@ -9,6 +9,7 @@ import click
 
 from iosim.algorithms import ALGORITHMS
 from iosim.analysis.comparison import Comparison
+from iosim.cli.lists import Choice
 from iosim.errors import IosimError, arg
 from iosim.inputs.limits import excerpt
 from iosim.inputs.units import DTYPE_BYTES
@@ -63,7 +64,7 @@ def _workload_options(f: F, *, n: int | None, heads: int, batch: int) -> F:
         click.option("--kv-heads", type=int, default=None,
                      help="Key/value heads for GQA/MQA (default: --heads)."),
         click.option("--batch", type=int, default=batch, show_default=True, help="Batch size."),
-        click.option("--dtype", type=click.Choice(list(DTYPE_BYTES)), default="fp16",
+        click.option("--dtype", type=Choice(list(DTYPE_BYTES)), default="fp16",
                      show_default=True, help="Input/output dtype (statistics are always fp32)."),
         click.option("--causal", is_flag=True, help="Causal mask (tiled kernels skip blocks)."),
         click.option("--unfused", default=None, metavar="LIST",
@@ -82,7 +83,7 @@ def head_dim_options(f: F) -> F:
         click.option("--latent-kv", is_flag=True,
                      help="MLA absorbed decoding: K and V are one latent cache (--kv-heads 1, "
                           "--d 576 --d-v 512), V its first d_v columns, never read apart."),
-        click.option("--fp8-scales", type=click.Choice(list(FP8_SCALES)), default=None,
+        click.option("--fp8-scales", type=Choice(list(FP8_SCALES)), default=None,
                      help="FP8 descale factors read from HBM: per (batch, KV head) tensor, or "
                           "per block (needs --dtype fp8_e4m3|fp8_e5m2; default: tensor)."),
     ])
@@ -184,7 +185,7 @@ def impl_options(f: F) -> F:
                      help="Estimate what an implementation runs: iosim-triton, sdpa-flash, "
                           "sdpa-cudnn, sdpa-efficient, flex, torch-naive, or your own YAML "
                           "(configs/impls)."),
-        click.option("--tiles", type=click.Choice(["code", "alg1"]), default="code",
+        click.option("--tiles", type=Choice(["code", "alg1"]), default="code",
                      show_default=True,
                      help="Default blocks of flash2/splitkv: the FlashAttention-2 code's per "
                           "head dim, or Alg. 1 line 1's rule."),
@@ -207,7 +208,7 @@ class SplitsType(click.ParamType):  # type: ignore[type-arg]  # generic from cli
         try:
             return int(text)
         except ValueError:
-            self.fail(f"{value!r} is neither a whole number nor auto", param, ctx)
+            self.fail(f"{value!r} is neither a whole number nor auto.", param, ctx)
 
 
 def splits_auto(params: dict[str, Any]) -> bool:
@@ -217,15 +218,16 @@ def splits_auto(params: dict[str, Any]) -> bool:
 
 def format_option(f: F) -> F:
     """The --format flag (table, json, csv or markdown), passed to the command as `fmt`."""
-    return click.option("--format", "fmt", type=click.Choice(FORMATS), default="table",
+    return click.option("--format", "fmt", type=Choice(FORMATS), default="table",
                         show_default=True, help="Output format.")(f)
 
 
 def wide_option(f: F) -> F:
     """The --wide flag: every column instead of the 80-column layout."""
     return click.option("--wide", is_flag=True,
-                        help="Every column (HBM reads and writes apart, FLOPs per algorithm); "
-                             "the default layout fits an 80-column terminal.")(f)
+                        help="Every column (HBM reads and writes apart, FLOPs per algorithm), "
+                             "none cut: wider than 80 columns; the default layout fits an "
+                             "80-column terminal.")(f)
 
 
 def algorithm_options(f: F) -> F:
@@ -235,7 +237,7 @@ def algorithm_options(f: F) -> F:
         click.option("--algo", default=None, metavar="LIST",
                      help=f"Algorithms, comma-separated: {','.join(ALGORITHMS)} (default: the "
                           f"first three, and splitkv too when --n is 1)."),
-        click.option("--pass", "pass_", type=click.Choice(list(PASSES)), default="fwd",
+        click.option("--pass", "pass_", type=Choice(list(PASSES)), default="fwd",
                      show_default=True, help="Forward, backward, or both (a training step)."),
         click.option("--sparsity", type=float, default=None, metavar="S",
                      help="Block-sparse FlashAttention: fraction of non-zero blocks in (0, 1] "
@@ -244,7 +246,7 @@ def algorithm_options(f: F) -> F:
                      help="splitkv's KV splits, 1 to the number of key blocks, or auto: "
                           "every count's predicted time and the best pick (default: "
                           "FlashAttention-2's heuristic for the GPU's SMs)."),
-        click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
+        click.option("--profile", type=Choice(["spec", "measured"]), default="spec",
                      show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML."),
         click.option("--force", is_flag=True,
                      help="Accept SRAM or blocks beyond what the GPU has (and, where the "
@@ -262,7 +264,7 @@ def mask_options(f: F) -> F:
         click.option("--seqlens", default=None, metavar="LIST",
                      help="Packed variable-length sequences, e.g. 512,3000,77 (summing to --n; "
                           "FlashAttention varlen: attention stays within each sequence)."),
-        click.option("--packing", type=click.Choice(list(PACKINGS)), default="varlen",
+        click.option("--packing", type=Choice(list(PACKINGS)), default="varlen",
                      show_default=True,
                      help="How --seqlens are cut into blocks: FA2 varlen (per sequence) or "
                           "FlexAttention's document mask (one sequence; blocks straddle)."),

@@ -80,6 +80,8 @@ def compare_command(fmt: str, wide: bool, **params: Any) -> None:
             click.echo(plain, nl=False)
             return
         console = render.make_console()
+        if wide:  # as _plain_output: no cell cut
+            console.width = render.wide_width(result, console.width)
         render.print_comparison(result, console, wide=wide)
         if choice is not None:
             from iosim.output.render_splits import print_split_choice
@@ -100,6 +102,10 @@ def _plain_output(result: Any, verdict: Any, wide: bool) -> str | None:
         width, styled = terminal_width(), True
     if width is None:
         return None
+    if wide:  # every column, none cut: wider than the terminal where a table needs it
+        from iosim.output.render import wide_width
+
+        width = wide_width(result, width)
     # the notes printed as rich prints a str
     return plain_comparison(result, width, wide=wide, styled=styled,
                             notes=_closing_notes(result, verdict))

@@ -165,8 +165,8 @@ def parse_choices(text: str, flag: str, choices: Sequence[str]) -> tuple[str, ..
         item = raw.strip().lower()
         if item not in choices:
             shown = f"'{raw.strip()}'" if raw.strip() else "an empty item"
-            raise click.BadParameter(f"{shown} is not one of {', '.join(choices)}.",
-                                     param_hint=f"'{flag}'")
+            raise click.BadParameter(f"{shown} is not one of {', '.join(choices)}."
+                                     f"{_did_you_mean(raw, choices)}", param_hint=f"'{flag}'")
         out.append(item)
     return tuple(dict.fromkeys(out))
 
@@ -198,3 +198,25 @@ def parse_names(text: str, flag: str) -> tuple[str, ...]:
 def describe(values: Sequence[Any]) -> str:
     """A list flag's values as the user could type them back ("auto" for the default, None)."""
     return ",".join("auto" if v is None else str(v) for v in values)
+
+
+def _did_you_mean(word: str, choices: Sequence[str]) -> str:
+    from iosim.inputs.suggest import did_you_mean  # difflib: imported only for a mistake
+
+    return did_you_mean(word, choices) if word.strip() else ""
+
+
+class Choice(click.Choice):  # type: ignore[type-arg]  # generic from click 8.2 only
+    """click.Choice whose refusal also suggests the closest choices ('fp8e4m3' -> fp8_e4m3)."""
+
+    def convert(self, value: Any, param: click.Parameter | None,
+                ctx: click.Context | None) -> Any:
+        """click's conversion; a value that is none of the choices gets 'Did you mean ...?'."""
+        try:
+            return super().convert(value, param, ctx)
+        except click.BadParameter as exc:
+            hint = _did_you_mean(str(value), [str(c) for c in self.choices])
+            if not hint:
+                raise
+            raise click.BadParameter(f"{exc.message}{hint}", ctx=exc.ctx,
+                                     param=exc.param) from None

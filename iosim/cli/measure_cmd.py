@@ -10,6 +10,7 @@ import click
 
 from iosim.cli import cli
 from iosim.cli.common import gpu_option, workload_options
+from iosim.cli.lists import Choice
 from iosim.errors import IosimError
 from iosim.inputs.workload import Workload
 
@@ -20,7 +21,7 @@ from iosim.inputs.workload import Workload
 @click.option("--impl", required=True, metavar="NAME|PATH",
               help="The implementation to run (configs/impls): sdpa-flash, sdpa-cudnn, "
                    "sdpa-efficient, flex, torch-naive, iosim-triton, or your own YAML.")
-@click.option("--profile", type=click.Choice(["spec", "measured"]), default="measured",
+@click.option("--profile", type=Choice(["spec", "measured"]), default="measured",
               show_default=True, help="The roofs the prediction uses.")
 @click.option("--counters/--no-counters", default=None,
               help="Read DRAM and L2 bytes with Nsight Compute (ncu): the point run once more "

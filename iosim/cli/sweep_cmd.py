@@ -25,6 +25,7 @@ from iosim.cli.common import (
 )
 from iosim.cli.lists import (
     HELP,
+    Choice,
     parse_booleans,
     parse_choices,
     parse_fractions,
@@ -95,7 +96,7 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--latent-kv", is_flag=True,
               help="MLA absorbed decoding at every point: V is the first d_v columns of the "
                    "one latent KV head (--kv-heads 1, --d 576 --d-v 512).")
-@click.option("--fp8-scales", type=click.Choice(["tensor", "block"]), default=None,
+@click.option("--fp8-scales", type=Choice(["tensor", "block"]), default=None,
               help="FP8 descale granularity of the fp8_e4m3/fp8_e5m2 points (default: tensor).")
 @click.option("--heads", default="1", show_default=True, metavar="RANGE",
               callback=_ints("--heads"), help="Query heads.")
@@ -130,7 +131,7 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--seqlens", default=None, metavar="LIST",
               help="Packed variable-length sequences, the same at every point (one --n: their "
                    "sum), e.g. 512,3000,77.")
-@click.option("--packing", type=click.Choice(["varlen", "document"]), default="varlen",
+@click.option("--packing", type=Choice(["varlen", "document"]), default="varlen",
               show_default=True, help="How --seqlens are cut into blocks (FA2 varlen, or "
               "FlexAttention's document mask).")
 @click.option("--splits", metavar="RANGE", callback=lambda ctx, param, value: _splits(value),
@@ -147,9 +148,9 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @click.option("--impl", default=None, metavar="NAME|PATH",
               help="Sweep an implementation (configs/impls: sdpa-flash, torch-naive, ...) "
                    "instead of the algorithms: compare --impl at every point.")
-@click.option("--profile", type=click.Choice(["spec", "measured"]), default="spec",
+@click.option("--profile", type=Choice(["spec", "measured"]), default="spec",
               show_default=True, help="Datasheet roofs, or the calibrated ones of the YAML.")
-@click.option("--format", "fmt", type=click.Choice([*FORMATS, "jsonl"]), default="table",
+@click.option("--format", "fmt", type=Choice([*FORMATS, "jsonl"]), default="table",
               show_default=True,
               help="Output format (table and markdown show --limit rows; csv, jsonl (JSON "
                    "Lines: metadata, then a row per line) and json stream every row).")
@@ -235,20 +236,34 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
     from iosim.output import render_sweep
 
     if fmt in STREAMED:
-        from iosim.output import sweep_stream
+        if fmt == "csv":  # a CSV has no metadata to carry the warning: stderr says it
+            from iosim.analysis.sweep_spec import sram_beyond_the_gpus
 
-        stream = sys.stdout
-        if fmt == "csv":
-            sweep_stream.write_csv(result, stream)
-        elif fmt == "jsonl":
-            sweep_stream.write_jsonl(result, stream)
-        else:
-            sweep_stream.write_json(result, stream)
-        stream.flush()
+            for note in sram_beyond_the_gpus(result.spec, tuple(result.hardware)):
+                click.echo(f"warning: {note}", err=True)
+        write_streamed(result, fmt)
     elif fmt == "markdown":
         click.echo(render_sweep.sweep_markdown(result, limit=limit), nl=False)
     else:
         render_sweep.print_sweep(result, limit=limit, wide=wide)
+
+
+def write_streamed(result: SweepResult, fmt: str) -> None:
+    """The sweep as CSV, JSON Lines or JSON on stdout, by two processes in turn where the
+    machine has the cores (output/sweep_turns.py). A reader that went away ends the command
+    as click does (status 1, nothing said); any other failure to write is one line, status 2."""
+    from iosim.output import sweep_stream, sweep_turns
+
+    make = {"csv": sweep_stream.csv_file, "jsonl": sweep_stream.jsonl_file}.get(
+        fmt, sweep_stream.json_file)
+    try:
+        sweep_turns.write_in_turns(make(result), sys.stdout)
+        sys.stdout.flush()
+    except BrokenPipeError:
+        raise
+    except OSError as exc:
+        raise click.ClickException(
+            f"cannot write the sweep's {fmt} to the output: {exc.strerror or exc}") from None
 
 
 def keep_freed_memory() -> None:

@@ -16,6 +16,7 @@ from iosim.cli.common import (
     parse_seqlens,
     typed,
 )
+from iosim.cli.lists import Choice
 from iosim.cli.model_flags import model_options, workload_of
 from iosim.errors import IosimError, arg
 from iosim.execute import EXECUTOR_DTYPES
@@ -50,7 +51,7 @@ def executor_dtype(value: str) -> str:
               help="Head dimension of V and O (default: --d).")
 @click.option("--latent-kv", is_flag=True,
               help="MLA's latent cache: V is the first --d-v columns of K (--kv-heads 1).")
-@click.option("--fp8-scales", type=click.Choice(["tensor", "block"]), default=None,
+@click.option("--fp8-scales", type=Choice(["tensor", "block"]), default=None,
               help="Count the workload as FP8 (e4m3, FA3's forward) with these descale "
                    "factors; the executor quantises and dequantises (its numbers stay --dtype).")
 @click.option("--heads", type=int, default=1, show_default=True, help="Query heads.")
@@ -82,9 +83,9 @@ def executor_dtype(value: str) -> str:
               help="Standard's extra N×N kernels: any of scale,mask,dropout.")
 @click.option("--dropout-p", type=float, default=0.1, show_default=True,
               help="Dropout probability when dropout is listed in --unfused.")
-@click.option("--pass", "pass_", type=click.Choice(list(PASSES)), default="fwd", show_default=True,
+@click.option("--pass", "pass_", type=Choice(list(PASSES)), default="fwd", show_default=True,
               help="Pass to run: forward, backward (its forward runs first, uncounted) or both.")
-@click.option("--format", "fmt", type=click.Choice(["table", "json"]), default="table",
+@click.option("--format", "fmt", type=Choice(["table", "json"]), default="table",
               show_default=True, help="Output format.")
 @decoding_options
 @model_options

@@ -115,7 +115,10 @@ def get_implementation(name_or_path: str) -> Implementation:
         return _load(str(path.resolve()))
     name = name_or_path.strip().lower()
     if name not in shipped_implementations():
-        raise IosimError(f"unknown implementation '{name_or_path}'; use one of "
+        from iosim.inputs.suggest import did_you_mean  # difflib: imported only for a mistake
+
+        raise IosimError(f"unknown implementation '{name_or_path}'."
+                         f"{did_you_mean(name, shipped_implementations())} Use one of "
                          f"{', '.join(shipped_implementations())}, or the path of your own YAML "
                          f"(configs/impls/README.md)")
     return _load(os.path.join(shipped_folder(*_IMPLS), f"{name}.yaml"))

@@ -114,7 +114,10 @@ class Model(Record):
         for g in self.layers:
             if g.kind == kind.strip().lower():
                 return g
-        raise ModelError(f"{self.name} has no layer kind {excerpt(kind)}; its kinds: "
+        from iosim.inputs.suggest import did_you_mean  # difflib: imported only for a mistake
+
+        hint = did_you_mean(kind, [g.kind for g in self.layers])
+        raise ModelError(f"{self.name} has no layer kind {excerpt(kind)}.{hint} Its kinds: "
                          f"{describe_kinds(self)}; pick one with {arg('layer')}", param="layer")
 
 

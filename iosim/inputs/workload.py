@@ -145,8 +145,10 @@ class Workload(Record, init=False):
                                 param="pass_")
         bad = [op for op in self.unfused if op not in UNFUSED_OPS]
         if bad:
-            raise WorkloadError(f"unknown unfused op '{bad[0]}'; use any of {', '.join(UNFUSED_OPS)}",
-                                param="unfused")
+            from iosim.inputs.suggest import did_you_mean  # difflib: only for a mistake
+
+            raise WorkloadError(f"unknown unfused op '{bad[0]}'.{did_you_mean(bad[0], UNFUSED_OPS)}"
+                                f" Use any of {', '.join(UNFUSED_OPS)}", param="unfused")
         object.__setattr__(self, "unfused", tuple(op for op in UNFUSED_OPS if op in self.unfused))
         if (isinstance(self.sparsity, bool) or not isinstance(self.sparsity, (int, float))
                 or not 0 < self.sparsity <= 1):

@@ -142,15 +142,28 @@ class TextTable:
             table.add_row(*row, end_section=i in self.section_ends)
         return table
 
-    def plain_lines(self, width: int, *, styled: bool = False) -> list[str] | None:
-        """The table as rich prints it to a pipe `width` columns wide (`styled`: to a terminal),
-        or None where this layout does not know rich's (see the module doc)."""
+    def _widths(self) -> list[int] | None:
+        """Each column's width with no cell cut, or None where a cell's width is uncertain or a
+        cell spans lines (rich's answer is not known then: the module doc)."""
         widths = []
         for column in self.columns:
             lengths = [cell_len(t) for t in (column.header, *column.cells)]
             if None in lengths or "\n" in column.header or any("\n" in t for t in column.cells):
                 return None
             widths.append(max(n for n in lengths if n is not None))
+        return widths
+
+    def natural_width(self) -> int | None:
+        """Columns the table needs with no cell cut: an edge each side, one space between."""
+        widths = self._widths()
+        return None if widths is None else sum(widths) + len(widths) + 1
+
+    def plain_lines(self, width: int, *, styled: bool = False) -> list[str] | None:
+        """The table as rich prints it to a pipe `width` columns wide (`styled`: to a terminal),
+        or None where this layout does not know rich's (see the module doc)."""
+        widths = self._widths()
+        if widths is None:
+            return None
         table_width = sum(widths) + len(widths) + 1  # an edge each side, one space between
         if not widths or min(widths) == 0 or table_width > width:
             return None

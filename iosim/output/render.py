@@ -129,6 +129,14 @@ def print_comparison(c: Comparison, console: Console, *, wide: bool = False) -> 
     console.print(comparison_renderable(c, wide=wide))
 
 
+def wide_width(c: Comparison, width: int) -> int:
+    """The columns `compare --wide` lays out at: `width`, or more where a table of the wide
+    layout needs more, so that no cell is cut (the terminal wraps the longer lines)."""
+    needed = [part.natural_width() for part in comparison_parts(c, wide=True)
+              if isinstance(part, TextTable)]
+    return max([width, *(n for n in needed if n is not None)])
+
+
 def plain_comparison(c: Comparison, width: int, *, wide: bool = False, styled: bool = False,
                      notes: Sequence[str] = ()) -> str | None:
     """What `print_comparison` prints to a pipe `width` columns wide, laid out without rich

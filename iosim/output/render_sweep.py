@@ -196,9 +196,15 @@ def sweep_renderable(result: SweepResult, *, limit: int | None = 100, wide: bool
 
 def print_sweep(result: SweepResult, *, limit: int | None = 100, wide: bool = False) -> None:
     """To stdout: a terminal keeps its width (the table stacks by its first axis when it is too
-    wide); a pipe or file gets $COLUMNS, else as wide as the table needs."""
+    wide; with `wide`, lines grow past it where the stacked tables still need more, rather
+    than cells being cut); a pipe or file gets $COLUMNS, else as wide as the table needs."""
     needed = _width(sweep_renderable(result, limit=limit, wide=wide))
     console = make_console(pipe_width=max(PIPE_WIDTH, needed))
+    if wide:  # every column, none cut: as wide as the stacked tables need, past the terminal
+        rows, _ = _rows(result, limit, wide=True)
+        tables = _stacked(_headers(result, wide=True), rows, len(_shown_axes(result)),
+                          console.width, "")
+        console.width = max(console.width, *(_width(t) for t in tables))
     console.print(sweep_renderable(result, limit=limit, wide=wide, width=console.width))
 
 
@@ -285,7 +291,9 @@ def roofline_table(c: Comparison) -> TextTable:
         perf = r["performance_flops_per_s"]
         table.add_row(r["algorithm"], r["label"], fmt_bytes(r["roof_bytes"]), fmt_count(r["flops"]),
                       "—" if intensity is None else fmt_intensity(intensity),
-                      "—" if not perf else fmt_rate(perf, "FLOP/s"), fmt_time(r["time_s"]),
+                      # a bare count under its unit, as the FLOP column (a cascade's kernel
+                      # names left no room for 'TFLOP/s' in 80 columns)
+                      "—" if not perf else fmt_count(perf), fmt_time(r["time_s"]),
                       r["bound"])
     return table
 

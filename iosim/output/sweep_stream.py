@@ -13,13 +13,15 @@ null (JSON), as are the backward's blocks of a forward pass.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import IO, Any
 
 import numpy as np
 
 from iosim.analysis.sweep import SweepResult
 from iosim.output import strict_json, text_columns
+from iosim.output.text_memo import MemoBudget, TextMemo
+from iosim.record import Record
 
 CHUNK_POINTS = 1 << 14
 """Points per written block: bounds the memory to a few tens of MB whatever the sweep's size."""
@@ -32,15 +34,22 @@ Chunk = tuple[dict[str, np.ndarray], dict[str, tuple[Any, ...]]]
 """A chunk's columns, its names coded: (columns, the values of each coded column)."""
 
 
-def _chunks(result: SweepResult) -> Iterator[Chunk]:
-    for start in range(0, result.points, CHUNK_POINTS):
-        coded: dict[str, tuple[Any, ...]] = {}
-        yield result.columns(start=start, max_points=CHUNK_POINTS, coded=coded), coded
+class Memos:
+    """One TextMemo per numeric column of a file, sharing one budget (output/text_memo.py)."""
+
+    def __init__(self) -> None:
+        self.budget = MemoBudget()
+        self.by_column: dict[str, TextMemo] = {}
+
+    def __getitem__(self, name: str) -> TextMemo:
+        if name not in self.by_column:
+            self.by_column[name] = TextMemo(self.budget)
+        return self.by_column[name]
 
 
 def _text_columns(columns: dict[str, np.ndarray], coded: dict[str, tuple[Any, ...]], *,
-                  empty: str, text: Callable[[Any], str], boolean: tuple[str, str]
-                  ) -> list[text_columns.Column]:
+                  empty: str, text: Callable[[Any], str], boolean: tuple[str, str],
+                  memos: Memos) -> list[text_columns.Column]:
     """Each column as text: blocks 0 as `empty`, non-finite floats as `empty`, booleans as the
     pair (true, false), names through `text`."""
     out = []
@@ -48,13 +57,13 @@ def _text_columns(columns: dict[str, np.ndarray], coded: dict[str, tuple[Any, ..
         if name in coded:
             out.append(text_columns.coded_names(values, coded[name], text))
         elif name in BLOCK_COLUMNS:
-            out.append(text_columns.integers(values, zero=empty))
+            out.append(text_columns.integers(values, zero=empty, memo=memos[name]))
         elif values.dtype.kind == "b":
             out.append(text_columns.booleans(values, true=boolean[0], false=boolean[1]))
         elif values.dtype.kind in "iu":
-            out.append(text_columns.integers(values))
+            out.append(text_columns.integers(values, memo=memos[name]))
         elif values.dtype.kind == "f":
-            out.append(text_columns.floats(values, non_finite=empty))
+            out.append(text_columns.floats(values, non_finite=empty, memo=memos[name]))
         else:  # names: GPU, dtype, pass, algorithm, bound (few distinct values)
             out.append(text_columns.names(values, text))
     return out
@@ -80,7 +89,8 @@ def per_point_columns(result: SweepResult) -> tuple[str, ...]:
 
 
 def _chunk_text(result: SweepResult, chunk: Chunk, separators: list[str], *,
-                empty: str, text: Callable[[Any], str], boolean: tuple[str, str]) -> list[str]:
+                empty: str, text: Callable[[Any], str], boolean: tuple[str, str],
+                memos: Memos) -> list[str]:
     """The chunk's rows: the per-point columns formatted once per point and repeated on
     each of its algorithms' rows, in strings of a few thousand rows; `separators` as in
     `text_columns.join_rows`."""
@@ -90,59 +100,112 @@ def _chunk_text(result: SweepResult, chunk: Chunk, separators: list[str], *,
     assert list(columns)[:len(lead)] == list(lead)
     per_point = {name: columns[name][::k] for name in lead}
     per_row = {name: values for name, values in columns.items() if name not in lead}
-    options: dict[str, Any] = {"empty": empty, "text": text, "boolean": boolean}
+    options: dict[str, Any] = {"empty": empty, "text": text, "boolean": boolean, "memos": memos}
     cells = [text_columns.repeat(c, k) for c in _text_columns(per_point, coded, **options)]
     cells += _text_columns(per_row, coded, **options)
     return text_columns.text_parts(cells, separators)
 
 
-def write_csv(result: SweepResult, stream: IO[str]) -> None:
+class StreamedFile(Record):
+    """A streamed file: `head`, then `chunk(i)` for i in 0 .. chunks - 1 (a few strings each,
+    made only when asked for: any chunk may be made in any order, by any process), then
+    `tail`."""
+
+    head: str
+    chunks: int
+    chunk: Callable[[int], list[str]]
+    tail: str = ""
+
+
+def _chunk(result: SweepResult, index: int) -> Chunk:
+    coded: dict[str, tuple[Any, ...]] = {}
+    columns = result.columns(start=index * CHUNK_POINTS, max_points=CHUNK_POINTS, coded=coded)
+    return columns, coded
+
+
+def _chunk_count(result: SweepResult) -> int:
+    return -(-result.points // CHUNK_POINTS)
+
+
+def csv_file(result: SweepResult) -> StreamedFile:
     """Every row as CSV, the header first; booleans True/False, missing blocks empty."""
-    header_written = False
-    for chunk in _chunks(result):
-        columns = chunk[0]
-        if not header_written:
-            stream.write(",".join(columns) + "\n")
-            header_written = True
-        separators = ["", *[","] * (len(columns) - 1), "\n"]
-        for part in _chunk_text(result, chunk, separators, empty="", text=_csv_text,
-                                boolean=("True", "False")):
-            stream.write(part)
+    memos = Memos()
+
+    def chunk(index: int) -> list[str]:
+        columns = _chunk(result, index)
+        separators = ["", *[","] * (len(columns[0]) - 1), "\n"]
+        parts = _chunk_text(result, columns, separators, empty="", text=_csv_text,
+                            boolean=("True", "False"), memos=memos)
+        return [",".join(columns[0]) + "\n", *parts] if index == 0 else parts
+
+    return StreamedFile("", _chunk_count(result), chunk)
 
 
 ROW_START = ",\n  "
 """Before each row of a JSON document (the first row's comma dropped)."""
 
 
-def _json_rows(result: SweepResult, before: str, after: str) -> Iterator[str]:
-    """The rows as JSON objects, each between `before` and `after`, a few thousand rows a
-    string."""
-    for chunk in _chunks(result):
-        keys = [json.dumps(name) + ": " for name in chunk[0]]
-        separators = [before + "{" + keys[0], *[", " + key for key in keys[1:]], "}" + after]
-        yield from _chunk_text(result, chunk, separators, empty="null", text=json.dumps,
-                               boolean=("true", "false"))
+def _json_chunk(result: SweepResult, index: int, before: str, after: str,
+                memos: Memos) -> list[str]:
+    """A chunk's rows as JSON objects, each between `before` and `after`, a few thousand rows
+    a string."""
+    columns = _chunk(result, index)
+    keys = [json.dumps(name) + ": " for name in columns[0]]
+    separators = [before + "{" + keys[0], *[", " + key for key in keys[1:]], "}" + after]
+    return _chunk_text(result, columns, separators, empty="null", text=json.dumps,
+                       boolean=("true", "false"), memos=memos)
+
+
+def jsonl_file(result: SweepResult) -> StreamedFile:
+    """JSON Lines: the sweep's metadata on the first line ({"metadata": ...}), then one object
+    per row."""
+    head = strict_json.dumps({"metadata": result.metadata()}, ensure_ascii=False) + "\n"
+    memos = Memos()
+    return StreamedFile(head, _chunk_count(result),
+                        lambda index: _json_chunk(result, index, "", "\n", memos))
+
+
+def json_file(result: SweepResult) -> StreamedFile:
+    """One JSON document {metadata..., "rows": [...]}, its rows written chunk by chunk."""
+    head = strict_json.dumps(result.metadata(), indent=1, ensure_ascii=False)
+
+    memos = Memos()
+
+    def chunk(index: int) -> list[str]:
+        parts = _json_chunk(result, index, ROW_START, "", memos)
+        if index == 0 and parts:
+            # every row starts with ROW_START; the first row's comma is dropped (one copy of
+            # one string, where cutting a separator off each string copied the whole file)
+            parts[0] = parts[0][1:]
+        return parts
+
+    return StreamedFile(head[:-2] + ',\n "rows": [', _chunk_count(result), chunk,
+                        "\n ]\n}\n")
+
+
+def write(file: StreamedFile, stream: IO[str]) -> None:
+    """The file's head, chunks in order and tail, written to `stream` one string at a time."""
+    stream.write(file.head)
+    for index in range(file.chunks):
+        for part in file.chunk(index):
+            stream.write(part)
+    stream.write(file.tail)
+
+
+def write_csv(result: SweepResult, stream: IO[str]) -> None:
+    """csv_file(result), written to `stream`."""
+    write(csv_file(result), stream)
 
 
 def write_jsonl(result: SweepResult, stream: IO[str]) -> None:
-    """JSON Lines: the sweep's metadata on the first line ({"metadata": ...}), then one object
-    per row."""
-    stream.write(strict_json.dumps({"metadata": result.metadata()}, ensure_ascii=False) + "\n")
-    for rows in _json_rows(result, "", "\n"):
-        stream.write(rows)
+    """jsonl_file(result), written to `stream`."""
+    write(jsonl_file(result), stream)
 
 
 def write_json(result: SweepResult, stream: IO[str]) -> None:
-    """One JSON document {metadata..., "rows": [...]}, written incrementally."""
-    head = strict_json.dumps(result.metadata(), indent=1, ensure_ascii=False)
-    stream.write(head[:-2] + ',\n "rows": [')
-    first = True
-    for rows in _json_rows(result, ROW_START, ""):
-        # every row starts with ROW_START; the first row's comma is dropped (one copy of one
-        # string, where cutting a separator off each string copied the whole file)
-        stream.write(rows[1:] if first else rows)
-        first = False
-    stream.write("\n ]\n}\n")
+    """json_file(result), written to `stream`."""
+    write(json_file(result), stream)
 
 
-__all__ = ["CHUNK_POINTS", "write_csv", "write_json", "write_jsonl"]
+__all__ = ["CHUNK_POINTS", "StreamedFile", "csv_file", "json_file", "jsonl_file", "write",
+           "write_csv", "write_json", "write_jsonl"]

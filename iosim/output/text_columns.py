@@ -24,17 +24,22 @@ from typing import Any
 
 import numpy as np
 
+from iosim.output.text_memo import TextMemo
 from iosim.record import Record
+
+Texts = list[str] | np.ndarray
+"""The texts of a column's distinct values: a list, or an object array of str."""
 
 
 class Column(Record, eq=False):
     """One column in coded form: `codes` (intp, 0 .. count - 1), each standing for `times`
     consecutive rows (a point's value on each of its algorithms' rows), and `texts(before,
-    after)`, the text of each distinct value in code order, each between `before` and `after`."""
+    after)`, the text of each distinct value in code order, each between `before` and `after`
+    (a list, or an object array)."""
 
     codes: np.ndarray
     count: int
-    texts: Callable[[str, str], list[str]]
+    texts: Callable[[str, str], Texts]
     times: int = 1
 
     @property
@@ -102,26 +107,34 @@ _MIX = np.uint64(0x9E3779B97F4A7C15)
 """An odd 64-bit multiplier (2^64 / golden ratio): spreads a bit pattern over the hash."""
 
 
-def floats(values: np.ndarray, *, non_finite: str) -> Column:
-    """Each float as `repr` (shortest round-trip text); inf and nan as `non_finite`."""
+def floats(values: np.ndarray, *, non_finite: str, memo: TextMemo | None = None) -> Column:
+    """Each float as `repr` (shortest round-trip text); inf and nan as `non_finite`. With
+    `memo`, texts it holds (by bit pattern) are looked up rather than made again."""
     values = np.asarray(values)
     if values.dtype != np.float64:
         values = values.astype(np.float64)  # exact for float16 and float32
     distinct, codes = _coded(values.view(np.int64))  # the bit pattern: -0.0 is not 0.0
 
-    def texts(before: str, after: str) -> list[str]:
-        numbers = distinct.view(np.float64)
-        # %r is repr; map is a C loop: no Python call per value
-        out = list(map(_template(before, "%r", after).__mod__, numbers.tolist()))
-        for at in np.flatnonzero(~np.isfinite(numbers)).tolist():
-            out[at] = before + non_finite + after
-        return out
+    def texts(before: str, after: str) -> Texts:
+        def make(bits: np.ndarray) -> list[str]:
+            numbers = bits.view(np.float64)
+            # %r is repr; map is a C loop: no Python call per value
+            out = list(map(_template(before, "%r", after).__mod__, numbers.tolist()))
+            for at in np.flatnonzero(~np.isfinite(numbers)).tolist():
+                out[at] = before + non_finite + after
+            return out
+
+        if memo is None:
+            return make(distinct)
+        return memo.texts_of(distinct, ("float", before, after, non_finite), make)
 
     return Column(codes, len(distinct), texts)
 
 
-def integers(values: np.ndarray, *, zero: str | None = None) -> Column:
-    """Each whole number in decimal (as `%d`); with `zero`, 0 is written as that text."""
+def integers(values: np.ndarray, *, zero: str | None = None,
+             memo: TextMemo | None = None) -> Column:
+    """Each whole number in decimal (as `%d`); with `zero`, 0 is written as that text. With
+    `memo`, texts it holds are looked up rather than made again."""
     values = np.asarray(values)
     if values.dtype.kind not in "iu":
         raise TypeError(f"integers() needs an integer array, not {values.dtype}")
@@ -130,13 +143,18 @@ def integers(values: np.ndarray, *, zero: str | None = None) -> Column:
     distinct, codes = _coded(values.astype(np.uint64).view(np.int64) if unsigned
                              else values.astype(np.int64))
 
-    def texts(before: str, after: str) -> list[str]:
-        numbers = distinct.view(np.uint64) if unsigned else distinct
-        out = list(map(_template(before, "%d", after).__mod__, numbers.tolist()))
-        if zero is not None:
-            for at in np.flatnonzero(numbers == 0).tolist():
-                out[at] = before + zero + after
-        return out
+    def texts(before: str, after: str) -> Texts:
+        def make(keys: np.ndarray) -> list[str]:
+            numbers = keys.view(np.uint64) if unsigned else keys
+            out = list(map(_template(before, "%d", after).__mod__, numbers.tolist()))
+            if zero is not None:
+                for at in np.flatnonzero(numbers == 0).tolist():
+                    out[at] = before + zero + after
+            return out
+
+        if memo is None:
+            return make(distinct)
+        return memo.texts_of(distinct, ("int", unsigned, before, after, zero), make)
 
     return Column(codes, len(distinct), texts)
 
@@ -270,7 +288,7 @@ def text_parts(columns: Sequence[Column], separators: Sequence[str]) -> list[str
         for c in segment.members:
             column = columns[c]
             after = separators[-1] if c == last else ""
-            table = np.array(column.texts(separators[c], after), dtype=object)
+            table = np.asarray(column.texts(separators[c], after), dtype=object)
             # the column's code at that combination's first row
             codes = column.codes[first * segment.times // column.times]
             cells.append(table[codes].tolist())
