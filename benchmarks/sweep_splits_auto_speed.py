@@ -4,7 +4,8 @@ the H200's measured profile), against the same sweep at FA2's heuristic (no --sp
     python benchmarks/sweep_splits_auto_speed.py [--batches 10] [--lengths 100]
 
 In this process, after one warm call: the sweep of batches × lengths points with and without
-`splits=("auto",)` (analysis/sweep_splits.py: split_choice.best_split_count at each point), and
+`splits=("auto",)` (analysis/sweep_splits.py: split_choice.best_split_count at each point; wall
+time, and the process's CPU time, which other jobs on a shared machine inflate less), and
 the per-point cost of the choice alone (best_split_count, and choose_splits' full table, over
 the same points). The issue's target: a 10,000-point decode sweep in about 30 s
 (docs/variants-decoding.md records the figures).
@@ -37,11 +38,11 @@ def main() -> None:
     sweep(spec(2, 2, ("auto",)))  # warm: imports, tables
     for label, splits in (("FA2's heuristic (no --splits)", (None,)), ("--splits auto", ("auto",))):
         s = spec(args.batches, args.lengths, splits)
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), time.process_time()
         sweep(s)
-        wall = time.perf_counter() - start
+        wall, cpu = time.perf_counter() - start, time.process_time() - cpu
         print(f"sweep, {label}: {s.points:,} points in {wall:.1f} s "
-              f"({wall / s.points * 1e3:.2f} ms a point)")
+              f"({wall / s.points * 1e3:.2f} ms a point; this process's CPU time {cpu:.1f} s)")
     sample = [Workload(1, n_kv=n, d=128, heads=32, kv_heads=8, batch=b)
               for n in (1500, 9000, 40000, 120000) for b in (1, 5, 17)]
     for label, choose in (("best_split_count", lambda w: best_split_count(

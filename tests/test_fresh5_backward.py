@@ -25,6 +25,9 @@ BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "backward_h200.py"
 
 
 def _grid() -> tuple[list[Any], list[Any], list[Any]]:
+    # the grid's points are calibrate/bench_bwd.py's BwdPoint, in a module that imports torch:
+    # without torch (the README's test step) these tests skip, and CI's torch step runs them
+    pytest.importorskip("torch")
     spec = importlib.util.spec_from_file_location("backward_h200", BENCH)
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)

@@ -57,7 +57,7 @@ from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import Workload
 from iosim.record import replace
 
-__all__ = ["compare", "default_algorithms", "tiling_for"]
+__all__ = ["compare", "default_algorithms", "finish_tiling", "finished_tiling", "tiling_for"]
 
 
 def _dram_or_none(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None,
@@ -80,6 +80,31 @@ def tiling_for(
                        outer=algorithm.outer, code_for=algorithm.code_tiles,
                        cc=gpu_cc(hardware), sram_per_sm=gpu_sram_per_sm(hardware),
                        tile_rule=tile_rule, impl=impl)
+
+
+def finished_tiling(
+    algorithm: Algorithm, workload: Workload, hardware: Hardware, sram_bytes: int,
+    sram_source: str, *, block_q: int | None, block_kv: int | None, tiles: str,
+    splits: int | None, impl: Implementation | None = None,
+) -> Tiling | None:
+    """The tiling `compare` runs `algorithm` at: its forward blocks (tiling_for) completed by
+    its finish_tiling (splitkv's splits, flash2's backward blocks); None untiled."""
+    tiling = tiling_for(algorithm, workload, sram_bytes, sram_source, block_q=block_q,
+                        block_kv=block_kv, hardware=hardware, tile_rule=tiles, impl=impl)
+    return finish_tiling(algorithm, tiling, workload, hardware, tiles=tiles, splits=splits,
+                         blocks_given=block_q is not None or block_kv is not None, impl=impl)
+
+
+def finish_tiling(algorithm: Algorithm, tiling: Tiling | None, workload: Workload,
+                  hardware: Hardware, *, tiles: str, splits: int | None, blocks_given: bool,
+                  impl: Implementation | None = None) -> Tiling | None:
+    """The forward blocks `tiling` (tiling_for's, which no split count changes) completed by
+    the algorithm's finish_tiling at `splits`, as compare completes them."""
+    base = None if tiling is None else TilingInputs.of(
+        workload, tiling.sram_bytes, cc=gpu_cc(hardware),
+        sram_per_sm=gpu_sram_per_sm(hardware), tile_rule=tiles, impl=impl)
+    return algorithm.finish_tiling(tiling, workload, sm_count=hardware.sm_count, splits=splits,
+                                   blocks_given=blocks_given, base=base)
 
 
 def gpu_cc(hardware: Hardware | None) -> int:
@@ -158,7 +183,6 @@ def compare(
             roofs = replace(roofs, notes=(*roofs.notes, timed_by))
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram,
                                           sram_elements=sram_elements)
-    given = block_q is not None or block_kv is not None
     paging = page_efficiency(hw, workload.page_size) if workload.page_size else None
 
     triton_scheduled: list[bool] = []  # whether iosim's own kernels ran on the fitted schedule
@@ -168,14 +192,10 @@ def compare(
                  impl_: Implementation | None = None, impl_splits: int | None = None
                  ) -> AlgorithmEstimate:
         w = workload if impl_ is None else impl_workload(impl_, workload)
-        tiling = tiling_for(algorithm, w, sram_bytes, sram_source, block_q=block_q,
-                            block_kv=block_kv, hardware=hw, tile_rule=tiles, impl=impl_)
-        base = None if tiling is None else TilingInputs.of(
-            w, sram_bytes, cc=gpu_cc(hw), sram_per_sm=gpu_sram_per_sm(hw), tile_rule=tiles,
-            impl=impl_)
-        tiling = algorithm.finish_tiling(tiling, w, sm_count=hw.sm_count,
-                                         splits=splits if impl_splits is None else impl_splits,
-                                         blocks_given=given, base=base)
+        tiling = finished_tiling(algorithm, w, hw, sram_bytes, sram_source, block_q=block_q,
+                                 block_kv=block_kv, tiles=tiles,
+                                 splits=splits if impl_splits is None else impl_splits,
+                                 impl=impl_)
         kernels = algorithm.kernels(w, tiling)
         if impl_ is not None:
             kernels = impl_kernels(impl_, w, kernels)

@@ -74,6 +74,7 @@ import math
 from typing import Literal
 
 from iosim.analysis.comparison import AlgorithmEstimate
+from iosim.analysis.decode_counts_lean import LeanEstimate
 from iosim.estimates.occupancy import utilisation
 from iosim.estimates.roofline import roofs_for
 from iosim.inputs.hardware import Hardware
@@ -169,13 +170,8 @@ class KernelTime(Record):
     def chain_s(self) -> float:
         """W · n · (t_block + F_block / r_mma): the waves of one program's walk over its key
         blocks (0 for a kernel that is not a split kernel, or without a measured block time)."""
-        block = self.ceilings.block_s
-        if block is None or not self.blocks_per_program:
-            return 0.0
-        rate = self.ceilings.program_flops_per_s
-        dots = self.block_flops / rate if rate else 0.0
-        dots *= 1.0 + self.ceilings.shared_dots * (self.co_resident - 1)
-        return self.waves * self.blocks_per_program * (block + dots)
+        return chain_seconds(self.ceilings, self.waves, self.blocks_per_program,
+                             self.block_flops, self.co_resident)
 
     @property
     def busy_s(self) -> float:
@@ -199,6 +195,19 @@ class KernelTime(Record):
         if self.compute_s >= self.memory_s:
             return "compute"
         return "dram" if self.dram_s >= self.l2_hit_s else "l2"
+
+
+def chain_seconds(c: Ceilings, waves: int, blocks_per_program: int, block_flops: float,
+                  co_resident: int = 1) -> float:
+    """KernelTime.chain_s of a grid of `waves` waves whose programs walk `blocks_per_program`
+    key blocks of `block_flops` FLOPs each (0 without a measured block time or blocks)."""
+    block = c.block_s
+    if block is None or not blocks_per_program:
+        return 0.0
+    rate = c.program_flops_per_s
+    dots = block_flops / rate if rate else 0.0
+    dots *= 1.0 + c.shared_dots * (co_resident - 1)
+    return waves * blocks_per_program * (block + dots)
 
 
 def ceilings(hardware: Hardware) -> Ceilings:
@@ -228,10 +237,11 @@ def profile_of(hardware: Hardware) -> Literal["spec", "measured"]:
     return "measured" if m is not None and m.launch_overhead_s is not None else "spec"
 
 
-def kernel_times(estimate: AlgorithmEstimate, c: Ceilings, matmul_flops_per_s: float,
+def kernel_times(estimate: AlgorithmEstimate | LeanEstimate, c: Ceilings, matmul_flops_per_s: float,
                  chains: dict[str, tuple[int, float]] | None = None, per_sm: int | None = None,
                  *, shared_sm: bool = False) -> tuple[KernelTime, ...]:
-    """Every kernel of `estimate` under the model (matmul at the workload dtype's peak);
+    """Every kernel of `estimate` (compare's, or the same fields from decode_counts_lean) under
+    the model (matmul at the workload dtype's peak);
     `chains` maps a split kernel's name to (key blocks one of its programs walks, FLOPs of one
     block's dots); `per_sm` replaces the tiling's programs per SM of the split kernels;
     `shared_sm` (MLA's latent cache) counts the programs a full wave puts on one SM."""

@@ -21,8 +21,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
+
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate
+from iosim.analysis.decode_counts_lean import (
+    LeanEstimate,
+    forward_tiling,
+    lean_estimate,
+    split_store_bytes,
+)
 from iosim.analysis.decode_kernel_time import (
     Ceilings,
     KernelTime,
@@ -35,6 +43,7 @@ from iosim.errors import IosimError
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import cdiv
+from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import Record, replace
 
@@ -127,6 +136,8 @@ class DecodeCounts:
         self.peak = matmul_peak(self.hw, workload)
         self.options = {"profile": profile_of(self.hw), **options, "tiles": tile_rule}
         self._kept: dict[tuple[str, int, int], AlgorithmEstimate] = {}
+        self._lean: dict[int, LeanEstimate] = {}
+        self._forward: tuple[Tiling | None] | None = None  # splitkv's forward blocks, once
 
     def estimate(self, algorithm: str, splits: int, block_q: int) -> AlgorithmEstimate:
         """compare's estimate of `algorithm` at `splits` splits and B_r = `block_q` (kept)."""
@@ -152,13 +163,38 @@ class DecodeCounts:
         return (int(cdiv(self.key_blocks(self.workload.n_kv), splits)),
                 self.block_flops(self.tiles.block_q))
 
-    def splitkv(self, splits: int) -> Timed:
-        """Split-KV over each request's full KV at `splits` splits."""
-        est = self.estimate("splitkv", splits, self.tiles.block_q)
+    def lean_splitkv(self, splits: int) -> LeanEstimate:
+        """What the model reads of estimate("splitkv", splits, tiles.block_q), without the rest
+        of compare (decode_counts_lean.py; kept)."""
+        if splits not in self._lean:
+            self._lean[splits] = lean_estimate("splitkv", self.workload, self.hw,
+                                               self._splitkv_forward(), splits=splits,
+                                               blocks_given=True, tiles=self.options["tiles"])
+        return self._lean[splits]
+
+    def split_stores(self, counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
+        """splitkv's split kernel's stores and its combine kernel's loads and stores at each of
+        `counts` (> 1), on arrays (decode_counts_lean.split_store_bytes)."""
+        return split_store_bytes(self.workload, self.hw, self._splitkv_forward(), counts,
+                                 tiles=self.options["tiles"])
+
+    def _splitkv_forward(self) -> Tiling | None:
+        if self._forward is None:  # compare's forward blocks of splitkv at these tiles, once
+            self._forward = (forward_tiling("splitkv", self.workload, self.hw,
+                                            block_q=self.tiles.block_q,
+                                            block_kv=self.tiles.block_kv, **self.options),)
+        return self._forward[0]
+
+    def splitkv(self, splits: int, *, lean: bool = False) -> Timed:
+        """Split-KV over each request's full KV at `splits` splits; `lean`: its kernels' times
+        from lean_splitkv (the same), without compare's roofline column (roofline_s 0)."""
+        est = (self.lean_splitkv(splits) if lean
+               else self.estimate("splitkv", splits, self.tiles.block_q))
         kernels = kernel_times(est, self.c, self.peak, {"splitkv_attn": self.splitkv_chain(splits)},
                                self.tiles.per_sm(self.workload.d),
                                shared_sm=self.workload.latent_kv)
-        return Timed("splitkv", (splits,), kernels, est.time_s)
+        return Timed("splitkv", (splits,), kernels,
+                     0.0 if isinstance(est, LeanEstimate) else est.time_s)
 
     def _cascade(self, splits: int, block_q: int) -> tuple[AlgorithmEstimate, dict[str, KernelTime]]:
         w = self.workload

@@ -19,11 +19,13 @@ from __future__ import annotations
 import math
 from typing import Any
 
+from iosim.algorithms import ALGORITHMS
 from iosim.algorithms.splitkv import MAX_SPLITS
-from iosim.analysis.compare import compare
+from iosim.analysis.compare import compare, finished_tiling
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison
-from iosim.analysis.decode_kernel_time import co_resident_programs
+from iosim.analysis.decode_kernel_time import chain_seconds, co_resident_programs
 from iosim.analysis.decode_time import DecodeCounts, Tiles
+from iosim.analysis.requests import sram_budget
 from iosim.errors import IosimError, arg
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
@@ -151,12 +153,14 @@ def _counts(workload: Workload, hardware: Hardware | str,
                          param="splits")
     options = {k: v for k, v in options.items() if k not in ("algorithms", "splits", "impl")}
     block_q, block_kv = options.pop("block_q", None), options.pop("block_kv", None)
-    first = _splitkv(compare(workload, hw, algorithms=["splitkv"], block_q=block_q,
-                             block_kv=block_kv, **options))
     profile = str(options.get("profile", "spec"))
-    tiling = first.tiling
-    assert tiling is not None
     rule = options.pop("tiles", "code")
+    # the tiling compare runs splitkv at (its blocks, and FA2's heuristic's split count)
+    tiling = finished_tiling(ALGORITHMS["splitkv"], workload, hw, *sram_budget(
+        hw, workload.element_bytes, sram=options.get("sram"),
+        sram_elements=options.get("sram_elements")), block_q=block_q, block_kv=block_kv,
+        tiles=rule, splits=None)
+    assert tiling is not None
     counts = DecodeCounts(workload, hw, Tiles(int(tiling.block_q), int(tiling.block_q),
                                               int(tiling.block_kv), programs_per_sm),
                           tile_rule=rule, **options)
@@ -195,43 +199,71 @@ def choose_splits(workload: Workload, hardware: Hardware | str, *,
 def best_split_count(workload: Workload, hardware: Hardware | str, *,
                      programs_per_sm: tuple[tuple[int, int], ...] = (), **options: Any) -> int:
     """choose_splits(...).best.splits, without timing every count: the counts in order of a
-    lower bound on their time, stopping once the bound exceeds the best time found (what
-    `sweep --splits auto` runs at every point; tests/test_sweep_equals_compare.py holds the two
-    equal). The bound of s splits: the launch and ramp of its one or two kernels, plus √(S₀² +
-    C(s)²), where C(s) is the split kernel's chain at s (its programs s × those at one split,
-    ⌈T_c/s⌉ blocks each: exactly the term the row charges) and S₀ the DRAM time of its K and V
-    reads at one split, which the L2 model charges at every count alike (each key chunk once per
-    KV head: estimates/shared_prefix_dram.split_terms), so that S(s) ≥ S₀. Without a measured
-    block time (no chain) every count is timed."""
+    lower bound on their time (time_bounds), stopping once the bound exceeds the best time
+    found (what `sweep --splits auto` runs at every point; tests/test_sweep_equals_compare.py
+    and tests/test_decode_counts_lean.py hold the two equal). Each count it times is timed on
+    decode_counts_lean's counts, compare's own numbers without the rest of compare. Without a
+    measured block time (no chain) every count is timed."""
     c = _counts(workload, hardware, programs_per_sm, options)
     counts = eligible_counts(c.key_blocks, c.top)
-    one = {k.kernel: k for k in c.counts.splitkv(1).kernels}["splitkv_attn"]
+    bounds = time_bounds(c, counts)
+    if bounds is None:
+        return min(counts, key=lambda s: (lean_time_s(c, s), s))
+    best: tuple[float, int] | None = None  # (time, count)
+    for s in sorted(counts, key=lambda s: (bounds[s], s)):
+        if best is not None and bounds[s] > best[0] * (1 + 1e-12):
+            break  # every count left is bounded above the best found
+        if best is None or (lean_time_s(c, s), s) < best:
+            best = (lean_time_s(c, s), s)
+    assert best is not None
+    return best[1]
+
+
+def lean_time_s(c: _Counts, s: int) -> float:
+    """A row's time_s (the split kernel's and the combine's), from decode_counts_lean's counts
+    (the same numbers as compare's)."""
+    kernels = {k.kernel: k for k in c.counts.splitkv(s, lean=True).kernels}
+    combine = kernels.get("splitkv_combine")
+    return kernels["splitkv_attn"].time_s + (combine.time_s if combine else 0.0)
+
+
+def time_bounds(c: _Counts, counts: list[int]) -> dict[int, float] | None:
+    """A lower bound on the time of each count (None without a chain: no measured block time).
+    The bound of s splits: the launch and ramp of its one or two kernels, plus
+    √(S(s)² + C(s)²), where C(s) is the split kernel's chain at s (its programs s × those at one
+    split, ⌈T_c/s⌉ blocks each: exactly the term the row charges) and S(s) the DRAM time of
+    its K and V reads at one split, which the L2 model charges at every count alike (each key
+    chunk once per KV head: estimates/shared_prefix_dram.split_terms), plus that of its stores
+    at s, which split_terms charges at their L2-oblivious count (decode_counts_lean
+    .split_store_bytes; s > 1): the row's streaming time is at least that DRAM time; plus
+    the combine kernel's loads and stores at the L2's rate, which its memory time never goes
+    below (KernelTime.memory_s; 0 without an L2 rate)."""
+    one = {k.kernel: k for k in c.counts.splitkv(1, lean=True).kernels}["splitkv_attn"]
     ceil = one.ceilings
     if ceil.block_s is None or not one.programs or not one.slots:
-        return min((_row(c, s) for s in counts), key=lambda r: (r.time_s, r.splits)).splits
-    dram = c.counts.estimate("splitkv", 1, c.block_q).dram
+        return None
+    dram = c.counts.lean_splitkv(1).dram
     kv = 0.0 if dram is None else sum(t.bytes for t in dram.of_kernel("splitkv_attn").terms
                                       if t.tensor in ("K", "V") and t.op == "read")
-    floor = kv / (ceil.efficiency * ceil.hbm_bytes_per_s)
+    rate = ceil.efficiency * ceil.hbm_bytes_per_s
+    many = [s for s in counts if s > 1]
+    stores, combine = dict.fromkeys(counts, 0.0), dict.fromkeys(counts, 0.0)
+    if many:
+        split_bytes, combine_bytes = c.counts.split_stores(many)
+        stores.update(zip(many, split_bytes.tolist(), strict=True))
+        combine.update(zip(many, combine_bytes.tolist(), strict=True))
+    l2_rate = None if ceil.l2_bytes_per_s is None else ceil.efficiency * ceil.l2_bytes_per_s
     sm_count = int(c.hw.sm_count or 1)
-
-    def bound(s: int) -> float:
+    out = {}
+    for s in counts:
         programs = s * one.programs
         blocks, flops = c.counts.splitkv_chain(s)
-        chain = replace(one, programs=programs, blocks_per_program=blocks, block_flops=flops,
-                        co_resident=co_resident_programs(programs, one.slots, sm_count)
-                        if workload.latent_kv else 1).chain_s
-        return one.launch_s * (2 if s > 1 else 1) + math.hypot(floor, chain)
-
-    best: SplitRow | None = None
-    for s in sorted(counts, key=lambda s: (bound(s), s)):
-        if best is not None and bound(s) > best.time_s * (1 + 1e-12):
-            break  # every count left is bounded above the best found
-        row = _row(c, s)
-        if best is None or (row.time_s, row.splits) < (best.time_s, best.splits):
-            best = row
-    assert best is not None
-    return best.splits
+        chain = chain_seconds(ceil, int(cdiv(programs, one.slots)), blocks, flops,
+                              co_resident_programs(programs, one.slots, sm_count)
+                              if c.counts.workload.latent_kv else 1)
+        out[s] = (one.launch_s * (2 if s > 1 else 1) + math.hypot((kv + stores[s]) / rate, chain)
+                  + (combine[s] / l2_rate if l2_rate else 0.0))
+    return out
 
 
 def eligible_counts(key_blocks: int, top: int) -> list[int]:

@@ -4,11 +4,14 @@ before the vectorised runner (sweep.py) counts the point at that count, as compa
 splitkv at its pick (split_choice.with_best_pick).
 
 The choice is made point by point with split_choice.best_split_count (the same argmin as
-choose_splits' table, without timing the counts its lower bound rules out), once per distinct
-(workload, GPU, blocks, SRAM) of the grid: the rule has one home, and a one-point sweep equals
-compare (tests/test_sweep_equals_compare.py). It costs what `compare --splits auto` costs per
-point (tens of milliseconds: benchmarks/sweep_splits_auto_speed.py), not the vectorised runner's
-microseconds.
+choose_splits' table, without timing the counts its lower bound rules out, each count it times
+on compare's own counts without the rest of compare: analysis/decode_counts_lean.py), once per
+distinct (workload, GPU, blocks, SRAM) of the grid: the rule has one home, and a one-point sweep
+equals compare (tests/test_sweep_equals_compare.py, tests/test_decode_counts_lean.py). It costs
+a few milliseconds a point (benchmarks/sweep_splits_auto_speed.py), not the vectorised runner's
+microseconds: no choice is shared between points of different workloads (the model's times
+follow each point's exact bytes, not only the class of (grid, key blocks, SMs) FA2's heuristic
+is decided by, and no proof that the pick cannot move within a class was made).
 """
 
 from __future__ import annotations
