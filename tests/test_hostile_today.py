@@ -203,3 +203,13 @@ def test_splits_auto_over_a_huge_grid_is_refused_at_once() -> None:
     assert_clean(outcome, args)
     assert outcome.code == 2 and "20,790 points" in outcome.err
     assert MAX_AUTO_SPLIT_POINTS < 20_790
+
+
+def test_a_backward_roofline_says_measure_records_are_forward(tmp_path: Path) -> None:
+    # before: "has no sdpa-flash point ... at N 4096, d 128, ..." where the record has one
+    args = ["roofline", *SHAPE, "--pass", "bwd", "--record", str(MEASURE),
+            "--out", str(tmp_path)]
+    outcome = invoke(args)
+    assert_clean(outcome, args)
+    assert outcome.code == 0 and "holds forward passes" in outcome.err
+    assert "has no" not in outcome.err

@@ -120,6 +120,10 @@ def _measure_points(record: Path, points: list[dict[str, Any]], result: Any, imp
 
     name = get_implementation(impl).name
     w, gpu = result.workload, result.hardware.name
+    if w.pass_ != "fwd":  # not "no point at N ...": there may well be one, forward
+        click.echo(f"{record} holds forward passes (`iosim measure` times the forward pass), "
+                   f"and this is --pass {w.pass_}: plotting the predictions alone", err=True)
+        return [], None
     found = points_at(points, w, name, gpu)
     if not found:
         click.echo(f"{record} has no {name} point on {gpu} at {_shape(w)}: plotting the "
