@@ -213,3 +213,13 @@ def test_a_backward_roofline_says_measure_records_are_forward(tmp_path: Path) ->
     assert_clean(outcome, args)
     assert outcome.code == 0 and "holds forward passes" in outcome.err
     assert "has no" not in outcome.err
+
+
+def test_the_roofline_table_names_its_profile(tmp_path: Path) -> None:
+    # a spec-profile table beside a measure record's dots read as the measured prediction
+    # (combine splits 101 ns where compare --profile measured says 9.0 µs): it now says which
+    args = ["roofline", "--gpu", "h200", "--n", "256", "--out", str(tmp_path)]
+    outcome = invoke(args)
+    assert_clean(outcome, args)
+    title = next(line for line in outcome.out.splitlines() if "Roofline" in line)
+    assert "(spec profile)" in title and len(title.rstrip()) <= 72  # the table's width

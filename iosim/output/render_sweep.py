@@ -290,8 +290,8 @@ def roofline_table(c: Comparison) -> TextTable:
     """The table `iosim roofline` prints: each kernel's bytes (HBM, or DRAM on the measured
     profile), FLOPs, intensity (FLOP/B), achieved FLOP/s, time and bound."""
     memory = "DRAM" if c.roofs.profile == "measured" else "HBM"  # the bytes the roof charged
-    table = compact_table(f"Roofline points ({c.hardware.display_name}; ridge "
-                          f"{c.roofs.ridge_point_flops_per_byte:.0f} FLOP/B)", (
+    table = compact_table(f"Roofline ({c.roofs.profile} profile): {c.hardware.display_name}, "
+                          f"ridge {c.roofs.ridge_point_flops_per_byte:.0f} FLOP/B", (
                               ("algorithm", "left"), ("kernel", "left"), (memory, "right"),
                               ("FLOP", "right"), ("FLOP/B", "right"), ("FLOP/s", "right"),
                               ("time", "right"), ("bound", "left")))
