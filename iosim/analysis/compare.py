@@ -57,11 +57,13 @@ from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import Workload
 from iosim.record import replace
 
-__all__ = ["compare", "default_algorithms", "finish_tiling", "finished_tiling", "tiling_for"]
+__all__ = ["compare", "default_algorithms", "dram_or_none", "finish_tiling", "finished_tiling", "tiling_for"]
 
 
-def _dram_or_none(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None,
+def dram_or_none(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None,
                   hardware: Hardware) -> DramEstimate | None:
+    """The L2 model's DRAM estimate of `kernels`, or None on a GPU whose YAML lacks the L2 size
+    or the SM count."""
     if hardware.l2_bytes is None or hardware.sm_count is None:
         return None
     return dram_estimate(kernels, workload, tiling, hardware)
@@ -199,7 +201,7 @@ def compare(
         kernels = algorithm.kernels(w, tiling)
         if impl_ is not None:
             kernels = impl_kernels(impl_, w, kernels)
-        dram = _dram_or_none(kernels, w, tiling, hw)
+        dram = dram_or_none(kernels, w, tiling, hw)
         if dram is not None and impl_ is not None and w.pass_ == "fwd":
             spilled = spill_terms(impl_, kernels, Dims.of(w, tiling))
             if spilled:  # the kernel's register spills written back (estimates/spills.py)

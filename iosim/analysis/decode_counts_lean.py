@@ -8,9 +8,9 @@ kernel's roofline time, the HBM footprint, the convention FLOPs), about seven ti
 (split_choice.best_split_count), so it takes them here instead, from the same functions compare
 calls on the same inputs: the tiling compare runs at (compare.tiling_for and
 finish_tiling: the forward blocks once, completed at each split count), the algorithm's
-kernels, the closed form's per-kernel sums (closedform.kernel_sums: bytes and FLOPs as
-roofline.kernel_cost counts them), the L2 model (estimates/l2.py dram_estimate, as compare's
-_dram_or_none calls it) and the grid (kernel_programs, kernel_programs_per_sm).
+kernels, the closed form's per-kernel sums (closedform.kernel_sums; bytes by
+roofline.kernel_read_write and FLOPs by kernel_flops, as kernel_cost counts them), the L2 model
+(compare.dram_or_none) and the grid (kernel_programs, kernel_programs_per_sm).
 tests/test_decode_counts_lean.py holds every field equal to compare's on random workloads.
 """
 
@@ -22,14 +22,12 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms import ALGORITHMS
-from iosim.algorithms.closedform import Dims, access_elements, kernel_flops, kernel_programs, kernel_sums
-from iosim.algorithms.loopnest import Kernel, element_bytes
-from iosim.analysis.compare import finish_tiling, tiling_for
+from iosim.algorithms.closedform import Dims, kernel_flops, kernel_programs, kernel_sums
+from iosim.analysis.compare import dram_or_none, finish_tiling, tiling_for
 from iosim.analysis.requests import sram_budget
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
-from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
-from iosim.estimates.roofline import kernel_programs_per_sm
+from iosim.estimates.roofline import kernel_programs_per_sm, kernel_read_write
 from iosim.estimates.shared_prefix_dram import SPLITKV_KERNEL, split_reads_once
 from iosim.estimates.training import Occupancy
 from iosim.inputs.hardware import Hardware
@@ -79,8 +77,7 @@ def lean_estimate(algorithm: str, workload: Workload, hardware: Hardware,
                            blocks_given=blocks_given)
     kernels = alg.kernels(workload, tiling)
     dims = Dims.of(workload, tiling)
-    dram = (None if hardware.l2_bytes is None or hardware.sm_count is None
-            else dram_estimate(kernels, workload, tiling, hardware))
+    dram = dram_or_none(kernels, workload, tiling, hardware)
     # the loads and stores: the DRAM terms carry the closed form's count of each (one term per
     # access), else the closed form's sums as kernel_cost adds them
     carried: dict[str, int] = {}
@@ -89,10 +86,7 @@ def lean_estimate(algorithm: str, workload: Workload, hardware: Hardware,
     counts = []
     for k in kernels:
         sums = kernel_sums(k, dims)
-        moved = carried[k.name] if dram is not None else sum(
-            int(access_elements(a, k, dims, sums)) * element_bytes(
-                a.element, workload.element_bytes, workload.output_element_bytes)
-            for a in k.accesses)
+        moved = carried[k.name] if dram is not None else sum(kernel_read_write(k, dims, sums))
         matmul, elementwise = kernel_flops(k, dims, sums)
         counts.append(KernelCounts(k.name, int(moved), float(matmul), float(elementwise)))
     occupancy = tuple(Occupancy(k.name, k.label, int(kernel_programs(k, dims)),
@@ -116,18 +110,12 @@ def split_store_bytes(workload: Workload, hardware: Hardware, forward: Tiling | 
     kernels = {k.name: k for k in alg.kernels(workload, tiling)}
     dims = replace(Dims.of(workload, tiling), splits=np.asarray(counts, dtype=np.int64))
 
-    def moved(kernel: Kernel, ops: tuple[str, ...]) -> np.ndarray:
-        sums = kernel_sums(kernel, dims)
-        total: Any = 0
-        for a in kernel.accesses:
-            if a.op in ops:
-                total = total + access_elements(a, kernel, dims, sums) * element_bytes(
-                    a.element, workload.element_bytes, workload.output_element_bytes)
+    def per_count(total: Any) -> np.ndarray:
         return np.broadcast_to(np.asarray(total, dtype=np.float64), (len(counts),))
 
     split = kernels[SPLITKV_KERNEL]
-    stores = moved(split, ("write",)) if split_reads_once(split, workload) \
+    stores = per_count(kernel_read_write(split, dims)[1]) if split_reads_once(split, workload) \
         else np.zeros(len(counts))
     combine = kernels.get(COMBINE_KERNEL)
     return stores, (np.zeros(len(counts)) if combine is None
-                    else moved(combine, ("read", "write")))
+                    else per_count(sum(kernel_read_write(combine, dims))))

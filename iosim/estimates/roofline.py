@@ -242,6 +242,21 @@ def kernel_cost(kernel: Kernel, dims: Dims, *, bandwidth: Any, matmul_peak: Any,
     SM, only says whether the grid is modelled); the memory and compute roofs stay full-GPU
     figures."""
     sums = kernel_sums(kernel, dims) if sums is None else sums
+    read, write = kernel_read_write(kernel, dims, sums)
+    matmul, elementwise = kernel_flops(kernel, dims, sums)
+    memory_time, compute_time, time_s = roofline_time(
+        read + write if memory_bytes is None else memory_bytes, matmul, elementwise,
+        bandwidth=bandwidth, matmul_peak=matmul_peak, vector_peak=vector_peak,
+        efficiency=efficiency, additive=additive, memory_efficiency=memory_efficiency)
+    u = kernel_utilisation(kernel, dims, per_sm, sm_count, sums)
+    return KernelCost(read, write, matmul, elementwise, memory_time, compute_time, time_s / u)
+
+
+def kernel_read_write(kernel: Kernel, dims: Dims, sums: BlockSums | None = None
+                      ) -> tuple[Any, Any]:
+    """A kernel's bytes read and bytes written (L2-oblivious): each access's closed-form element
+    count times its element's width, summed by op (numbers, or arrays over a sweep)."""
+    sums = kernel_sums(kernel, dims) if sums is None else sums
     read: Any = 0
     write: Any = 0
     for access in kernel.accesses:
@@ -251,13 +266,7 @@ def kernel_cost(kernel: Kernel, dims: Dims, *, bandwidth: Any, matmul_peak: Any,
             read = read + moved
         else:
             write = write + moved
-    matmul, elementwise = kernel_flops(kernel, dims, sums)
-    memory_time, compute_time, time_s = roofline_time(
-        read + write if memory_bytes is None else memory_bytes, matmul, elementwise,
-        bandwidth=bandwidth, matmul_peak=matmul_peak, vector_peak=vector_peak,
-        efficiency=efficiency, additive=additive, memory_efficiency=memory_efficiency)
-    u = kernel_utilisation(kernel, dims, per_sm, sm_count, sums)
-    return KernelCost(read, write, matmul, elementwise, memory_time, compute_time, time_s / u)
+    return read, write
 
 
 def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any,
