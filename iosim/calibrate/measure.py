@@ -104,7 +104,12 @@ def make_runner(impl: Implementation, w: Workload, q: Any, k: Any, v: Any) -> Ca
             if hasattr(torch._dynamo.config, limit):
                 setattr(torch._dynamo.config, limit, max(getattr(torch._dynamo.config, limit),
                                                          FLEX_RECOMPILE_LIMIT))
-        compiled = torch.compile(flex_attention)
+        # each shape is timed the way a user's process runs it: compiled alone, statically. A
+        # process that kept every earlier shape's graph paid more per call on host (guards of
+        # every cache entry: 100 -> 199 us dispatch) and ran slower kernels (dynamo's automatic
+        # dynamic shapes after the second shape: 1.18 -> 1.48 ms), benchmarks/flex-host-probe-h200
+        torch._dynamo.reset()
+        compiled = torch.compile(flex_attention, dynamic=False)
         return lambda: compiled(q, k, v, block_mask=block, enable_gqa=g > 1)
     if impl.runs == "iosim-triton":
         from iosim.calibrate import kernels as K
