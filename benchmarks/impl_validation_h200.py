@@ -217,6 +217,46 @@ VALIDATION4 = (
 )
 VALIDATION4_FLEX = (0, 6, 8, 14, 18, 27, 31, 33, 39)
 """Nine flex points (flex compiles per shape; measure.py raises dynamo's recompile limit)."""
+VALIDATION5 = (
+    # the fresh validation set of issue 11 round 6 (helper impl6), written down before tag
+    # impl6-frozen and measured after it: no point equals one of FIT, FIT2, VALIDATION,
+    # VALIDATION2, VALIDATION3 or VALIDATION4 (all seen now; tests/test_calibrate_impl.py holds
+    # that); new N values, batch x heads and GQA ratios (2, 3, 5, 6, 8, 10). Grids below one wave
+    _w(2048, heads=5), _w(3968, heads=3, d=64), _w(7680, heads=2, causal=True, dtype="bf16"),
+    _w(2560, heads=7), _w(5120, heads=2, d=256), _w(15104, heads=1, d=64, causal=True),
+    _w(1536, heads=10, dtype="bf16"),
+    # GQA ratios
+    _w(3328, heads=48, kv=8), _w(2944, heads=30, kv=3, d=64, causal=True),
+    _w(4736, heads=30, kv=6, dtype="bf16"), _w(5888, heads=20, kv=2, causal=True),
+    _w(1792, heads=64, kv=8, batch=2), _w(8320, heads=10, kv=5, d=64),
+    # N not a power of two (nor a multiple of 128)
+    _w(2345, heads=18, batch=2), _w(4321, heads=14, d=64, causal=True),
+    _w(6006, heads=10, dtype="bf16"), _w(8888, heads=5, d=64, causal=True, dtype="bf16"),
+    _w(1444, heads=36, batch=2, causal=True),
+    # chunked prefill (n != n_kv)
+    _w(384, 15360, heads=20), _w(288, 43008, heads=24, kv=8),
+    _w(1664, 9728, heads=20, kv=4, causal=True), _w(352, 57344, heads=10, kv=2, d=64),
+    _w(1152, 13312, heads=6, d=256, causal=True),
+    _w(704, 26624, heads=24, kv=8, causal=True, dtype="bf16"),
+    # head dims 64 / 128 / 256, fp16 and bf16, causal
+    _w(5632, heads=9, d=256, causal=True, dtype="bf16"), _w(3200, heads=18, d=256),
+    _w(10240, heads=12, d=64, causal=True, dtype="bf16"), _w(12544, heads=9, causal=True),
+    _w(2304, heads=36, batch=3), _w(1408, heads=30, batch=5, d=64, causal=True),
+    # decoding: query length 1, KV up to 131,072
+    _w(1, 5632, heads=32, kv=8, batch=18), _w(1, 24576, heads=40, kv=8, batch=4),
+    _w(1, 65000, heads=30, kv=6, batch=2), _w(1, 131072, heads=40, kv=8),
+    _w(1, 76000, heads=20, kv=2, d=64, batch=2), _w(1, 33000, heads=20, batch=4, d=64,
+                                                    dtype="bf16"),
+    _w(1, 48000, heads=20, kv=4, d=256), _w(1, 10000, heads=30, kv=5, batch=20, dtype="bf16"),
+    _w(1, 104000, heads=30, kv=6, batch=2),
+    # K/V larger than the L2 (60 MiB)
+    _w(46080, heads=4), _w(58368, heads=2, causal=True),
+    _w(27648, heads=12, kv=6, dtype="bf16"), _w(35840, heads=5),
+    _w(21504, heads=16, kv=8, d=256, causal=True, dtype="bf16"),
+    _w(41984, heads=4, causal=True, dtype="bf16"),
+)
+VALIDATION5_FLEX = (0, 8, 14, 18, 27, 39)
+"""Six flex points; measure.py compiles each alone and statically (torch._dynamo.reset)."""
 SPILL6 = tuple(VALIDATION4[i] for i in (3, 7, 8, 13, 14, 17, 26, 27, 28, 29, 38, 39, 43))
 """Fresh points whose sdpa-flash call runs flash_fwd_kernel at d 64 or 128: round 5's second
 device call counts their local-memory sectors to judge the spill rows' L2 stores."""
@@ -236,7 +276,8 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
         "flex5": (FLEX5, tuple(range(len(FLEX5)))),
-        "validation4": (VALIDATION4, VALIDATION4_FLEX), "spill6": (SPILL6, ())}
+        "validation4": (VALIDATION4, VALIDATION4_FLEX), "spill6": (SPILL6, ()),
+        "validation5": (VALIDATION5, VALIDATION5_FLEX)}
 
 
 def main() -> None:
