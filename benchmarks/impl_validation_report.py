@@ -7,8 +7,8 @@ implementation, with median and worst) and OUTDIR/validation.png (predicted vs m
 The prediction is `compare(workload, "h200", impl=..., profile="measured")`'s call time
 (`call_time_s`: the kernels, the time per call, the host-bound floor), with the profiles'
 calibrations fitted by benchmarks/impl_fit.py on the fit records; for
-tests/data/h200-impl-validation4.json nothing was fitted on the record (the model was frozen,
-tag impl5-frozen, before it was measured); the older sets, validation3 included, are fit data.
+tests/data/h200-impl-validation5.json nothing was fitted on the record (the model was frozen,
+tag impl6-frozen, before it was measured); the older sets, validation4 included, are fit data.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ def predictions(record: dict[str, Any], profile: str = "measured") -> list[dict[
     return rows
 
 
-FRESH = "validation4"
+FRESH = "validation5"
 """The set nothing was fitted on (issue 11 round 4); every earlier set is fit data."""
 
 
@@ -58,7 +58,7 @@ def summary(rows: list[dict[str, Any]]) -> dict[str, tuple[int, float, float]]:
 
 def markdown(rows: list[dict[str, Any]], record: dict[str, Any]) -> str:
     name = record.get("set") or "validation"  # the first records carry no set name
-    role = ("fresh validation set: nothing fitted on it, measured after tag impl5-frozen"
+    role = ("fresh validation set: nothing fitted on it, measured after tag impl6-frozen"
             if name == FRESH else f"set `{name}`: FIT DATA (the model was fitted on it)")
     lines = [f"# Validation on {record['device']['name']} (torch {record['device']['torch']})", "",
              f"Record: {name} ({role}); command: `{record.get('command', '')}`",
