@@ -7,6 +7,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh3         # bwd4's rules, a third set
     python3 benchmarks/backward_h200.py OUTDIR --fresh4         # the Triton backward, small N
     python3 benchmarks/backward_h200.py OUTDIR --fresh5         # bwd5's soft L2 cutoff, a fifth set
+    python3 benchmarks/backward_h200.py OUTDIR --fresh6         # bwd5's rules frozen, a sixth set
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -251,6 +252,37 @@ def fresh5_grid() -> tuple[list[tuple[Any, bool, str]], list[Any], list[Any]]:
     return torch_points, flash1, triton
 
 
+def fresh6_grid() -> tuple[list[tuple[Any, bool, str]], list[Any], list[Any]]:
+    """The sixth fresh set (bwd6, 2026-12-01), committed before the run with the rules frozen at
+    `bwd6-frozen` (bwd5's rules unchanged), none equal to a point of any earlier record; (SDPA
+    and eager points, Algorithm 4's, the Triton backward's) as fresh3_grid. It varies
+    batch·heads (2 to 64, below one wave and beyond), N (none a power of two, up to 62,000),
+    d 64/128, causal and not, fp16/bf16, GQA, and the N×N matrices (eager) and a head's K/V
+    and sweeps (Algorithm 4, FA2) inside the 60 MiB L2 and beyond it."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    torch_points = [
+        # (s) SDPA and eager: the N×N matrices about the L2 (54 MB at N 1500, 12 heads) and far beyond
+        (Pt(2200, 64, 1, 8, 4, False, "bf16"), True, "s"), (Pt(1500, 128, 2, 6, 6, True), True, "s"),
+        (Pt(3300, 128, 1, 4, 4, False), True, "s"), (Pt(5200, 64, 4, 16, 8, True, "bf16"), True, "s"),
+        # (a) FA2's backward at N up to 62,000 (causal, GQA among them) and 64 heads
+        (Pt(62000, 64, 1, 3, 3, True), False, "a"), (Pt(40000, 128, 1, 4, 2, True, "bf16"), False, "a"),
+        (Pt(16000, 64, 8, 8, 8, False), False, "a"),
+    ]
+    flash1 = [  # (d) Algorithm 4: causal (the named miss) and not, GQA, beyond one wave
+        Pt(4500, 128, 1, 8, 8, True), Pt(8000, 64, 1, 6, 3, True, "bf16"),
+        Pt(4000, 128, 1, 16, 16, False), Pt(11000, 64, 1, 4, 4, True),
+        Pt(3000, 64, 3, 20, 20, False),
+    ]
+    triton = [  # (t) the Triton backward: below one wave and beyond, GQA, N up to 33,000
+        Pt(3000, 128, 1, 6, 6, True), Pt(12500, 64, 1, 8, 2, True, "bf16"),
+        Pt(7500, 128, 2, 16, 16, False), Pt(2700, 64, 2, 4, 4, False),
+        Pt(33000, 128, 1, 2, 2, True), Pt(900, 128, 1, 3, 3, False, "bf16"),
+        Pt(160, 64, 1, 2, 2, False),  # launcher-bound: kernels of a few µs
+    ]
+    return torch_points, flash1, triton
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -324,20 +356,25 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     started = time.time()
     failed: list[str] = []
     second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
-    name = ("backward-h200-fresh5.json" if fifth else "backward-h200-fresh4.json" if fourth
+    sixth = args.fresh6
+    name = ("backward-h200-fresh6.json" if sixth
+            else "backward-h200-fresh5.json" if fifth else "backward-h200-fresh4.json" if fourth
             else "backward-h200-fresh3.json" if third
             else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
-        "bwd5's soft L2 cutoff and every backward kernel on a fifth fresh set" if fifth else
+        "bwd5's rules frozen at bwd6-frozen, every backward kernel on a sixth fresh set" if sixth
+        else "bwd5's soft L2 cutoff and every backward kernel on a fifth fresh set" if fifth else
         "the Triton backward at small N below one wave, bwd4's frozen schedule" if fourth else
         "issue 10's rules as shipped by bwd4 (dirty-line ledger, Algorithm 4's time, the Triton "
         "backward at small N) on a third fresh set" if third else
         "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(5 if fifth else 4 if fourth else 3 if third else 2 if second else 1)
+    torch.manual_seed(6 if sixth else 5 if fifth else 4 if fourth else 3 if third else 2 if second else 1)
     triton_points: list[Any] = []
-    if fifth:
+    if sixth:
+        torch_points, flash1, triton_points = fresh6_grid()
+    elif fifth:
         torch_points, flash1, triton_points = fresh5_grid()
     elif fourth:
         torch_points, flash1, triton_points = [], [], fresh4_grid()
@@ -437,6 +474,8 @@ def main(argv: list[str]) -> int:
                     help="the Triton backward at small N (fresh4_grid)")
     ap.add_argument("--fresh5", action="store_true",
                     help="bwd5's soft L2 cutoff on a fifth fresh set (fresh5_grid)")
+    ap.add_argument("--fresh6", action="store_true",
+                    help="bwd5's rules, frozen, on a sixth fresh set (fresh6_grid)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -454,7 +493,8 @@ def main(argv: list[str]) -> int:
         return 2
     if args.torch_only:
         return torch_only(args, argv, out)
-    if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5:
+    if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5 \
+            or args.fresh6:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

@@ -35,6 +35,7 @@ FRESH3 = DATA / "backward-h200-fresh3.json"
 FRESH4 = DATA / "backward-h200-fresh4.json"
 """The Triton backward alone at eight more small-N points (fresh3_bwd.py)."""
 FRESH5 = DATA / "backward-h200-fresh5.json"
+FRESH6 = DATA / "backward-h200-fresh6.json"
 """bwd5's rules (the L2's soft cutoff) on a fifth fresh set (fresh5_bwd.py)."""
 """Gaps (a) and (c) as shipped after FRESH was seen, on a second fresh set (the lead's call)."""
 """Issue 10's open gaps on fresh points (fresh_bwd.py), judged apart from RECORDS."""
@@ -88,19 +89,32 @@ class KernelBytes(Record):
         return (self.estimate - self.measured) / self.measured
 
 
+def _split_half(kernel: str, previous: str | None) -> bool:
+    """Whether `kernel` is the second launch of one elementwise op that PyTorch split in two:
+    TensorIterator launches an op whose operand spans more than 2**31 bytes as pieces that
+    each fit 32-bit indexing (seen in fresh6 at 64 heads × N 5,200 bf16, 3.46 GB per N×N
+    matrix: mul, mask and scale each twice, the same kernel back to back). Eager's only: SDPA's
+    copies of dO and O are the same kernel back to back and two ops."""
+    return previous == kernel and "elementwise_kernel" in kernel
+
+
 def _launches(segment: dict[str, Any], what: str) -> list[float]:
-    """DRAM bytes per launch, the GQA sum's two reduce kernels as one, the residue (the
-    closing evict's write-backs) to the last."""
+    """DRAM bytes per launch, the GQA sum's two reduce kernels as one, an elementwise op's
+    32-bit-indexing halves as one (_split_half), the residue (the closing evict's
+    write-backs) to the last."""
     out: list[float] = []
     reduce_open = False
+    previous: str | None = None
     for k in segment["kernels"]:
         nbytes = k["dram_read_bytes"] + k["dram_write_bytes"]
         is_reduce = "reduce_kernel" in k["kernel"]
-        if is_reduce and reduce_open:
+        if (is_reduce and reduce_open) or (what == "eager"
+                                           and _split_half(k["kernel"], previous)):
             out[-1] += nbytes
         else:
             out.append(nbytes)
         reduce_open = is_reduce
+        previous = k["kernel"]
     out[-1] += segment["residue_write_bytes"]
     return out
 

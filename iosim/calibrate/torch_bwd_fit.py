@@ -42,6 +42,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH3,
     FRESH4,
     FRESH5,
+    FRESH6,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -391,6 +392,11 @@ def main(argv: list[str]) -> int:
 
                 text += "\n" + fresh5_bwd.report(load([FRESH5])[0], hw,
                                                  seen=load([FRESH3, FRESH4]))
+            if FRESH6.exists():
+                from iosim.calibrate import fresh6_bwd
+
+                text += "\n" + fresh6_bwd.report(load([FRESH6])[0], hw,
+                                                 seen=load([FRESH3, FRESH4, FRESH5]))
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
