@@ -46,7 +46,7 @@ _FRESH2_SHAPES = [
     ("mlap-k-b1-700-h24-c", 1, 700, 24, True, "fp16"),          # 6 × 24 = 144 programs, 2 waves
     ("mlap-k-b4-2222-h16", 4, 2222, 16, False, "bf16"),         # N % 64 = 46; K/V 91 MB
     ("mlap-k-b1-3333-h6-c", 1, 3333, 6, True, "bf16"),          # 27 × 6 = 162 programs
-    ("mlap-k-b24-400-h8", 24, 400, 8, False, "fp16"),           # ragged, K/V 39 MB (fits L2)
+    ("mlap-k-b24-400-h8", 24, 400, 8, False, "fp16"),           # ragged, K/V 49 MB (fits L2)
     ("mlap-k-b1-16384-h20-c", 1, 16384, 20, True, "fp16"),      # K/V 210 MB
 ]
 
