@@ -86,7 +86,8 @@ def test_the_gpu_calibration_keeps_the_keys_it_does_not_fit(tmp_path: Path) -> N
     out = tmp_path / "h200.yaml"
     code, _, err = run("calibrate", "--gpu", "h200", "--out", str(out), "--from", str(GPU_RECORD))
     assert code == 0
-    assert err.startswith("Warning: kept measured.backward_schedule, measured.alg4_time, "
+    assert err.startswith("Warning: kept measured.backward_schedule, "
+                          "measured.mla_prefill_time, measured.alg4_time, "
                           "measured.paged_kv_efficiency, measured.impls, measured.l2_bandwidth, "
                           "measured.launch_overhead, measured.decode_fit of ")
     new, shipped = _measured(out), H200.measured
@@ -95,6 +96,7 @@ def test_the_gpu_calibration_keeps_the_keys_it_does_not_fit(tmp_path: Path) -> N
     assert new.paged_kv_source == shipped.paged_kv_source
     assert new.backward_schedule == shipped.backward_schedule
     assert new.alg4_time == shipped.alg4_time
+    assert new.mla_prefill_time == shipped.mla_prefill_time
     assert new.impls == shipped.impls
     # and the file a second fit writes from it is the same file
     again = tmp_path / "again.yaml"

@@ -231,3 +231,22 @@ def test_sweep_splits_auto_is_refused_where_compare_refuses_it():
             assert words in str(exc) and "splits" in str(exc), exc
         else:
             raise AssertionError(extra)
+
+
+def test_measured_sweep_equals_compare_with_the_mla_prefill_time():
+    """flash2 at d ≠ d_v and our MLA prefill kernel's tiles is timed by
+    measured.mla_prefill_time (estimates/mla_prefill_time.py) in compare; a sweep point does the
+    same; at FA2's code tiles (two programs per SM) neither applies it."""
+    for causal, dtype, n, tiles_given in itertools.product((False, True), ("fp16", "bf16"),
+                                                     (700, 2222), (True, False)):
+        p = {"n": n, "n_kv": None, "d": 192, "heads": 6, "kv_heads": None, "batch": 2,
+             "dtype": dtype, "causal": causal, "pass_": "fwd", "sparsity": 1.0,
+             "block_q": 128 if tiles_given else None, "block_kv": 64 if tiles_given else None,
+             "sram": None, "sram_value": 0, "gpu": "h200", "d_v": 128, "window": None,
+             "seqlens": None}
+        c = _compare(p, profile="measured", algorithms=("standard", "flash2"))
+        s = _sweep(p, profile="measured", algorithms=("standard", "flash2"))
+        assert (c.algorithm("flash2").kernels[0].timed_by == "mla-prefill") == tiles_given
+        for grid in s.algorithms:
+            assert math.isclose(float(grid.time_s[0]), c.algorithm(grid.name).time_s,
+                                rel_tol=1e-12), (p, grid.name)

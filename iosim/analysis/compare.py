@@ -31,6 +31,11 @@ from iosim.estimates.alg4_time import alg4_kernel, alg4_note
 from iosim.estimates.footprint import footprint, kept_for_backward
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
+from iosim.estimates.mla_prefill_time import (
+    mla_prefill_kernel,
+    mla_prefill_note,
+    mla_prefill_time_s,
+)
 from iosim.estimates.occupancy import compute_capability
 from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
 from iosim.estimates.roofline import (
@@ -189,6 +194,7 @@ def compare(
 
     triton_scheduled: list[bool] = []  # whether iosim's own kernels ran on the fitted schedule
     alg4_timed: list[bool] = []  # whether flash1's backward ran on Alg. 4's per-tile model
+    mla_timed: list[bool] = []  # whether the MLA prefill kernel ran on its fitted time
 
     def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None, *,
                  impl_: Implementation | None = None, impl_splits: int | None = None
@@ -219,6 +225,16 @@ def compare(
             own_roofs = impl_backward_roofs(own_roofs, impl_, hw, tiling, w.d)
         kernel_estimates = estimate_kernels(kernels, w, tiling, own_roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
+        dims = Dims.of(w, tiling)
+        fit = own_roofs.mla_prefill
+        if impl_ is None and fit is not None and hw.sm_count:
+            timed = [mla_prefill_kernel(algorithm.name, k, w, tiling) for k in kernels]
+            kernel_estimates = tuple(
+                replace(e, time_s=mla_prefill_time_s(
+                    e.time_s, int(kernel_programs(k, dims)), kernel_programs_per_sm(k, tiling),
+                    hw.sm_count, fit), timed_by="mla-prefill") if on else e
+                for k, e, on in zip(kernels, kernel_estimates, timed, strict=True))
+            mla_timed.append(any(timed))
         if impl_ is None:
             triton_scheduled.append(any(scheduled(k, own_roofs) for k in kernels))
             alg4_timed.append(own_roofs.alg4 is not None and any(alg4_kernel(k) for k in kernels))
@@ -226,7 +242,6 @@ def compare(
         time_s, hbm = float(totals.time_s), int(totals.hbm_read_bytes + totals.hbm_write_bytes)
         base_time, base_bytes = baseline if baseline is not None else (time_s, hbm)
         saved, fixed = kept_for_backward(algorithm, w)
-        dims = Dims.of(w, tiling)
         occupancy = tuple(
             Occupancy(k.name, k.label, int(kernel_programs(k, dims)), hw.sm_count,
                       kernel_programs_per_sm(k, tiling))
@@ -254,6 +269,8 @@ def compare(
         roofs = replace(roofs, notes=(*roofs.notes, schedule_note(roofs.schedule)))
     if roofs.alg4 is not None and any(alg4_timed):
         roofs = replace(roofs, notes=(*roofs.notes, alg4_note(roofs.alg4)))
+    if roofs.mla_prefill is not None and any(mla_timed):
+        roofs = replace(roofs, notes=(*roofs.notes, mla_prefill_note(roofs.mla_prefill)))
     m = sram_bytes // workload.element_bytes
     n, n_kv, d = workload.n, workload.n_kv, workload.d
     if workload.d_v == d:

@@ -26,14 +26,26 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms import Algorithm
+from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.sweep_spec import AXES, WORKLOAD_AXES, SweepSpec, spec_workload
 from iosim.errors import IosimError
 from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel, alg4_note
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.list_schedule import RepeatedLaunch, repeated_makespans
+from iosim.estimates.mla_prefill_time import (
+    mla_prefill_kernel,
+    mla_prefill_note,
+    mla_prefill_time_s,
+)
 from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
-from iosim.estimates.roofline import Roofs, roofs_for, scheduled
+from iosim.estimates.roofline import (
+    Roofs,
+    estimate_kernels,
+    kernel_programs_per_sm,
+    roofs_for,
+    scheduled,
+)
 from iosim.estimates.schedule import scheduled_launch
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.tiling import Tiles, Tiling
@@ -90,7 +102,8 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
         out.lists[a.name] = [
             {k.name: KernelColumns(np.full(points, np.nan),
                                    np.full(points, np.nan) if _may_schedule(k) else None,
-                                   np.full(points, np.nan) if alg4_kernel(k) else None)
+                                   np.full(points, np.nan) if alg4_kernel(k) or (
+                                       a.name == "flash2" and k.name == "attn") else None)
              for k in kernels} for kernels in plans[a.name].lists]
     roofs: dict[tuple[int, str], Roofs] = {}
     paging: dict[int, Any] = {}
@@ -146,6 +159,19 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
                                                     float(columns[k.name].memory_bytes[flat]),
                                                     r.sm_count, r.alg4)
                     out.notes[f"{hw.name}: {alg4_note(r.alg4)}"] = None
+                if r.mla_prefill is not None and hw.sm_count and mla_prefill_kernel(
+                        a.name, k, workload, tiling):
+                    # as compare times it: the kernel's roofline time on the bytes charged
+                    # above, then the fitted rule (estimates/mla_prefill_time.py)
+                    whole = columns[k.name].time_s
+                    assert whole is not None
+                    (roof,) = estimate_kernels((k,), workload, tiling, r,
+                                               dram_bytes={k.name: int(memory_bytes)},
+                                               sm_count=hw.sm_count)
+                    whole[flat] = mla_prefill_time_s(
+                        roof.time_s, int(kernel_programs(k, Dims.of(workload, tiling))),
+                        kernel_programs_per_sm(k, tiling), hw.sm_count, r.mla_prefill)
+                    out.notes[f"{hw.name}: {mla_prefill_note(r.mla_prefill)}"] = None
     # every point's schedule at once: the same doubles as scheduled_compute_s point by point
     for (column, flat), seconds in zip(placed, repeated_makespans(launches).tolist(),
                                        strict=True):

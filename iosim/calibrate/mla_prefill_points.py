@@ -38,10 +38,23 @@ _FRESH_SHAPES = [
     ("mlap-j-b32-333-h4-c", 32, 333, 4, True, "fp16"),          # ragged, K/V 27 MB (fits L2)
 ]
 
+_FRESH2_SHAPES = [
+    # var6's judgement of `compare --profile measured`'s MLA prefill model (our kernel only),
+    # written and committed before its device call (tag var6-frozen); none an earlier shape
+    ("mlap-k-b1-6000-h128-c", 1, 6000, 128, True, "fp16"),      # N % 64 = 48; K/V 492 MB
+    ("mlap-k-b2-5000-h64", 2, 5000, 64, False, "bf16"),         # K/V 410 MB
+    ("mlap-k-b1-700-h24-c", 1, 700, 24, True, "fp16"),          # 6 × 24 = 144 programs, 2 waves
+    ("mlap-k-b4-2222-h16", 4, 2222, 16, False, "bf16"),         # N % 64 = 46; K/V 91 MB
+    ("mlap-k-b1-3333-h6-c", 1, 3333, 6, True, "bf16"),          # 27 × 6 = 162 programs
+    ("mlap-k-b24-400-h8", 24, 400, 8, False, "fp16"),           # ragged, K/V 49 MB (fits L2)
+    ("mlap-k-b1-16384-h20-c", 1, 16384, 20, True, "fp16"),      # K/V 210 MB
+]
 
-def _points(shapes: list[tuple[str, int, int, int, bool, str]]) -> list[Point]:
+
+def _points(shapes: list[tuple[str, int, int, int, bool, str]],
+            impls: tuple[str, ...] = IMPLS) -> list[Point]:
     return [mla_prefill_point(f"{pid}-{impl}", b, n, h, causal, dtype, impl)
-            for pid, b, n, h, causal, dtype in shapes for impl in IMPLS]
+            for pid, b, n, h, causal, dtype in shapes for impl in impls]
 
 
 FIT = _points(_FIT_SHAPES)
@@ -49,4 +62,7 @@ FRESH = _points(_FRESH_SHAPES)
 TINY = [mla_prefill_point("tiny-mlap-50-c", 1, 50, 2, True, "fp16", "triton", d=48, d_v=32),
         mla_prefill_point("tiny-mlap-70", 2, 70, 1, False, "fp16", "triton", d=48, d_v=32)]
 """A dry run's points (CPU, Triton's interpreter; SDPA's CUDA backends do not run there)."""
-SETS = {"fit": FIT, "fresh": FRESH}
+FRESH2 = _points(_FRESH2_SHAPES, ("triton",))
+"""var6's fresh set: our kernel only, judged by `iosim compare --profile measured` itself
+(measured.mla_prefill_time, fitted on FIT alone; benchmarks/mla_prefill_compare.py --fresh2)."""
+SETS = {"fit": FIT, "fresh": FRESH, "fresh2": FRESH2}

@@ -38,7 +38,13 @@ from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
 from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
-from iosim.inputs.hardware import KERNEL_KINDS, Alg4Time, BackwardSchedule, Hardware
+from iosim.inputs.hardware import (
+    KERNEL_KINDS,
+    Alg4Time,
+    BackwardSchedule,
+    Hardware,
+    MlaPrefillTime,
+)
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import Workload
@@ -46,7 +52,7 @@ from iosim.record import Record, field
 
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute", "latency"]
-TimedBy = Literal["roofline", "schedule", "alg4", "combine"]
+TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill"]
 
 
 class Roofs(Record):
@@ -87,6 +93,9 @@ class Roofs(Record):
     alg4: Alg4Time | None = None
     """Measured profile: Algorithm 4's per-tile latency model, which times flash1's fused
     backward kernel (estimates/alg4_time.py; the GPU YAML's measured.alg4_time)."""
+    mla_prefill: MlaPrefillTime | None = None
+    """Measured profile: the fitted time of iosim's Triton MLA prefill kernel
+    (estimates/mla_prefill_time.py; the GPU YAML's measured.mla_prefill_time)."""
 
     @property
     def ridge_point_flops_per_byte(self) -> float:
@@ -133,9 +142,10 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
                  "kernel's matmul and elementwise times add (README, calibration)")
     schedule = measured.backward_schedule if hardware.sm_count is not None else None
     alg4 = measured.alg4_time if hardware.sm_count is not None else None
+    mla_prefill = measured.mla_prefill_time if hardware.sm_count is not None else None
     return Roofs("measured", bandwidth, matmul, vector, efficiency, tuple(notes),
                  additive_compute=True, schedule=schedule, sm_count=hardware.sm_count,
-                 alg4=alg4)
+                 alg4=alg4, mla_prefill=mla_prefill)
 
 
 def schedule_note(schedule: BackwardSchedule) -> str:

@@ -51,6 +51,19 @@ class Alg4Time(Record):
     source: str = ""
 
 
+class MlaPrefillTime(Record):
+    """Fitted constants (none a hardware fact) of the MLA prefill kernel's time
+    (estimates/mla_prefill_time.py): the GPU YAML's `measured.mla_prefill_time`."""
+
+    scale: float
+    """The factor on the kernel's roofline time."""
+    wave_s: float
+    """Seconds each wave of programs pays apart from its key loop."""
+    launch_s: float
+    """Seconds per launch as a timed call sees it."""
+    source: str = ""
+
+
 class ImplCalibration(Record):
     """One implementation's fitted figures on one GPU (the GPU YAML's `measured.impls.NAME`,
     written by `iosim calibrate --impl`, calibrate/impl_fit.py): efficiency per kernel class
@@ -128,6 +141,9 @@ class MeasuredProfile(Record):
     alg4_time: Alg4Time | None = None
     """Algorithm 4's per-tile latency model (flash1's backward); None: flash1's backward on
     its roofline."""
+    mla_prefill_time: MlaPrefillTime | None = None
+    """The MLA prefill kernel's fitted time (estimates/mla_prefill_time.py); None: on its
+    roofline."""
 
 
 class Hardware(Record):

@@ -35,6 +35,7 @@ from iosim.inputs.hardware import (
     Figure,
     Hardware,
     MeasuredProfile,
+    MlaPrefillTime,
 )
 from iosim.inputs.limits import (
     ALG4_PROGRAM_GB_PER_S,
@@ -43,6 +44,8 @@ from iosim.inputs.limits import (
     MAX_PAGE_SIZE,
     MAX_SM_COUNT,
     MAX_SRAM_BYTES,
+    MLA_PREFILL_SCALE,
+    MLA_PREFILL_US,
     check_figure,
     check_path_text,
     clip,
@@ -70,7 +73,7 @@ _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
 _FIGURE_KEYS = {"value", "source", "estimate", "note"}
 _MEASURED_KEYS = {"provenance", "hbm_bandwidth", "peak_flops", "vector_flops", "kernel_efficiency",
                   "backward_schedule", "paged_kv_efficiency", "impls", "l2_bandwidth",
-                  "launch_overhead", "decode_fit", "alg4_time"}
+                  "launch_overhead", "decode_fit", "alg4_time", "mla_prefill_time"}
 _PAGED_KEYS = {"source", "by_page_size"}
 _SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "source",
                   "causal_loops"}
@@ -187,6 +190,7 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
     launch = _launch_overhead(path, raw.get("launch_overhead"))
     fit = _decode_fit(path, raw.get("decode_fit"))
     alg4 = _alg4_time(path, raw.get("alg4_time"))
+    mla_prefill = _mla_prefill_time(path, raw.get("mla_prefill_time"))
     from iosim.inputs.impl_calibration import load_impl_calibrations  # a measured profile's
 
     return MeasuredProfile(provenance.strip(), bandwidth,
@@ -194,7 +198,7 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
                            schedule, paged, paged_source,
                            load_impl_calibrations(path, raw.get("impls")),
                            l2_bandwidth_bytes_per_s=l2, launch_overhead_s=launch,
-                           decode_fit=fit, alg4_time=alg4)
+                           decode_fit=fit, alg4_time=alg4, mla_prefill_time=mla_prefill)
 
 
 def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
@@ -265,6 +269,33 @@ def _alg4_time(path: str, raw: Any) -> Alg4Time | None:
     if not isinstance(source, str) or not source.strip():
         raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
     return Alg4Time(values[0] * 1e12, values[1] * 1e9, values[2], source.strip())
+
+
+def _mla_prefill_time(path: str, raw: Any) -> MlaPrefillTime | None:
+    """measured.mla_prefill_time: {scale, wave_us, launch_us, source}
+    (estimates/mla_prefill_time.py; bounds in inputs/limits.py)."""
+    key = "measured.mla_prefill_time"
+    if raw is None:
+        return None
+    if not isinstance(raw, dict) or set(raw) != {"scale", "wave_us", "launch_us", "source"}:
+        raise ConfigError(path, key, "expected a mapping {scale: a number, wave_us: "
+                                     "microseconds, launch_us: microseconds, source: text}")
+    values = []
+    for name, (low, high), unit in (("scale", MLA_PREFILL_SCALE, "a factor"),
+                                    ("wave_us", MLA_PREFILL_US, "microseconds"),
+                                    ("launch_us", MLA_PREFILL_US, "microseconds")):
+        value = raw[name]
+        closed = name != "scale"  # no fixed cost at all is a fit's answer
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                (value >= low if closed else value > low) and value <= high):
+            opening = "[" if closed else "("
+            raise ConfigError(path, f"{key}.{name}", f"must be a number ({unit}) in {opening}"
+                                                     f"{low:g}, {high:g}], got {excerpt(value)}")
+        values.append(float(value))
+    source = raw["source"]
+    if not isinstance(source, str) or not source.strip():
+        raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
+    return MlaPrefillTime(values[0], values[1] * 1e-6, values[2] * 1e-6, source.strip())
 
 
 def _launch_overhead(path: str, raw: Any) -> float | None:

@@ -85,6 +85,12 @@ ALG4_PROGRAM_GB_PER_S: Final = (0.0, 10000.0)
 """measured.alg4_time.program_gb_per_s, open below: one program's DRAM stream, at most a GPU's
 whole HBM bandwidth (the H200's is 4,800 GB/s)."""
 
+MLA_PREFILL_SCALE: Final = (0.0, 10.0)
+"""measured.mla_prefill_time.scale, open below: the factor on the MLA prefill kernel's roofline
+time (estimates/mla_prefill_time.py); a fit far from 1 says the roofline is wrong."""
+MLA_PREFILL_US: Final = (0.0, 1000.0)
+"""measured.mla_prefill_time.wave_us and launch_us, closed: microseconds per wave and per
+launch (a launch is a few µs; a millisecond is no fixed cost)."""
 ALG4_SHARED_SM_SLOWDOWN: Final = (0.0, 4.0)
 """measured.alg4_time.shared_sm_slowdown, closed: 0 is programs on one SM not slowing each
 other; above 1, a second program more than doubles each one's time (no fit has said so)."""

@@ -138,6 +138,8 @@ def occupancy_table(c: Comparison) -> Table:
             u = "?" if o.fraction is None else f"{o.fraction:.0%}"
             if k.timed_by == "alg4":  # its time is not the roofline's ÷ u
                 u += " (Alg. 4)"
+            elif k.timed_by == "mla-prefill":  # nor this one's (mla_prefill_time.py)
+                u += " (MLA fit)"
             table.add_row(a.name if i == 0 else "", o.label, grid_text(o), str(o.per_sm),
                           u, fmt_time(k.time_s), end_section=i == len(a.occupancy) - 1)
     return table
