@@ -5,13 +5,13 @@ samples and narrows to int32 where the values fit; `_owned_at` counts the progra
 or end in a window over the whole schedule's sorted starts and ends. Both are held here to a
 dense enumeration: the set of (head, depth) pairs walked in (lo, hi], and a count over the
 programs, on random launch-ordered programs (ties, empty windows, padding, and times beyond
-int32 for the int64 path).
+int32 for the int64 path). It replaces test_l2_cutoff's test of the one-window version.
 """
 
 from __future__ import annotations
 
 import numpy as np
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from iosim.estimates.l2_restarts import _distinct_steps_at, _owned_at
@@ -34,6 +34,7 @@ def _walked(progs: list[tuple[int, int, int]], lo: int, hi: int) -> int:
     return len({(u, d) for s, e, u in progs for d in range(max(lo, s) - s, min(hi, e) - s)})
 
 
+@settings(max_examples=100, deadline=None)
 @given(st.lists(programs, min_size=1, max_size=3), windows, st.sampled_from([0, 2**31]))
 def test_distinct_steps_are_the_walked_pairs(rows, samples, base):
     rows = [_launch_order(raw, base) for raw in rows]
@@ -50,6 +51,7 @@ def test_distinct_steps_are_the_walked_pairs(rows, samples, base):
     assert got.tolist() == want
 
 
+@settings(max_examples=100, deadline=None)
 @given(programs, windows)
 def test_owned_tiles_count_programs_starting_and_ending_in_the_window(raw, samples):
     progs = _launch_order(raw, 0)
