@@ -117,15 +117,20 @@ the cache: 64 at once was slower)."""
 
 
 def _windows(start: np.ndarray, end: np.ndarray, unit: np.ndarray, first: np.ndarray,
-             last: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+             last: np.ndarray, earliest: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The programs of each restart's window (programs first..last − 1, from the schedule's
-    start, end and unit arrays), one row per restart, padded to the longest with programs of
-    length 0 (start = end = 0)."""
+    start, end and unit arrays) that end after `earliest` (its first window's lo: the others
+    walk nothing in any of its windows), one row per restart in launch order, padded to the
+    longest with programs of length 0 (start = end = 0)."""
     index = first[:, None] + np.arange(int((last - first).max()))
     inside = index < last[:, None]
     index = np.where(inside, index, 0)
-    return (np.where(inside, start[index], 0), np.where(inside, end[index], 0),
-            np.where(inside, unit[index], 0))
+    kept = inside & (end[index] > earliest[:, None])
+    # the kept programs first, in launch order, then the row cut to the longest kept
+    order = np.argsort(~kept, axis=1, kind="stable")[:, :max(1, int(kept.sum(axis=1).max()))]
+    index, kept = np.take_along_axis(index, order, axis=1), np.take_along_axis(kept, order, axis=1)
+    return (np.where(kept, start[index], 0), np.where(kept, end[index], 0),
+            np.where(kept, unit[index], 0))
 
 
 def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
@@ -169,7 +174,7 @@ def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
     for chunk in range(0, len(restarts), RESTARTS_AT_ONCE):
         batch = restarts[chunk:chunk + RESTARTS_AT_ONCE]
         windows = _windows(start_at, end_at, unit_at, np.array([r[3] for r in batch]),
-                           np.array([r[4] for r in batch]))
+                           np.array([r[4] for r in batch]), los[chunk:chunk + RESTARTS_AT_ONCE, 0])
         steps = _distinct_steps_at(*windows, los[chunk:chunk + RESTARTS_AT_ONCE],
                                    his[chunk:chunk + RESTARTS_AT_ONCE])
         for (k, *_), n_row, o_row in zip(batch, steps.tolist(),
