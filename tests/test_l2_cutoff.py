@@ -119,23 +119,3 @@ def test_alg4_dram_grows_gradually_as_the_sweeps_approach_the_l2(h200) -> None: 
         step = [attn_bytes(n) / n for n in sizes]
     assert max(b / a for a, b in itertools.pairwise(step)) > 10  # the LRU's cliff
     assert max(jumps) < 0.5 * max(b / a for a, b in itertools.pairwise(step))
-
-
-@settings(max_examples=100, deadline=None)
-@given(programs=st.lists(st.tuples(st.integers(0, 3), st.integers(0, 60), st.integers(1, 40)),
-                         min_size=1, max_size=25),
-       windows=st.lists(st.tuples(st.integers(-5, 80), st.integers(0, 40)), min_size=1, max_size=8))
-def test_distinct_steps_are_the_union_of_walked_depths(programs, windows):  # type: ignore[no-untyped-def]
-    """l2_restarts' windows in one array pass against a brute-force set of (head, depth) walked
-    in (lo, hi], and the own tiles of the programs starting or ending there."""
-    from iosim.estimates.l2_restarts import _distinct_steps_at, _Program
-
-    window = [_Program(u, s, s + n) for u, s, n in programs]
-    los = [lo for lo, _ in windows]
-    his = [lo + width for lo, width in windows]
-    steps, owned = _distinct_steps_at(window, los, his, 3.0, 5.0)
-    for lo, hi, n, o in zip(los, his, steps, owned, strict=True):
-        walked = {(p.unit, t - p.start) for p in window for t in range(max(lo, p.start),
-                                                                      min(hi, p.end))}
-        assert n == len(walked)
-        assert o == sum(3.0 * (lo < p.start <= hi) + 5.0 * (lo < p.end <= hi) for p in window)

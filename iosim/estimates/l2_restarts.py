@@ -41,7 +41,6 @@ import numpy as np
 
 from iosim.estimates.l2_cutoff import miss_probability, never_misses
 from iosim.estimates.l2_waves import Lengths
-from iosim.record import Record
 
 MAX_UNITS = 3
 """Heads scheduled exactly (more where four waves of programs need more): a bound on the time."""
@@ -61,45 +60,77 @@ def programs_within(units: int, per_unit: int, slots: int = 0) -> bool:
     return _simulated_units(units, per_unit, slots) * per_unit <= MAX_PROGRAMS
 
 
-class _Program(Record):
-    unit: int
-    start: int
-    end: int
-
-
-def _distinct_steps_at(window: list[_Program], los: list[int], his: list[int],
-                       own_read: float, own_write: float) -> tuple[list[int], list[float]]:
-    """For each window (lo, hi] of `los`, `his`: the distinct tiles the programs walked in it,
-    summed over heads (per head, the union of the depth ranges [max(lo, start) − start,
-    min(hi, end) − start) of its programs), and the own tiles of the programs that start
-    (own_read) or end (own_write) in it. One array pass for every window: the union is the sum
-    over ranges sorted by start of what each adds beyond the running maximum of the ends
+def _distinct_steps_at(start: np.ndarray, end: np.ndarray, unit: np.ndarray, lo: np.ndarray,
+                       hi: np.ndarray) -> np.ndarray:
+    """For each window (lo, hi]: the distinct tiles the programs walked in it, summed over heads
+    (per head, the union of the depth ranges [max(lo, start) − start, min(hi, end) − start) of
+    its programs). Many restarts at once: row r holds restart r's programs (`start`, `end`,
+    `unit`, shape (R, W), padded with programs of length 0 that walk nothing), `lo`, `hi` its
+    SAMPLES windows (shape (R, S)); the result has shape (R, S). The union is the sum over
+    ranges sorted by first depth of what each adds beyond the running maximum of the ends
     before it, the heads kept apart by an offset larger than any depth."""
-    start = np.array([p.start for p in window], dtype=np.int64)
-    end = np.array([p.end for p in window], dtype=np.int64)
-    unit = np.array([p.unit for p in window], dtype=np.int64)
-    lo = np.array(los, dtype=np.int64)[:, None]
-    hi = np.array(his, dtype=np.int64)[:, None]
+    # head by head, latest start first: a range's first depth is 0 for a program that starts
+    # in the window and lo − start for one started before it (starts do not decrease in launch
+    # order), so this one order sorts every sample's ranges by first depth; the empty ones,
+    # put at their head's offset, add nothing and leave the running maximum as it is
+    order = np.argsort(unit * (int(start.max(initial=0)) + 1) - start, axis=1, kind="stable")
+    narrow = _narrow_type(int(end.max(initial=0)), int(unit.max(initial=0)))
+    start, end, unit = (np.take_along_axis(x, order, axis=1).astype(narrow)[:, None, :]
+                        for x in (start, end, unit))
+    lo, hi = lo.astype(narrow)[:, :, None], hi.astype(narrow)[:, :, None]
     a = np.maximum(lo, start) - start
     b = np.minimum(hi, end) - start
     offset = unit * (int((end - start).max(initial=0)) + 1)
-    empty = b <= a  # outside this window: an empty range at its head's offset adds nothing
+    empty = b <= a
     a = np.where(empty, 0, a) + offset
     b = np.where(empty, 0, b) + offset
-    order = np.argsort(a, axis=1, kind="stable")
-    a, b = np.take_along_axis(a, order, axis=1), np.take_along_axis(b, order, axis=1)
-    reach = np.maximum.accumulate(b, axis=1)
-    before = np.concatenate([np.full((len(los), 1), np.iinfo(np.int64).min), reach[:, :-1]],
-                            axis=1)
-    steps = np.maximum(0, b - np.maximum(a, before)).sum(axis=1)
-    starting = ((lo < start) & (start <= hi)).sum(axis=1)
-    ending = ((lo < end) & (end <= hi)).sum(axis=1)
-    owned = starting * own_read + ending * own_write
-    return [int(n) for n in steps], [float(o) for o in owned]
+    reach = np.maximum.accumulate(b, axis=2)
+    before = np.concatenate([np.full((*reach.shape[:2], 1), np.iinfo(narrow).min, narrow),
+                             reach[:, :, :-1]], axis=2)
+    return np.maximum(0, b - np.maximum(a, before)).sum(  # type: ignore[no-any-return]
+        axis=2, dtype=np.int64)
+
+
+def _narrow_type(latest: int, units: int) -> type[np.signedinteger]:
+    """int32 where every value of `_distinct_steps_at` fits it (half the memory traffic of its
+    arrays: they are what the restarts cost), else int64. Its largest values: a head's offset
+    plus a depth, below (units + 1) · (latest + 1); its sums are taken in int64."""
+    return np.int32 if (units + 2) * (latest + 1) < 2**31 else np.int64
+
+
+def _owned_at(starts: np.ndarray, ends: np.ndarray, lo: np.ndarray, hi: np.ndarray,
+              own_read: float, own_write: float) -> np.ndarray:
+    """The own tiles of the programs that start (own_read) or end (own_write) in each window
+    (lo, hi], counted over the sorted starts and ends of the whole schedule."""
+    starting = np.searchsorted(starts, hi, side="right") - np.searchsorted(starts, lo,
+                                                                          side="right")
+    ending = np.searchsorted(ends, hi, side="right") - np.searchsorted(ends, lo, side="right")
+    return starting * own_read + ending * own_write
 
 
 SAMPLES = 8
 """Depths at which a program's reuse distance is evaluated (evenly spread over its sweep)."""
+
+RESTARTS_AT_ONCE = 16
+"""Restarts whose windows are evaluated in one array pass (their arrays, about 1 MB, stay in
+the cache: 64 at once was slower)."""
+
+
+def _windows(start: np.ndarray, end: np.ndarray, unit: np.ndarray, first: np.ndarray,
+             last: np.ndarray, earliest: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The programs of each restart's window (programs first..last − 1, from the schedule's
+    start, end and unit arrays) that end after `earliest` (its first window's lo: the others
+    walk nothing in any of its windows), one row per restart in launch order, padded to the
+    longest with programs of length 0 (start = end = 0)."""
+    index = first[:, None] + np.arange(int((last - first).max()))
+    inside = index < last[:, None]
+    index = np.where(inside, index, 0)
+    kept = inside & (end[index] > earliest[:, None])
+    # the kept programs first, in launch order, then the row cut to the longest kept
+    order = np.argsort(~kept, axis=1, kind="stable")[:, :max(1, int(kept.sum(axis=1).max()))]
+    index, kept = np.take_along_axis(index, order, axis=1), np.take_along_axis(kept, order, axis=1)
+    return (np.where(kept, start[index], 0), np.where(kept, end[index], 0),
+            np.where(kept, unit[index], 0))
 
 
 def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
@@ -112,47 +143,64 @@ def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
     if per_unit < 2 or units < 1:
         return 0.0
     simulated = _simulated_units(units, per_unit, slots)
-    programs = _schedule(lengths, simulated, min(slots, simulated * per_unit))
-    starts = [p.start for p in programs]
+    starts, ends, heads = _schedule(lengths, simulated, min(slots, simulated * per_unit))
     longest = max(lengths[0], lengths[per_unit - 1])
-    running = min(slots, len(programs))
-    missed = [0.0] * simulated
-    for k in range(1, len(programs)):
-        program, previous = programs[k], programs[k - 1]
-        if program.unit != previous.unit or program.start == previous.start:
+    running = min(slots, len(starts))
+    restarts = []  # (program k, its windows' lo and hi, its window's first and last program)
+    for k in range(1, len(starts)):
+        if heads[k] != heads[k - 1] or starts[k] == starts[k - 1]:
             continue  # a head's first program (compulsory), or one started with its predecessor
-        gap = program.start - previous.start
+        gap = starts[k] - starts[k - 1]
         # at most `running` programs walk distinct tiles in a window of `gap` steps, each
         # starting and ending in it: below the L2, every depth hits
         if never_misses(running * (gap * tile_bytes + own_read + own_write), capacity):
             continue
-        length = program.end - program.start
+        length = ends[k] - starts[k]
         # the tile at depth x: read by the predecessor at its start + x, by this program at its
         # start + x; in between, what every program walked (LRU: distinct tiles), at SAMPLES
         # depths at once (one window holding every sample's programs: the others count 0)
         xs = [(2 * sample + 1) * length // (2 * SAMPLES) for sample in range(SAMPLES)]
-        first = bisect.bisect_left(starts, previous.start + xs[0] - longest)
-        last = bisect.bisect_right(starts, program.start + xs[-1])
-        window = [p for p in programs[first:last] if p.end > previous.start + xs[0]]
-        steps, owned = _distinct_steps_at(window, [previous.start + x for x in xs],
-                                          [program.start + x for x in xs], own_read, own_write)
-        misses = sum(miss_probability(n * tile_bytes + o, capacity)
-                     for n, o in zip(steps, owned, strict=True))
-        missed[program.unit] += length * misses / SAMPLES
+        first = bisect.bisect_left(starts, starts[k - 1] + xs[0] - longest)
+        last = bisect.bisect_right(starts, starts[k] + xs[-1])
+        restarts.append((k, [starts[k - 1] + x for x in xs], [starts[k] + x for x in xs],
+                         first, last))
+    if not restarts:
+        return 0.0
+    missed = [0.0] * simulated
+    start_at, end_at, unit_at = (np.array(x, dtype=np.int64) for x in (starts, ends, heads))
+    los = np.array([r[1] for r in restarts], dtype=np.int64)
+    his = np.array([r[2] for r in restarts], dtype=np.int64)
+    owned = _owned_at(start_at, np.sort(end_at), los, his, own_read, own_write).tolist()
+    for chunk in range(0, len(restarts), RESTARTS_AT_ONCE):
+        batch = restarts[chunk:chunk + RESTARTS_AT_ONCE]
+        windows = _windows(start_at, end_at, unit_at, np.array([r[3] for r in batch]),
+                           np.array([r[4] for r in batch]), los[chunk:chunk + RESTARTS_AT_ONCE, 0])
+        steps = _distinct_steps_at(*windows, los[chunk:chunk + RESTARTS_AT_ONCE],
+                                   his[chunk:chunk + RESTARTS_AT_ONCE])
+        for (k, *_), n_row, o_row in zip(batch, steps.tolist(),
+                                               owned[chunk:chunk + RESTARTS_AT_ONCE],
+                                               strict=True):
+            misses = sum(miss_probability(n * tile_bytes + o, capacity)
+                         for n, o in zip(n_row, o_row, strict=True))
+            missed[heads[k]] += (ends[k] - starts[k]) * misses / SAMPLES
     if simulated == units:
         return float(sum(missed))
     return float(sum(missed) + missed[-1] * (units - simulated))
 
 
-def _schedule(lengths: Lengths, units: int, slots: int) -> list[_Program]:
+def _schedule(lengths: Lengths, units: int,
+              slots: int) -> tuple[list[int], list[int], list[int]]:
     """The units' programs in launch order, list-scheduled on `slots` (each takes the first
-    slot to free)."""
+    slot to free): their starts (never decreasing), ends and units."""
     free = [0] * slots
     heapq.heapify(free)
-    out = []
+    starts, ends, heads = [], [], []
+    steps = [lengths[j] for j in range(len(lengths))]
     for unit in range(units):
-        for j in range(len(lengths)):
+        for length in steps:
             start = heapq.heappop(free)
-            out.append(_Program(unit, start, start + lengths[j]))
-            heapq.heappush(free, start + lengths[j])
-    return out
+            starts.append(start)
+            ends.append(start + length)
+            heads.append(unit)
+            heapq.heappush(free, start + length)
+    return starts, ends, heads
