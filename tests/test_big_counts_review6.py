@@ -91,3 +91,17 @@ def test_json_writes_integers_past_2_53_in_all_their_digits() -> None:
     csv = CliRunner().invoke(cli, ["sweep", *flags, "--format", "csv"])
     assert csv.exit_code == 0, csv.output
     assert f",{read}," in csv.output
+
+
+def test_a_list_schedule_too_long_to_run_is_one_line_not_minutes() -> None:
+    """The measured profile's list schedule of iosim's Triton backward places every program one
+    by one: a causal backward of 128 tokens in batch 2^26 (N·N·d·b·h = 2^43, accepted before
+    this session too) was 2^27 heap steps, minutes of silence. compare and sweep both refuse
+    it in one line (limits.MAX_SCHEDULED_PROGRAMS), exit 2."""
+    flags = ["--gpu", "h200", "--n", "128", "--d", "8", "--batch", str(1 << 26), "--pass",
+             "bwd", "--causal", "--profile", "measured", "--algo", "triton"]
+    for command in ("compare", "sweep"):
+        result = CliRunner().invoke(cli, [command, *flags])
+        assert result.exit_code == 2, result.output
+        assert "programs per head" in result.output and "--profile spec" in result.output
+        assert "Traceback" not in result.output

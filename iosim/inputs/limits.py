@@ -73,6 +73,24 @@ as compare chooses it, about 30 ms a point (benchmarks/sweep_splits_auto_speed.p
 the progress bar moves; 10,000 points are about five minutes of it (2,970 took 2 min 47 s on a
 loaded 2-core machine). A million-point grid was eight silent hours, which reads as a hang."""
 
+MAX_SCHEDULED_PROGRAMS: Final = 1 << 22
+"""Programs of one kernel that the measured profile's list schedule of iosim's Triton backward
+(estimates/schedule.py) places one by one: batch · heads · programs per head. 4M programs took
+about 5 s on this loaded 2-core machine (compare --n 65536 --d 64 --heads 64 --batch 64 --pass
+bwd --causal --profile measured --algo triton: 4.9 s); 2^30 (a 1M-token backward of 64 heads,
+batch 64, accepted once the 2^53 product bound went, review6) was minutes of silence."""
+
+
+def check_scheduled_programs(programs: int) -> None:
+    """Refuse a list schedule too long to run (MAX_SCHEDULED_PROGRAMS)."""
+    if programs > MAX_SCHEDULED_PROGRAMS:
+        raise IosimError(
+            f"the measured profile times iosim's Triton backward by a list schedule of every "
+            f"program, and this workload has {programs:,} (batch × heads × programs per head), "
+            f"beyond the {MAX_SCHEDULED_PROGRAMS:,} it schedules in seconds; lower "
+            f"{arg('batch')}, {arg('heads')} or {arg('n')}, or use {arg('profile')} spec")
+
+
 MAX_LAYERS: Final = 1 << 16
 """Layers of one kind in a model YAML (today's largest models have about 100 to 200)."""
 
