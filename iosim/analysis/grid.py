@@ -17,7 +17,13 @@ from typing import Any
 import numpy as np
 
 from iosim.analysis.requests import sram_bytes_of
-from iosim.analysis.sweep_spec import AXES, SweepSpec, int_values, spec_workload
+from iosim.analysis.sweep_spec import (
+    AXES,
+    SweepSpec,
+    counts_in_python_ints,
+    int_values,
+    spec_workload,
+)
 from iosim.estimates.occupancy import compute_capability
 from iosim.estimates.roofline import roofs_for
 from iosim.inputs.hardware import KERNEL_KINDS, Hardware
@@ -106,8 +112,11 @@ class Grid(Record):
 def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, list[str]]:
     """The spec's grid (each axis along its dimension, the roofs over GPU × dtype) and the
     notes the roofs gave."""
+    exact = counts_in_python_ints(spec)  # then Python ints: every product of them stays exact
+
     def ints(axis: str) -> np.ndarray:
-        return along(axis, int_values(spec.values(axis)))
+        values = int_values(spec.values(axis))
+        return along(axis, values.astype(object) if exact else values)
 
     n, n_kv_given = ints("n"), ints("n_kv")
     heads, kv_given = ints("heads"), ints("kv_heads")

@@ -41,6 +41,7 @@ from iosim.analysis.sweep_spec import (
     SweepSpec,
     axes_as_tuples,
     check_spec,
+    counts_in_python_ints,
     spec_workload,
 )
 from iosim.estimates.footprint import footprint_bytes, kept_for_backward
@@ -82,7 +83,8 @@ def sweep(
     tiles = {a.name: _tiles(a, grid) for a in everyone}
     plans = {a.name: _kernel_plan(spec, a, tiles[a.name]) for a in everyone}
     has_backward = along("pass_", np.array([p != "fwd" for p in spec.pass_]))
-    outputs = {a.name: _outputs(a, tiles[a.name], has_backward, shape) for a in everyone}
+    exact = counts_in_python_ints(spec)
+    outputs = {a.name: _outputs(a, tiles[a.name], has_backward, shape, exact) for a in everyone}
     measured = None
     if spec.profile == "measured":  # the per-point DRAM estimate and schedule (sweep_measured.py)
         refuse_unmodelled(hardware)
@@ -123,9 +125,10 @@ def _tiles(algorithm: Algorithm, grid: Grid) -> Tiles:
 
 
 def _outputs(algorithm: Algorithm, t: Tiles, has_backward: np.ndarray,
-             shape: tuple[int, ...]) -> dict[str, np.ndarray]:
+             shape: tuple[int, ...], exact: bool) -> dict[str, np.ndarray]:
     """The result arrays, with the tiling columns filled in."""
-    out = {**{k: np.zeros(shape, dtype=np.int64) for k in _OUTPUTS_INT},
+    counts = object if exact else np.int64  # Python ints where int64 could wrap (sweep_spec.py)
+    out = {**{k: np.zeros(shape, dtype=counts) for k in _OUTPUTS_INT},
            **{k: np.zeros(shape, dtype=np.float64) for k in _OUTPUTS_FLOAT},
            "fits_sram": np.ones(shape, dtype=bool), "fits_in_hbm": np.ones(shape, dtype=bool)}
     if algorithm.tiled:

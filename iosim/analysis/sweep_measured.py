@@ -48,6 +48,7 @@ from iosim.estimates.roofline import (
 )
 from iosim.estimates.schedule import scheduled_launch
 from iosim.inputs.hardware import Hardware
+from iosim.inputs.limits import check_scheduled_programs
 from iosim.inputs.tiling import Tiles, Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import Record, field, field_names
@@ -150,6 +151,7 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
                     launches.append(scheduled_launch(
                         k, workload, tiling, r.schedule, sm_count=r.sm_count,
                         matmul_peak=r.matmul_flops_per_s, vector_peak=r.vector_flops_per_s))
+                    check_scheduled_programs(len(launches[-1].lengths) * launches[-1].repeats)
                     placed.append((column, flat))
                 if r.alg4 is not None and r.sm_count is not None and alg4_kernel(k):
                     # as roofline.estimate_kernels times it, on the bytes charged above

@@ -20,9 +20,9 @@ from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import check_count
 from iosim.inputs.limits import (
+    INT64_SCORE_PRODUCT,
     MAX_AUTO_SPLIT_POINTS,
     MAX_BLOCK,
-    MAX_SCORE_PRODUCT,
     MAX_SPLITS,
     as_names,
     as_real,
@@ -57,8 +57,7 @@ MAX_POINTS = 5_000_000
 CHUNK_POINTS = 1 << 18
 """Points evaluated per step (bounds the temporaries; one progress tick each)."""
 
-INT64_HEADROOM = MAX_SCORE_PRODUCT
-"""N·N_kv·d·batch·heads must stay below this (iosim/inputs/limits.py, as for compare)."""
+
 
 SPLITS_AUTO = "auto"
 """A value of the splits axis: each point's fastest split count (SweepSpec.splits)."""
@@ -179,6 +178,25 @@ def int_values(values: Any) -> np.ndarray:
                     dtype=np.int64)
 
 
+def counts_in_python_ints(spec: SweepSpec) -> bool:
+    """Whether some count of the grid could leave int64: then the sweep counts in Python ints
+    (numpy object arrays), exact at any size, as compare does; else in int64, ~100× faster.
+
+    int64 holds every count while N·N_kv·d·batch·heads stays below INT64_SCORE_PRODUCT (2^53,
+    2^10 spare for bytes per element, FLOP coefficients and summed terms) and, with a block
+    sparsity, while N·N_kv times the fraction's denominator (the block mask's sums multiply
+    pair counts by its numerator) stays below 2^60."""
+    n = max(spec.n)
+    n_kv = max(v or n for v in spec.n_kv)
+    d = max([*spec.d, *(v for v in spec.d_v if v is not None)])
+    if n * n_kv * d * max(spec.batch) * max(spec.heads) >= INT64_SCORE_PRODUCT:
+        return True
+    if all(v == 1 for v in spec.sparsity):
+        return False
+    den = max(spec_workload(spec, sparsity=v).sparsity_fraction[1] for v in spec.sparsity)
+    return n * n_kv * den * 4 >= 1 << 62
+
+
 def check_splits_auto(spec: SweepSpec) -> None:
     """SPLITS_AUTO among the split counts needs what compare's `--splits auto` needs: splitkv
     among the algorithms and not cascade (which splits by its own rule), forward passes only,
@@ -270,24 +288,6 @@ def check_spec(spec: SweepSpec) -> tuple[tuple[Algorithm, ...], tuple[Hardware, 
         seen[r.hardware.name] = r.requested
     for hw, dtype in itertools.product(hardware, spec.dtype):
         roofs_for(hw, dtype, spec.profile)  # raises when the YAML lacks that dtype's peak
-    biggest = (float(max(spec.n)) * max(v or max(spec.n) for v in spec.n_kv)
-               * max([*spec.d, *(v for v in spec.d_v if v is not None)])
-               * max(spec.batch) * max(spec.heads))
-    if biggest >= INT64_HEADROOM:
-        raise IosimError(
-            f"N·N_kv·d·batch·heads reaches {biggest:.3g}, beyond the {INT64_HEADROOM:.3g} that "
-            f"exact 64-bit counts allow; lower the largest {arg('n')}, {arg('d')}, "
-            f"{arg('batch')} or {arg('heads')} "
-            f"(or run `iosim compare` on that one point: it counts with unbounded integers)")
-    if any(v != 1 for v in spec.sparsity):
-        # the block mask's sums multiply pair counts by the fraction's numerator (≤ 10^6)
-        pairs = float(max(spec.n)) * max(v or max(spec.n) for v in spec.n_kv)
-        den = max(spec_workload(spec, sparsity=v).sparsity_fraction[1] for v in spec.sparsity)
-        if pairs * den * 4 >= 2**62:
-            raise IosimError(
-                f"with {arg('sparsity')}, N·N_kv·{den} (the fraction's denominator) leaves "
-                f"64-bit integers; lower the largest {arg('n')} or use a simpler fraction "
-                f"(e.g. 0.25)")
     notes = [r.note for r in resolved if r.note]
     return algorithms, hardware, [*notes, *sram_beyond_the_gpus(spec, hardware)]
 

@@ -385,10 +385,15 @@ def estimate_kernels(
         if scheduled(kernel, roofs):
             # the fitted list schedule of the Triton backward (schedule.py) already counts its
             # waves and unequal causal programs: it replaces the utilisation
-            from iosim.estimates.schedule import scheduled_compute_s  # a measured profile's
+            from iosim.estimates.schedule import scheduled_compute_s, scheduled_launch
+            from iosim.inputs.limits import check_scheduled_programs
 
             assert roofs.schedule is not None and roofs.sm_count is not None
             efficiency = roofs.schedule.efficiency
+            launch = scheduled_launch(
+                kernel, workload, tiling, roofs.schedule, sm_count=roofs.sm_count,
+                matmul_peak=roofs.matmul_flops_per_s, vector_peak=roofs.vector_flops_per_s)
+            check_scheduled_programs(len(launch.lengths) * launch.repeats)
             compute_time = scheduled_compute_s(
                 kernel, workload, tiling, roofs.schedule, sm_count=roofs.sm_count,
                 matmul_peak=roofs.matmul_flops_per_s, vector_peak=roofs.vector_flops_per_s)

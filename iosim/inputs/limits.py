@@ -4,12 +4,13 @@ Every number from a flag, a YAML file or the Python API passes one of the checks
 any model code runs. The bounds are where the model stays exact and fast (docs/input-limits.md
 lists them with their reasons):
 
-* Counts in `compare`, `verify` and `roofline` are Python ints, exact at any size; sweeps and
-  reports count in numpy int64. So that a one-point sweep accepts exactly what `compare` does,
-  both refuse a workload whose N·N_kv·d·batch·heads reaches `MAX_SCORE_PRODUCT` (2^53): the
-  largest count (the FLOPs of a forward+backward with recomputation, the bytes of an unfused
-  standard pipeline) is below 2^10 times that product (bytes per element, FLOP coefficients,
-  summed terms), so below 2^63.
+* Counts in `compare`, `verify` and `roofline` are Python ints, exact at any size. Sweeps and
+  reports count in numpy int64 while the grid's largest N·N_kv·d·batch·heads is below
+  `INT64_SCORE_PRODUCT` (2^53: the largest count, the FLOPs of a forward+backward with
+  recomputation or the bytes of an unfused standard pipeline, is below 2^10 times that product,
+  so below 2^63); at or above it they count in Python ints (numpy object arrays), exact too. So
+  no bound on the product itself: each of its factors has its own bound below, and the largest
+  product they allow (2^132, counts below 2^142) is far inside float64's range for times.
 * Every value that a sweep turns into int64 (block sizes, SRAM bytes and elements, splits) has
   an upper bound here, far below 2^63, so that the products the tiling forms (working sets,
   elements × bytes) cannot wrap.
@@ -45,8 +46,10 @@ MAX_HEADS: Final = 1 << 20
 MAX_BATCH: Final = 1 << 40
 """Batch size (the product bound below is the one that binds in practice)."""
 
-MAX_SCORE_PRODUCT: Final = 1 << 53
-"""N·N_kv·d·batch·heads: below it every count of every algorithm fits int64 with 2^10 spare."""
+INT64_SCORE_PRODUCT: Final = 1 << 53
+"""N·N_kv·d·batch·heads below which every count of every algorithm fits int64 with 2^10 spare:
+a sweep's grid below it counts in int64, at or above it in Python ints (object arrays). Not a
+bound: a workload of any product the per-value bounds allow is counted exactly."""
 
 MAX_SEQLENS: Final = 1 << 16
 """Sequences in one packed varlen batch (Workload.seqlens): 65,536, some 100 times the batches
@@ -69,6 +72,24 @@ MAX_AUTO_SPLIT_POINTS: Final = 10_000
 as compare chooses it, about 30 ms a point (benchmarks/sweep_splits_auto_speed.py: 29.8 ms), before
 the progress bar moves; 10,000 points are about five minutes of it (2,970 took 2 min 47 s on a
 loaded 2-core machine). A million-point grid was eight silent hours, which reads as a hang."""
+
+MAX_SCHEDULED_PROGRAMS: Final = 1 << 22
+"""Programs of one kernel that the measured profile's list schedule of iosim's Triton backward
+(estimates/schedule.py) places one by one: batch · heads · programs per head. 4M programs took
+about 5 s on this loaded 2-core machine (compare --n 65536 --d 64 --heads 64 --batch 64 --pass
+bwd --causal --profile measured --algo triton: 4.9 s); 2^30 (a 1M-token backward of 64 heads,
+batch 64, accepted once the 2^53 product bound went, review6) was minutes of silence."""
+
+
+def check_scheduled_programs(programs: int) -> None:
+    """Refuse a list schedule too long to run (MAX_SCHEDULED_PROGRAMS)."""
+    if programs > MAX_SCHEDULED_PROGRAMS:
+        raise IosimError(
+            f"the measured profile times iosim's Triton backward by a list schedule of every "
+            f"program, and this workload has {programs:,} (batch × heads × programs per head), "
+            f"beyond the {MAX_SCHEDULED_PROGRAMS:,} it schedules in seconds; lower "
+            f"{arg('batch')}, {arg('heads')} or {arg('n')}, or use {arg('profile')} spec")
+
 
 MAX_LAYERS: Final = 1 << 16
 """Layers of one kind in a model YAML (today's largest models have about 100 to 200)."""
@@ -288,18 +309,6 @@ def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tup
             raise error(f"{arg('seqlens')} entry {position + 1} is {excerpt(length)}; each "
                         f"length must be between 1 and {MAX_LENGTH:,}", param="seqlens")
     return tuple(int(length) for length in lengths)
-
-
-def check_workload_size(n: int, n_kv: int, d: int, batch: int, heads: int, *,
-                        error: type[IosimError] = IosimError) -> None:
-    """Refuse a workload whose counts could leave int64 in a sweep (see MAX_SCORE_PRODUCT)."""
-    product = n * n_kv * d * batch * heads
-    if product >= MAX_SCORE_PRODUCT:
-        raise error(
-            f"N·N_kv·d·batch·heads = {product:.3g} reaches {MAX_SCORE_PRODUCT:.3g} (2^53), "
-            f"beyond which sweeps cannot keep exact 64-bit counts (and compare refuses the "
-            f"same); lower {arg('n')}, {arg('n_kv')}, {arg('d')}, {arg('batch')} or "
-            f"{arg('heads')}", param="n")
 
 
 def check_sram_bytes(name: str, value: int) -> int:

@@ -129,8 +129,6 @@ class Workload(Record, init=False):
                            ("heads", limits.MAX_HEADS), ("kv_heads", limits.MAX_HEADS),
                            ("batch", limits.MAX_BATCH)):
             limits.check_int(name, getattr(self, name), high=high, error=WorkloadError)
-        limits.check_workload_size(self.n, self.n_kv, max(self.d, self.d_v), self.batch,
-                                   self.heads, error=WorkloadError)
         if self.heads % self.kv_heads:
             raise WorkloadError(
                 f"{arg('kv_heads', self.kv_heads)} does not divide {arg('heads', self.heads)}; "

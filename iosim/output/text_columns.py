@@ -136,6 +136,8 @@ def integers(values: np.ndarray, *, zero: str | None = None,
     """Each whole number in decimal (as `%d`); with `zero`, 0 is written as that text. With
     `memo`, texts it holds are looked up rather than made again."""
     values = np.asarray(values)
+    if values.dtype == object:  # a sweep's counts beyond int64 (Python ints): exact digits
+        return _python_integers(values, zero)
     if values.dtype.kind not in "iu":
         raise TypeError(f"integers() needs an integer array, not {values.dtype}")
     unsigned = values.dtype.kind == "u"
@@ -157,6 +159,19 @@ def integers(values: np.ndarray, *, zero: str | None = None,
         return memo.texts_of(distinct, ("int", unsigned, before, after, zero), make)
 
     return Column(codes, len(distinct), texts)
+
+
+def _python_integers(values: np.ndarray, zero: str | None) -> Column:
+    """integers() for an object array of Python ints (sweep_spec.counts_in_python_ints): each in
+    all its digits, as JSON's and CSV's readers of big integers expect."""
+    items = values.reshape(-1).tolist()
+    if not all(isinstance(v, int) and not isinstance(v, bool) for v in items):
+        raise TypeError("integers() needs whole numbers")
+    distinct = list(dict.fromkeys(items))
+    code = {value: i for i, value in enumerate(distinct)}
+    codes = np.fromiter(map(code.__getitem__, items), dtype=np.intp, count=len(items))
+    texts = [zero if zero is not None and v == 0 else str(v) for v in distinct]
+    return Column(codes, len(distinct), lambda before, after: _around(texts, before, after))
 
 
 def booleans(values: np.ndarray, *, true: str, false: str) -> Column:
