@@ -242,23 +242,21 @@ def _decode_fit(path: str, raw: Any) -> DecodeFit | None:
                      None if tflops is None else float(tflops) * 1e12, float(shared))
 
 
-def _alg4_time(path: str, raw: Any) -> Alg4Time | None:
-    """measured.alg4_time: {solo_tflops, program_gb_per_s, shared_sm_slowdown, source}
-    (estimates/alg4_time.py; bounds in inputs/limits.py)."""
-    key = "measured.alg4_time"
+def _fitted_numbers(path: str, key: str, raw: Any,
+                    fields: tuple[tuple[str, tuple[float, float], str, bool], ...]
+                    ) -> tuple[list[float], str] | None:
+    """A fitted-constants mapping {NAME: number, ..., source: text}: each (NAME, (low, high),
+    unit, closed) is a number in (low, high], or [low, high] where `closed` (a fit may answer
+    the bound itself, e.g. no fixed cost at all); `source` says what it was fitted on."""
     if raw is None:
         return None
-    if not isinstance(raw, dict) or set(raw) != {"solo_tflops", "program_gb_per_s",
-                                                 "shared_sm_slowdown", "source"}:
-        raise ConfigError(path, key, "expected a mapping {solo_tflops: TFLOP/s, "
-                                     "program_gb_per_s: GB/s, shared_sm_slowdown: fraction, "
-                                     "source: text}")
+    names = [name for name, _, _, _ in fields]
+    if not isinstance(raw, dict) or set(raw) != {*names, "source"}:
+        shape = ", ".join(f"{name}: {unit}" for name, _, unit, _ in fields)
+        raise ConfigError(path, key, f"expected a mapping {{{shape}, source: text}}")
     values = []
-    for name, (low, high), unit in (("solo_tflops", ALG4_SOLO_TFLOPS, "TFLOP/s"),
-                                    ("program_gb_per_s", ALG4_PROGRAM_GB_PER_S, "GB/s"),
-                                    ("shared_sm_slowdown", ALG4_SHARED_SM_SLOWDOWN, "fraction")):
+    for name, (low, high), unit, closed in fields:
         value = raw[name]
-        closed = name == "shared_sm_slowdown"  # no slowdown at all is a fit's answer
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
                 (value >= low if closed else value > low) and value <= high):
             opening = "[" if closed else "("
@@ -268,34 +266,33 @@ def _alg4_time(path: str, raw: Any) -> Alg4Time | None:
     source = raw["source"]
     if not isinstance(source, str) or not source.strip():
         raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
-    return Alg4Time(values[0] * 1e12, values[1] * 1e9, values[2], source.strip())
+    return values, source.strip()
+
+
+def _alg4_time(path: str, raw: Any) -> Alg4Time | None:
+    """measured.alg4_time: {solo_tflops, program_gb_per_s, shared_sm_slowdown, source}
+    (estimates/alg4_time.py; bounds in inputs/limits.py)."""
+    fitted = _fitted_numbers(path, "measured.alg4_time", raw, (
+        ("solo_tflops", ALG4_SOLO_TFLOPS, "TFLOP/s", False),
+        ("program_gb_per_s", ALG4_PROGRAM_GB_PER_S, "GB/s", False),
+        ("shared_sm_slowdown", ALG4_SHARED_SM_SLOWDOWN, "fraction", True)))
+    if fitted is None:
+        return None
+    (tflops, gb_per_s, slowdown), source = fitted
+    return Alg4Time(tflops * 1e12, gb_per_s * 1e9, slowdown, source)
 
 
 def _mla_prefill_time(path: str, raw: Any) -> MlaPrefillTime | None:
     """measured.mla_prefill_time: {scale, wave_us, launch_us, source}
     (estimates/mla_prefill_time.py; bounds in inputs/limits.py)."""
-    key = "measured.mla_prefill_time"
-    if raw is None:
+    fitted = _fitted_numbers(path, "measured.mla_prefill_time", raw, (
+        ("scale", MLA_PREFILL_SCALE, "a factor", False),
+        ("wave_us", MLA_PREFILL_US, "microseconds", True),
+        ("launch_us", MLA_PREFILL_US, "microseconds", True)))
+    if fitted is None:
         return None
-    if not isinstance(raw, dict) or set(raw) != {"scale", "wave_us", "launch_us", "source"}:
-        raise ConfigError(path, key, "expected a mapping {scale: a number, wave_us: "
-                                     "microseconds, launch_us: microseconds, source: text}")
-    values = []
-    for name, (low, high), unit in (("scale", MLA_PREFILL_SCALE, "a factor"),
-                                    ("wave_us", MLA_PREFILL_US, "microseconds"),
-                                    ("launch_us", MLA_PREFILL_US, "microseconds")):
-        value = raw[name]
-        closed = name != "scale"  # no fixed cost at all is a fit's answer
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                (value >= low if closed else value > low) and value <= high):
-            opening = "[" if closed else "("
-            raise ConfigError(path, f"{key}.{name}", f"must be a number ({unit}) in {opening}"
-                                                     f"{low:g}, {high:g}], got {excerpt(value)}")
-        values.append(float(value))
-    source = raw["source"]
-    if not isinstance(source, str) or not source.strip():
-        raise ConfigError(path, f"{key}.source", "missing; say what it was fitted on")
-    return MlaPrefillTime(values[0], values[1] * 1e-6, values[2] * 1e-6, source.strip())
+    (scale, wave_us, launch_us), source = fitted
+    return MlaPrefillTime(scale, wave_us * 1e-6, launch_us * 1e-6, source)
 
 
 def _launch_overhead(path: str, raw: Any) -> float | None:
