@@ -416,3 +416,20 @@ def test_the_shipped_combine_figures_are_the_fit_of_its_measured_kernel_times() 
     errors = [abs(combine_time_s(w, b, H200.sm_count or 0, hardware_bandwidth(H200), fitted)
                   / t - 1) for w, b, t in combine_points(round4["points"], H200, "sdpa-flash")]
     assert len(errors) == 50 and median(errors) < 0.07 and max(errors) < 0.36
+
+
+def test_the_fresh_flex_set_is_new() -> None:
+    """benchmarks/impl_validation_h200.py's FLEXFRESH7 (the lead, round 7: the judgement of flex's
+    refit on shapes timed compiled alone and statically) has no point of any earlier set, and
+    some K/V beyond the L2, GQA, N not a multiple of 128, n != n_kv, d 64, bf16 and causal."""
+    from benchmarks import impl_validation_h200 as V
+
+    fresh = V.FLEXFRESH7
+    earlier = set(FIT_GRID).union(V.FIT, V.FIT2, V.VALIDATION, V.VALIDATION2, V.VALIDATION3,
+                                  V.VALIDATION4, V.VALIDATION5, V.FLEX5)
+    assert len(set(fresh)) == len(fresh) >= 8 and not set(fresh) & earlier
+    l2 = H200.l2_bytes or 0
+    assert any(2 * w.batch * w.kv_heads * w.n_kv * w.d * w.element_bytes > l2 for w in fresh)
+    assert any(w.group_size > 1 for w in fresh) and any(w.n % 128 for w in fresh)
+    assert any(w.n != w.n_kv for w in fresh) and {w.d for w in fresh} >= {64, 128}
+    assert {w.dtype for w in fresh} == {"fp16", "bf16"} and any(w.causal for w in fresh)
