@@ -257,20 +257,6 @@ VALIDATION5 = (
 )
 VALIDATION5_FLEX = (0, 8, 14, 18, 27, 39)
 """Six flex points; measure.py compiles each alone and statically (torch._dynamo.reset)."""
-FLEXREFIT7 = (*FLEX5, *(VALIDATION4[i] for i in VALIDATION4_FLEX))
-"""Seen flex shapes (round 5's FLEX5 and validation4's nine), re-timed the way measure.py now runs
-flex (each shape compiled alone and statically): with validation5's six flex points (timed so by
-impl6), the set flex's profile is refitted on (the lead, round 7)."""
-FLEXFRESH7 = (
-    # fresh flex shapes for the refit's judgement, written down before the call that times them
-    # and the refit; none equals an earlier point (tests/test_calibrate_impl.py holds that)
-    _w(3000, heads=6), _w(4500, heads=12, kv=4, causal=True), _w(6200, heads=4, d=64,
-                                                                  dtype="bf16"),
-    _w(9000, heads=3, causal=True), _w(1700, heads=24, batch=2, d=64),
-    _w(2600, heads=16, kv=2, causal=True, dtype="bf16"), _w(512, 20000, heads=8, kv=2,
-                                                             causal=True),
-    _w(50000, heads=4),
-)
 SPILL6 = tuple(VALIDATION4[i] for i in (3, 7, 8, 13, 14, 17, 26, 27, 28, 29, 38, 39, 43))
 """Fresh points whose sdpa-flash call runs flash_fwd_kernel at d 64 or 128: round 5's second
 device call counts their local-memory sectors to judge the spill rows' L2 stores."""
@@ -286,6 +272,20 @@ local-memory (spill) sectors (benchmarks/impl5_h200.sh)."""
 FLEX5 = tuple(VALIDATION3[i] for i in (3, 0, 7, 14, 18, 27, 30, 39, 31))
 """Seen points for FlexAttention alone (round 5: it had 16 fit points and 2 validation points;
 3 and 31 are validation3's two, kept first to check one call against the earlier run)."""
+FLEXREFIT7 = (*FLEX5, *(VALIDATION4[i] for i in VALIDATION4_FLEX))
+"""Seen flex shapes (round 5's FLEX5 and validation4's nine), re-timed the way measure.py now runs
+flex (each shape compiled alone and statically): with validation5's six flex points (timed so by
+impl6), the set flex's profile is refitted on (the lead, round 7)."""
+FLEXFRESH7 = (
+    # fresh flex shapes for the refit's judgement, written down before the call that times them
+    # and the refit; none equals an earlier point (tests/test_calibrate_impl.py holds that)
+    _w(3000, heads=6), _w(4500, heads=12, kv=4, causal=True), _w(6200, heads=4, d=64,
+                                                                  dtype="bf16"),
+    _w(9000, heads=3, causal=True), _w(1700, heads=24, batch=2, d=64),
+    _w(2600, heads=16, kv=2, causal=True, dtype="bf16"), _w(512, 20000, heads=8, kv=2,
+                                                             causal=True),
+    _w(50000, heads=4),
+)
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
