@@ -1,7 +1,7 @@
 """Fit each implementation's time terms on the fit records (no GPU needed); print or write them.
 
     python benchmarks/impl_fit.py tests/data/h200-impl-fit.json tests/data/h200-impl-fit2.json \\
-        tests/data/h200-impl-validation.json [--write]
+        tests/data/h200-impl-validation.json [--write] [--impl=flex] [--judged=TEXT]
     python benchmarks/impl_fit.py points.jsonl      # what `iosim measure --record` appended
 
 The fit itself is iosim/calibrate/impl_fit.py (one home, what `iosim calibrate --impl` runs).
@@ -34,18 +34,23 @@ def entry(fitted: dict[str, Any], source: str) -> dict[str, Any]:
 
 def main() -> None:
     paths = [Path(a) for a in sys.argv[1:] if not a.startswith("--")]
+    # --impl=NAME[,NAME]: fit only these (e.g. flex, re-timed on its own records)
+    only = next((a.split("=", 1)[1].split(",") for a in sys.argv[1:]
+                 if a.startswith("--impl=")), None)
+    judged = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--judged=")),
+                  "tests/data/h200-impl-validation4.json (reports/impl-validation)")
     record = merged_records(paths)
     gpu = record["device"]["name"].split()[-1].lower()
     hardware = resolve_hardware(gpu).hardware
     bandwidth = program_bandwidth(json.loads(PROBE.read_text()))
     names = ", ".join(str(p) for p in paths)
     entries = {}
-    for impl, fitted in fit_record(record, hardware, program_bandwidth=bandwidth).items():
+    for impl, fitted in fit_record(record, hardware, only,
+                                       program_bandwidth=bandwidth).items():
         source = (f"fitted by benchmarks/impl_fit.py (calibrate/impl_fit.py) on {names} "
                   f"({fitted['points']} points, torch {record['device']['torch']}); "
                   f"program_bandwidth measured by benchmarks/sm_bandwidth_h200.py "
-                  f"(tests/data/h200-sm-bandwidth.json); judged on "
-                  f"tests/data/h200-impl-validation4.json (reports/impl-validation)")
+                  f"(tests/data/h200-sm-bandwidth.json); judged on {judged}")
         entries[impl] = entry(fitted, source)
         print(f"{impl}: {json.dumps(entries[impl])} (median |error| in-sample "
               f"{fitted['median_error']:.1%})")
