@@ -44,30 +44,21 @@ def test_the_third_fresh_set_is_new_and_varies_every_gap(record: dict) -> None:
     assert any(p["kv_heads"] < p["heads"] for p in points)
 
 
-def _count(rows: list[FB.Judged], gap: str, dram: bool, before: bool = False) -> tuple[int, int]:
-    sel = [r for r in rows if r.gap == gap and r.quantity.startswith("DRAM") == dram
-           and F3.inside(r) is not None]
-    if before:
-        sel = [FB.Judged(r.gap, r.point, r.what, r.quantity, r.without, r.measured)
-               for r in sel if r.without is not None]
-    return sum(bool(F3.inside(r)) for r in sel), len(sel)
-
-
 def test_algorithm_4_time_held_out(rows: list[FB.Judged]) -> None:
     """Measured: the per-tile latency model (estimates/alg4_time.py, fitted on the first fresh
     set) within ±15 % at 7 of 7 held-out points (−6.1 % to +5.7 % as frozen at bwd4-frozen;
     −6.9 % to +6.3 % refitted on the same first set with bwd5's DRAM estimate); flash1's roofline ÷
     utilisation, the rule before, at 2 of 7 (−67 % where one program per head runs alone)."""
-    assert _count(rows, "d", dram=False) == (7, 7)
-    assert _count(rows, "d", dram=False, before=True) == (2, 7)
+    assert F3.count_inside(rows, "d", dram=False) == (7, 7)
+    assert F3.count_inside(rows, "d", dram=False, before=True) == (2, 7)
 
 
 def test_small_kernels_with_the_dirty_line_ledger(rows: list[FB.Judged]) -> None:
     """Measured: of the small backwards' 102 kernels and whole backwards, 83 within their
     bound with the ledger, 55 with the handover to the next kernel alone; FA2's main kernel at
     6 of 7 points within ±10 % (the GQA 4/2 point −19 %), +64 to +67 % before."""
-    assert _count(rows, "s", dram=True) == (83, 102)
-    assert _count(rows, "s", dram=True, before=True) == (55, 102)
+    assert F3.count_inside(rows, "s", dram=True) == (83, 102)
+    assert F3.count_inside(rows, "s", dram=True, before=True) == (55, 102)
     main = [r for r in rows if r.gap == "s" and r.quantity == "DRAM bwd_attn"]
     assert len(main) == 7 and sum(abs(r.error) <= 0.10 for r in main) == 6
 
@@ -108,5 +99,5 @@ def test_the_triton_backward_at_small_n_on_a_fourth_set() -> None:
     assert not {p["id"] for p in record["points"]} & earlier
     assert all(p["batch"] * p["heads"] < record["sm_count"] for p in record["points"])
     rows = F3.judged(record, load_hardware(config_dir() / "h200.yaml"))
-    assert _count(rows, "t", dram=False) == (8, 8)
-    assert _count(rows, "t", dram=False, before=True) == (7, 8)
+    assert F3.count_inside(rows, "t", dram=False) == (8, 8)
+    assert F3.count_inside(rows, "t", dram=False, before=True) == (7, 8)

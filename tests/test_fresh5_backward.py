@@ -84,32 +84,23 @@ def test_the_record_is_the_committed_grid_checked_and_counted(record: dict) -> N
     assert all(max(p["check_rel_error"].values()) < 1e-2 for p in checked)
 
 
-def _count(rows: list[FB.Judged], gap: str, dram: bool, before: bool = False) -> tuple[int, int]:
-    sel = [r for r in rows if r.gap == gap and r.quantity.startswith("DRAM") == dram
-           and F3.inside(r) is not None]
-    if before:
-        sel = [FB.Judged(r.gap, r.point, r.what, r.quantity, r.without, r.measured)
-               for r in sel if r.without is not None]
-    return sum(bool(F3.inside(r)) for r in sel), len(sel)
-
-
 def test_as_measured_on_the_fifth_set(rows: list[FB.Judged]) -> None:
     """Measured, held out (reports/backward-h200.md): FA2's main kernel within ±10 % at all 4
     long points (−4.2 … +6.1 %) and SDPA's time at all 4; Algorithm 4's fused kernel at 3 of 7
     (bwd4's frozen rules: 1 of 7), its time at 5 of 7 (−22.8 % and −22.6 % outside); the
     Triton backward's time at 4 of 4 above 0.2 ms, its kernels' DRAM at 20 of 23."""
-    assert _count(rows, "a", dram=True) == (24, 25)
-    assert _count(rows, "a", dram=False) == (4, 4)
+    assert F3.count_inside(rows, "a", dram=True) == (24, 25)
+    assert F3.count_inside(rows, "a", dram=False) == (4, 4)
     main = [r for r in rows if r.gap == "a" and r.quantity == "DRAM bwd_attn"]
     assert len(main) == 4 and all(abs(r.error) <= 0.10 for r in main)
     alg4 = [r for r in rows if r.gap == "d" and r.quantity == "DRAM bwd_attn"]
     assert len(alg4) == 7 and sum(abs(r.error) <= 0.10 for r in alg4) == 3
     assert sum(abs(r.without - r.measured) <= 0.10 * r.measured for r in alg4
                if r.without is not None) == 1
-    assert _count(rows, "d", dram=False) == (5, 7)
-    assert _count(rows, "t", dram=False) == (4, 4)
-    assert _count(rows, "t", dram=True) == (20, 23)
-    assert _count(rows, "s", dram=True) == (51, 59)
+    assert F3.count_inside(rows, "d", dram=False) == (5, 7)
+    assert F3.count_inside(rows, "t", dram=False) == (4, 4)
+    assert F3.count_inside(rows, "t", dram=True) == (20, 23)
+    assert F3.count_inside(rows, "s", dram=True) == (51, 59)
 
 
 def test_the_triton_backward_outruns_sdpa_at_every_timed_point(record: dict) -> None:

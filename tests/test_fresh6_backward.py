@@ -15,7 +15,6 @@ import pytest
 
 from iosim.calibrate import fresh3_bwd as F3
 from iosim.calibrate import fresh5_bwd as F5
-from iosim.calibrate import fresh_bwd as FB
 from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.inputs.gpus import config_dir
@@ -75,22 +74,19 @@ def test_an_eager_op_split_for_32_bit_indexing_is_one_kernel(record: dict) -> No
     assert len(D._launches(sdpa, "sdpa")) == len(sdpa["kernels"]) - 1  # the GQA sum's 2 reduces
 
 
-def _count(rows: list[FB.Judged], gap: str, dram: bool) -> tuple[int, int]:
-    sel = [r for r in rows if r.gap == gap and r.quantity.startswith("DRAM") == dram
-           and F3.inside(r) is not None]
-    return sum(bool(F3.inside(r)) for r in sel), len(sel)
-
-
 def test_as_measured_on_the_sixth_set(record: dict) -> None:
     """Measured, held out (reports/backward-h200.md, sixth set): FA2's long backwards' DRAM at
     19 of 19 and time 3 of 3; Algorithm 4's time 5 of 5 but its causal fused kernel −34 … −74 %
     (DRAM 7 of 11); the Triton backward's DRAM 17 of 22, time 3 of 4 above 0.2 ms."""
     rows = F3.judged(record, load_hardware(config_dir() / "h200.yaml"),
                      rules_before=F5.rules_bwd4, old_triton=False)
-    assert _count(rows, "a", dram=True) == (19, 19) and _count(rows, "a", dram=False) == (3, 3)
-    assert _count(rows, "d", dram=True) == (7, 11) and _count(rows, "d", dram=False) == (5, 5)
-    assert _count(rows, "t", dram=True) == (17, 22) and _count(rows, "t", dram=False) == (3, 4)
-    assert _count(rows, "s", dram=True) == (53, 62)
+    assert F3.count_inside(rows, "a", dram=True) == (19, 19)
+    assert F3.count_inside(rows, "a", dram=False) == (3, 3)
+    assert F3.count_inside(rows, "d", dram=True) == (7, 11)
+    assert F3.count_inside(rows, "d", dram=False) == (5, 5)
+    assert F3.count_inside(rows, "t", dram=True) == (17, 22)
+    assert F3.count_inside(rows, "t", dram=False) == (3, 4)
+    assert F3.count_inside(rows, "s", dram=True) == (53, 62)
     causal = [r for r in rows if r.gap == "d" and r.quantity == "DRAM bwd_attn"
               and r.point.endswith("causal")]
     assert len(causal) == 3 and all(r.error < -0.3 for r in causal)

@@ -140,6 +140,18 @@ def inside(r: FB.Judged) -> bool | None:
     return abs(r.error) <= (0.20 if r.what == "eager" else 0.15)
 
 
+def count_inside(rows: list[FB.Judged], gap: str, dram: bool,
+                 before: bool = False) -> tuple[int, int]:
+    """(within its bound, judged) over a gap's DRAM rows or time rows; `before`: judged with the
+    estimate the earlier rules gave (each row's `without`), where there is one."""
+    judged = [r for r in rows if r.gap == gap and r.quantity.startswith("DRAM") == dram
+              and inside(r) is not None]
+    if before:
+        judged = [FB.Judged(r.gap, r.point, r.what, r.quantity, r.without, r.measured)
+                  for r in judged if r.without is not None]
+    return sum(bool(inside(r)) for r in judged), len(judged)
+
+
 def _count(rows: list[FB.Judged], gap: str, dram: bool) -> str:
     sel = [r for r in rows if r.gap == gap and r.quantity.startswith("DRAM") == dram
            and inside(r) is not None]
