@@ -7,8 +7,6 @@ No GPU."""
 
 from __future__ import annotations
 
-import importlib.util
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -21,18 +19,14 @@ from iosim.calibrate import torch_bwd_fit as F
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "backward_h200.py"
-
 
 def _grid() -> tuple[list[Any], list[Any], list[Any]]:
     # the grid's points are calibrate/bench_bwd.py's BwdPoint, in a module that imports torch:
     # without torch (the README's test step) these tests skip, and CI's torch step runs them
     pytest.importorskip("torch")
-    spec = importlib.util.spec_from_file_location("backward_h200", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch_points, flash1, triton = module.fresh5_grid()
+    from benchmarks import backward_h200
+
+    torch_points, flash1, triton = backward_h200.fresh5_grid()
     return [p for p, _, _ in torch_points], flash1, triton
 
 

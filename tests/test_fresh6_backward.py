@@ -6,7 +6,6 @@ iosim's figures against it as measured there (fresh6_bwd.py, reports/backward-h2
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from pathlib import Path
 from typing import Any
@@ -20,17 +19,14 @@ from iosim.calibrate import torch_bwd_fit as F
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
 
-BENCH = Path(__file__).resolve().parents[1] / "benchmarks" / "backward_h200.py"
 FLOOR = Path(__file__).resolve().parent / "data" / "launch-floor-h200.json"
 
 
 def _grid() -> tuple[list[Any], list[Any], list[Any]]:
     pytest.importorskip("torch")  # the grid's BwdPoint lives in a module that imports torch
-    spec = importlib.util.spec_from_file_location("backward_h200", BENCH)
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    torch_points, flash1, triton = module.fresh6_grid()
+    from benchmarks import backward_h200
+
+    torch_points, flash1, triton = backward_h200.fresh6_grid()
     return [p for p, _, _ in torch_points], flash1, triton
 
 
