@@ -44,6 +44,8 @@ from iosim.algorithms.loopnest import Kernel, tensor_bytes
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.traffic import Term
 from iosim.estimates.l2_model import DramTerm
+from iosim.estimates.launch_order_dram import STATES_NOTE as LAUNCH_STATES_NOTE
+from iosim.estimates.launch_order_dram import Writer, states_reread_share
 from iosim.inputs.ints import cdiv
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -191,10 +193,11 @@ PARTIAL_STATES = frozenset({"O_partial", "lse_partial", "O_prefix", "lse_prefix"
 and cascade's prefix and suffix kernels (algorithms/cascade.py) write and their combine or
 merge kernel reads right after."""
 STATES_NOTE = "partial states: read back from L2 by the next kernel (they fit in it)"
+REREAD_NOTE = LAUNCH_STATES_NOTE
 
 
-def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float, workload: Workload
-                   ) -> tuple[DramTerm, ...]:
+def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float, workload: Workload,
+                   grids: Sequence[tuple[str, int, int]] | None = None) -> tuple[DramTerm, ...]:
     """`terms` with the combine's (merge's) reads of the partial states charged no DRAM bytes
     where every state written fits in the L2: the split kernels' writes stay there (dirty) and
     the next kernel reads them there. Their writes still reach DRAM once, when evicted.
@@ -206,11 +209,23 @@ def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float, workload: Workloa
     (5-11 MB of K, V and states) read none of them (tests/data/h200-impl-dram3.csv,
     VALIDATION2 points 0-2)."""
     written = sum(t.bytes for t in terms if t.tensor in PARTIAL_STATES and t.op == "write")
-    if not written or written > l2_bytes:
+    if not written:
         return tuple(terms)
-    if workload.n != 1:
-        split = sum(t.bytes for t in terms if t.kernel == SPLITKV_KERNEL)
-        if not split or split > l2_bytes:
-            return tuple(terms)
+    if workload.n == 1 and grids is not None:
+        # decoding: the share the stream after each state evicts (launch_order_dram.py)
+        writers = [Writer(stream=sum(t.bytes for t in terms if t.kernel == name and t.op == "read"
+                                     and t.tensor not in PARTIAL_STATES),
+                          states=sum(t.bytes for t in terms if t.kernel == name and t.op == "write"
+                                     and t.tensor in PARTIAL_STATES),
+                          programs=programs, concurrent=concurrent)
+                   for name, programs, concurrent in grids]
+        share = states_reread_share([w for w in writers if w.states > 0], l2_bytes)
+        return tuple(replace(t, bytes=round(t.oblivious_bytes * share), note=REREAD_NOTE)
+                     if t.tensor in PARTIAL_STATES and t.op == "read" else t for t in terms)
+    if written > l2_bytes:
+        return tuple(terms)
+    split = sum(t.bytes for t in terms if t.kernel == SPLITKV_KERNEL)
+    if not split or split > l2_bytes:
+        return tuple(terms)
     return tuple(replace(t, bytes=0, note=STATES_NOTE)
                  if t.tensor in PARTIAL_STATES and t.op == "read" else t for t in terms)
