@@ -31,7 +31,22 @@ cutoff of estimates/l2_cutoff.py (no constant of their own):
    MLA at 128 heads and 8-32 splits by 13-20 %: ncu saw the combine read 38-72 MB of 50-84 MB
    of states from DRAM (mla-f-b24-6000-h128, mla-f-b12-20000-h128, mla-g-b10-9000-h128).
 
-Both are applied in estimates/l2.py dram_estimate after shared_prefix_dram's rules.
+3. **Row blocks that a wave boundary parts read their key chunk twice** (`straddle_rereads`).
+   Where the g query heads of a KV head need RB > 1 row blocks (MLA's 128 heads in 32-row
+   tiles, MQA), shared_prefix_dram.row_blocks_once charges their common chunk once: they are
+   Δ = kv_heads · S programs apart (grid: split fastest, then KV head, then request · row
+   block) and run together. Programs of equal length run in lockstep waves of W; a pair
+   (rb, rb + 1) whose positions a wave boundary separates is read a wave apart, after the
+   other chunks of that wave passed through the L2 (W / RB chunks, the wave's distinct K/V
+   bytes), and misses with l2_cutoff's probability at that reuse distance. Each of the
+   ⌈P/W⌉ − 1 boundaries parts min(Δ, W) · (RB − 1)/RB pairs (the pairs (x, x + Δ) that
+   straddle it, less the last row block's, which has no successor), at most every pair. Seen
+   on the H200: mla-f-b12-20000-h128 at 16 splits (768 programs, W = 264: ncu read the
+   latent 1.26 times), mla-f-b24-6000-h128 at 8 (1.09), mla-g-b10-9000-h128 at 32 (1.17),
+   one wave (256 programs) ≤ 1.06. The same count over requests sharing a prefix is not
+   applied: its distances differ (benchmarks/prefix_l2_flip.py).
+
+The rules are applied in estimates/l2.py dram_estimate with shared_prefix_dram's.
 """
 
 from __future__ import annotations
@@ -90,6 +105,41 @@ def state_writer_grids(kernels: Sequence[Kernel], workload: Workload, tiling: Ti
             return None
         grids.append((k.name, int(programs), int(concurrent)))
     return grids
+
+
+STRADDLE_NOTE = ("read by each of the row blocks of one request and KV head together, from "
+                 "DRAM once, and again where a wave boundary parts them")
+
+
+class RowBlockGrid(Record):
+    """A decoding split kernel's grid: requests × KV heads × row blocks × splits programs, over
+    `key_blocks` key blocks per request (⌈⌈T_c/S⌉⌉ whole blocks a split; the last splits may be
+    empty)."""
+
+    requests: int
+    kv_heads: int
+    row_blocks: int
+    splits: int
+    key_blocks: int
+
+
+def straddle_rereads(grid: RowBlockGrid, kv_bytes: float, concurrent: int,
+                     capacity: float) -> float:
+    """Extra DRAM bytes of K and V (`kv_bytes`: them read once) where wave boundaries part
+    the row blocks of one chunk (rule 3 of the module docstring)."""
+    rb, slots = grid.row_blocks, max(1, concurrent)
+    programs = grid.requests * grid.kv_heads * rb * grid.splits
+    boundaries = int(cdiv(programs, slots)) - 1
+    per_split = int(cdiv(grid.key_blocks, grid.splits))
+    chunks = grid.requests * grid.kv_heads * int(cdiv(grid.key_blocks, per_split))
+    if rb <= 1 or boundaries <= 0 or chunks <= 0 or kv_bytes <= 0:
+        return 0.0
+    spacing = grid.kv_heads * grid.splits
+    pairs = chunks * (rb - 1)
+    parted = min(pairs, boundaries * min(spacing, slots) * (rb - 1) / rb)
+    chunk = kv_bytes / chunks
+    wave = min(kv_bytes, slots / rb * chunk)
+    return parted * chunk * miss_probability(wave, capacity)
 
 
 class Writer(Record):
