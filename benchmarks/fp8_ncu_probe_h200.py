@@ -88,7 +88,7 @@ def run(out: Path) -> int:
     for cmd, name in zip(steps, names, strict=True):
         log.write(f"$ {' '.join(cmd)}\n")
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, timeout=150, check=False)
+            done = subprocess.run(cmd, capture_output=True, text=True, timeout=70, check=False)
         except (subprocess.TimeoutExpired, OSError) as exc:
             log.write(f"{type(exc).__name__}: {exc}\n")
             continue
