@@ -1,7 +1,8 @@
 """var7's fresh judgement from what came back of its device run (benchmarks/variants-h200/
 run-var7.log: each fresh MLA shape's fastest split count and time, each fresh shared-prefix
 batch's fastest split-KV count, fastest cascade pair, their times and the winner; the record with
-ncu's DRAM counts did not come back). Judged with the model as frozen at tag var7-frozen:
+ncu's DRAM counts did not come back). Judged with the model checked out (branch var7: the
+DRAM rules off; tag var7-frozen: on):
 
   * the cascade-vs-split-KV verdict of the decoding time model (analysis/decode_time.py),
   * each method's modelled time at its measured fastest counts (±15 %),
