@@ -12,7 +12,7 @@ and the record is for finding causes, never for judging a rule.
    GPU); and the trivial one-store kernel with 8 arguments at 4 and 8 warps.
 2. ncu with the write/atomic/reduction sectors (ncu_bwd.WRITE_METRICS) on: the protocol alone
    (evict, evict); Algorithm 4 causal at fill 0.36-0.59 of the L2 (fresh6's misses) and its
-   non-causal twin at N 11,000 (fill 0.36: same sweeps' footprint, twice the re-writes of
+   non-causal twins at N 11,000 and 4,500 (the same footprint, twice the re-writes of
    dQ); the Triton backward's misses (GQA d 64 N 12,500, N 160) kernel by kernel; SDPA's
    d = 64 GQA backward (bwd_sum_dkdv −23.5 %) and eager at N 1,500 causal (scale/dQ/dK).
 TRITON_INTERPRET=1 runs part 1 on the CPU (a dry run at d 16 and 32, which the
@@ -166,7 +166,8 @@ def ncu_spec() -> list[dict[str, Any]]:
            128: {"block_r": 64, "block_c": 64, "num_warps": 8, "num_stages": 1}}
     spec: list[dict[str, Any]] = [{"id": "null", "what": "null"}]
     for p in (Pt(11000, 64, 1, 4, 4, True), Pt(11000, 64, 1, 4, 4, False),
-              Pt(8000, 64, 1, 6, 3, True, "bf16"), Pt(4500, 128, 1, 8, 8, True)):
+              Pt(8000, 64, 1, 6, 3, True, "bf16"), Pt(4500, 128, 1, 8, 8, True),
+              Pt(4500, 128, 1, 8, 8, False)):
         spec.append({"id": p.id, "what": "flash1", "point": p.fields(), "tiles": fa1[p.d]})
     for p in (Pt(12500, 64, 1, 8, 2, True, "bf16"), Pt(160, 64, 1, 2, 2, False)):
         spec.append({"id": p.id, "what": "triton", "point": p.fields(), "isolate": True,
