@@ -79,7 +79,7 @@ def triton_dram(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, s
 
 def _triton_time(p: dict[str, Any], hardware: Hardware, old: bool) -> float:
     if not old:
-        return B.predict_time(p, hardware, B.TimeModel(
+        return B.predict_launched_time(p, hardware, B.TimeModel(
             hardware.measured.backward_schedule.efficiency,  # type: ignore[union-attr]
             hardware.measured.backward_schedule.program_overhead_s))  # type: ignore[union-attr]
     with patch.object(B, "CAUSAL_LOOPS", 1):
