@@ -26,17 +26,17 @@ def test_launch_cost_is_the_least_squares_line_over_the_trivial_launches(record)
     a = np.array([[1.0, r["args"]] for r in rows])
     y = np.array([r["host_per_launch_s"] for r in rows])
     fixed, per_arg = np.linalg.lstsq(a, y, rcond=None)[0]
-    assert LF.LAUNCH_FIXED_S == pytest.approx(fixed, abs=0.1e-6)
-    assert LF.LAUNCH_PER_TENSOR_S == pytest.approx(per_arg, abs=0.01e-6)
+    assert pytest.approx(fixed, abs=0.1e-6) == LF.LAUNCH_FIXED_S
+    assert pytest.approx(per_arg, abs=0.01e-6) == LF.LAUNCH_PER_TENSOR_S
 
 
 def test_wrapper_and_head_start_reproduce_the_d64_calls(record) -> None:  # type: ignore[no-untyped-def]
     calls = [b for b in record["backward"] if b["d"] == 64]
     segments = median(sum(b["segment_median_s"]) for b in calls)
     launches = sum(LF.launch_s(t) for t in (3, 8, 7))
-    assert LF.WRAPPER_S == pytest.approx(segments - launches, abs=0.5e-6)
+    assert pytest.approx(segments - launches, abs=0.5e-6) == LF.WRAPPER_S
     hidden = median(sum(b["segment_median_s"]) + 4e-6 - b["do_bench_s"] for b in calls)
-    assert LF.HEAD_START_S == pytest.approx(hidden, abs=0.5e-6)
+    assert pytest.approx(hidden, abs=0.5e-6) == LF.HEAD_START_S
     # and so the floor of such a call is its do_bench time, within the calls' own spread
     floor = LF.launched_time([(1e-6, 3), (4e-6, 8), (4e-6, 7)])
     spread = [b["do_bench_s"] for b in calls]
