@@ -90,11 +90,13 @@ def _cap(chunks: list[Chunk], cap: float) -> float:
 
 
 def ledger(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float, share: float,
-           cap: float = DIRTY_CAP, protocol: float = PROTOCOL_RESIDUE_BYTES
-           ) -> list[tuple[str, float]]:
+           cap: float = DIRTY_CAP, protocol: float | None = None) -> list[tuple[str, float]]:
     """DRAM bytes per kernel as a counter sees them back to back: (name, read, write) in launch
     order (the L2 estimate's per-kernel bytes) → (name, reads + the write-backs during it); the
-    last kernel also gets the closing evict's, with the protocol's own (`protocol`)."""
+    last kernel also gets the closing evict's, with the protocol's own (`protocol`, default
+    PROTOCOL_RESIDUE_BYTES)."""
+    if protocol is None:
+        protocol = PROTOCOL_RESIDUE_BYTES
     age_limit = share * l2_bytes
     chunks: list[Chunk] = []
     out: list[tuple[str, float]] = []
