@@ -100,4 +100,55 @@ def report(record: dict[str, Any], hardware: Hardware) -> str:
                      "(backward-h200-fresh7.json)", grid="fresh7_grid", tag="bwd7-frozen",
                      rules_before=rules_bwd6, old_triton="bwd6", before_text=BEFORE_TEXT)
     extra = protocol_lines(record) + floor_lines(record, hardware)
+    if PROBE.exists():
+        import json
+
+        extra += probe_lines(json.loads(PROBE.read_text()))
     return text + ("\n".join(extra) + "\n" if extra else "")
+
+
+PROBE = D.DATA / "bwd7-probe-h200.json"
+
+
+def probe_lines(probe: dict[str, Any]) -> list[str]:
+    """bwd7's call 1 (benchmarks/bwd7_probe_h200.py) as Markdown: the launcher's cost by head
+    dim and warps, and every profiled kernel's DRAM bytes beside the L2's write sectors."""
+    lines = ["", "## bwd7's diagnostic call (bwd7-probe-h200.json)", "",
+             f"Record: `{probe['command']}` ({probe['device']}, torch {probe['torch']}, Triton "
+             f"{probe['triton']}). Seen data: causes only, nothing judged on it.", "",
+             "### The dK/dV kernel's launch by head dim and warps (N 128, one head)", "",
+             "| d | warps | registers | spills | shared | cubin | host per launch (100 / "
+             "300 calls) |", "|---:|---:|---:|---:|---:|---:|---|"]
+    for r in probe["dkdv_launch"]:
+        lines.append(f"| {r['d']} | {r['warps']} | {r['n_regs']} | {r['n_spills']} | "
+                     f"{r['shared'] / 1024:.0f} KiB | {r['cubin_bytes'] / 1024:.0f} KiB | "
+                     f"{r['host_per_launch_100_s'] * 1e6:.1f} / "
+                     f"{r['host_per_launch_300_s'] * 1e6:.1f} µs |")
+    lines += ["", "The whole attention_bwd call (shipped tiles), host time per call over 50, "
+              "100 and 300 calls: " + "; ".join(
+                  f"d {r['d']}: " + ", ".join(f"{r[k] * 1e6:.0f}" for k in
+                                              ("host_per_call_50_s", "host_per_call_100_s",
+                                               "host_per_call_300_s")) + " µs"
+                  for r in probe["whole_call"]) + ". The trivial kernel with 8 arguments: "
+              + ", ".join(f"{r['warps']} warps {r['host_per_launch_s'] * 1e6:.1f} µs"
+                          for r in probe["trivial_warps"]) + ".", "",
+              "### Write-back counters (ncu, `ncu_bwd.WRITE_METRICS`)", "",
+              "Per launch: DRAM read and write bytes, the L2's write, atomic and reduction "
+              "sectors from the SMs (× 32 B), and after each segment the closing evict's "
+              "DRAM writes (the residue counted to the segment's last kernel).", "",
+              "| item | kernel | DRAM read | DRAM write | L2 writes | L2 atom + red |",
+              "|---|---|---:|---:|---:|---:|"]
+    sector = 32.0
+    for item in probe.get("counters", {}).get("items", []):
+        for s in item["segments"]:
+            for k in s["kernels"]:
+                atom = (k.get("lts__t_sectors_op_atom.sum", 0)
+                        + k.get("lts__t_sectors_op_red.sum", 0)) * sector
+                lines.append(
+                    f"| {item['id']} ({item['what']}) | {k['kernel'][:48]} | "
+                    f"{k['dram_read_bytes'] / 1e6:.2f} MB | {k['dram_write_bytes'] / 1e6:.2f} MB"
+                    f" | {k.get('lts__t_sectors_srcunit_tex_op_write.sum', 0) * sector / 1e6:.2f}"
+                    f" MB | {atom / 1e6:.2f} MB |")
+            lines.append(f"| {item['id']} ({item['what']}) | (closing evict: residue) | | "
+                         f"{s['residue_write_bytes'] / 1e6:.2f} MB | | |")
+    return lines
