@@ -159,6 +159,17 @@ CLEAR_BYTES = 256 << 20
 """What triton.testing.do_bench zeroes before every timed call (its L2 flush)."""
 
 
+WARMUP_MS = 100
+"""Milliseconds of calls do_bench runs before it times (was 10). The first timed points of each
+implementation's pass in every validation record ran 15-131 µs slower per call than their own
+kernels' device time (the profiled call after do_bench), later points of the same shapes and
+sizes 2-9 µs (tests/data/h200-impl-validation{,2,3,4,5}.json: sdpa-flash #0/#1, sdpa-cudnn #0/#1
+of validation5, iosim-triton #0/#1 of validation4, iosim-triton's first bf16 point #6 of
+validation4 and 5): a stall of the first calls after the GPU sat idle (a pass's first
+point, a new Triton specialisation's compile), not a property of the shape. 100 ms of calls
+before the timed ones keep the GPU busy into the window (about 0.1 s more per point)."""
+
+
 def host_seconds(run: Callable[[], Any], *, calls: int = 20) -> float:
     """Median host time of one call: from the call to its return, the GPU idle and synchronised
     before each, so that no full launch queue stalls it. What the host spends dispatching a call
@@ -188,7 +199,7 @@ def time_and_kernels(impl: Implementation, w: Workload, *, rep_ms: int = 60
     run = make_runner(impl, w, q, k, v)
     run()
     torch.cuda.synchronize()
-    median_ms = triton.testing.do_bench(run, warmup=10, rep=rep_ms, return_mode="median")
+    median_ms = triton.testing.do_bench(run, warmup=WARMUP_MS, rep=rep_ms, return_mode="median")
     from torch.profiler import DeviceType, ProfilerActivity, profile
 
     # the profiled call starts from a cold L2, as every call do_bench timed (it zeroes 256 MB
