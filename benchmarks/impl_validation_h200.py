@@ -326,6 +326,16 @@ VALIDATION6 = (
 )
 IMPLS6 = ("sdpa-flash", "iosim-triton", "sdpa-efficient", "sdpa-cudnn", "torch-naive")
 """The implementations validation6 times: all but flex, which helper flex8 judges (round 7)."""
+CAUSALPROBE7 = (
+    # issue 11 round 7, open cause 1 (FA2's causal forward re-reading K/V): ncu's DRAM bytes of
+    # long causal calls as N grows at two heads, as heads grow at one N, and beside them the
+    # non-causal call of one shape (seen data for the next model, never a judge)
+    *(_w(n, heads=2, causal=True) for n in (16384, 24576, 32768, 40960, 45056, 49152, 53248,
+                                            57344, 61440, 65536, 73728)),
+    *(_w(40960, heads=h, causal=True) for h in (1, 3, 4, 6, 8)),
+    _w(49152, heads=2), _w(32768, heads=4, d=64, causal=True), _w(16384, heads=8, d=256,
+                                                                   causal=True),
+)
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -334,7 +344,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "validation5": (VALIDATION5, VALIDATION5_FLEX),
         "flexrefit7": (FLEXREFIT7, tuple(range(len(FLEXREFIT7)))),
         "flexfresh7": (FLEXFRESH7, tuple(range(len(FLEXFRESH7)))),
-        "validation6": (VALIDATION6, ())}
+        "validation6": (VALIDATION6, ()), "causalprobe7": (CAUSALPROBE7, ())}
 
 
 def main() -> None:
