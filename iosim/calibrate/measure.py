@@ -159,15 +159,15 @@ CLEAR_BYTES = 256 << 20
 """What triton.testing.do_bench zeroes before every timed call (its L2 flush)."""
 
 
-WARMUP_MS = 100
-"""Milliseconds of calls do_bench runs before it times (was 10). The first timed points of each
-implementation's pass in every validation record ran 15-131 µs slower per call than their own
-kernels' device time (the profiled call after do_bench), later points of the same shapes and
-sizes 2-9 µs (tests/data/h200-impl-validation{,2,3,4,5}.json: sdpa-flash #0/#1, sdpa-cudnn #0/#1
-of validation5, iosim-triton #0/#1 of validation4, iosim-triton's first bf16 point #6 of
-validation4 and 5): a stall of the first calls after the GPU sat idle (a pass's first
-point, a new Triton specialisation's compile), not a property of the shape. 100 ms of calls
-before the timed ones keep the GPU busy into the window (about 0.1 s more per point)."""
+WARMUP_MS = 10
+"""Milliseconds of calls do_bench runs before it times. In every validation record the first
+timed points of an implementation's pass and the first call of a new kernel specialisation ran
+12-131 µs per call slower than their own kernels' device time (the profiled call after
+do_bench), where calls of their size elsewhere show 2-9 µs (tests/data/h200-impl-validation*.json;
+docs/implementations.md, round 7). Round 7 timed validation6 with 100 ms (tag impl7-frozen) to
+test whether an idle GPU's clocks caused it: the stalls stayed (iosim-triton #0, #6, sdpa-cudnn
+#0, torch-naive #0, sdpa-flash #6), so the warm-up is back at do_bench's 10 ms and the
+validation report prints each call's host gap beside the kernel model instead."""
 
 
 def host_seconds(run: Callable[[], Any], *, calls: int = 20) -> float:
