@@ -159,6 +159,17 @@ CLEAR_BYTES = 256 << 20
 """What triton.testing.do_bench zeroes before every timed call (its L2 flush)."""
 
 
+WARMUP_MS = 10
+"""Milliseconds of calls do_bench runs before it times. In every validation record the first
+timed points of an implementation's pass and the first call of a new kernel specialisation ran
+12-131 µs per call slower than their own kernels' device time (the profiled call after
+do_bench), where calls of their size elsewhere show 2-9 µs (tests/data/h200-impl-validation*.json;
+docs/implementations.md, round 7). Round 7 timed validation6 with 100 ms (tag impl7-frozen) to
+test whether an idle GPU's clocks caused it: the stalls stayed (iosim-triton #0, #6, sdpa-cudnn
+#0, torch-naive #0, sdpa-flash #6), so the warm-up is back at do_bench's 10 ms and the
+validation report prints each call's host gap beside the kernel model instead."""
+
+
 def host_seconds(run: Callable[[], Any], *, calls: int = 20) -> float:
     """Median host time of one call: from the call to its return, the GPU idle and synchronised
     before each, so that no full launch queue stalls it. What the host spends dispatching a call
@@ -188,7 +199,7 @@ def time_and_kernels(impl: Implementation, w: Workload, *, rep_ms: int = 60
     run = make_runner(impl, w, q, k, v)
     run()
     torch.cuda.synchronize()
-    median_ms = triton.testing.do_bench(run, warmup=10, rep=rep_ms, return_mode="median")
+    median_ms = triton.testing.do_bench(run, warmup=WARMUP_MS, rep=rep_ms, return_mode="median")
     from torch.profiler import DeviceType, ProfilerActivity, profile
 
     # the profiled call starts from a cold L2, as every call do_bench timed (it zeroes 256 MB
