@@ -82,6 +82,12 @@ class ImplCalibration(Record):
     """The forward's time terms beyond the efficiencies (inputs/impl_calibration.py
     TIME_TERMS: solo_rate, program_bandwidth, host_floor_s, decode_host_floor_s); a missing
     one is no such limit."""
+    forward: Mapping[str, float] = field(default_factory=dict)
+    """The fused forward kernel's list schedule (estimates/schedule.py; FlexAttention's
+    template, analysis/impl_kernels.py:impl_forward_roofs): `efficiency_dN` per head-dim
+    bucket, `program_overhead_s` per software-pipelined loop, `causal_loops`; empty: the
+    forward kernel on its roofline."""
+    forward_source: str = ""
 
 
 class Figure(Record):
