@@ -99,7 +99,7 @@ def predicted_kernel_s(w: Workload, kernel: Any, tiling: Any, hardware: Hardware
 
 
 def fit_schedule(points: list[KernelPoint], hardware: Hardware, impl: Implementation, *,
-                 sweeps: int = 3) -> dict[str, float]:
+                 sweeps: int = 10) -> dict[str, float]:
     """Step 1 (the module docstring): `efficiency_dN` per bucket present, `program_overhead_s`."""
     from iosim.estimates.roofline import roofs_for
 
@@ -117,10 +117,13 @@ def fit_schedule(points: list[KernelPoint], hardware: Hardware, impl: Implementa
             trial["program_overhead_s"], mm, vec) / p.kernel_s))
             for p, k, t, mm, vec in inputs)
 
-    for _ in range(sweeps):
+    for _ in range(sweeps):  # until no parameter moves (a coordinate-wise optimum)
+        before = dict(params)
         for name in list(params):
             grid = GRIDS["program_overhead_s" if name == "program_overhead_s" else "efficiency"]
             params[name] = float(min(grid, key=lambda v: loss({**params, name: float(v)})))
+        if params == before:
+            break
     return params
 
 
