@@ -16,12 +16,14 @@ import json
 import sys
 from pathlib import Path
 from statistics import median
+from typing import Any
 
 from iosim.calibrate.flex_fit import (
     fit_call,
     fit_schedule,
     kernel_points,
     predicted_call_s,
+    probe_points,
     template_time,
     with_forward,
 )
@@ -31,13 +33,18 @@ from iosim.inputs.workload import Workload
 
 ROOT = Path(__file__).parents[1]
 SEEN = ("tests/data/h200-impl-flexrefit7.json", "tests/data/h200-impl-flexfresh7.json",
-        "tests/data/h200-impl-validation5.json")
+        "tests/data/h200-impl-validation5.json", "tests/data/h200-flex8-probe.json")
+
+
+def _flex_points(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """A record's timed flex points (round 8's probe record read as such: probe_points)."""
+    points = probe_points(record) if "mask" in record["points"][0] else record["points"]
+    return [p for p in points if p.get("impl") == "flex" and "time_s" in p]
 
 
 def main() -> None:
     paths = [a for a in sys.argv[1:] if not a.startswith("--")] or list(SEEN)
-    points = [p for path in paths for p in json.loads((ROOT / path).read_text())["points"]
-              if p.get("impl") == "flex" and "time_s" in p]
+    points = [p for path in paths for p in _flex_points(json.loads((ROOT / path).read_text()))]
     hardware = resolve_hardware("h200").hardware
     impl = get_implementation("flex")
     kernels = kernel_points(points, impl)

@@ -17,7 +17,9 @@ own reads of the block mask's indices). The tile is the template's whole BLOCK_M
 where the query has fewer (a decode step of a GQA ratio that is not a power of two runs this
 template with one query row padded to 128). What the overhead stands for: the program's
 prologue and epilogue (its Q tile, the block mask's counts and indices, O and the
-log-sum-exp written back), a few microseconds; not a per-call floor.
+log-sum-exp written back), a few microseconds; not a per-call floor. Where N or N_kv is not a
+multiple of 128 torch compiles the template without IS_DIVISIBLE (`aligned`) and every step
+checks its bounds: its time is scaled by the fitted `unaligned_dN`.
 
 Where it does not apply (the roofline as before): a head dim the fit has no efficiency for,
 and the queries torch hands to its split-KV decoding template instead (`runs_decoding_kernel`).
@@ -36,6 +38,19 @@ DECODING_QUERY_LEN = 128
 """torch/_inductor/kernel/flex/flex_decoding.py `_use_flex_decoding`: a query shorter than
 this (`query.get_size()[-2] < 128`) runs the flex decoding template when its GQA ratio
 Hq // Hkv is a power of two (`pw_of_two`); any other query runs the main template."""
+
+
+ALIGNMENT = 128
+"""torch/_inductor/kernel/flex/flex_attention.py: `IS_DIVISIBLE` only when both sequence lengths
+are multiples of 128 (`Mod(seq_len_q, 128) == 0` and the same for seq_len_kv); otherwise every
+key step loads K and V bounds-checked and applies the mask and its bounds to the whole tile
+(templates/common.py.jinja: `CHECK_BLOCK_BOUNDARY=True` on each block, "even we applied mod &
+mask to each block for non divisible seqlen")."""
+
+
+def aligned(workload: Workload) -> bool:
+    """Whether torch compiles the flex template with IS_DIVISIBLE (ALIGNMENT)."""
+    return workload.n % ALIGNMENT == 0 and workload.n_kv % ALIGNMENT == 0
 
 
 def runs_decoding_kernel(impl: Implementation, workload: Workload) -> bool:
@@ -65,9 +80,13 @@ def forward_schedule(impl: Implementation, hardware: Hardware, tiling: Tiling | 
     efficiency = fitted.forward.get(f"efficiency_d{head_dim_bucket(workload.d)}")
     if efficiency is None:
         return None
+    scale = 1.0
+    if not aligned(workload):
+        scale = fitted.forward.get(f"unaligned_d{head_dim_bucket(workload.d)}", 1.0)
     return BackwardSchedule(efficiency, fitted.forward["program_overhead_s"],
                             {workload.d: tiling.programs_per_sm}, fitted.forward_source,
-                            causal_loops=int(fitted.forward.get("causal_loops", 1)))
+                            causal_loops=int(fitted.forward.get("causal_loops", 1)),
+                            step_scale=scale)
 
 
 def impl_forward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
@@ -90,7 +109,10 @@ def forward_schedule_note(impl: Implementation, hardware: Hardware) -> str | Non
     f = fitted.forward
     by_dim = ", ".join(f"d {k.removeprefix('efficiency_d')} {v:g}" for k, v in f.items()
                        if k.startswith("efficiency_d"))
+    unaligned = ", ".join(f"×{v:g} at d {k.removeprefix('unaligned_d')}" for k, v in f.items()
+                          if k.startswith("unaligned_d"))
     return (f"{impl.name}'s fused forward kernel is timed by scheduling its programs on the SMs "
             f"(efficiency {by_dim}; {f['program_overhead_s'] * 1e6:g} µs per program and "
-            f"key loop, {int(f.get('causal_loops', 1))} loops in a causal program; "
-            "analysis/impl_forward.py)")
+            f"key loop, {int(f.get('causal_loops', 1))} loops in a causal program"
+            + (f"; steps {unaligned} where N or N_kv is not a multiple of {ALIGNMENT}"
+               if unaligned else "") + "; analysis/impl_forward.py)")

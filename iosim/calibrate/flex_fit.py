@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms import ALGORITHMS
-from iosim.analysis.impl_forward import runs_decoding_kernel
+from iosim.analysis.impl_forward import aligned, runs_decoding_kernel
 from iosim.analysis.impl_kernels import head_dim_bucket
 from iosim.estimates.occupancy import makespan
 from iosim.estimates.schedule import scheduled_launch
@@ -42,9 +42,28 @@ CAUSAL_LOOPS = 2
 """The flex template's key loops in a program with a causal BlockMask (impl_forward.py)."""
 GRIDS = {
     "efficiency": np.round(np.arange(0.20, 1.201, 0.005), 3),
+    "unaligned": np.round(np.arange(0.80, 2.501, 0.01), 3),
     "program_overhead_s": np.round(np.arange(0.0, 30.01e-6, 0.25e-6), 10),
 }
 CALL_GRIDS = {"host_floor_s": np.arange(0.0, 300.1e-6, 1e-6)}
+
+
+def probe_points(record: dict[str, Any]) -> list[dict[str, Any]]:
+    """benchmarks/flex8_probe.py's points as a validation record's flex points: those a user's
+    workload runs (no mask, or a causal one; not the all-full BlockMask)."""
+    out: list[dict[str, Any]] = []
+    for p in record["points"]:
+        if p["mask"] not in ("none", "causal"):
+            continue
+        s = p["workload"]
+        w = Workload(s["n"], d=s["d"], heads=s["heads"], kv_heads=s.get("kv_heads"),
+                     causal=s.get("causal", False))
+        out.append({"impl": "flex", "index": len(out), "time_s": p["time_s"],
+                    "kernels": p["kernels"], "workload": {
+                        "n": w.n, "n_kv": w.n_kv, "d": w.d, "heads": w.heads,
+                        "kv_heads": w.kv_heads, "batch": w.batch, "dtype": w.dtype,
+                        "causal": w.causal}})
+    return out
 
 
 def template_time(point: dict[str, Any]) -> float | None:
@@ -88,10 +107,12 @@ def _launch_inputs(hardware: Hardware, impl: Implementation, w: Workload) -> tup
 
 def predicted_kernel_s(w: Workload, kernel: Any, tiling: Any, hardware: Hardware,
                        efficiency: float, overhead_s: float, matmul: float,
-                       vector: float) -> float:
-    """The schedule's makespan of the workload's template kernel (compute only)."""
+                       vector: float, unaligned: float = 1.0) -> float:
+    """The schedule's makespan of the workload's template kernel (compute only); `unaligned`
+    scales its steps where N or N_kv is not a multiple of 128 (impl_forward.py:aligned)."""
     schedule = BackwardSchedule(efficiency, overhead_s, {w.d: tiling.programs_per_sm},
-                                causal_loops=CAUSAL_LOOPS)
+                                causal_loops=CAUSAL_LOOPS,
+                                step_scale=1.0 if aligned(w) else unaligned)
     assert hardware.sm_count is not None
     launch = scheduled_launch(kernel, w, tiling, schedule, sm_count=hardware.sm_count,
                               matmul_peak=matmul, vector_peak=vector)
@@ -109,18 +130,22 @@ def fit_schedule(points: list[KernelPoint], hardware: Hardware, impl: Implementa
         roofs = roofs_for(hardware, p.workload.dtype, "measured")
         inputs.append((p, kernel, tiling, roofs.matmul_flops_per_s, roofs.vector_flops_per_s))
     buckets = sorted({head_dim_bucket(p.workload.d) for p in points})
-    params = {**{f"efficiency_d{b}": 0.6 for b in buckets}, "program_overhead_s": 5e-6}
+    unaligned = sorted({head_dim_bucket(p.workload.d) for p in points if not aligned(p.workload)})
+    params = {**{f"efficiency_d{b}": 0.6 for b in buckets},
+              **{f"unaligned_d{b}": 1.0 for b in unaligned}, "program_overhead_s": 5e-6}
 
     def loss(trial: dict[str, float]) -> float:
         return sum(abs(math.log(predicted_kernel_s(
             p.workload, k, t, hardware, trial[f"efficiency_d{head_dim_bucket(p.workload.d)}"],
-            trial["program_overhead_s"], mm, vec) / p.kernel_s))
+            trial["program_overhead_s"], mm, vec,
+            trial.get(f"unaligned_d{head_dim_bucket(p.workload.d)}", 1.0)) / p.kernel_s))
             for p, k, t, mm, vec in inputs)
 
     for _ in range(sweeps):  # until no parameter moves (a coordinate-wise optimum)
         before = dict(params)
         for name in list(params):
-            grid = GRIDS["program_overhead_s" if name == "program_overhead_s" else "efficiency"]
+            grid = GRIDS[name.rstrip("0123456789").removesuffix("_d")
+                         if not name.startswith("efficiency") else "efficiency"]
             params[name] = float(min(grid, key=lambda v: loss({**params, name: float(v)})))
         if params == before:
             break

@@ -30,7 +30,10 @@ RANGE = "iosim-measure"
 
 def command(ncu: str, report: Path, spec: Path, manifest: Path) -> list[str]:
     """The ncu command line that profiles the points' launches (inside RANGE only)."""
-    return [ncu, "--clock-control", "none", "--cache-control", "none", "--nvtx",
+    # application-only: not the compile workers torch.compile may start (each would be
+    # instrumented too), only the program whose kernels are counted
+    return [ncu, "--clock-control", "none", "--cache-control", "none",
+            "--target-processes", "application-only", "--nvtx",
             "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS), "--force-overwrite",
             "--export", str(report), sys.executable, "-m", TARGET, str(spec), str(manifest)]
 

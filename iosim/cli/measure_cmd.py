@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,11 @@ def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     estimate = predicted.algorithms[-1]
     from iosim.calibrate import env
 
+    if implementation.runs == "flex":
+        # one shape's few kernels: compiled in the process, not by a pool of compile workers
+        # started for them (in this process and in ncu's, which inherits it); set before
+        # torch is imported
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     env.require_gpu("measure")
     from iosim.calibrate.measure import check, time_and_kernels
 

@@ -31,6 +31,9 @@ class BackwardSchedule(Record):
     """Software-pipelined inner loops a program of a causal kernel runs, each paying the
     overhead (its pipeline's fill and drain): 2 for iosim's Triton kernels (the masked diagonal
     band, then the rest: kernels_bwd.py), 1 where one loop masks its first steps (FA2's CUDA)."""
+    step_scale: float = 1.0
+    """The factor on every inner step's time: FlexAttention's bounds-checked steps where N or
+    N_kv is not a multiple of 128 (analysis/impl_forward.py); 1 elsewhere."""
 
     def per_sm(self, d: int) -> int:
         """Programs per SM of the backward kernels at head dim `d`."""

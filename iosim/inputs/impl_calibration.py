@@ -41,12 +41,15 @@ BACKWARD_BOUNDS = {"efficiency": (0.0, 1.5), "program_overhead_s": (0.0, 1e-3),
 """(low, high) of each backward figure: efficiency in (0, 1.5], the seconds in [low, high)."""
 MAX_CALL_OVERHEAD_S = 0.01
 FORWARD_BOUNDS = {"efficiency_d64": (0.0, 1.5), "efficiency_d128": (0.0, 1.5),
-                  "efficiency_d256": (0.0, 1.5), "program_overhead_s": (0.0, 1e-3),
+                  "efficiency_d256": (0.0, 1.5), "unaligned_d64": (0.0, 3.0),
+                  "unaligned_d128": (0.0, 3.0), "unaligned_d256": (0.0, 3.0),
+                  "program_overhead_s": (0.0, 1e-3),
                   "causal_loops": (0, 4)}
 """(low, high] of each figure of `forward` (the fused forward kernel's list schedule,
 analysis/impl_kernels.py:impl_forward_roofs): the efficiency per head-dim bucket (at least
-one), the seconds per software-pipelined loop of a program, and the loops of a causal program
-(an integer)."""
+one), the factor on a step's time where N or N_kv is not a multiple of 128 (`unaligned_dN`),
+the seconds per software-pipelined loop of a program, and the loops of a causal program (an
+integer)."""
 
 
 def _number(value: Any) -> bool:
