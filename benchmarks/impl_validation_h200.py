@@ -336,6 +336,22 @@ CAUSALPROBE7 = (
     _w(49152, heads=2), _w(32768, heads=4, d=64, causal=True), _w(16384, heads=8, d=256,
                                                                    causal=True),
 )
+FLEXFRESH8 = (
+    # flex8 (round 8): the forward schedule's judgement, written down before the call that
+    # times it; none equals an earlier point or a probe shape (tests/test_flex_forward.py)
+    _w(1536, heads=3), _w(7000, heads=2, d=64), _w(5600, heads=20, kv=4, dtype="bf16"),
+    _w(3333, heads=12, batch=3, causal=True), _w(2200, heads=32, kv=8, d=64, causal=True),
+    _w(6000, heads=6, d=64, causal=True, dtype="bf16"),
+    _w(1024, 24576, heads=16, kv=2, causal=True), _w(640, 9000, heads=10, d=64),
+    _w(24000, heads=6, causal=True), _w(36000, heads=4, dtype="bf16"),
+    _w(1, 40000, heads=40, kv=8, batch=2), _w(1, 30000, heads=32, kv=8, batch=3),
+    _w(2500, heads=10, kv=5, batch=4), _w(4800, heads=1),
+    _w(12000, heads=8, kv=1, d=64, dtype="bf16"),
+)
+"""Fifteen fresh flex shapes: batch·heads from 1 and 3 heads (below one wave) to 972 programs,
+GQA ratios 2-8 and MQA, N not a power of two, chunked prefills, d 64 and 128, fp16 and bf16,
+causal and not, K/V beyond the L2 (24,000 × 6 heads, 36,000 × 4), two decode steps (GQA 5:
+the main template; GQA 4: the decoding template, which the schedule does not time)."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -344,7 +360,8 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "validation5": (VALIDATION5, VALIDATION5_FLEX),
         "flexrefit7": (FLEXREFIT7, tuple(range(len(FLEXREFIT7)))),
         "flexfresh7": (FLEXFRESH7, tuple(range(len(FLEXFRESH7)))),
-        "validation6": (VALIDATION6, ()), "causalprobe7": (CAUSALPROBE7, ())}
+        "validation6": (VALIDATION6, ()), "causalprobe7": (CAUSALPROBE7, ()),
+        "flexfresh8": (FLEXFRESH8, tuple(range(len(FLEXFRESH8))))}
 
 
 def main() -> None:

@@ -75,8 +75,11 @@ def test_the_shipped_figures_are_the_fit_of_the_fit_records() -> None:
     assert H200.measured is not None
     shipped = H200.measured.impls["flex"]
     assert fitted["efficiency"] == shipped.efficiency
-    assert fitted["call_overhead_s"] == pytest.approx(shipped.call_overhead_s, rel=1e-3)
-    assert fitted["terms"] == pytest.approx(shipped.terms, rel=1e-3)
+    # round 8 measured flex's time per call and refitted its host floor with the forward
+    # schedule (benchmarks/flex8_fit.py; tests/test_flex_forward.py holds those)
+    refitted = ("host_floor_s",)
+    assert {k: v for k, v in fitted["terms"].items() if k not in refitted} == pytest.approx(
+        {k: v for k, v in shipped.terms.items() if k not in refitted}, rel=1e-3)
 
 
 def test_the_gpu_calibration_keeps_the_keys_it_does_not_fit(tmp_path: Path) -> None:
