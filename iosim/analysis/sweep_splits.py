@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from iosim.analysis.grid import Grid
-from iosim.analysis.split_choice import best_split_count
+from iosim.analysis.split_choice import best_split_count, check_choice
+from iosim.analysis.split_choice_grid import best_split_counts
 from iosim.analysis.sweep_spec import AXES, SPLITS_AUTO, WORKLOAD_AXES, SweepSpec, spec_workload
 from iosim.inputs.hardware import Hardware
 from iosim.record import replace
@@ -40,19 +41,38 @@ def with_auto_splits(spec: SweepSpec, hardware: Sequence[Hardware], grid: Grid) 
     shape = spec.shape
     splits = np.array(np.broadcast_to(grid.tiling.splits, shape), dtype=np.int64)
     auto_at = spec.splits.index(SPLITS_AUTO)
-    split_axis = AXES.index("splits")
-    chosen: dict[tuple[Any, ...], int] = {}
     values = [spec.values(a) for a in AXES]
     ranges = [range(n) if a != "splits" else range(auto_at, auto_at + 1)
               for a, n in zip(AXES, shape, strict=True)]
+    # each distinct choice once, its points' indices kept; the choices of one GPU and tiling
+    # options at once (split_choice_grid.best_split_counts: arrays over points and counts)
+    at_key: dict[tuple[Any, ...], list[tuple[int, ...]]] = {}
     for index in itertools.product(*ranges):
-        at = {a: values[k][index[k]] for k, a in enumerate(AXES) if k != split_axis}
-        key = tuple(at[a] for a in CHOICE_AXES)
-        if key not in chosen:
-            workload = spec_workload(spec, **{a: at[a] for a in WORKLOAD_AXES})
-            chosen[key] = best_split_count(
-                workload, hardware[index[AXES.index("gpu")]], block_q=at["block_q"],
-                block_kv=at["block_kv"], sram=at["sram_bytes"],
-                sram_elements=at["sram_elements"], profile=spec.profile)
-        splits[index] = chosen[key]
+        key = tuple(values[AXES.index(a)][index[AXES.index(a)]] for a in CHOICE_AXES)
+        at_key.setdefault(key, []).append(index)
+    groups: dict[tuple[Any, ...], list[tuple[Any, ...]]] = {}
+    for key in at_key:
+        at = dict(zip(CHOICE_AXES, key, strict=True))
+        groups.setdefault(tuple(at[a] for a in _OPTION_AXES), []).append(key)
+    gpu_index = {name: k for k, name in enumerate(spec.values("gpu"))}
+    for option_values, keys in groups.items():
+        opts = dict(zip(_OPTION_AXES, option_values, strict=True))
+        hw = hardware[gpu_index[opts["gpu"]]]
+        options = {"block_q": opts["block_q"], "block_kv": opts["block_kv"],
+                   "sram": opts["sram_bytes"], "sram_elements": opts["sram_elements"],
+                   "profile": spec.profile}
+        workloads = [spec_workload(spec, **dict(zip(WORKLOAD_AXES, key[1:1 + len(WORKLOAD_AXES)],
+                                                    strict=True))) for key in keys]
+        for workload in dict.fromkeys(w for w in workloads):
+            check_choice(workload, hw, options)  # the errors best_split_count raises
+        picks = best_split_counts(workloads, hw, options)
+        for key, workload, pick in zip(keys, workloads, picks, strict=True):
+            if pick is None:  # not covered on arrays: the per-point search
+                pick = best_split_count(workload, hw, **options)
+            for index in at_key[key]:
+                splits[index] = pick
     return replace(grid, tiling=replace(grid.tiling, splits=splits))
+
+
+_OPTION_AXES = ("gpu", "sram_bytes", "sram_elements", "block_q", "block_kv")
+"""The axes a choice's options come from (one call of best_split_counts each)."""
