@@ -50,7 +50,7 @@ from iosim.algorithms.closedform import (
     kernel_sums,
 )
 from iosim.algorithms.loopnest import Kernel, element_bytes, tensor_bytes
-from iosim.algorithms.splitkv import MAX_SPLITS
+from iosim.algorithms.splitkv import MAX_SPLITS, SplitKV
 from iosim.analysis.compare import gpu_cc, gpu_sram_per_sm
 from iosim.analysis.decode_kernel_time import (
     Ceilings,
@@ -63,6 +63,7 @@ from iosim.analysis.decode_kernel_time import (
     memory_seconds,
 )
 from iosim.analysis.requests import sram_budget
+from iosim.errors import TilingError
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.l2_model import copies_in_l2, hit_fraction
 from iosim.estimates.roofline import kernel_read_write
@@ -77,7 +78,7 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import dtype_code
 from iosim.inputs.ints import cdiv
 from iosim.inputs.limits import MAX_BLOCK, check_int
-from iosim.inputs.tiling import TilingError, TilingInputs, tiles_for, working_set_bytes
+from iosim.inputs.tiling import TilingInputs, tiles_for, working_set_bytes
 from iosim.inputs.workload import Workload
 from iosim.record import Record, replace
 
@@ -166,8 +167,11 @@ def _tiling(a: _Arrays, workloads: Sequence[Workload], hw: Hardware,
     if block_q is not None or block_kv is not None:
         fits = fits & np.asarray(first.fits)
     shape = a.n.shape
-    return _Tiling(*(np.broadcast_to(np.asarray(v, dtype=np.int64), shape)
-                     for v in (model.block_q, model.block_kv, model.per_sm)),
+
+    def column(value: Any) -> np.ndarray:
+        return np.broadcast_to(np.asarray(value, dtype=np.int64), shape)
+
+    return _Tiling(column(model.block_q), column(model.block_kv), column(model.per_sm),
                    np.broadcast_to(fits, shape))
 
 
@@ -180,6 +184,7 @@ def best_split_counts(workloads: Sequence[Workload], hw: Hardware,
     out: list[int | None] = [None] * len(workloads)
     check_blocks(options.get("block_q"), options.get("block_kv"))
     splitkv = ALGORITHMS["splitkv"]
+    assert isinstance(splitkv, SplitKV)
     axes = sorted(splitkv.kernel_axes - {"splits"})
     lists: dict[tuple[Any, ...], tuple[tuple[Kernel, ...], ...]] = {}
     groups: dict[tuple[tuple[Kernel, ...], ...], list[int]] = {}
@@ -221,7 +226,7 @@ def split_times(c: Ceilings, kernels: tuple[tuple[Kernel, ...], ...],
     t = _tiling(a, workloads, hw, options)
     key_blocks = cdiv(a.n_kv, t.block_kv)
     top = np.minimum(MAX_SPLITS, key_blocks)
-    eligible = (COUNTS <= top) & ((COUNTS == 1) | (
+    eligible = (top >= COUNTS) & ((COUNTS == 1) | (
         cdiv(key_blocks, COUNTS) != cdiv(key_blocks, np.maximum(COUNTS - 1, 1))))
     w = workloads[0]
     peak = matmul_peak(hw, w)

@@ -3,15 +3,15 @@ uses (analysis/split_choice.py: the least time under the decoding time model), p
 before the vectorised runner (sweep.py) counts the point at that count, as compare then counts
 splitkv at its pick (split_choice.with_best_pick).
 
-The choice is made point by point with split_choice.best_split_count (the same argmin as
-choose_splits' table, without timing the counts its lower bound rules out, each count it times
-on compare's own counts without the rest of compare: analysis/decode_counts_lean.py), once per
-distinct (workload, GPU, blocks, SRAM) of the grid: the rule has one home, and a one-point sweep
-equals compare (tests/test_sweep_equals_compare.py, tests/test_decode_counts_lean.py). It costs
-a few milliseconds a point (benchmarks/sweep_splits_auto_speed.py), not the vectorised runner's
-microseconds: no choice is shared between points of different workloads (the model's times
-follow each point's exact bytes, not only the class of (grid, key blocks, SMs) FA2's heuristic
-is decided by, and no proof that the pick cannot move within a class was made).
+The choice is made once per distinct (workload, GPU, blocks, SRAM) of the grid, for all the
+points of one GPU and tiling options at once: split_choice_grid.best_split_counts times every
+point at every count on arrays with the functions compare calls (the same argmin as
+choose_splits' table, to the last bit: tests/test_split_choice_grid.py), and the points it
+does not cover (a window, packed sequences, a shared prefix) take split_choice.best_split_count
+one by one. The rule has one home, and a one-point sweep equals compare
+(tests/test_sweep_equals_compare.py). No choice is shared between points of different workloads
+(the model's times follow each point's exact bytes, not only the class of (grid, key blocks,
+SMs) FA2's heuristic is decided by); benchmarks/sweep_splits_auto_speed.py times it.
 """
 
 from __future__ import annotations
