@@ -219,21 +219,23 @@ def _best(c: Ceilings, kernels: tuple[tuple[Kernel, ...], ...], workloads: Seque
 def split_times(c: Ceilings, kernels: tuple[tuple[Kernel, ...], ...],
                 workloads: Sequence[Workload], hw: Hardware, options: dict[str, Any]
                 ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(time_s of the split kernel and the combine, at every point × count 1..128; which counts
-    are eligible; whether make_tiling accepts the point), for workloads whose kernel lists at
-    one split and at more are `kernels` (SplitKV.forward(w, 1), SplitKV.forward(w, 2))."""
+    """(time_s of the split kernel and the combine, at every point × count 1 .. the points'
+    largest min(128, T_c); which counts are eligible; whether make_tiling accepts the point),
+    for workloads whose kernel lists at one split and at more are `kernels`
+    (SplitKV.forward(w, 1), SplitKV.forward(w, 2))."""
     a = _arrays(workloads)
     t = _tiling(a, workloads, hw, options)
     key_blocks = cdiv(a.n_kv, t.block_kv)
     top = np.minimum(MAX_SPLITS, key_blocks)
-    eligible = (top >= COUNTS) & ((COUNTS == 1) | (
-        cdiv(key_blocks, COUNTS) != cdiv(key_blocks, np.maximum(COUNTS - 1, 1))))
+    counts = COUNTS[:, :max(1, int(top.max()))]  # no point weighs a count past its top
+    eligible = (top >= counts) & ((counts == 1) | (
+        cdiv(key_blocks, counts) != cdiv(key_blocks, np.maximum(counts - 1, 1))))
     w = workloads[0]
     peak = matmul_peak(hw, w)
     one_split, more = kernels
     one = _kernel_seconds(c, one_split, a, t, np.ones((1, 1), dtype=np.int64), hw, peak, w)
-    many = _kernel_seconds(c, more, a, t, COUNTS, hw, peak, w)
-    times = np.where(COUNTS == 1, one, many)
+    many = _kernel_seconds(c, more, a, t, counts, hw, peak, w)
+    times = np.where(counts == 1, one, many)
     return times, eligible & t.fits, np.asarray(t.fits)
 
 
