@@ -162,7 +162,7 @@ def _tiling(a: _Arrays, workloads: Sequence[Workload], hw: Hardware,
     first = tiles_for(inputs, splitkv.outer, splitkv.code_tiles(inputs))
     given = replace(inputs, block_q=np.asarray(first.block_q), block_kv=np.asarray(first.block_kv))
     model = tiles_for(given, splitkv.outer, splitkv.code_tiles(given))
-    smallest = working_set_bytes(1, 1, w.d, w.element_bytes, d_v=w.d_v, v_in_k=w.latent_kv)
+    smallest = working_set_bytes(1, 1, a.d, a.element_bytes, d_v=a.d_v, v_in_k=w.latent_kv)
     fits = np.asarray(model.fits) & (smallest <= sram)
     if block_q is not None or block_kv is not None:
         fits = fits & np.asarray(first.fits)
