@@ -350,7 +350,7 @@ class _ClosedForm:
             alpha = (unit_bytes * (1 + before) + programs_now * own_write
                      + programs_next * own_read)
             beta = unit_bytes * (after - before)
-            return 1.0 - hit_fraction(alpha, beta, self.capacity)
+            return 1.0 - float(hit_fraction(alpha, beta, self.capacity))
 
         # every unit reads its tiles once; the boundaries it straddles add their misses
         # (l2_waves.wave_rereads: a closed form over all waves, no loop over units)

@@ -69,9 +69,12 @@ MAX_SPLITS: Final = MAX_LENGTH
 
 MAX_AUTO_SPLIT_POINTS: Final = 10_000
 """Grid points (every axis but splits) of a `sweep --splits auto`: each point's count is chosen
-as compare chooses it, about 30 ms a point (benchmarks/sweep_splits_auto_speed.py: 29.8 ms), before
-the progress bar moves; 10,000 points are about five minutes of it (2,970 took 2 min 47 s on a
-loaded 2-core machine). A million-point grid was eight silent hours, which reads as a hang."""
+as compare chooses it before the progress bar moves. When this bound was set that took about
+30 ms a point (2,970 points took 2 min 47 s on a loaded 2-core machine; a million-point grid was
+eight silent hours, which reads as a hang). On arrays (analysis/split_choice_grid.py) it is a
+fraction of a millisecond a point now, but a window, packed sequences or a shared prefix still
+take the per-point search, a few milliseconds a point (benchmarks/sweep_splits_auto_speed.py),
+so the bound stands."""
 
 MAX_SCHEDULED_PROGRAMS: Final = 1 << 22
 """Programs of one kernel that the measured profile's list schedule of iosim's Triton backward
