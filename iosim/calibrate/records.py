@@ -280,4 +280,6 @@ def load_calibration(path: str | Path) -> Calibration:
 
 def save_calibration(calibration: Calibration, path: str | Path) -> None:
     """Write a measurement file (JSON)."""
-    Path(path).write_text(json.dumps(calibration.to_dict(), indent=1) + "\n", encoding="utf-8")
+    from iosim.output.files import write_text_atomically
+
+    write_text_atomically(Path(path), json.dumps(calibration.to_dict(), indent=1) + "\n")

@@ -26,13 +26,9 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from iosim.errors import IosimError, arg
-
-if TYPE_CHECKING:  # the path checks take pathlib's paths; compare's start-up does not load it
-    from pathlib import Path
 
 MAX_LENGTH: Final = 1 << 26
 """Sequence lengths N and N_kv: 64M tokens."""
@@ -355,46 +351,3 @@ def check_executor_memory(batch: int, heads: int, kv_heads: int, n: int, n_kv: i
             f"an executor run, beyond its {MAX_EXECUTOR_BYTES / 2**30:g} GiB cap; lower "
             f"{arg('d')}, {arg('n')} or {arg('heads')} (for exact counts at any size use iosim "
             f"compare)", param="d")
-
-
-def check_folder(path: Path, name: str) -> None:
-    """A folder that exists, or can be made, and can be written in; nothing is created here."""
-    _check_path_text(path, name)
-    for part in path.parts:
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
-            raise IosimError(f"{arg(name)}: the name {clip(part)} is longer than the "
-                             f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter one")
-    if path.exists() and not path.is_dir():
-        raise IosimError(f"{arg(name)} {path} is a file, not a folder; choose a folder")
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise IosimError(f"cannot write to {arg(name)} {path}: Not a directory; choose a folder you "
-                         f"can write to")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise IosimError(f"cannot write to {arg(name)} {path}: permission denied on "
-                         f"{existing}; choose a folder you can write to")
-
-
-def _check_path_text(path: Path, name: str) -> None:
-    if "\x00" in str(path):
-        raise IosimError(f"{arg(name)} contains a NUL character; give a plain path")
-
-
-def check_output_files(paths: Sequence[Path], name: str, *, overwrite: bool) -> None:
-    """Every target file can be written: a plain name that the file system takes, not a folder,
-    not an existing file unless `overwrite` (--force). Checked before the first file is written."""
-    for path in paths:
-        _check_path_text(path, name)
-        if len(path.name.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
-            raise IosimError(f"{arg(name)}: the file name {clip(path.name)} is longer than the "
-                             f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter "
-                             f"name")
-        if path.is_dir():
-            raise IosimError(f"{path} is a folder, not a file; remove it or choose "
-                             f"another {arg(name)}")
-        if path.exists() and not overwrite:
-            raise IosimError(f"{path} exists; pass --force to overwrite it, or "
-                             f"choose another folder or name")
-        check_folder(path.parent, "out")
