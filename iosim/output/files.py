@@ -27,7 +27,7 @@ def _default_mode() -> int:
     return 0o666 & ~umask
 
 
-def write_atomically(path: Path, write: Callable[[Path], None]) -> Path:
+def write_atomically(path: Path, write: Callable[[Path], object]) -> Path:
     """`write(temporary)` fills a temporary file in `path`'s folder, which then replaces `path`.
 
     On any failure the temporary file is removed and `path` is as it was; an OSError becomes
