@@ -41,7 +41,9 @@ from iosim.inputs.limits import (
     ALG4_PROGRAM_GB_PER_S,
     ALG4_SHARED_SM_SLOWDOWN,
     ALG4_SOLO_TFLOPS,
+    MAX_HEAD_DIM,
     MAX_PAGE_SIZE,
+    MAX_PROGRAMS_PER_SM,
     MAX_SM_COUNT,
     MAX_SRAM_BYTES,
     MLA_PREFILL_SCALE,
@@ -352,11 +354,14 @@ def _schedule(path: str, raw: Any) -> BackwardSchedule:
         raise ConfigError(path, f"{key}.program_overhead_us",
                           f"must be a number of microseconds >= 0, got {overhead!r}")
     if (not isinstance(per_sm, dict) or not per_sm
-            or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in per_sm.values())
-            or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in per_sm)):
+            or any(isinstance(v, bool) or not isinstance(v, int)
+                   or not 1 <= v <= MAX_PROGRAMS_PER_SM for v in per_sm.values())
+            or any(isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= MAX_HEAD_DIM
+                   for d in per_sm)):
         raise ConfigError(path, f"{key}.programs_per_sm",
-                          f"must map head dims to whole numbers >= 1 (e.g. {{64: 2, 128: 1}}), "
-                          f"got {per_sm!r}")
+                          f"must map head dims (1 to {MAX_HEAD_DIM:,}) to whole numbers of "
+                          f"programs from 1 to {MAX_PROGRAMS_PER_SM} (e.g. {{64: 2, 128: 1}}), "
+                          f"got {excerpt(per_sm)}")
     loops = raw.get("causal_loops", 1)
     if isinstance(loops, bool) or not isinstance(loops, int) or not 1 <= loops <= 4:
         raise ConfigError(path, f"{key}.causal_loops",

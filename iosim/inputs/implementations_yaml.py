@@ -108,7 +108,8 @@ def get_implementation(name_or_path: str) -> Implementation:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
-            what = "is a folder, not a file" if path.is_dir() else "no such file"
+            what = ("is a folder, not a file" if path.is_dir() else "is not a regular file "
+                    "(a FIFO, device or socket)" if path.exists() else "no such file")
             raise IosimError(f"{arg('impl', name_or_path)}: {what}; give a shipped name "
                              f"({', '.join(shipped_implementations())}) or a YAML path",
                              param="impl")

@@ -87,6 +87,11 @@ def check_scheduled_programs(programs: int) -> None:
             f"{arg('batch')}, {arg('heads')} or {arg('n')}, or use {arg('profile')} spec")
 
 
+MAX_RECORDED_CALL_S: Final = 60.0
+"""The longest attention call a measurement record may time (`iosim measure --record`,
+`calibrate --impl`'s records), exclusive: each times one call, micro- to milliseconds; a minute
+is no such call, and a time such as 1e308 s was drawn by `roofline --record` off every axis."""
+
 MAX_LAYERS: Final = 1 << 16
 """Layers of one kind in a model YAML (today's largest models have about 100 to 200)."""
 
@@ -129,6 +134,12 @@ MAX_SPILL_BYTES: Final = 512 * 1024 * 1024
 gives a thread at most 512 KiB of local memory (CUDA C++ Programming Guide, "Compute
 Capabilities", maximum amount of local memory per thread: 512 KB), so 1,024 threads of a
 program hold at most 512 MiB."""
+
+MAX_PROGRAMS_PER_SM: Final = 32
+"""Programs (thread blocks) resident on one SM at once, as a GPU YAML's
+measured.backward_schedule.programs_per_sm gives them: CUDA allows at most 32 (CUDA C++
+Programming Guide, "Compute Capabilities", maximum number of resident blocks per SM: 32 for
+compute capability 8.0 and 9.0, fewer on others)."""
 
 MAX_STAGES: Final = 64
 """A tile row's pipeline stages (real kernels use 1 to 8)."""
