@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Sequence
 from typing import Any, Final
 
 from iosim.errors import IosimError, arg
@@ -291,6 +292,32 @@ def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = 
         raise error(f"{arg(name, excerpt(value))} is beyond the {high:,} iosim models{reason}; "
                     f"use a value of at most {high:,}")
     return value
+
+
+def check_block(name: str, value: object, *, error: type[IosimError] = IosimError) -> int:
+    """A block size B_r or B_c (block_q, block_kv, a backward's blocks): a whole number from 1
+    to MAX_BLOCK, for compare, sweep and verify alike."""
+    value = as_whole(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise error(f"{arg(name)} must be a whole number of at least 1, got {excerpt(value)}")
+    return check_int(name, value, high=MAX_BLOCK, error=error)
+
+
+def check_instance(name: str, value: object, kind: type, example: str) -> None:
+    """`value` is an iosim `kind` (a Workload, Model, Hardware): a str or number given for one
+    was an AttributeError deep inside; `example` shows how one is made."""
+    if not isinstance(value, kind):
+        raise IosimError(f"{arg(name)} must be an iosim.{kind.__name__}, got {excerpt(value)}; "
+                         f"e.g. {example}", param=name)
+
+
+def check_choice(name: str, value: object, choices: Sequence[str], *, what: str,
+                 error: type[IosimError] = IosimError) -> str:
+    """One of `choices`, a str (an array or list compared with `in` was a ValueError or a
+    TypeError); `what` names it in the message ("tile rule", "profile")."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise error(f"unknown {what} {excerpt(value)}; use {' or '.join(choices)}", param=name)
 
 
 def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tuple[int, ...]:

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from iosim.errors import ModelError, arg
-from iosim.inputs.limits import excerpt
+from iosim.inputs.limits import clip, excerpt
 from iosim.inputs.models import LayerGroup, Model
 from iosim.inputs.workload import Workload
 from iosim.record import Record
@@ -91,6 +91,16 @@ def _builder(base: Base) -> Build:
     if overlap:
         raise ModelError(f"{arg(overlap[0])} is filled by the model preset; pass it in `given` "
                          f"to have it checked against the preset", param=overlap[0])
+    import inspect  # for a mistake's message and this check only
+
+    accepted = tuple(inspect.signature(Workload.__init__).parameters)[1:]  # after self
+    unknown = [name for name in base if name not in accepted]
+    if unknown or "n" not in base:
+        what = f"has no Workload argument {clip(unknown[0])}" if unknown else "lacks n"
+        raise ModelError(f"{arg('base')} {what}; give the Workload arguments the preset does not "
+                         f"fill, n first (e.g. {{'n': 8192, 'batch': 4}}): "
+                         f"{', '.join(a for a in accepted if a not in PRESET_FIELDS)}",
+                         param="base")
     arguments = dict(base)
     return lambda fields: Workload(**arguments, **fields)
 

@@ -18,8 +18,8 @@ import numpy as np
 from iosim.errors import TilingError, arg
 from iosim.estimates.occupancy import SmLimits, programs_per_sm, sm_limits
 from iosim.inputs.implementations import Implementation, dtype_code
-from iosim.inputs.ints import Int, both, check_count, either, imax, imin, is_array, select
-from iosim.inputs.limits import MAX_BLOCK, check_int, check_sram_bytes
+from iosim.inputs.ints import Int, both, either, imax, imin, is_array, select
+from iosim.inputs.limits import check_block, check_sram_bytes
 from iosim.inputs.units import DTYPE_BYTES, STAT_BYTES
 from iosim.inputs.workload import Workload
 from iosim.record import Record
@@ -337,8 +337,7 @@ def make_tiling(
             f"{arg('sram')}")
     for name, value in (("block_q", block_q), ("block_kv", block_kv)):
         if value is not None:
-            check_count(name, value, TilingError)
-            check_int(name, value, high=MAX_BLOCK, error=TilingError)
+            check_block(name, value, error=TilingError)
     check_sram_bytes("sram", sram_bytes)
     inputs = TilingInputs.of(workload, sram_bytes, block_q=block_q, block_kv=block_kv, cc=cc,
                              sram_per_sm=sram_per_sm, tile_rule=tile_rule, impl=impl)
