@@ -152,11 +152,47 @@ def _refuse_expanding_yaml(where: str, text: str) -> None:
             depth -= 1
 
 
+def yaml_kind(value: object) -> str:
+    """A value's YAML kind, for messages: 'a list', 'a mapping', 'empty (null)', 'a date'."""
+    import datetime
+
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f"a date ({value})"
+    return excerpt(value)
+
+
+def read_document(path: str, allowed: frozenset[str] | set[str] | tuple[str, ...], *,
+                  schema_version: int) -> dict[Any, Any]:
+    """The top-level mapping of a versioned iosim YAML (a GPU or model file), read by
+    `read_yaml`: a mapping whose keys are `allowed` and whose schema_version is
+    `schema_version` (the integer, not `true`); else one ConfigError naming the file."""
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise ConfigError(path, None, f"expected a mapping of keys at the top level, the "
+                                      f"document is {yaml_kind(raw)}")
+    refuse_unknown_keys(path, None, raw, allowed)
+    version = raw.get("schema_version")
+    if isinstance(version, bool) or version != schema_version:
+        got = excerpt(version) if "schema_version" in raw else "missing"
+        raise ConfigError(path, "schema_version", f"must be {schema_version}, got {got}")
+    return raw
+
+
 def refuse_unknown_keys(path: str, key: str | None, raw: dict[Any, Any],
                         allowed: set[str] | frozenset[str] | tuple[str, ...]) -> None:
     """ConfigError naming the first (in sorted order) key of the mapping `raw` at `key` (None:
-    the top level) that is not `allowed`, and listing the allowed ones; nothing when all are."""
+    the top level) that is not `allowed`, the allowed key it is closest to, and the allowed
+    ones; nothing when all are. GPU, model and implementation files alike."""
     unknown = sorted(str(k) for k in raw if k not in allowed)
     if unknown:
+        from iosim.inputs.suggest import did_you_mean  # difflib: for a mistake only
+
         where = clip(unknown[0]) if key is None else f"{key}.{clip(unknown[0])}"
-        raise ConfigError(path, where, f"unknown key; allowed: {', '.join(sorted(allowed))}")
+        raise ConfigError(path, where, f"unknown key.{did_you_mean(unknown[0], allowed)} "
+                                       f"Allowed: {', '.join(sorted(allowed))}")
