@@ -1,6 +1,8 @@
 """The Python API of docs/api.md with values of the wrong type (review 7): every call either
 returns or raises an IosimError naming the parameter, never a TypeError, AttributeError,
-ValueError or OverflowError from deep inside. Each case marked `before:` failed on 32ef341."""
+ValueError or OverflowError from deep inside. The grid is every call × every value: 91 of its
+192 cases failed on 32ef341 (each call marked `before:` had some), the rest hold what was
+right; each test after it failed there."""
 
 from __future__ import annotations
 
@@ -83,4 +85,5 @@ def test_verify_bounds_blocks_as_compare_does(name: str) -> None:
 
 
 def test_verify_takes_numpy_block_sizes() -> None:
+    # before: verify(algorithms="flash2") ran the letters f, l, a, ...: "unknown algorithm 'f'"
     assert iosim.verify(SMALL, algorithms="flash2", block_q=np.int64(32), block_kv=np.int32(32)).ok
