@@ -14,13 +14,20 @@ import pytest
 
 import iosim
 from iosim import IosimError, Workload
+from iosim.execute import execute, precision, random_inputs
 
 SMALL = Workload(64, d=8)
 WRONG: dict[str, Any] = {
     "np_float": np.float64(128.0), "fraction": 128.5, "bool": True, "np_bool": np.bool_(True),
     "text": "abc", "list": [128], "huge": 10**400, "nan": float("nan"), "bytes": b"a100",
-    "dict": {}, "complex": 1j, "array": np.array([128, 256]),
+    "dict": {}, "complex": 1j, "array": np.array([128, 256]), "negative": -1,
 }
+
+
+
+def _inputs() -> dict[str, Any]:
+    return random_inputs(SMALL, 0, precision("float64"))
+
 
 CALLS: dict[str, Callable[[Any], object]] = {
     # before: TypeError "cannot use a string pattern", OverflowError "int too large to convert"
@@ -49,6 +56,33 @@ CALLS: dict[str, Callable[[Any], object]] = {
     # before: TypeError "unhashable type: 'list'"
     "roofs_for(dtype=)": lambda v: iosim.roofs_for(iosim.resolve_hardware("a100").hardware, v),
     "compare(workload)": lambda v: iosim.compare(v, "a100"),
+    # before: TypeError "unhashable type: 'list'", AttributeError "no attribute 'n_kv'",
+    # "'<=' not supported", "SeedSequence expects int"; seed="abc" and block_q=10**400 ran
+    "execute(algorithm)": lambda v: execute(v, SMALL, _inputs()),
+    "execute(workload)": lambda v: execute("flash2", v, _inputs()),
+    "execute(inputs)": lambda v: execute("flash2", SMALL, v),
+    "execute(dtype=)": lambda v: execute("flash2", SMALL, _inputs(), dtype=v),
+    "execute(block_q=)": lambda v: execute("flash2", SMALL, _inputs(), block_q=v),
+    "execute(seed=)": lambda v: execute("flash2", SMALL, _inputs(), seed=v),
+    "execute(dropout_p=)": lambda v: execute("flash2", SMALL, _inputs(), dropout_p=v),
+    "execute(sram_bytes=)": lambda v: execute("flash2", SMALL, _inputs(), sram_bytes=v),
+    "random_inputs(workload)": lambda v: random_inputs(v, 0, precision("float64")),
+    "random_inputs(seed)": lambda v: random_inputs(SMALL, v, precision("float64")),
+    "random_inputs(prec)": lambda v: random_inputs(SMALL, 0, v),
+    "precision()": lambda v: precision(v),
+    "verify(seed=)": lambda v: iosim.verify(SMALL, seed=v),
+    "verify(dropout_p=)": lambda v: iosim.verify(SMALL.with_(unfused=("dropout",)), dropout_p=v),
+    # before: latent_kv="no" and 10**400 were taken as true
+    "model_layers(latent_kv=)": lambda v: iosim.model_layers(iosim.resolve_model("deepseek-v3"),
+                                                             {"n": 64}, latent_kv=v),
+    # before: AttributeError "no attribute 'strip'", "no attribute 'items'"
+    "compare_model(layer=)": lambda v: iosim.compare_model(iosim.resolve_model("gemma-3-4b"),
+                                                           {"n": 64}, "h100", layer=v),
+    "compare_model(given=)": lambda v: iosim.compare_model(iosim.resolve_model("gemma-3-4b"),
+                                                           {"n": 64}, "h100", given=v),
+    # before: AttributeError "no attribute 'd'"; sram 128.5 B was a Tiling of 128.5 bytes
+    "make_tiling(workload)": lambda v: iosim.make_tiling(v, 4096, "x"),
+    "make_tiling(sram_bytes)": lambda v: iosim.make_tiling(SMALL, v, "x"),
     "model_layers(base)": lambda v: iosim.model_layers(iosim.resolve_model("gemma-3-4b"), v),
 }
 
@@ -87,3 +121,19 @@ def test_verify_bounds_blocks_as_compare_does(name: str) -> None:
 def test_verify_takes_numpy_block_sizes() -> None:
     # before: verify(algorithms="flash2") ran the letters f, l, a, ...: "unknown algorithm 'f'"
     assert iosim.verify(SMALL, algorithms="flash2", block_q=np.int64(32), block_kv=np.int32(32)).ok
+
+
+@pytest.mark.parametrize(("call", "needle"), [
+    # before: each ran, the value silently taken (or, for a seed, ignored)
+    (lambda: execute("flash2", SMALL, _inputs(), seed="abc"), "seed"),
+    (lambda: execute("flash2", SMALL, _inputs(), block_q=10**400), "67,108,864"),
+    (lambda: random_inputs(SMALL, True, precision("float64")), "seed"),
+    (lambda: random_inputs(SMALL, [1, 2], precision("float64")), "seed"),
+    (lambda: iosim.model_layers(iosim.resolve_model("deepseek-v3"), {"n": 64}, latent_kv="no"),
+     "latent_kv"),
+    (lambda: iosim.make_tiling(SMALL, 128.5, "x"), "sram_bytes"),
+    (lambda: iosim.make_tiling(SMALL, 4096, "x", outer="rows"), "outer"),
+])
+def test_a_value_once_taken_silently_is_refused(call: Callable[[], object], needle: str) -> None:
+    with pytest.raises(IosimError, match=needle):
+        call()

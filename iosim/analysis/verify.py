@@ -40,7 +40,14 @@ from iosim.execute import (
     refusal,
 )
 from iosim.execute.run import passes_of
-from iosim.inputs.limits import as_names, check_block, check_instance, check_int, excerpt
+from iosim.inputs.limits import (
+    as_names,
+    check_block,
+    check_instance,
+    check_probability,
+    check_seed,
+    excerpt,
+)
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
@@ -137,7 +144,8 @@ def verify(
     fp8 = workload.dtype in FP8_DTYPES
     model = workload if fp8 else workload.with_(dtype=MODEL_DTYPE[dtype])
     block_q, block_kv = check_block("block_q", block_q), check_block("block_kv", block_kv)
-    check_int("seed", seed, low=0, high=2**64 - 1)  # numpy's generators take no negative seed
+    check_seed(seed)
+    dropout_p = check_probability("dropout_p", dropout_p)
     check_limits(model, block_q, block_kv)  # before any array is made
     blocks: dict[str, Any] = {"block_q": block_q, "block_kv": block_kv,
                               "bwd_blocks": (block_q, block_kv)}

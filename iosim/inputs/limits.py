@@ -311,6 +311,27 @@ def check_instance(name: str, value: object, kind: type, example: str) -> None:
                          f"e.g. {example}", param=name)
 
 
+MAX_SEED: Final = 2**64 - 1
+"""numpy's generators take seeds 0 … 2^64 − 1 (and no negative one)."""
+
+
+def check_seed(value: object, *, error: type[IosimError] = IosimError) -> int:
+    """A random seed (verify, the executor's inputs and dropout): a whole number 0 … MAX_SEED;
+    a float, text or list was taken by numpy (or by nothing: an executor without dropout
+    ignored seed="abc")."""
+    return check_int("seed", value, low=0, high=MAX_SEED, what="numpy's seeds", error=error)
+
+
+def check_probability(name: str, value: object, *,
+                      error: type[IosimError] = IosimError) -> float:
+    """A probability in [0, 1) such as dropout_p: a finite real number, not a bool."""
+    value = as_real(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0.0 <= value < 1.0:
+        raise error(f"{arg(name)} must be a number in [0, 1), got {excerpt(value)}", param=name)
+    return float(value)
+
+
 def check_choice(name: str, value: object, choices: Sequence[str], *, what: str,
                  error: type[IosimError] = IosimError) -> str:
     """One of `choices`, a str (an array or list compared with `in` was a ValueError or a

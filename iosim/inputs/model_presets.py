@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from iosim.errors import ModelError, arg
-from iosim.inputs.limits import clip, excerpt
+from iosim.inputs.limits import check_flag, clip, excerpt
 from iosim.inputs.models import LayerGroup, Model
 from iosim.inputs.workload import Workload
 from iosim.record import Record
@@ -113,6 +113,10 @@ def model_layers(model: Model, base: Base, *, given: Mapping[str, Any] | None = 
     not include a preset field, or builds the Workload from the preset's fields; `given` holds
     the preset fields the caller set explicitly, each of which must agree with the preset
     (ModelError naming it otherwise)."""
+    latent_kv = check_flag("latent_kv", latent_kv, error=ModelError)
+    if given is not None and not isinstance(given, Mapping):
+        raise ModelError(f"{arg('given')} must be a mapping of preset fields the caller set "
+                         f"(e.g. {{'heads': 32}}), got {excerpt(given)}", param="given")
     groups = model.layers if layer is None else (model.group(layer),)
     build = _builder(base)
     refuse_contradictions(model, groups, given or {}, latent_kv)
