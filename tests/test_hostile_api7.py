@@ -25,6 +25,10 @@ WRONG: dict[str, Any] = {
 
 
 
+KERNELS = iosim.ALGORITHMS["standard"].kernels(SMALL)
+A100 = iosim.resolve_hardware("a100").hardware
+
+
 def _inputs() -> dict[str, Any]:
     return random_inputs(SMALL, 0, precision("float64"))
 
@@ -83,6 +87,18 @@ CALLS: dict[str, Callable[[Any], object]] = {
     # before: AttributeError "no attribute 'd'"; sram 128.5 B was a Tiling of 128.5 bytes
     "make_tiling(workload)": lambda v: iosim.make_tiling(v, 4096, "x"),
     "make_tiling(sram_bytes)": lambda v: iosim.make_tiling(SMALL, v, "x"),
+    # before: AttributeError "no attribute 'sparsity_fraction'", "'float' object is not
+    # iterable", "no attribute 'block_q'"; tiling=0 and tiling={} were taken as untiled
+    "closed_form(kernels)": lambda v: iosim.closed_form(v, SMALL, None),
+    "closed_form(workload)": lambda v: iosim.closed_form(KERNELS, v, None),
+    "closed_form(tiling)": lambda v: iosim.closed_form(KERNELS, SMALL, v),
+    "walk(tiling)": lambda v: list(iosim.walk(KERNELS, SMALL, v)),
+    "walk_arrays(workload)": lambda v: iosim.walk_arrays(KERNELS, v, None),
+    "dram_estimate(hardware)": lambda v: iosim.dram_estimate(KERNELS, SMALL, None, v),
+    "dram_estimate(l2_bytes=)": lambda v: iosim.dram_estimate(KERNELS, SMALL, None, A100,
+                                                              l2_bytes=v),
+    "dram_estimate(programs_per_sm=)": lambda v: iosim.dram_estimate(KERNELS, SMALL, None, A100,
+                                                                     programs_per_sm=v),
     "model_layers(base)": lambda v: iosim.model_layers(iosim.resolve_model("gemma-3-4b"), v),
 }
 
@@ -133,6 +149,8 @@ def test_verify_takes_numpy_block_sizes() -> None:
      "latent_kv"),
     (lambda: iosim.make_tiling(SMALL, 128.5, "x"), "sram_bytes"),
     (lambda: iosim.make_tiling(SMALL, 4096, "x", outer="rows"), "outer"),
+    (lambda: iosim.closed_form(KERNELS, SMALL, 0), "tiling"),
+    (lambda: iosim.dram_estimate(KERNELS, SMALL, None, A100, l2_bytes=float("nan")), "l2_bytes"),
 ])
 def test_a_value_once_taken_silently_is_refused(call: Callable[[], object], needle: str) -> None:
     with pytest.raises(IosimError, match=needle):
