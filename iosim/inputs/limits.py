@@ -328,7 +328,7 @@ def check_probability(name: str, value: object, *,
     value = as_real(value)
     if isinstance(value, bool) or not isinstance(value, (int, float)) \
             or not 0.0 <= value < 1.0:
-        raise error(f"{arg(name)} must be a number in [0, 1), got {excerpt(value)}", param=name)
+        raise error(f"{arg(name)} must be in [0, 1) (a number), got {excerpt(value)}", param=name)
     return float(value)
 
 
