@@ -229,6 +229,7 @@ def main(argv: list[str]) -> int:
         "decode_fresh": [], "cascade_fresh": [], "fp8_e5m2": [], "microbench": {},
         "cascade_fresh2": [], "decode_fresh2": [], "cascade_fresh3": [], "mla_fresh": [],
         "fp8_fresh": [], "fp8_block": [], "fp8_fresh2": [], "mla_fresh2": [],
+        "mla_fresh3": [], "cascade_fresh4": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -265,6 +266,9 @@ def main(argv: list[str]) -> int:
         # fp8mla's fresh judgement of the FP8 matmul rate, frozen at tag fp8mla-frozen
         "fp8_fresh2": lambda: run_fp8(sets["fp8_fresh2"], gen, clock, log),
         "mla_fresh2": lambda: run_mla(sets["mla_fresh2"], gen, clock, log),
+        # var7's fresh judgement of estimates/launch_order_dram.py, frozen at tag var7-frozen
+        "mla_fresh3": lambda: run_mla(sets["mla_fresh3"], gen, clock, log),
+        "cascade_fresh4": lambda: run_cascade(sets["cascade_fresh4"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -327,9 +331,10 @@ def summary(record: dict[str, Any], log: Any) -> None:
         log(f"dec  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
     for r in (record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]
-              + record["cascade_fresh2"] + record["cascade_fresh3"]):
+              + record["cascade_fresh2"] + record["cascade_fresh3"] + record["cascade_fresh4"]):
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
-    for r in record["mla"] + record["repeat"] + record["mla_fresh"] + record["mla_fresh2"]:
+    for r in (record["mla"] + record["repeat"] + record["mla_fresh"] + record["mla_fresh2"]
+              + record["mla_fresh3"]):
         log(f"mla  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
     for r in (record["fp8"] + record["fp8_e5m2"] + record["fp8_fresh"] + record["fp8_block"]

@@ -53,6 +53,11 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
         if r["status"] == "ok":
             for s in sorted({1, r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
+    for r in record.get("mla_fresh3", []):
+        # var7: more split counts a shape (the partial states' size and the waves change)
+        if r["status"] == "ok":
+            for s in sorted({1, 8, 32, r["best_splits"]}):
+                spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
     for r in (record.get("fp8", []) + record.get("fp8_e5m2", []) + record.get("fp8_fresh", [])
               + record.get("fp8_block", []) + record.get("fp8_fresh2", [])):
         if r["status"] == "ok":
@@ -63,7 +68,7 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
                          "splits": r["best_splits"]})
     for r in (record["cascade"] + record.get("cascade_judge", [])
               + record.get("cascade_fresh", []) + record.get("cascade_fresh2", [])
-              + record.get("cascade_fresh3", [])):
+              + record.get("cascade_fresh3", []) + record.get("cascade_fresh4", [])):
         if r["status"] == "ok":
             bp, bc = r["best_splitkv"], r["best_cascade"]
             spec.append({"count_id": f"{r['id']} splitkv s{bp['splits']}", "point": _point(r),

@@ -368,3 +368,27 @@ MLA_FRESH2 = [
     mla_point("mla-g-b1-60000-h128", 1, 60000, 128),     # latent 69 MB
 ]
 """Absorbed MLA decoding (DeepSeek-V3 dims), each at split counts 1, 2, 4, ..., 64 (as MLA)."""
+
+# issue 14, var7: the fresh judgement of estimates/launch_order_dram.py (Q once per row block,
+# the partial states' read-back by stack distance), written and committed before the device
+# call that measures them (frozen at tag var7-frozen); tests/test_variants_fresh_var7.py checks
+# that no shape of them was measured before
+MLA_FRESH3 = [
+    mla_point("mla-h-b5-14000-h128", 5, 14000, 128),     # latent 81 MB
+    mla_point("mla-h-b20-3500-h128", 20, 3500, 128),     # latent 81 MB
+    mla_point("mla-h-b30-1000-h128", 30, 1000, 128),     # latent 35 MB
+    mla_point("mla-h-b64-2200-h16", 64, 2200, 16),       # latent 162 MB
+    mla_point("mla-h-b2-40000-h64", 2, 40000, 64),       # latent 92 MB
+    mla_point("mla-h-b8-26000-h32", 8, 26000, 32),       # latent 240 MB
+]
+"""Absorbed MLA decoding (DeepSeek-V3 dims), each at split counts 1, 2, 4, ..., 64 (as MLA)."""
+
+CASCADE_FRESH4 = [
+    _cascade("lcas-b18-p5008-s120-gqa8", 18, 5008, [120] * 18, heads=64, kv_heads=8),
+    _cascade("lcas-b30-p704-s700-mqa", 30, 704, [700] * 30, heads=32, kv_heads=1),
+    _cascade("lcas-b12-p14000-s60", 12, 14000, [60] * 12),
+    _cascade("lcas-b44-p1200-s2500", 44, 1200, [2500] * 44),
+    _cascade("lcas-b3-p24000-s800-mha-d64", 3, 24000, [800] * 3, heads=16, kv_heads=16, d=64),
+    _cascade("lcas-b60-p400-s50-mqa-d64", 60, 400, [50] * 60, heads=16, kv_heads=1, d=64),
+]
+"""Timed as CASCADE is (prefix lengths whole pages of 16)."""

@@ -12,6 +12,7 @@ from iosim.calibrate.variants_points import (
     CASCADE_FRESH,
     CASCADE_FRESH2,
     CASCADE_FRESH3,
+    CASCADE_FRESH4,
     CASCADE_JUDGE,
     DECODE,
     DECODE_FRESH,
@@ -27,6 +28,7 @@ from iosim.calibrate.variants_points import (
     MLA,
     MLA_FRESH,
     MLA_FRESH2,
+    MLA_FRESH3,
     PAGED,
     Point,
     fp8_point,
@@ -41,7 +43,8 @@ QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2
          "fp8_e5m2": FP8_E5M2[:1], "cascade_fresh2": CASCADE_FRESH2[:1],
          "decode_fresh2": DECODE_FRESH2[:1], "cascade_fresh3": CASCADE_FRESH3[:1],
          "mla_fresh": MLA_FRESH[:1], "fp8_fresh": FP8_FRESH[:1], "fp8_block": FP8_BLOCK[:1],
-         "fp8_fresh2": FP8_FRESH2[:2], "mla_fresh2": MLA_FRESH2[:1]}
+         "fp8_fresh2": FP8_FRESH2[:2], "mla_fresh2": MLA_FRESH2[:1],
+         "mla_fresh3": MLA_FRESH3[:1], "cascade_fresh4": CASCADE_FRESH4[:1]}
 FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
         "mla": MLA, "fp8": FP8,
         "repeat": [DECODE[1], DECODE[5], DECODE[9]],
@@ -49,7 +52,8 @@ FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade
         "decode_fresh": DECODE_FRESH, "cascade_fresh": CASCADE_FRESH, "fp8_e5m2": FP8_E5M2,
         "cascade_fresh2": CASCADE_FRESH2, "decode_fresh2": DECODE_FRESH2,
         "cascade_fresh3": CASCADE_FRESH3, "mla_fresh": MLA_FRESH, "fp8_fresh": FP8_FRESH,
-        "fp8_block": FP8_BLOCK, "fp8_fresh2": FP8_FRESH2, "mla_fresh2": MLA_FRESH2}
+        "fp8_block": FP8_BLOCK, "fp8_fresh2": FP8_FRESH2, "mla_fresh2": MLA_FRESH2,
+        "mla_fresh3": MLA_FRESH3, "cascade_fresh4": CASCADE_FRESH4}
 """`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
 
 
@@ -89,5 +93,8 @@ TINY = {
                    {**fp8_point("tiny-fp8-fresh2-block", 256, True, "fp8_e5m2"), "heads": 2, "d": 32,
                     "fp8_scales": "block"}],
     "mla_fresh2": [{**mla_point("tiny-mla-fresh2", 2, 75, 20), "dtype": "fp16"}],
+    "mla_fresh3": [{**mla_point("tiny-mla-fresh3", 2, 66, 20), "dtype": "fp16"}],
+    "cascade_fresh4": [_tiny(CASCADE_FRESH4[1], batch=3, prefix_len=32, suffix_lens=[4, 50, 9],
+                             heads=4, kv_heads=1)],
 }
 """A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""
