@@ -8,6 +8,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh4         # the Triton backward, small N
     python3 benchmarks/backward_h200.py OUTDIR --fresh5         # bwd5's soft L2 cutoff, a fifth set
     python3 benchmarks/backward_h200.py OUTDIR --fresh6         # bwd5's rules frozen, a sixth set
+    python3 benchmarks/backward_h200.py OUTDIR --fresh7         # bwd7's rules frozen, a seventh set
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -283,6 +284,43 @@ def fresh6_grid() -> tuple[list[tuple[Any, bool, str]], list[Any], list[Any]]:
     return torch_points, flash1, triton
 
 
+def fresh7_grid() -> tuple[list[tuple[Any, bool, str]], list[Any], list[Any]]:
+    """The seventh fresh set (bwd7, 2026-12-02), committed before the run with the rules frozen
+    at `bwd7-frozen` (bwd6's and the ncu protocol's residue, the launcher floor), none equal to
+    a point of any earlier record (tests/test_fresh7_backward.py); (SDPA and eager points,
+    Algorithm 4's, the Triton backward's) as fresh3_grid. It varies batch·heads (1 to 128,
+    below one wave and beyond), N (none a power of two but one, up to 65,536), d 64/128,
+    causal and not, fp16/bf16, GQA, and the N×N matrices (eager: 0.5-0.9 of the L2 and far
+    beyond), a head's K/V and Algorithm 4's sweeps (0.36-1.5 of it) inside and beyond the
+    60 MiB L2. Three Triton points are launcher-bound (kernels of a few µs)."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    torch_points = [
+        # (s) SDPA and eager: the N×N matrices at 0.53-0.92 of the L2 and far beyond it
+        (Pt(1700, 128, 1, 10, 10, False), True, "s"),
+        (Pt(1250, 64, 2, 8, 4, True, "bf16"), True, "s"),
+        (Pt(2900, 128, 1, 2, 2, False), True, "s"), (Pt(4100, 64, 3, 8, 8, True), True, "s"),
+        (Pt(700, 128, 1, 40, 40, False, "bf16"), True, "s"),
+        # (a) FA2's backward at N up to 65,536 (causal, GQA among them) and 128 heads
+        (Pt(65536, 128, 1, 3, 3, True, "bf16"), False, "a"),
+        (Pt(44000, 64, 1, 6, 2, True, "bf16"), False, "a"),
+        (Pt(21000, 128, 2, 8, 8, False), False, "a"), (Pt(9000, 64, 8, 16, 16, True), False, "a"),
+    ]
+    flash1 = [  # (d) Algorithm 4: causal and not, GQA, sweeps at 0.36-1.5 of the L2
+        Pt(5500, 64, 1, 8, 8, True), Pt(3800, 128, 1, 12, 4, False, "bf16"),
+        Pt(2300, 64, 2, 40, 40, True), Pt(9500, 128, 1, 3, 3, True),
+    ]
+    triton = [  # (t) the Triton backward: below one wave and beyond, GQA, N up to 48,000
+        Pt(5800, 128, 1, 4, 4, False), Pt(15000, 64, 2, 16, 4, True, "bf16"),
+        Pt(2200, 128, 4, 16, 16, True), Pt(26000, 64, 1, 3, 3, False),
+        Pt(48000, 128, 1, 2, 1, True, "bf16"),
+        # launcher-bound: kernels of a few µs (three launches; four with GQA's group sum)
+        Pt(300, 64, 1, 3, 3, False), Pt(520, 128, 2, 2, 2, True, "bf16"),
+        Pt(1100, 64, 1, 4, 2, False),
+    ]
+    return torch_points, flash1, triton
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -356,12 +394,14 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     started = time.time()
     failed: list[str] = []
     second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
-    sixth = args.fresh6
-    name = ("backward-h200-fresh6.json" if sixth
+    sixth, seventh = args.fresh6, args.fresh7
+    name = ("backward-h200-fresh7.json" if seventh else "backward-h200-fresh6.json" if sixth
             else "backward-h200-fresh5.json" if fifth else "backward-h200-fresh4.json" if fourth
             else "backward-h200-fresh3.json" if third
             else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
+        "bwd7's rules frozen at bwd7-frozen, every backward kernel on a seventh fresh set"
+        if seventh else
         "bwd5's rules frozen at bwd6-frozen, every backward kernel on a sixth fresh set" if sixth
         else "bwd5's soft L2 cutoff and every backward kernel on a fifth fresh set" if fifth else
         "the Triton backward at small N below one wave, bwd4's frozen schedule" if fourth else
@@ -370,9 +410,12 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(6 if sixth else 5 if fifth else 4 if fourth else 3 if third else 2 if second else 1)
+    torch.manual_seed(7 if seventh else 6 if sixth else 5 if fifth else 4 if fourth
+                      else 3 if third else 2 if second else 1)
     triton_points: list[Any] = []
-    if sixth:
+    if seventh:
+        torch_points, flash1, triton_points = fresh7_grid()
+    elif sixth:
         torch_points, flash1, triton_points = fresh6_grid()
     elif fifth:
         torch_points, flash1, triton_points = fresh5_grid()
@@ -426,6 +469,8 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     log(f"timed in {time.time() - started:.0f} s")
     if not args.no_ncu:
         spec = torch_spec(torch_points)
+        if seventh:  # the protocol alone (evict, evict), twice: its own residue in this run
+            spec = [{"id": "null", "what": "null"}, *spec, {"id": "null2", "what": "null"}]
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
                          "tiles": asdict(tiles[p.d])})
@@ -476,6 +521,8 @@ def main(argv: list[str]) -> int:
                     help="bwd5's soft L2 cutoff on a fifth fresh set (fresh5_grid)")
     ap.add_argument("--fresh6", action="store_true",
                     help="bwd5's rules, frozen, on a sixth fresh set (fresh6_grid)")
+    ap.add_argument("--fresh7", action="store_true",
+                    help="bwd7's rules, frozen, on a seventh fresh set (fresh7_grid)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -494,7 +541,7 @@ def main(argv: list[str]) -> int:
     if args.torch_only:
         return torch_only(args, argv, out)
     if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5 \
-            or args.fresh6:
+            or args.fresh6 or args.fresh7:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

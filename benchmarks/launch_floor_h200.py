@@ -1,6 +1,7 @@
 """The Triton backward's launcher floor, measured piece by piece (issue 10, bwd6 gap d).
 
     python3 benchmarks/launch_floor_h200.py OUTDIR        # OUTDIR/launch-floor-h200.json
+    python3 benchmarks/launch_floor_h200.py OUTDIR --quick  # three calls, grids of 1 (bwd7)
 
 fresh5 showed launches × one host figure (45.7 µs) is not the floor (+12 %, +15 %, +88 %).
 This times, on the host (time.perf_counter, no synchronisation inside the loop; the kernels
@@ -113,13 +114,14 @@ def backward_segments(n: int, d: int, heads: int, kv: int, device: str) -> dict[
     return record
 
 
-def trivial_launches(device: str) -> list[dict[str, Any]]:
+def trivial_launches(device: str, quick: bool = False) -> list[dict[str, Any]]:
     import torch
 
     kernels = _trivial_kernels()
     buf = torch.zeros(1, device=device, dtype=torch.float32)
     out = []
-    grids = (1, 8) if os.environ.get("TRITON_INTERPRET") else (1, 132, 1024, 8192)
+    grids = (1, 8) if os.environ.get("TRITON_INTERPRET") else (1,) if quick else (
+        1, 132, 1024, 8192)
     reps = 5 if os.environ.get("TRITON_INTERPRET") else REPS
     for args, kernel in kernels.items():
         for grid in grids:
@@ -132,6 +134,8 @@ def trivial_launches(device: str) -> list[dict[str, Any]]:
 
 
 def main(argv: list[str]) -> int:
+    quick = "--quick" in argv
+    argv = [a for a in argv if a != "--quick"]
     out = Path(argv[0] if argv else "launch-floor")
     out.mkdir(parents=True, exist_ok=True)
     import torch
@@ -140,7 +144,8 @@ def main(argv: list[str]) -> int:
     device = "cuda" if torch.cuda.is_available() else "cpu"
     record: dict[str, Any] = {
         "what": "the Triton backward's launcher floor, piece by piece (bwd6 gap d)",
-        "command": "python3 benchmarks/launch_floor_h200.py " + " ".join(argv),
+        "command": "python3 benchmarks/launch_floor_h200.py " + " ".join(argv)
+                   + (" --quick" if quick else ""),
         "device": torch.cuda.get_device_name(0) if device == "cuda" else "cpu (interpreter)",
         "torch": torch.__version__, "triton": triton.__version__,
         "python": platform.python_version()}
@@ -148,8 +153,10 @@ def main(argv: list[str]) -> int:
               (128, 128, 16, 4), (256, 128, 1, 1)]
     if os.environ.get("TRITON_INTERPRET"):
         shapes = shapes[:1] + shapes[3:4]
+    elif quick:  # the same call's host speed beside a fresh record (bwd7)
+        shapes = shapes[:2] + shapes[3:4]
     record["backward"] = [backward_segments(*s, device) for s in shapes]
-    record["trivial"] = trivial_launches(device)
+    record["trivial"] = trivial_launches(device, quick)
     (out / "launch-floor-h200.json").write_text(json.dumps(record, indent=1))
     for r in record["backward"]:
         print(r["n"], r["d"], r["heads"], r["kv_heads"], f"{r['host_per_call_s'] * 1e6:.1f} us",

@@ -87,9 +87,13 @@ def test_time_fit_and_its_hold_out(record: dict, h200) -> None:  # type: ignore[
 
 
 def test_handover_moves_dirty_writes_to_the_next_kernel() -> None:
-    """A kernel writing 30 of its 90 MB leaves 0.5 · 60 MB · 1/3 = 10 MB dirty for the next."""
+    """A kernel writing 30 of its 90 MB leaves 0.5 · 60 MB · 1/3 = 10 MB dirty for the next
+    (and the last kernel gets the ncu protocol's own residue, dirty_ledger.PROTOCOL_RESIDUE_BYTES)."""
+    from iosim.calibrate.dirty_ledger import PROTOCOL_RESIDUE_BYTES
+
     out = F.handover([("a", 60e6, 30e6), ("b", 20e6, 0.0)], 60e6, share=0.5)
-    assert out == [("a", pytest.approx(80e6)), ("b", pytest.approx(30e6))]
+    assert out == [("a", pytest.approx(80e6)),
+                   ("b", pytest.approx(30e6 + PROTOCOL_RESIDUE_BYTES))]
 
 
 def test_report_lists_every_point(record: dict, h200) -> None:  # type: ignore[no-untyped-def]

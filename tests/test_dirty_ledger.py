@@ -52,7 +52,7 @@ def brute_force(kernels: list[tuple[str, float, float]], l2: float, share: float
 ])
 def test_ledger_is_the_line_by_line_lru(kernels: list[tuple[str, float, float]]) -> None:
     l2 = 60 * MB
-    got = [moved for _, moved in L.ledger(kernels, l2, 0.66, 0.47)]
+    got = [moved for _, moved in L.ledger(kernels, l2, 0.66, 0.47, protocol=0.0)]
     want = brute_force(kernels, l2, 0.66, 0.47)
     assert got == pytest.approx(want, rel=0.01, abs=0.2 * MB)
     # every byte read or written is counted once, somewhere
@@ -61,8 +61,29 @@ def test_ledger_is_the_line_by_line_lru(kernels: list[tuple[str, float, float]])
 
 def test_a_backward_that_fits_writes_everything_back_at_the_closing_evict() -> None:
     kernels = [("copy", 2.5 * MB, 2.5 * MB), ("zero", 0.0, 5 * MB), ("main", 8 * MB, 5 * MB)]
-    assert [m for _, m in L.ledger(kernels, 60 * MB, 0.66)] == pytest.approx(
+    assert [m for _, m in L.ledger(kernels, 60 * MB, 0.66, protocol=0.0)] == pytest.approx(
         [2.5 * MB, 0.0, 8 * MB + 12.5 * MB])
+
+
+def test_the_protocols_own_residue_goes_to_the_last_kernel_once() -> None:
+    kernels = [("copy", 2.5 * MB, 2.5 * MB), ("main", 8 * MB, 5 * MB)]
+    bare = [m for _, m in L.ledger(kernels, 60 * MB, 0.66, protocol=0.0)]
+    with_it = [m for _, m in L.ledger(kernels, 60 * MB, 0.66)]
+    assert with_it[0] == bare[0]
+    assert with_it[1] == pytest.approx(bare[1] + L.PROTOCOL_RESIDUE_BYTES)
+
+
+def test_the_protocol_residue_is_the_measured_empty_segments() -> None:
+    """bwd7's call 1 (tests/data/bwd7-probe-h200.json): two segments with no kernel between
+    their evicts; the constant is their median, rounded to 0.1 MB."""
+    import json
+    from statistics import median
+
+    record = json.loads((D.DATA / "bwd7-probe-h200.json").read_text())
+    empty = [s["residue_write_bytes"] for item in record["counters"]["items"]
+             if item["what"] == "null" for s in item["segments"]]
+    assert len(empty) == 2
+    assert abs(L.PROTOCOL_RESIDUE_BYTES - median(empty)) <= 0.05 * MB
 
 
 @pytest.fixture(scope="module")

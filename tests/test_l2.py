@@ -206,3 +206,18 @@ def test_a_gpu_without_l2_size_says_so(tmp_path: Path) -> None:
     out = run_cli("compare", "--n", "1024", "--gpu", str(path))
     assert out.exit_code == 0
     assert "DRAM estimate: h200 has no l2_size or sm_count in its YAML" in out.stdout.replace("\n", " ")
+
+
+@pytest.mark.parametrize("d", [64, 128, 256])
+def test_the_dram_estimate_runs_at_the_occupancy_the_time_model_uses(d: int) -> None:
+    """compare's L2 model schedules as many programs at once as its occupancy table says run
+    (one number for both). FA2's forward at d = 256 runs two 98,304 B, 254-register programs per
+    SM on the H200 (ncu launch__* in tests/data/h200-impl-launches.csv, grid 1024): 264 at once,
+    where the two-stage shared-memory estimate (programs_per_sm_estimate) allows one."""
+    from iosim.analysis.compare import compare
+
+    est = compare(Workload(8192, d=d, heads=16), "h200", impl="sdpa-flash",
+                  profile="measured").algorithms[-1]
+    occupancy = est.occupancy[0]
+    assert est.dram is not None
+    assert est.dram.concurrent_programs == occupancy.per_sm * occupancy.sm_count == 264

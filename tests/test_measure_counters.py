@@ -14,7 +14,7 @@ import pytest
 from iosim.analysis.compare import compare
 from iosim.calibrate import CalibrationError, impl_fit
 from iosim.calibrate.measure_record import counted_kernels, read_points
-from iosim.calibrate.ncu import EVICT, METRICS, ProfileRun
+from iosim.calibrate.ncu import EVICT, METRICS, ProfileRun, Started
 from iosim.cli.measure_cmd import measurement_point
 from iosim.inputs.workload import Workload
 from iosim.output.render_measure import measurement_lines
@@ -60,7 +60,13 @@ def _fake_gpu(monkeypatch: pytest.MonkeyPatch, launches: list[dict[str, Any]] | 
         seen.append(spec)
         return ProfileRun(status, "ncu ... SPEC MANIFEST", "Version 2025.3.1.0",
                           tuple(launches or ()))
+
+    def start(spec: list[dict[str, Any]], *args: Any, **kwargs: Any) -> Started:
+        # measure starts ncu beside itself: the fake's run is over before it is read
+        return Started(None, "", Path("/nonexistent/iosim-ncu-fake"), "", "", METRICS,
+                       profile(spec))
     monkeypatch.setattr(impl_ncu, "profile", profile)
+    monkeypatch.setattr(impl_ncu, "start_profile", start)
     return seen
 
 

@@ -14,6 +14,7 @@ from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
+from iosim.analysis.impl_forward import impl_forward_roofs
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
     call_overhead,
@@ -217,6 +218,8 @@ def compare(
             own_roofs = replace(roofs, alg4=None)
         if impl_ is not None and profile == "measured" and w.pass_ != "fwd":
             own_roofs = impl_backward_roofs(own_roofs, impl_, hw, tiling, w.d)
+        elif impl_ is not None and profile == "measured":
+            own_roofs = impl_forward_roofs(own_roofs, impl_, hw, tiling, w)
         kernel_estimates = estimate_kernels(kernels, w, tiling, own_roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
         dims = Dims.of(w, tiling)

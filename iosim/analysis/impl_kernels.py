@@ -179,13 +179,18 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
         note += (f", split-KV combine kernel {terms['combine_latency_s'] * 1e6:.1f} µs + "
                  f"{terms['combine_program_bandwidth'] / 1e9:.1f} GB/s per program, "
                  f"{terms['combine_memory']:.2g} of the bandwidth")
+    notes = (*roofs.notes, note)
+    if pass_ == "fwd" and fitted.forward:
+        from iosim.analysis.impl_forward import forward_schedule_note
+
+        notes = (*notes, str(forward_schedule_note(impl, hardware)))
     if pass_ != "fwd":
-        return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
+        return replace(roofs, efficiency=efficiency, notes=notes,
                        memory_efficiency=fitted.backward.get("memory", eff.get("memory")))
     by_dim = eff.get(f"fused_d{head_dim_bucket(d)}")
     if by_dim is not None:
         efficiency["fused"] = by_dim
-    return replace(roofs, efficiency=efficiency, notes=(*roofs.notes, note),
+    return replace(roofs, efficiency=efficiency, notes=notes,
                    memory_efficiency=eff.get("memory"),
                    kernel_efficiency=({"splitkv_attn": eff["fused_split"]}
                                       if "fused_split" in eff else {}),

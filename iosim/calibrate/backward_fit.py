@@ -236,28 +236,46 @@ class TimeModel(Record):
                                 causal_loops=CAUSAL_LOOPS)
 
 
-def predict_time(p: dict[str, Any], hardware: Hardware, model: TimeModel) -> float:
-    """The backward's time: the small kernels at their DRAM bytes over the measured bandwidth
-    and the elementwise efficiency; the fused ones by estimates/schedule.py (or their memory
-    time, if longer)."""
+def kernel_times(p: dict[str, Any], hardware: Hardware, model: TimeModel
+                 ) -> list[tuple[str, float]]:
+    """Each kernel's GPU seconds in launch order: the small kernels at their DRAM bytes over
+    the measured bandwidth and the elementwise efficiency; the fused ones by
+    estimates/schedule.py (or their memory time, if longer)."""
     m = hardware.measured
     assert m is not None and m.hbm_bandwidth_bytes_per_s and m.vector_flops_per_s
     assert hardware.sm_count is not None
     w = workload_of(p)
     kernels = {k.name: k for k in kernels_of(w)}
-    total = 0.0
+    out = []
     for name, read, write in estimate_per_kernel(w, hardware):
         memory = (read + write) / m.hbm_bandwidth_bytes_per_s
         kernel = kernels[name]
         if kernel.kind != "fused":
-            total += memory / m.kernel_efficiency.get("elementwise", 1.0)
+            out.append((name, memory / m.kernel_efficiency.get("elementwise", 1.0)))
             continue
         compute = scheduled_compute_s(kernel, w, None, model.schedule(),
                                       sm_count=hardware.sm_count,
                                       matmul_peak=m.peak_flops_per_s[p["dtype"]],
                                       vector_peak=m.vector_flops_per_s)
-        total += max(memory, compute)
-    return total
+        out.append((name, max(memory, compute)))
+    return out
+
+
+def predict_time(p: dict[str, Any], hardware: Hardware, model: TimeModel) -> float:
+    """The backward's GPU time: its kernels' times (kernel_times) back to back."""
+    return sum(t for _, t in kernel_times(p, hardware, model))
+
+
+def predict_launched_time(p: dict[str, Any], hardware: Hardware, model: TimeModel,
+                          host_scale: float = 1.0) -> float:
+    """The backward's time as do_bench reads it: its kernels launched from Python one after
+    another, each waiting for its launch on the host (estimates/launch_floor.py); equal to
+    predict_time where the GPU is the slower."""
+    from iosim.estimates.launch_floor import TRITON_BWD_TENSORS, launched_time
+
+    return launched_time([(t, TRITON_BWD_TENSORS[name])
+                          for name, t in kernel_times(p, hardware, model)],
+                         host_scale=host_scale)
 
 
 def gpu_seconds(record: dict[str, Any]) -> dict[str, float]:

@@ -39,6 +39,17 @@ residue / L2 over Algorithm 4's init kernels whose writes exceed the L2
 reports/backward-h200.md (0.40 / 0.55)."""
 
 
+PROTOCOL_RESIDUE_BYTES = 0.6e6
+"""What the ncu protocol itself leaves for the closing evict to write back, counted (as every
+residue) to a segment's last kernel: the opening evict kernel ends by storing its partial sums
+(kernels.evict: cdiv(512 MiB / 2 B, 8,192) = 32,768 programs × one 32-B sector = 1.05 MB of
+L2 writes), and the sectors stored last are still dirty when the closing evict sweeps the L2.
+Measured, not fitted: a segment with no kernel in it (evict, evict; ncu_bwd_target's `null`
+item) wrote back 0.48 and 0.73 MB (tests/data/bwd7-probe-h200.json, bwd7's call 1); the
+median of the two rounded. It is the 0.55-0.82 MB that the small Triton backwards' last kernel
+read above their own dirty bytes (fresh6 N 160, 900, 2,700, 3,000)."""
+
+
 class Chunk(Record, frozen=False):
     """Dirty bytes spread evenly over ages lo … hi (bytes of new lines since written)."""
 
@@ -79,10 +90,13 @@ def _cap(chunks: list[Chunk], cap: float) -> float:
 
 
 def ledger(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float, share: float,
-           cap: float = DIRTY_CAP) -> list[tuple[str, float]]:
+           cap: float = DIRTY_CAP, protocol: float | None = None) -> list[tuple[str, float]]:
     """DRAM bytes per kernel as a counter sees them back to back: (name, read, write) in launch
     order (the L2 estimate's per-kernel bytes) → (name, reads + the write-backs during it); the
-    last kernel also gets the closing evict's."""
+    last kernel also gets the closing evict's, with the protocol's own (`protocol`, default
+    PROTOCOL_RESIDUE_BYTES)."""
+    if protocol is None:
+        protocol = PROTOCOL_RESIDUE_BYTES
     age_limit = share * l2_bytes
     chunks: list[Chunk] = []
     out: list[tuple[str, float]] = []
@@ -102,5 +116,5 @@ def ledger(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float, shar
         out.append((name, read + written_back))
     if out:
         name, moved = out[-1]
-        out[-1] = (name, moved + sum(c.dirty for c in chunks))
+        out[-1] = (name, moved + sum(c.dirty for c in chunks) + protocol)
     return out

@@ -77,18 +77,21 @@ def triton_dram(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, s
     return out
 
 
-def _triton_time(p: dict[str, Any], hardware: Hardware, old: bool) -> float:
-    if not old:
-        return B.predict_time(p, hardware, B.TimeModel(
+def _triton_time(p: dict[str, Any], hardware: Hardware, old: bool | str) -> float:
+    """The Triton backward's time: as shipped (old False: the kernels' time or the launcher's
+    floor), bwd6's (old "bwd6": the kernels' time alone) or before bwd4 (old True)."""
+    if not old or old == "bwd6":
+        tm = B.TimeModel(
             hardware.measured.backward_schedule.efficiency,  # type: ignore[union-attr]
-            hardware.measured.backward_schedule.program_overhead_s))  # type: ignore[union-attr]
+            hardware.measured.backward_schedule.program_overhead_s)  # type: ignore[union-attr]
+        return (B.predict_time if old else B.predict_launched_time)(p, hardware, tm)
     with patch.object(B, "CAUSAL_LOOPS", 1):
         return B.predict_time(p, hardware, OLD_TRITON)
 
 
 def judged(record: dict[str, Any], hardware: Hardware, *,
            rules_before: Callable[[], AbstractContextManager[None]] | None = None,
-           old_triton: bool = True) -> list[FB.Judged]:
+           old_triton: bool | str = True) -> list[FB.Judged]:
     """Every kernel's DRAM, every whole backward's, every time, with the `rules_before` (bwd4's
     predecessors by default; `old_triton`: the Triton backward's time before bwd4 too)."""
     gap = {p["id"]: p.get("gap", "") for p in record["points"]}
@@ -218,7 +221,7 @@ def report(record: dict[str, Any], hardware: Hardware, *, with_sensitivity: bool
            title: str = "bwd4's rules on a third fresh set (backward-h200-fresh3.json)",
            grid: str = "fresh3_grid", tag: str = "bwd4-frozen",
            rules_before: Callable[[], AbstractContextManager[None]] | None = None,
-           old_triton: bool = True, before_text: str = BWD4_BEFORE) -> str:
+           old_triton: bool | str = True, before_text: str = BWD4_BEFORE) -> str:
     """The Markdown section of reports/backward-h200.md on the third fresh record (the
     constants' sensitivity re-judges the set 17 times: a few seconds), or on the fourth (the
     Triton backward alone: `title`, `grid`, no sensitivity), or on the fifth (bwd5's rules,

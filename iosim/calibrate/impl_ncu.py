@@ -12,7 +12,16 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from iosim.calibrate.ncu import METRICS, evict_groups, profile
+from iosim.calibrate.ncu import (
+    METRICS,
+    ProfileRun,
+    Started,
+    evict_groups,
+    finish_profile,
+    profile,
+    start_profile,
+    wait_ready,
+)
 
 TARGET = "iosim.calibrate.impl_ncu_target"
 RANGE = "iosim-measure"
@@ -21,7 +30,10 @@ RANGE = "iosim-measure"
 
 def command(ncu: str, report: Path, spec: Path, manifest: Path) -> list[str]:
     """The ncu command line that profiles the points' launches (inside RANGE only)."""
-    return [ncu, "--clock-control", "none", "--cache-control", "none", "--nvtx",
+    # application-only: not the compile workers torch.compile may start (each would be
+    # instrumented too), only the program whose kernels are counted
+    return [ncu, "--clock-control", "none", "--cache-control", "none",
+            "--target-processes", "application-only", "--nvtx",
             "--nvtx-include", f"{RANGE}/", "--metrics", ",".join(METRICS), "--force-overwrite",
             "--export", str(report), sys.executable, "-m", TARGET, str(spec), str(manifest)]
 
@@ -52,14 +64,37 @@ def per_kernel_counts(kernels: list[dict[str, Any]], after: dict[str, Any]) -> d
             "closing_evict_write_bytes": after[METRICS[1]]}
 
 
+def start_count_kernels(impl: str, workload: dict[str, Any]) -> Started:
+    """Start `iosim measure`'s counters in the background (`impl` as the user named it, a
+    workload as the record writes it): the target compiles and runs its warm-up call while
+    measure compiles and times, then waits (ncu.py GATE) until `finish_count_kernels`. The two
+    compilations overlap: one after the other they took 46-52 s on the H200
+    (benchmarks/flex-measure-h200, benchmarks/impl6-h200/measure-flex.log)."""
+    spec = [{"id": "measure", "impl": impl, "workload": workload}]
+    return start_profile(spec, command, TARGET, METRICS, gated=True)
+
+
+def counters_ready(started: Started, *, timeout_s: float = 300) -> None:
+    """Wait until the counting process has compiled and run its warm-up call (or ended), so
+    that nothing of it runs on the GPU while measure times."""
+    wait_ready(started, timeout_s=timeout_s)
+
+
+def finish_count_kernels(started: Started, *, timeout_s: float = 300,
+                         log: Path | None = None) -> dict[str, Any]:
+    """The counted point kernel by kernel (per_kernel_counts) with the status ("ok",
+    "unavailable", "refused: ...", "failed: ..."), the ncu version and the command as shown."""
+    return _kernels_found(finish_profile(started, timeout_s=timeout_s, log=log))
+
+
 def count_kernels(impl: str, workload: dict[str, Any], *, timeout_s: float = 300,
                   log: Path | None = None) -> dict[str, Any]:
-    """`iosim measure`'s counters: one point (`impl` as the user named it, a workload as the
-    record writes it) run once more under ncu, evict, run, evict; its kernels one by one
-    (per_kernel_counts) with the status ("ok", "unavailable", "refused: ...", "failed: ..."), the
-    ncu version and the command as shown."""
-    spec = [{"id": "measure", "impl": impl, "workload": workload}]
-    run = profile(spec, command, TARGET, METRICS, timeout_s=timeout_s, log=log)
+    """`iosim measure`'s counters, started and read at once (start_count_kernels)."""
+    return finish_count_kernels(start_count_kernels(impl, workload), timeout_s=timeout_s,
+                                log=log)
+
+
+def _kernels_found(run: ProfileRun) -> dict[str, Any]:
     found: dict[str, Any] = {"status": run.status, "ncu": run.version, "command": run.shown}
     if run.status != "ok":
         return found

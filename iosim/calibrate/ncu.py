@@ -17,10 +17,12 @@ from __future__ import annotations
 import csv
 import io
 import json
+import os
 import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -131,45 +133,100 @@ class ProfileRun(Record):
     manifest: tuple[dict[str, Any], ...] = ()
 
 
+class Started(Record, eq=False):
+    """An ncu run started in the background (start_profile), to be read by finish_profile."""
+
+    process: Any
+    """The subprocess.Popen of ncu (None: it could not start; `early` says why)."""
+    ncu: str
+    folder: Path
+    shown: str
+    version: str
+    metrics: tuple[str, ...]
+    early: ProfileRun | None = None
+
+
+GATE = "IOSIM_NCU_GATE"
+"""Environment variable naming a folder: a target run with it (impl_ncu_target.py) writes
+READY there after its warm-up call (compilation included) and waits for GO before the range
+ncu profiles, so that it compiles while the caller compiles and times, and counts after."""
+READY, GO = "ready", "go"
+
+
+def start_profile(spec: list[dict[str, Any]],
+                  command_for: Callable[[str, Path, Path, Path], list[str]], target: str,
+                  metrics: tuple[str, ...], *, gated: bool = False) -> Started:
+    """Start `target` (a module taking SPEC MANIFEST) under the ncu command `command_for`
+    builds, in the background; with `gated`, it waits at GATE's folder (see GATE)."""
+    ncu = ncu_path()
+    folder = Path(tempfile.mkdtemp(prefix="iosim-ncu-"))
+    if ncu is None:
+        return Started(None, "", folder, "", "", metrics, ProfileRun("unavailable"))
+    version = subprocess.run([ncu, "--version"], capture_output=True, text=True,
+                             check=False).stdout.strip().splitlines()
+    spec_file, manifest_file, report = (folder / "spec.json", folder / "manifest.json",
+                                        folder / "profile")
+    spec_file.write_text(json.dumps(spec))
+    command = command_for(ncu, report, spec_file, manifest_file)
+    # the command with the target's temporary files named by role
+    shown = " ".join([*command[:-5], f"python3 -m {target} SPEC MANIFEST"])
+    env = {**os.environ, GATE: str(folder)} if gated else None
+    with (folder / "out.txt").open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True,
+                                   env=env)
+    return Started(process, ncu, folder, shown, version[-1] if version else "", metrics)
+
+
+def wait_ready(started: Started, *, timeout_s: float) -> None:
+    """Until a gated target has compiled and run its warm-up call (READY), or ended."""
+    deadline = time.monotonic() + timeout_s
+    while (started.process is not None and started.process.poll() is None
+           and not (started.folder / READY).exists() and time.monotonic() < deadline):
+        time.sleep(0.01)
+
+
+def finish_profile(started: Started, *, timeout_s: float, log: Path | None = None
+                   ) -> ProfileRun:
+    """Let a gated target go on (GO), wait for ncu to end, export its raw CSV and read it."""
+    try:
+        if started.early is not None:
+            return started.early
+        (started.folder / GO).touch()
+        try:
+            started.process.wait(timeout=timeout_s)
+        except subprocess.TimeoutExpired:
+            started.process.kill()
+            started.process.wait()
+            return ProfileRun(f"failed: ncu ran past {timeout_s:.0f} s", started.shown)
+        text = (started.folder / "out.txt").read_text()
+        if log is not None:
+            log.write_text(text)
+        errors = [line for line in text.splitlines()
+                  if "==ERROR==" in line or "ERR_NVGPUCTRPERM" in line]
+        if started.process.returncode != 0 or errors:
+            reason = errors[0] if errors else f"exit status {started.process.returncode}"
+            return ProfileRun(f"refused: {reason.strip()}", started.shown)
+        exported = subprocess.run([started.ncu, "--import", f"{started.folder / 'profile'}.ncu-rep",
+                                   "--csv", "--page", "raw", "--print-units", "base"],
+                                  capture_output=True, text=True, check=False)
+        try:
+            manifest = json.loads((started.folder / "manifest.json").read_text())
+            launches = parse_raw_csv(exported.stdout, started.metrics)
+        except (OSError, ValueError) as exc:
+            return ProfileRun(f"failed: {exc}", started.shown)
+        return ProfileRun("ok", started.shown, started.version, tuple(launches),
+                          tuple(manifest))
+    finally:
+        shutil.rmtree(started.folder, ignore_errors=True)
+
+
 def profile(spec: list[dict[str, Any]], command_for: Callable[[str, Path, Path, Path], list[str]],
             target: str, metrics: tuple[str, ...], *, timeout_s: float,
             log: Path | None = None) -> ProfileRun:
     """Run `target` (a module taking SPEC MANIFEST) under the ncu command `command_for` builds,
     then export its raw CSV: the one place the calibrations (forward and backward) call ncu."""
-    ncu = ncu_path()
-    if ncu is None:
-        return ProfileRun("unavailable")
-    version = subprocess.run([ncu, "--version"], capture_output=True, text=True,
-                             check=False).stdout.strip().splitlines()
-    with tempfile.TemporaryDirectory(prefix="iosim-ncu-") as tmp:
-        spec_file, manifest_file, report = (Path(tmp) / "spec.json", Path(tmp) / "manifest.json",
-                                            Path(tmp) / "profile")
-        spec_file.write_text(json.dumps(spec))
-        command = command_for(ncu, report, spec_file, manifest_file)
-        # the command with the target's temporary files named by role
-        shown = " ".join([*command[:-5], f"python3 -m {target} SPEC MANIFEST"])
-        try:
-            done = subprocess.run(command, capture_output=True, text=True, timeout=timeout_s,
-                                  check=False)
-        except subprocess.TimeoutExpired:
-            return ProfileRun(f"failed: ncu ran past {timeout_s:.0f} s", shown)
-        if log is not None:
-            log.write_text(done.stdout + done.stderr)
-        errors = [line for line in (done.stdout + done.stderr).splitlines()
-                  if "==ERROR==" in line or "ERR_NVGPUCTRPERM" in line]
-        if done.returncode != 0 or errors:
-            reason = errors[0] if errors else f"exit status {done.returncode}"
-            return ProfileRun(f"refused: {reason.strip()}", shown)
-        exported = subprocess.run([ncu, "--import", f"{report}.ncu-rep", "--csv", "--page", "raw",
-                                   "--print-units", "base"], capture_output=True, text=True,
-                                  check=False)
-        try:
-            manifest = json.loads(manifest_file.read_text())
-            launches = parse_raw_csv(exported.stdout, metrics)
-        except (OSError, ValueError) as exc:
-            return ProfileRun(f"failed: {exc}", shown)
-    return ProfileRun("ok", shown, version[-1] if version else "", tuple(launches),
-                      tuple(manifest))
+    return finish_profile(start_profile(spec, command_for, target, metrics),
+                          timeout_s=timeout_s, log=log)
 
 
 def collect(spec: list[dict[str, Any]], *, timeout_s: float = 1200,

@@ -7,7 +7,8 @@ of the measured backward is profiled whatever its name (torch's own kernels too)
     evict, <the backward's kernels>, evict                       (isolate: false)
     evict, preprocess, evict, dkdv, evict, dq, evict[, sum, evict] (Triton, isolate: true)
 
-with `what` one of triton, sdpa (SDPA's flash backward), eager (eager PyTorch's backward),
+with `what` null (evict, evict: the protocol's own residue) or one of triton, sdpa (SDPA's
+flash backward), eager (eager PyTorch's backward),
 flash1 (Algorithm 4 in Triton, kernels_fa1_bwd.py: init, the one-program-per-head kernel[, sum]).
 MANIFEST lists, per item, its id and how many evict kernels it launched; ncu's launches are cut
 into the items' segments by the evict kernels (ncu_bwd.py).
@@ -41,10 +42,18 @@ class Target:
 
     def run(self, item: dict[str, Any]) -> dict[str, Any]:
         """Run one point's backward kernels (after an evict each) and say what was launched."""
-        p = BB.BwdPoint(**item["point"])
-        q, k, v, do = BB.random_inputs(p)
         what = item["what"]
         self.evicts = 0
+        if what == "null":  # evict, evict: what the protocol itself leaves in a segment
+            torch.cuda.synchronize()
+            torch.cuda.profiler.start()
+            self.evict()
+            self.evict()
+            torch.cuda.synchronize()
+            torch.cuda.profiler.stop()
+            return {"id": item["id"], "what": what, "isolate": False, "evicts": self.evicts}
+        p = BB.BwdPoint(**item["point"])
+        q, k, v, do = BB.random_inputs(p)
         torch.cuda.synchronize()
         if what == "flash1":
             from iosim.calibrate import bench_fa1_bwd as BF

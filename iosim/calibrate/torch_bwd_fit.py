@@ -43,6 +43,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH4,
     FRESH5,
     FRESH6,
+    FRESH7,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -397,6 +398,10 @@ def main(argv: list[str]) -> int:
 
                 text += "\n" + fresh6_bwd.report(load([FRESH6])[0], hw,
                                                  seen=load([FRESH3, FRESH4, FRESH5]))
+            if FRESH7.exists():
+                from iosim.calibrate import fresh7_bwd
+
+                text += "\n" + fresh7_bwd.report(load([FRESH7])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2

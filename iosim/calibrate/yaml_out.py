@@ -66,11 +66,15 @@ def merge_gpu_fit(source_text: str, fitted: Mapping[str, Any]) -> tuple[dict[str
 def merge_impl_fits(source_text: str, entries: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     """The new `measured:` mapping with `entries` (implementation name → its fitted forward
     figures) in those implementations' `impls` entries; every other key, implementation and
-    key of an entry the forward fit does not write (its `backward`) kept."""
+    key of an entry the forward fit does not write (its `backward`) kept, except an old
+    `forward` schedule (analysis/impl_forward.py): the new figures were fitted with the fused
+    forward on its roofline (impl_fit.py), and kept together they would time it by neither
+    fit (refit the schedule with benchmarks/flex8_fit.py)."""
     measured = old_measured(source_text)
     impls = dict(measured.get("impls") or {})
     for name, entry in entries.items():
-        impls[name] = {**dict(impls.get(name) or {}), **entry}
+        kept = {k: v for k, v in dict(impls.get(name) or {}).items() if k != "forward"}
+        impls[name] = {**kept, **entry}
     measured["impls"] = impls
     return measured
 

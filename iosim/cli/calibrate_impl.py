@@ -98,6 +98,7 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                        f"(calibrate/impl_fit.py) on {from_ if from_ is not None else record} "
                        f"({f['points']} points, torch {torch}, {device}; measured by: "
                        f"{command})")}
+    dropped = [n for n in names if n in impls_now and impls_now[n].forward]
     measured = merge_impl_fits(source_text, entries)
     for name in names:  # a time term this fit finds 0 is no such term: an old value goes
         for term in TIME_TERMS:
@@ -120,6 +121,10 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                        f"{dram[name][1]} ncu points")
     click.echo(f"wrote {len(names)} measured.impls {'entry' if len(names) == 1 else 'entries'} "
                f"into {out}")
+    for name in dropped:
+        click.echo(f"dropped {name}'s forward schedule (measured.impls.{name}.forward): this "
+                   f"fit times its forward kernel on the roofline; refit the schedule with "
+                   f"python benchmarks/flex8_fit.py")
     if from_ is None:
         click.echo(f"record: {record}")
 

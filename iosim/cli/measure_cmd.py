@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any
 
@@ -61,15 +62,35 @@ def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     estimate = predicted.algorithms[-1]
     from iosim.calibrate import env
 
+    if implementation.runs == "flex":
+        # one shape's few kernels: compiled in the process, not by a pool of compile workers
+        # started for them (in this process and in ncu's, which inherits it); set before
+        # torch is imported
+        os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
     env.require_gpu("measure")
     from iosim.calibrate.measure import check, time_and_kernels
 
-    error = check(implementation, workload)
-    seconds, kernels = time_and_kernels(implementation, workload)
+    counting = start_counters(impl, workload, counters)  # compiles beside this process
+    try:
+        error = check(implementation, workload)
+        if not isinstance(counting, dict):
+            from iosim.calibrate.impl_ncu import counters_ready
+
+            counters_ready(counting)  # nothing of it on the GPU while this one times
+        seconds, kernels = time_and_kernels(implementation, workload)
+    except BaseException:
+        if not isinstance(counting, dict) and counting.process is not None:
+            counting.process.kill()
+        raise
     point = measurement_point(implementation.name, workload, predicted.hardware.name, profile,
                               estimate, seconds, kernels, error)
     point["device"] = env.device_info()
-    point["counters"] = read_counters(impl, workload, counters)
+    if isinstance(counting, dict):
+        point["counters"] = counting
+    else:
+        from iosim.calibrate.impl_ncu import finish_count_kernels
+
+        point["counters"] = finish_count_kernels(counting)
     from iosim.output.render_measure import measurement_lines
 
     for line in measurement_lines(point):
@@ -115,19 +136,20 @@ def check_record_target(record: Path) -> None:
                          f"short?); fix its last line, or give a new file")
 
 
-def read_counters(impl: str, workload: Workload, wanted: bool | None) -> dict[str, Any]:
-    """ncu's kernels of one more run (impl_ncu.count_kernels), or a status saying why there are
-    none: "off" (--no-counters), "unavailable" (no ncu), "refused: ...", "failed: ..."."""
+def start_counters(impl: str, workload: Workload, wanted: bool | None) -> Any:
+    """ncu's run of one more call started in the background (impl_ncu.start_count_kernels;
+    finish_count_kernels reads it), or a status saying why there is none: "off"
+    (--no-counters), "unavailable" (no ncu)."""
     from iosim.calibrate.ncu import ncu_path
 
     if wanted is False:
         return {"status": "off"}
     if ncu_path() is None:
         return {"status": "unavailable"}
-    from iosim.calibrate.impl_ncu import count_kernels
+    from iosim.calibrate.impl_ncu import start_count_kernels
     from iosim.calibrate.measure_record import workload_dict
 
-    return count_kernels(impl, workload_dict(workload))
+    return start_count_kernels(impl, workload_dict(workload))
 
 
 def measurement_point(impl: str, w: Workload, gpu: str, profile: str, estimate: Any,

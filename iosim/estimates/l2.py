@@ -410,8 +410,10 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
                   concurrent_programs: int | None = None) -> DramEstimate:
     """The closed-form L2-aware DRAM bytes of an algorithm's kernels (see the module docstring).
 
-    Concurrency: `concurrent_programs` if given, else SM count × `programs_per_sm` (default
-    `programs_per_sm_estimate`). `l2_bytes` overrides the YAML's L2 size.
+    Concurrency: `concurrent_programs` if given, else SM count × `programs_per_sm`; without
+    one, the tiling's own occupancy (Tiling.programs_per_sm: the implementation's registers,
+    shared memory and warps, estimates/occupancy.py, the count the time model uses too), and
+    with no tiling `programs_per_sm_estimate`. `l2_bytes` overrides the YAML's L2 size.
     """
     check_loop_nest_arguments(kernels, workload, tiling)
     check_instance("hardware", hardware, Hardware, "iosim.resolve_hardware('h100').hardware")
@@ -430,7 +432,11 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
         missing = "l2_size" if capacity is None else "sm_count"
         raise IosimError(f"{hardware.name} has no {missing} in its YAML ({hardware.path}); "
                          f"the DRAM estimate needs the L2 size and the SM count")
-    per_sm = programs_per_sm or programs_per_sm_estimate(workload, tiling, hardware)
+    # the occupancy the tiling declares: FA2's d = 256 forward runs 2 programs per SM (98,304 B
+    # of shared memory, 254 registers: tests/data/h200-impl-launches.csv), where the two-stage
+    # shared-memory estimate left one
+    per_sm = programs_per_sm or (tiling.programs_per_sm if tiling is not None else
+                                 programs_per_sm_estimate(workload, tiling, hardware))
     concurrent = concurrent_programs or hardware.sm_count * per_sm
     # a backward kernel's occupancy is its own (FA2's backward: one 64 × 128 program of 144 KiB
     # shared memory per SM at d = 128), when the tiling says it and no count is forced

@@ -91,6 +91,10 @@ class Roofs(Record):
     schedules_untiled: bool = False
     """The schedule is an implementation's own fit of its fused backward kernel (FA2's, whose
     tiles are the Tiling's): it times that kernel too (analysis/impl_kernels.py)."""
+    schedules_forward: bool = False
+    """The schedule is an implementation's own fit of its fused forward kernel (FlexAttention's
+    template, analysis/impl_forward.py): it times the forward's fused kernel, not the
+    backward's."""
     alg4: Alg4Time | None = None
     """Measured profile: Algorithm 4's per-tile latency model, which times flash1's fused
     backward kernel (estimates/alg4_time.py; the GPU YAML's measured.alg4_time)."""
@@ -160,9 +164,11 @@ def schedule_note(schedule: BackwardSchedule) -> str:
 
 def scheduled(kernel: Kernel, roofs: Roofs) -> bool:
     """Whether the kernel is timed by schedule.py: the fitted kernels only (fixed tiles of the
-    Triton backward), with the measured profile's schedule."""
+    Triton backward; an implementation's fused backward, or its fused forward where its
+    calibration fits that: `schedules_forward`), with the measured profile's schedule."""
     return (roofs.schedule is not None and (kernel.tile is not None or roofs.schedules_untiled)
-            and kernel.kind == "fused" and kernel.name.startswith("bwd_"))
+            and kernel.kind == "fused"
+            and kernel.name.startswith("bwd_") != roofs.schedules_forward)
 
 
 class KernelEstimate(TrafficTotals, Record):

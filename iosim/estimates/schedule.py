@@ -62,7 +62,8 @@ def scheduled_launch(kernel: Kernel, workload: Workload, tiling: Tiling | None,
     elementwise = sum(f.coefficient for f in kernel.flops
                       if f.kind == "elementwise" and f.per == "score")
     slots = sm_count * schedule.per_sm(workload.d)
-    step_s = (matmul * tile / matmul_peak + elementwise * tile / vector_peak) * slots
+    step_s = ((matmul * tile / matmul_peak + elementwise * tile / vector_peak) * slots
+              * schedule.step_scale)
     loops = schedule.causal_loops if workload.causal else 1
     overhead = schedule.program_overhead_s * loops
     lengths = [s * step_s / schedule.efficiency + overhead

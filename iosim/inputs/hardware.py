@@ -31,6 +31,9 @@ class BackwardSchedule(Record):
     """Software-pipelined inner loops a program of a causal kernel runs, each paying the
     overhead (its pipeline's fill and drain): 2 for iosim's Triton kernels (the masked diagonal
     band, then the rest: kernels_bwd.py), 1 where one loop masks its first steps (FA2's CUDA)."""
+    step_scale: float = 1.0
+    """The factor on every inner step's time: FlexAttention's bounds-checked steps where N or
+    N_kv is not a multiple of 128 (analysis/impl_forward.py); 1 elsewhere."""
 
     def per_sm(self, d: int) -> int:
         """Programs per SM of the backward kernels at head dim `d`."""
@@ -82,6 +85,12 @@ class ImplCalibration(Record):
     """The forward's time terms beyond the efficiencies (inputs/impl_calibration.py
     TIME_TERMS: solo_rate, program_bandwidth, host_floor_s, decode_host_floor_s); a missing
     one is no such limit."""
+    forward: Mapping[str, float] = field(default_factory=dict)
+    """The fused forward kernel's list schedule (estimates/schedule.py; FlexAttention's
+    template, analysis/impl_kernels.py:impl_forward_roofs): `efficiency_dN` per head-dim
+    bucket, `program_overhead_s` per software-pipelined loop, `causal_loops`; empty: the
+    forward kernel on its roofline."""
+    forward_source: str = ""
 
 
 class Figure(Record):

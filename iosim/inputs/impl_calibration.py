@@ -24,7 +24,7 @@ analysis/impl_kernels.py:host_floor, estimates/combine.py): the rate of an SM ho
 program, the bytes/s one program streams alone, the host-bound floor of a call (prefill,
 decode), and FA2's split-KV combine kernel's latency, per-program rate and share of the
 bandwidth; (low, high]."""
-ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "source", *TIME_TERMS}
+ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "forward", "source", *TIME_TERMS}
 KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask", "memory_softmax",
                       "memory_qk", "memory_pv")
 """An eager pipeline's kernels with their own fitted memory efficiency (`memory_<kernel>`):
@@ -40,6 +40,16 @@ BACKWARD_BOUNDS = {"efficiency": (0.0, 1.5), "program_overhead_s": (0.0, 1e-3),
                    "call_overhead_s": (0.0, 0.01)}
 """(low, high) of each backward figure: efficiency in (0, 1.5], the seconds in [low, high)."""
 MAX_CALL_OVERHEAD_S = 0.01
+FORWARD_BOUNDS = {"efficiency_d64": (0.0, 1.5), "efficiency_d128": (0.0, 1.5),
+                  "efficiency_d256": (0.0, 1.5), "unaligned_d64": (0.0, 3.0),
+                  "unaligned_d128": (0.0, 3.0), "unaligned_d256": (0.0, 3.0),
+                  "program_overhead_s": (0.0, 1e-3),
+                  "causal_loops": (0, 4)}
+"""(low, high] of each figure of `forward` (the fused forward kernel's list schedule,
+analysis/impl_kernels.py:impl_forward_roofs): the efficiency per head-dim bucket (at least
+one), the factor on a step's time where N or N_kv is not a multiple of 128 (`unaligned_dN`),
+the seconds per software-pipelined loop of a program, and the loops of a causal program (an
+integer)."""
 
 
 def _number(value: Any) -> bool:
@@ -89,6 +99,7 @@ def load_impl_calibrations(path: str, raw: Any) -> dict[str, ImplCalibration]:
                               f"must be seconds in [0, {MAX_CALL_OVERHEAD_S:g}), got "
                               f"{excerpt(overhead)}")
         backward, backward_source = _backward(path, f"{key}.backward", m.get("backward"))
+        forward, forward_source = _forward(path, f"{key}.forward", m.get("forward"))
         terms = {}
         for term, (lo, hi) in TIME_TERMS.items():
             if term in m:
@@ -99,8 +110,30 @@ def load_impl_calibrations(path: str, raw: Any) -> dict[str, ImplCalibration]:
                 terms[term] = float(value)
         out[name] = ImplCalibration({k: float(v) for k, v in eff.items()}, _source(path, key, m),
                                     None if overhead is None else float(overhead), backward,
-                                    backward_source, terms)
+                                    backward_source, terms, forward, forward_source)
     return out
+
+
+def _forward(path: str, key: str, raw: Any) -> tuple[dict[str, float], str]:
+    """`forward`: the fused forward kernel's list schedule (FORWARD_BOUNDS)."""
+    if raw is None:
+        return {}, ""
+    m = _mapping(path, key, raw, {*FORWARD_BOUNDS, "source"})
+    if not any(k.startswith("efficiency_d") for k in m):
+        raise ConfigError(path, f"{key}.efficiency_d128", "missing; give the schedule's "
+                          "efficiency of at least one head dim (efficiency_d64, _d128, _d256)")
+    out = {}
+    for name, (lo, hi) in FORWARD_BOUNDS.items():
+        value: Any = m.get(name)
+        if value is None and name != "program_overhead_s":
+            continue
+        whole = name == "causal_loops"
+        if not _number(value) or (whole and value != int(value)) or not lo < value <= hi:
+            what = "a whole number" if whole else "a number"
+            raise ConfigError(path, f"{key}.{name}",
+                              f"must be {what} in ({lo:g}, {hi:g}], got {excerpt(value)}")
+        out[name] = float(value)
+    return out, _source(path, key, m)
 
 
 def _backward(path: str, key: str, raw: Any) -> tuple[dict[str, float], str]:
