@@ -54,3 +54,16 @@ def test_the_spec_profile_prints_no_call_line_and_its_call_is_its_kernels():
     for a in json.loads(result.output)["algorithms"]:
         assert a["call_time_s"] == a["time_s"] and a["host_floor_s"] == 0.0
     assert "do_bench" not in run("compare", "--n", "4096", "--gpu", "a100").output
+
+
+def test_a_one_point_impl_sweep_has_compare_s_call_time_and_a_vectorised_sweep_has_no_column():
+    flags = ("--n", "3000", "--heads", "6", "--gpu", "h200", "--impl", "flex", "--profile",
+             "measured", "--causal")
+    compared = json.loads(run("compare", *flags, "--format", "json").output)["algorithms"]
+    swept = json.loads(run("sweep", *flags, "--format", "json").output)["rows"]
+    assert [r["call_time_s"] for r in swept] == [a["call_time_s"] for a in compared]
+    table = run("sweep", *flags).output.splitlines()
+    header = next(line for line in table if line.split()[:1] == ["algorithm"])
+    assert header.split()[header.split().index("time") + 1] == "call"
+    plain = json.loads(run("sweep", "--n", "3000", "--gpu", "h200", "--format", "json").output)
+    assert all("call_time_s" not in r for r in plain["rows"])
