@@ -60,6 +60,8 @@ def eager_times(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, f
 
 
 def _within(r: FB.Judged, estimate: float | None) -> bool:
+    if estimate is None:
+        return False
     return bool(F3.inside(FB.Judged(r.gap, r.point, r.what, r.quantity, estimate, r.measured)))
 
 
@@ -87,9 +89,9 @@ def summary_lines(record: dict[str, Any], hardware: Hardware) -> list[str]:
               "| point | measured | out of place | error | in place | error |",
               "|---|---:|---:|---:|---:|---:|"]
     times = eager_times(record, hardware)
-    for point, m, est, old in times:
+    for point, m, est, was in times:
         lines.append(f"| {point} | {m * 1e3:.3f} ms | {est * 1e3:.3f} ms | {(est - m) / m:+.1%} "
-                     f"| {old * 1e3:.3f} ms | {(old - m) / m:+.1%} |")
+                     f"| {was * 1e3:.3f} ms | {(was - m) / m:+.1%} |")
     judged = [t for t in times if t[1] >= B.LAUNCH_BOUND_S]
     lines += ["", f"Within ±20 % above {B.LAUNCH_BOUND_S * 1e3:.1f} ms: "
               f"{sum(abs(e - m) / m <= 0.2 for _, m, e, _ in judged)} of {len(judged)} out of "
