@@ -133,7 +133,8 @@ def _out_of_place(kernels: list[Kernel], cite: str) -> list[Kernel]:
                 if a.tensor == "dS" and a.op == "write" else
                 replace(a, tensor=grad, cite=f"{cite}: read {grad}")
                 if a.tensor == "dS" else a for a in k.accesses)
-            out.append(replace(k, accesses=accesses))
+            label = f"{new} = {k.label.split(' ← ', 1)[-1].replace('dS', grad)}"
+            out.append(replace(k, label=label, accesses=accesses))
             grad = new
         elif grad != "dS" and any(a.tensor == "dS" and a.op == "read" for a in k.accesses):
             out.append(replace(k, accesses=tuple(
