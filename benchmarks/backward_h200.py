@@ -9,6 +9,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh5         # bwd5's soft L2 cutoff, a fifth set
     python3 benchmarks/backward_h200.py OUTDIR --fresh6         # bwd5's rules frozen, a sixth set
     python3 benchmarks/backward_h200.py OUTDIR --fresh7         # bwd7's rules frozen, a seventh set
+    python3 benchmarks/backward_h200.py OUTDIR --fresh8         # bwd8's out-of-place rule: eager, SDPA
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -321,6 +322,31 @@ def fresh7_grid() -> tuple[list[tuple[Any, bool, str]], list[Any], list[Any]]:
     return torch_points, flash1, triton
 
 
+def fresh8_grid() -> list[tuple[Any, bool, str]]:
+    """The eighth fresh set (bwd8, 2026-12-02): SDPA's and eager's backward only, committed
+    before the run with the rules frozen at `bwd8-frozen` (eager's mask and scale backward out
+    of place: configs/impls/torch-naive.yaml `out_of_place`), none equal to a point of any
+    earlier record or grid (tests/test_fresh8_backward.py). It varies N (none a power of two;
+    seven of 14 at 1,500-2,000, where bwd7's eager misses sat), batch·heads (2 to 64), d 64/128,
+    causal and not, fp16/bf16, GQA, and the N×N matrices (all heads: 0.10-0.92 of the 60 MiB
+    L2, and 3-10 times beyond it). Every point runs both."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    return [(p, True, "s") for p in (
+        # the N x N matrices at 0.52-0.92 of the L2 (two of them stream through each pass)
+        Pt(1900, 128, 1, 8, 8, True), Pt(1550, 64, 1, 12, 12, False, "bf16"),
+        Pt(1800, 128, 2, 4, 2, True, "bf16"), Pt(2000, 64, 1, 5, 5, False),
+        Pt(1650, 128, 1, 6, 3, False), Pt(1520, 64, 3, 4, 4, True),
+        Pt(1100, 128, 1, 24, 24, True, "bf16"), Pt(600, 64, 4, 16, 16, False, "bf16"),
+        # well inside the L2 (0.10-0.29 of it)
+        Pt(900, 64, 1, 4, 4, False), Pt(1300, 128, 1, 2, 1, True, "bf16"),
+        Pt(1750, 64, 1, 3, 3, False, "bf16"),
+        # far beyond it (3-10 times)
+        Pt(3300, 128, 2, 8, 8, False, "bf16"), Pt(5200, 64, 1, 12, 4, True),
+        Pt(2500, 128, 1, 16, 16, True),
+    )]
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -394,12 +420,15 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     started = time.time()
     failed: list[str] = []
     second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
-    sixth, seventh = args.fresh6, args.fresh7
-    name = ("backward-h200-fresh7.json" if seventh else "backward-h200-fresh6.json" if sixth
+    sixth, seventh, eighth = args.fresh6, args.fresh7, args.fresh8
+    name = ("backward-h200-fresh8.json" if eighth else "backward-h200-fresh7.json" if seventh
+            else "backward-h200-fresh6.json" if sixth
             else "backward-h200-fresh5.json" if fifth else "backward-h200-fresh4.json" if fourth
             else "backward-h200-fresh3.json" if third
             else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
+        "bwd8's rules frozen at bwd8-frozen (eager's mask and scale backward out of place), "
+        "SDPA's and eager's backward kernels on an eighth fresh set" if eighth else
         "bwd7's rules frozen at bwd7-frozen, every backward kernel on a seventh fresh set"
         if seventh else
         "bwd5's rules frozen at bwd6-frozen, every backward kernel on a sixth fresh set" if sixth
@@ -410,10 +439,12 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(7 if seventh else 6 if sixth else 5 if fifth else 4 if fourth
+    torch.manual_seed(8 if eighth else 7 if seventh else 6 if sixth else 5 if fifth else 4 if fourth
                       else 3 if third else 2 if second else 1)
     triton_points: list[Any] = []
-    if seventh:
+    if eighth:
+        torch_points, flash1 = fresh8_grid(), []
+    elif seventh:
         torch_points, flash1, triton_points = fresh7_grid()
     elif sixth:
         torch_points, flash1, triton_points = fresh6_grid()
@@ -469,7 +500,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     log(f"timed in {time.time() - started:.0f} s")
     if not args.no_ncu:
         spec = torch_spec(torch_points)
-        if seventh:  # the protocol alone (evict, evict), twice: its own residue in this run
+        if seventh or eighth:  # the protocol alone (evict, evict), twice: its own residue in this run
             spec = [{"id": "null", "what": "null"}, *spec, {"id": "null2", "what": "null"}]
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
@@ -523,6 +554,8 @@ def main(argv: list[str]) -> int:
                     help="bwd5's rules, frozen, on a sixth fresh set (fresh6_grid)")
     ap.add_argument("--fresh7", action="store_true",
                     help="bwd7's rules, frozen, on a seventh fresh set (fresh7_grid)")
+    ap.add_argument("--fresh8", action="store_true",
+                    help="bwd8's out-of-place rule, frozen: SDPA and eager on fresh8_grid")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -541,7 +574,7 @@ def main(argv: list[str]) -> int:
     if args.torch_only:
         return torch_only(args, argv, out)
     if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5 \
-            or args.fresh6 or args.fresh7:
+            or args.fresh6 or args.fresh7 or args.fresh8:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

@@ -79,7 +79,7 @@ def test_eager_mask_pass_and_unaligned_time_as_measured(rows: list[FB.Judged]) -
     the fallback rule within ±20 % (chosen after seeing these points), −32 to −59 % without."""
     mask = [r for r in rows if r.quantity == "DRAM bwd_mask"]
     assert len(mask) == 6 and all(abs(r.error) <= 0.13 for r in mask)
-    assert sum(abs(r.error) <= 0.10 for r in mask) == 5
+    assert sum(abs(r.error) <= 0.10 for r in mask) == 6  # 5 before bwd8's out-of-place passes
     eager = [r for r in rows if r.gap == "c" and r.what == "eager" and r.quantity == "time"]
     assert len(eager) == 6 and all(abs(r.error) <= 0.20 for r in eager)
     assert all(r.without is not None and r.without < 0.7 * r.measured for r in eager)

@@ -139,12 +139,13 @@ def test_fa2_causal_stream_restarts_follow_the_simulation(
     assert closed.bytes == pytest.approx(simulated.bytes, rel=0.02)
 
 
-@pytest.mark.parametrize(("mib", "reads"), [(0.25, 1), (0.1, 4)])
+@pytest.mark.parametrize(("mib", "reads"), [(0.375, 1), (0.25, 4), (0.1, 4)])
 def test_eager_mask_pass_rereads_its_broadcast_mask_as_the_simulation(
         h200, mib: float, reads: int) -> None:  # type: ignore[no-untyped-def]
     """Eager's causal mask pass reads one (N, N_kv) bool mask for every (batch, head): held
-    once while a head's stream (dS read and written, the mask: 192 KiB at N = 256) fits the
-    L2, read again by each of the 4 heads when it does not, in the closed form as in the
+    once while a head's stream (dS read, dS_masked written out of place, the mask: 320 KiB at
+    N = 256) fits the L2, read again by each of the 4 heads when it does not (at 256 KiB: the
+    stream fitted while the pass ran in place, 192 KiB), in the closed form as in the
     walk-driven LRU simulation."""
     p = {"n": 256, "d": 64, "heads": 4, "kv_heads": 4, "batch": 1, "causal": True,
          "dtype": "fp16"}

@@ -20,8 +20,11 @@ Algorithm 3 (the paper's standard backward pass), one kernel per line:
 Per head that is 8Nd + 7N² elements (reads 5Nd + 5N², writes 3Nd + 2N²). The unfused forward
 kernels have backward kernels of their own, each an N×N read and write (autograd of an eager
 pipeline): dropout's multiplies dP by the kept mask Z (read again: 1 byte per element) and the
-dropped P (not P) feeds line 1; mask and scale pass dS through once each. With GQA the
-dK/dV of each query head are summed over its group (grads.py).
+dropped P (not P) feeds line 1; mask and scale pass dS through once each, in place (read dS,
+write dS: the paper names these ops, §2.2, but not their backward). An implementation that runs
+them out of place (eager PyTorch's autograd: a new N×N tensor each) says so in its YAML
+(`out_of_place`, analysis/impl_kernels.py): the same bytes, another tensor for the L2 model.
+With GQA the dK/dV of each query head are summed over its group (grads.py).
 """
 
 from __future__ import annotations

@@ -71,6 +71,8 @@ def impl_kernels(impl: Implementation, workload: Workload,
     if "mask_read" in extras:
         cite = f"{impl.name}: {extras['mask_read'].source}"
         out = [_reading_the_mask(k, cite) if k.name == "bwd_mask" else k for k in out]
+    if "out_of_place" in extras:
+        out = _out_of_place(out, f"{impl.name}: {extras['out_of_place'].source}")
     if "softmax_mul" in extras:
         out = [part for k in out for part in (_softmax_in_two(k, impl, extras["softmax_mul"].source)
                                               if k.name == "bwd_softmax" else (k,))]
@@ -109,6 +111,38 @@ def _reading_the_mask(kernel: Kernel, cite: str) -> Kernel:
     return replace(kernel, accesses=(*kernel.accesses, Access(
         "mask", "read", "prologue", "q", "kv", f"{cite}: read the bool mask", element="u8",
         broadcast=True)))
+
+
+OUT_OF_PLACE = {"bwd_mask": "dS_masked", "bwd_scale": "dS_scaled"}
+"""The new tensor each unfused pass's backward writes when it runs out of place."""
+
+
+def _out_of_place(kernels: list[Kernel], cite: str) -> list[Kernel]:
+    """The backward's mask and scale passes as autograd runs them: each reads the gradient the
+    kernel before it wrote and writes a new N×N tensor (OUT_OF_PLACE), which the next pass and
+    the dQ and dK GEMMs read. Every access keeps its bytes (an N×N read and an N×N write per
+    pass), so the L2-oblivious count is standard's (Alg. 3 with the unfused passes); only which
+    tensor each access touches changes, and with it what the L2 model holds."""
+    grad = "dS"
+    out = []
+    for k in kernels:
+        if k.name in OUT_OF_PLACE:
+            new = OUT_OF_PLACE[k.name]
+            accesses = tuple(
+                replace(a, tensor=new, cite=f"{cite}: write {new}, a new tensor")
+                if a.tensor == "dS" and a.op == "write" else
+                replace(a, tensor=grad, cite=f"{cite}: read {grad}")
+                if a.tensor == "dS" else a for a in k.accesses)
+            label = f"{new} = {k.label.split(' ← ', 1)[-1].replace('dS', grad)}"
+            out.append(replace(k, label=label, accesses=accesses))
+            grad = new
+        elif grad != "dS" and any(a.tensor == "dS" and a.op == "read" for a in k.accesses):
+            out.append(replace(k, accesses=tuple(
+                replace(a, tensor=grad, cite=f"{a.cite} ({grad}: {cite})")
+                if a.tensor == "dS" and a.op == "read" else a for a in k.accesses)))
+        else:
+            out.append(k)
+    return out
 
 
 def _softmax_in_two(kernel: Kernel, impl: Implementation, source: str) -> tuple[Kernel, ...]:

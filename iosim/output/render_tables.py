@@ -85,8 +85,8 @@ def summary_table(c: Comparison, *, wide: bool = False) -> TextTable:
     return table
 
 
-LATER_CATEGORIES = ("Z", "P_drop", "O_partial", "dO", "dP", "dS", "dQ", "dQaccum", "dK", "dV",
-                    "dK_expanded", "dV_expanded")
+LATER_CATEGORIES = ("Z", "P_drop", "O_partial", "dO", "dP", "dS", "dS_masked", "dS_scaled", "dQ",
+                    "dQaccum", "dK", "dV", "dK_expanded", "dV_expanded")
 """Column (or row) order of the tensors beyond the forward's CATEGORIES: the unfused dropout's,
 split-KV's partial outputs, then the backward's."""
 
