@@ -20,7 +20,7 @@ prologue and epilogue (its Q tile, the block mask's counts and indices, O and th
 log-sum-exp written back), a few microseconds; not a per-call floor. Where N or N_kv is not a
 multiple of 128 torch compiles the template without IS_DIVISIBLE (`aligned`) and every step
 checks its bounds: its time is scaled by the fitted `unaligned_dN`. Where the tiling puts
-more than one program on an SM (d 64: two), a program with its SM to itself runs at the
+more than one program on an SM (d 64: two), a program its SM was given alone at launch runs at the
 fitted `lone_share` of the SM's rate, not at half of it (estimates/sm_sharing.py; round 9).
 
 Where it does not apply (the roofline as before): a head dim the fit has no efficiency for,

@@ -20,12 +20,10 @@ the k its SM was given, to its end; a larger grid fills every SM, so it is the s
 (`makespan`). The alternative, k counted at each moment (`moment_makespan`: once an SM's other
 programs end, the survivor speeds up), fits the seen records worse (benchmarks/flex9_fit.py
 --moment: summed |log error| 2.84 against 2.41 on their 49 kernels, about 3.1 with no lone
-rule;
-the causal d 64 grids' tails, whose survivors it speeds up, pull efficiency_d64 from 1.0 to
-0.81, and the full-wave d 64 kernels come out 15-19 points higher):
-it is kept to report what it would have given, not used. Why the measured survivor does not
-speed up is not known (a guess: the program keeps the registers and shared-memory stages it was
-compiled for, sized for two per SM); the rule is what the seen records support.
+rule; the causal d 64 grids' tails, whose survivors it speeds up, pull efficiency_d64 from 1.0
+to 0.81, and the full-wave d 64 kernels come out 15-19 points higher): it is kept to report
+what it would have given, not used. Why the measured survivor does not speed up is not known;
+the rule is what the seen records support. Judged fresh: docs/implementations.md (round 9).
 """
 
 from __future__ import annotations
