@@ -1,7 +1,8 @@
 """`sweep --splits auto`'s fast path (issue 14 item 3): the decoding time model's inputs taken
 without the rest of compare (analysis/decode_counts_lean.py) are compare's own, field for
-field, so the bounded search (split_choice.best_split_count) picks choose_splits' count at
-choose_splits' predicted time."""
+field, so the bounded search (split_choice.best_split_walk, what best_split_count runs where
+the arrays of split_choice_grid do not reach) picks choose_splits' count at choose_splits'
+predicted time."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ from iosim.analysis.decode_time import DecodeCounts, Tiles
 from iosim.analysis.split_choice import (
     _counts,
     best_split_count,
+    best_split_walk,
     choose_splits,
     eligible_counts,
     lean_time_s,
@@ -89,6 +91,7 @@ def test_every_lean_row_time_is_choose_splits(p: dict) -> None:
         lean_s = kernels["splitkv_attn"].time_s + (combine.time_s if combine else 0.0)
         assert lean_s == row.time_s, (p, row.splits)
     assert best_split_count(w, gpu, profile=profile) == choice.best.splits, p
+    assert best_split_walk(w, gpu, profile=profile) == choice.best.splits, p
 
 
 @pytest.mark.slow

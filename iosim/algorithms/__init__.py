@@ -10,6 +10,7 @@ from iosim.algorithms.splitkv import SplitKV
 from iosim.algorithms.standard import Standard
 from iosim.algorithms.triton_bwd import TritonKernels
 from iosim.errors import IosimError
+from iosim.inputs.limits import excerpt
 
 ALGORITHMS: dict[str, Algorithm] = {
     a.name: a for a in (Standard(), Flash1(), Flash2(), SplitKV(), TritonKernels(), Cascade())}
@@ -19,13 +20,16 @@ DEFAULT_ALGORITHMS: tuple[str, ...] = ("standard", "flash1", "flash2")
 
 def get_algorithm(name: str) -> Algorithm:
     """The registered algorithm named `name` (case and spaces ignored); IosimError if none."""
+    if not isinstance(name, str):
+        raise IosimError(f"an algorithm is named by text, got {excerpt(name)}; use any of "
+                         f"{', '.join(ALGORITHMS)}", param="algorithms")
     try:
         return ALGORITHMS[name.strip().lower()]
     except KeyError:
         from iosim.inputs.suggest import did_you_mean
 
         raise IosimError(
-            f"unknown algorithm '{name}'.{did_you_mean(name, ALGORITHMS)} Use any of "
+            f"unknown algorithm {excerpt(name)}.{did_you_mean(name, ALGORITHMS)} Use any of "
             f"{', '.join(ALGORITHMS)} (comma-separated)"
         ) from None
 

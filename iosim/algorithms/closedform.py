@@ -27,8 +27,10 @@ from iosim.algorithms.masks import grid_blocks, longest_program, mask_sums
 from iosim.algorithms.masks import split_work_rows as mask_split_rows
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Term, Traffic
+from iosim.errors import IosimError, arg
+from iosim.inputs.limits import check_instance, excerpt
 from iosim.inputs.tiling import Tiling
-from iosim.inputs.workload import Workload
+from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import Record, replace
 
 
@@ -303,8 +305,24 @@ def kernel_programs(kernel: Kernel, dims: Dims) -> Any:
     return instances * outer * (kd.splits if kernel.split else 1)
 
 
+def check_loop_nest_arguments(kernels: object, workload: object, tiling: object) -> None:
+    """What closed_form, walk, walk_arrays and dram_estimate take (the Python API's building
+    blocks): an algorithm's kernels (`ALGORITHMS[name].kernels(workload)`), a Workload, and a
+    Tiling or None (untiled); anything else is one IosimError naming it (a float workload was an
+    AttributeError, tiling=0 was silently untiled)."""
+    check_instance("workload", workload, Workload, WORKLOAD_EXAMPLE)
+    if tiling is not None:
+        check_instance("tiling", tiling, Tiling, "iosim.compare(workload, 'h100').algorithm("
+                                                 "'flash2').tiling")
+    if not isinstance(kernels, (list, tuple)) or not all(isinstance(k, Kernel) for k in kernels):
+        raise IosimError(f"{arg('kernels')} must be an algorithm's kernels, e.g. "
+                         f"iosim.ALGORITHMS['flash2'].kernels(workload), got {excerpt(kernels)}",
+                         param="kernels")
+
+
 def closed_form(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None) -> Traffic:
     """The exact traffic of an algorithm's kernels for one workload, as named terms."""
+    check_loop_nest_arguments(kernels, workload, tiling)
     dims = Dims.of(workload, tiling)
     terms = []
     for kernel in kernels:

@@ -27,6 +27,7 @@ import numpy as np
 
 from iosim.algorithms.blockmask import kept_between
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
+from iosim.algorithms.closedform import check_loop_nest_arguments
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Kernel, element_bytes, row_width
 from iosim.algorithms.tilewalk import TileAccess, walk, walk_problem
 from iosim.algorithms.traffic import Op
@@ -213,6 +214,7 @@ def _loop(kernel: Kernel, grid: _Grid,
 
 def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None) -> TileStream:
     """`walk(kernels, workload, tiling)` as one `TileStream` (same accesses, same order)."""
+    check_loop_nest_arguments(kernels, workload, tiling)
     if workload.masked or any(a.scale for k in kernels for a in k.accesses):
         # FP8 scales (one element per program or tile) and masks (bands of blocks, packed
         # sequences' own tiles) have no row template here: the stream is the walk's own,

@@ -12,7 +12,7 @@ from itertools import accumulate
 
 from iosim.algorithms.blockmask import kept
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
-from iosim.algorithms.closedform import kernel_blocks
+from iosim.algorithms.closedform import check_loop_nest_arguments, kernel_blocks
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.paging import tile_pages
@@ -54,6 +54,7 @@ def walk(
     kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None
 ) -> Iterator[TileAccess]:
     """Every tile load and store of the algorithm, kernel by kernel, head by head, in loop order."""
+    check_loop_nest_arguments(kernels, workload, tiling)
     for kernel in kernels:
         if kernel.segments:
             yield from _walk_segments(kernel, workload, tiling)

@@ -58,9 +58,9 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.impl_features import refuse_missing_features
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation
-from iosim.inputs.limits import as_names, check_path_text, excerpt
+from iosim.inputs.limits import as_names, check_choice, check_instance, check_path_text
 from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
-from iosim.inputs.workload import Workload
+from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import replace
 
 __all__ = ["compare", "default_algorithms", "dram_or_none", "finish_tiling", "finished_tiling", "tiling_for"]
@@ -154,10 +154,7 @@ def compare(
     algorithms: its loop nest, its tiles, its extra kernels, beside standard attention.
     Every modelled grid's time is divided by its waves' utilisation (estimates/occupancy.py).
     """
-    if not isinstance(workload, Workload):
-        raise IosimError(f"{arg('workload')} must be an iosim.Workload, got "
-                         f"{excerpt(workload)}; e.g. iosim.Workload(4096, d=128)",
-                         param="workload")
+    check_instance("workload", workload, Workload, WORKLOAD_EXAMPLE)
     if isinstance(hardware, Hardware):
         hw, requested, note = hardware, hardware.name, None
     else:
@@ -167,12 +164,9 @@ def compare(
     if algorithms is not None:
         algorithms = as_names("algorithms", algorithms)
     check_splits([splits])
-    if tiles not in TILE_RULES:
-        raise IosimError(f"unknown tile rule '{tiles}'; use {' or '.join(TILE_RULES)}",
-                         param="tiles")
-    if impl is not None and not isinstance(impl, Implementation):
-        impl = check_path_text("impl", impl)
-    implementation = get_implementation(impl) if isinstance(impl, str) else impl
+    check_choice("tiles", tiles, TILE_RULES, what="tile rule")
+    implementation = impl if isinstance(impl, Implementation) or impl is None else \
+        get_implementation(impl)
     if implementation is not None:
         if algorithms:
             raise IosimError(f"{arg('impl')} picks the algorithm ({implementation.name} runs "

@@ -107,6 +107,8 @@ def _algorithm_dict(a: AlgorithmEstimate) -> dict[str, Any]:
         "algorithm": a.algorithm or a.name,
         "impl": None if a.impl is None else a.impl.name,
         "call_overhead_s": a.call_overhead_s,
+        "host_floor_s": a.host_floor_s,
+        "call_time_s": a.call_time_s,
         "title": a.title,
         "tiling": tiling,
         "hbm_read_bytes": a.hbm_read_bytes,

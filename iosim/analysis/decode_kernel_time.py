@@ -71,14 +71,16 @@ l2_bandwidth (else at the HBM rate, as the roofline charges every byte).
 from __future__ import annotations
 
 import math
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from iosim.analysis.comparison import AlgorithmEstimate
 from iosim.analysis.decode_counts_lean import LeanEstimate
 from iosim.estimates.occupancy import utilisation
 from iosim.estimates.roofline import roofs_for
 from iosim.inputs.hardware import Hardware
-from iosim.inputs.ints import cdiv
+from iosim.inputs.ints import cdiv, is_array
 from iosim.inputs.workload import Workload
 from iosim.record import Record
 
@@ -131,56 +133,48 @@ class KernelTime(Record):
     @property
     def dram_s(self) -> float:
         """The DRAM estimate at η × the HBM rate."""
-        return self.dram_bytes / (self.ceilings.efficiency * self.ceilings.hbm_bytes_per_s)
+        return float(dram_seconds(self.ceilings, self.dram_bytes))
 
     @property
     def l2_hit_s(self) -> float:
         """The bytes that hit in L2 (every load and store less the DRAM estimate) at η × the L2
         rate (0 without a measured L2 rate)."""
-        rate = self.ceilings.l2_bytes_per_s
-        if rate is None:
-            return 0.0
-        return max(0.0, self.l2_bytes - self.dram_bytes) / (self.ceilings.efficiency * rate)
+        return float(l2_hit_seconds(self.ceilings, self.dram_bytes, self.l2_bytes))
 
     @property
     def l2_s(self) -> float:
         """Every byte at η × the L2 rate (0 without one)."""
-        rate = self.ceilings.l2_bytes_per_s
-        return 0.0 if rate is None else self.l2_bytes / (self.ceilings.efficiency * rate)
+        return float(l2_seconds(self.ceilings, self.l2_bytes))
 
     @property
     def memory_s(self) -> float:
         """The DRAM bytes at the HBM rate plus the L2 hits at the L2 rate, and never less than
         every byte at the L2 rate."""
-        return max(self.dram_s + self.l2_hit_s, self.l2_s)
+        return float(memory_seconds(self.ceilings, self.dram_bytes, self.l2_bytes))
 
     @property
     def waves(self) -> int:
         """⌈programs / slots⌉ (1 without a modelled grid)."""
-        return int(cdiv(self.programs, self.slots)) if self.programs and self.slots else 1
+        return int(grid_waves(self.programs, self.slots))
 
     @property
     def utilisation(self) -> float:
         """The grid's share of the resident slots over its waves (1 without a modelled grid)."""
-        if not self.programs or not self.slots:
-            return 1.0
-        return float(utilisation(self.programs, self.slots))
+        return float(grid_utilisation(self.programs, self.slots))
 
     @property
     def chain_s(self) -> float:
         """W · n · (t_block + F_block / r_mma): the waves of one program's walk over its key
         blocks (0 for a kernel that is not a split kernel, or without a measured block time)."""
-        return chain_seconds(self.ceilings, self.waves, self.blocks_per_program,
-                             self.block_flops, self.co_resident)
+        return float(chain_seconds(self.ceilings, self.waves, self.blocks_per_program,
+                                   self.block_flops, self.co_resident))
 
     @property
     def busy_s(self) -> float:
         """√(S² + C²) of the streaming time S (memory or compute, the larger) and the chain C
         (S divided by the grid's slot share instead where there is no block time)."""
-        busy = max(self.memory_s, self.compute_s)
-        if self.ceilings.block_s is None:
-            return busy / self.utilisation
-        return math.hypot(busy, self.chain_s)
+        return float(busy_seconds(self.ceilings, self.memory_s, self.compute_s,
+                                  self.utilisation, self.chain_s))
 
     @property
     def time_s(self) -> float:
@@ -197,17 +191,88 @@ class KernelTime(Record):
         return "dram" if self.dram_s >= self.l2_hit_s else "l2"
 
 
-def chain_seconds(c: Ceilings, waves: int, blocks_per_program: int, block_flops: float,
-                  co_resident: int = 1) -> float:
+# The model's arithmetic, on floats (one kernel: KernelTime's properties) or on float arrays
+# (analysis/split_choice_grid.py: every point of a sweep at every split count), the same IEEE
+# operations in the same order either way, so that both give the same doubles.
+
+
+def dram_seconds(c: Ceilings, dram_bytes: Any) -> Any:
+    """KernelTime.dram_s: the DRAM bytes at η × the HBM rate."""
+    return dram_bytes / (c.efficiency * c.hbm_bytes_per_s)
+
+
+def l2_hit_seconds(c: Ceilings, dram_bytes: Any, l2_bytes: Any) -> Any:
+    """KernelTime.l2_hit_s: every load and store less the DRAM bytes at η × the L2 rate."""
+    rate = c.l2_bytes_per_s
+    if rate is None:
+        return 0.0 * dram_bytes
+    return _max(0.0, l2_bytes - dram_bytes) / (c.efficiency * rate)
+
+
+def l2_seconds(c: Ceilings, l2_bytes: Any) -> Any:
+    """KernelTime.l2_s: every byte at η × the L2 rate (0 without one)."""
+    rate = c.l2_bytes_per_s
+    return 0.0 * l2_bytes if rate is None else l2_bytes / (c.efficiency * rate)
+
+
+def memory_seconds(c: Ceilings, dram_bytes: Any, l2_bytes: Any) -> Any:
+    """KernelTime.memory_s."""
+    return _max(dram_seconds(c, dram_bytes) + l2_hit_seconds(c, dram_bytes, l2_bytes),
+                l2_seconds(c, l2_bytes))
+
+
+def grid_waves(programs: Any, slots: Any) -> Any:
+    """KernelTime.waves: ⌈programs / slots⌉, 1 without a modelled grid (0 programs or slots)."""
+    if not is_array(programs, slots):
+        return int(cdiv(programs, slots)) if programs and slots else 1
+    known = (np.asarray(programs) > 0) & (np.asarray(slots) > 0)
+    return np.where(known, cdiv(programs, np.where(known, slots, 1)), 1)
+
+
+def grid_utilisation(programs: Any, slots: Any) -> Any:
+    """KernelTime.utilisation: the grid's share of the resident slots over its waves (1 without
+    a modelled grid)."""
+    if not is_array(programs, slots):
+        return 1.0 if not programs or not slots else float(utilisation(programs, slots))
+    with np.errstate(invalid="ignore", divide="ignore"):  # 0/0 where no grid: np.where's 1
+        return utilisation(programs, slots)
+
+
+def chain_seconds(c: Ceilings, waves: Any, blocks_per_program: Any, block_flops: Any,
+                  co_resident: Any = 1) -> Any:
     """KernelTime.chain_s of a grid of `waves` waves whose programs walk `blocks_per_program`
     key blocks of `block_flops` FLOPs each (0 without a measured block time or blocks)."""
     block = c.block_s
-    if block is None or not blocks_per_program:
+    if block is None:
+        return 0.0 * blocks_per_program
+    if not is_array(blocks_per_program) and not blocks_per_program:
         return 0.0
     rate = c.program_flops_per_s
-    dots = block_flops / rate if rate else 0.0
-    dots *= 1.0 + c.shared_dots * (co_resident - 1)
-    return waves * blocks_per_program * (block + dots)
+    dots = block_flops / rate if rate else 0.0 * block_flops
+    dots = dots * (1.0 + c.shared_dots * (co_resident - 1))
+    return waves * blocks_per_program * (block + dots)  # 0 where blocks_per_program is 0
+
+
+def busy_seconds(c: Ceilings, memory_s: Any, compute_s: Any, utilisation_: Any,
+                 chain_s: Any) -> Any:
+    """KernelTime.busy_s: √(S² + C²) of the streaming time S = max(memory, compute) and the
+    chain C; S over the slot share without a block time."""
+    busy = _max(memory_s, compute_s)
+    if c.block_s is None:
+        return busy / utilisation_
+    if not is_array(busy, chain_s):
+        return math.hypot(busy, chain_s)
+    return _HYPOT(*np.broadcast_arrays(busy, chain_s)).astype(np.float64)
+
+
+_HYPOT = np.frompyfunc(math.hypot, 2, 1)
+"""math.hypot element by element: np.hypot differs from it in the last bit at about 0.2 % of
+arguments, and a sweep's pick must be compare's to the last bit."""
+
+
+def _max(a: Any, b: Any) -> Any:
+    """max(a, b) (Python's, for floats; np.maximum for arrays: the same double)."""
+    return np.maximum(a, b) if is_array(a, b) else max(a, b)
 
 
 def ceilings(hardware: Hardware) -> Ceilings:

@@ -137,8 +137,10 @@ class _Counts(Record, frozen=False):
     profile: str
 
 
-def _counts(workload: Workload, hardware: Hardware | str,
-            programs_per_sm: tuple[tuple[int, int], ...], options: dict[str, Any]) -> _Counts:
+def check_choice(workload: Workload, hardware: Hardware | str, options: dict[str, Any]
+                 ) -> Hardware:
+    """The GPU (resolved), or the one-line error of a choice `--splits auto` cannot make: compare
+    options it overrides, a backward pass, a GPU without an SM count."""
     for name in ("algorithms", "splits", "impl"):
         if options.get(name) is not None:
             raise IosimError(f"{arg('splits', 'auto')} tries every split count of splitkv; drop "
@@ -151,6 +153,12 @@ def _counts(workload: Workload, hardware: Hardware | str,
         raise IosimError(f"{arg('splits', 'auto')} weighs waves over the GPU's SMs, and "
                          f"{hw.path} has no sm_count; give {arg('splits')} a number",
                          param="splits")
+    return hw
+
+
+def _counts(workload: Workload, hardware: Hardware | str,
+            programs_per_sm: tuple[tuple[int, int], ...], options: dict[str, Any]) -> _Counts:
+    hw = check_choice(workload, hardware, options)
     options = {k: v for k, v in options.items() if k not in ("algorithms", "splits", "impl")}
     block_q, block_kv = options.pop("block_q", None), options.pop("block_kv", None)
     profile = str(options.get("profile", "spec"))
@@ -198,12 +206,29 @@ def choose_splits(workload: Workload, hardware: Hardware | str, *,
 
 def best_split_count(workload: Workload, hardware: Hardware | str, *,
                      programs_per_sm: tuple[tuple[int, int], ...] = (), **options: Any) -> int:
+    """choose_splits(...).best.splits, without compare: every count timed at once on arrays
+    (split_choice_grid.best_split_counts, with this one point: what `sweep --splits auto`
+    runs over all of its points), or, for a workload it does not cover (a window, packed
+    sequences, a shared prefix, `programs_per_sm` given), best_split_walk.
+    tests/test_split_choice_grid.py, test_sweep_equals_compare.py and test_decode_counts_lean.py
+    hold each equal to choose_splits."""
+    hw = check_choice(workload, hardware, options)
+    if not programs_per_sm:
+        from iosim.analysis.split_choice_grid import best_split_counts
+
+        (pick,) = best_split_counts([workload], hw, options)
+        if pick is not None:
+            return pick
+    return best_split_walk(workload, hw, programs_per_sm=programs_per_sm, **options)
+
+
+def best_split_walk(workload: Workload, hardware: Hardware | str, *,
+                    programs_per_sm: tuple[tuple[int, int], ...] = (), **options: Any) -> int:
     """choose_splits(...).best.splits, without timing every count: the counts in order of a
     lower bound on their time (time_bounds), stopping once the bound exceeds the best time
-    found (what `sweep --splits auto` runs at every point; tests/test_sweep_equals_compare.py
-    and tests/test_decode_counts_lean.py hold the two equal). Each count it times is timed on
-    decode_counts_lean's counts, compare's own numbers without the rest of compare. Without a
-    measured block time (no chain) every count is timed."""
+    found (tests/test_decode_counts_lean.py holds the two equal). Each count it times is timed
+    on decode_counts_lean's counts, compare's own numbers without the rest of compare. Without
+    a measured block time (no chain) every count is timed."""
     c = _counts(workload, hardware, programs_per_sm, options)
     counts = eligible_counts(c.key_blocks, c.top)
     bounds = time_bounds(c, counts)

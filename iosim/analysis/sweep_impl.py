@@ -30,6 +30,8 @@ MAX_IMPL_POINTS = 100_000
 _INT = ("block_q", "block_kv", "hbm_read_bytes", "hbm_write_bytes", "matmul_flops",
         "elementwise_flops", "splits", "bwd_block_q", "bwd_block_kv")
 _FLOAT = ("time_s", "memory_time_s", "compute_time_s", "memory_bound_time_s")
+_CALL = "call_time_s"
+"""The call as do_bench times it (AlgorithmEstimate.call_time_s), beside the kernels' time_s."""
 
 
 def impl_sweep(spec: SweepSpec, *,
@@ -89,7 +91,7 @@ def impl_sweep(spec: SweepSpec, *,
 
 def _empty(points: int) -> dict[str, np.ndarray]:
     return {**{k: np.zeros(points, dtype=np.int64) for k in _INT},
-            **{k: np.zeros(points, dtype=np.float64) for k in _FLOAT},
+            **{k: np.zeros(points, dtype=np.float64) for k in (*_FLOAT, _CALL)},
             "fits_sram": np.ones(points, dtype=bool), "fits_in_hbm": np.ones(points, dtype=bool)}
 
 
@@ -99,6 +101,7 @@ def _put(grid: dict[str, np.ndarray], flat: int, a: AlgorithmEstimate, backward:
         grid[key][flat] = int(getattr(totals, key))
     for key in _FLOAT:
         grid[key][flat] = float(getattr(totals, key))
+    grid[_CALL][flat] = a.call_time_s
     grid["fits_in_hbm"][flat] = a.footprint.fits
     if a.tiling is not None:
         grid["block_q"][flat], grid["block_kv"][flat] = a.tiling.block_q, a.tiling.block_kv

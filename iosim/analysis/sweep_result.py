@@ -43,6 +43,10 @@ class AlgorithmGrid(Record, eq=False):
     bwd_block_q: np.ndarray
     """The backward pass's B_r where the pass has a backward (0 otherwise)."""
     bwd_block_kv: np.ndarray
+    call_time_s: np.ndarray | None = None
+    """One call as do_bench times it (analysis/comparison.py call_time_s): an --impl sweep's,
+    whose measured profile adds the implementation's time per call and host-bound floor; None
+    for the vectorised sweep, whose algorithms' call is their kernels' time."""
 
     @property
     def hbm_bytes(self) -> np.ndarray:
@@ -63,7 +67,7 @@ class AlgorithmGrid(Record, eq=False):
 def _cut(grid: AlgorithmGrid, cut: slice) -> AlgorithmGrid:
     """The grid's arrays at the points `cut` keeps (views, no copy)."""
     arrays: dict[str, Any] = {f: getattr(grid, f)[cut] for f in field_names(AlgorithmGrid)
-                              if f not in ("name", "tiled")}
+                              if f not in ("name", "tiled") and getattr(grid, f) is not None}
     return AlgorithmGrid(name=grid.name, tiled=grid.tiled, **arrays)
 
 
@@ -170,6 +174,9 @@ class SweepResult(Record, eq=False):
                      "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "flops", "matmul_flops",
                      "elementwise_flops", "time_s"):
             cols[name] = interleave([getattr(a, name) for a in chosen])
+        if any(a.call_time_s is not None for a in chosen):  # an --impl sweep: its call's time too
+            cols["call_time_s"] = interleave(
+                [a.time_s if a.call_time_s is None else a.call_time_s for a in chosen])
         cols["bound"] = names("bound", ("compute", "memory"), interleave(
             [a.memory_bound for a in chosen]).astype(np.intp))
         cols["traffic_ratio_vs_standard"] = interleave(

@@ -40,11 +40,17 @@ from iosim.execute import (
     refusal,
 )
 from iosim.execute.run import passes_of
-from iosim.inputs.ints import check_count
-from iosim.inputs.limits import check_int
+from iosim.inputs.limits import (
+    as_names,
+    check_block,
+    check_instance,
+    check_probability,
+    check_seed,
+    excerpt,
+)
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import FP8_DTYPES
-from iosim.inputs.workload import Workload
+from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 
 MODEL_DTYPE = {"float64": "fp32", "float32": "fp32", "float16": "fp16"}
 """The model dtype whose closed form a run is compared with (elements do not depend on it)."""
@@ -129,16 +135,17 @@ def verify(
     reference. Dropout (p = `dropout_p`) applies when 'dropout' is unfused. `splits` is
     splitkv's (default_splits when None).
     """
-    if dtype not in EXECUTOR_DTYPES:
-        raise IosimError(f"unknown {arg('dtype')} '{dtype}'; use one of "
+    check_instance("workload", workload, Workload, WORKLOAD_EXAMPLE)
+    if not isinstance(dtype, str) or dtype not in EXECUTOR_DTYPES:
+        raise IosimError(f"unknown {arg('dtype')} {excerpt(dtype)}; use one of "
                          f"{', '.join(EXECUTOR_DTYPES)}")
     # an FP8 workload keeps its dtype (its scales are terms of the count); any other is counted
     # in the model dtype of the run's numbers
     fp8 = workload.dtype in FP8_DTYPES
     model = workload if fp8 else workload.with_(dtype=MODEL_DTYPE[dtype])
-    check_count("block_q", block_q)
-    check_count("block_kv", block_kv)
-    check_int("seed", seed, low=0, high=2**64 - 1)  # numpy's generators take no negative seed
+    block_q, block_kv = check_block("block_q", block_q), check_block("block_kv", block_kv)
+    check_seed(seed)
+    dropout_p = check_probability("dropout_p", dropout_p)
     check_limits(model, block_q, block_kv)  # before any array is made
     blocks: dict[str, Any] = {"block_q": block_q, "block_kv": block_kv,
                               "bwd_blocks": (block_q, block_kv)}
@@ -150,7 +157,8 @@ def verify(
             raise IosimError(f"no algorithm has an executor for {arg('pass_', model.pass_)} yet; "
                              f"use {arg('pass_', 'fwd')}")
     check_splits([splits])
-    chosen = choose_algorithms(algorithms, splits_given=splits is not None)
+    chosen = choose_algorithms(as_names("algorithms", algorithms),
+                               splits_given=splits is not None)
     names = [a.name for a in chosen]
     if splits is None:
         splits = default_splits(model, block_kv)

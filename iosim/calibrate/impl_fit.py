@@ -41,7 +41,7 @@ from iosim.inputs.hardware import Hardware, ImplCalibration
 from iosim.inputs.impl_calibration import KERNEL_MEMORY_KEYS, with_impl_calibration
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
-from iosim.inputs.limits import excerpt
+from iosim.inputs.limits import MAX_RECORDED_CALL_S, clip, excerpt
 from iosim.inputs.workload import Workload
 from iosim.record import Record
 
@@ -205,16 +205,13 @@ def load_points(path: Path) -> dict[str, Any]:
             record: Any = {"device": {"name": measured[0]["gpu"], "torch": "see each point"},
                            "points": [{"impl": p["impl"], "workload": p["workload"],
                                        "time_s": p["measured_time_s"]} for p in measured]}
-        elif path.suffix == ".jsonl" and not text.strip():
-            raise CalibrationError(f"{path} holds no measured points (one JSON object a "
-                                   f"line, as `iosim measure --record` appends)")
         else:
             record = parse(text)
     except RecursionError:
         raise CalibrationError(f"{path}: nested too deeply to be an implementation record"
                                ) from None
     except json.JSONDecodeError as exc:
-        raise CalibrationError(f"{path} is not a readable JSON record ({excerpt(str(exc), 80)})"
+        raise CalibrationError(f"{path} is not a readable JSON record ({clip(str(exc), 80)})"
                                f"; give a record of `iosim calibrate --impl` or `iosim measure "
                                f"--record`") from None
     if not isinstance(record, dict) or not isinstance(record.get("points"), list):
@@ -235,9 +232,9 @@ def _check_point(path: Path, i: int, p: Any) -> None:
     if "refused" in p and "time_s" not in p:
         return
     t = p.get("time_s")
-    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < 60:
-        raise CalibrationError(f"{where} ({p['impl']}): time_s must be seconds in (0, 60), got "
-                               f"{excerpt(t)}")
+    if isinstance(t, bool) or not isinstance(t, (int, float)) or not 0 < t < MAX_RECORDED_CALL_S:
+        raise CalibrationError(f"{where} ({p['impl']}): time_s must be seconds in (0, "
+                               f"{MAX_RECORDED_CALL_S:g}), got {excerpt(t)}")
     w = p.get("workload")
     if not isinstance(w, dict) or set(w) - set(WORKLOAD_FIELDS) or "n" not in w:
         raise CalibrationError(f"{where} ({p['impl']}): workload must be an object of "
@@ -249,7 +246,7 @@ def _check_point(path: Path, i: int, p: Any) -> None:
                 workload.d, workload.dtype, gqa=workload.group_size > 1,
                 backward=workload.pass_ != "fwd")
     except (IosimError, TypeError) as exc:
-        raise CalibrationError(f"{where} ({p['impl']}): {excerpt(str(exc), 120)}") from None
+        raise CalibrationError(f"{where} ({p['impl']}): {clip(str(exc), 120)}") from None
 
 
 WORKLOAD_FIELDS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal")

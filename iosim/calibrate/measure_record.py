@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.records import finite_json, record_text
 from iosim.errors import IosimError
+from iosim.inputs.limits import MAX_RECORDED_CALL_S, clip, excerpt
 from iosim.inputs.workload import Workload
 
 if TYPE_CHECKING:
@@ -79,8 +80,14 @@ def _problem(p: Any) -> str | None:
         return f"workload must name {', '.join(WORKLOAD_KEYS)}"
     if not isinstance(p.get("impl"), str) or not isinstance(p.get("gpu"), str):
         return "impl and gpu must be names"
-    if not _is_number(p.get("measured_time_s"), positive=True):
-        return "measured_time_s must be a positive number"
+    if not _is_number(p.get("measured_time_s"), positive=True) \
+            or p["measured_time_s"] >= MAX_RECORDED_CALL_S:
+        return (f"measured_time_s must be seconds in (0, {MAX_RECORDED_CALL_S:g}), got "
+                f"{excerpt(p.get('measured_time_s'))}")
+    try:  # checked as compare checks it, as calibrate --impl --from does with the same file
+        Workload(**w)
+    except (IosimError, TypeError) as exc:
+        return f"workload: {clip(str(exc), 120)}"
     for key, numbers in (("measured_kernels", ("time_s",)),
                          ("predicted_kernels", ("time_s", "hbm_bytes"))):
         rows = p.get(key)
@@ -147,11 +154,8 @@ def points_at(points: list[dict[str, Any]], workload: Workload, impl: str, gpu: 
     for p in points:
         if p["impl"] != impl or p["gpu"] != gpu:
             continue
-        try:
-            if Workload(**p["workload"]) == workload:
-                found.append(p)
-        except (TypeError, ValueError, IosimError):
-            continue  # a shape iosim no longer accepts is no shape a roofline asks for
+        if Workload(**p["workload"]) == workload:  # each checked by read_points
+            found.append(p)
     return found
 
 

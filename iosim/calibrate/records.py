@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from iosim.calibrate import CalibrationError
-from iosim.inputs.limits import excerpt
+from iosim.inputs.limits import clip, excerpt
 from iosim.record import Record, asdict, field, fields
 
 SCHEMA = "iosim.calibration/1"
@@ -240,19 +240,17 @@ def record_text(path: Path, kind: str, size: str) -> str:
     """A record file's text, read bounded as every record is: at most MAX_RECORD_BYTES, UTF-8;
     else one CalibrationError naming the file (`kind`: what it should be, "a measurement file";
     `size`: what such a file usually weighs, said when it is too large)."""
+    from iosim.inputs.input_files import FileTextError, read_text_capped
+
     try:
-        with path.open("rb") as stream:
-            data = stream.read(MAX_RECORD_BYTES + 1)
-    except OSError as exc:
-        raise CalibrationError(f"cannot read {kind} {path} "
-                               f"({exc.strerror or type(exc).__name__})") from None
-    if len(data) > MAX_RECORD_BYTES:
-        raise CalibrationError(f"{path}: larger than {MAX_RECORD_BYTES:,} bytes; {kind} is "
-                               f"{size}")
-    try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise CalibrationError(f"{path}: not UTF-8 text (offset {exc.start:,})") from None
+        text = read_text_capped(path, MAX_RECORD_BYTES)
+    except FileTextError as exc:
+        size = f"; {kind} is {size}" if exc.too_large else ""
+        raise CalibrationError(f"{path}: {exc.problem}{size}") from None
+    if not text.strip():
+        raise CalibrationError(f"{path} is empty and holds no measured points; give the file "
+                               f"an iosim command recorded")
+    return text
 
 
 def finite_json(path: Path) -> Callable[[str], Any]:
@@ -262,7 +260,19 @@ def finite_json(path: Path) -> Callable[[str], Any]:
         raise CalibrationError(f"{path}: {name} is not a measurement; every number must be "
                                f"finite")
 
-    return lambda text: json.loads(text, parse_constant=refuse_constant)
+    def refuse_duplicates(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+        out = dict(pairs)
+        if len(out) < len(pairs):  # json keeps the last silently: which one was measured?
+            seen: set[str] = set()
+            for key, _ in pairs:
+                if key in seen:
+                    raise CalibrationError(f"{path}: the key {clip(key)!r} appears twice in "
+                                           f"one object; keep one")
+                seen.add(key)
+        return out
+
+    return lambda text: json.loads(text, parse_constant=refuse_constant,
+                                   object_pairs_hook=refuse_duplicates)
 
 
 def load_calibration(path: str | Path) -> Calibration:
@@ -280,4 +290,6 @@ def load_calibration(path: str | Path) -> Calibration:
 
 def save_calibration(calibration: Calibration, path: str | Path) -> None:
     """Write a measurement file (JSON)."""
-    Path(path).write_text(json.dumps(calibration.to_dict(), indent=1) + "\n", encoding="utf-8")
+    from iosim.output.files import write_text_atomically
+
+    write_text_atomically(Path(path), json.dumps(calibration.to_dict(), indent=1) + "\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shlex
 import sys
 from pathlib import Path
@@ -12,12 +13,26 @@ from iosim.cli import cli
 from iosim.errors import IosimError
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.limits import excerpt
+from iosim.inputs.output_paths import check_distinct_files, check_folder, check_output_files
 
 
 def _refuse_existing(path: Path, force: bool, flag: str) -> None:
-    if path.exists() and not force:
+    """A file calibrate may write: one the output rules take (no folder, FIFO or device in
+    its place, a folder it can write in), and not one already there (a link too) unless
+    --force."""
+    check_output_files([path], flag.lstrip("-"), overwrite=True)
+    if os.path.lexists(path) and not force:
         raise IosimError(f"{flag} {path} already exists; pass --force to overwrite it "
                          "(or choose another path)")
+
+
+def _refuse_overlaps(out: Path, record: Path | None, from_: Path | None,
+                     report: Path | None) -> None:
+    """--out, --record and --from name three files, and --report a folder not one of them."""
+    outputs = [("out", out), *([("record", record)] if record is not None else [])]
+    check_distinct_files(outputs, [("from", from_)] if from_ is not None else [])
+    if report is not None:
+        check_folder(report, "report")
 
 
 @cli.command("calibrate")
@@ -69,8 +84,10 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
     from iosim.calibrate.records import load_calibration, save_calibration
     from iosim.calibrate.yaml_out import merge_gpu_fit, write_measured_yaml
     from iosim.inputs.gpus import resolve_hardware
+    from iosim.output.files import write_text_atomically
 
     hardware = resolve_hardware(gpu).hardware
+    _refuse_overlaps(out, record, from_, report)  # a default --record is named after --out
     _refuse_existing(out, force, "--out")
     if impl is None and budget is not None:
         raise IosimError("--budget applies to --impl (the implementation grid); drop it or "
@@ -148,7 +165,7 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
     if kept:
         warn(f"kept {', '.join(f'measured.{k}' for k in kept)} of {hardware.path} (fitted "
              f"against its earlier ceilings: re-fit them if these moved)")
-    out.write_text(write_measured_yaml(source_text, measured), encoding="utf-8")
+    write_text_atomically(out, write_measured_yaml(source_text, measured))
     if report is not None:
         from iosim.output.calibration_report import write_report
 

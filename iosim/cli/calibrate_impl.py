@@ -17,6 +17,7 @@ from iosim.errors import IosimError
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.limits import excerpt
+from iosim.output.files import write_text_atomically
 
 ALL = "all"
 """--impl all: every shipped implementation."""
@@ -65,14 +66,14 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
         where = "this run"
         assert record is not None
         # saved before ncu runs too: the timed points survive a counter run that is stopped
-        record.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        write_text_atomically(record, json.dumps(data, indent=1))
         if counters:
             from iosim.calibrate.impl_ncu import count
 
             data["counters"] = count(data, log=record.with_suffix(".ncu.log"))
             if data["counters"] != "ok":
                 warn(f"no hardware counters: {data['counters']}; continuing without them")
-        record.write_text(json.dumps(data, indent=1), encoding="utf-8")
+        write_text_atomically(record, json.dumps(data, indent=1))
     device = str(data["device"].get("name", "unknown"))
     if not names_match(device, hardware.name, hardware.aliases):
         warn(f"{where} was measured on '{device}' but --gpu {hardware.name} describes "
@@ -106,7 +107,7 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
     text = write_measured_yaml(source_text, measured)
     if out.exists() and not force:  # checked before measuring too; the run may have been long
         raise IosimError(f"--out {out} already exists; pass --force to overwrite it")
-    out.write_text(text, encoding="utf-8")
+    write_text_atomically(out, text)
     dram = dram_errors(data, hardware, names)
     for name in names:
         f = fitted[name]

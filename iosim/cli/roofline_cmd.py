@@ -15,7 +15,7 @@ from iosim.cli.common import (
     refuse_impossible_sram,
     workload_from,
 )
-from iosim.inputs.limits import check_output_files
+from iosim.inputs.output_paths import check_distinct_files, check_output_files
 
 
 @cli.command("roofline")
@@ -53,8 +53,10 @@ def roofline_command(out_dir: Path, name: str, hierarchical: bool, record: Path 
     refuse_impossible_sram(result, params["force"])
     from iosim.output.folders import ensure_writable_dir
 
-    check_output_files([out_dir / f"{name}.{fmt}" for fmt in ("png", "svg")], "name",
-                       overwrite=params["force"])  # before the folder is made
+    figures = [out_dir / f"{name}.{fmt}" for fmt in ("png", "svg")]
+    check_output_files(figures, "name", overwrite=params["force"])  # before the folder is made
+    if record is not None:
+        check_distinct_files([("name", path) for path in figures], [("record", record)])
     if record is not None or hierarchical:  # a record refused leaves no folder behind
         measured, note = _measured(record, result, params.get("impl"))
     ensure_writable_dir(out_dir, "--out")

@@ -52,9 +52,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, cdiv
-from iosim.algorithms.closedform import closed_form, kernel_blocks
+from iosim.algorithms.closedform import check_loop_nest_arguments, closed_form, kernel_blocks
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width, tensor_bytes
-from iosim.errors import IosimError
+from iosim.errors import IosimError, arg
 from iosim.estimates.l2_cutoff import miss_probability
 from iosim.estimates.l2_masks import masked_shared_passes
 from iosim.estimates.l2_model import (
@@ -79,6 +79,14 @@ from iosim.estimates.shared_prefix_dram import (
     states_from_l2,
 )
 from iosim.inputs.hardware import Hardware
+from iosim.inputs.limits import (
+    MAX_FIGURE,
+    MAX_SCHEDULED_PROGRAMS,
+    as_real,
+    check_instance,
+    check_int,
+    excerpt,
+)
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import Record
@@ -350,7 +358,7 @@ class _ClosedForm:
             alpha = (unit_bytes * (1 + before) + programs_now * own_write
                      + programs_next * own_read)
             beta = unit_bytes * (after - before)
-            return 1.0 - hit_fraction(alpha, beta, self.capacity)
+            return 1.0 - float(hit_fraction(alpha, beta, self.capacity))
 
         # every unit reads its tiles once; the boundaries it straddles add their misses
         # (l2_waves.wave_rereads: a closed form over all waves, no loop over units)
@@ -407,6 +415,18 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
     shared memory and warps, estimates/occupancy.py, the count the time model uses too), and
     with no tiling `programs_per_sm_estimate`. `l2_bytes` overrides the YAML's L2 size.
     """
+    check_loop_nest_arguments(kernels, workload, tiling)
+    check_instance("hardware", hardware, Hardware, "iosim.resolve_hardware('h100').hardware")
+    for name, value in (("programs_per_sm", programs_per_sm),
+                        ("concurrent_programs", concurrent_programs)):
+        if value is not None:
+            check_int(name, value, high=MAX_SCHEDULED_PROGRAMS)
+    if l2_bytes is not None:
+        size = as_real(l2_bytes)
+        if isinstance(size, bool) or not isinstance(size, (int, float)) or size != size \
+                or not 1 <= size <= MAX_FIGURE:  # size != size: NaN
+            raise IosimError(f"{arg('l2_bytes')} must be a number of bytes from 1 to "
+                             f"{MAX_FIGURE:.0e}, got {excerpt(l2_bytes)}", param="l2_bytes")
     capacity = l2_bytes if l2_bytes is not None else hardware.l2_bytes
     if capacity is None or hardware.sm_count is None:
         missing = "l2_size" if capacity is None else "sm_count"

@@ -6,7 +6,9 @@ charge tiles by these rules; the model they implement is described in l2.py's do
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Any, Literal
+
+import numpy as np
 
 from iosim.algorithms.loopnest import (
     Access,
@@ -132,8 +134,16 @@ def copies_in_l2(kernel: Kernel, access: Access) -> int:
     return ACCUMULATOR_COPIES if accumulator(kernel, access) else SHARED_COPIES
 
 
-def hit_fraction(alpha: float, beta: float, capacity: float) -> float:
-    """Fraction of x ∈ [0, 1] with alpha + beta·x ≤ capacity (a reuse distance linear in x)."""
+def hit_fraction(alpha: Any, beta: Any, capacity: float) -> Any:
+    """Fraction of x ∈ [0, 1] with alpha + beta·x ≤ capacity (a reuse distance linear in x).
+    Floats, or float arrays (the same doubles: analysis/split_choice_grid.py)."""
+    if isinstance(alpha, np.ndarray) or isinstance(beta, np.ndarray):
+        alpha, beta = np.broadcast_arrays(np.asarray(alpha, dtype=np.float64),
+                                          np.asarray(beta, dtype=np.float64))
+        root = (capacity - alpha) / np.where(beta == 0, 1.0, beta)
+        inside = np.where(beta > 0, root, 1.0 - root)
+        return np.where(beta == 0, np.where(alpha <= capacity, 1.0, 0.0),
+                        np.minimum(1.0, np.maximum(0.0, inside)))
     if beta == 0:
         return 1.0 if alpha <= capacity else 0.0
     root = (capacity - alpha) / beta

@@ -29,13 +29,17 @@ Cost: the first few heads are scheduled exactly (MAX_UNITS, or enough for four w
 remaining heads repeat the last scheduled head's misses (the schedule is periodic once the
 heads' programs overlap in steady state). Where that is more than MAX_PROGRAMS programs (N
 beyond about 500,000 with FA2's 128-key blocks) l2.py keeps its earlier closed form, which has
-no restarts.
+no restarts. A schedule, its restarts and their windows' distinct steps depend only on the
+programs' lengths, the heads scheduled and the slots, so they are kept (`_Restarts`) for the
+next count of the same schedule: a sweep's points of other head dims, dtypes or head counts
+change only the bytes each step and tile moves.
 """
 
 from __future__ import annotations
 
 import bisect
 import heapq
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -133,6 +137,82 @@ def _windows(start: np.ndarray, end: np.ndarray, unit: np.ndarray, first: np.nda
             np.where(kept, unit[index], 0))
 
 
+class _Restarts:
+    """What restart_misses computes from the schedule alone (it does not depend on the bytes
+    a step or a program's own tiles move, nor on the L2's size): the programs' starts, ends
+    and heads, every restart with its windows, and each restart's distinct steps in its
+    windows once computed. Kept for the points of a sweep that share (the programs' lengths,
+    the heads scheduled, the slots): a measured training-step sweep asks 1,300 restart
+    counts of 438 schedules (benchmarks/sweep_measured_speed.py backward; d, dtype and the
+    heads beyond the scheduled ones change only the bytes)."""
+
+    def __init__(self, lengths: tuple[int, ...], simulated: int, slots: int) -> None:
+        starts, ends, heads = _schedule(lengths, simulated, slots)
+        longest = max(lengths[0], lengths[-1])
+        self.running = min(slots, len(starts))
+        rows: list[list[int]] = []  # k, gap, first, last, head, length, lo × SAMPLES, hi × SAMPLES
+        for k in range(1, len(starts)):
+            if heads[k] != heads[k - 1] or starts[k] == starts[k - 1]:
+                continue  # a head's first program (compulsory), or one started with its predecessor
+            length = ends[k] - starts[k]
+            # the tile at depth x: read by the predecessor at its start + x, by this program at
+            # its start + x; in between, what every program walked (LRU: distinct tiles), at
+            # SAMPLES depths at once (one window holding every sample's programs: the others
+            # count 0)
+            xs = [(2 * sample + 1) * length // (2 * SAMPLES) for sample in range(SAMPLES)]
+            first = bisect.bisect_left(starts, starts[k - 1] + xs[0] - longest)
+            last = bisect.bisect_right(starts, starts[k] + xs[-1])
+            rows.append([k, starts[k] - starts[k - 1], first, last, heads[k], length,
+                         *(starts[k - 1] + x for x in xs), *(starts[k] + x for x in xs)])
+        table = np.array(rows, dtype=np.int64).reshape(len(rows), 6 + 2 * SAMPLES)
+        self.gap, self.first, self.last = table[:, 1], table[:, 2], table[:, 3]
+        self.head, self.length = table[:, 4].tolist(), table[:, 5].tolist()
+        self.lo, self.hi = table[:, 6:6 + SAMPLES], table[:, 6 + SAMPLES:]
+        self.start_at, self.end_at, self.unit_at = (np.array(x, dtype=np.int64)
+                                                    for x in (starts, ends, heads))
+        self.sorted_ends = np.sort(self.end_at)
+        self.steps = np.zeros((len(rows), SAMPLES), dtype=np.int64)
+        """Each restart's distinct steps in each of its SAMPLES windows, where `known`."""
+        self.known = np.zeros(len(rows), dtype=bool)
+
+    @property
+    def size(self) -> int:
+        """Programs and restarts held (what the cache bounds)."""
+        return len(self.start_at) + len(self.known)
+
+    def steps_of(self, chosen: np.ndarray) -> np.ndarray:
+        """The distinct steps of the chosen restarts' windows (indices into the restarts), the
+        ones not yet known computed RESTARTS_AT_ONCE at a time (a row's counts do not depend
+        on the rows beside it: the heads' offsets and the padding only separate them)."""
+        todo = chosen[~self.known[chosen]]
+        for chunk in range(0, len(todo), RESTARTS_AT_ONCE):
+            batch = todo[chunk:chunk + RESTARTS_AT_ONCE]
+            windows = _windows(self.start_at, self.end_at, self.unit_at, self.first[batch],
+                               self.last[batch], self.lo[batch, 0])
+            self.steps[batch] = _distinct_steps_at(*windows, self.lo[batch], self.hi[batch])
+            self.known[batch] = True
+        steps: np.ndarray = self.steps[chosen]
+        return steps
+
+
+_KEPT: dict[tuple[tuple[int, ...], int, int], _Restarts] = {}
+KEPT_SIZE = 1_000_000
+"""Programs and restarts of the kept schedules, at most (about 100 MB; the oldest dropped
+first): a training-step sweep's 438 schedules fit."""
+
+
+def _restarts(lengths: tuple[int, ...], simulated: int, slots: int) -> _Restarts:
+    key = (lengths, simulated, slots)
+    kept = _KEPT.get(key)
+    if kept is None:
+        kept = _Restarts(lengths, simulated, slots)
+        held = sum(r.size for r in _KEPT.values())
+        while _KEPT and held + kept.size > KEPT_SIZE:
+            held -= _KEPT.pop(next(iter(_KEPT))).size
+        _KEPT[key] = kept
+    return kept
+
+
 def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
                    own_read: float, own_write: float, capacity: float) -> float:
     """Steps of every unit's programs that miss beyond the first pass, summed over all units
@@ -143,52 +223,28 @@ def restart_misses(lengths: Lengths, units: int, slots: int, tile_bytes: float,
     if per_unit < 2 or units < 1:
         return 0.0
     simulated = _simulated_units(units, per_unit, slots)
-    starts, ends, heads = _schedule(lengths, simulated, min(slots, simulated * per_unit))
-    longest = max(lengths[0], lengths[per_unit - 1])
-    running = min(slots, len(starts))
-    restarts = []  # (program k, its windows' lo and hi, its window's first and last program)
-    for k in range(1, len(starts)):
-        if heads[k] != heads[k - 1] or starts[k] == starts[k - 1]:
-            continue  # a head's first program (compulsory), or one started with its predecessor
-        gap = starts[k] - starts[k - 1]
-        # at most `running` programs walk distinct tiles in a window of `gap` steps, each
-        # starting and ending in it: below the L2, every depth hits
-        if never_misses(running * (gap * tile_bytes + own_read + own_write), capacity):
-            continue
-        length = ends[k] - starts[k]
-        # the tile at depth x: read by the predecessor at its start + x, by this program at its
-        # start + x; in between, what every program walked (LRU: distinct tiles), at SAMPLES
-        # depths at once (one window holding every sample's programs: the others count 0)
-        xs = [(2 * sample + 1) * length // (2 * SAMPLES) for sample in range(SAMPLES)]
-        first = bisect.bisect_left(starts, starts[k - 1] + xs[0] - longest)
-        last = bisect.bisect_right(starts, starts[k] + xs[-1])
-        restarts.append((k, [starts[k - 1] + x for x in xs], [starts[k] + x for x in xs],
-                         first, last))
-    if not restarts:
+    r = _restarts(tuple(lengths[j] for j in range(per_unit)), simulated,
+                  min(slots, simulated * per_unit))
+    # at most `running` programs walk distinct tiles in a window of `gap` steps, each starting
+    # and ending in it: below the L2, every depth hits
+    chosen = np.array([i for i, gap in enumerate(r.gap.tolist()) if not never_misses(
+        r.running * (gap * tile_bytes + own_read + own_write), capacity)], dtype=np.intp)
+    if not len(chosen):
         return 0.0
     missed = [0.0] * simulated
-    start_at, end_at, unit_at = (np.array(x, dtype=np.int64) for x in (starts, ends, heads))
-    los = np.array([r[1] for r in restarts], dtype=np.int64)
-    his = np.array([r[2] for r in restarts], dtype=np.int64)
-    owned = _owned_at(start_at, np.sort(end_at), los, his, own_read, own_write).tolist()
-    for chunk in range(0, len(restarts), RESTARTS_AT_ONCE):
-        batch = restarts[chunk:chunk + RESTARTS_AT_ONCE]
-        windows = _windows(start_at, end_at, unit_at, np.array([r[3] for r in batch]),
-                           np.array([r[4] for r in batch]), los[chunk:chunk + RESTARTS_AT_ONCE, 0])
-        steps = _distinct_steps_at(*windows, los[chunk:chunk + RESTARTS_AT_ONCE],
-                                   his[chunk:chunk + RESTARTS_AT_ONCE])
-        for (k, *_), n_row, o_row in zip(batch, steps.tolist(),
-                                               owned[chunk:chunk + RESTARTS_AT_ONCE],
-                                               strict=True):
-            misses = sum(miss_probability(n * tile_bytes + o, capacity)
-                         for n, o in zip(n_row, o_row, strict=True))
-            missed[heads[k]] += (ends[k] - starts[k]) * misses / SAMPLES
+    owned = _owned_at(r.start_at, r.sorted_ends, r.lo[chosen], r.hi[chosen], own_read,
+                      own_write).tolist()
+    for i, n_row, o_row in zip(chosen.tolist(), r.steps_of(chosen).tolist(), owned,
+                               strict=True):
+        misses = sum(miss_probability(n * tile_bytes + o, capacity)
+                     for n, o in zip(n_row, o_row, strict=True))
+        missed[r.head[i]] += r.length[i] * misses / SAMPLES
     if simulated == units:
         return float(sum(missed))
     return float(sum(missed) + missed[-1] * (units - simulated))
 
 
-def _schedule(lengths: Lengths, units: int,
+def _schedule(lengths: Sequence[int], units: int,
               slots: int) -> tuple[list[int], list[int], list[int]]:
     """The units' programs in launch order, list-scheduled on `slots` (each takes the first
     slot to free): their starts (never decreasing), ends and units."""

@@ -45,8 +45,9 @@ from iosim.inputs.hardware import (
     Hardware,
     MlaPrefillTime,
 )
+from iosim.inputs.limits import check_choice, check_instance
 from iosim.inputs.tiling import Tiling
-from iosim.inputs.units import FP8_DTYPES
+from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 from iosim.inputs.workload import Workload
 from iosim.record import Record, field
 
@@ -110,6 +111,9 @@ class Roofs(Record):
 def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roofs:
     """The ceilings (bytes/s, FLOP/s) for `dtype` on `hardware` under `profile`, with notes on
     any fallback."""
+    check_instance("hardware", hardware, Hardware, "iosim.resolve_hardware('h100').hardware")
+    check_choice("dtype", dtype, tuple(DTYPE_BYTES), what="dtype")
+    check_choice("profile", profile, ("spec", "measured"), what="profile")
     notes: list[str] = []
     matmul = hardware.peak_flops(dtype)
     vector = hardware.peak_flops_per_s.get("fp32")
@@ -119,8 +123,6 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec") -> Roof
                      f"{dtype} peak")
     if profile == "spec":
         return Roofs("spec", hardware.hbm_bandwidth_bytes_per_s, matmul, vector, {}, tuple(notes))
-    if profile != "measured":
-        raise IosimError(f"unknown profile '{profile}'; use spec or measured", param="profile")
     measured = hardware.measured
     if measured is None:
         raise IosimError(

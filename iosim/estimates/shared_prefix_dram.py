@@ -39,12 +39,15 @@ estimate was 1 of 10 within ±10 %.)
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
-from iosim.algorithms.loopnest import Kernel, tensor_bytes
+import numpy as np
+
+from iosim.algorithms.loopnest import Access, Kernel, tensor_bytes
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.traffic import Term
 from iosim.estimates.l2_model import DramTerm
-from iosim.inputs.ints import cdiv
+from iosim.inputs.ints import both, cdiv, either, imin, is_array, select
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import replace
@@ -111,35 +114,63 @@ def split_terms(kernel: Kernel, oblivious: Sequence[Term], workload: Workload,
     L2-oblivious count charged Q once per split. Otherwise the other tensors (Q, the partial
     outputs and statistics) keep their L2-oblivious count (`oblivious`: the kernel's
     L2-oblivious terms, in its accesses' order)."""
+    charged = split_term_bytes(kernel, [t.bytes for t in oblivious], workload, l2_bytes)
     fits = l2_bytes is not None and fits_in_l2(kernel, oblivious, workload, l2_bytes)
     out = []
-    for access, term in zip(kernel.accesses, oblivious, strict=True):
-        if access.op == "read" and access.where == "inner" and access.rows != kernel.loop:
-            size = tensor_bytes(access, workload, per_head=False)
-            out.append(DramTerm(kernel.name, access.tensor, access.op,
-                                min(round(size), term.bytes), term.bytes,
-                                "split-KV: each key chunk read once per KV head"))
-        elif fits and access.op == "read" and not access.per_split:
-            size = tensor_bytes(access, workload, per_head=False)
-            out.append(DramTerm(kernel.name, access.tensor, access.op,
-                                min(round(size), term.bytes), term.bytes,
-                                "split-KV: the splits of a query block read it together, "
-                                "and the kernel fits in L2: read once"))
-        else:
-            out.append(DramTerm(kernel.name, access.tensor, access.op, term.bytes,
-                                term.bytes, "split-KV: the L2-oblivious count"))
+    for access, term, dram in zip(kernel.accesses, oblivious, charged, strict=True):
+        note = ("split-KV: each key chunk read once per KV head" if _key_chunk(kernel, access)
+                else "split-KV: the splits of a query block read it together, and the kernel "
+                "fits in L2: read once" if fits and _read_by_every_split(access)
+                else "split-KV: the L2-oblivious count")
+        out.append(DramTerm(kernel.name, access.tensor, access.op, dram, term.bytes, note))
     return out
 
 
-def fits_in_l2(kernel: Kernel, oblivious: Sequence[Term], workload: Workload,
-               l2_bytes: float) -> bool:
+def split_term_bytes(kernel: Kernel, oblivious: Sequence[Any], workload: Any,
+                     l2_bytes: float | None) -> list[Any]:
+    """The DRAM bytes split_terms charges each access of a split-KV kernel (in its accesses'
+    order), from their L2-oblivious bytes `oblivious`: ints (one workload), or arrays over a
+    sweep's points and split counts (analysis/split_choice_grid.py; `workload` then holds
+    arrays) — the one rule for both."""
+    fits = l2_bytes is not None and fits_in_l2(kernel, oblivious, workload, l2_bytes)
+    out = []
+    for access, moved in zip(kernel.accesses, oblivious, strict=True):
+        if _key_chunk(kernel, access):
+            out.append(imin(_rounded(tensor_bytes(access, workload, per_head=False)), moved))
+        elif _read_by_every_split(access):
+            once = imin(_rounded(tensor_bytes(access, workload, per_head=False)), moved)
+            out.append(select(fits, once, moved))
+        else:
+            out.append(moved)
+    return out
+
+
+def _key_chunk(kernel: Kernel, access: Access) -> bool:
+    """A read of the key axis's tiles (K_j, V_j, their block table and scales)."""
+    return access.op == "read" and access.where == "inner" and access.rows != kernel.loop
+
+
+def _read_by_every_split(access: Access) -> bool:
+    """A read the splits of a query block share (Q_i), not a per-split partial."""
+    return access.op == "read" and not access.per_split
+
+
+def _rounded(size: Any) -> Any:
+    """round(size): to an int, or an int array."""
+    return np.rint(size).astype(np.int64) if is_array(size) else round(size)
+
+
+def fits_in_l2(kernel: Kernel, oblivious: Sequence[Any], workload: Any,
+               l2_bytes: float) -> Any:
     """Whether a split-KV kernel's compulsory bytes (each tensor it reads once, each it writes
     as written: its partial outputs per split) fit in the L2: then LRU evicts none of them
-    while it runs, so its repeated reads and the combine's reads of its partial states hit."""
-    total = 0
+    while it runs, so its repeated reads and the combine's reads of its partial states hit.
+    `oblivious`: the L2-oblivious Terms, or their bytes (ints or arrays: split_term_bytes)."""
+    total: Any = 0
     for access, term in zip(kernel.accesses, oblivious, strict=True):
-        total += term.bytes if access.op == "write" else min(
-            term.bytes, tensor_bytes(access, workload, per_head=False))
+        moved = term.bytes if isinstance(term, Term) else term
+        total = total + (moved if access.op == "write" else imin(
+            moved, tensor_bytes(access, workload, per_head=False)))
     return total <= l2_bytes
 
 
@@ -206,11 +237,16 @@ def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float, workload: Workloa
     (5-11 MB of K, V and states) read none of them (tests/data/h200-impl-dram3.csv,
     VALIDATION2 points 0-2)."""
     written = sum(t.bytes for t in terms if t.tensor in PARTIAL_STATES and t.op == "write")
-    if not written or written > l2_bytes:
+    split = sum(t.bytes for t in terms if t.kernel == SPLITKV_KERNEL)
+    if not states_stay_in_l2(written, split, l2_bytes, workload.n):
         return tuple(terms)
-    if workload.n != 1:
-        split = sum(t.bytes for t in terms if t.kernel == SPLITKV_KERNEL)
-        if not split or split > l2_bytes:
-            return tuple(terms)
     return tuple(replace(t, bytes=0, note=STATES_NOTE)
                  if t.tensor in PARTIAL_STATES and t.op == "read" else t for t in terms)
+
+
+def states_stay_in_l2(written: Any, split_bytes: Any, l2_bytes: float, n: Any) -> Any:
+    """Whether states_from_l2 reads the partial states back from L2: the `written` bytes of
+    them fit in it, and, beyond a decoding step (n query rows ≠ 1), the split kernel's DRAM
+    bytes `split_bytes` too. Ints, or arrays (analysis/split_choice_grid.py)."""
+    states = both(written > 0, written <= l2_bytes)
+    return both(states, either(n == 1, both(split_bytes > 0, split_bytes <= l2_bytes)))

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from iosim.errors import IosimError
+from iosim.inputs.limits import excerpt
 from iosim.inputs.workload import Workload
 from iosim.record import Record
 
@@ -70,6 +71,9 @@ class Precision(Record):
 
 def precision(name: str) -> Precision:
     """The storage, compute and statistics dtypes of an executor dtype name."""
+    if not isinstance(name, str):
+        raise IosimError(f"unknown executor dtype {excerpt(name)}; use one of "
+                         f"{', '.join(EXECUTOR_DTYPES)}")
     if name == "float64":
         return Precision(name, np.float64, np.float64, np.float64)
     if name == "float32":

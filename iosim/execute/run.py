@@ -16,10 +16,18 @@ from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBu
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.paged import PAGED_EXECUTORS, place_paged
 from iosim.execute.registry import EXECUTORS, Run
-from iosim.inputs.ints import check_count
-from iosim.inputs.limits import check_executor_memory
+from iosim.inputs.limits import (
+    MAX_SRAM_BYTES,
+    check_block,
+    check_executor_memory,
+    check_instance,
+    check_int,
+    check_probability,
+    check_seed,
+    excerpt,
+)
 from iosim.inputs.tiling import working_set_bytes
-from iosim.inputs.workload import Workload
+from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import Record
 
 Array = np.ndarray[Any, Any]
@@ -135,7 +143,11 @@ def random_inputs(workload: Workload, seed: int, prec: Precision, *,
                   grad: bool = False) -> dict[str, Array]:
     """Seeded standard-normal Q (batch, heads, N, d), K and V (batch, kv_heads, N_kv, d), and dO
     like Q when `grad`, rounded to the storage dtype."""
-    rng = np.random.default_rng(seed)
+    check_instance("workload", workload, Workload, WORKLOAD_EXAMPLE)
+    if not isinstance(prec, Precision):
+        raise IosimError(f"{arg('prec')} must be a precision, e.g. precision('float64'), got "
+                         f"{excerpt(prec)}", param="prec")
+    rng = np.random.default_rng(check_seed(seed))
     w = workload
     shapes = {"Q": (w.batch, w.heads, w.n, w.d), "K": (w.batch, w.kv_heads, w.n_kv, w.d),
               "V": (w.batch, w.kv_heads, w.n_kv, w.d_v)}
@@ -214,14 +226,21 @@ def execute(
     of every pass run (default_sram_bytes). The workload's shape, masks, pass and unfused kernels
     are used; its dtype is replaced by `dtype`.
     """
+    check_instance("workload", workload, Workload, WORKLOAD_EXAMPLE)
+    if not isinstance(algorithm, str):
+        raise ExecutorError(f"{arg('algorithm')} must be an algorithm's name, got "
+                            f"{excerpt(algorithm)}", param="algorithm")
     prec = precision(dtype)
+    block_q, block_kv = (check_block(name, value, error=ExecutorError)
+                         for name, value in (("block_q", block_q), ("block_kv", block_kv)))
     bwd_blocks = (block_q if bwd_block_q is None else bwd_block_q,
                   block_kv if bwd_block_kv is None else bwd_block_kv)
-    for name, value in (("block_q", block_q), ("block_kv", block_kv),
-                        ("bwd_block_q", bwd_blocks[0]), ("bwd_block_kv", bwd_blocks[1])):
-        check_count(name, value, ExecutorError)
-    if not 0.0 <= dropout_p < 1.0:
-        raise ExecutorError(f"{arg('dropout_p')} must be in [0, 1), got {dropout_p}")
+    bwd_blocks = (check_block("bwd_block_q", bwd_blocks[0], error=ExecutorError),
+                  check_block("bwd_block_kv", bwd_blocks[1], error=ExecutorError))
+    dropout_p = check_probability("dropout_p", dropout_p, error=ExecutorError)
+    seed = check_seed(seed, error=ExecutorError)
+    if sram_bytes is not None:
+        sram_bytes = check_int("sram_bytes", sram_bytes, high=MAX_SRAM_BYTES, error=ExecutorError)
     key_blocks = -(-workload.n_kv // block_kv)
     if isinstance(splits, bool) or not isinstance(splits, int) or not 1 <= splits <= key_blocks:
         raise ExecutorError(f"{arg('splits')} must be a whole number from 1 to the {key_blocks} key "
@@ -245,6 +264,10 @@ def execute(
         sram_bytes = default_sram_bytes(workload.pass_, block_q, block_kv, bwd_blocks,
                                         workload.d, prec, workload.d_v, workload.latent_kv)
         sram_source = f"working set of {block_q}×{block_kv} blocks"
+    if not isinstance(inputs, dict) or not {"Q", "K"} <= set(inputs):
+        raise ExecutorError(f"{arg('inputs')} must be the arrays random_inputs(workload, seed, "
+                            f"precision(dtype)) makes (Q, K, V, ...), got {excerpt(inputs)}",
+                            param="inputs")
     hbm = InstrumentedHBM(record=record)
     paged = workload.page_size if algorithm in PAGED_EXECUTORS else None
     own_layout = algorithm == "cascade"  # token-major, the prefix once (execute/cascade.py)

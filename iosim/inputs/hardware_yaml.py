@@ -20,7 +20,6 @@ rejected with the file and key named.
 
 from __future__ import annotations
 
-import datetime
 import os
 from typing import Any
 
@@ -41,7 +40,9 @@ from iosim.inputs.limits import (
     ALG4_PROGRAM_GB_PER_S,
     ALG4_SHARED_SM_SLOWDOWN,
     ALG4_SOLO_TFLOPS,
+    MAX_HEAD_DIM,
     MAX_PAGE_SIZE,
+    MAX_PROGRAMS_PER_SM,
     MAX_SM_COUNT,
     MAX_SRAM_BYTES,
     MLA_PREFILL_SCALE,
@@ -51,8 +52,7 @@ from iosim.inputs.limits import (
     clip,
     excerpt,
 )
-from iosim.inputs.safe_yaml import read_yaml as _read_yaml
-from iosim.inputs.safe_yaml import refuse_unknown_keys
+from iosim.inputs.safe_yaml import read_document, refuse_unknown_keys, yaml_kind
 from iosim.inputs.shipped import path_text
 from iosim.inputs.units import parse_quantity
 
@@ -82,23 +82,10 @@ _SCHEDULE_KEYS = {"efficiency", "program_overhead_us", "programs_per_sm", "sourc
 # YAML loading
 
 
-def _kind(value: object) -> str:
-    """A value's YAML kind, for messages: 'a list', 'a mapping', 'empty (null)', 'a date'."""
-    if value is None:
-        return "empty (null)"
-    if isinstance(value, list):
-        return "a list"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, (datetime.date, datetime.datetime)):
-        return f"a date ({value})"
-    return excerpt(value)
-
-
 def _figure(path: str, key: str, raw: Any, dimension: str) -> Figure:
     if not isinstance(raw, dict):
         raise ConfigError(path, key, f"expected a mapping {{value: ..., source: ...}}, got "
-                                     f"{_kind(raw)}")
+                                     f"{yaml_kind(raw)}")
     refuse_unknown_keys(path, key, raw, _FIGURE_KEYS)
     if "value" not in raw:
         raise ConfigError(path, f"{key}.value", "missing")
@@ -115,7 +102,7 @@ def _figure(path: str, key: str, raw: Any, dimension: str) -> Figure:
     value = raw["value"]
     if dimension == "count":
         if isinstance(value, bool) or not isinstance(value, int):
-            raise ConfigError(path, f"{key}.value", f"must be a whole number, got {_kind(value)}")
+            raise ConfigError(path, f"{key}.value", f"must be a whole number, got {yaml_kind(value)}")
         if not 1 <= value <= MAX_SM_COUNT:
             raise ConfigError(path, f"{key}.value", f"must be a whole number from 1 to "
                                                     f"{MAX_SM_COUNT:,}, got {excerpt(value)}")
@@ -123,7 +110,7 @@ def _figure(path: str, key: str, raw: Any, dimension: str) -> Figure:
     else:
         if isinstance(value, bool) or not isinstance(value, (str, int, float)):
             raise ConfigError(path, f"{key}.value", f"must be a number or a quantity such as "
-                                                    f"'2039 GB/s', got {_kind(value)}")
+                                                    f"'2039 GB/s', got {yaml_kind(value)}")
         try:
             number = parse_quantity(value, dimension)
         except (ValueError, OverflowError) as exc:
@@ -176,7 +163,7 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
         if kind not in KERNEL_KINDS:
             raise ConfigError(path, key, f"unknown kernel class; allowed: {', '.join(KERNEL_KINDS)}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
-            raise ConfigError(path, key, f"must be a number in (0, 1.5], got {_kind(value)}")
+            raise ConfigError(path, key, f"must be a number in (0, 1.5], got {yaml_kind(value)}")
         efficiency[kind] = float(value)
     schedule = None
     if "backward_schedule" in raw:
@@ -333,7 +320,7 @@ def _paged(path: str, raw: Any) -> tuple[dict[int, float], str]:
             raise ConfigError(path, where, f"a page size must be a whole number of tokens in 1.."
                               f"{MAX_PAGE_SIZE}")
         if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 < value <= 1.5:
-            raise ConfigError(path, where, f"must be a number in (0, 1.5], got {_kind(value)}")
+            raise ConfigError(path, where, f"must be a number in (0, 1.5], got {yaml_kind(value)}")
         out[page] = float(value)
     return dict(sorted(out.items())), source.strip()
 
@@ -352,11 +339,14 @@ def _schedule(path: str, raw: Any) -> BackwardSchedule:
         raise ConfigError(path, f"{key}.program_overhead_us",
                           f"must be a number of microseconds >= 0, got {overhead!r}")
     if (not isinstance(per_sm, dict) or not per_sm
-            or any(isinstance(v, bool) or not isinstance(v, int) or v < 1 for v in per_sm.values())
-            or any(isinstance(d, bool) or not isinstance(d, int) or d < 1 for d in per_sm)):
+            or any(isinstance(v, bool) or not isinstance(v, int)
+                   or not 1 <= v <= MAX_PROGRAMS_PER_SM for v in per_sm.values())
+            or any(isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= MAX_HEAD_DIM
+                   for d in per_sm)):
         raise ConfigError(path, f"{key}.programs_per_sm",
-                          f"must map head dims to whole numbers >= 1 (e.g. {{64: 2, 128: 1}}), "
-                          f"got {per_sm!r}")
+                          f"must map head dims (1 to {MAX_HEAD_DIM:,}) to whole numbers of "
+                          f"programs from 1 to {MAX_PROGRAMS_PER_SM} (e.g. {{64: 2, 128: 1}}), "
+                          f"got {excerpt(per_sm)}")
     loops = raw.get("causal_loops", 1)
     if isinstance(loops, bool) or not isinstance(loops, int) or not 1 <= loops <= 4:
         raise ConfigError(path, f"{key}.causal_loops",
@@ -368,22 +358,14 @@ def _schedule(path: str, raw: Any) -> BackwardSchedule:
 def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
     value = raw.get(key)
     if value is not None and not isinstance(value, str):
-        raise ConfigError(path, key, f"must be text, got {_kind(value)}")
+        raise ConfigError(path, key, f"must be text, got {yaml_kind(value)}")
     return value
 
 
 def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     """Load and validate one hardware YAML file."""
     where = path_text(check_path_text("path", path, error=UnknownGpuError))
-    raw = _read_yaml(where)
-    if not isinstance(raw, dict):
-        raise ConfigError(where, None, f"expected a mapping of keys at the top level, the "
-                                       f"document is {_kind(raw)}")
-    refuse_unknown_keys(where, None, raw, _TOP_KEYS)
-    version = raw.get("schema_version")
-    if isinstance(version, bool) or version != SCHEMA_VERSION:
-        got = _kind(version) if "schema_version" in raw else "missing"
-        raise ConfigError(where, "schema_version", f"must be {SCHEMA_VERSION}, got {got}")
+    raw = read_document(where, _TOP_KEYS, schema_version=SCHEMA_VERSION)
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip():
         raise ConfigError(where, "name", "missing; give the GPU a short name, e.g. a100-80gb-sxm")

@@ -32,6 +32,7 @@ from iosim.inputs.limits import (
     MAX_SRAM_BYTES,
     MAX_STAGES,
     MAX_WARPS,
+    check_path_text,
     excerpt,
 )
 from iosim.inputs.safe_yaml import refuse_unknown_keys
@@ -97,8 +98,9 @@ def shipped_implementations() -> tuple[str, ...]:
     return tuple(yaml_stem(p) for p in shipped_yaml_files(*_IMPLS))
 
 
-def get_implementation(name_or_path: str) -> Implementation:
-    """A shipped implementation by name, or the YAML file at a path."""
+def get_implementation(name_or_path: str | os.PathLike[str]) -> Implementation:
+    """A shipped implementation by name, or the YAML file at a path (a str or pathlib.Path)."""
+    name_or_path = check_path_text("impl", name_or_path)
     if name_or_path in shipped_implementations() and not os.path.exists(name_or_path):
         # a shipped name as it is written, and no file of that name here: what pathlib would
         # decide below (no suffix, no such path), without importing it (start-up time)
@@ -108,7 +110,8 @@ def get_implementation(name_or_path: str) -> Implementation:
     path = Path(name_or_path)
     if path.suffix in (".yaml", ".yml") or path.exists():
         if not path.is_file():
-            what = "is a folder, not a file" if path.is_dir() else "no such file"
+            what = ("is a folder, not a file" if path.is_dir() else "is not a regular file "
+                    "(a FIFO, device or socket)" if path.exists() else "no such file")
             raise IosimError(f"{arg('impl', name_or_path)}: {what}; give a shipped name "
                              f"({', '.join(shipped_implementations())}) or a YAML path",
                              param="impl")

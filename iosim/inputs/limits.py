@@ -27,12 +27,9 @@ from __future__ import annotations
 import math
 import os
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any, Final
+from typing import Any, Final
 
 from iosim.errors import IosimError, arg
-
-if TYPE_CHECKING:  # the path checks take pathlib's paths; compare's start-up does not load it
-    from pathlib import Path
 
 MAX_LENGTH: Final = 1 << 26
 """Sequence lengths N and N_kv: 64M tokens."""
@@ -69,9 +66,12 @@ MAX_SPLITS: Final = MAX_LENGTH
 
 MAX_AUTO_SPLIT_POINTS: Final = 10_000
 """Grid points (every axis but splits) of a `sweep --splits auto`: each point's count is chosen
-as compare chooses it, about 30 ms a point (benchmarks/sweep_splits_auto_speed.py: 29.8 ms), before
-the progress bar moves; 10,000 points are about five minutes of it (2,970 took 2 min 47 s on a
-loaded 2-core machine). A million-point grid was eight silent hours, which reads as a hang."""
+as compare chooses it before the progress bar moves. When this bound was set that took about
+30 ms a point (2,970 points took 2 min 47 s on a loaded 2-core machine; a million-point grid was
+eight silent hours, which reads as a hang). On arrays (analysis/split_choice_grid.py) it is a
+fraction of a millisecond a point now, but a window, packed sequences or a shared prefix still
+take the per-point search, a few milliseconds a point (benchmarks/sweep_splits_auto_speed.py),
+so the bound stands."""
 
 MAX_SCHEDULED_PROGRAMS: Final = 1 << 22
 """Programs of one kernel that the measured profile's list schedule of iosim's Triton backward
@@ -90,6 +90,11 @@ def check_scheduled_programs(programs: int) -> None:
             f"beyond the {MAX_SCHEDULED_PROGRAMS:,} it schedules in seconds; lower "
             f"{arg('batch')}, {arg('heads')} or {arg('n')}, or use {arg('profile')} spec")
 
+
+MAX_RECORDED_CALL_S: Final = 60.0
+"""The longest attention call a measurement record may time (`iosim measure --record`,
+`calibrate --impl`'s records), exclusive: each times one call, micro- to milliseconds; a minute
+is no such call, and a time such as 1e308 s was drawn by `roofline --record` off every axis."""
 
 MAX_LAYERS: Final = 1 << 16
 """Layers of one kind in a model YAML (today's largest models have about 100 to 200)."""
@@ -133,6 +138,12 @@ MAX_SPILL_BYTES: Final = 512 * 1024 * 1024
 gives a thread at most 512 KiB of local memory (CUDA C++ Programming Guide, "Compute
 Capabilities", maximum amount of local memory per thread: 512 KB), so 1,024 threads of a
 program hold at most 512 MiB."""
+
+MAX_PROGRAMS_PER_SM: Final = 32
+"""Programs (thread blocks) resident on one SM at once, as a GPU YAML's
+measured.backward_schedule.programs_per_sm gives them: CUDA allows at most 32 (CUDA C++
+Programming Guide, "Compute Capabilities", maximum number of resident blocks per SM: 32 for
+compute capability 8.0 and 9.0, fewer on others)."""
 
 MAX_STAGES: Final = 64
 """A tile row's pipeline stages (real kernels use 1 to 8)."""
@@ -286,6 +297,53 @@ def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = 
     return value
 
 
+def check_block(name: str, value: object, *, error: type[IosimError] = IosimError) -> int:
+    """A block size B_r or B_c (block_q, block_kv, a backward's blocks): a whole number from 1
+    to MAX_BLOCK, for compare, sweep and verify alike."""
+    value = as_whole(value)
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise error(f"{arg(name)} must be a whole number of at least 1, got {excerpt(value)}")
+    return check_int(name, value, high=MAX_BLOCK, error=error)
+
+
+def check_instance(name: str, value: object, kind: type, example: str) -> None:
+    """`value` is an iosim `kind` (a Workload, Model, Hardware): a str or number given for one
+    was an AttributeError deep inside; `example` shows how one is made."""
+    if not isinstance(value, kind):
+        raise IosimError(f"{arg(name)} must be an iosim.{kind.__name__}, got {excerpt(value)}; "
+                         f"e.g. {example}", param=name)
+
+
+MAX_SEED: Final = 2**64 - 1
+"""numpy's generators take seeds 0 … 2^64 − 1 (and no negative one)."""
+
+
+def check_seed(value: object, *, error: type[IosimError] = IosimError) -> int:
+    """A random seed (verify, the executor's inputs and dropout): a whole number 0 … MAX_SEED;
+    a float, text or list was taken by numpy (or by nothing: an executor without dropout
+    ignored seed="abc")."""
+    return check_int("seed", value, low=0, high=MAX_SEED, what="numpy's seeds", error=error)
+
+
+def check_probability(name: str, value: object, *,
+                      error: type[IosimError] = IosimError) -> float:
+    """A probability in [0, 1) such as dropout_p: a finite real number, not a bool."""
+    value = as_real(value)
+    if isinstance(value, bool) or not isinstance(value, (int, float)) \
+            or not 0.0 <= value < 1.0:
+        raise error(f"{arg(name)} must be in [0, 1) (a number), got {excerpt(value)}", param=name)
+    return float(value)
+
+
+def check_choice(name: str, value: object, choices: Sequence[str], *, what: str,
+                 error: type[IosimError] = IosimError) -> str:
+    """One of `choices`, a str (an array or list compared with `in` was a ValueError or a
+    TypeError); `what` names it in the message ("tile rule", "profile")."""
+    if isinstance(value, str) and value in choices:
+        return value
+    raise error(f"unknown {what} {excerpt(value)}; use {' or '.join(choices)}", param=name)
+
+
 def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tuple[int, ...]:
     """Packed sequence lengths: a non-empty list of at most MAX_SEQLENS whole numbers >= 1."""
     if type(value).__name__ == "ndarray":  # numpy's array of lengths: its entries, in order
@@ -355,46 +413,3 @@ def check_executor_memory(batch: int, heads: int, kv_heads: int, n: int, n_kv: i
             f"an executor run, beyond its {MAX_EXECUTOR_BYTES / 2**30:g} GiB cap; lower "
             f"{arg('d')}, {arg('n')} or {arg('heads')} (for exact counts at any size use iosim "
             f"compare)", param="d")
-
-
-def check_folder(path: Path, name: str) -> None:
-    """A folder that exists, or can be made, and can be written in; nothing is created here."""
-    _check_path_text(path, name)
-    for part in path.parts:
-        if len(part.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
-            raise IosimError(f"{arg(name)}: the name {clip(part)} is longer than the "
-                             f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter one")
-    if path.exists() and not path.is_dir():
-        raise IosimError(f"{arg(name)} {path} is a file, not a folder; choose a folder")
-    existing = path
-    while not existing.exists() and existing != existing.parent:
-        existing = existing.parent
-    if not existing.is_dir():
-        raise IosimError(f"cannot write to {arg(name)} {path}: Not a directory; choose a folder you "
-                         f"can write to")
-    if not os.access(existing, os.W_OK | os.X_OK):
-        raise IosimError(f"cannot write to {arg(name)} {path}: permission denied on "
-                         f"{existing}; choose a folder you can write to")
-
-
-def _check_path_text(path: Path, name: str) -> None:
-    if "\x00" in str(path):
-        raise IosimError(f"{arg(name)} contains a NUL character; give a plain path")
-
-
-def check_output_files(paths: Sequence[Path], name: str, *, overwrite: bool) -> None:
-    """Every target file can be written: a plain name that the file system takes, not a folder,
-    not an existing file unless `overwrite` (--force). Checked before the first file is written."""
-    for path in paths:
-        _check_path_text(path, name)
-        if len(path.name.encode("utf-8", "surrogateescape")) > MAX_FILE_NAME_BYTES:
-            raise IosimError(f"{arg(name)}: the file name {clip(path.name)} is longer than the "
-                             f"{MAX_FILE_NAME_BYTES} bytes file systems allow; choose a shorter "
-                             f"name")
-        if path.is_dir():
-            raise IosimError(f"{path} is a folder, not a file; remove it or choose "
-                             f"another {arg(name)}")
-        if path.exists() and not overwrite:
-            raise IosimError(f"{path} exists; pass --force to overwrite it, or "
-                             f"choose another folder or name")
-        check_folder(path.parent, "out")

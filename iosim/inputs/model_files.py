@@ -25,7 +25,7 @@ from iosim.inputs.limits import (
     excerpt,
 )
 from iosim.inputs.models import MLA_KEYS, LayerGroup, MlaDims, Model, ModelFigure
-from iosim.inputs.safe_yaml import read_yaml
+from iosim.inputs.safe_yaml import read_document, refuse_unknown_keys
 from iosim.inputs.shipped import shipped_dir, shipped_yamls, user_yaml
 from iosim.inputs.suggest import did_you_mean
 
@@ -34,14 +34,6 @@ _TOP_KEYS = ("schema_version", "name", "display_name", "aliases", "sources", "he
              "d", "d_v", "causal", "layers", "mla", "notes")
 _FIGURE_KEYS = ("value", "source", "field", "note")
 _LAYER_KEYS = ("kind", "count", "window", "source", "field", "note")
-
-
-def _refuse_unknown(path: str, where: str, raw: Mapping[Any, Any], allowed: tuple[str, ...]) -> None:
-    for key in raw:
-        if key not in allowed:
-            hint = did_you_mean(str(key), allowed)
-            at = f"{where}.{clip(key)}" if where else clip(key)
-            raise ConfigError(path, at, f"unknown key.{hint} Allowed: {', '.join(allowed)}")
 
 
 def _count(path: str, key: str, value: object, high: int) -> int:
@@ -78,7 +70,7 @@ def _figure(path: str, key: str, raw: object, sources: Mapping[str, str], *,
     if not isinstance(raw, dict):
         raise ConfigError(path, key, f"expected a mapping {{value: ..., source: ...}}, got "
                                      f"{excerpt(raw)}")
-    _refuse_unknown(path, key, raw, _FIGURE_KEYS)
+    refuse_unknown_keys(path, key, raw, _FIGURE_KEYS)
     if "value" not in raw:
         raise ConfigError(path, f"{key}.value", "missing")
     value = raw["value"]
@@ -109,7 +101,7 @@ def _layer(path: str, index: int, raw: object, sources: Mapping[str, str], *,
     if not isinstance(raw, dict):
         raise ConfigError(path, key, f"expected a mapping {{kind, count, window, source}}, got "
                                      f"{excerpt(raw)}")
-    _refuse_unknown(path, key, raw, _LAYER_KEYS)
+    refuse_unknown_keys(path, key, raw, _LAYER_KEYS)
     kind = raw.get("kind", None if several else "all")
     if not isinstance(kind, str) or not kind.strip() or kind != kind.strip().lower():
         raise ConfigError(path, f"{key}.kind", "must be a short lower-case name (local, global): "
@@ -138,7 +130,7 @@ def _layers(path: str, raw: object, sources: Mapping[str, str]) -> tuple[LayerGr
 def _mla(path: str, raw: object, sources: Mapping[str, str]) -> tuple[MlaDims, dict[str, ModelFigure]]:
     if not isinstance(raw, dict):
         raise ConfigError(path, "mla", f"expected a mapping of {', '.join(MLA_KEYS)}")
-    _refuse_unknown(path, "mla", raw, MLA_KEYS)
+    refuse_unknown_keys(path, "mla", raw, MLA_KEYS)
     figures = {}
     for key in MLA_KEYS:
         if key not in raw:
@@ -166,15 +158,7 @@ def load_model(path: str | os.PathLike[str]) -> Model:
     """Load and validate one model YAML file."""
     path = check_path_text("path", path, error=UnknownModelError)
     where = str(Path(path))
-    raw = read_yaml(Path(path))
-    if not isinstance(raw, dict):
-        raise ConfigError(where, None, f"expected a mapping of keys at the top level, got "
-                                       f"{excerpt(raw)}")
-    _refuse_unknown(where, "", raw, _TOP_KEYS)
-    version = raw.get("schema_version")
-    if isinstance(version, bool) or version != SCHEMA_VERSION:
-        got = excerpt(version) if "schema_version" in raw else "missing"
-        raise ConfigError(where, "schema_version", f"must be {SCHEMA_VERSION}, got {got}")
+    raw = read_document(where, _TOP_KEYS, schema_version=SCHEMA_VERSION)
     name = raw.get("name")
     if not isinstance(name, str) or not name.strip() or any(c.isspace() for c in name.strip()):
         raise ConfigError(where, "name", "missing; give the model a short name without spaces, "

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from iosim.errors import ModelError, arg
-from iosim.inputs.limits import excerpt
+from iosim.inputs.limits import check_flag, clip, excerpt
 from iosim.inputs.models import LayerGroup, Model
 from iosim.inputs.workload import Workload
 from iosim.record import Record
@@ -91,6 +91,16 @@ def _builder(base: Base) -> Build:
     if overlap:
         raise ModelError(f"{arg(overlap[0])} is filled by the model preset; pass it in `given` "
                          f"to have it checked against the preset", param=overlap[0])
+    import inspect  # for a mistake's message and this check only
+
+    accepted = tuple(inspect.signature(Workload.__init__).parameters)[1:]  # after self
+    unknown = [name for name in base if name not in accepted]
+    if unknown or "n" not in base:
+        what = f"has no Workload argument {clip(unknown[0])}" if unknown else "lacks n"
+        raise ModelError(f"{arg('base')} {what}; give the Workload arguments the preset does not "
+                         f"fill, n first (e.g. {{'n': 8192, 'batch': 4}}): "
+                         f"{', '.join(a for a in accepted if a not in PRESET_FIELDS)}",
+                         param="base")
     arguments = dict(base)
     return lambda fields: Workload(**arguments, **fields)
 
@@ -103,6 +113,10 @@ def model_layers(model: Model, base: Base, *, given: Mapping[str, Any] | None = 
     not include a preset field, or builds the Workload from the preset's fields; `given` holds
     the preset fields the caller set explicitly, each of which must agree with the preset
     (ModelError naming it otherwise)."""
+    latent_kv = check_flag("latent_kv", latent_kv, error=ModelError)
+    if given is not None and not isinstance(given, Mapping):
+        raise ModelError(f"{arg('given')} must be a mapping of preset fields the caller set "
+                         f"(e.g. {{'heads': 32}}), got {excerpt(given)}", param="given")
     groups = model.layers if layer is None else (model.group(layer),)
     build = _builder(base)
     refuse_contradictions(model, groups, given or {}, latent_kv)

@@ -111,6 +111,9 @@ class Model(Record):
 
     def group(self, kind: str) -> LayerGroup:
         """The layer group of one kind; ModelError naming the kinds there are."""
+        if not isinstance(kind, str):
+            raise ModelError(f"{arg('layer')} must be a layer kind's name ({describe_kinds(self)}), "
+                             f"got {excerpt(kind)}", param="layer")
         for g in self.layers:
             if g.kind == kind.strip().lower():
                 return g

@@ -79,26 +79,19 @@ def read_yaml(path: str | os.PathLike[str]) -> Any:
 
 
 def _parse_file(where: str) -> Any:
+    from iosim.inputs.input_files import FileTextError, read_text_capped
+
     try:
-        with open(where, "rb") as file:
-            data = file.read(MAX_YAML_BYTES + 1)
-    except OSError as exc:
-        raise ConfigError(where, None, f"cannot read file ({exc.strerror or type(exc).__name__})"
-                          ) from None
-    if len(data) > MAX_YAML_BYTES:
-        raise ConfigError(where, None, f"larger than {MAX_YAML_BYTES:,} bytes (1 MiB); a GPU "
-                                       f"file is a few KiB of keys and figures")
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise ConfigError(where, None, f"not UTF-8 text (byte 0x{data[exc.start]:02x} at offset "
-                                       f"{exc.start:,}); save the file as UTF-8") from None
+        text = read_text_capped(where, MAX_YAML_BYTES)
+    except FileTextError as exc:
+        hint = " (1 MiB); a GPU file is a few KiB of keys and figures" if exc.too_large else ""
+        raise ConfigError(where, None, exc.problem + hint) from None
     import yaml
 
     strict, _ = _loaders()
     try:
         _refuse_expanding_yaml(where, text)
-        return yaml.load(text, Loader=strict)
+        data = yaml.load(text, Loader=strict)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = f" at line {mark.line + 1}" if mark is not None else ""
@@ -106,6 +99,32 @@ def _parse_file(where: str) -> Any:
         if "constructor for the tag" in str(problem):
             problem = f"YAML tags are not allowed ({problem})"
         raise ConfigError(where, None, f"not valid YAML{line}: {excerpt(problem, 120)}") from None
+    empty = _first_null(data, "")
+    if empty is not None:
+        raise ConfigError(where, clip(empty, 120), "is empty (null); give a value, or leave the "
+                                                   "key out for its default")
+    return data
+
+
+def _first_null(data: Any, at: str) -> str | None:
+    """The key path ("measured.impls.flex.call_overhead_s", "layers[0].window") of the first
+    value below the top that is null (`key:` or `key: null`), or None. Every reader takes an
+    absent key for its default, and a null read by `.get()` is the same None: a figure left
+    empty, or `window: null` copied from a Hugging Face config, would silently be the default
+    (no window, no call overhead) instead of what the user meant to write."""
+    if isinstance(data, dict):
+        for key, value in data.items():
+            path = f"{at}.{key}" if at else str(key)
+            found = path if value is None else _first_null(value, path)
+            if found is not None:
+                return found
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            path = f"{at}[{index}]"
+            found = path if value is None else _first_null(value, path)
+            if found is not None:
+                return found
+    return None
 
 
 def _refuse_expanding_yaml(where: str, text: str) -> None:
@@ -133,11 +152,47 @@ def _refuse_expanding_yaml(where: str, text: str) -> None:
             depth -= 1
 
 
+def yaml_kind(value: object) -> str:
+    """A value's YAML kind, for messages: 'a list', 'a mapping', 'empty (null)', 'a date'."""
+    import datetime
+
+    if value is None:
+        return "empty (null)"
+    if isinstance(value, list):
+        return "a list"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, (datetime.date, datetime.datetime)):
+        return f"a date ({value})"
+    return excerpt(value)
+
+
+def read_document(path: str, allowed: frozenset[str] | set[str] | tuple[str, ...], *,
+                  schema_version: int) -> dict[Any, Any]:
+    """The top-level mapping of a versioned iosim YAML (a GPU or model file), read by
+    `read_yaml`: a mapping whose keys are `allowed` and whose schema_version is
+    `schema_version` (the integer, not `true`); else one ConfigError naming the file."""
+    raw = read_yaml(path)
+    if not isinstance(raw, dict):
+        raise ConfigError(path, None, f"expected a mapping of keys at the top level, the "
+                                      f"document is {yaml_kind(raw)}")
+    refuse_unknown_keys(path, None, raw, allowed)
+    version = raw.get("schema_version")
+    if isinstance(version, bool) or version != schema_version:
+        got = excerpt(version) if "schema_version" in raw else "missing"
+        raise ConfigError(path, "schema_version", f"must be {schema_version}, got {got}")
+    return raw
+
+
 def refuse_unknown_keys(path: str, key: str | None, raw: dict[Any, Any],
                         allowed: set[str] | frozenset[str] | tuple[str, ...]) -> None:
     """ConfigError naming the first (in sorted order) key of the mapping `raw` at `key` (None:
-    the top level) that is not `allowed`, and listing the allowed ones; nothing when all are."""
+    the top level) that is not `allowed`, the allowed key it is closest to, and the allowed
+    ones; nothing when all are. GPU, model and implementation files alike."""
     unknown = sorted(str(k) for k in raw if k not in allowed)
     if unknown:
+        from iosim.inputs.suggest import did_you_mean  # difflib: for a mistake only
+
         where = clip(unknown[0]) if key is None else f"{key}.{clip(unknown[0])}"
-        raise ConfigError(path, where, f"unknown key; allowed: {', '.join(sorted(allowed))}")
+        raise ConfigError(path, where, f"unknown key.{did_you_mean(unknown[0], allowed)} "
+                                       f"Allowed: {', '.join(sorted(allowed))}")

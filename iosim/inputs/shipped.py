@@ -107,11 +107,23 @@ def user_yaml(text: str, what: str, error: type[IosimError]) -> str | None:
         reason = getattr(exc, "strerror", None) or str(exc)
         raise error(f"cannot use {what} file {excerpt(text)}: {reason}") from None
     if not is_file:
-        folder = Path(text).is_dir()
-        raise error(f"{clip(text, 200)} is a folder, not a {what} file; give the path of a "
-                    f"YAML file" if folder else f"no such {what} file: {clip(text, 200)}")
+        raise error(not_a_file(text, f"a {what} file") or f"no such {what} file: {clip(text, 200)}")
     return text
 
 
-__all__ = ["SHIPPED_KINDS", "is_shipped_file", "path_text", "shipped_dir", "shipped_folder",
+def not_a_file(text: str, what: str) -> str | None:
+    """Why the path `text`, which is no regular file, is not `what` ("a model file"): a folder
+    or a FIFO, device or socket there; None when nothing is there."""
+    from pathlib import Path
+
+    path = Path(text)
+    if path.is_dir():
+        return f"{clip(text, 200)} is a folder, not {what}; give the path of a YAML file"
+    if path.exists():
+        return (f"{clip(text, 200)} is not a regular file (a FIFO, device or socket), not "
+                f"{what}; give the path of a YAML file")
+    return None
+
+
+__all__ = ["SHIPPED_KINDS", "is_shipped_file", "not_a_file", "path_text", "shipped_dir", "shipped_folder",
            "shipped_yaml_files", "shipped_yamls", "user_yaml", "yaml_stem"]

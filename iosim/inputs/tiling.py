@@ -18,10 +18,17 @@ import numpy as np
 from iosim.errors import TilingError, arg
 from iosim.estimates.occupancy import SmLimits, programs_per_sm, sm_limits
 from iosim.inputs.implementations import Implementation, dtype_code
-from iosim.inputs.ints import Int, both, check_count, either, imax, imin, is_array, select
-from iosim.inputs.limits import MAX_BLOCK, check_int, check_sram_bytes
+from iosim.inputs.ints import Int, both, either, imax, imin, is_array, select
+from iosim.inputs.limits import (
+    MAX_SRAM_BYTES,
+    check_block,
+    check_choice,
+    check_instance,
+    check_int,
+    check_sram_bytes,
+)
 from iosim.inputs.units import DTYPE_BYTES, STAT_BYTES
-from iosim.inputs.workload import Workload
+from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import Record
 
 if TYPE_CHECKING:
@@ -327,6 +334,9 @@ def make_tiling(
     algorithm's outer-loop axis ("kv" for Algorithm 1, "q" for FlashAttention-2). Raises
     TilingError, naming block_q/block_kv or sram, when the tiles cannot fit.
     """
+    check_instance("workload", workload, Workload, WORKLOAD_EXAMPLE)
+    sram_bytes = check_int("sram_bytes", sram_bytes, high=MAX_SRAM_BYTES, error=TilingError)
+    check_choice("outer", outer, ("kv", "q"), what="outer loop", error=TilingError)
     d, elt, d_v = workload.d, workload.element_bytes, workload.d_v
     latent = workload.latent_kv
     smallest = working_set_bytes(1, 1, d, elt, d_v=d_v, v_in_k=latent)
@@ -337,8 +347,7 @@ def make_tiling(
             f"{arg('sram')}")
     for name, value in (("block_q", block_q), ("block_kv", block_kv)):
         if value is not None:
-            check_count(name, value, TilingError)
-            check_int(name, value, high=MAX_BLOCK, error=TilingError)
+            check_block(name, value, error=TilingError)
     check_sram_bytes("sram", sram_bytes)
     inputs = TilingInputs.of(workload, sram_bytes, block_q=block_q, block_kv=block_kv, cc=cc,
                              sram_per_sm=sram_per_sm, tile_rule=tile_rule, impl=impl)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from iosim.inputs.limits import excerpt
+from iosim.inputs.limits import as_real, as_whole, excerpt
 
 DTYPE_BYTES: Final[dict[str, int]] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1,
                                       "fp8_e4m3": 1, "fp8_e5m2": 1}
@@ -53,10 +53,14 @@ def parse_quantity(text: str | int | float, dimension: str) -> float:
     >>> parse_quantity("192KiB", "bytes")
     196608.0
     """
-    if isinstance(text, bool):
+    text = as_real(as_whole(text))  # numpy's scalars as Python's numbers
+    if isinstance(text, bool) or not isinstance(text, (str, int, float)):
         raise ValueError(f"expected a quantity in {accepted_units(dimension)}, got {excerpt(text)}")
     if isinstance(text, (int, float)):
-        return float(text)
+        try:
+            return float(text)
+        except OverflowError:  # an int of hundreds of digits
+            raise ValueError(f"{excerpt(text)} is beyond any quantity iosim takes") from None
     match = _QUANTITY.match(text)
     if match is None:
         raise ValueError(

@@ -107,7 +107,8 @@ class Workload(Record, init=False):
                                               whole(prefix_len))
         causal = limits.check_flag("causal", causal, error=WorkloadError)
         latent_kv = limits.check_flag("latent_kv", latent_kv, error=WorkloadError)
-        unfused = limits.as_names("unfused", unfused, error=WorkloadError) if unfused else ()
+        empty = unfused is None or (isinstance(unfused, (str, tuple, list)) and not unfused)
+        unfused = () if empty else limits.as_names("unfused", unfused, error=WorkloadError)
         sparsity = limits.as_real(sparsity)
         if type(suffix_lens).__name__ == "ndarray":
             suffix_lens = tuple(suffix_lens)  # type: ignore[arg-type]
@@ -306,6 +307,10 @@ class Workload(Record, init=False):
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
         return replace(self, **changes)
+
+
+WORKLOAD_EXAMPLE = "iosim.Workload(4096, d=128)"
+"""How a Workload is made, for the message refusing something else in its place."""
 
 
 def mask_fields(workload: Workload) -> dict[str, object]:

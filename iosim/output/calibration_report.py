@@ -12,6 +12,7 @@ from rich.table import Table
 
 from iosim.calibrate.fit_result import BytesCheck, FitResult, Point, sdpa_ratios
 from iosim.errors import IosimError
+from iosim.output.files import write_text_atomically
 from iosim.output.plot import new_figure, save
 from iosim.output.render import fmt_bytes, fmt_rate, fmt_time, records_csv
 from iosim.output.tables import markdown_table, simple_table
@@ -163,11 +164,11 @@ def write_report(result: FitResult, folder: Path, *, overwrite: bool = False) ->
         raise IosimError(f"{existing[0]} exists; pass --force to overwrite it, or choose another "
                          f"folder")
     files = [folder / "points.csv", folder / "bytes.csv"]
-    files[0].write_text(records_csv(point_records(result)), encoding="utf-8")
-    files[1].write_text(records_csv(bytes_records(result)), encoding="utf-8")
+    write_text_atomically(files[0], records_csv(point_records(result)))
+    write_text_atomically(files[1], records_csv(bytes_records(result)))
     files += plot_all(result, folder, overwrite=True)
     readme = folder / "README.md"
-    readme.write_text(markdown(result), encoding="utf-8")
+    write_text_atomically(readme, markdown(result))
     return [*files, readme]
 
 

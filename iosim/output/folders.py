@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from iosim.errors import IosimError
-from iosim.inputs.limits import check_folder
+from iosim.inputs.output_paths import check_folder
 
 
 def ensure_writable_dir(path: Path, flag: str, *, must_be_empty: bool = False,

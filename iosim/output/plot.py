@@ -21,7 +21,7 @@ import numpy as np
 
 from iosim.analysis.hbm_fit import hbm_fits
 from iosim.analysis.sweep import AlgorithmGrid, SweepResult
-from iosim.inputs.limits import check_output_files
+from iosim.inputs.output_paths import check_output_files
 from iosim.output.plot_heatmap import block_heatmap, is_two_dimensional
 from iosim.output.plot_hierarchy import hierarchical_roofline
 from iosim.output.plot_kit import (

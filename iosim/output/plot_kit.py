@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from iosim.errors import IosimError
-from iosim.inputs.limits import check_output_files
+from iosim.inputs.output_paths import check_output_files
+from iosim.output.files import write_atomically
 
 if TYPE_CHECKING:
     from matplotlib.axes import Axes
@@ -77,18 +78,21 @@ def save(fig: Figure, stem: Path | str, formats: Sequence[str] = ("png", "svg"),
     targets = [Path(f"{stem}.{fmt}") for fmt in formats]
     check_output_files(targets, "name", overwrite=overwrite)  # before the first file
     paths: list[Path] = []
-    try:
-        for fmt, path in zip(formats, targets, strict=True):
-            metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+    for fmt, path in zip(formats, targets, strict=True):
+        metadata = {"Date": None} if fmt == "svg" else {"Software": None}
+
+        def draw(temporary: Path, fmt: str = fmt, metadata: Any = metadata) -> None:
             # text as paths: the SVG looks the same without matplotlib's fonts installed
             with matplotlib.rc_context({"svg.hashsalt": "iosim", "svg.fonttype": "path"}):
-                fig.savefig(path, format=fmt, dpi=150, metadata=metadata)
-            paths.append(path)
-    except OSError as exc:  # a full disk, a folder removed meanwhile: no half-written figure
-        for path in [*paths, targets[len(paths)]]:
-            path.unlink(missing_ok=True)
-        raise IosimError(f"cannot write {targets[len(paths)]}: {exc.strerror or exc}; choose a "
-                         f"folder you can write to") from None
+                fig.savefig(temporary, format=fmt, dpi=150, metadata=metadata)
+
+        try:  # whole or not at all (output/files.py): a full disk leaves no half figure
+            write_atomically(path, draw)
+        except IosimError:
+            for written in paths:  # nor one format of a figure without the other
+                written.unlink(missing_ok=True)
+            raise
+        paths.append(path)
     return paths
 
 

@@ -86,6 +86,7 @@ def _rows(result: SweepResult, limit: int | None, *, wide: bool = False
             fmt_ratio(columns['traffic_ratio_vs_standard'][i]),
             *([fmt_count(float(columns["flops"][i]))] if wide else []),
             fmt_time(float(columns["time_s"][i])),
+            *([fmt_time(float(columns["call_time_s"][i]))] if "call_time_s" in columns else []),
             fmt_ratio(columns['speedup_vs_standard'][i]),
             str(columns["bound"][i]),
         ]
@@ -123,8 +124,14 @@ def _headers(result: SweepResult, *, wide: bool = False) -> list[tuple[str, str]
               *([("splits", "right")] if _shows_splits(result, wide) else []),
               *([("read", "right"), ("write", "right")] if wide else []),
               ("HBM", "right"), ("÷ std", "right"), *([("FLOP", "right")] if wide else []),
-              ("time", "right"), ("speed-up", "right"), ("bound", "left")]
+              ("time", "right"), *([("call", "right")] if _shows_call(result) else []),
+              ("speed-up", "right"), ("bound", "left")]
     return axes + values
+
+
+def _shows_call(result: SweepResult) -> bool:
+    """An --impl sweep's call column: one call as do_bench times it (sweep_impl.py)."""
+    return any(a.call_time_s is not None for a in result.algorithms)
 
 
 def header_rows(result: SweepResult) -> list[tuple[str, str]]:
@@ -147,7 +154,10 @@ def header_rows(result: SweepResult) -> list[tuple[str, str]]:
                             "standard attention's HBM and time over this row's; fits: yes, or "
                             "NO: SRAM (the blocks exceed it; their counts say what they would "
                             "cost if they fitted) / NO: HBM (the tensors exceed the GPU's "
-                            "memory)"))
+                            "memory)"
+                            + ("; call: one call as do_bench times it (the kernels' time plus "
+                               "the implementation's time per call, at least its host-bound "
+                               "floor)" if _shows_call(result) else "")))
     return rows
 
 

@@ -23,11 +23,13 @@ from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
 from iosim.inputs.gpus import list_hardware, resolve_hardware
-from iosim.inputs.limits import check_folder, clip
+from iosim.inputs.limits import clip
+from iosim.inputs.output_paths import check_folder
 from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import Workload
 from iosim.output import strict_json
 from iosim.output.document import Block, Code, Heading, Image, Links, Para, TableBlock, to_html, to_markdown
+from iosim.output.files import write_atomically, write_text_atomically
 from iosim.output.folders import ensure_writable_dir
 from iosim.output.tables import table_cells
 from iosim.record import Record, field
@@ -139,7 +141,8 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
 
     def table_csv(frame: Any, name: str) -> str:
         path = folder / name
-        frame.to_csv(path, index=False, lineterminator="\n")
+        write_atomically(path, lambda temporary: frame.to_csv(temporary, index=False,
+                                                              lineterminator="\n"))
         report.files.append(path)
         return name
 
@@ -231,13 +234,13 @@ def build_report(request: ReportRequest, folder: Path, *, force: bool = False) -
     summary = _summary(request, comparison, by_gpu, report, folder)
     if verdict is not None:
         summary["shared_prefix"] = verdict.to_dict()
-    (folder / "summary.json").write_text(strict_json.dumps(summary, indent=2, ensure_ascii=False) + "\n",
-                                         encoding="utf-8")
+    write_text_atomically(folder / "summary.json",
+                          strict_json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     report.files.append(folder / "summary.json")
     blocks += [Heading(2, "Files"),
                Links([(p.name, p.name) for p in sorted(report.files, key=lambda p: p.name)])]
-    (folder / "index.md").write_text(to_markdown(blocks), encoding="utf-8")
-    (folder / "index.html").write_text(to_html(blocks, title), encoding="utf-8")
+    write_text_atomically(folder / "index.md", to_markdown(blocks))
+    write_text_atomically(folder / "index.html", to_html(blocks, title))
     report.files += [folder / "index.md", folder / "index.html"]
     report.summary = summary
     return report
