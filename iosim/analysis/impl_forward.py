@@ -118,5 +118,5 @@ def forward_schedule_note(impl: Implementation, hardware: Hardware) -> str | Non
             f"key loop, {int(f.get('causal_loops', 1))} loops in a causal program"
             + (f"; steps {unaligned} where N or N_kv is not a multiple of {ALIGNMENT}"
                if unaligned else "")
-            + (f"; a program alone on its SM at {f['lone_share']:g} of the SM's rate"
+            + (f"; a program given its SM alone at launch at {f['lone_share']:g} of its rate"
                if "lone_share" in f else "") + "; analysis/impl_forward.py)")
