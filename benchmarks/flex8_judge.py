@@ -45,7 +45,9 @@ def shipped(hardware: Hardware) -> Hardware:
 
 def judge(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """Every timed flex point: its shape, measured call and kernel, and both profiles'."""
-    schedule = resolve_hardware("h200").hardware
+    from benchmarks.flex9_judge import round8
+
+    schedule = round8(resolve_hardware("h200").hardware)  # round 9 changed the YAML
     before = shipped(schedule)
     impl = get_implementation("flex")
     rows = []

@@ -352,6 +352,23 @@ FLEXFRESH8 = (
 GQA ratios 2-8 and MQA, N not a power of two, chunked prefills, d 64 and 128, fp16 and bf16,
 causal and not, K/V beyond the L2 (24,000 × 6 heads, 36,000 × 4), two decode steps (GQA 5:
 the main template; GQA 4: the decoding template, which the schedule does not time)."""
+FLEXFRESH9 = (
+    # flex9 (round 9): the lone-program rule's judgement, written down before the call that
+    # times it; none equals an earlier point or a probe shape (tests/test_flex_forward.py)
+    _w(2560, heads=4, d=64), _w(5000, heads=3, kv=1, d=64, dtype="bf16"),
+    _w(4096, heads=6, kv=2, d=64, causal=True), _w(896, 12000, heads=16, kv=4, d=64),
+    _w(7680, heads=2, batch=2, d=64, dtype="bf16"),
+    _w(1, 12288, heads=64, kv=16, batch=2), _w(1, 50000, heads=16, kv=2, batch=2, dtype="bf16"),
+    _w(1, 20000, heads=16, d=64),
+    _w(3100, heads=14, kv=2, batch=2, causal=True), _w(8192, heads=16, dtype="bf16"),
+    _w(1, 8000, heads=28, kv=4), _w(10000, heads=12, d=64, causal=True, dtype="bf16"),
+)
+"""Twelve fresh flex shapes: five d 64 grids below two programs per SM (80, 120, 112, 192 and
+240 programs on 132 SMs; causal, GQA 3 and 4, MQA-like 3/1, a chunked prefill, N not a multiple
+of 128), three decode steps on flex's decoding template (GQA 4 and 8 at d 128, GQA 1 at d 64;
+K/V of 192 and 98 MiB, beyond the L2) and one on the main template (GQA 7), and the usual axes:
+causal d 128 at N 3,100, 8,192 × 16 heads (K/V 64 MiB), d 64 causal at N 10,000 in full
+waves."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -361,7 +378,8 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "flexrefit7": (FLEXREFIT7, tuple(range(len(FLEXREFIT7)))),
         "flexfresh7": (FLEXFRESH7, tuple(range(len(FLEXFRESH7)))),
         "validation6": (VALIDATION6, ()), "causalprobe7": (CAUSALPROBE7, ()),
-        "flexfresh8": (FLEXFRESH8, tuple(range(len(FLEXFRESH8))))}
+        "flexfresh8": (FLEXFRESH8, tuple(range(len(FLEXFRESH8)))),
+        "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9))))}
 
 
 def main() -> None:

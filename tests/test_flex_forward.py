@@ -19,13 +19,13 @@ from tests.conftest import DATA
 
 H200 = resolve_hardware("h200").hardware
 FLEX = get_implementation("flex")
-SEEN = ("flexrefit7", "flexfresh7", "validation5")
-"""The records of flex compiled alone and statically the forward schedule was fitted on, with
-round 8's probe (tests/data/h200-flex8-probe.json)."""
+SEEN = ("flexrefit7", "flexfresh7", "validation5", "flexfresh8")
+"""The records of flex compiled alone and statically the forward schedule was fitted on (round
+9: round 8's fresh record is seen now), with round 8's probe (tests/data/h200-flex8-probe.json)."""
 
 
 def _points() -> list[dict[str, object]]:
-    """The seen flex points: the three records' and round 8's probe (flex_fit.probe_points)."""
+    """The seen flex points: the four records' and round 8's probe (flex_fit.probe_points)."""
     from iosim.calibrate.flex_fit import probe_points
 
     probe = probe_points(json.loads((DATA / "h200-flex8-probe.json").read_text()))
@@ -59,11 +59,42 @@ def test_the_fresh_flex8_set_is_new_and_varies_every_axis() -> None:
     assert {runs_decoding_kernel(FLEX, w) for w in fresh if w.n == 1} == {True, False}
 
 
+def test_the_fresh_flex9_set_is_new_and_varies_every_axis() -> None:
+    """FLEXFRESH9 (round 9) has no point of any earlier set (FLEXFRESH8 included) or of round
+    8's probe; it holds at least 3 d 64 grids below two programs per SM (the lone-program rule,
+    estimates/sm_sharing.py) and 2 decode steps on flex's decoding template."""
+    from benchmarks import flex8_probe as P
+    from benchmarks import impl_validation_h200 as V
+    from iosim.calibrate.impl_run import FIT_GRID
+
+    fresh = V.FLEXFRESH9
+    earlier = set(FIT_GRID).union(V.FIT, V.FIT2, V.VALIDATION, V.VALIDATION2, V.VALIDATION3,
+                                  V.VALIDATION4, V.VALIDATION5, V.FLEX5, V.FLEXREFIT7,
+                                  V.FLEXFRESH7, V.FLEXFRESH8, V.VALIDATION6, V.CAUSALPROBE7,
+                                  V.SPILL, V.SPILL5, V.SPILL6)
+    probed = {Workload(s["n"], d=s["d"], heads=s["heads"], kv_heads=s.get("kv_heads"),
+                       causal=s.get("causal", False)) for _, s, _ in P.PROBES}
+    assert len(set(fresh)) == len(fresh) >= 10 and not set(fresh) & (earlier | probed)
+    sm = H200.sm_count or 0
+    grids = {w: math.ceil(w.n / 128) * w.batch * w.heads for w in fresh}
+    assert sum(1 for w, g in grids.items() if w.d == 64 and w.n > 1 and g < 2 * sm) >= 3
+    assert sum(1 for w in fresh if runs_decoding_kernel(FLEX, w)) >= 2
+    assert min(grids.values()) < sm < max(grids.values())
+    l2 = H200.l2_bytes or 0
+    assert any(2 * w.batch * w.kv_heads * w.n_kv * w.d * w.element_bytes > l2 for w in fresh)
+    assert {w.group_size for w in fresh} >= {1, 3, 4, 7, 8} and any(w.n % 128 for w in fresh)
+    assert any(1 < w.n != w.n_kv for w in fresh) and {w.d for w in fresh} == {64, 128}
+    assert {w.dtype for w in fresh} == {"fp16", "bf16"}
+    assert {w.causal for w in fresh} == {True, False}
+
+
 def test_the_decoding_template_rule_is_what_the_record_launched() -> None:
     """torch runs flex's split-KV decoding template for a short query at a power-of-two GQA
     ratio (its reduction is a fourth kernel), the main template alone otherwise: the decode
     steps of tests/data/h200-impl-flexrefit7.json at ratios 4 (decoding) and 5, 6, 7."""
-    decodes = [p for p in _points() if p["workload"]["n"] == 1]  # type: ignore[index]
+    refit7 = json.loads((DATA / "h200-impl-flexrefit7.json").read_text())["points"]
+    decodes = [p for p in refit7 if p["impl"] == "flex" and "time_s" in p
+               and p["workload"]["n"] == 1]
     assert len(decodes) == 4
     for p in decodes:
         reduction = any(k["name"].startswith("triton_poi_fused__to_copy_flex_attention")
@@ -123,7 +154,7 @@ def test_the_decoding_template_and_d256_stay_on_the_roofline() -> None:
 
 
 def test_the_shipped_forward_is_the_fit_of_the_seen_records() -> None:
-    """measured.impls.flex.forward is calibrate/flex_fit.py's fit (benchmarks/flex8_fit.py):
+    """measured.impls.flex.forward is calibrate/flex_fit.py's fit (benchmarks/flex9_fit.py):
     no neighbour on its grids fits the seen kernel times better, and the time per call is the
     records' median gap between a kernel-bound call and its kernels."""
     from iosim.calibrate.flex_fit import (
@@ -139,7 +170,7 @@ def test_the_shipped_forward_is_the_fit_of_the_seen_records() -> None:
     assert fitted.forward["causal_loops"] == CAUSAL_LOOPS
     assert call_gap_s(_points()) == pytest.approx(fitted.call_overhead_s, rel=1e-3)
     points = kernel_points(_points(), FLEX)
-    assert len(points) == 35
+    assert len(points) == 49
     inputs = [(p, *_launch_inputs(H200, FLEX, p.workload),
                roofs_for(H200, p.workload.dtype, "measured")) for p in points]
 
@@ -147,12 +178,13 @@ def test_the_shipped_forward_is_the_fit_of_the_seen_records() -> None:
         return sum(abs(math.log(predicted_kernel_s(
             p.workload, k, t, H200, trial[f"efficiency_d{p.workload.d}"],
             trial["program_overhead_s"], r.matmul_flops_per_s, r.vector_flops_per_s,
-            trial[f"unaligned_d{p.workload.d}"]) / p.kernel_s)) for p, k, t, r in inputs)
+            trial[f"unaligned_d{p.workload.d}"], trial["lone_share"]) / p.kernel_s))
+            for p, k, t, r in inputs)
 
     shipped = {k: v for k, v in fitted.forward.items() if k != "causal_loops"}
     best = loss(shipped)
     steps = {"program_overhead_s": 0.25e-6, "unaligned_d64": 0.01, "unaligned_d128": 0.01,
-             "efficiency_d64": 0.005, "efficiency_d128": 0.005}
+             "efficiency_d64": 0.005, "efficiency_d128": 0.005, "lone_share": 0.01}
     for name, step in steps.items():
         for sign in (1, -1):
             assert best <= loss({**shipped, name: shipped[name] + sign * step}) + 1e-9, name
@@ -204,3 +236,20 @@ def test_the_fresh_judgement_is_the_record_s() -> None:
     new = median(abs(r["new_s"] / r["call_s"] - 1) for r in rows)
     old = median(abs(r["old_s"] / r["call_s"] - 1) for r in rows)
     assert round(new, 3) == 0.072 and round(old, 3) == 0.150
+
+
+def test_the_round_9_judgement_is_the_record_s() -> None:
+    """docs/implementations.md's round-9 judgement (benchmarks/flex9_judge.py on
+    tests/data/h200-impl-flexfresh9.json, measured at tag flex9-frozen): the calls' median
+    error 24.2 % with the lone-program rule, 33.9 % with round 8's profile, on the same 12
+    points; the kernels' 13.5 % and 19.2 %."""
+    from statistics import median
+
+    from benchmarks.flex9_judge import judge
+
+    rows = judge(json.loads((DATA / "h200-impl-flexfresh9.json").read_text())["points"])
+    assert len(rows) == 12
+    for key, call, kernel in (("new", 0.242, 0.135), ("old", 0.339, 0.192)):
+        assert round(median(abs(r[f"{key}_s"] / r["call_s"] - 1) for r in rows), 3) == call
+        assert round(median(abs(r[f"{key}_kernel_s"] / r["kernel_s"] - 1) for r in rows),
+                     3) == kernel

@@ -19,7 +19,9 @@ template with one query row padded to 128). What the overhead stands for: the pr
 prologue and epilogue (its Q tile, the block mask's counts and indices, O and the
 log-sum-exp written back), a few microseconds; not a per-call floor. Where N or N_kv is not a
 multiple of 128 torch compiles the template without IS_DIVISIBLE (`aligned`) and every step
-checks its bounds: its time is scaled by the fitted `unaligned_dN`.
+checks its bounds: its time is scaled by the fitted `unaligned_dN`. Where the tiling puts
+more than one program on an SM (d 64: two), a program its SM was given alone at launch runs at the
+fitted `lone_share` of the SM's rate, not at half of it (estimates/sm_sharing.py; round 9).
 
 Where it does not apply (the roofline as before): a head dim the fit has no efficiency for,
 and the queries torch hands to its split-KV decoding template instead (`runs_decoding_kernel`).
@@ -86,7 +88,7 @@ def forward_schedule(impl: Implementation, hardware: Hardware, tiling: Tiling | 
     return BackwardSchedule(efficiency, fitted.forward["program_overhead_s"],
                             {workload.d: tiling.programs_per_sm}, fitted.forward_source,
                             causal_loops=int(fitted.forward.get("causal_loops", 1)),
-                            step_scale=scale)
+                            step_scale=scale, lone_share=fitted.forward.get("lone_share"))
 
 
 def impl_forward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
@@ -115,4 +117,6 @@ def forward_schedule_note(impl: Implementation, hardware: Hardware) -> str | Non
             f"(efficiency {by_dim}; {f['program_overhead_s'] * 1e6:g} µs per program and "
             f"key loop, {int(f.get('causal_loops', 1))} loops in a causal program"
             + (f"; steps {unaligned} where N or N_kv is not a multiple of {ALIGNMENT}"
-               if unaligned else "") + "; analysis/impl_forward.py)")
+               if unaligned else "")
+            + (f"; a program given its SM alone at launch at {f['lone_share']:g} of its rate"
+               if "lone_share" in f else "") + "; analysis/impl_forward.py)")

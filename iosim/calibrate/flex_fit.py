@@ -30,7 +30,7 @@ import numpy as np
 from iosim.algorithms import ALGORITHMS
 from iosim.analysis.impl_forward import aligned, runs_decoding_kernel
 from iosim.analysis.impl_kernels import head_dim_bucket
-from iosim.estimates.occupancy import makespan
+from iosim.estimates.list_schedule import launch_makespan
 from iosim.estimates.schedule import scheduled_launch
 from iosim.inputs.hardware import BackwardSchedule, Hardware, ImplCalibration
 from iosim.inputs.impl_calibration import with_impl_calibration
@@ -44,6 +44,7 @@ GRIDS = {
     "efficiency": np.round(np.arange(0.20, 1.201, 0.005), 3),
     "unaligned": np.round(np.arange(0.80, 2.501, 0.01), 3),
     "program_overhead_s": np.round(np.arange(0.0, 30.01e-6, 0.25e-6), 10),
+    "lone_share": np.round(np.arange(0.50, 1.0001, 0.01), 3),
 }
 CALL_GRIDS = {"host_floor_s": np.arange(0.0, 300.1e-6, 1e-6)}
 
@@ -107,21 +108,25 @@ def _launch_inputs(hardware: Hardware, impl: Implementation, w: Workload) -> tup
 
 def predicted_kernel_s(w: Workload, kernel: Any, tiling: Any, hardware: Hardware,
                        efficiency: float, overhead_s: float, matmul: float,
-                       vector: float, unaligned: float = 1.0) -> float:
+                       vector: float, unaligned: float = 1.0,
+                       lone_share: float | None = None) -> float:
     """The schedule's makespan of the workload's template kernel (compute only); `unaligned`
-    scales its steps where N or N_kv is not a multiple of 128 (impl_forward.py:aligned)."""
+    scales its steps where N or N_kv is not a multiple of 128 (impl_forward.py:aligned);
+    `lone_share`: a lone program's share of its SM (estimates/sm_sharing.py; None: off)."""
     schedule = BackwardSchedule(efficiency, overhead_s, {w.d: tiling.programs_per_sm},
                                 causal_loops=CAUSAL_LOOPS,
-                                step_scale=1.0 if aligned(w) else unaligned)
+                                step_scale=1.0 if aligned(w) else unaligned,
+                                lone_share=lone_share)
     assert hardware.sm_count is not None
     launch = scheduled_launch(kernel, w, tiling, schedule, sm_count=hardware.sm_count,
                               matmul_peak=matmul, vector_peak=vector)
-    return makespan(list(launch.lengths) * launch.repeats, launch.slots)
+    return launch_makespan(launch)
 
 
 def fit_schedule(points: list[KernelPoint], hardware: Hardware, impl: Implementation, *,
-                 sweeps: int = 10) -> dict[str, float]:
-    """Step 1 (the module docstring): `efficiency_dN` per bucket present, `program_overhead_s`."""
+                 sweeps: int = 10, lone_share: bool = False) -> dict[str, float]:
+    """Step 1 (the module docstring): `efficiency_dN` per bucket present, `program_overhead_s`,
+    and with `lone_share` a lone program's share of its SM (estimates/sm_sharing.py)."""
     from iosim.estimates.roofline import roofs_for
 
     inputs = []
@@ -132,13 +137,15 @@ def fit_schedule(points: list[KernelPoint], hardware: Hardware, impl: Implementa
     buckets = sorted({head_dim_bucket(p.workload.d) for p in points})
     unaligned = sorted({head_dim_bucket(p.workload.d) for p in points if not aligned(p.workload)})
     params = {**{f"efficiency_d{b}": 0.6 for b in buckets},
-              **{f"unaligned_d{b}": 1.0 for b in unaligned}, "program_overhead_s": 5e-6}
+              **{f"unaligned_d{b}": 1.0 for b in unaligned}, "program_overhead_s": 5e-6,
+              **({"lone_share": 0.5} if lone_share else {})}
 
     def loss(trial: dict[str, float]) -> float:
         return sum(abs(math.log(predicted_kernel_s(
             p.workload, k, t, hardware, trial[f"efficiency_d{head_dim_bucket(p.workload.d)}"],
             trial["program_overhead_s"], mm, vec,
-            trial.get(f"unaligned_d{head_dim_bucket(p.workload.d)}", 1.0)) / p.kernel_s))
+            trial.get(f"unaligned_d{head_dim_bucket(p.workload.d)}", 1.0),
+            trial.get("lone_share")) / p.kernel_s))
             for p, k, t, mm, vec in inputs)
 
     for _ in range(sweeps):  # until no parameter moves (a coordinate-wise optimum)

@@ -42,6 +42,23 @@ class RepeatedLaunch(Record):
     lengths: tuple[float, ...]
     repeats: int
     slots: int
+    per_sm: int = 1
+    lone_share: float | None = None
+    """Where set, an SM's programs share its rate (estimates/sm_sharing.py): the launch is
+    scheduled by shared_makespan, point by point, not by the slot schedule above."""
+
+
+def launch_makespan(launch: RepeatedLaunch) -> float:
+    """One launch's schedule: occupancy.makespan, or sm_sharing.shared_makespan where its SMs'
+    programs share their rate (`lone_share`)."""
+    from iosim.estimates.occupancy import makespan
+    from iosim.estimates.sm_sharing import shared_makespan
+
+    lengths = list(launch.lengths) * launch.repeats
+    if launch.lone_share is None:
+        return makespan(lengths, launch.slots)
+    return shared_makespan(lengths, launch.slots // launch.per_sm, launch.per_sm,
+                           launch.lone_share)
 
 
 def repeated_makespans(launches: Sequence[RepeatedLaunch]) -> np.ndarray:
@@ -50,7 +67,9 @@ def repeated_makespans(launches: Sequence[RepeatedLaunch]) -> np.ndarray:
     wanted: dict[tuple[tuple[float, ...], int], dict[int, list[int]]] = {}
     for at, launch in enumerate(launches):
         programs = len(launch.lengths) * launch.repeats
-        if programs <= launch.slots:
+        if launch.lone_share is not None:
+            out[at] = launch_makespan(launch)
+        elif programs <= launch.slots:
             out[at] = max(launch.lengths, default=0.0) if launch.repeats > 0 else 0.0
         elif min(launch.lengths) == max(launch.lengths):
             out[at] = -(-programs // launch.slots) * launch.lengths[0]
@@ -120,4 +139,4 @@ def _run_all(runs: list[tuple[tuple[tuple[float, ...], int], dict[int, list[int]
     return results
 
 
-__all__ = ["RepeatedLaunch", "repeated_makespans"]
+__all__ = ["RepeatedLaunch", "launch_makespan", "repeated_makespans"]

@@ -23,6 +23,8 @@ shared by the programs an SM holds, the same makespan in full waves), 6 of the 8
 whose prediction moves get worse (fp16 N 5000 d 64 causal −2.7 % → −7.9 %; the grid below one
 wave, N 1024 × 8 heads, −55 % → −77 %: the backward's lone programs run slower, not faster, than
 these slots say) and one better (N 2048 causal +29 % → +17 %); docs/calibration-l2.md.
+FlexAttention's d 64 forward is the other way round: with `lone_share` set, an SM's programs
+share its rate (estimates/sm_sharing.py) and a lone one runs faster than its slot.
 """
 
 from __future__ import annotations
@@ -32,8 +34,7 @@ from bisect import bisect_right
 from iosim.algorithms.blocks import cdiv, visited_kv_blocks
 from iosim.algorithms.closedform import kernel_blocks
 from iosim.algorithms.loopnest import Kernel
-from iosim.estimates.list_schedule import RepeatedLaunch
-from iosim.estimates.occupancy import makespan
+from iosim.estimates.list_schedule import RepeatedLaunch, launch_makespan
 from iosim.inputs.hardware import BackwardSchedule
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -68,7 +69,10 @@ def scheduled_launch(kernel: Kernel, workload: Workload, tiling: Tiling | None,
     overhead = schedule.program_overhead_s * loops
     lengths = [s * step_s / schedule.efficiency + overhead
                for s in program_steps(kernel, workload, tiling)]
-    return RepeatedLaunch(tuple(lengths), workload.batch * workload.heads, slots)
+    per_sm = schedule.per_sm(workload.d)
+    sharing = schedule.lone_share if per_sm > 1 else None
+    return RepeatedLaunch(tuple(lengths), workload.batch * workload.heads, slots, per_sm,
+                          sharing)
 
 
 def scheduled_compute_s(kernel: Kernel, workload: Workload, tiling: Tiling | None,
@@ -79,4 +83,4 @@ def scheduled_compute_s(kernel: Kernel, workload: Workload, tiling: Tiling | Non
     list_schedule.repeated_makespans, which gives the same doubles."""
     launch = scheduled_launch(kernel, workload, tiling, schedule, sm_count=sm_count,
                               matmul_peak=matmul_peak, vector_peak=vector_peak)
-    return makespan(list(launch.lengths) * launch.repeats, launch.slots)
+    return launch_makespan(launch)

@@ -34,6 +34,10 @@ class BackwardSchedule(Record):
     step_scale: float = 1.0
     """The factor on every inner step's time: FlexAttention's bounds-checked steps where N or
     N_kv is not a multiple of 128 (analysis/impl_forward.py); 1 elsewhere."""
+    lone_share: float | None = None
+    """The share of its SM's rate a program reaches with the SM to itself, where an SM holds
+    more than one program (estimates/sm_sharing.py); None: every program at its slot's rate
+    (the backward, whose lone programs run no faster: schedule.py)."""
 
     def per_sm(self, d: int) -> int:
         """Programs per SM of the backward kernels at head dim `d`."""
