@@ -46,6 +46,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH6,
     FRESH7,
     FRESH8,
+    FRESH9,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -417,6 +418,10 @@ def main(argv: list[str]) -> int:
                 from iosim.calibrate import fresh8_bwd
 
                 text += "\n" + fresh8_bwd.report(load([FRESH8])[0], hw)
+            if FRESH9.exists():
+                from iosim.calibrate import fresh9_bwd
+
+                text += "\n" + fresh9_bwd.report(load([FRESH9])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
