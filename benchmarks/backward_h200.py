@@ -10,6 +10,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh6         # bwd5's rules frozen, a sixth set
     python3 benchmarks/backward_h200.py OUTDIR --fresh7         # bwd7's rules frozen, a seventh set
     python3 benchmarks/backward_h200.py OUTDIR --fresh8         # bwd8's out-of-place rule: eager, SDPA
+    python3 benchmarks/backward_h200.py OUTDIR --fresh9 --no-ncu  # bwd9: eager host floor, time only
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -347,6 +348,29 @@ def fresh8_grid() -> list[tuple[Any, bool, str]]:
     )]
 
 
+def fresh9_grid() -> list[tuple[Any, bool, str]]:
+    """The ninth fresh set (bwd9, 2026-12-02): eager's (and SDPA's) backward, timed only (no
+    ncu: `--no-ncu`), committed before the run with eager's host floor frozen at `bwd9-frozen`
+    (iosim/calibrate/eager_host_floor.py), none equal to a point of any earlier record or grid
+    (tests/test_fresh9_backward.py). Nine points whose kernels take 0.15-0.46 ms by the frozen
+    model (under the floor's 0.40-0.57 ms: the floor decides them) and four of 1.1-2.8 ms
+    (where it must not); N none a power of two (800-4,500), batch·heads 1 to 24, d 64/128,
+    causal and not, fp16/bf16, GQA (groups of 2)."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    return [(p, True, "s") for p in (
+        # kernels of 0.15-0.46 ms: host-bound if the floor is right
+        Pt(1400, 64, 1, 6, 6, False), Pt(1150, 128, 2, 4, 4, True, "bf16"),
+        Pt(2100, 64, 1, 4, 2, False, "bf16"), Pt(800, 128, 3, 8, 8, False),
+        Pt(1700, 64, 1, 8, 4, True), Pt(2400, 128, 1, 3, 3, True),
+        Pt(1350, 128, 1, 12, 6, False, "bf16"), Pt(2700, 64, 1, 2, 2, False),
+        Pt(1250, 128, 1, 1, 1, True),
+        # kernels of 1.1-2.8 ms: GPU-bound, the floor must not touch them
+        Pt(3600, 128, 1, 8, 8, True, "bf16"), Pt(4500, 64, 2, 6, 3, False),
+        Pt(2900, 128, 2, 12, 12, True), Pt(3900, 64, 1, 10, 10, False, "bf16"),
+    )]
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -420,13 +444,16 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     started = time.time()
     failed: list[str] = []
     second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
-    sixth, seventh, eighth = args.fresh6, args.fresh7, args.fresh8
-    name = ("backward-h200-fresh8.json" if eighth else "backward-h200-fresh7.json" if seventh
+    sixth, seventh, eighth, ninth = args.fresh6, args.fresh7, args.fresh8, args.fresh9
+    name = ("backward-h200-fresh9.json" if ninth
+            else "backward-h200-fresh8.json" if eighth else "backward-h200-fresh7.json" if seventh
             else "backward-h200-fresh6.json" if sixth
             else "backward-h200-fresh5.json" if fifth else "backward-h200-fresh4.json" if fourth
             else "backward-h200-fresh3.json" if third
             else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
+        "bwd9's eager host floor frozen at bwd9-frozen: eager's and SDPA's backward timed on a "
+        "ninth fresh set" if ninth else
         "bwd8's rules frozen at bwd8-frozen (eager's mask and scale backward out of place), "
         "SDPA's and eager's backward kernels on an eighth fresh set" if eighth else
         "bwd7's rules frozen at bwd7-frozen, every backward kernel on a seventh fresh set"
@@ -439,10 +466,12 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(8 if eighth else 7 if seventh else 6 if sixth else 5 if fifth else 4 if fourth
-                      else 3 if third else 2 if second else 1)
+    torch.manual_seed(9 if ninth else 8 if eighth else 7 if seventh else 6 if sixth
+                      else 5 if fifth else 4 if fourth else 3 if third else 2 if second else 1)
     triton_points: list[Any] = []
-    if eighth:
+    if ninth:
+        torch_points, flash1 = fresh9_grid(), []
+    elif eighth:
         torch_points, flash1 = fresh8_grid(), []
     elif seventh:
         torch_points, flash1, triton_points = fresh7_grid()
@@ -500,7 +529,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     log(f"timed in {time.time() - started:.0f} s")
     if not args.no_ncu:
         spec = torch_spec(torch_points)
-        if seventh or eighth:  # the protocol alone (evict, evict), twice: its own residue in this run
+        if seventh or eighth or ninth:  # the protocol alone (evict, evict), twice: its residue
             spec = [{"id": "null", "what": "null"}, *spec, {"id": "null2", "what": "null"}]
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
@@ -556,6 +585,9 @@ def main(argv: list[str]) -> int:
                     help="bwd7's rules, frozen, on a seventh fresh set (fresh7_grid)")
     ap.add_argument("--fresh8", action="store_true",
                     help="bwd8's out-of-place rule, frozen: SDPA and eager on fresh8_grid")
+    ap.add_argument("--fresh9", action="store_true",
+                    help="bwd9's eager host floor, frozen: eager and SDPA timed on fresh9_grid "
+                         "(with --no-ncu)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -574,7 +606,7 @@ def main(argv: list[str]) -> int:
     if args.torch_only:
         return torch_only(args, argv, out)
     if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5 \
-            or args.fresh6 or args.fresh7 or args.fresh8:
+            or args.fresh6 or args.fresh7 or args.fresh8 or args.fresh9:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

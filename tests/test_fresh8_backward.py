@@ -21,12 +21,14 @@ L2_BYTES = 60 * 2**20
 """The H200's L2 (configs/gpus/h200.yaml)."""
 
 
-def _earlier_ids() -> set[str]:
+def _earlier_ids(own: str = "backward-h200-fresh8.json", later: tuple[str, ...] = (
+        "backward-h200-fresh9.json",)) -> set[str]:
     """Every point of every earlier backward record and of every earlier grid (measured or
-    not), by its id (dtype/N/[N_kv/]d/batch·heads·kv/mask)."""
+    not), by its id (dtype/N/[N_kv/]d/batch·heads·kv/mask): all but the set's `own` record
+    and the `later` ones."""
     ids: set[str] = set()
     for path in [*sorted(D.DATA.glob("backward-h200*.json")), D.DATA / "bwd7-probe-h200.json"]:
-        if path.name == "backward-h200-fresh8.json":
+        if path.name == own or path.name in later:
             continue
         record = json.loads(path.read_text())
         if not isinstance(record, dict):  # backward-h200-resources.json: compiled kernels

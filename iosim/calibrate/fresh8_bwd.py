@@ -53,9 +53,11 @@ def eager_times(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, f
     """(point, measured, estimate out of place, estimate in place) of eager's backward."""
     points = [p for p in record["points"] if "eager_s" in p]
     with rules_in_place():
-        before = [F.predict_time(p, "eager", hardware, F.EAGER_TIME) for p in points]
+        before = [F.predict_time(p, "eager", hardware, F.EAGER_TIME, host_floor=False)
+                  for p in points]
     _forget()
-    return [(p["id"], p["eager_s"], F.predict_time(p, "eager", hardware, F.EAGER_TIME), b)
+    return [(p["id"], p["eager_s"],
+             F.predict_time(p, "eager", hardware, F.EAGER_TIME, host_floor=False), b)
             for p, b in zip(points, before, strict=True)]
 
 

@@ -260,13 +260,13 @@ def judged(record: dict[str, Any], hardware: Hardware) -> list[Judged]:
         for p in record["points"]:
             if f"{what}_s" not in p:
                 continue
-            t = F.predict_time(p, what, hardware, tm)
+            t = F.predict_time(p, what, hardware, tm, host_floor=False)
             without = first = None
             if what == "eager" and p.get("gap") == "c":
                 with _aligned():
-                    without = F.predict_time(p, what, hardware, tm)
+                    without = F.predict_time(p, what, hardware, tm, host_floor=False)
                 with _first_rule():
-                    first = F.predict_time(p, what, hardware, tm)
+                    first = F.predict_time(p, what, hardware, tm, host_floor=False)
             rows.append(Judged(p["gap"], p["id"], what, "time", t, p[f"{what}_s"], without,
                                first))
     return rows + flash1_rows(record, hardware)

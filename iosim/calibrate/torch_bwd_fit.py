@@ -34,6 +34,7 @@ from typing import Any
 from iosim.analysis.compare import compare
 from iosim.analysis.impl_kernels import impl_calibration
 from iosim.calibrate import CalibrationError
+from iosim.calibrate import eager_host_floor as HF
 from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate.backward_fit import DIRTY_SHARE, workload_of
 from iosim.calibrate.torch_bwd_dram import (
@@ -45,6 +46,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH6,
     FRESH7,
     FRESH8,
+    FRESH9,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -98,12 +100,15 @@ def _roofs(hardware: Hardware, dtype: str) -> tuple[float, float, float]:
 _SDPA_KERNELS: dict[tuple[Workload, str, float, float], float] = {}
 
 
-def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel) -> float:
+def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel, *,
+                 host_floor: bool = True) -> float:
     """The backward's time. sdpa: `iosim compare --impl sdpa-flash --pass bwd --profile
     measured` itself, with `tm` as its backward calibration (the main kernel scheduled program
     by program, the others at the DRAM estimate over the measured bandwidth and the profile's
     memory efficiency). eager (this report only, not in compare): each kernel at max(its DRAM
-    estimate over the bandwidth, its compute), plus a fixed time per kernel."""
+    estimate over the bandwidth, its compute), plus a fixed time per kernel; then, with
+    `host_floor` (bwd9), no less than autograd's host dispatch of its launches
+    (eager_host_floor.py). `fit_time` fits `tm` without the floor, as EAGER_TIME was."""
     w = workload_of(p)
     if what == "sdpa":
         key = (w, hardware.path, tm.efficiency, tm.overhead_s)
@@ -121,7 +126,8 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
     assert a.dram is not None and hardware.sm_count is not None
     bandwidth, matmul_peak, vector = _roofs(hardware, p["dtype"])
     total = tm.call_s
-    for kernel, est in zip(launched(w, what, a), a.kernels, strict=True):
+    kernels = launched(w, what, a)
+    for kernel, est in zip(kernels, a.kernels, strict=True):
         memory = a.dram.of_kernel(kernel.name).bytes / bandwidth
         unaligned = U.unaligned_class(w.n_kv)
         if kernel.kind == "matmul" and unaligned is not None and U.FALLBACK_MODEL == "bytes":
@@ -136,6 +142,8 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
                 rate = U.SOFTMAX_UNALIGNED_EFFICIENCY
             total += max(memory / rate, est.elementwise_flops / vector)
         total += tm.overhead_s
+    if host_floor:
+        return HF.floored(total, [k.name for k in kernels])
     return total
 
 
@@ -204,7 +212,7 @@ def fit_loss(records: list[dict[str, Any]], what: str, hardware: Hardware,
     fit = [p for p, split in timed(records, what) if split == "fit"]
     if not fit:
         raise CalibrationError(f"no {what} points marked fit in the records")
-    return float(sum(((predict_time(p, what, hardware, tm) - p[f"{what}_s"])
+    return float(sum(((predict_time(p, what, hardware, tm, host_floor=False) - p[f"{what}_s"])
                       / p[f"{what}_s"]) ** 2 for p in fit))
 
 
@@ -410,6 +418,10 @@ def main(argv: list[str]) -> int:
                 from iosim.calibrate import fresh8_bwd
 
                 text += "\n" + fresh8_bwd.report(load([FRESH8])[0], hw)
+            if FRESH9.exists():
+                from iosim.calibrate import fresh9_bwd
+
+                text += "\n" + fresh9_bwd.report(load([FRESH9])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
