@@ -132,6 +132,8 @@ class SweepResult(Record, eq=False):
         the name columns (NAME_COLUMNS) come as intp codes into the values that `coded` then
         holds under their names: a writer handles each distinct name once.
         """
+        start, max_points, algorithms = self._checked_columns_arguments(start, max_points,
+                                                                        algorithms)
         cut = slice(start, None if max_points is None else start + max_points)
         # every array cut to the chosen points first: a chunk costs its own size, not the grid's
         picked = [self.algorithm(a) for a in algorithms] if algorithms else list(self.algorithms)
@@ -183,6 +185,29 @@ class SweepResult(Record, eq=False):
             [base.hbm_bytes / a.hbm_bytes for a in chosen])
         cols["speedup_vs_standard"] = interleave([base.time_s / a.time_s for a in chosen])
         return cols
+
+    def _checked_columns_arguments(self, start: object, max_points: object,
+                                   algorithms: object) -> tuple[int, int | None, list[str]]:
+        """columns()'s arguments as it slices with them: a negative start or count sliced from
+        the end (a silently wrong table), a float or text was a TypeError, an algorithm not swept
+        a KeyError, and one name given as a string was read letter by letter."""
+        from iosim.errors import IosimError, arg
+        from iosim.inputs.limits import check_choice, check_int, excerpt
+
+        start = check_int("start", start, low=0, high=2**63 - 1)
+        if start > self.points:
+            raise IosimError(f"{arg('start', start)} is past the sweep's {self.points:,} points; "
+                             f"use 0 … {self.points:,}")
+        if max_points is not None:
+            max_points = check_int("max_points", max_points, low=0, high=2**63 - 1)
+        swept = tuple(a.name for a in self.algorithms)
+        if algorithms is None:
+            return start, max_points, []
+        if isinstance(algorithms, str) or not isinstance(algorithms, (list, tuple)):
+            raise IosimError(f"{arg('algorithms')} must be a list of swept algorithm names "
+                             f"(e.g. [{swept[0]!r}]), got {excerpt(algorithms)}")
+        return start, max_points, [check_choice("algorithms", a, swept, what="swept algorithm")
+                                   for a in algorithms]
 
     def describe_fixed(self) -> list[str]:
         """'axis value' of the axes that do not vary, for headers and titles."""
