@@ -32,6 +32,7 @@ from iosim.estimates.alg4_time import alg4_kernel, alg4_note
 from iosim.estimates.footprint import footprint, kept_for_backward
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
+from iosim.estimates.launch_floor import triton_backward_floor
 from iosim.estimates.mla_prefill_time import (
     mla_prefill_kernel,
     mla_prefill_note,
@@ -250,7 +251,10 @@ def compare(
             footprint(kernels, w, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
             convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_,
-            call_overhead(impl_, hw, profile, w.pass_), host_floor(impl_, hw, profile, w))
+            call_overhead(impl_, hw, profile, w.pass_),
+            triton_backward_floor([(e.name, e.time_s) for e in kernel_estimates])
+            if impl_ is None and algorithm.name == "triton" and triton_scheduled[-1]
+            and w.pass_ == "bwd" else host_floor(impl_, hw, profile, w))
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)

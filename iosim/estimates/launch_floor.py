@@ -62,6 +62,20 @@ def launched_time(kernels: Sequence[tuple[float, int]], *, host_scale: float = 1
     report's sensitivity). The kernels' own time where the GPU is the slower (their fitted
     times already hold what little launch wait a GPU-bound backward sees), else the host's:
     the last kernel cannot start before its launch (the module docstring)."""
+    return max(host_floor_s(kernels, host_scale=host_scale), sum(gpu for gpu, _ in kernels))
+
+
+def host_floor_s(kernels: Sequence[tuple[float, int]], *, host_scale: float = 1.0) -> float:
+    """The host's side of launched_time: when do_bench's clock can stop at the earliest, the
+    last kernel's launch (the wrapper and every launch, less what hides behind the flush) plus
+    its own GPU time. compare's call time for iosim's Triton backward (analysis/compare.py)."""
     host = WRAPPER_S + sum(launch_s(tensors) for _, tensors in kernels)
-    floor = host_scale * (host - HEAD_START_S) + (kernels[-1][0] if kernels else 0.0)
-    return max(floor, sum(gpu for gpu, _ in kernels))
+    return host_scale * (host - HEAD_START_S) + (kernels[-1][0] if kernels else 0.0)
+
+
+def triton_backward_floor(kernels: Sequence[tuple[str, float]]) -> float:
+    """host_floor_s of iosim's Triton backward from its kernels' (name, GPU seconds) in launch
+    order (TRITON_BWD_TENSORS names their arguments); 0 where a kernel is not one of its own."""
+    if not kernels or any(name not in TRITON_BWD_TENSORS for name, _ in kernels):
+        return 0.0
+    return host_floor_s([(gpu, TRITON_BWD_TENSORS[name]) for name, gpu in kernels])

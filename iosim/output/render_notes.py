@@ -214,16 +214,18 @@ def footer_text(c: Comparison) -> str:
 def call_lines(c: Comparison) -> list[str]:
     """One call as do_bench times it, where an implementation's calibration says it differs from
     the kernels' time the tables print: the time per call beyond the kernels, and the host-bound
-    floor when the host dispatches slower than the GPU runs (analysis/comparison.py call_time_s,
-    the figure `iosim measure` and the validation judge)."""
+    floor when the host dispatches slower than the GPU runs (an implementation's fitted floor;
+    the launcher floor of iosim's Triton backward, estimates/launch_floor.py), as
+    analysis/comparison.py call_time_s: the figure `iosim measure` and the validation judge."""
     lines = []
     for a in c.algorithms:
         if a.call_time_s == a.time_s:
             continue
-        kernels = f"kernels {fmt_time(a.time_s)} + {fmt_time(a.call_overhead_s)} per call"
+        kernels = f"kernels {fmt_time(a.time_s)}" + (
+            f" + {fmt_time(a.call_overhead_s)} per call" if a.call_overhead_s else "")
         if a.host_floor_s > a.time_s + a.call_overhead_s:
             lines.append(f"One {a.name} call as do_bench times it: {fmt_time(a.call_time_s)}, "
-                         f"its fitted host-bound floor ({kernels}): the GPU waits for the host")
+                         f"its host-bound floor ({kernels}): the GPU waits for the host")
         else:
             lines.append(f"One {a.name} call as do_bench times it: {fmt_time(a.call_time_s)} "
                          f"({kernels})")
