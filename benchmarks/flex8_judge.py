@@ -33,35 +33,61 @@ SHIPPED = {"call_overhead_s": 5.0e-06, "host_floor_s": 0.000181}
 changed it (its `forward` entry is new)."""
 
 
-def shipped(hardware: Hardware) -> Hardware:
-    """The profile before round 8 (SHIPPED; no forward schedule)."""
+def with_profile(hardware: Hardware, profile: dict[str, Any]) -> Hardware:
+    """The flex entry with this forward schedule (none: {}, and then no schedule's source) and
+    call terms, everything else kept."""
     assert hardware.measured is not None
     entry = hardware.measured.impls["flex"]
-    old = replace(entry, forward={}, forward_source="",
-                  call_overhead_s=SHIPPED["call_overhead_s"],
-                  terms={**entry.terms, "host_floor_s": SHIPPED["host_floor_s"]})
-    return with_impl_calibration(hardware, "flex", old)
+    unscheduled = {} if profile["forward"] else {"forward_source": ""}
+    new = replace(entry, forward=dict(profile["forward"]), **unscheduled,
+                  call_overhead_s=profile["call_overhead_s"],
+                  terms={**entry.terms, "host_floor_s": profile["host_floor_s"]})
+    return with_impl_calibration(hardware, "flex", new)
 
 
-def judge(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Every timed flex point: its shape, measured call and kernel, and both profiles'."""
-    from benchmarks.flex9_judge import round8
+def shipped(hardware: Hardware) -> Hardware:
+    """The profile before round 8 (SHIPPED; no forward schedule)."""
+    return with_profile(hardware, {"forward": {}, **SHIPPED})
 
-    schedule = round8(resolve_hardware("h200").hardware)  # round 9 changed the YAML
-    before = shipped(schedule)
+
+def rows_of(points: list[dict[str, Any]], new_hw: Hardware,
+            old_hw: Hardware) -> list[dict[str, Any]]:
+    """Every timed flex point: its shape, measured call and kernel, and the call and kernel
+    time each profile predicts (`new_hw`'s and `old_hw`'s)."""
     impl = get_implementation("flex")
     rows = []
     for p in points:
         if p.get("impl") != "flex" or "time_s" not in p:
             continue
         w = Workload(**p["workload"])
-        new = compare(w, schedule, impl=impl, profile="measured").algorithms[-1]
-        old = compare(w, before, impl=impl, profile="measured").algorithms[-1]
+        new = compare(w, new_hw, impl=impl, profile="measured").algorithms[-1]
+        old = compare(w, old_hw, impl=impl, profile="measured").algorithms[-1]
         rows.append({"index": p["index"], "workload": w, "call_s": p["time_s"],
-                     "kernel_s": template_time(p), "kernels": len(p.get("kernels", ())),
+                     "kernel_s": template_time(p), "timed_by": new.kernels[0].timed_by,
                      "new_s": new.call_time_s, "new_kernel_s": sum(k.time_s for k in new.kernels),
-                     "timed_by": new.kernels[0].timed_by, "old_s": old.call_time_s})
+                     "old_s": old.call_time_s, "old_kernel_s": sum(k.time_s for k in old.kernels)})
     return rows
+
+
+def judge(points: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """Every timed flex point with round 8's schedule (new) and the profile before it (old)."""
+    from benchmarks.flex9_judge import round8
+
+    schedule = round8(resolve_hardware("h200").hardware)  # round 9 changed the YAML
+    return rows_of(points, schedule, shipped(schedule))
+
+
+def write_report(record: dict[str, Any], lines: list[str], title: str, script: str) -> None:
+    """Print the judgement and, given OUT.md (argv[2]), write it under a head naming the record,
+    its run and the command that judged it."""
+    print("\n".join(lines))
+    if len(sys.argv) > 2:
+        head = [f"# flex on the H200, {title}: {record.get('set', '?')}", "",
+                f"Record: {sys.argv[1]} ({record['device'].get('name')}, torch "
+                f"{record['device'].get('torch')}; `{record.get('command')}`). Judged by "
+                f"`python benchmarks/{script} {sys.argv[1]} {sys.argv[2]}`, nothing "
+                "fitted on it.", ""]
+        Path(sys.argv[2]).write_text("\n".join(head + lines) + "\n", encoding="utf-8")
 
 
 def shape(w: Workload) -> str:
@@ -93,15 +119,7 @@ def table(rows: list[dict[str, Any]]) -> list[str]:
 
 def main() -> None:
     record = json.loads(Path(sys.argv[1]).read_text())
-    lines = table(judge(record["points"]))
-    print("\n".join(lines))
-    if len(sys.argv) > 2:
-        head = [f"# flex on the H200, round 8: {record.get('set', '?')}", "",
-                f"Record: {sys.argv[1]} ({record['device'].get('name')}, torch "
-                f"{record['device'].get('torch')}; `{record.get('command')}`). Judged by "
-                f"`python benchmarks/flex8_judge.py {sys.argv[1]} {sys.argv[2]}`, nothing "
-                "fitted on it.", ""]
-        Path(sys.argv[2]).write_text("\n".join(head + lines) + "\n", encoding="utf-8")
+    write_report(record, table(judge(record["points"])), "round 8", "flex8_judge.py")
 
 
 if __name__ == "__main__":

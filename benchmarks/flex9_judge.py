@@ -22,14 +22,9 @@ from pathlib import Path
 from statistics import median
 from typing import Any
 
-from iosim.analysis.compare import compare
-from iosim.calibrate.flex_fit import template_time
+from benchmarks.flex8_judge import rows_of, shape, with_profile, write_report
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
-from iosim.inputs.impl_calibration import with_impl_calibration
-from iosim.inputs.implementations_yaml import get_implementation
-from iosim.inputs.workload import Workload
-from iosim.record import replace
 
 ROUND8 = {"forward": {"efficiency_d64": 0.96, "efficiency_d128": 0.85, "unaligned_d64": 1.65,
                       "unaligned_d128": 1.08, "program_overhead_s": 4.5e-06,
@@ -46,16 +41,6 @@ MOMENT = {"forward": {"efficiency_d64": 0.805, "efficiency_d128": 0.85, "unalign
 """`python benchmarks/flex9_fit.py --moment` on the same seen records as the shipped fit."""
 
 
-def with_profile(hardware: Hardware, profile: dict[str, Any]) -> Hardware:
-    """The flex entry with this forward schedule and call terms, everything else kept."""
-    assert hardware.measured is not None
-    entry = hardware.measured.impls["flex"]
-    new = replace(entry, forward=dict(profile["forward"]),
-                  call_overhead_s=profile["call_overhead_s"],
-                  terms={**entry.terms, "host_floor_s": profile["host_floor_s"]})
-    return with_impl_calibration(hardware, "flex", new)
-
-
 def round8(hardware: Hardware) -> Hardware:
     """The profile of round 8 (ROUND8), everything else of the flex entry kept."""
     return with_profile(hardware, ROUND8)
@@ -65,25 +50,7 @@ def judge(points: list[dict[str, Any]], judged: Hardware | None = None) -> list[
     """Every timed flex point: its shape, measured call and kernel, and both rounds' (round 9:
     `judged`, by default the YAML's, frozen at tag flex9-frozen)."""
     new_hw = judged or resolve_hardware("h200").hardware
-    old_hw = round8(new_hw)
-    impl = get_implementation("flex")
-    rows = []
-    for p in points:
-        if p.get("impl") != "flex" or "time_s" not in p:
-            continue
-        w = Workload(**p["workload"])
-        new = compare(w, new_hw, impl=impl, profile="measured").algorithms[-1]
-        old = compare(w, old_hw, impl=impl, profile="measured").algorithms[-1]
-        rows.append({"index": p["index"], "workload": w, "call_s": p["time_s"],
-                     "kernel_s": template_time(p), "timed_by": new.kernels[0].timed_by,
-                     "new_s": new.call_time_s, "new_kernel_s": sum(k.time_s for k in new.kernels),
-                     "old_s": old.call_time_s, "old_kernel_s": sum(k.time_s for k in old.kernels)})
-    return rows
-
-
-def shape(w: Workload) -> str:
-    return (f"{w.batch}×{w.heads}/{w.kv_heads} {w.n}/{w.n_kv} d{w.d} {w.dtype}"
-            f"{' causal' if w.causal else ''}")
+    return rows_of(points, new_hw, round8(new_hw))
 
 
 def _err(pred: float, meas: float | None) -> str:
@@ -122,15 +89,7 @@ def main() -> None:
         judged = with_profile(resolve_hardware("h200").hardware, MOMENT)
     sys.argv = [a for a in sys.argv if a != "--moment"]
     record = json.loads(Path(sys.argv[1]).read_text())
-    lines = table(judge(record["points"], judged))
-    print("\n".join(lines))
-    if len(sys.argv) > 2:
-        head = [f"# flex on the H200, round 9: {record.get('set', '?')}", "",
-                f"Record: {sys.argv[1]} ({record['device'].get('name')}, torch "
-                f"{record['device'].get('torch')}; `{record.get('command')}`). Judged by "
-                f"`python benchmarks/flex9_judge.py {sys.argv[1]} {sys.argv[2]}`, nothing "
-                "fitted on it.", ""]
-        Path(sys.argv[2]).write_text("\n".join(head + lines) + "\n", encoding="utf-8")
+    write_report(record, table(judge(record["points"], judged)), "round 9", "flex9_judge.py")
 
 
 if __name__ == "__main__":
