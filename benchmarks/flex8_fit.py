@@ -43,14 +43,21 @@ def _flex_points(record: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def main() -> None:
-    paths = [a for a in sys.argv[1:] if not a.startswith("--")] or list(SEEN)
+    fit_and_print(SEEN, "flex8_fit.py")
+
+
+def fit_and_print(seen: tuple[str, ...], script: str, **fit_options: Any) -> None:
+    """Fit the schedule (fit_schedule with `fit_options`) and the call terms on the records
+    named on the command line (else `seen`), and print the figures, every point's in-sample
+    errors and each constant's sensitivity; `script` names the command in the source line."""
+    paths = [a for a in sys.argv[1:] if not a.startswith("--")] or list(seen)
     points = [p for path in paths for p in _flex_points(json.loads((ROOT / path).read_text()))]
     hardware = resolve_hardware("h200").hardware
     impl = get_implementation("flex")
     kernels = kernel_points(points, impl)
-    forward = fit_schedule(kernels, hardware, impl)
+    forward = fit_schedule(kernels, hardware, impl, **fit_options)
     names = ", ".join(paths)
-    source = (f"fitted by python benchmarks/flex8_fit.py (calibrate/flex_fit.py) on the main "
+    source = (f"fitted by python benchmarks/{script} (calibrate/flex_fit.py) on the main "
               f"template's device times of {len(kernels)} flex points of {names} (torch "
               f"2.11.0+cu130, each shape compiled alone); causal_loops is the template's")
     scheduled = with_forward(hardware, impl, forward, source)
