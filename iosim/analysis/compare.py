@@ -244,6 +244,12 @@ def compare(
             Occupancy(k.name, k.label, int(kernel_programs(k, dims)), hw.sm_count,
                       kernel_programs_per_sm(k, tiling))
             for k in kernels if k.grid is not None)
+        # the host-bound floor of one call: an implementation's fitted one, or, for iosim's own
+        # Triton backward timed by its measured schedule, the launcher floor it was judged with
+        own_triton_backward = (impl_ is None and algorithm.name == "triton" and w.pass_ == "bwd"
+                               and triton_scheduled[-1])
+        floor = (triton_backward_floor([(e.name, e.time_s) for e in kernel_estimates])
+                 if own_triton_backward else host_floor(impl_, hw, profile, w))
         return AlgorithmEstimate(
             impl_.name if impl_ is not None else algorithm.name,
             f"{impl_.title} — {algorithm.name}'s loop nest" if impl_ is not None
@@ -251,10 +257,7 @@ def compare(
             footprint(kernels, w, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
             convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_,
-            call_overhead(impl_, hw, profile, w.pass_),
-            triton_backward_floor([(e.name, e.time_s) for e in kernel_estimates])
-            if impl_ is None and algorithm.name == "triton" and triton_scheduled[-1]
-            and w.pass_ == "bwd" else host_floor(impl_, hw, profile, w))
+            call_overhead(impl_, hw, profile, w.pass_), floor)
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)
