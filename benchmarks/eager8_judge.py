@@ -17,15 +17,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
+from benchmarks.impl_validation_report import describe
 from iosim.analysis.compare import compare
 from iosim.inputs.workload import Workload
-
-
-def describe(w: dict[str, Any]) -> str:
-    kv = f"/{w['n_kv']}" if w["n_kv"] != w["n"] else ""
-    gqa = f"/{w['kv_heads']}" if w["kv_heads"] != w["heads"] else ""
-    return (f"b{w['batch']} h{w['heads']}{gqa} N{w['n']}{kv} d{w['d']} {w['dtype']}"
-            f"{' causal' if w['causal'] else ''}")
 
 
 def rows(paths: list[Path]) -> list[dict[str, Any]]:
