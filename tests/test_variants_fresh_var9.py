@@ -1,0 +1,111 @@
+"""var9's fresh decoding sets (calibrate/variants_points.py DECODE_FRESH3, CASCADE_FRESH5,
+MLA_FRESH4) are fresh: no shape of them was measured or listed before — not in any section of
+tests/data/h200-variants.json, not among the shared-prefix probes, not in any other point list,
+and (by batch, KV length, heads and KV heads alone) in no JSON or CSV record under tests/data
+or benchmarks/ — and they cover what the brief asks: ≥ 15 points, the four families, batch
+1-64, KV 1k-128k, some beyond the 60 MiB L2."""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+# the point lists import calibrate/variants.py, which imports torch: CI's torch step runs this
+P = pytest.importorskip("iosim.calibrate.variants_points", exc_type=ImportError)
+
+ROOT = Path(__file__).parent.parent
+FRESH = ("DECODE_FRESH3", "CASCADE_FRESH5", "MLA_FRESH4")
+FRESH_SECTIONS = ("decode_fresh3", "cascade_fresh5", "mla_fresh4")
+KEYS = ("kind", "batch", "n_kv", "heads", "kv_heads", "d", "prefix_len", "suffix_lens")
+L2 = 60 * 2**20
+
+
+def shape(p: dict[str, Any]) -> tuple[Any, ...]:
+    return tuple(tuple(v) if isinstance(v, list) else v for v in (p.get(k) for k in KEYS))
+
+
+def loose(p: dict[str, Any]) -> tuple[Any, ...]:
+    """Batch, KV length (a shared prefix's full length), heads, KV heads."""
+    n_kv = p.get("n_kv") or (p.get("prefix_len") or 0) + max(p.get("suffix_lens") or [0])
+    return tuple(int(float(v)) if v not in (None, "") else None
+                 for v in (p.get("batch"), n_kv, p.get("heads"), p.get("kv_heads")))
+
+
+def fresh_points() -> list[dict[str, Any]]:
+    return [p for name in FRESH for p in getattr(P, name)]
+
+
+def _dicts(node: Any) -> Iterator[dict[str, Any]]:
+    if isinstance(node, dict):
+        yield node
+        for v in node.values():
+            yield from _dicts(v)
+    elif isinstance(node, list):
+        for v in node:
+            yield from _dicts(v)
+
+
+def recorded() -> Iterator[dict[str, Any]]:
+    """Every point-like row (a batch and a KV length or prefix) of every JSON and CSV record
+    under tests/data and benchmarks/, but the fresh run's own sections."""
+    for path in sorted((ROOT / "tests" / "data").rglob("*")) + sorted(
+            (ROOT / "benchmarks").rglob("*")):
+        if path.suffix == ".json":
+            data = json.loads(path.read_text())
+            if isinstance(data, dict):
+                data = {k: v for k, v in data.items() if k not in FRESH_SECTIONS}
+            rows: Any = _dicts(data)
+        elif path.suffix == ".csv":
+            rows = csv.DictReader(path.read_text().splitlines())
+        else:
+            continue
+        for row in rows:
+            if "batch" in row and ("n_kv" in row or "prefix_len" in row):
+                yield row
+
+
+def test_var9_fresh_sets_have_no_earlier_shape() -> None:
+    fresh = [shape(p) for p in fresh_points()]
+    assert len(set(fresh)) == len(fresh) >= 15
+    listed = {shape(p) for name in dir(P) if name not in FRESH
+              and isinstance(getattr(P, name), list)
+              for p in getattr(P, name) if isinstance(p, dict) and "kind" in p}
+    assert not set(fresh) & listed
+    seen = set()
+    for row in recorded():
+        try:
+            seen.add(loose(row))
+        except (TypeError, ValueError):  # a row whose fields are not counts (a header, a note)
+            continue
+    assert len(seen) > 100  # the records were read
+    assert not {loose(p) for p in fresh_points()} & seen
+
+
+def test_var9_fresh_sets_cover_the_families_and_reach_beyond_the_l2() -> None:
+    decode, cascade, mla = (getattr(P, name) for name in FRESH)
+    assert {p["kv_heads"] == 1 for p in decode} == {True, False}  # MQA and GQA
+    assert all(p["heads"] > p["kv_heads"] for p in decode)
+    assert {p["batch"] for p in fresh_points()} <= set(range(1, 65))
+    assert min(p["batch"] for p in fresh_points()) == 1
+    assert max(p["batch"] for p in fresh_points()) == 64
+    kv = [loose(p)[1] for p in fresh_points()]
+    assert 1000 <= min(kv) and max(kv) <= 128 * 1024
+    assert any(p["batch"] * p["n_kv"] * p["kv_heads"] * p["d"] * 4 > L2 for p in decode)
+    assert any(p["batch"] * p["n_kv"] * 576 * 2 > L2 for p in mla)
+    assert any(p["prefix_len"] * p["kv_heads"] * p["d"] * 4 > L2 for p in cascade)
+    assert all(p["prefix_len"] % 16 == 0 for p in cascade)  # whole pages of 16
+
+
+@pytest.mark.parametrize(("name", "section"), list(zip(FRESH, FRESH_SECTIONS, strict=True)))
+def test_the_fresh_record_measured_exactly_the_sets_written_before(name: str,
+                                                                   section: str) -> None:
+    record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
+    if section not in record:
+        pytest.skip("the fresh record is not in yet")
+    rows = [{**p, "id": p["id"].removesuffix("-pcontig")} for p in record[section]]
+    assert sorted(shape(p) for p in rows) == sorted(shape(p) for p in getattr(P, name))
