@@ -91,7 +91,8 @@ def print_join(off: list[dict[str, Any]], on: list[dict[str, Any]], rows: bool) 
     for (family, section), pairs in sorted(groups.items(), key=lambda kv: (
             list(FAMILY.values()).index(kv[0][0]), kv[0][1] != "all", kv[0][1])):
         cells = _cells([a["error"] for a, _ in pairs]) + _cells([b["error"] for _, b in pairs])
-        bare = [sum(abs(x["bare_error"]) <= WITHIN for x in side) for side in zip(*pairs)]
+        bare = [sum(abs(x["bare_error"]) <= WITHIN for x, _ in pairs),
+                sum(abs(y["bare_error"]) <= WITHIN for _, y in pairs)]
         name = f"**{family}**" if section == "all" else family
         print(f"| {name} | {section} | {' | '.join(cells)} | {bare[0]} | {bare[1]} |")
     total = [sum(abs(r["error"]) <= WITHIN for r in side) for side in (off, on)]
