@@ -5,6 +5,7 @@ evict-evict segments) added to the predicted side, on every counted decoding poi
 section, with and without it.
 
     python benchmarks/var9_residue_judge.py [RECORD.json ...] --json > X.json   # model checked out
+    python benchmarks/var9_residue_judge.py --json --fresh > X.json  # var9's fresh record only
     python benchmarks/var9_residue_judge.py --join OFF.json ON.json [--rows]    # both, one table
 
 OFF: the launch-order rules switched off (main before var9, PYTHONPATH=that checkout), ON:
@@ -33,6 +34,8 @@ from iosim.calibrate.dirty_ledger import as_counted
 
 RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "h200-variants.json"
 WITHIN = 0.10
+FRESH = ("decode_fresh3", "cascade_fresh5", "mla_fresh4")
+"""var9's fresh sections (calibrate/variants_points.py DECODE_FRESH3, CASCADE_FRESH5, MLA_FRESH4)."""
 FAMILY = {"decode": "split-KV decode", "paged": "paged", "mla": "MLA decode",
           "shared prefix splitkv": "shared-prefix split-KV", "shared prefix cascade": "cascade"}
 
@@ -107,6 +110,8 @@ def main(argv: list[str]) -> int:
         print_join(off, on, "--rows" in argv)
         return 0
     rows = residue_rows(load([a for a in argv if not a.startswith("--")]))
+    if "--fresh" in argv:  # var9's fresh record only (measured at tag var9-frozen)
+        rows = [r for r in rows if r["section"] in FRESH]
     print(json.dumps(rows, indent=1))
     return 0
 
