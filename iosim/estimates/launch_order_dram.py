@@ -51,13 +51,17 @@ The rules are applied in estimates/l2.py dram_estimate with shared_prefix_dram's
 
 from __future__ import annotations
 
+import math
 from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
 
 from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel, tensor_bytes
-from iosim.estimates.l2_cutoff import miss_probability
+from iosim.estimates.l2_cutoff import miss_probabilities, never_miss_bytes, sure_miss_bytes
 from iosim.estimates.l2_model import DramTerm
-from iosim.inputs.ints import cdiv
+from iosim.inputs.ints import both, cdiv, imax, imin, is_array, select
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import Record, replace
@@ -75,11 +79,9 @@ def query_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel],
         return tuple(terms)
     compulsory: dict[tuple[str, str], int] = {}
     for k in kernels:
-        if not k.split:
-            continue
-        for a in k.accesses:
-            if a.op == "read" and a.rows == "q" and not a.per_split and not a.scale:
-                compulsory[(k.name, a.tensor)] = int(tensor_bytes(a, workload))
+        for a, size in zip(k.accesses, query_compulsory(k, workload), strict=True):
+            if size is not None:
+                compulsory[(k.name, a.tensor)] = size
     out = []
     for t in terms:
         size = compulsory.get((t.kernel, t.tensor)) if t.op == "read" else None
@@ -87,6 +89,20 @@ def query_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel],
             t = replace(t, bytes=size, note=QUERY_NOTE)
         out.append(t)
     return tuple(out)
+
+
+def query_compulsory(kernel: Kernel, workload: Any) -> list[Any]:
+    """Per access of `kernel`, in order: the compulsory bytes query_once charges it at most (a
+    split kernel's read of a query tile every split shares), else None. Ints, or int arrays
+    over a sweep's points (analysis/split_choice_grid.py) — the one rule for both."""
+    out: list[Any] = []
+    for a in kernel.accesses:
+        if kernel.split and a.op == "read" and a.rows == "q" and not a.per_split and not a.scale:
+            size = tensor_bytes(a, workload)
+            out.append(size.astype(np.int64) if is_array(size) else int(size))
+        else:
+            out.append(None)
+    return out
 
 
 def state_writer_grids(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None,
@@ -114,32 +130,35 @@ STRADDLE_NOTE = ("read by each of the row blocks of one request and KV head toge
 class RowBlockGrid(Record):
     """A decoding split kernel's grid: requests × KV heads × row blocks × splits programs, over
     `key_blocks` key blocks per request (⌈⌈T_c/S⌉⌉ whole blocks a split; the last splits may be
-    empty)."""
+    empty). Ints, or arrays over a sweep's points and split counts."""
 
-    requests: int
-    kv_heads: int
-    row_blocks: int
-    splits: int
-    key_blocks: int
+    requests: Any
+    kv_heads: Any
+    row_blocks: Any
+    splits: Any
+    key_blocks: Any
 
 
-def straddle_rereads(grid: RowBlockGrid, kv_bytes: float, concurrent: int,
-                     capacity: float) -> float:
+def straddle_rereads(grid: RowBlockGrid, kv_bytes: Any, concurrent: Any,
+                     capacity: float) -> Any:
     """Extra DRAM bytes of K and V (`kv_bytes`: them read once) where wave boundaries part
-    the row blocks of one chunk (rule 3 of the module docstring)."""
-    rb, slots = grid.row_blocks, max(1, concurrent)
+    the row blocks of one chunk (rule 3 of the module docstring). Ints and floats, or arrays
+    over a sweep's points and split counts (analysis/split_choice_grid.py: `grid`'s fields
+    then hold arrays) — the one rule for both, the same doubles."""
+    rb, slots = grid.row_blocks, imax(1, concurrent)
     programs = grid.requests * grid.kv_heads * rb * grid.splits
-    boundaries = int(cdiv(programs, slots)) - 1
-    per_split = int(cdiv(grid.key_blocks, grid.splits))
-    chunks = grid.requests * grid.kv_heads * int(cdiv(grid.key_blocks, per_split))
-    if rb <= 1 or boundaries <= 0 or chunks <= 0 or kv_bytes <= 0:
+    boundaries = cdiv(programs, slots) - 1
+    per_split = cdiv(grid.key_blocks, grid.splits)
+    chunks = grid.requests * grid.kv_heads * cdiv(grid.key_blocks, imax(1, per_split))
+    applies = both(both(rb > 1, boundaries > 0), both(chunks > 0, kv_bytes > 0))
+    if not is_array(applies) and not applies:
         return 0.0
     spacing = grid.kv_heads * grid.splits
     pairs = chunks * (rb - 1)
-    parted = min(pairs, boundaries * min(spacing, slots) * (rb - 1) / rb)
-    chunk = kv_bytes / chunks
-    wave = min(kv_bytes, slots / rb * chunk)
-    return parted * chunk * miss_probability(wave, capacity)
+    parted = imin(pairs, boundaries * imin(spacing, slots) * (rb - 1) / rb)
+    chunk = kv_bytes / imax(1, chunks)
+    wave = imin(kv_bytes, slots / rb * chunk)
+    return select(applies, parted * chunk * miss_probabilities(wave, capacity), 0.0)
 
 
 class Writer(Record):
@@ -165,10 +184,52 @@ def states_reread_share(writers: Sequence[Writer], capacity: float) -> float:
     later_kernels = sum(w.stream for w in writers)
     for w in writers:
         later_kernels -= w.stream
-        programs, slots = max(1, w.programs), max(1, w.concurrent)
-        for wave in range(int(cdiv(programs, slots))):
-            ended = min(programs, (wave + 1) * slots)
-            share = (ended - wave * slots) / programs
-            after = w.stream * (programs - ended) / programs + later_kernels
-            missed += w.states * share * miss_probability(written + after, capacity)
+        missed += w.states * wave_miss_share(w.stream, w.programs, w.concurrent,
+                                             written, later_kernels, capacity)
     return missed / written
+
+
+WAVE_MARGIN = 2
+"""Waves on each side of the ones whose reuse distance lies inside l2_cutoff's tails that
+wave_miss_share evaluates one by one (a margin for rounding: the waves beyond it miss surely,
+or surely not)."""
+
+
+def wave_miss_share(stream: Any, programs: Any, concurrent: Any, written: Any, later: Any,
+                    capacity: float) -> Any:
+    """Σ_w (programs of wave w / programs) · P_miss(written + stream · (programs after wave w)
+    / programs + later): one writer's share of states re-read from DRAM (states_reread_share).
+    The waves whose reuse distance is beyond l2_cutoff's upper tail (the first ones) miss
+    surely and count their programs; those below its lower tail not at all; the few between
+    are summed wave by wave. Ints and floats, or arrays over a sweep's points and split counts
+    (analysis/split_choice_grid.py) — the one rule for both, the same doubles."""
+    p, slots = imax(1, programs), imax(1, concurrent)
+    waves = cdiv(p, slots)
+    base = written + later
+    # the first wave whose distance may fall inside the upper tail, and the first past the
+    # lower one: r_k = base + stream · (p − (k + 1) · slots) / p, decreasing in k
+    spread = stream * slots / p
+    safe = select(spread > 0, spread, 1.0)
+
+    def wave_at(distance: float) -> Any:
+        return (base + stream - distance) / safe - 1
+
+    first = select(spread > 0, wave_at(sure_miss_bytes(capacity)) - WAVE_MARGIN, 0)
+    last = select(spread > 0, wave_at(never_miss_bytes(capacity)) + 1 + WAVE_MARGIN, waves)
+    first = imin(imax(_floor(first), 0), waves - 1)
+    last = imin(imax(_ceil(last), first), waves)
+    share = first * slots / p  # the waves before `first`: each full, each a sure miss
+    for offset in range(int(np.max(last - first)) if is_array(last) else last - first):
+        wave = first + offset
+        ended = imin(p, (wave + 1) * slots)
+        miss = miss_probabilities(base + stream * (p - ended) / p, capacity)
+        share = share + select(wave < last, (ended - wave * slots) / p * miss, 0.0)
+    return share
+
+
+def _floor(x: Any) -> Any:
+    return np.floor(x).astype(np.int64) if is_array(x) else math.floor(x)
+
+
+def _ceil(x: Any) -> Any:
+    return np.ceil(x).astype(np.int64) if is_array(x) else math.ceil(x)
