@@ -310,7 +310,7 @@ def _dram_bytes(kernels: Sequence[Kernel], oblivious: dict[str, list[Any]], a: _
     decoding = a.n == 1
     charged = _straddled(split, terms[split.name], a, t, dims, concurrent, capacity)
     charged = [select(both(decoding, b > size), size, b) if size is not None else b
-               for b, size in zip(charged, query_compulsory(split, a), strict=True)]  # type: ignore[arg-type]
+               for b, size in zip(charged, query_compulsory(split, a), strict=True)]
     terms[split.name] = charged
     written = sum(b for x, b in zip(split.accesses, charged, strict=True)
                   if x.tensor in PARTIAL_STATES and x.op == "write")

@@ -74,7 +74,7 @@ def miss_probabilities(reuse_bytes: Any, capacity: float) -> Any:
     out = np.where(z >= TAIL, 1.0, 0.0)
     inside = (z > -TAIL) & (z < TAIL)
     if np.any(inside):
-        erf = _ERF(z[inside] / math.sqrt(2.0)).astype(np.float64)
+        erf = np.asarray(_ERF(z[inside] / math.sqrt(2.0)), dtype=np.float64)
         out[inside] = 0.5 * (1.0 + erf)
     return out
 

@@ -59,7 +59,12 @@ import numpy as np
 
 from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel, tensor_bytes
-from iosim.estimates.l2_cutoff import miss_probabilities, never_miss_bytes, sure_miss_bytes
+from iosim.estimates.l2_cutoff import (
+    miss_probabilities,
+    miss_probability,
+    never_miss_bytes,
+    sure_miss_bytes,
+)
 from iosim.estimates.l2_model import DramTerm
 from iosim.inputs.ints import both, cdiv, imax, imin, is_array, select
 from iosim.inputs.tiling import Tiling
@@ -197,15 +202,17 @@ or surely not)."""
 
 def wave_miss_share(stream: Any, programs: Any, concurrent: Any, written: Any, later: Any,
                     capacity: float) -> Any:
-    """Σ_w (programs of wave w / programs) · P_miss(written + stream · (programs after wave w)
-    / programs + later): one writer's share of states re-read from DRAM (states_reread_share).
+    """Σ_w (programs of wave w / programs) · P_miss(written + later + stream · (programs after
+    wave w) / programs): one writer's share of states re-read from DRAM (states_reread_share).
     The waves whose reuse distance is beyond l2_cutoff's upper tail (the first ones) miss
     surely and count their programs; those below its lower tail not at all; the few between
     are summed wave by wave. Ints and floats, or arrays over a sweep's points and split counts
-    (analysis/split_choice_grid.py) — the one rule for both, the same doubles."""
+    (analysis/split_choice_grid.py) — the one rule for both, the same doubles (each element's
+    terms added in the same order)."""
     p, slots = imax(1, programs), imax(1, concurrent)
     waves = cdiv(p, slots)
     base = written + later
+    stream = stream.astype(np.float64) if is_array(stream) else float(stream)
     # the first wave whose distance may fall inside the upper tail, and the first past the
     # lower one: r_k = base + stream · (p − (k + 1) · slots) / p, decreasing in k
     spread = stream * slots / p
@@ -219,12 +226,28 @@ def wave_miss_share(stream: Any, programs: Any, concurrent: Any, written: Any, l
     first = imin(imax(_floor(first), 0), waves - 1)
     last = imin(imax(_ceil(last), first), waves)
     share = first * slots / p  # the waves before `first`: each full, each a sure miss
-    for offset in range(int(np.max(last - first)) if is_array(last) else last - first):
-        wave = first + offset
-        ended = imin(p, (wave + 1) * slots)
-        miss = miss_probabilities(base + stream * (p - ended) / p, capacity)
-        share = share + select(wave < last, (ended - wave * slots) / p * miss, 0.0)
-    return share
+    if not is_array(share):
+        for wave in range(first, last):
+            ended = min(p, (wave + 1) * slots)
+            miss = miss_probability(base + stream * (p - ended) / p, capacity)
+            share = share + (ended - wave * slots) / p * miss
+        return share
+    # arrays: the same sum, wave by wave, over the elements whose window is still open
+    shape = np.broadcast(share, first, last, p, slots, base, stream).shape
+    total, lo, hi, pa, sa, ba, st = (
+        np.broadcast_to(v, shape).ravel() for v in (share, first, last, p, slots, base, stream))
+    total = total.astype(np.float64)  # a copy, filled in below
+    open_ = np.flatnonzero(hi > lo)
+    offset = 0
+    while open_.size:
+        pe, se = pa[open_], sa[open_]
+        at = lo[open_] + offset
+        ended = np.minimum(pe, (at + 1) * se)
+        miss = miss_probabilities(ba[open_] + st[open_] * (pe - ended) / pe, capacity)
+        total[open_] = total[open_] + (ended - at * se) / pe * miss
+        offset += 1
+        open_ = open_[hi[open_] > lo[open_] + offset]
+    return total.reshape(shape)
 
 
 def _floor(x: Any) -> Any:
