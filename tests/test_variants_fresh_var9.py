@@ -110,3 +110,46 @@ def test_the_fresh_record_measured_exactly_the_sets_written_before(name: str,
         pytest.skip("the fresh record is not in yet")
     rows = [{**p, "id": p["id"].removesuffix("-pcontig")} for p in record[section]]
     assert sorted(shape(p) for p in rows) == sorted(shape(p) for p in getattr(P, name))
+
+
+def _report_table(header: str) -> list[list[str]]:
+    """The rows of the table whose header starts so in reports/variants-h200.md's var9
+    section, under its fresh set's heading."""
+    report = (ROOT / "reports/variants-h200.md").read_text()
+    start = report.index("### The fresh set", report.index("## Issue 14, var9:"))
+    lines = report[start:report.index("\n## ", start + 1)].splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[at + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
+def test_the_report_is_the_record_and_the_shipped_model_with_the_residue() -> None:
+    """Every fresh counted point once in the report; its ncu columns the record's, its "on"
+    columns the shipped model plus the protocol residue; the family counts those rows'."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import var9_residue_judge as judge
+
+    record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
+    rows = {r["id"]: r for r in judge.residue_rows(record) if r["section"] in FRESH_SECTIONS}
+    table = _report_table("| counted point | section | ncu read MB")
+    assert len(table) == len({c[0] for c in table}) == len(rows) == 54
+    for cells in table:
+        r = rows[cells[0]]
+        assert cells[1] == r["section"]
+        for at, key in ((2, "read"), (3, "write"), (4, "measured")):
+            assert float(cells[at].replace(",", "")) == pytest.approx(r[key] / 1e6, abs=0.006)
+        assert float(cells[7].replace(",", "")) == pytest.approx(
+            (r["model"] + 0.6e6) / 1e6, abs=0.006)
+        assert float(cells[8].rstrip("%")) / 100 == pytest.approx(r["error"], abs=0.0006)
+    for cells in _report_table("| family | section | off + residue"):
+        if cells[1] != "all":
+            continue
+        family = cells[0].strip("*")
+        errors = [r["error"] for r in rows.values() if r["family"] == family]
+        assert cells[5] == f"{sum(abs(e) <= judge.WITHIN for e in errors)} of {len(errors)}"

@@ -18,9 +18,13 @@ calls, evaluated on arrays of shape (points, counts) —
     kernel's terms by shared_prefix_dram.split_term_bytes (the rule split_terms charges), the
     combine kernel's as l2.py's _ClosedForm charges a whole-tensor kernel after the split
     kernel (each state it reads found in L2 by l2_model.hit_fraction over the two kernels'
-    footprints, each output written back once), then shared_prefix_dram.states_stay_in_l2
-    (the states read back from L2); prefix_once and row_blocks_once change nothing here (no
-    shared prefix; a split kernel the L2 model charges once per KV head);
+    footprints, each output written back once), then, as dram_estimate applies them, the
+    launch-order rules of a decoding step (estimates/launch_order_dram.py: straddle_rereads,
+    the re-reads row_blocks_once adds where a wave boundary parts a chunk's row blocks;
+    query_compulsory, query_once's Q once per row block; wave_miss_share, the share of states
+    states_from_l2 re-reads), else shared_prefix_dram.states_stay_in_l2 (the states read back
+    from L2); prefix_once and row_blocks_once's own division change nothing here (no shared
+    prefix; a split kernel the L2 model charges once per KV head);
   * the time: decode_kernel_time's arithmetic (memory_seconds, chain_seconds, busy_seconds:
     the functions KernelTime's properties call, on floats or arrays, the same doubles).
 
