@@ -230,7 +230,7 @@ def main(argv: list[str]) -> int:
         "cascade_fresh2": [], "decode_fresh2": [], "cascade_fresh3": [], "mla_fresh": [],
         "fp8_fresh": [], "fp8_block": [], "fp8_fresh2": [], "mla_fresh2": [],
         "mla_fresh3": [], "cascade_fresh4": [],
-        "decode_fresh3": [], "cascade_fresh5": [], "mla_fresh4": [],
+        "decode_fresh3": [], "cascade_fresh5": [], "mla_fresh4": [], "fp8_fresh3": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -276,6 +276,8 @@ def main(argv: list[str]) -> int:
                                             all_splits=False, page_sizes=[None]),
         "cascade_fresh5": lambda: run_cascade(sets["cascade_fresh5"], gen, clock, log),
         "mla_fresh4": lambda: run_mla(sets["mla_fresh4"], gen, clock, log),
+        # var9's fresh judgement of FP8's per-mask key-block cost, frozen at var9-fp8-frozen
+        "fp8_fresh3": lambda: run_fp8(sets["fp8_fresh3"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -346,7 +348,7 @@ def summary(record: dict[str, Any], log: Any) -> None:
         log(f"mla  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
     for r in (record["fp8"] + record["fp8_e5m2"] + record["fp8_fresh"] + record["fp8_block"]
-              + record["fp8_fresh2"]):
+              + record["fp8_fresh2"] + record["fp8_fresh3"]):
         log(f"fp8  {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
     for name, c in record["counters"].items():
         log(f"ncu {name} {c['status']}: {len(c['points'])} points")

@@ -112,6 +112,32 @@ def test_the_fresh_record_measured_exactly_the_sets_written_before(name: str,
     assert sorted(shape(p) for p in rows) == sorted(shape(p) for p in getattr(P, name))
 
 
+FP8_KEYS = ("dtype", "n", "heads", "causal", "fp8_scales", "d")
+
+
+def test_var9_fp8_fresh_set_has_no_earlier_point() -> None:
+    """FP8_FRESH3 (benchmarks/fp8_mask_fit.py's fresh judgement): no (dtype, n, heads, mask,
+    scales, d) of an earlier FP8 section or list, both masks, both scale kinds, e4m3 and
+    e5m2, n a multiple of the kernel's 128 × 64 blocks and not a power of two."""
+    fresh = [tuple(p[k] for k in FP8_KEYS) for p in P.FP8_FRESH3]
+    assert len(set(fresh)) == len(fresh) >= 8
+    record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
+    earlier = {tuple(p.get(k) for k in FP8_KEYS) for name, rows in record.items()
+               if name.startswith("fp8") and name != "fp8_fresh3" and isinstance(rows, list)
+               for p in rows}
+    earlier |= {tuple(p.get(k) for k in FP8_KEYS) for name in dir(P)
+                if name.startswith("FP8") and name != "FP8_FRESH3"
+                for p in getattr(P, name) if isinstance(p, dict)}
+    assert len(earlier) >= 30
+    assert not set(fresh) & earlier
+    points = P.FP8_FRESH3
+    assert {p["causal"] for p in points} == {True, False}
+    assert {p["fp8_scales"] for p in points} == {"tensor", "block"}
+    assert {p["dtype"] for p in points} == {"fp8_e4m3", "fp8_e5m2"}
+    assert all(p["n"] % 128 == 0 and p["n"] & (p["n"] - 1) for p in points)
+    assert any(3 * p["n"] * p["heads"] * p["d"] > L2 for p in points)
+
+
 def _report_table(header: str) -> list[list[str]]:
     """The rows of the table whose header starts so in reports/variants-h200.md's var9
     section, under its fresh set's heading."""

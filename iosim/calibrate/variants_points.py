@@ -427,3 +427,21 @@ MLA_FRESH4 = [
     mla_point("mla-i-b32-9000-h16", 32, 9000, 16),       # latent 332 MB
 ]
 """Absorbed MLA decoding (DeepSeek-V3 dims), each at split counts 1, 2, 4, ..., 64 (as MLA)."""
+
+# issue 14, var9: the fresh judgement of FP8's per-mask key-block cost (benchmarks/
+# fp8_mask_fit.py: the FP8 dots' rate fitted per mask on every earlier FP8 section), written
+# and committed before the device call that times them (tag var9-fp8-frozen); none equal to an
+# earlier point (tests/test_variants_fresh_var9.py). e4m3 and e5m2, per-tensor and per-block
+# scales, both masks, n a multiple of the kernel's 128 × 64 blocks and not a power of two, 6-48
+# heads; the comments: Q, K, V bytes (the L2 is 60 MiB).
+FP8_FRESH3 = [
+    _fp8_fresh("fp8h-e4m3-4480-causal-h24", 4480, True, "fp8_e4m3", 24),      # 41 MB
+    _fp8_fresh("fp8h-e5m2-9984-full-h8", 9984, False, "fp8_e5m2", 8),         # 31 MB
+    _fp8_fresh("fp8h-e4m3-13056-causal-h20", 13056, True, "fp8_e4m3", 20),    # 100 MB
+    _fp8_fresh("fp8h-e5m2-2432-causal-h48", 2432, True, "fp8_e5m2", 48),      # 45 MB
+    _fp8_fresh("fp8h-e4m3-19968-full-h12", 19968, False, "fp8_e4m3", 12),     # 92 MB
+    _fp8_fresh("fp8h-e4m3-8064-causal-h6", 8064, True, "fp8_e4m3", 6),        # 19 MB
+    _fp8_block("fp8h-e4m3-6528-full-h40", 6528, False, "fp8_e4m3", 40),       # 100 MB
+    _fp8_block("fp8h-e5m2-15104-causal-h16", 15104, True, "fp8_e5m2", 16),    # 93 MB
+]
+"""Per-tensor (6) and FA3 §3.3 per-block (2) scales."""
