@@ -3,6 +3,7 @@ per mask on the FP8 points seen before var9's FP8 judgement, and judged on a fre
 
     python benchmarks/fp8_mask_fit.py [RECORD.json]            # the fit on the seen sections
     python benchmarks/fp8_mask_fit.py [RECORD.json] --judge    # and the fresh section against it
+    python benchmarks/fp8_mask_fit.py --sensitivity            # each fitted rate ±5 %
 
 The physics (var7's ncu probe, benchmarks/fp8_ncu_probe_h200.py, reports/variants-h200.md
 "Issue 14, var7"): at FP8 a causal key block costs 1.16× a non-causal one in active SM cycles
@@ -91,6 +92,14 @@ def main(argv: list[str]) -> int:
           f"causal {rates[True] / 1e12:.0f} TFLOP/s (a causal key block costs "
           f"{rates[False] / rates[True]:.2f}× a non-causal one)\n")
     table(seen, rates)
+    if "--sensitivity" in argv:  # each rate ±5 % on the seen points
+        for causal in (False, True):
+            for factor in (0.95, 1.05):
+                moved = {**rates, causal: rates[causal] * factor}
+                ok = sum(abs(predict(r, moved[r["causal"]]) / r["time_s"] - 1) <= WITHIN
+                         for r in seen)
+                print(f"{'causal' if causal else 'non-causal'} rate × {factor}: {ok} of "
+                      f"{len(seen)} seen within ±15 %")
     if "--judge" in argv:
         print("\nfresh (never read by the fit):\n")
         table(rows_of(record, FRESH), rates)

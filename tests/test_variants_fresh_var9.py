@@ -179,3 +179,30 @@ def test_the_report_is_the_record_and_the_shipped_model_with_the_residue() -> No
         family = cells[0].strip("*")
         errors = [r["error"] for r in rows.values() if r["family"] == family]
         assert cells[5] == f"{sum(abs(e) <= judge.WITHIN for e in errors)} of {len(errors)}"
+
+
+def test_the_fp8_report_is_the_frozen_fit_on_the_record() -> None:
+    """The FP8 fresh table of the var9 section: every fp8_fresh3 point once, its measured time
+    the record's, both models' errors benchmarks/fp8_mask_fit.py's (the rates refitted on the
+    seen sections: 1,030 and 865 TFLOP/s, as the report says)."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import fp8_mask_fit as fit
+
+    record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
+    rates = fit.fit(fit.rows_of(record, fit.SEEN))
+    assert (rates[False], rates[True]) == (1030e12, 865e12)
+    fresh = {r["id"]: r for r in fit.rows_of(record, fit.FRESH)}
+    report = (ROOT / "reports/variants-h200.md").read_text()
+    start = report.index("### FP8's per-mask key-block cost")
+    lines = [line for line in report[start:report.index("Seen points", start)].splitlines()
+             if line.startswith("| fp8h-")]
+    assert len(lines) == len(fresh) == 8
+    for line in lines:
+        cells = [c.strip() for c in line.strip("|").split("|")]
+        r = fresh[cells[0]]
+        assert float(cells[3]) == pytest.approx(r["time_s"] * 1e3, abs=0.0006)
+        for at, rate in ((5, fit.SHIPPED_RATE), (7, rates[r["causal"]])):
+            error = fit.predict(r, rate) / r["time_s"] - 1
+            assert float(cells[at].rstrip("%")) / 100 == pytest.approx(error, abs=0.0006)
