@@ -70,6 +70,7 @@ from iosim.estimates.l2_model import (
 )
 from iosim.estimates.l2_restarts import programs_within, restart_misses
 from iosim.estimates.l2_waves import Lengths, sum_weighted, sum_where, wave_rereads
+from iosim.estimates.launch_order_dram import query_once, state_writer_grids
 from iosim.estimates.shared_prefix_dram import (
     broadcast_rereads,
     prefix_once,
@@ -445,6 +446,11 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
         backward = hardware.sm_count * tiling.bwd_programs_per_sm
     terms = _ClosedForm(kernels, workload, tiling, capacity, concurrent, backward).run()
     # shared_prefix_dram.py: reads that hit in L2 because neighbouring programs made them
-    once = row_blocks_once(terms, kernels, workload, tiling)
-    shared = states_from_l2(prefix_once(once, kernels, workload, tiling), capacity, workload)
+    # the split kernels' own occupancy (the tiling's programs per SM) unless a count is forced
+    split_concurrent = concurrent_programs or (
+        hardware.sm_count * (programs_per_sm or (tiling.programs_per_sm if tiling else 1)))
+    once = row_blocks_once(terms, kernels, workload, tiling, split_concurrent, capacity)
+    grids = state_writer_grids(kernels, workload, tiling, split_concurrent)
+    shared = states_from_l2(query_once(prefix_once(once, kernels, workload, tiling), kernels,
+                                       workload), capacity, workload, grids)
     return DramEstimate(shared, capacity, concurrent, "closed form")
