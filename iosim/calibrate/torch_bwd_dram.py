@@ -106,18 +106,26 @@ def _split_half(kernel: str, previous: str | None) -> bool:
     return previous == kernel and "elementwise_kernel" in kernel
 
 
+def _split_k(kernel: str) -> bool:
+    """Whether `kernel` is cuBLAS's split-K reduce, which sums the partial products of the GEMM
+    launched just before it: part of that GEMM. Seen in fresh10 (batch·heads 1, N 3,150-6,100:
+    the dV, dQ and dK GEMMs, whose N×d outputs fill few tiles, each followed by a
+    `cublasLt::splitKreduce_kernel` of 0-1.7 MB); no earlier eager record has one."""
+    return "splitKreduce_kernel" in kernel
+
+
 def _launches(segment: dict[str, Any], what: str) -> list[float]:
     """DRAM bytes per launch, the GQA sum's two reduce kernels as one, an elementwise op's
-    32-bit-indexing halves as one (_split_half), the residue (the closing evict's
-    write-backs) to the last."""
+    32-bit-indexing halves as one (_split_half), a split-K GEMM with its reduce (_split_k), the
+    residue (the closing evict's write-backs) to the last."""
     out: list[float] = []
     reduce_open = False
     previous: str | None = None
     for k in segment["kernels"]:
         nbytes = k["dram_read_bytes"] + k["dram_write_bytes"]
-        is_reduce = "reduce_kernel" in k["kernel"]
-        if (is_reduce and reduce_open) or (what == "eager"
-                                           and _split_half(k["kernel"], previous)):
+        is_reduce = "reduce_kernel" in k["kernel"] and not _split_k(k["kernel"])
+        if (is_reduce and reduce_open) or (what == "eager" and (
+                _split_half(k["kernel"], previous) or _split_k(k["kernel"]))):
             out[-1] += nbytes
         else:
             out.append(nbytes)
