@@ -66,3 +66,36 @@ def record() -> dict:  # type: ignore[type-arg]
 def test_the_record_is_the_grid(record: dict) -> None:  # type: ignore[type-arg]
     assert {p["id"] for p in record["points"]} == {p.id for p in _grid()}
     assert record["counters"]["status"] == "ok"
+
+
+def test_as_measured_on_the_tenth_set(record: dict) -> None:  # type: ignore[type-arg]
+    """Measured, held out (reports/backward-h200.md, tenth set: `python3
+    benchmarks/backward_h200.py $OUT/f10 --fresh10 --deadline-s 150` on the H200, bwd11's rule
+    frozen at bwd11-frozen): eager's DRAM rows 116 of 140 within the bound with the rule, 108
+    of 140 with main's LRU; its dK GEMM 12 of 16 (6), dQ 13 (11), dP 10 (9), dV 16 (16), the
+    GQA group sum 0 of 5 (1); SDPA's rows do not move (three SDPA runs at batch·heads 1 are
+    not judged: no layout copies)."""
+    from iosim.calibrate import fresh3_bwd as F3
+    from iosim.calibrate import fresh10_bwd as F10
+    from iosim.calibrate import gemm_handover_fit as G
+    from iosim.inputs.gpus import config_dir
+    from iosim.inputs.hardware_yaml import load_hardware
+
+    h200 = load_hardware(config_dir() / "h200.yaml")
+    kept, dropped = F10.matched(record)
+    assert len(dropped) == 3
+    rows = F3.judged(kept, h200, rules_before=G.rule_off)
+
+    def within(quantity: str, before: bool = False) -> tuple[int, int]:
+        mine = [r for r in rows if r.what == "eager" and r.quantity == quantity]
+        return sum(F10._within(r, r.without if before else r.estimate) for r in mine), len(mine)
+
+    assert within("DRAM bwd_dk") == (12, 16) and within("DRAM bwd_dk", True) == (6, 16)
+    assert within("DRAM bwd_dq") == (13, 16) and within("DRAM bwd_dq", True) == (11, 16)
+    assert within("DRAM bwd_dp") == (10, 16) and within("DRAM bwd_dp", True) == (9, 16)
+    assert within("DRAM bwd_sum_dkdv") == (0, 5) and within("DRAM bwd_sum_dkdv", True) == (1, 5)
+    eager = [r for r in rows if r.what == "eager" and r.quantity.startswith("DRAM")]
+    assert sum(bool(F3.inside(r)) for r in eager) == 116
+    assert sum(F10._within(r, r.without) for r in eager) == 108 and len(eager) == 140
+    assert all(r.estimate == r.without for r in rows
+               if r.what == "sdpa" and r.quantity.startswith("DRAM"))

@@ -66,6 +66,7 @@ def eager_rows(records: list[dict], hardware: Hardware) -> list[KernelBytes]:  #
 
 
 def gemms_within(rows: list[KernelBytes]) -> int:
+    """Eager GEMM kernels (dV, dP, dQ, dK) of `rows` within the bound."""
     return sum(inside(r.estimate, r.measured) for r in rows if r.kernel in GEMMS)
 
 
@@ -152,6 +153,7 @@ def seen_section(hardware: Hardware) -> str:
 
 
 def main(argv: list[str]) -> int:
+    """`python -m iosim.calibrate.gemm_handover_fit`: the fit's grid, then the seen section."""
     from iosim.inputs.gpus import config_dir
     from iosim.inputs.hardware_yaml import load_hardware
 
