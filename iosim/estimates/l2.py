@@ -56,6 +56,7 @@ from iosim.algorithms.closedform import check_loop_nest_arguments, closed_form, 
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width, tensor_bytes
 from iosim.errors import IosimError, arg
 from iosim.estimates.l2_cutoff import miss_probability
+from iosim.estimates.l2_handover import gemm_hit_fraction, gemm_reads_carried
 from iosim.estimates.l2_masks import masked_shared_passes
 from iosim.estimates.l2_model import (
     DramEstimate,
@@ -130,6 +131,9 @@ class _ClosedForm:
         between = sum(self.footprint[touch.kernel_index + 1:index])
         alpha = self.footprint[touch.kernel_index] + between
         beta = self._first_pass(index) - self.footprint[touch.kernel_index]
+        kernel = self.kernels[index]
+        if gemm_reads_carried(kernel, self.kernels[touch.kernel_index]):
+            return gemm_hit_fraction(alpha, beta, self.capacity), touch.dirty
         return hit_fraction(alpha, beta, self.capacity), touch.dirty
 
     def _first_pass(self, index: int) -> float:
