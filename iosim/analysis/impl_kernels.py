@@ -9,6 +9,7 @@ from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.errors import IosimError, arg
+from iosim.estimates import eager_backward
 from iosim.estimates.combine import TERMS as COMBINE_TERMS
 from iosim.estimates.roofline import Roofs
 from iosim.inputs.hardware import BackwardSchedule, Hardware, ImplCalibration
@@ -278,7 +279,8 @@ def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
     `measured.impls.NAME.backward`), which times its fused backward kernel program by program
     (estimates/schedule.py) at the tiling's backward occupancy; unchanged without one."""
     fitted = _fitted(impl, hardware)
-    if fitted is None or not fitted.backward or tiling is None or hardware.sm_count is None:
+    if (fitted is None or not fitted.backward or tiling is None or hardware.sm_count is None
+            or impl.runs == "eager"):  # eager's backward: analysis/impl_backward.py
         return roofs
     schedule = BackwardSchedule(fitted.backward["efficiency"],
                                 fitted.backward["program_overhead_s"],
@@ -292,6 +294,8 @@ def impl_backward_note(impl: Implementation, hardware: Hardware) -> str | None:
     if fitted is None or not fitted.backward:
         return None
     b = fitted.backward
+    if impl.runs == "eager":
+        return eager_backward.note(impl.name, b)
     return (f"{impl.name}'s fused backward kernel is timed by scheduling its programs on the "
             f"SMs (efficiency {b['efficiency']:g}, {b['program_overhead_s'] * 1e6:g} µs "
             f"per program, {b['call_overhead_s'] * 1e6:g} µs host time per backward call; "
