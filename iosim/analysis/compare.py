@@ -18,6 +18,7 @@ from iosim.analysis.impl_backward import (
     eager_backward_fit,
     eager_backward_kernels,
     eager_host_floor,
+    timed_as_calls,
     training_step,
 )
 from iosim.analysis.impl_forward import impl_forward_roofs
@@ -291,8 +292,7 @@ def compare(
         """The estimate; a training step of the measured profile (an implementation, iosim's
         Triton kernels) as its forward call + its backward call, each as validated."""
         whole = estimate(algorithm, baseline, impl_=impl_, impl_splits=impl_splits)
-        if (workload.pass_ != "fwdbwd" or profile != "measured"
-                or (impl_ is None and algorithm.name != "triton")):
+        if not timed_as_calls(impl_, algorithm.name, workload.pass_, profile):
             return whole
         calls = []
         for pass_ in ("fwd", "bwd"):

@@ -12,12 +12,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Call
 from iosim.estimates import eager_backward
+from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.roofline import KernelEstimate, Roofs
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import Implementation
+from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import replace
 
@@ -53,6 +56,38 @@ def eager_host_floor(estimates: Sequence[KernelEstimate]) -> tuple[float, str]:
         f"{n} × {eager_backward.HOST_PER_LAUNCH_S * 1e6:g} µs")
 
 
+OWN_CALLS = ("triton",)
+"""Algorithms that are calls of their own (iosim's Triton kernels: calibrate/kernels.py's
+forward, kernels_bwd.py's backward, each timed and judged as a call); an implementation always
+is."""
+
+
+def timed_as_calls(impl: Implementation | None, algorithm: str, pass_: str,
+                   profile: str) -> bool:
+    """Whether a training step is timed as its forward call + its backward call (measured
+    profile; an implementation or iosim's own kernels): compare's rule, and the sweep's."""
+    return (pass_ == "fwdbwd" and profile == "measured"
+            and (impl is not None or algorithm in OWN_CALLS))
+
+
+def call_dram(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None,
+              hardware: Hardware) -> DramEstimate:
+    """The DRAM estimate of a training step timed as two calls: the forward kernels' on the
+    forward pass and the backward kernels' (`bwd_…`) on the backward pass, each from an empty
+    L2 (do_bench flushes it before each call), as compare's two calls have them."""
+    forward = [k for k in kernels if not k.name.startswith("bwd_")]
+    backward = [k for k in kernels if k.name.startswith("bwd_")]
+    return merged_dram(dram_estimate(forward, workload.with_(pass_="fwd"), tiling, hardware),
+                       dram_estimate(backward, workload.with_(pass_="bwd"), tiling, hardware))
+
+
+def merged_dram(forward: DramEstimate, backward: DramEstimate) -> DramEstimate:
+    """Two calls' DRAM estimates as one (their terms in launch order)."""
+    return replace(backward, terms=(*forward.terms, *backward.terms),
+                   concurrent_programs=max(forward.concurrent_programs,
+                                           backward.concurrent_programs))
+
+
 def training_step(whole: AlgorithmEstimate, forward: AlgorithmEstimate,
                   backward: AlgorithmEstimate) -> AlgorithmEstimate:
     """`whole` (the fwdbwd estimate: its footprint, tiling, FLOP convention, baseline) with the
@@ -60,9 +95,7 @@ def training_step(whole: AlgorithmEstimate, forward: AlgorithmEstimate,
     own, and the two calls' times (`calls`): the step's time is the two calls' as validated."""
     dram = None
     if forward.dram is not None and backward.dram is not None:
-        dram = replace(backward.dram, terms=(*forward.dram.terms, *backward.dram.terms),
-                       concurrent_programs=max(forward.dram.concurrent_programs,
-                                               backward.dram.concurrent_programs))
+        dram = merged_dram(forward.dram, backward.dram)
     calls = tuple(Call(pass_, e.time_s, e.call_overhead_s, e.host_floor_s, e.floor)
                   for pass_, e in (("fwd", forward), ("bwd", backward)))
     return replace(whole, kernels=(*forward.kernels, *backward.kernels), dram=dram,
