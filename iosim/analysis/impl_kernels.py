@@ -220,8 +220,12 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
 
         notes = (*notes, str(forward_schedule_note(impl, hardware)))
     if pass_ != "fwd":
+        # an eager pipeline's backward `memory` is its own rule's (analysis/impl_backward.py),
+        # which times its kernels: the roofline of the rest keeps the forward's
+        backward_memory = None if impl.runs == "eager" else fitted.backward.get("memory")
         return replace(roofs, efficiency=efficiency, notes=notes,
-                       memory_efficiency=fitted.backward.get("memory", eff.get("memory")))
+                       memory_efficiency=(eff.get("memory") if backward_memory is None
+                                          else backward_memory))
     by_dim = eff.get(f"fused_d{head_dim_bucket(d)}")
     if by_dim is not None:
         efficiency["fused"] = by_dim
