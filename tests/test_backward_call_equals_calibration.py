@@ -137,3 +137,16 @@ def test_the_text_names_the_floor_that_applies() -> None:
     triton = " ".join(run("compare", *flags, "--algo", "triton", "--pass", "fwdbwd")
                       .output.split())
     assert "its host-bound floor (the Python launcher's, estimates/launch_floor.py;" in triton
+
+
+def test_a_backward_without_a_fitted_model_says_so_in_one_line(h200: Hardware) -> None:
+    from iosim.inputs.impl_calibration import with_impl_calibration
+    from iosim.record import replace
+
+    for impl in ("torch-naive", "sdpa-flash"):
+        bare = with_impl_calibration(h200, impl, replace(h200.measured.impls[impl], backward={}))
+        c = compare(Workload(2048, heads=8, pass_="bwd"), bare, impl=impl, profile="measured")
+        said = [n for n in c.roofs.notes if "backward" in n]
+        assert len(said) == 1 and said[0].startswith(f"{impl}'s backward has no fitted model")
+        assert "not validated" in said[0]
+        assert {k.timed_by for k in c.algorithms[1].kernels} == {"roofline"}

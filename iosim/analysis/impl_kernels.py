@@ -293,10 +293,16 @@ def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
 
 
 def impl_backward_note(impl: Implementation, hardware: Hardware) -> str | None:
-    """The line saying that the implementation's backward calibration times its backward."""
+    """The line saying that the implementation's backward calibration times its backward, or
+    that it has none (then its backward is on the roofline, which no measurement judged)."""
     fitted = _fitted(impl, hardware)
-    if fitted is None or not fitted.backward:
+    if fitted is None:
         return None
+    if not fitted.backward:
+        return (f"{impl.name}'s backward has no fitted model on {hardware.name} (no "
+                f"measured.impls.{impl.name}.backward in {hardware.path}): its kernels are on "
+                "the roofline at the forward's fitted efficiencies, not validated against a "
+                "measured backward")
     b = fitted.backward
     if impl.runs == "eager":
         return eager_backward.note(impl.name, b)
