@@ -150,3 +150,24 @@ def test_a_backward_without_a_fitted_model_says_so_in_one_line(h200: Hardware) -
         assert len(said) == 1 and said[0].startswith(f"{impl}'s backward has no fitted model")
         assert "not validated" in said[0]
         assert {k.timed_by for k in c.algorithms[1].kernels} == {"roofline"}
+
+
+def test_compare_s_triton_forward_is_the_calibration_s_prediction_at_its_tiles(
+        h200: Hardware) -> None:
+    """The forward half of a Triton training step: `compare --algo triton` at every point of
+    the calibration record that ran the kernel's shipped tiles (fit and hold-out: 128 × 64) is
+    calibrate/fit.py's prediction, the one reports/calibration-h200 judges."""
+    from iosim.calibrate.fit import fit
+    from iosim.calibrate.fit import workload_of as calibration_workload
+    from iosim.calibrate.records import load_calibration
+
+    result = fit(load_calibration(D.DATA / "h200-calibration.json"), h200)
+    judged = [p for p in result.points if p.m.kernel == "attn_fwd" and p.split in ("fit", "holdout")]
+    assert len(judged) >= 20
+    for p in judged:
+        m = p.m
+        w = calibration_workload(m.n, m.d, m.batch, m.heads, m.dtype, m.causal)
+        a = _call(w, h200, algorithms=["triton"])
+        assert (a.tiling.block_q, a.tiling.block_kv) == (m.block_m, m.block_n), m.id
+        # the YAML keeps the fit's efficiencies and vector rate to four digits (0.7342, 47.34)
+        assert a.call_time_s == pytest.approx(p.predicted_time_s, rel=1e-4), m.id
