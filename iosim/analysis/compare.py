@@ -17,7 +17,7 @@ from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_backward import (
     eager_backward_fit,
     eager_backward_kernels,
-    eager_host_floor,
+    impl_backward_floor,
     timed_as_calls,
     training_step,
 )
@@ -272,8 +272,8 @@ def compare(
         if own_triton_backward:
             floor = triton_backward_floor([(e.name, e.time_s) for e in kernel_estimates])
             floor_words = "the Python launcher's, estimates/launch_floor.py"
-        elif eager_fit is not None:
-            floor, floor_words = eager_host_floor(kernel_estimates)
+        elif w.pass_ == "bwd":  # the implementation's backward host floor, where fitted
+            floor, floor_words = impl_backward_floor(impl_, hw, profile, kernel_estimates)
         else:
             floor = host_floor(impl_, hw, profile, w)
             floor_words = f"{impl_.name}'s fitted floor" if impl_ is not None else ""

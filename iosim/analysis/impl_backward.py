@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Call
 from iosim.estimates import eager_backward
+from iosim.estimates.backward_host_floor import backward_host_floor
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.roofline import KernelEstimate, Roofs
@@ -25,14 +26,33 @@ from iosim.inputs.workload import Workload
 from iosim.record import replace
 
 
-def eager_backward_fit(impl: Implementation | None, hardware: Hardware,
-                       profile: str) -> Mapping[str, float] | None:
-    """An eager pipeline's fitted backward on this GPU (the YAML's measured.impls.NAME.backward),
+def backward_fit(impl: Implementation | None, hardware: Hardware,
+                 profile: str) -> Mapping[str, float] | None:
+    """An implementation's fitted backward on this GPU (the YAML's measured.impls.NAME.backward),
     which the measured profile times its backward with; None otherwise."""
-    if impl is None or impl.runs != "eager" or profile != "measured":
+    if impl is None or profile != "measured":
         return None
     fitted = hardware.measured.impls.get(impl.name) if hardware.measured is not None else None
     return fitted.backward if fitted is not None and fitted.backward else None
+
+
+def eager_backward_fit(impl: Implementation | None, hardware: Hardware,
+                       profile: str) -> Mapping[str, float] | None:
+    """An eager pipeline's fitted backward (backward_fit), which times its kernels one by one
+    (eager_backward_kernels); None otherwise."""
+    return backward_fit(impl, hardware, profile) if impl is not None and impl.runs == "eager" \
+        else None
+
+
+def impl_backward_floor(impl: Implementation | None, hardware: Hardware, profile: str,
+                        estimates: Sequence[KernelEstimate]) -> tuple[float, str]:
+    """(seconds, in words) of one backward call's host floor where the implementation's backward
+    is fitted on this GPU: estimates/backward_host_floor.py, the function the calibration's
+    judge applies too; (0, '') otherwise."""
+    if impl is None or backward_fit(impl, hardware, profile) is None:
+        return 0.0, ""
+    return backward_host_floor(impl.name, [e.name for e in estimates])
+
 
 
 def eager_backward_kernels(estimates: Sequence[KernelEstimate], dram: DramEstimate,
@@ -45,15 +65,6 @@ def eager_backward_kernels(estimates: Sequence[KernelEstimate], dram: DramEstima
         workload, bandwidth=roofs.hbm_bandwidth_bytes_per_s,
         matmul_peak=roofs.matmul_flops_per_s, vector_rate=roofs.vector_flops_per_s, fit=fit),
         timed_by="eager-bwd") for e in estimates)
-
-
-def eager_host_floor(estimates: Sequence[KernelEstimate]) -> tuple[float, str]:
-    """(autograd's host dispatch of these backward kernels, that floor in words)."""
-    names = [e.name for e in estimates]
-    n = eager_backward.launches(names)
-    return eager_backward.host_s(names), (
-        f"autograd's dispatch of {n} launches, {eager_backward.HOST_CALL_S * 1e6:g} µs + "
-        f"{n} × {eager_backward.HOST_PER_LAUNCH_S * 1e6:g} µs")
 
 
 OWN_CALLS = ("triton",)

@@ -57,6 +57,7 @@ from iosim.calibrate.torch_bwd_dram import (
     model,
 )
 from iosim.errors import IosimError
+from iosim.estimates import backward_host_floor as BF
 from iosim.estimates import eager_backward as EB
 from iosim.estimates.eager_backward import MASK_EFFICIENCY
 from iosim.inputs.hardware import Hardware
@@ -98,7 +99,7 @@ def _roofs(hardware: Hardware, dtype: str) -> tuple[float, float, float]:
     return m.hbm_bandwidth_bytes_per_s, m.peak_flops_per_s[dtype], m.vector_flops_per_s
 
 
-_SDPA_KERNELS: dict[tuple[Workload, str, float, float], float] = {}
+_SDPA_KERNELS: dict[tuple[Workload, str, float, float], tuple[float, list[str]]] = {}
 
 
 def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel, *,
@@ -109,9 +110,11 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
     memory efficiency). eager: estimates/eager_backward.py's rule, the one `compare --impl
     torch-naive --pass bwd --profile measured` times with (its fit `tm`, the YAML's
     measured.impls.torch-naive.backward): each kernel at max(its DRAM estimate over the
-    bandwidth, its compute), plus a fixed time per kernel and one per call; then, with
-    `host_floor` (bwd9), no less than autograd's host dispatch of its launches. `fit_time`
-    fits `tm` without the floor, as EAGER_TIME was."""
+    bandwidth, its compute), plus a fixed time per kernel and one per call. Then, with
+    `host_floor`, no less than the implementation's backward host floor
+    (estimates/backward_host_floor.py, the one function compare applies too: eager's is
+    autograd's dispatch of its launches, bwd9). `fit_time` fits `tm` without the floor, as
+    EAGER_TIME was."""
     w = workload_of(p)
     if what == "sdpa":
         key = (w, hardware.path, tm.efficiency, tm.overhead_s)
@@ -122,9 +125,11 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
                 **shipped.backward,  # its `memory`, if any
                 "efficiency": tm.efficiency, "program_overhead_s": tm.overhead_s,
                 "call_overhead_s": 0.0}, backward_source="trial"))
-            _SDPA_KERNELS[key] = compare(w, trial, impl=impl,
-                                         profile="measured").algorithms[1].time_s
-        return _SDPA_KERNELS[key] + tm.call_s
+            a = compare(w, trial, impl=impl, profile="measured").algorithms[1]
+            _SDPA_KERNELS[key] = a.time_s, [k.name for k in a.kernels]
+        kernels_s, names = _SDPA_KERNELS[key]
+        total = kernels_s + tm.call_s
+        return BF.floored(IMPLS[what], total, names) if host_floor else total
     a = model(w, what, hardware)
     assert a.dram is not None and hardware.sm_count is not None
     bandwidth, matmul_peak, vector = _roofs(hardware, p["dtype"])
@@ -136,7 +141,7 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
                                  matmul_peak=matmul_peak, vector_rate=vector, fit=fit)
                 for kernel, est in zip(kernels, a.kernels, strict=True)) + tm.call_s
     if host_floor:
-        return EB.floored(total, [k.name for k in kernels])
+        return BF.floored(IMPLS[what], total, [k.name for k in kernels])
     return total
 
 

@@ -131,6 +131,13 @@ def floored(kernels_s: float, kernel_names: Sequence[str], **constants: float) -
     return max(kernels_s, host_s(kernel_names, **constants))
 
 
+def host_floor(kernel_names: Sequence[str]) -> tuple[float, str]:
+    """(host_s, that floor in words): eager's entry of estimates/backward_host_floor.py."""
+    n = launches(kernel_names)
+    return host_s(kernel_names), (f"autograd's dispatch of {n} launches, {HOST_CALL_S * 1e6:g} "
+                                  f"µs + {n} × {HOST_PER_LAUNCH_S * 1e6:g} µs")
+
+
 def note(impl: str, fit: Mapping[str, float]) -> str:
     """The line saying which rule times the backward (compare prints it under the roofs)."""
     return (f"{impl}'s backward is timed kernel by kernel by eager's backward model (matmuls at "
