@@ -77,6 +77,20 @@ def test_compare_s_triton_backward_is_the_judged_prediction_at_every_point(
                                               rel=1e-12), p["id"]
 
 
+def test_iosim_triton_s_backward_is_algo_triton_s_at_every_point(h200: Hardware) -> None:
+    """--impl iosim-triton runs iosim's Triton backward (its profile's backward.algorithm):
+    the same call, kernels and floor as --algo triton at every fresh7 point."""
+    for p in _points((D.FRESH7,), "triton_s"):
+        w = workload_of(p)
+        mine = _call(w, h200, impl="iosim-triton")
+        algo = _call(w, h200, algorithms=["triton"])
+        assert mine.name == "iosim-triton" and mine.impl is not None
+        assert mine.call_time_s == algo.call_time_s, p["id"]
+        assert [(k.name, k.time_s) for k in mine.kernels] == \
+            [(k.name, k.time_s) for k in algo.kernels], p["id"]
+        assert mine.floor == algo.floor != ""
+
+
 def _one_point(w: Workload, **options: object):  # type: ignore[no-untyped-def]
     return sweep(SweepSpec(n=(w.n,), n_kv=(w.n_kv,), d=(w.d,), heads=(w.heads,),
                            kv_heads=(w.kv_heads,), batch=(w.batch,), dtype=(w.dtype,),
@@ -104,7 +118,8 @@ def test_a_one_point_sweep_prints_the_judged_backward_call(h200: Hardware) -> No
 
 
 @pytest.mark.parametrize("options", [{"impl": "torch-naive"}, {"impl": "sdpa-flash"},
-                                     {"algorithms": ["triton"]}], ids=str)
+                                     {"impl": "iosim-triton"}, {"algorithms": ["triton"]}],
+                         ids=str)
 @pytest.mark.parametrize("shape", [dict(n=900, heads=4), dict(n=4096, heads=16, kv_heads=4,
                                                                causal=True)], ids=str)
 def test_a_training_step_is_its_forward_call_plus_its_backward_call(

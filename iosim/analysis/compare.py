@@ -15,6 +15,8 @@ from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
 from iosim.analysis.impl_backward import (
+    as_impl,
+    backward_nest,
     eager_backward_fit,
     eager_backward_kernels,
     impl_backward_floor,
@@ -208,10 +210,11 @@ def compare(
 
     def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None, *,
                  impl_: Implementation | None = None, impl_splits: int | None = None,
-                 pass_: str | None = None) -> AlgorithmEstimate:
-        # pass_: one call of a training step (its own pass's workload and roofs)
+                 pass_: str | None = None, gpu: bool = False) -> AlgorithmEstimate:
+        # pass_: one call of a training step (its own pass's workload and roofs); gpu: the
+        # GPU's roofs, as `--algo` has them (an implementation's backward run by an algorithm)
         given = workload if pass_ is None else workload.with_(pass_=pass_)
-        roofs = pass_roofs(given.pass_)
+        roofs = gpu_roofs if gpu else pass_roofs(given.pass_)
         w = given if impl_ is None else impl_workload(impl_, given)
         tiling = finished_tiling(algorithm, w, hw, sram_bytes, sram_source, block_q=block_q,
                                  block_kv=block_kv, tiles=tiles,
@@ -291,16 +294,23 @@ def compare(
              ) -> AlgorithmEstimate:
         """The estimate; a training step of the measured profile (an implementation, iosim's
         Triton kernels) as its forward call + its backward call, each as validated."""
-        whole = estimate(algorithm, baseline, impl_=impl_, impl_splits=impl_splits)
+        nest = backward_nest(impl_)
+        if nest is not None and workload.pass_ != "fwd":
+            # its backward is that algorithm's, timed as `--algo` times it (impl_backward.py)
+            whole = as_impl(estimate(nest, baseline, gpu=True), impl_)
+        else:
+            whole = estimate(algorithm, baseline, impl_=impl_, impl_splits=impl_splits)
         if not timed_as_calls(impl_, algorithm.name, workload.pass_, profile):
             return whole
-        calls = []
-        for pass_ in ("fwd", "bwd"):
-            own, own_splits = (algorithm, impl_splits) if impl_ is None else impl_algorithm(
-                impl_, workload.with_(pass_=pass_), hw, sram_bytes, splits)
-            calls.append(estimate(own, baseline, impl_=impl_, impl_splits=own_splits,
-                                  pass_=pass_))
-        return training_step(whole, *calls)
+        own, own_splits = (algorithm, impl_splits) if impl_ is None else impl_algorithm(
+            impl_, workload.with_(pass_="fwd"), hw, sram_bytes, splits)
+        forward = estimate(own, baseline, impl_=impl_, impl_splits=own_splits, pass_="fwd")
+        if nest is not None:
+            backward = as_impl(estimate(nest, baseline, pass_="bwd", gpu=True), impl_)
+        else:
+            backward = estimate(algorithm, baseline, impl_=impl_, impl_splits=impl_splits,
+                                pass_="bwd")
+        return training_step(whole, forward, backward)
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)

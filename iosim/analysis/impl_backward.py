@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Call
 from iosim.estimates import eager_backward
@@ -65,6 +66,23 @@ def eager_backward_kernels(estimates: Sequence[KernelEstimate], dram: DramEstima
         workload, bandwidth=roofs.hbm_bandwidth_bytes_per_s,
         matmul_peak=roofs.matmul_flops_per_s, vector_rate=roofs.vector_flops_per_s, fit=fit),
         timed_by="eager-bwd") for e in estimates)
+
+
+def backward_nest(impl: Implementation | None) -> Algorithm | None:
+    """The algorithm whose loop nest an implementation's backward runs, where its profile
+    names one (`backward.algorithm`: iosim-triton's is the triton algorithm, iosim's own
+    Triton backward); None: its own algorithm's backward."""
+    if impl is None or not impl.backward_algorithm:
+        return None
+    return ALGORITHMS[impl.backward_algorithm]
+
+
+def as_impl(estimate: AlgorithmEstimate, impl: Implementation | None) -> AlgorithmEstimate:
+    """An algorithm's estimate as the implementation's (its name, title and profile): the
+    backward of an implementation that runs that algorithm's loop nest."""
+    assert impl is not None
+    return replace(estimate, name=impl.name, impl=impl,
+                   title=f"{impl.title}; its backward: {estimate.title}")
 
 
 OWN_CALLS = ("triton",)

@@ -298,6 +298,11 @@ def impl_backward_note(impl: Implementation, hardware: Hardware) -> str | None:
     fitted = _fitted(impl, hardware)
     if fitted is None:
         return None
+    if impl.backward_algorithm:
+        return (f"{impl.name}'s backward runs the {impl.backward_algorithm} algorithm's loop "
+                f"nest and is timed as `--algo {impl.backward_algorithm}` is (the GPU's "
+                "measured backward schedule and the Python launcher's floor; judged by "
+                "calibrate/backward_fit.py)")
     if not fitted.backward:
         return (f"{impl.name}'s backward has no fitted model on {hardware.name} (no "
                 f"measured.impls.{impl.name}.backward in {hardware.path}): its kernels are on "
