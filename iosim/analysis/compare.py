@@ -14,6 +14,7 @@ from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
+from iosim.analysis.impl_decoding import impl_decoding_estimates
 from iosim.analysis.impl_forward import impl_forward_roofs
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
@@ -223,6 +224,8 @@ def compare(
             own_roofs = impl_forward_roofs(own_roofs, impl_, hw, tiling, w)
         kernel_estimates = estimate_kernels(kernels, w, tiling, own_roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
+        if impl_ is not None and profile == "measured" and w.pass_ == "fwd":
+            kernel_estimates = impl_decoding_estimates(kernel_estimates, impl_, hw, w)
         dims = Dims.of(w, tiling)
         fit = own_roofs.mla_prefill
         if impl_ is None and fit is not None and hw.sm_count:

@@ -53,7 +53,7 @@ from iosim.record import Record, field
 
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute", "latency"]
-TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill"]
+TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill", "flex-decoding"]
 
 
 class Roofs(Record):
