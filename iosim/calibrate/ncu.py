@@ -151,6 +151,15 @@ GATE = "IOSIM_NCU_GATE"
 READY there after its warm-up call (compilation included) and waits for GO before the range
 ncu profiles, so that it compiles while the caller compiles and times, and counts after."""
 READY, GO = "ready", "go"
+COMPILED = "compiled"
+"""Written by `iosim measure` into GATE's folder once its own compilation is done: a target
+run with AFTER_COMPILE set waits for it before compiling, so that it compiles from the warm
+Inductor and Triton caches (benchmarks/flex10_device.sh measures both orders)."""
+AFTER_COMPILE = "IOSIM_NCU_AFTER_COMPILE"
+PHASES: dict[str, float] = {}
+"""The last profile's phases (finish_profile): seconds from GO to ncu's end and of the export,
+and when (time.time()) the target reached each of its own (READY's content); `iosim measure
+--record` keeps them as `phases_s`, set against its start."""
 
 
 def start_profile(spec: list[dict[str, Any]],
@@ -162,8 +171,9 @@ def start_profile(spec: list[dict[str, Any]],
     folder = Path(tempfile.mkdtemp(prefix="iosim-ncu-"))
     if ncu is None:
         return Started(None, "", folder, "", "", metrics, ProfileRun("unavailable"))
-    version = subprocess.run([ncu, "--version"], capture_output=True, text=True,
-                             check=False).stdout.strip().splitlines()
+    # ncu's version asked beside the run, not before it (an ncu start is a second or more)
+    asked = subprocess.Popen([ncu, "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
     spec_file, manifest_file, report = (folder / "spec.json", folder / "manifest.json",
                                         folder / "profile")
     spec_file.write_text(json.dumps(spec))
@@ -174,6 +184,7 @@ def start_profile(spec: list[dict[str, Any]],
     with (folder / "out.txt").open("w") as out:
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True,
                                    env=env)
+    version = asked.communicate()[0].strip().splitlines()
     return Started(process, ncu, folder, shown, version[-1] if version else "", metrics)
 
 
@@ -192,6 +203,7 @@ def finish_profile(started: Started, *, timeout_s: float, log: Path | None = Non
         if started.early is not None:
             return started.early
         (started.folder / GO).touch()
+        went = time.monotonic()
         try:
             started.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
@@ -206,9 +218,15 @@ def finish_profile(started: Started, *, timeout_s: float, log: Path | None = Non
         if started.process.returncode != 0 or errors:
             reason = errors[0] if errors else f"exit status {started.process.returncode}"
             return ProfileRun(f"refused: {reason.strip()}", started.shown)
+        PHASES["ncu_after_go_s"] = time.monotonic() - went
+        target = started.folder / READY
+        if target.exists() and target.read_text().strip():
+            PHASES.update({f"target_{k}": v for k, v in json.loads(target.read_text()).items()})
+        exporting = time.monotonic()
         exported = subprocess.run([started.ncu, "--import", f"{started.folder / 'profile'}.ncu-rep",
                                    "--csv", "--page", "raw", "--print-units", "base"],
                                   capture_output=True, text=True, check=False)
+        PHASES["ncu_export_s"] = time.monotonic() - exporting
         try:
             manifest = json.loads((started.folder / "manifest.json").read_text())
             launches = parse_raw_csv(exported.stdout, started.metrics)
