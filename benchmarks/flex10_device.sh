@@ -17,7 +17,7 @@ elapsed() { python3 -c "import sys; print(f'{float(sys.argv[2]) - float(sys.argv
   python3 -c "import torch, triton; print(torch.__version__, triton.__version__)"
   "$(python3 -c "from iosim.calibrate.ncu import ncu_path; print(ncu_path())")" --version | tail -1
 } > "$out/env.txt" 2>&1
-timeout 150 python3 benchmarks/impl_validation_h200.py "$out/h200-impl-flexfresh10.json" 100 \
+timeout 130 python3 benchmarks/impl_validation_h200.py "$out/h200-impl-flexfresh10.json" 100 \
     flexfresh10 flex > "$out/flexfresh10.log" 2>&1
 echo "fresh set: rc $? at $(elapsed "$begin") s" >> "$out/times.txt"
 measure() {  # ORDER LABEL ARGS...: one measure on cold caches of its own, its wall time
@@ -25,7 +25,7 @@ measure() {  # ORDER LABEL ARGS...: one measure on cold caches of its own, its w
     local cache; cache=$(mktemp -d)
     local t0; t0=$(date +%s.%N)
     if [ "$order" = after-compile ]; then export IOSIM_NCU_AFTER_COMPILE=1; else unset IOSIM_NCU_AFTER_COMPILE; fi
-    TORCHINDUCTOR_CACHE_DIR="$cache/inductor" TRITON_CACHE_DIR="$cache/triton" timeout 80 \
+    TORCHINDUCTOR_CACHE_DIR="$cache/inductor" TRITON_CACHE_DIR="$cache/triton" timeout 60 \
         python3 -m iosim measure --gpu h200 --impl flex --record "$out/measure.jsonl" "$@" \
         > "$out/measure-$label.log" 2>&1
     echo "measure $label ($order): rc $? wall $(elapsed "$t0") s" >> "$out/times.txt"
