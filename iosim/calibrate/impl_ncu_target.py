@@ -46,9 +46,9 @@ def _since_start() -> float:
 
 
 def _wait_for_compiled(timeout_s: float = 600) -> None:
-    """With AFTER_COMPILE set (ncu.py COMPILED): wait until the caller has compiled."""
+    """Gated (ncu.py COMPILED): wait until the caller has compiled, unless AFTER_COMPILE=0."""
     folder = os.environ.get(GATE)
-    if not folder or not os.environ.get(AFTER_COMPILE):
+    if not folder or os.environ.get(AFTER_COMPILE) == "0":
         return
     deadline = time.monotonic() + timeout_s
     while not (Path(folder) / COMPILED).exists() and time.monotonic() < deadline:
@@ -60,7 +60,9 @@ def main(argv: list[str]) -> int:
     spec_path, manifest_path = argv
     with open(spec_path) as f:
         spec = json.load(f)
+    PHASES["main_s"] = _since_start()
     buffer, partials = K.evict_buffers()
+    PHASES["buffers_s"] = _since_start()
     done = []
     for item in spec:
         w = Workload(**item["workload"])

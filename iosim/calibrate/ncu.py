@@ -14,11 +14,13 @@ Metrics: dram__bytes_read.sum, dram__bytes_write.sum (DRAM), lts__t_bytes.sum (a
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -152,9 +154,10 @@ READY there after its warm-up call (compilation included) and waits for GO befor
 ncu profiles, so that it compiles while the caller compiles and times, and counts after."""
 READY, GO = "ready", "go"
 COMPILED = "compiled"
-"""Written by `iosim measure` into GATE's folder once its own compilation is done: a target
-run with AFTER_COMPILE set waits for it before compiling, so that it compiles from the warm
-Inductor and Triton caches (benchmarks/flex10_device.sh measures both orders)."""
+"""Written by `iosim measure` into GATE's folder once its own compilation is done: a gated
+target waits for it before its first call, so that it compiles from the warm Inductor and
+Triton caches instead of compiling the same kernels beside measure (round 10: 19.4 s against
+22.0 s for the whole measure, benchmarks/flex10-h200; AFTER_COMPILE=0 compiles at once)."""
 AFTER_COMPILE = "IOSIM_NCU_AFTER_COMPILE"
 PHASES: dict[str, float] = {}
 """The last profile's phases (finish_profile): seconds from GO to ncu's end and of the export,
@@ -182,10 +185,21 @@ def start_profile(spec: list[dict[str, Any]],
     shown = " ".join([*command[:-5], f"python3 -m {target} SPEC MANIFEST"])
     env = {**os.environ, GATE: str(folder)} if gated else None
     with (folder / "out.txt").open("w") as out:
+        # its own process group: stop() ends ncu and the target it started together
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True,
-                                   env=env)
+                                   env=env, start_new_session=True)
     version = asked.communicate()[0].strip().splitlines()
     return Started(process, ncu, folder, shown, version[-1] if version else "", metrics)
+
+
+def stop(started: Started) -> None:
+    """End a started ncu run and the target it launched (its process group), and drop its
+    folder: the caller failed before reading it."""
+    if started.process is not None and started.process.poll() is None:
+        with contextlib.suppress(OSError):
+            os.killpg(started.process.pid, signal.SIGKILL)
+        started.process.wait()
+    shutil.rmtree(started.folder, ignore_errors=True)
 
 
 def wait_ready(started: Started, *, timeout_s: float) -> None:
@@ -207,7 +221,8 @@ def finish_profile(started: Started, *, timeout_s: float, log: Path | None = Non
         try:
             started.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            started.process.kill()
+            with contextlib.suppress(OSError):
+                os.killpg(started.process.pid, signal.SIGKILL)
             started.process.wait()
             return ProfileRun(f"failed: ncu ran past {timeout_s:.0f} s", started.shown)
         text = (started.folder / "out.txt").read_text()
