@@ -128,5 +128,6 @@ def impl_decoding_estimates(estimates: tuple[KernelEstimate, ...], impl: Impleme
             or not decoding_applies(impl, workload, fitted.forward)):
         return estimates
     time_s = decoding_time_s(workload, fitted.forward, hardware.sm_count)
-    return tuple(replace(e, time_s=time_s, timed_by="flex-decoding") if e.kind == "fused"
-                 else e for e in estimates)
+    # a chain of dependent steps, each waiting on its loads: latency-bound, not on a roof
+    return tuple(replace(e, time_s=time_s, timed_by="flex-decoding", bound="latency")
+                 if e.kind == "fused" else e for e in estimates)
