@@ -1,7 +1,7 @@
 """Fit FlexAttention's decoding-template model (analysis/impl_decoding.py, round 10) on every
 SEEN decode step that ran the decoding template, and print it (no GPU needed).
 
-    python benchmarks/flex10_fit.py
+    python benchmarks/flex10_fit.py [--loo]
 
 A seen decode step counts where torch ran the decoding template (impl_forward.py:
 runs_decoding_kernel, not causal) AND its kernel list shows the template's combine after it
@@ -12,13 +12,15 @@ are not this template's times. Step 1 fits the template's four figures on the te
 kernel's device time (torch.profiler), by coordinate descent over GRIDS for the least summed
 |log error|; step 2 the combine's two on the combine kernels' summed time (least squares in
 log). Prints every point's error and each figure's sensitivity (the median |error| with it
-moved ±10 %).
+moved ±10 %); with `--loo`, each point's template error with the four template figures
+refitted on the other six (leave one out).
 """
 
 from __future__ import annotations
 
 import json
 import math
+import sys
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -134,6 +136,15 @@ def main() -> None:
                               + decoding_combine_s(w, moved, SM_COUNT)) / (t + c) - 1)
                          for w, t, c in zip(ws, templates, combines, strict=True))
             print(f"sensitivity: {name} x{f:g}: median {med:.1%}")
+    if "--loo" in sys.argv:
+        left_out = []
+        for i, (w, t) in enumerate(zip(ws, templates, strict=True)):
+            others = fit_template(ws[:i] + ws[i + 1:], templates[:i] + templates[i + 1:])
+            left_out.append(decoding_template_s(w, others, SM_COUNT) / t - 1)
+            print(f"leave out #{i} ({w.batch}x{w.heads}/{w.kv_heads} 1/{w.n_kv} d{w.d}): "
+                  f"template {left_out[-1]:+.1%}")
+        print(f"leave one out: median |error| {median(abs(e) for e in left_out):.1%}, worst "
+              f"{max(abs(e) for e in left_out):.1%}")
 
 
 if __name__ == "__main__":
