@@ -387,6 +387,25 @@ FLEXFRESH10 = (
 one program alone once; K/V up to 2.1 GB) and eight prefills: batch·heads 2, 5 and 6 below one
 wave, N not a multiple of 128 (1500, 6000, 3500, 9000, 1200, a chunked 768/10,000), causal,
 bf16, GQA 3, 4 and 2/1."""
+EAGERFRESH8 = (
+    # the lead's eager8 (round 8): torch-naive's forward with its elementwise kernels charged
+    # every byte they stream, torch's softmax kernel by row length and the CUTLASS fallback GEMMs
+    # at N_kv % 8 != 0; written down before the call that times it, none equal to an earlier
+    # point (tests/test_eager_forward.py)
+    _w(1600, heads=3), _w(2600, heads=4, d=64, dtype="bf16", causal=True), _w(3001, heads=2),
+    _w(5200, heads=6, kv=2), _w(11000, heads=3, d=64), _w(12003, heads=2, dtype="bf16",
+                                                          causal=True),
+    _w(700, 20000, heads=16, kv=4), _w(256, 40000, heads=8, kv=1, d=64),
+    _w(1, 70000, heads=32, kv=8, batch=4), _w(1, 9000, heads=32, kv=8, batch=16, dtype="bf16"),
+    _w(2048, heads=20, batch=3, d=256, causal=True), _w(1000, heads=12, batch=8, d=64),
+    _w(6150, heads=4), _w(4500, 9000, heads=8, dtype="bf16", causal=True),
+    _w(16384, heads=2, d=64, causal=True), _w(900, heads=1), _w(28000, heads=1),
+)
+"""Seventeen fresh torch-naive shapes: each of torch's four softmax kernels (rows of 900-2,048:
+warp; 2,600-9,000: Reg; 11,000-20,000: Smem; 12,003 (not a multiple of 8), 28,000-70,000: the
+plain kernel), S from 0.8 MB to 1.6 GB (seven inside the 60 MiB L2 or near it), N_kv % 8 != 0
+odd (3,001, 12,003) and even (6,150), GQA 3/4/8 and MQA, chunked prefill, two decode steps,
+d 64/128/256, fp16 and bf16, causal and not, batch·heads 1 to 96."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -398,7 +417,8 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "validation6": (VALIDATION6, ()), "causalprobe7": (CAUSALPROBE7, ()),
         "flexfresh8": (FLEXFRESH8, tuple(range(len(FLEXFRESH8)))),
         "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9)))),
-        "flexfresh10": (FLEXFRESH10, tuple(range(len(FLEXFRESH10))))}
+        "flexfresh10": (FLEXFRESH10, tuple(range(len(FLEXFRESH10)))),
+        "eagerfresh8": (EAGERFRESH8, ())}
 
 
 def main() -> None:
