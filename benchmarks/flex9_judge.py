@@ -46,10 +46,23 @@ def round8(hardware: Hardware) -> Hardware:
     return with_profile(hardware, ROUND8)
 
 
+def round9(hardware: Hardware) -> Hardware:
+    """The profile of round 9: the YAML's flex entry without round 10's decoding-template
+    figures (analysis/impl_decoding.py), which round 9 did not have."""
+    from iosim.analysis.impl_decoding import DECODE_TERMS
+    from iosim.inputs.impl_calibration import with_impl_calibration
+    from iosim.record import replace
+
+    assert hardware.measured is not None
+    entry = hardware.measured.impls["flex"]
+    forward = {k: v for k, v in entry.forward.items() if k not in DECODE_TERMS}
+    return with_impl_calibration(hardware, "flex", replace(entry, forward=forward))
+
+
 def judge(points: list[dict[str, Any]], judged: Hardware | None = None) -> list[dict[str, Any]]:
     """Every timed flex point: its shape, measured call and kernel, and both rounds' (round 9:
-    `judged`, by default the YAML's, frozen at tag flex9-frozen)."""
-    new_hw = judged or resolve_hardware("h200").hardware
+    `judged`, by default the YAML's as frozen at tag flex9-frozen: round9)."""
+    new_hw = judged or round9(resolve_hardware("h200").hardware)
     return rows_of(points, new_hw, round8(new_hw))
 
 

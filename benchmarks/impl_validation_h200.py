@@ -369,6 +369,24 @@ of 128), three decode steps on flex's decoding template (GQA 4 and 8 at d 128, G
 K/V of 192 and 98 MiB, beyond the L2) and one on the main template (GQA 7), and the usual axes:
 causal d 128 at N 3,100, 8,192 × 16 heads (K/V 64 MiB), d 64 causal at N 10,000 in full
 waves."""
+FLEXFRESH10 = (
+    # flex10 (round 10): the decoding-template model's judgement, written down before the call
+    # that times it; none equals an earlier point or a probe shape (tests/test_flex_decoding.py)
+    _w(1, 6000, heads=32, kv=8, batch=32), _w(1, 100000, heads=8, kv=1, dtype="bf16"),
+    _w(1, 16384, heads=32, kv=4, batch=8, d=64), _w(1, 65536, heads=16, kv=16, batch=4,
+                                                     dtype="bf16"),
+    _w(1, 131072, heads=32, kv=8, batch=2, d=64), _w(1, 2200, heads=8, kv=4, batch=16, d=64,
+                                                      dtype="bf16"),
+    _w(1500, heads=5, d=64), _w(2304, heads=6, kv=2, causal=True, dtype="bf16"),
+    _w(6000, heads=4, batch=3, d=64, causal=True), _w(3500, heads=24, kv=6),
+    _w(768, 10000, heads=16, kv=4, d=64, dtype="bf16"), _w(9000, heads=12, dtype="bf16"),
+    _w(4608, heads=10, batch=2, d=64), _w(1200, heads=2, kv=1, causal=True),
+)
+"""Fourteen fresh flex shapes: six decode steps on flex's decoding template (N_kv 2,200 to
+131,072; GQA 1, 2, 4, 8; batch 1 to 32; d 64 and 128; 256 walking programs on 132 SMs twice,
+one program alone once; K/V up to 2.1 GB) and eight prefills: batch·heads 2, 5 and 6 below one
+wave, N not a multiple of 128 (1500, 6000, 3500, 9000, 1200, a chunked 768/10,000), causal,
+bf16, GQA 3, 4 and 2/1."""
 CUDNNFRESH8 = (
     # cudnn8 (issue 11, round 10): the lean (stream-K) decode rule's judgement, written down
     # before tag cudnn8-frozen and measured after it; none equals a point of any earlier set or
@@ -423,6 +441,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "validation6": (VALIDATION6, ()), "causalprobe7": (CAUSALPROBE7, ()),
         "flexfresh8": (FLEXFRESH8, tuple(range(len(FLEXFRESH8)))),
         "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9)))),
+        "flexfresh10": (FLEXFRESH10, tuple(range(len(FLEXFRESH10)))),
         "cudnnfresh8": (CUDNNFRESH8, ()),
         "eagerfresh8": (EAGERFRESH8, ())}
 

@@ -97,6 +97,10 @@ def test_measure_reads_ncu_per_kernel_and_records_it(monkeypatch: pytest.MonkeyP
     assert all(len(line) <= 80 for line in stdout.splitlines()[:-1])
     # `calibrate --impl --from` reads the new lines as it read the old
     assert impl_fit.load_points(out)["points"][0]["time_s"] == 9e-5
+    # where the wall time went (round 10): seconds since measure started, in order
+    phases = json.loads(out.read_text())["phases_s"]
+    assert list(phases)[:5] == ["predicted", "ncu_started", "checked", "ncu_ready", "timed"]
+    assert "counted" in phases and all(v >= 0 for v in phases.values())
 
 
 @pytest.mark.parametrize(("ncu", "status", "line"), [

@@ -23,6 +23,7 @@ from iosim.analysis.impl_backward import (
     timed_as_calls,
     training_step,
 )
+from iosim.analysis.impl_decoding import impl_decoding_estimates
 from iosim.analysis.impl_forward import impl_forward_roofs
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
@@ -258,6 +259,8 @@ def compare(
         if eager_fit is not None and dram is not None:  # the rule torch_bwd_fit judges
             kernel_estimates = eager_backward_kernels(kernel_estimates, dram, w, own_roofs,
                                                       eager_fit)
+        if impl_ is not None and profile == "measured" and w.pass_ == "fwd":
+            kernel_estimates = impl_decoding_estimates(kernel_estimates, impl_, hw, w)
         dims = Dims.of(w, tiling)
         fit = own_roofs.mla_prefill
         if impl_ is None and fit is not None and hw.sm_count:

@@ -23,8 +23,9 @@ checks its bounds: its time is scaled by the fitted `unaligned_dN`. Where the ti
 more than one program on an SM (d 64: two), a program its SM was given alone at launch runs at the
 fitted `lone_share` of the SM's rate, not at half of it (estimates/sm_sharing.py; round 9).
 
-Where it does not apply (the roofline as before): a head dim the fit has no efficiency for,
-and the queries torch hands to its split-KV decoding template instead (`runs_decoding_kernel`).
+Where it does not apply: a head dim the fit has no efficiency for (the roofline as before),
+and the queries torch hands to its split-KV decoding template instead (`runs_decoding_kernel`:
+timed by analysis/impl_decoding.py where the profile has its figures, else the roofline).
 """
 
 from __future__ import annotations

@@ -261,6 +261,10 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
         from iosim.analysis.impl_forward import forward_schedule_note
 
         notes = (*notes, str(forward_schedule_note(impl, hardware)))
+        from iosim.analysis.impl_decoding import DECODE_TERMS, decoding_note
+
+        if all(k in fitted.forward for k in DECODE_TERMS):
+            notes = (*notes, decoding_note(fitted.forward))
     if pass_ != "fwd":
         # an eager pipeline's backward `memory` is its own rule's (analysis/impl_backward.py),
         # which times its kernels: the roofline of the rest keeps the forward's

@@ -8,6 +8,7 @@ every kernel between its two evicts, whatever their names (torch's, cuDNN's, Fle
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from pathlib import Path
 from typing import Any
@@ -72,6 +73,17 @@ def start_count_kernels(impl: str, workload: dict[str, Any]) -> Started:
     (benchmarks/flex-measure-h200, benchmarks/impl6-h200/measure-flex.log)."""
     spec = [{"id": "measure", "impl": impl, "workload": workload}]
     return start_profile(spec, command, TARGET, METRICS, gated=True)
+
+
+def compiled(started: Started) -> None:
+    """Say that `iosim measure` has compiled (ncu.py COMPILED): a target run with
+    AFTER_COMPILE set compiles only then, from the warm caches."""
+    from iosim.calibrate.ncu import COMPILED
+
+    if started.process is None:  # ncu never started (started.early says why): none waits
+        return
+    with contextlib.suppress(OSError):  # its folder gone: the run ended, finish_profile says
+        (started.folder / COMPILED).touch()
 
 
 def counters_ready(started: Started, *, timeout_s: float = 300) -> None:

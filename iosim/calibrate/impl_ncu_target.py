@@ -19,7 +19,7 @@ import torch
 from iosim.calibrate import kernels as K
 from iosim.calibrate.impl_ncu import RANGE
 from iosim.calibrate.measure import _tensors, make_runner
-from iosim.calibrate.ncu import GATE, GO, READY
+from iosim.calibrate.ncu import AFTER_COMPILE, COMPILED, GATE, GO, READY
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 
@@ -30,9 +30,28 @@ def _gate(timeout_s: float = 600) -> None:
     folder = os.environ.get(GATE)
     if not folder:
         return
-    (Path(folder) / READY).touch()
+    (Path(folder) / READY).write_text(json.dumps(PHASES))
     deadline = time.monotonic() + timeout_s
     while not (Path(folder) / GO).exists() and time.monotonic() < deadline:
+        time.sleep(0.01)
+
+
+PHASES: dict[str, float] = {}
+"""When (time.time()) this process reached each phase, written into READY (ncu.py PHASES)."""
+
+
+def _since_start() -> float:
+    """The wall clock (time.time()): `iosim measure` sets it against its own start."""
+    return time.time()
+
+
+def _wait_for_compiled(timeout_s: float = 600) -> None:
+    """Gated (ncu.py COMPILED): wait until the caller has compiled, unless AFTER_COMPILE=0."""
+    folder = os.environ.get(GATE)
+    if not folder or os.environ.get(AFTER_COMPILE) == "0":
+        return
+    deadline = time.monotonic() + timeout_s
+    while not (Path(folder) / COMPILED).exists() and time.monotonic() < deadline:
         time.sleep(0.01)
 
 
@@ -41,15 +60,21 @@ def main(argv: list[str]) -> int:
     spec_path, manifest_path = argv
     with open(spec_path) as f:
         spec = json.load(f)
+    PHASES["main_s"] = _since_start()
     buffer, partials = K.evict_buffers()
+    PHASES["buffers_s"] = _since_start()
     done = []
     for item in spec:
         w = Workload(**item["workload"])
         impl = get_implementation(item["impl"])
         q, k, v = _tensors(w, torch)
         run = make_runner(impl, w, q, k, v)
+        PHASES["torch_ready_s"] = _since_start()
+        _wait_for_compiled()
+        PHASES["compile_start_s"] = _since_start()
         run()
         torch.cuda.synchronize()
+        PHASES["compiled_s"] = _since_start()
         _gate()
         torch.cuda.nvtx.range_push(RANGE)
         K.evict(buffer, partials)

@@ -14,11 +14,13 @@ Metrics: dram__bytes_read.sum, dram__bytes_write.sum (DRAM), lts__t_bytes.sum (a
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import io
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -151,6 +153,16 @@ GATE = "IOSIM_NCU_GATE"
 READY there after its warm-up call (compilation included) and waits for GO before the range
 ncu profiles, so that it compiles while the caller compiles and times, and counts after."""
 READY, GO = "ready", "go"
+COMPILED = "compiled"
+"""Written by `iosim measure` into GATE's folder once its own compilation is done: a gated
+target waits for it before its first call, so that it compiles from the warm Inductor and
+Triton caches instead of compiling the same kernels beside measure (round 10: 19.4 s against
+22.0 s for the whole measure, benchmarks/flex10-h200; AFTER_COMPILE=0 compiles at once)."""
+AFTER_COMPILE = "IOSIM_NCU_AFTER_COMPILE"
+PHASES: dict[str, float] = {}
+"""The last profile's phases (finish_profile): seconds from GO to ncu's end and of the export,
+and when (time.time()) the target reached each of its own (READY's content); `iosim measure
+--record` keeps them as `phases_s`, set against its start."""
 
 
 def start_profile(spec: list[dict[str, Any]],
@@ -162,8 +174,9 @@ def start_profile(spec: list[dict[str, Any]],
     folder = Path(tempfile.mkdtemp(prefix="iosim-ncu-"))
     if ncu is None:
         return Started(None, "", folder, "", "", metrics, ProfileRun("unavailable"))
-    version = subprocess.run([ncu, "--version"], capture_output=True, text=True,
-                             check=False).stdout.strip().splitlines()
+    # ncu's version asked beside the run, not before it (an ncu start is a second or more)
+    asked = subprocess.Popen([ncu, "--version"], stdout=subprocess.PIPE,
+                             stderr=subprocess.DEVNULL, text=True)
     spec_file, manifest_file, report = (folder / "spec.json", folder / "manifest.json",
                                         folder / "profile")
     spec_file.write_text(json.dumps(spec))
@@ -172,9 +185,21 @@ def start_profile(spec: list[dict[str, Any]],
     shown = " ".join([*command[:-5], f"python3 -m {target} SPEC MANIFEST"])
     env = {**os.environ, GATE: str(folder)} if gated else None
     with (folder / "out.txt").open("w") as out:
+        # its own process group: stop() ends ncu and the target it started together
         process = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, text=True,
-                                   env=env)
+                                   env=env, start_new_session=True)
+    version = asked.communicate()[0].strip().splitlines()
     return Started(process, ncu, folder, shown, version[-1] if version else "", metrics)
+
+
+def stop(started: Started) -> None:
+    """End a started ncu run and the target it launched (its process group), and drop its
+    folder: the caller failed before reading it."""
+    if started.process is not None and started.process.poll() is None:
+        with contextlib.suppress(OSError):
+            os.killpg(started.process.pid, signal.SIGKILL)
+        started.process.wait()
+    shutil.rmtree(started.folder, ignore_errors=True)
 
 
 def wait_ready(started: Started, *, timeout_s: float) -> None:
@@ -192,10 +217,12 @@ def finish_profile(started: Started, *, timeout_s: float, log: Path | None = Non
         if started.early is not None:
             return started.early
         (started.folder / GO).touch()
+        went = time.monotonic()
         try:
             started.process.wait(timeout=timeout_s)
         except subprocess.TimeoutExpired:
-            started.process.kill()
+            with contextlib.suppress(OSError):
+                os.killpg(started.process.pid, signal.SIGKILL)
             started.process.wait()
             return ProfileRun(f"failed: ncu ran past {timeout_s:.0f} s", started.shown)
         text = (started.folder / "out.txt").read_text()
@@ -206,9 +233,15 @@ def finish_profile(started: Started, *, timeout_s: float, log: Path | None = Non
         if started.process.returncode != 0 or errors:
             reason = errors[0] if errors else f"exit status {started.process.returncode}"
             return ProfileRun(f"refused: {reason.strip()}", started.shown)
+        PHASES["ncu_after_go_s"] = time.monotonic() - went
+        target = started.folder / READY
+        if target.exists() and target.read_text().strip():
+            PHASES.update({f"target_{k}": v for k, v in json.loads(target.read_text()).items()})
+        exporting = time.monotonic()
         exported = subprocess.run([started.ncu, "--import", f"{started.folder / 'profile'}.ncu-rep",
                                    "--csv", "--page", "raw", "--print-units", "base"],
                                   capture_output=True, text=True, check=False)
+        PHASES["ncu_export_s"] = time.monotonic() - exporting
         try:
             manifest = json.loads((started.folder / "manifest.json").read_text())
             launches = parse_raw_csv(exported.stdout, started.metrics)

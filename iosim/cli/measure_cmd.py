@@ -46,8 +46,13 @@ def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
     Example:
       iosim measure --gpu h200 --impl sdpa-flash --n 4096 --d 128 --heads 32 --batch 2
     """
+    import time
+
     from iosim.analysis.compare import compare
     from iosim.inputs.implementations_yaml import get_implementation
+
+    started = time.time()
+    phases: dict[str, float] = {}
 
     if unfused:
         raise IosimError("--unfused is the implementation's to say (torch-naive's scale and "
@@ -67,20 +72,30 @@ def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
         # started for them (in this process and in ncu's, which inherits it); set before
         # torch is imported
         os.environ.setdefault("TORCHINDUCTOR_COMPILE_THREADS", "1")
-    env.require_gpu("measure")
-    from iosim.calibrate.measure import check, time_and_kernels
-
-    counting = start_counters(impl, workload, counters)  # compiles beside this process
+    phases["predicted"] = time.time() - started
+    # ncu's process first, before this one imports torch: it is the longer path (its python
+    # starts under ncu's injection, ~12 s to a runner on the H200, benchmarks/flex10-h200)
+    counting = start_counters(impl, workload, counters)
+    phases["ncu_started"] = time.time() - started
     try:
-        error = check(implementation, workload)
-        if not isinstance(counting, dict):
-            from iosim.calibrate.impl_ncu import counters_ready
+        env.require_gpu("measure")
+        from iosim.calibrate.measure import check, time_and_kernels
 
+        error = check(implementation, workload)
+        phases["checked"] = time.time() - started
+        if not isinstance(counting, dict):
+            from iosim.calibrate.impl_ncu import compiled, counters_ready
+
+            compiled(counting)  # the caches warm now: the target compiles from them
             counters_ready(counting)  # nothing of it on the GPU while this one times
+            phases["ncu_ready"] = time.time() - started
         seconds, kernels = time_and_kernels(implementation, workload)
+        phases["timed"] = time.time() - started
     except BaseException:
-        if not isinstance(counting, dict) and counting.process is not None:
-            counting.process.kill()
+        if not isinstance(counting, dict):
+            from iosim.calibrate.ncu import stop
+
+            stop(counting)
         raise
     point = measurement_point(implementation.name, workload, predicted.hardware.name, profile,
                               estimate, seconds, kernels, error)
@@ -89,8 +104,13 @@ def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,
         point["counters"] = counting
     else:
         from iosim.calibrate.impl_ncu import finish_count_kernels
+        from iosim.calibrate.ncu import PHASES
 
         point["counters"] = finish_count_kernels(counting)
+        phases["counted"] = time.time() - started
+        phases.update({k: (v - started if k.startswith("target_") else v)
+                       for k, v in PHASES.items()})
+    point["phases_s"] = {k: round(v, 3) for k, v in phases.items()}
     from iosim.output.render_measure import measurement_lines
 
     for line in measurement_lines(point):

@@ -49,13 +49,17 @@ FORWARD_BOUNDS = {"efficiency_d64": (0.0, 1.5), "efficiency_d128": (0.0, 1.5),
                   "efficiency_d256": (0.0, 1.5), "unaligned_d64": (0.0, 3.0),
                   "unaligned_d128": (0.0, 3.0), "unaligned_d256": (0.0, 3.0),
                   "program_overhead_s": (0.0, 1e-3),
-                  "causal_loops": (0, 4), "lone_share": (0.0, 1.0)}
+                  "causal_loops": (0, 4), "lone_share": (0.0, 1.0),
+                  "decode_step_s": (0.0, 1e-4), "decode_program_bandwidth": (0.0, 1e13),
+                  "decode_program_overhead_s": (0.0, 1e-3), "decode_shared": (0.0, 4.0),
+                  "decode_combine_s": (0.0, 1e-3), "decode_combine_per_output_s": (0.0, 1e-6)}
 """(low, high] of each figure of `forward` (the fused forward kernel's list schedule,
 analysis/impl_kernels.py:impl_forward_roofs): the efficiency per head-dim bucket (at least
 one), the factor on a step's time where N or N_kv is not a multiple of 128 (`unaligned_dN`),
 the seconds per software-pipelined loop of a program, the loops of a causal program (an
 integer), and the share of its SM's rate a program alone on it reaches (`lone_share`,
-optional: estimates/sm_sharing.py)."""
+optional: estimates/sm_sharing.py); the `decode_*` figures time FlexAttention's decoding
+template (optional, all or none: analysis/impl_decoding.py)."""
 
 
 def _number(value: Any) -> bool:
@@ -139,6 +143,12 @@ def _forward(path: str, key: str, raw: Any) -> tuple[dict[str, float], str]:
             raise ConfigError(path, f"{key}.{name}",
                               f"must be {what} in ({lo:g}, {hi:g}], got {excerpt(value)}")
         out[name] = float(value)
+    decode = [n for n in FORWARD_BOUNDS if n.startswith("decode_")]
+    given = [n for n in decode if n in out]
+    if given and len(given) != len(decode):
+        missing = next(n for n in decode if n not in out)
+        raise ConfigError(path, f"{key}.{missing}", "missing; the decoding template's figures "
+                          f"come together ({', '.join(decode)}) or not at all")
     return out, _source(path, key, m)
 
 
@@ -165,6 +175,12 @@ def _backward(path: str, key: str, raw: Any) -> tuple[dict[str, float], str]:
             raise ConfigError(path, f"{key}.{name}",
                               f"must be in {low}{lo:g}, {hi:g}{high}, got {excerpt(value)}")
         out[name] = float(value)
+    decode = [n for n in FORWARD_BOUNDS if n.startswith("decode_")]
+    given = [n for n in decode if n in out]
+    if given and len(given) != len(decode):
+        missing = next(n for n in decode if n not in out)
+        raise ConfigError(path, f"{key}.{missing}", "missing; the decoding template's figures "
+                          f"come together ({', '.join(decode)}) or not at all")
     return out, _source(path, key, m)
 
 

@@ -140,6 +140,8 @@ def occupancy_table(c: Comparison) -> Table:
                 u += " (Alg. 4)"
             elif k.timed_by == "mla-prefill":  # nor this one's (mla_prefill_time.py)
                 u += " (MLA fit)"
+            elif k.timed_by == "flex-decoding":  # nor this one's (impl_decoding.py)
+                u += " (decode chain)"
             table.add_row(a.name if i == 0 else "", o.label, grid_text(o), str(o.per_sm),
                           u, fmt_time(k.time_s), end_section=i == len(a.occupancy) - 1)
     return table
