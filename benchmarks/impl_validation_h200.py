@@ -369,6 +369,30 @@ of 128), three decode steps on flex's decoding template (GQA 4 and 8 at d 128, G
 K/V of 192 and 98 MiB, beyond the L2) and one on the main template (GQA 7), and the usual axes:
 causal d 128 at N 3,100, 8,192 × 16 heads (K/V 64 MiB), d 64 causal at N 10,000 in full
 waves."""
+IMPL8FRESH = (
+    # issue 11 round 8 (helper impl8): the fresh judgement of the descending walk's DRAM model
+    # (estimates/l2_descending.py, DESCENDING_COPIES fitted on the seen records), written down
+    # before tag impl8-frozen and counted after it; none equals a point of any earlier set
+    # (tests/test_l2_descending.py holds that). Mostly causal long prefills, one head (below
+    # one wave of query blocks per head) to 64 heads, GQA 3-8, N not a power of two
+    _w(65536, heads=1, causal=True), _w(52000, heads=2, causal=True, dtype="bf16"),
+    _w(36000, heads=3, causal=True), _w(30000, heads=5, kv=1, causal=True, dtype="bf16"),
+    _w(24000, heads=8, kv=2, causal=True), _w(20000, heads=12, d=64, causal=True),
+    _w(12000, heads=16, kv=4, causal=True, dtype="bf16"),
+    _w(9000, heads=32, kv=8, d=64, causal=True, dtype="bf16"),
+    _w(6000, heads=64, kv=8, causal=True), _w(3000, heads=24, batch=4, causal=True),
+    _w(16000, heads=10, batch=2, causal=True),
+    # K/V beyond the L2 (60 MiB)
+    _w(45000, heads=6, d=64, causal=True, dtype="bf16"), _w(40000, heads=4, causal=True),
+    _w(57000, heads=3, kv=1, causal=True, dtype="bf16"),
+    # a chunked causal prefill and non-causal controls (the walk does not apply to them)
+    _w(2500, 30000, heads=8, kv=2, causal=True), _w(33000, heads=4), _w(7000, heads=20, kv=5,
+                                                                       d=64, dtype="bf16"),
+)
+"""Seventeen fresh sdpa-flash DRAM points (ncu; benchmarks/impl8_h200.sh): fourteen causal
+prefills at N 3,000-65,536 (fifteen of the seventeen N not multiples of 128), 1 to 64 heads and
+batch 4 × 24, d 64/128, GQA 3/4/5/8, fp16/bf16, four with K/V beyond the L2 (60 MiB); one
+chunked causal prefill; two non-causal controls (one beyond the L2)."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -379,7 +403,8 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "flexfresh7": (FLEXFRESH7, tuple(range(len(FLEXFRESH7)))),
         "validation6": (VALIDATION6, ()), "causalprobe7": (CAUSALPROBE7, ()),
         "flexfresh8": (FLEXFRESH8, tuple(range(len(FLEXFRESH8)))),
-        "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9))))}
+        "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9)))),
+        "impl8fresh": (IMPL8FRESH, ())}
 
 
 def main() -> None:

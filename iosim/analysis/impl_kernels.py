@@ -64,6 +64,8 @@ def impl_kernels(impl: Implementation, workload: Workload,
     expand = extra_kernels(impl, workload) if workload.pass_ != "bwd" else ()
     if expand:
         kernels = tuple(_reading_the_copies(k) for k in kernels)
+    if impl.walks_down and workload.pass_ != "bwd":
+        kernels = tuple(_walking_down(k) for k in kernels)
     out = list(expand + kernels)
     first_bwd = next((i for i, k in enumerate(out) if k.name.startswith("bwd_")), None)
     if first_bwd is None:
@@ -84,6 +86,15 @@ def impl_kernels(impl: Implementation, workload: Workload,
                 Access(t, "write", "prologue", "q", "dv", f"{cite}: write {t} contiguous"),
             )) for t in ("dO", "O")]
     return tuple(out)
+
+
+def _walking_down(kernel: Kernel) -> Kernel:
+    """A fused forward kernel (one program per query block, not split) whose programs walk
+    their key blocks from the last down (Implementation.forward_walk): the same tiles and
+    bytes, in the order the L2 model (l2_descending.py) follows."""
+    if kernel.loop != "q" or kernel.grid != "blocks" or kernel.split or kernel.blocks != "forward":
+        return kernel
+    return replace(kernel, inner_descending=True)
 
 
 EXPANDED = {"K": "K_rep", "V": "V_rep"}

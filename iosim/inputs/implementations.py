@@ -137,6 +137,10 @@ class Implementation(Record):
     persistent: Trait | None = None
     """A persistent kernel (one program per SM, looping over tiles): its grid always fills
     the GPU, so waves do not apply."""
+    forward_walk: Trait | None = None
+    """The order the fused forward kernel's programs walk their key blocks: "descending"
+    (FlashAttention-2: from the last down; the L2 model then uses estimates/l2_descending.py
+    for causal calls) or "ascending" / None (from the first up, as iosim's Triton kernel)."""
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""
@@ -145,6 +149,11 @@ class Implementation(Record):
     features: tuple[Feature, ...] | None = None
     """The workload features its API takes (causal, sparsity, window, ...: impl_features.py),
     each with its source; None: the profile declares none and none is refused."""
+
+    @property
+    def walks_down(self) -> bool:
+        """Whether the fused forward walks its key blocks from the last down (forward_walk)."""
+        return self.forward_walk is not None and self.forward_walk.value == "descending"
 
     def spill_for(self, d: int) -> SpillRow | None:
         """The spill row of head dim d (the first whose d_max covers it), if any."""
