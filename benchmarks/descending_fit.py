@@ -6,7 +6,8 @@ Every sdpa-flash call of the committed ncu DRAM records that iosim runs on the d
 (a causal flash_fwd_kernel call, not split: l2_descending.py), judged with compare(...,
 profile="measured") at each value of the constant (default: 1.0 to 1.6 by 0.05), their median
 and worst |error| printed; `--before` adds the model without the walk (the ascending closed
-form of main, Implementation.forward_walk unset) and prints every call of both. The records
+form of main, Implementation.forward_walk unset) and prints every call of both. The walk is
+sdpa-flash's profile with FA2_WALK (the shipped profile does not declare it). The records
 (all seen: none is a judge of this constant): tests/data/h200-impl-dram3.csv (validation2),
 -dram4 (validation3), -dram5 (validation4), -dram6 (validation5), -dram7 (validation6) and
 h200-impl-causalprobe7.csv (CAUSALPROBE7). The fitted value is the one with the least median
@@ -23,6 +24,7 @@ from typing import Any
 
 from benchmarks.impl_dram_h200 import _set, calls, counted
 from iosim.analysis.compare import compare
+from iosim.inputs.implementations import Implementation, Trait
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.record import replace
 
@@ -31,6 +33,24 @@ RECORDS = (("h200-impl-dram3.csv", "validation2"), ("h200-impl-dram4.csv", "vali
            ("h200-impl-dram5.csv", "validation4"), ("h200-impl-dram6.csv", "validation5"),
            ("h200-impl-dram7.csv", "validation6"), ("h200-impl-causalprobe7.csv",
                                                      "causalprobe7"))
+
+
+FA2_WALK = Trait("descending", (
+    "flash-attention csrc/flash_attn/src/flash_fwd_kernel.h compute_attn_1rowblock: "
+    "'We iterate over the blocks in reverse order' (for (; n_block >= n_block_min; "
+    "--n_block)), m_block = blockIdx.x with no causal reversal; measured: ncu's DRAM "
+    "of long causal calls on the H200 (tests/data/h200-impl-causalprobe7.csv) re-"
+    "reads K/V where iosim's ascending Triton kernel reads them once "
+    "(benchmarks/fa2_descending_walk.py)"
+))
+"""The trait FA2's profile would declare (Implementation.forward_walk). configs/impls/sdpa-flash.yaml
+does not: the walk was not better on round 8's fresh set (docs/implementations.md); a profile
+that declares it opts in."""
+
+
+def profile(*, walk: bool) -> Implementation:
+    """sdpa-flash's shipped profile, with the descending walk (FA2_WALK) or without any."""
+    return replace(get_implementation("sdpa-flash"), forward_walk=FA2_WALK if walk else None)
 
 
 def walked_calls(records: tuple[tuple[str, str], ...] = RECORDS, data: Path = DATA
@@ -44,7 +64,7 @@ def walked_calls(records: tuple[tuple[str, str], ...] = RECORDS, data: Path = DA
             if r["impl"] != "sdpa-flash":
                 continue
             w = points[r["index"]]
-            est = compare(w, "h200", impl="sdpa-flash", profile="measured").algorithms[-1]
+            est = compare(w, "h200", impl=profile(walk=True), profile="measured").algorithms[-1]
             assert est.dram is not None
             walked = any("walking down" in t.note for t in est.dram.terms)
             out.append({"record": set_name, "index": r["index"], "w": w, "dram": r["dram"],
@@ -53,10 +73,7 @@ def walked_calls(records: tuple[tuple[str, str], ...] = RECORDS, data: Path = DA
 
 
 def predicted(w: Any, *, walk: bool = True) -> float:
-    impl = get_implementation("sdpa-flash")
-    if not walk:
-        impl = replace(impl, forward_walk=None)
-    dram = compare(w, "h200", impl=impl, profile="measured").algorithms[-1].dram
+    dram = compare(w, "h200", impl=profile(walk=walk), profile="measured").algorithms[-1].dram
     assert dram is not None
     return float(dram.read_bytes + dram.write_bytes)
 

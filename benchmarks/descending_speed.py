@@ -1,5 +1,6 @@
-"""Time of `compare --impl sdpa-flash --profile measured` where the descending walk runs
-(estimates/l2_descending.py), in one process after a first call (the YAML caches warm).
+"""Time of `compare(..., profile="measured")` of sdpa-flash's profile with the descending walk
+(estimates/l2_descending.py; benchmarks/descending_fit.py's profile(walk=True): the shipped
+profile does not declare it), in one process after a first call (the YAML caches warm).
 
     python benchmarks/descending_speed.py [--runs 5]
 
@@ -14,6 +15,7 @@ import argparse
 import statistics
 import time
 
+from benchmarks.descending_fit import profile
 from iosim.analysis.compare import compare
 from iosim.inputs.workload import Workload
 
@@ -28,12 +30,13 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--runs", type=int, default=5)
     args = parser.parse_args()
+    impl = profile(walk=True)
     for w in SHAPES:
-        compare(w, "h200", impl="sdpa-flash", profile="measured")
+        compare(w, "h200", impl=impl, profile="measured")
         times = []
         for _ in range(args.runs):
             start = time.perf_counter()
-            compare(w, "h200", impl="sdpa-flash", profile="measured")
+            compare(w, "h200", impl=impl, profile="measured")
             times.append(time.perf_counter() - start)
         print(f"b{w.batch} h{w.heads}/{w.kv_heads} N {w.n}: median "
               f"{statistics.median(times) * 1e3:.0f} ms, max {max(times) * 1e3:.0f} ms "

@@ -51,7 +51,11 @@ def main() -> None:
     text = "\n".join([*lines, "", *summary])
     print(text)
     if len(sys.argv) > 2:
-        Path(sys.argv[2]).write_text(text + "\n", encoding="utf-8")
+        Path(sys.argv[2]).write_text(
+            "# IMPL8FRESH: sdpa-flash DRAM, main's model and the descending walk (round 8)\n\n"
+            f"`python benchmarks/impl8_judge.py {sys.argv[1]} {sys.argv[2]}`; the record and "
+            "its command: reports/impl-validation/dram.md, round 8.\n\n" + text + "\n",
+            encoding="utf-8")
 
 
 if __name__ == "__main__":

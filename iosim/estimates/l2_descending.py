@@ -26,6 +26,10 @@ remaining (batch, head) sequences repeat the last simulated one's misses. Tests 
 benchmarks/fa2_descending_walk.py's tile-by-tile walk (exact reuse distances over a Fenwick
 tree) on small cases.
 
+It runs where a profile declares `forward_walk: descending`. No shipped profile does: judged on
+a fresh set (IMPL8FRESH, tests/data/h200-impl-dram8.csv) it beat the ascending model in median
+(17.3 vs 21.7 %) but not in worst (86.6 vs 63.2 %: one head × 65,536), docs/implementations.md.
+
 DESCENDING_COPIES: the copies of a K/V tile the L2 holds in this walk (named, fitted).
 Beyond MAX_PROGRAMS programs in one (batch, head) sequence, l2.py keeps its ascending closed form.
 """
