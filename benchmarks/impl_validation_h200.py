@@ -393,6 +393,25 @@ IMPL8FRESH = (
 prefills at N 3,000-65,536 (fifteen of the seventeen N not multiples of 128), 1 to 64 heads and
 batch 4 × 24, d 64/128, GQA 3/4/5/8, fp16/bf16, four with K/V beyond the L2 (60 MiB); one
 chunked causal prefill; two non-causal controls (one beyond the L2)."""
+EAGERFRESH8 = (
+    # the lead's eager8 (round 8): torch-naive's forward with its elementwise kernels charged
+    # every byte they stream, torch's softmax kernel by row length and the CUTLASS fallback GEMMs
+    # at N_kv % 8 != 0; written down before the call that times it, none equal to an earlier
+    # point (tests/test_eager_forward.py)
+    _w(1600, heads=3), _w(2600, heads=4, d=64, dtype="bf16", causal=True), _w(3001, heads=2),
+    _w(5200, heads=6, kv=2), _w(11000, heads=3, d=64), _w(12003, heads=2, dtype="bf16",
+                                                          causal=True),
+    _w(700, 20000, heads=16, kv=4), _w(256, 40000, heads=8, kv=1, d=64),
+    _w(1, 70000, heads=32, kv=8, batch=4), _w(1, 9000, heads=32, kv=8, batch=16, dtype="bf16"),
+    _w(2048, heads=20, batch=3, d=256, causal=True), _w(1000, heads=12, batch=8, d=64),
+    _w(6150, heads=4), _w(4500, 9000, heads=8, dtype="bf16", causal=True),
+    _w(16384, heads=2, d=64, causal=True), _w(900, heads=1), _w(28000, heads=1),
+)
+"""Seventeen fresh torch-naive shapes: each of torch's four softmax kernels (rows of 900-2,048:
+warp; 2,600-9,000: Reg; 11,000-20,000: Smem; 12,003 (not a multiple of 8), 28,000-70,000: the
+plain kernel), S from 0.8 MB to 1.6 GB (seven inside the 60 MiB L2 or near it), N_kv % 8 != 0
+odd (3,001, 12,003) and even (6,150), GQA 3/4/8 and MQA, chunked prefill, two decode steps,
+d 64/128/256, fp16 and bf16, causal and not, batch·heads 1 to 96."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -404,7 +423,8 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "validation6": (VALIDATION6, ()), "causalprobe7": (CAUSALPROBE7, ()),
         "flexfresh8": (FLEXFRESH8, tuple(range(len(FLEXFRESH8)))),
         "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9)))),
-        "impl8fresh": (IMPL8FRESH, ())}
+        "impl8fresh": (IMPL8FRESH, ()),
+        "eagerfresh8": (EAGERFRESH8, ())}
 
 
 def main() -> None:

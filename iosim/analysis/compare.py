@@ -25,6 +25,8 @@ from iosim.analysis.impl_kernels import (
     impl_kernels,
     impl_roofs,
     impl_workload,
+    streams_past_the_l2,
+    with_fallback_gemms,
 )
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
 from iosim.errors import IosimError, arg
@@ -213,7 +215,8 @@ def compare(
                              f"sm_count in {hw.path}")
         on_roof = None if profile != "measured" or dram is None else {
             k.name: paged_roof_bytes(k, [(t.tensor, t.bytes) for t in dram.of_kernel(k.name).terms],
-                                     paging) for k in kernels}
+                                     paging) for k in kernels
+            if not streams_past_the_l2(impl_, k, w)}
         own_roofs = roofs
         if impl_ is not None:  # Alg. 4's constants are iosim's Triton kernel's, not a library's
             own_roofs = replace(roofs, alg4=None)
@@ -223,6 +226,8 @@ def compare(
             own_roofs = impl_forward_roofs(own_roofs, impl_, hw, tiling, w)
         kernel_estimates = estimate_kernels(kernels, w, tiling, own_roofs, dram_bytes=on_roof,
                                             sm_count=hw.sm_count)
+        if profile == "measured":
+            kernel_estimates = with_fallback_gemms(impl_, w, kernel_estimates)
         dims = Dims.of(w, tiling)
         fit = own_roofs.mla_prefill
         if impl_ is None and fit is not None and hw.sm_count:

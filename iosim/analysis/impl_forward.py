@@ -29,6 +29,7 @@ and the queries torch hands to its split-KV decoding template instead (`runs_dec
 
 from __future__ import annotations
 
+from iosim.estimates.eager_softmax import with_softmax_kernel
 from iosim.estimates.roofline import Roofs
 from iosim.inputs.hardware import BackwardSchedule, Hardware
 from iosim.inputs.implementations import Implementation
@@ -94,7 +95,11 @@ def forward_schedule(impl: Implementation, hardware: Hardware, tiling: Tiling | 
 def impl_forward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
                        tiling: Tiling | None, workload: Workload) -> Roofs:
     """The measured roofs with the implementation's fitted forward schedule, which then times
-    its fused forward kernel (estimates/roofline.py:scheduled); unchanged where none applies."""
+    its fused forward kernel (estimates/roofline.py:scheduled), and an eager pipeline's softmax
+    at the efficiency of the kernel torch picks for its rows (estimates/eager_softmax.py);
+    unchanged where neither applies."""
+    if impl.runs == "eager":
+        roofs = with_softmax_kernel(roofs, workload.n_kv, workload.element_bytes)
     schedule = forward_schedule(impl, hardware, tiling, workload)
     if schedule is None:
         return roofs

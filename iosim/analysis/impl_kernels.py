@@ -10,7 +10,7 @@ from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.errors import IosimError, arg
 from iosim.estimates.combine import TERMS as COMBINE_TERMS
-from iosim.estimates.roofline import Roofs
+from iosim.estimates.roofline import KernelEstimate, Roofs
 from iosim.inputs.hardware import BackwardSchedule, Hardware, ImplCalibration
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.ints import cdiv
@@ -95,6 +95,48 @@ def _walking_down(kernel: Kernel) -> Kernel:
     if kernel.loop != "q" or kernel.grid != "blocks" or kernel.split or kernel.blocks != "forward":
         return kernel
     return replace(kernel, inner_descending=True)
+
+
+def streams_past_the_l2(impl: Implementation | None, kernel: Kernel, workload: Workload) -> bool:
+    """Whether the kernel's memory roof is every byte it touches (its L2-oblivious count), not the
+    DRAM estimate: an eager pipeline's elementwise kernels in the forward (the scale, mask and
+    softmax passes over S, the GQA expansion) stream at their own rate whether or not S is in
+    the L2. Measured on the H200, every torch-naive forward of tests/data/h200-impl-{fit,fit2,
+    calibrate,validation..validation6}.json: the scale kernel (read S, write S) moves 3.8-4.45
+    TB/s of those bytes with S at 33-47 MB, inside the 60 MiB L2, and 4.0-4.3 TB/s with S at
+    0.1-34 GB; the softmax kernel 0.8-2.6 TB/s (by row length) on either side. Charged the DRAM
+    estimate, a scale pass over an S held in the L2 took 0.4 µs against 15.5 µs measured
+    (validation, N 4,096, one head). The backward's eager kernels keep their own model
+    (calibrate/torch_bwd_fit.py)."""
+    return (impl is not None and impl.runs == "eager" and kernel.kind == "elementwise"
+            and workload.pass_ == "fwd")
+
+
+def with_fallback_gemms(impl: Implementation | None, workload: Workload,
+                        estimates: tuple[KernelEstimate, ...]) -> tuple[KernelEstimate, ...]:
+    """An eager forward's two GEMMs at N_kv % 8 != 0 (fp16/bf16): S and P rows are not 16-byte
+    aligned, so cuBLAS cannot run its TMA kernels and falls back to CUTLASS ones that stream the
+    N×N_kv operand through narrow accesses — the backward's rule and rates
+    (calibrate/eager_unaligned.py, FALLBACK_GEMM_BYTES_PER_S), here for the forward's S = QKᵀ
+    and O = PV. Measured in the forward too: every torch-naive forward with N_kv % 8 != 0 in
+    tests/data/h200-impl-{validation2..validation6}.json ran cutlass_75 (odd N_kv) or cutlass_80
+    (even) kernels, 2-3× slower than nvjet on the same bytes. Each GEMM takes the longer of
+    its roofline time and that streaming time."""
+    if impl is None or impl.runs != "eager" or workload.pass_ != "fwd" \
+            or workload.element_bytes != 2:
+        return estimates
+    from iosim.calibrate.eager_unaligned import (
+        FALLBACK_GEMM_BYTES_PER_S,
+        square_bytes,
+        unaligned_class,
+    )
+
+    parity = unaligned_class(workload.n_kv)
+    if parity is None:
+        return estimates
+    streaming_s = square_bytes(workload) / FALLBACK_GEMM_BYTES_PER_S[parity]
+    return tuple(replace(e, time_s=streaming_s, timed_by="fallback-gemm")
+                 if e.name in ("qk", "pv") and streaming_s > e.time_s else e for e in estimates)
 
 
 EXPANDED = {"K": "K_rep", "V": "V_rep"}

@@ -32,10 +32,12 @@ from iosim.analysis.compare import compare
 from iosim.analysis.impl_kernels import head_dim_bucket
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.combine_fit import combine_points, fit_combine, hardware_bandwidth
+from iosim.calibrate.eager_kernel_fit import ELEMENTWISE, kernel_efficiencies, matched_times
 from iosim.calibrate.records import finite_json, record_text
 from iosim.errors import IosimError
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
+from iosim.estimates.eager_softmax import softmax_kernel
 from iosim.estimates.occupancy import lone_program_time
 from iosim.inputs.hardware import Hardware, ImplCalibration
 from iosim.inputs.impl_calibration import KERNEL_MEMORY_KEYS, with_impl_calibration
@@ -80,6 +82,9 @@ class Pieces(Record, eq=False):
     """A memory-bound grid's per-program floor at its program bandwidth (0 elsewhere)."""
     decode: bool
     measured_s: float
+    kernel_rows: tuple[tuple[str, float, float], ...] = ()
+    """An eager pipeline's elementwise kernels: (memory efficiency key, memory roof time at full
+    bandwidth, its launches' measured device time), for calibrate/eager_kernel_fit.py."""
 
 
 def _key(kernel: str, kind: str, eager: bool, d: int) -> str:
@@ -90,9 +95,17 @@ def _key(kernel: str, kind: str, eager: bool, d: int) -> str:
     return "compute_split" if kernel == "splitkv_attn" else f"compute_d{head_dim_bucket(d)}"
 
 
+def _memory_key(kernel: str, w: Workload) -> str:
+    """An eager kernel's own memory efficiency key; torch's softmax's by the kernel it picks."""
+    if kernel == "softmax":
+        return f"memory_softmax_{softmax_kernel(w.n_kv, w.element_bytes)}"
+    return f"memory_{kernel}"
+
+
 def _pieces(w: Workload, impl: Implementation, hardware: Hardware, measured_s: float,
             program_bandwidth: float | None,
-            combine: dict[str, float] | None = None) -> Pieces:
+            combine: dict[str, float] | None = None,
+            launches: Sequence[dict[str, Any]] = ()) -> Pieces:
     eager = impl.runs == "eager"
     kind = "elementwise" if eager else "fused"
     unit = with_impl_calibration(hardware, impl.name, ImplCalibration(
@@ -102,6 +115,9 @@ def _pieces(w: Workload, impl: Implementation, hardware: Hardware, measured_s: f
     gpu_eff = hardware.measured.kernel_efficiency
     grids = {o.kernel: o for o in est.occupancy}
     rows = []
+    measured = (matched_times([k.name for k in est.kernels], launches)
+                if eager and w.pass_ == "fwd" else {})
+    kernel_rows = []
     for k in est.kernels:
         u = k.utilisation or 1.0
         key = _key(k.name, k.kind, eager, w.d)
@@ -120,12 +136,15 @@ def _pieces(w: Workload, impl: Implementation, hardware: Hardware, measured_s: f
             # FA2's combine at its own fitted model (estimates/combine.py, combine_fit.py)
             floor = combine_time_s(w, float(k.traffic.read_bytes + k.traffic.write_bytes),
                                    hardware.sm_count, hardware_bandwidth(hardware), combine)
-        own_memory = f"memory_{k.name}"
-        rows.append((own_memory if eager and own_memory in KERNEL_MEMORY_KEYS else "memory",
-                     memory, k.compute_time_s / eff / u, key, alone, floor))
+        own_memory = _memory_key(k.name, w)
+        memory_key = own_memory if eager and own_memory in KERNEL_MEMORY_KEYS else "memory"
+        if k.name in ELEMENTWISE and k.name in measured:
+            kernel_rows.append((memory_key, memory, measured[k.name]))
+        rows.append((memory_key, memory, k.compute_time_s / eff / u, key, alone, floor))
     cols = list(zip(*rows, strict=True))
     return Pieces(np.array(cols[0]), np.array(cols[1]), np.array(cols[2]), np.array(cols[3]),
-                  np.array(cols[4], dtype=bool), np.array(cols[5]), w.n == 1, measured_s)
+                  np.array(cols[4], dtype=bool), np.array(cols[5]), w.n == 1, measured_s,
+                  tuple(kernel_rows))
 
 
 def predict(p: Pieces, params: dict[str, float]) -> float:
@@ -164,12 +183,15 @@ START = {**dict.fromkeys(COMPUTE_KEYS, 0.6), **dict.fromkeys(("memory", *KERNEL_
          "call_overhead_s": 0.0, "host_floor_s": 0.0, "decode_host_floor_s": 0.0}
 
 
-def fit(points: list[Pieces], *, sweeps: int = 4) -> dict[str, float]:
+def fit(points: list[Pieces], *, sweeps: int = 4,
+        held: dict[str, float] | None = None) -> dict[str, float]:
     """The parameters that minimise the summed absolute log error of the predicted call time
     over the points (robust to a few outlying calls): coordinate descent over GRIDS, `sweeps`
-    rounds. A parameter no point depends on (no kernel of that efficiency, no memory-bound
-    kernel, no lone grid, no decode point) is left out."""
-    params = dict(START)
+    rounds, those in `held` kept at their value (fitted elsewhere: eager_kernel_fit.py). A
+    parameter no point depends on (no kernel of that efficiency, no memory-bound kernel, no
+    lone grid, no decode point) is left out."""
+    held = held or {}
+    params = {**START, **held}
     keys = {k for p in points for k in p.key.tolist()} - {""}
     uses = {**{k: k in keys for k in COMPUTE_KEYS},
             **{k: any(bool((p.memory_s[p.memory_key == k] > 0).any()) for p in points)
@@ -183,7 +205,7 @@ def fit(points: list[Pieces], *, sweeps: int = 4) -> dict[str, float]:
 
     for _ in range(sweeps):
         for name, grid in GRIDS.items():
-            if not uses[name]:
+            if not uses[name] or name in held:
                 continue
             params[name] = float(min(grid, key=lambda v: loss({**params, name: float(v)})))
     return {k: v for k, v in params.items() if uses[k]}
@@ -274,10 +296,11 @@ def fit_record(record: dict[str, Any], hardware: Hardware,
         bandwidth = (program_bandwidth or {}).get(p["impl"])
         pieces.setdefault(p["impl"], []).append(
             _pieces(Workload(**p["workload"]), impl, hardware, p["time_s"], bandwidth,
-                    combines[p["impl"]]))
+                    combines[p["impl"]], p.get("kernels", ())))
     out: dict[str, dict[str, Any]] = {}
     for name, points in pieces.items():
-        fitted = fit(points)
+        held = kernel_efficiencies([row for p in points for row in p.kernel_rows])
+        fitted = fit(points, held=held)
         errors = [abs(predict(p, {**START, **fitted}) / p.measured_s - 1) for p in points]
         efficiency = {COMPUTE_KEYS[k]: fitted.pop(k) for k in list(fitted) if k in COMPUTE_KEYS}
         by_dim = sorted(v for k, v in efficiency.items() if k.startswith("fused_d"))

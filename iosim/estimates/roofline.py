@@ -53,7 +53,7 @@ from iosim.record import Record, field
 
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute", "latency"]
-TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill"]
+TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill", "fallback-gemm"]
 
 
 class Roofs(Record):
@@ -192,7 +192,8 @@ class KernelEstimate(TrafficTotals, Record):
     timed_by: TimedBy = "roofline"
     """Which model gave time_s: the roofline (÷ utilisation), the fitted list schedule of the
     Triton backward (schedule.py), Algorithm 4's per-tile latency model (alg4_time.py) or the
-    split-KV combine kernel's latency model (combine.py, where it exceeds the roofline)."""
+    split-KV combine kernel's latency model (combine.py, where it exceeds the roofline), or an
+    eager GEMM's CUTLASS fallback at unaligned rows (analysis/impl_kernels.py:with_fallback_gemms)."""
 
     @property
     def intensity_flops_per_byte(self) -> float:
