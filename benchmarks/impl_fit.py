@@ -1,7 +1,7 @@
 """Fit each implementation's time terms on the fit records (no GPU needed); print or write them.
 
     python benchmarks/impl_fit.py tests/data/h200-impl-fit.json tests/data/h200-impl-fit2.json \\
-        tests/data/h200-impl-validation.json [--write] [--impl=flex] [--judged=TEXT]
+        tests/data/h200-impl-validation.json [--write] [--impl=flex] [--judged=TEXT] [--hold]
     python benchmarks/impl_fit.py points.jsonl      # what `iosim measure --record` appended
 
 The fit itself is iosim/calibrate/impl_fit.py (one home, what `iosim calibrate --impl` runs).
@@ -17,7 +17,12 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from iosim.calibrate.impl_fit import fit_record, merged_records, program_bandwidth
+from iosim.calibrate.impl_fit import (
+    fit_record,
+    held_parameters,
+    merged_records,
+    program_bandwidth,
+)
 from iosim.calibrate.yaml_out import merge_impl_fits, write_measured_yaml
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.impl_calibration import TIME_TERMS
@@ -39,18 +44,32 @@ def main() -> None:
                  if a.startswith("--impl=")), None)
     judged = next((a.split("=", 1)[1] for a in sys.argv[1:] if a.startswith("--judged=")),
                   "tests/data/h200-impl-validation4.json (reports/impl-validation)")
+    # --hold: every figure the GPU YAML's entry already has stays as it is; only new ones
+    # (a new kernel's memory efficiency, a combine kernel's figures) are fitted
+    hold = "--hold" in sys.argv
     record = merged_records(paths)
     gpu = record["device"]["name"].split()[-1].lower()
     hardware = resolve_hardware(gpu).hardware
     bandwidth = program_bandwidth(json.loads(PROBE.read_text()))
     names = ", ".join(str(p) for p in paths)
     entries = {}
-    for impl, fitted in fit_record(record, hardware, only,
-                                       program_bandwidth=bandwidth).items():
+    held = ({name: held_parameters(c) for name, c in hardware.measured.impls.items()}
+            if hold and hardware.measured is not None else None)
+    for impl, fitted in fit_record(record, hardware, only, program_bandwidth=bandwidth,
+                                   hold=held).items():
         source = (f"fitted by benchmarks/impl_fit.py (calibrate/impl_fit.py) on {names} "
                   f"({fitted['points']} points, torch {record['device']['torch']}); "
                   f"program_bandwidth measured by benchmarks/sm_bandwidth_h200.py "
                   f"(tests/data/h200-sm-bandwidth.json); judged on {judged}")
+        if held is not None and impl in held:
+            previous = hardware.measured.impls[impl]  # type: ignore[union-attr]
+            new = entry(fitted, "")
+            added = sorted({*new["efficiency"], *new} - {*previous.efficiency,
+                                                         *previous.terms, "efficiency",
+                                                         "call_overhead_s", "source"})
+            source = (f"{previous.source}; {', '.join(added) or 'nothing'} fitted with those "
+                      f"held by benchmarks/impl_fit.py --hold on {names} ({fitted['points']} "
+                      f"points, torch {record['device']['torch']})")
         entries[impl] = entry(fitted, source)
         print(f"{impl}: {json.dumps(entries[impl])} (median |error| in-sample "
               f"{fitted['median_error']:.1%})")

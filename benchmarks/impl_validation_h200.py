@@ -393,6 +393,31 @@ IMPL8FRESH = (
 prefills at N 3,000-65,536 (fifteen of the seventeen N not multiples of 128), 1 to 64 heads and
 batch 4 × 24, d 64/128, GQA 3/4/5/8, fp16/bf16, four with K/V beyond the L2 (60 MiB); one
 chunked causal prefill; two non-causal controls (one beyond the L2)."""
+
+CUDNNFRESH8 = (
+    # cudnn8 (issue 11, round 10): the lean (stream-K) decode rule's judgement, written down
+    # before tag cudnn8-frozen and measured after it; none equals a point of any earlier set or
+    # record (tests/test_stream_k.py). Decode steps at batch x KV heads 2 ... 128, six of them
+    # in 66 ... 78 where the seen records leave the switch (lean at <= 64, none at >= 80)
+    _w(1, 57000, heads=16, kv=2, dtype="bf16"),  # 2 KV heads, GQA 8
+    _w(1, 90500, heads=32, kv=1, d=64, batch=2),  # MQA: 32 rows, two 16-row blocks per head
+    _w(1, 23000, heads=12, kv=3, d=256, batch=3),  # 9, d 256
+    _w(1, 111000, heads=56, kv=7, batch=2, dtype="bf16"),  # 14, GQA 8, K/V 796 MB
+    _w(1, 40000, heads=20, d=64, dtype="bf16"),  # 20, MHA
+    _w(1, 15000, heads=40, kv=5, batch=5),  # 25
+    _w(1, 10500, heads=8, d=256, batch=8),  # 64, MHA d 256
+    _w(1, 5000, heads=48, kv=6, batch=11),  # 66: the rule's last split
+    _w(1, 9000, heads=68, d=64, dtype="bf16"),  # 68, MHA
+    _w(1, 12345, heads=40, kv=10, batch=7),  # 70
+    _w(1, 3500, heads=24, d=256, batch=3, dtype="bf16"),  # 72
+    _w(1, 6000, heads=16, kv=4, batch=19, dtype="bf16"),  # 76
+    _w(1, 20000, heads=36, kv=6, batch=13, d=64),  # 78
+    _w(1, 3100, heads=32, kv=4, batch=32),  # 128
+    # short prefills (n 16 ... 128) of few programs: does cuDNN split them too?
+    _w(32, 5000, heads=8), _w(128, 20000, heads=16, kv=4, dtype="bf16"),
+    _w(16, 9000, heads=4, d=64),
+)
+"""Fourteen fresh sdpa-cudnn decode steps and three short prefills (cudnn8)."""
 EAGERFRESH8 = (
     # the lead's eager8 (round 8): torch-naive's forward with its elementwise kernels charged
     # every byte they stream, torch's softmax kernel by row length and the CUTLASS fallback GEMMs
@@ -424,6 +449,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "flexfresh8": (FLEXFRESH8, tuple(range(len(FLEXFRESH8)))),
         "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9)))),
         "impl8fresh": (IMPL8FRESH, ()),
+        "cudnnfresh8": (CUDNNFRESH8, ()),
         "eagerfresh8": (EAGERFRESH8, ())}
 
 

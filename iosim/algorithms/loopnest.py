@@ -155,6 +155,10 @@ class Kernel(Record):
     """The inner loop walks its blocks from the last down (FlashAttention-2's backward: `for (;
     m_block >= m_block_min; --m_block)`). Counts do not depend on it; the L2 model does: causal
     programs of one head then start on the same tiles and walk them in lockstep."""
+    balanced: bool = False
+    """A stream-K grid (cuDNN's lean decode, analysis/stream_k.py): a persistent grid whose
+    programs share all the (program, key block) iterations evenly, so its occupancy is that of
+    the iterations, not of the programs. Counts do not depend on it; the time does."""
     segments: tuple[Segment, ...] = ()
     """A ragged launch: the loops run once per segment over its own sizes (shared-prefix
     batches, cascade.py), replacing the workload's N, N_kv and batch; () = the workload's."""

@@ -29,6 +29,8 @@ from iosim.analysis.impl_kernels import (
     with_fallback_gemms,
 )
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
+from iosim.analysis.stream_k import RULE as STREAM_K
+from iosim.analysis.stream_k import stream_k_rule
 from iosim.errors import IosimError, arg
 from iosim.estimates.alg4_time import alg4_kernel, alg4_note
 from iosim.estimates.footprint import footprint, kept_for_backward
@@ -202,6 +204,10 @@ def compare(
                                  block_kv=block_kv, tiles=tiles,
                                  splits=splits if impl_splits is None else impl_splits,
                                  impl=impl_)
+        if (tiling is not None and impl_ is not None and impl_splits is not None
+                and splits is None and impl_.split_kv.rule == STREAM_K):
+            tiling = replace(tiling, splits_rule=stream_k_rule(impl_, w, hw, sram_bytes,
+                                                               impl_splits))
         kernels = algorithm.kernels(w, tiling)
         if impl_ is not None:
             kernels = impl_kernels(impl_, w, kernels)

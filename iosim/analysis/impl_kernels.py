@@ -8,6 +8,8 @@ from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
+from iosim.analysis.stream_k import RULE as STREAM_K
+from iosim.analysis.stream_k import stream_k_splits
 from iosim.errors import IosimError, arg
 from iosim.estimates.combine import TERMS as COMBINE_TERMS
 from iosim.estimates.roofline import KernelEstimate, Roofs
@@ -56,7 +58,8 @@ def impl_kernels(impl: Implementation, workload: Workload,
                  kernels: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
     """The kernels the implementation launches: the loop nest's, with its extra kernels (the
     GQA expansion before them; in a backward pass its layout copies before the first backward
-    kernel and its softmax backward split in two)."""
+    kernel and its softmax backward split in two; a stream-K split kernel balanced over the
+    SMs, analysis/stream_k.py)."""
     extras = {k.kind: k for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
                                                         causal=workload.causal)}
     # the GQA expansion runs in the forward: a backward pass alone has only its gradient (the
@@ -66,6 +69,8 @@ def impl_kernels(impl: Implementation, workload: Workload,
         kernels = tuple(_reading_the_copies(k) for k in kernels)
     if impl.walks_down and workload.pass_ != "bwd":
         kernels = tuple(_walking_down(k) for k in kernels)
+    if impl.split_kv.rule == STREAM_K:
+        kernels = tuple(replace(k, balanced=True) if k.split else k for k in kernels)
     out = list(expand + kernels)
     first_bwd = next((i for i, k in enumerate(out) if k.name.startswith("bwd_")), None)
     if first_bwd is None:
@@ -357,13 +362,18 @@ def impl_algorithm(impl: Implementation, workload: Workload, hardware: Hardware,
 
     FlashAttention-2's mha_fwd (flash_api.cpp set_params_splitkv, run_mha_fwd) computes
     num_splits_heuristic whenever dropout is 0 and runs the split kernel only when it gives
-    more than one split; --splits forces the split kernel."""
+    more than one split; --splits forces the split kernel. cuDNN's lean decode (rule
+    stream-k) splits a decode step's keys into as many splits as fill the SMs
+    (analysis/stream_k.py)."""
     base = ALGORITHMS[impl.algorithm]
-    if workload.pass_ != "fwd" or impl.split_kv.rule != "fa2-heuristic":
+    if workload.pass_ != "fwd" or impl.split_kv.rule == "none":
         return base, None
     splitkv = ALGORITHMS["splitkv"]
     if splits is not None:
         return splitkv, splits
+    if impl.split_kv.rule == STREAM_K:
+        chosen = stream_k_splits(impl, workload, hardware, sram_bytes)
+        return (splitkv, chosen) if chosen > 1 else (base, None)
     if hardware.sm_count is None:
         return base, None
     from iosim.inputs.code_tiles import lookup

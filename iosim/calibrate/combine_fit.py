@@ -20,9 +20,10 @@ from iosim.estimates.combine import KERNEL, TERMS, combine_time_s
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.workload import Workload
 
-MEASURED_NAME = "splitkv_combine"
-"""What the combine kernel's name contains in torch.profiler's list
-(pytorch_flash::flash_fwd_splitkv_combine_kernel<...>)."""
+MEASURED_NAMES = ("splitkv_combine", "lean_reduction_kernel")
+"""What the combine kernel's name contains in torch.profiler's list: FA2's
+(pytorch_flash::flash_fwd_splitkv_combine_kernel<...>) and cuDNN's lean decode's
+(cudnn::fusion::lean_reduction_kernel<...>, analysis/stream_k.py)."""
 GRIDS = {"combine_latency_s": np.round(np.arange(0.0, 10.01e-6, 0.1e-6), 9),
          "combine_program_bandwidth": np.arange(2e9, 40.01e9, 0.25e9),
          "combine_memory": np.round(np.arange(0.10, 1.051, 0.01), 3)}
@@ -37,7 +38,8 @@ def combine_points(points: Sequence[dict[str, Any]], hardware: Hardware, impl: s
     for p in points:
         if p.get("impl") != impl or "time_s" not in p:
             continue
-        times = [k["time_s"] for k in p.get("kernels", []) if MEASURED_NAME in k["name"]]
+        times = [k["time_s"] for k in p.get("kernels", [])
+                 if any(name in k["name"] for name in MEASURED_NAMES)]
         if not times:
             continue
         w = Workload(**p["workload"])

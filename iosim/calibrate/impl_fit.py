@@ -30,6 +30,7 @@ import numpy as np
 
 from iosim.analysis.compare import compare
 from iosim.analysis.impl_kernels import head_dim_bucket
+from iosim.analysis.stream_k import RULE as STREAM_K
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.combine_fit import combine_points, fit_combine, hardware_bandwidth
 from iosim.calibrate.eager_kernel_fit import ELEMENTWISE, kernel_efficiencies, matched_times
@@ -48,6 +49,8 @@ from iosim.inputs.workload import Workload
 from iosim.record import Record
 
 KINDS = ("fused", "matmul", "elementwise")
+SPLIT_KERNEL = "splitkv_attn"
+"""The split-KV loop nest's attention kernel (algorithms/splitkv.py)."""
 READ_ONLY = 1.05
 """The H200's read-only Triton stream over its copy bandwidth, 4486 / 4272 GB/s
 (configs/gpus/h200.yaml measured.hbm_bandwidth's source): a read-mostly kernel reads at most
@@ -87,12 +90,14 @@ class Pieces(Record, eq=False):
     bandwidth, its launches' measured device time), for calibrate/eager_kernel_fit.py."""
 
 
-def _key(kernel: str, kind: str, eager: bool, d: int) -> str:
+def _key(kernel: str, kind: str, eager: bool, d: int, stream_k: bool = False) -> str:
     if eager:
         return ""  # its kernels' compute at the GPU's own efficiencies; their memory is fitted
     if kind != "fused":
         return ""
-    return "compute_split" if kernel == "splitkv_attn" else f"compute_d{head_dim_bucket(d)}"
+    # cuDNN's lean decode runs the unsplit decode step's kernel (one name in the records)
+    split = kernel == SPLIT_KERNEL and not stream_k
+    return "compute_split" if split else f"compute_d{head_dim_bucket(d)}"
 
 
 def _memory_key(kernel: str, w: Workload) -> str:
@@ -120,7 +125,7 @@ def _pieces(w: Workload, impl: Implementation, hardware: Hardware, measured_s: f
     kernel_rows = []
     for k in est.kernels:
         u = k.utilisation or 1.0
-        key = _key(k.name, k.kind, eager, w.d)
+        key = _key(k.name, k.kind, eager, w.d, impl.split_kv.rule == STREAM_K)
         eff = 1.0 if key else gpu_eff.get(k.kind, 1.0)
         grid = grids.get(k.name)
         bound = "memory" if k.memory_time_s >= k.compute_time_s else "compute"
@@ -137,7 +142,10 @@ def _pieces(w: Workload, impl: Implementation, hardware: Hardware, measured_s: f
             floor = combine_time_s(w, float(k.traffic.read_bytes + k.traffic.write_bytes),
                                    hardware.sm_count, hardware_bandwidth(hardware), combine)
         own_memory = _memory_key(k.name, w)
-        memory_key = own_memory if eager and own_memory in KERNEL_MEMORY_KEYS else "memory"
+        # an eager pipeline's kernels and cuDNN's lean decode kernel have their own
+        own = own_memory in KERNEL_MEMORY_KEYS and (
+            eager or (k.name == SPLIT_KERNEL and impl.split_kv.rule == STREAM_K))
+        memory_key = own_memory if own else "memory"
         if k.name in ELEMENTWISE and k.name in measured:
             kernel_rows.append((memory_key, memory, measured[k.name]))
         rows.append((memory_key, memory, k.compute_time_s / eff / u, key, alone, floor))
@@ -187,7 +195,8 @@ def fit(points: list[Pieces], *, sweeps: int = 4,
         held: dict[str, float] | None = None) -> dict[str, float]:
     """The parameters that minimise the summed absolute log error of the predicted call time
     over the points (robust to a few outlying calls): coordinate descent over GRIDS, `sweeps`
-    rounds, those in `held` kept at their value (fitted elsewhere: eager_kernel_fit.py). A
+    rounds, those in `held` kept at their value (fitted elsewhere: eager_kernel_fit.py; or an
+    earlier fit's figures, a new term fitted with them unchanged: fit_record's `hold`). A
     parameter no point depends on (no kernel of that efficiency, no memory-bound kernel, no
     lone grid, no decode point) is left out."""
     held = held or {}
@@ -277,13 +286,15 @@ WORKLOAD_FIELDS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "cau
 
 def fit_record(record: dict[str, Any], hardware: Hardware,
                names: Sequence[str] | None = None,
-               program_bandwidth: dict[str, float] | None = None) -> dict[str, dict[str, Any]]:
+               program_bandwidth: dict[str, float] | None = None,
+               hold: dict[str, dict[str, float]] | None = None) -> dict[str, dict[str, Any]]:
     """Per implementation the record times (those of `names` only, when given): its fitted
     efficiencies (`efficiency`), time per call (`call_overhead_s`), time terms (`terms`:
     solo_rate, host_floor_s, decode_host_floor_s, and the given program_bandwidth), point count
     and the median absolute error of `predict` with that fit on those same points
     (in-sample). `program_bandwidth` (bytes/s per program, by implementation) is a measured
-    input (PROGRAM_WARPS), not fitted."""
+    input (PROGRAM_WARPS), not fitted. `hold` (fit parameters by implementation, e.g.
+    `held_parameters` of its current calibration) keeps those at their values."""
     pieces: dict[str, list[Pieces]] = {}
     combines: dict[str, dict[str, float]] = {}
     for p in record["points"]:
@@ -299,7 +310,8 @@ def fit_record(record: dict[str, Any], hardware: Hardware,
                     combines[p["impl"]], p.get("kernels", ())))
     out: dict[str, dict[str, Any]] = {}
     for name, points in pieces.items():
-        held = kernel_efficiencies([row for p in points for row in p.kernel_rows])
+        held = {**kernel_efficiencies([row for p in points for row in p.kernel_rows]),
+                **(hold or {}).get(name, {})}
         fitted = fit(points, held=held)
         errors = [abs(predict(p, {**START, **fitted}) / p.measured_s - 1) for p in points]
         efficiency = {COMPUTE_KEYS[k]: fitted.pop(k) for k in list(fitted) if k in COMPUTE_KEYS}
@@ -346,3 +358,15 @@ def merged_records(paths: list[Path]) -> dict[str, Any]:
     records = [load_points(p) for p in paths]
     return {"device": records[0]["device"],
             "points": [pt for r in records for pt in r["points"]]}
+
+
+def held_parameters(calibration: ImplCalibration) -> dict[str, float]:
+    """An implementation's calibrated figures as the fit's parameters (COMPUTE_KEYS mapped
+    back; memory keys, time terms and the time per call as they are), to hold in `fit`."""
+    back = {v: k for k, v in COMPUTE_KEYS.items()}
+    held = {back.get(k, k): v for k, v in calibration.efficiency.items()
+            if k in back or k == "memory" or k in KERNEL_MEMORY_KEYS}
+    held.update({k: v for k, v in calibration.terms.items() if k in GRIDS})
+    if calibration.call_overhead_s is not None:
+        held["call_overhead_s"] = calibration.call_overhead_s
+    return held

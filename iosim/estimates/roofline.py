@@ -296,6 +296,11 @@ def kernel_utilisation(kernel: Kernel, dims: Dims, per_sm: Any, sm_count: Any,
     if kernel.grid is None or per_sm is None or sm_count is None:
         return 1.0
     programs = kernel_programs(kernel, dims)
+    if kernel.balanced:
+        # stream-K: every SM takes an equal share of all the key-block iterations
+        sums = kernel_sums(kernel, dims) if sums is None else sums
+        kd = kernel_dims(kernel, dims)
+        return utilisation(kd.batch * kd.heads * sums.pairs, sm_count)
     if dims.masked and kernel.grid == "blocks" and not kernel.split:
         # a window or packed sequences: programs of unequal length (and, packed, programs past a
         # sequence's end that exit at once), as the causal tail below

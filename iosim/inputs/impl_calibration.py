@@ -27,14 +27,16 @@ bandwidth; (low, high]."""
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "forward", "source", *TIME_TERMS}
 KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask", "memory_softmax",
                       "memory_softmax_warp", "memory_softmax_reg", "memory_softmax_smem",
-                      "memory_softmax_block", "memory_qk", "memory_pv")
+                      "memory_softmax_block", "memory_qk", "memory_pv", "memory_splitkv_attn")
 """An eager pipeline's kernels with their own fitted memory efficiency (`memory_<kernel>`):
 repeat_interleave's gather, the scale and mask passes, torch's softmax, and its two matmuls
 where they are memory-bound (a decode step: cuBLAS's GEMV-shaped nvjet kernels stream K and V
 at 0.8 of the bandwidth, tests/data/h200-impl-validation3.json point 35, where the one memory
 efficiency of the prefill-heavy fit, 0.31, predicted 597 µs for a 205 µs call). torch's softmax
 has one per kernel it picks by row length (`memory_softmax_<kernel>`, estimates/eager_softmax.py;
-`memory_softmax` is the one for a kernel the entry has no figure of)."""
+`memory_softmax` is the one for a kernel the entry has no figure of). cuDNN's lean decode kernel
+(analysis/stream_k.py) has its own too: it streams K and V at its own rate, not the prefill
+kernel's (validation6 point 33: 402 MB in 109 µs, 3.7 TB/s)."""
 EFFICIENCY_KINDS = ("fused", "matmul", "elementwise", "memory", "fused_d64", "fused_d128",
                     "fused_d256", "fused_split", *KERNEL_MEMORY_KEYS)
 """The kernel classes' efficiencies, the fused kernels' per head-dim bucket and split-KV pass

@@ -47,7 +47,10 @@ SCHEMA_VERSION = 1
 ALGORITHMS = ("standard", "flash2", "splitkv")
 
 
-SPLIT_RULES = ("none", "fa2-heuristic")
+SPLIT_RULES = ("none", "fa2-heuristic", "stream-k")
+"""When the forward splits the KV sequence: never; FlashAttention-2's num_splits_heuristic
+(analysis/impl_kernels.py impl_algorithm); cuDNN's lean decode, a stream-K split that fills the
+SMs (analysis/stream_k.py)."""
 
 
 RUNS = ("iosim-triton", "sdpa", "flex", "eager")
