@@ -11,6 +11,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh7         # bwd7's rules frozen, a seventh set
     python3 benchmarks/backward_h200.py OUTDIR --fresh8         # bwd8's out-of-place rule: eager, SDPA
     python3 benchmarks/backward_h200.py OUTDIR --fresh9 --no-ncu  # bwd9: eager host floor, time only
+    python3 benchmarks/backward_h200.py OUTDIR --fresh10        # bwd11: eager's GEMM handovers
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -371,6 +372,33 @@ def fresh9_grid() -> list[tuple[Any, bool, str]]:
     )]
 
 
+def fresh10_grid() -> list[tuple[Any, bool, str]]:
+    """The tenth fresh set (bwd11, 2026-12-02): eager's (and SDPA's) backward, counted by ncu
+    per kernel, committed before the run with bwd11's GEMM-handover rule frozen at
+    `bwd11-frozen` (iosim/estimates/l2_handover.py: what a cuBLAS GEMM finds in L2 of the N×N
+    operand the kernel before it streamed), none equal to a point of any earlier record or grid
+    (tests/test_fresh10_backward.py). The N×N matrices (all heads) run from 0.3 to 3 times the
+    60 MiB L2, 13 of 16 between 0.5 and 1.6 (where eager's dK, dQ and dP GEMMs missed); N
+    2,050-6,800, none a power of two; batch·heads 1 to 16; d 64/128; causal and not;
+    fp16/bf16; GQA (groups of 2 and 3)."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    return [(p, True, "s") for p in (
+        # N x N at 0.3-0.65 of the L2
+        Pt(3150, 128, 1, 1, 1, False, "bf16"), Pt(2300, 128, 1, 3, 3, True, "bf16"),
+        Pt(2100, 64, 1, 4, 4, False), Pt(3100, 128, 1, 2, 2, True),
+        # 0.75-1.2: the band of the GEMMs' misses
+        Pt(2200, 128, 1, 5, 5, False), Pt(5300, 64, 1, 1, 1, True),
+        Pt(2700, 64, 1, 4, 2, False), Pt(2350, 64, 2, 3, 3, False, "bf16"),
+        Pt(4200, 64, 1, 2, 2, False, "bf16"), Pt(3500, 128, 1, 3, 1, False, "bf16"),
+        Pt(6100, 128, 1, 1, 1, False, "bf16"),
+        # 1.4-3 times the L2
+        Pt(4800, 128, 1, 2, 1, True, "bf16"), Pt(2450, 64, 2, 4, 4, True, "bf16"),
+        Pt(2900, 128, 1, 6, 3, True), Pt(2050, 128, 4, 4, 4, False),
+        Pt(6800, 64, 1, 2, 1, True),
+    )]
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -445,13 +473,16 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     failed: list[str] = []
     second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
     sixth, seventh, eighth, ninth = args.fresh6, args.fresh7, args.fresh8, args.fresh9
-    name = ("backward-h200-fresh9.json" if ninth
+    tenth = args.fresh10
+    name = ("backward-h200-fresh10.json" if tenth else "backward-h200-fresh9.json" if ninth
             else "backward-h200-fresh8.json" if eighth else "backward-h200-fresh7.json" if seventh
             else "backward-h200-fresh6.json" if sixth
             else "backward-h200-fresh5.json" if fifth else "backward-h200-fresh4.json" if fourth
             else "backward-h200-fresh3.json" if third
             else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
+        "bwd11's GEMM-handover rule frozen at bwd11-frozen: eager's and SDPA's backward kernels "
+        "on a tenth fresh set" if tenth else
         "bwd9's eager host floor frozen at bwd9-frozen: eager's and SDPA's backward timed on a "
         "ninth fresh set" if ninth else
         "bwd8's rules frozen at bwd8-frozen (eager's mask and scale backward out of place), "
@@ -466,10 +497,12 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(9 if ninth else 8 if eighth else 7 if seventh else 6 if sixth
+    torch.manual_seed(10 if tenth else 9 if ninth else 8 if eighth else 7 if seventh else 6 if sixth
                       else 5 if fifth else 4 if fourth else 3 if third else 2 if second else 1)
     triton_points: list[Any] = []
-    if ninth:
+    if tenth:
+        torch_points, flash1 = fresh10_grid(), []
+    elif ninth:
         torch_points, flash1 = fresh9_grid(), []
     elif eighth:
         torch_points, flash1 = fresh8_grid(), []
@@ -529,7 +562,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     log(f"timed in {time.time() - started:.0f} s")
     if not args.no_ncu:
         spec = torch_spec(torch_points)
-        if seventh or eighth or ninth:  # the protocol alone (evict, evict), twice: its residue
+        if seventh or eighth or ninth or tenth:  # the protocol alone (evict, evict), twice: its residue
             spec = [{"id": "null", "what": "null"}, *spec, {"id": "null2", "what": "null"}]
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
@@ -588,6 +621,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--fresh9", action="store_true",
                     help="bwd9's eager host floor, frozen: eager and SDPA timed on fresh9_grid "
                          "(with --no-ncu)")
+    ap.add_argument("--fresh10", action="store_true",
+                    help="bwd11's GEMM-handover rule, frozen: eager and SDPA on fresh10_grid")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -606,7 +641,7 @@ def main(argv: list[str]) -> int:
     if args.torch_only:
         return torch_only(args, argv, out)
     if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5 \
-            or args.fresh6 or args.fresh7 or args.fresh8 or args.fresh9:
+            or args.fresh6 or args.fresh7 or args.fresh8 or args.fresh9 or args.fresh10:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

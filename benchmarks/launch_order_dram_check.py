@@ -19,7 +19,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 import decode_choices_h200 as dc
 import variants_compare as vc
 
-MLA_SECTIONS = ("mla", "mla_fresh", "mla_fresh2", "mla_fresh3")
+MLA_SECTIONS = ("mla", "mla_fresh", "mla_fresh2", "mla_fresh3", "mla_fresh4")
 
 
 def mla_points(record: dict[str, Any]) -> list[dict[str, Any]]:

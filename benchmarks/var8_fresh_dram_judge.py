@@ -79,10 +79,12 @@ def print_join(off: list[dict[str, Any]], on: list[dict[str, Any]]) -> None:
           f"{len(on)}")
 
 
-def print_times(record: dict[str, Any]) -> None:
+def print_times(record: dict[str, Any], cascade: str = "cascade_fresh4",
+                mla_section: str = "mla_fresh3") -> None:
     """The time side of the same record, the model checked out (var7_fresh_judge's tables, now
-    with every split count's time: the MLA pick is judged, not only reported)."""
-    rows = dc.timed_verdicts(record, "cascade_fresh4")
+    with every split count's time: the MLA pick is judged, not only reported); var9's judge
+    calls it with its own sections."""
+    rows = dc.timed_verdicts(record, cascade)
     print("| batch | measured winner (×) | model winner (×) | right | split-KV µs (splits) | "
           "model | error | cascade µs (splits) | model | error |\n"
           "|---|---|---|---|---:|---:|---:|---:|---:|---:|")
@@ -93,7 +95,7 @@ def print_times(record: dict[str, Any]) -> None:
                 for k in ("splitkv", "cascade"))
     print(f"\nverdict right: {right} of {len(rows)}; times within ±15 %: {times} of "
           f"{2 * len(rows)}\n")
-    mla = dc.mla_times(record, "mla_fresh3")
+    mla = dc.mla_times(record, mla_section)
     print("| MLA shape | fastest splits | µs | model µs | error | model pick | ÷ fastest |\n"
           "|---|---:|---:|---:|---:|---:|---:|")
     for r in mla:

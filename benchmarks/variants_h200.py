@@ -230,6 +230,7 @@ def main(argv: list[str]) -> int:
         "cascade_fresh2": [], "decode_fresh2": [], "cascade_fresh3": [], "mla_fresh": [],
         "fp8_fresh": [], "fp8_block": [], "fp8_fresh2": [], "mla_fresh2": [],
         "mla_fresh3": [], "cascade_fresh4": [],
+        "decode_fresh3": [], "cascade_fresh5": [], "mla_fresh4": [], "fp8_fresh3": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -269,6 +270,14 @@ def main(argv: list[str]) -> int:
         # var7's fresh judgement of estimates/launch_order_dram.py, frozen at tag var7-frozen
         "mla_fresh3": lambda: run_mla(sets["mla_fresh3"], gen, clock, log),
         "cascade_fresh4": lambda: run_cascade(sets["cascade_fresh4"], gen, clock, log),
+        # var9's fresh judgement of the same rules with the ncu protocol's residue in the judge,
+        # frozen at tag var9-frozen (decode at powers of two: the DRAM, not the pick, is judged)
+        "decode_fresh3": lambda: run_decode(sets["decode_fresh3"], gen, clock, log,
+                                            all_splits=False, page_sizes=[None]),
+        "cascade_fresh5": lambda: run_cascade(sets["cascade_fresh5"], gen, clock, log),
+        "mla_fresh4": lambda: run_mla(sets["mla_fresh4"], gen, clock, log),
+        # var9's fresh judgement of FP8's per-mask key-block cost, frozen at var9-fp8-frozen
+        "fp8_fresh3": lambda: run_fp8(sets["fp8_fresh3"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -327,18 +336,19 @@ def summary(record: dict[str, Any], log: Any) -> None:
     for r in record["flex"] + record["flex2"]:
         log(f"flex {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
     for r in (record["decode"] + record["paged"] + record["decode_judge"] + record["decode_fresh"]
-              + record["decode_fresh2"]):
+              + record["decode_fresh2"] + record["decode_fresh3"]):
         log(f"dec  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
     for r in (record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]
-              + record["cascade_fresh2"] + record["cascade_fresh3"] + record["cascade_fresh4"]):
+              + record["cascade_fresh2"] + record["cascade_fresh3"] + record["cascade_fresh4"]
+              + record["cascade_fresh5"]):
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
     for r in (record["mla"] + record["repeat"] + record["mla_fresh"] + record["mla_fresh2"]
-              + record["mla_fresh3"]):
+              + record["mla_fresh3"] + record["mla_fresh4"]):
         log(f"mla  {r['id']:24s} {r['status'][:40]:40s} best {r.get('best_splits')} "
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
     for r in (record["fp8"] + record["fp8_e5m2"] + record["fp8_fresh"] + record["fp8_block"]
-              + record["fp8_fresh2"]):
+              + record["fp8_fresh2"] + record["fp8_fresh3"]):
         log(f"fp8  {r['id']:24s} {r['status'][:40]:40s} {r.get('time_s', 0) * 1e3:9.3f} ms")
     for name, c in record["counters"].items():
         log(f"ncu {name} {c['status']}: {len(c['points'])} points")

@@ -103,15 +103,17 @@ def test_as_measured_on_the_eighth_set(record: dict) -> None:  # type: ignore[ty
 
     h200 = load_hardware(config_dir() / "h200.yaml")
     rows = F3.judged(record, h200, rules_before=F8.rules_in_place)
-    assert F3.count_inside(rows, "s", dram=True) == (157, 211)
-    assert F3.count_inside(rows, "s", dram=True, before=True) == (146, 211)
+    # 157 and 146 of 211 as judged before bwd11's GEMM handover (estimates/l2_handover.py),
+    # which moves both sides (fresh8 is among the records it was fitted on)
+    assert F3.count_inside(rows, "s", dram=True) == (171, 211)
+    assert F3.count_inside(rows, "s", dram=True, before=True) == (159, 211)
 
     def within(what: str, quantity: str, before: bool = False) -> tuple[int, int]:
         mine = [r for r in rows if (r.what, r.quantity) == (what, quantity)]
         return sum(F8._within(r, r.without if before else r.estimate) for r in mine), len(mine)
 
     assert within("eager", "DRAM whole backward") == (11, 14)
-    assert within("eager", "DRAM whole backward", before=True) == (5, 14)
+    assert within("eager", "DRAM whole backward", before=True) == (7, 14)  # 5 before bwd11
     assert within("eager", "DRAM bwd_scale") == (12, 14)
     assert within("eager", "DRAM bwd_scale", before=True) == (6, 14)
     assert all(r.estimate == r.without for r in rows

@@ -57,7 +57,14 @@ TABLE_POINTS = [
     (Workload(1, n_kv=6000, d=128, heads=32, kv_heads=8, batch=2), H200,
      {"block_q": 32, "block_kv": 64}),
     (Workload(1, n_kv=6000, d=64, heads=16, kv_heads=4, batch=2), H200, {"sram": "64KiB"}),
+    # estimates/launch_order_dram.py's rules: MQA and MLA row blocks a wave boundary parts,
+    # partial states the stream after their wave evicts (in part: P_miss inside its tails)
+    (Workload(1, n_kv=1800, d=128, heads=64, kv_heads=1, batch=40), H200, {}),
+    (Workload(1, n_kv=1500, d=576, d_v=512, heads=128, kv_heads=1, batch=48, latent_kv=True),
+     H200, {}),
+    (Workload(1, n_kv=30_000, d=128, heads=32, kv_heads=1, batch=64), H200, {}),
 ]
+LAUNCH_ORDER_POINTS = TABLE_POINTS[-3:]
 
 
 @pytest.mark.parametrize("w, hw, options", TABLE_POINTS)
@@ -74,6 +81,26 @@ def test_every_count_is_timed_as_choose_splits_table(w: Workload, hw: Hardware,
         assert times[row.splits - 1] == row.time_s, (w, row.splits)
     assert best_split_counts([w], hw, options) == [choice.best.splits]
     assert best_split_count(w, hw, **options) == choice.best.splits
+
+
+def test_the_launch_order_points_take_every_rule() -> None:
+    """The last three table points are not vacuous: at some count compare's DRAM terms carry
+    each launch-order rule — a straddle re-read, Q once, and a share of the states re-read
+    strictly between none and all."""
+    from iosim.analysis.compare import compare
+    from iosim.estimates.launch_order_dram import QUERY_NOTE, STATES_NOTE, STRADDLE_NOTE
+
+    notes: set[str] = set()
+    partial = False
+    for w, _, _ in LAUNCH_ORDER_POINTS:
+        for splits in (2, 4, 8):
+            est = compare(w, "h200", algorithms=["splitkv"], splits=splits).algorithms[0]
+            assert est.dram is not None
+            notes |= {t.note for t in est.dram.terms}
+            partial |= any(t.note == STATES_NOTE and 0 < t.bytes < t.oblivious_bytes
+                           for t in est.dram.terms)
+    assert {QUERY_NOTE, STATES_NOTE, STRADDLE_NOTE} <= notes
+    assert partial
 
 
 def _grid() -> list[Workload]:

@@ -23,7 +23,7 @@ from iosim.calibrate import CalibrationError
 from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.errors import ConfigError
-from iosim.estimates import l2_cutoff
+from iosim.estimates import l2_cutoff, l2_handover
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import modelled
 from iosim.estimates.l2_simulate import simulate
@@ -58,8 +58,10 @@ def rows(records: list, h200) -> list:  # type: ignore[no-untyped-def]
 @contextmanager
 def _ideal_lru() -> Iterator[None]:
     """The L2 model's cutoff as the ideal LRU that l2_simulate walks: a step at the L2's size
-    (estimates/l2_cutoff.py: the H200's fitted soft cutoff is what the records measure)."""
-    with patch.object(l2_cutoff, "FILL_SHARE", 1.0), patch.object(l2_cutoff, "FILL_WIDTH", 0.0):
+    and no retained share (estimates/l2_cutoff.py, l2_handover.py: the H200's fitted soft
+    cutoff and retained share are what the records measure)."""
+    with patch.object(l2_cutoff, "FILL_SHARE", 1.0), patch.object(l2_cutoff, "FILL_WIDTH", 0.0), \
+            patch.object(l2_handover, "RETAINED_SHARE", 0.0):
         yield
 
 

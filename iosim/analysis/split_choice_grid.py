@@ -18,9 +18,13 @@ calls, evaluated on arrays of shape (points, counts) —
     kernel's terms by shared_prefix_dram.split_term_bytes (the rule split_terms charges), the
     combine kernel's as l2.py's _ClosedForm charges a whole-tensor kernel after the split
     kernel (each state it reads found in L2 by l2_model.hit_fraction over the two kernels'
-    footprints, each output written back once), then shared_prefix_dram.states_stay_in_l2
-    (the states read back from L2); prefix_once and row_blocks_once change nothing here (no
-    shared prefix; a split kernel the L2 model charges once per KV head);
+    footprints, each output written back once), then, as dram_estimate applies them, the
+    launch-order rules of a decoding step (estimates/launch_order_dram.py: straddle_rereads,
+    the re-reads row_blocks_once adds where a wave boundary parts a chunk's row blocks;
+    query_compulsory, query_once's Q once per row block; wave_miss_share, the share of states
+    states_from_l2 re-reads), else shared_prefix_dram.states_stay_in_l2 (the states read back
+    from L2); prefix_once and row_blocks_once's own division change nothing here (no shared
+    prefix; a split kernel the L2 model charges once per KV head);
   * the time: decode_kernel_time's arithmetic (memory_seconds, chain_seconds, busy_seconds:
     the functions KernelTime's properties call, on floats or arrays, the same doubles).
 
@@ -66,6 +70,12 @@ from iosim.analysis.requests import sram_budget
 from iosim.errors import TilingError
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.l2_model import copies_in_l2, hit_fraction
+from iosim.estimates.launch_order_dram import (
+    RowBlockGrid,
+    query_compulsory,
+    straddle_rereads,
+    wave_miss_share,
+)
 from iosim.estimates.roofline import kernel_read_write
 from iosim.estimates.shared_prefix_dram import (
     PARTIAL_STATES,
@@ -76,7 +86,7 @@ from iosim.estimates.shared_prefix_dram import (
 )
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import dtype_code
-from iosim.inputs.ints import cdiv
+from iosim.inputs.ints import both, cdiv, select
 from iosim.inputs.limits import MAX_BLOCK, check_int
 from iosim.inputs.tiling import TilingInputs, tiles_for, working_set_bytes
 from iosim.inputs.workload import Workload
@@ -249,7 +259,7 @@ def _kernel_seconds(c: Ceilings, kernels: Sequence[Kernel], a: _Arrays, t: _Tili
     oblivious = {k.name: [access_elements(x, k, dims, sums[k.name]) * element_bytes(
         x.element, a.element_bytes, a.output_element_bytes) for x in k.accesses]
         for k in kernels}
-    dram = _dram_bytes(kernels, oblivious, a, hw)
+    dram = _dram_bytes(kernels, oblivious, a, t, dims, hw)
     total: Any = 0.0
     for k in kernels:
         moved = (sum(oblivious[k.name]) if dram is not None
@@ -282,7 +292,7 @@ def _kernel_seconds(c: Ceilings, kernels: Sequence[Kernel], a: _Arrays, t: _Tili
 
 
 def _dram_bytes(kernels: Sequence[Kernel], oblivious: dict[str, list[Any]], a: _Arrays,
-                hw: Hardware) -> dict[str, Any] | None:
+                t: _Tiling, dims: Dims, hw: Hardware) -> dict[str, Any] | None:
     """Each kernel's DRAM bytes under estimates/l2.py dram_estimate (None without the L2 size
     or the SM count: compare.dram_or_none), for split-KV's split kernel and its combine kernel
     (the module docstring)."""
@@ -298,16 +308,58 @@ def _dram_bytes(kernels: Sequence[Kernel], oblivious: dict[str, list[Any]], a: _
             assert k.name == COMBINE_KERNEL and k.loop is None
             terms[k.name] = _after_split_kernel(kernels[0], k, oblivious[k.name], a, capacity)
     split = kernels[0]
-    written = sum(b for x, b in zip(split.accesses, terms[split.name], strict=True)
+    # dram_estimate's launch-order rules (estimates/launch_order_dram.py), decoding points only:
+    # the row blocks a wave boundary parts, Q once per row block, the states' read-back
+    concurrent = hw.sm_count * t.per_sm
+    decoding = a.n == 1
+    charged = _straddled(split, terms[split.name], a, t, dims, concurrent, capacity)
+    charged = [select(both(decoding, b > size), size, b) if size is not None else b
+               for b, size in zip(charged, query_compulsory(split, a), strict=True)]
+    terms[split.name] = charged
+    written = sum(b for x, b in zip(split.accesses, charged, strict=True)
                   if x.tensor in PARTIAL_STATES and x.op == "write")
     if len(kernels) > 1 and np.any(written):
-        kept = states_stay_in_l2(written, sum(terms[split.name]), capacity, a.n)
+        reread = _states_reread(split, charged, written, kernel_programs(split, dims),
+                                concurrent, capacity)
+        kept = states_stay_in_l2(written, sum(charged), capacity, a.n)
+        by_waves = both(decoding, written > 0)
         combine = kernels[1]
-        terms[combine.name] = [np.where(kept, 0, b) if x.tensor in PARTIAL_STATES
-                               and x.op == "read" else b
-                               for x, b in zip(combine.accesses, terms[combine.name],
-                                               strict=True)]
+        terms[combine.name] = [
+            np.where(by_waves, np.rint(moved * reread).astype(np.int64), np.where(kept, 0, b))
+            if x.tensor in PARTIAL_STATES and x.op == "read" else b
+            for x, b, moved in zip(combine.accesses, terms[combine.name],
+                                   oblivious[combine.name], strict=True)]
     return {name: sum(charged) for name, charged in terms.items()}
+
+
+def _straddled(split: Kernel, charged: list[Any], a: _Arrays, t: _Tiling, dims: Dims,
+               concurrent: Any, capacity: float) -> list[Any]:
+    """shared_prefix_dram.row_blocks_once on the split kernel's terms (the split kernel is
+    charged once per KV head, so only its wave-boundary re-reads: straddle_rereads), at every
+    point and count."""
+    g = a.heads // a.kv_heads
+    blocks = np.where(g > 1, cdiv(g, t.block_q), 1)
+    if not split.pack_heads or not np.any(blocks > 1):
+        return charged
+    kv_reads = [x.op == "read" and x.tensor in ("K", "V") for x in split.accesses]
+    kv = sum(b for b, is_kv in zip(charged, kv_reads, strict=True) if is_kv)
+    grid = RowBlockGrid(requests=a.batch, kv_heads=a.kv_heads, row_blocks=blocks,
+                        splits=dims.splits, key_blocks=cdiv(a.n_kv, t.block_kv))
+    again = straddle_rereads(grid, kv, concurrent, capacity)
+    applies = (a.n == 1) & (blocks > 1) & (again > 0)
+    safe = np.maximum(kv, 1)
+    return [np.where(applies, b + np.rint(again * b / safe).astype(np.int64), b) if is_kv else b
+            for b, is_kv in zip(charged, kv_reads, strict=True)]
+
+
+def _states_reread(split: Kernel, charged: list[Any], written: Any, programs: Any,
+                   concurrent: Any, capacity: float) -> Any:
+    """launch_order_dram.states_reread_share with the split kernel its one writer: the share
+    of the partial states the combine reads from DRAM, at every point and count."""
+    stream = sum(b for x, b in zip(split.accesses, charged, strict=True)
+                 if x.op == "read" and x.tensor not in PARTIAL_STATES)
+    share = wave_miss_share(stream, programs, concurrent, written, 0, capacity)
+    return written * share / np.maximum(written, 1)
 
 
 def _footprint(kernel: Kernel, a: _Arrays) -> Any:

@@ -50,6 +50,16 @@ median of the two rounded. It is the 0.55-0.82 MB that the small Triton backward
 read above their own dirty bytes (fresh6 N 160, 900, 2,700, 3,000)."""
 
 
+def as_counted(dram_bytes: float, protocol: float | None = None) -> float:
+    """A measured segment's predicted DRAM bytes as the ncu protocol counts them (evict, the
+    segment's kernels, evict; the closing evict's writes counted to the segment): the kernels'
+    own bytes plus what the protocol itself leaves for the closing evict (`protocol`, default
+    PROTOCOL_RESIDUE_BYTES). The one place the residue is added: the backward ledger's last
+    kernel and the variants DRAM judge (benchmarks/var9_residue_judge.py), whose records use
+    the same evict kernel and ncu flags (calibrate/variants_target.py, ncu_bwd_target.py)."""
+    return dram_bytes + (PROTOCOL_RESIDUE_BYTES if protocol is None else protocol)
+
+
 class Chunk(Record, frozen=False):
     """Dirty bytes spread evenly over ages lo … hi (bytes of new lines since written)."""
 
@@ -95,8 +105,6 @@ def ledger(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float, shar
     order (the L2 estimate's per-kernel bytes) → (name, reads + the write-backs during it); the
     last kernel also gets the closing evict's, with the protocol's own (`protocol`, default
     PROTOCOL_RESIDUE_BYTES)."""
-    if protocol is None:
-        protocol = PROTOCOL_RESIDUE_BYTES
     age_limit = share * l2_bytes
     chunks: list[Chunk] = []
     out: list[tuple[str, float]] = []
@@ -116,5 +124,5 @@ def ledger(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float, shar
         out.append((name, read + written_back))
     if out:
         name, moved = out[-1]
-        out[-1] = (name, moved + sum(c.dirty for c in chunks) + protocol)
+        out[-1] = (name, as_counted(moved + sum(c.dirty for c in chunks), protocol))
     return out

@@ -42,6 +42,8 @@ FRESH8 = DATA / "backward-h200-fresh8.json"
 """bwd8's rule (eager's mask and scale backward out of place) on an eighth set (fresh8_bwd.py)."""
 FRESH9 = DATA / "backward-h200-fresh9.json"
 """bwd9's eager host floor on a ninth set, eager and SDPA timed only (fresh9_bwd.py)."""
+FRESH10 = DATA / "backward-h200-fresh10.json"
+"""bwd11's GEMM-handover rule (estimates/l2_handover.py) on a tenth set (fresh10_bwd.py)."""
 """bwd5's rules (the L2's soft cutoff) on a fifth fresh set (fresh5_bwd.py)."""
 """Gaps (a) and (c) as shipped after FRESH was seen, on a second fresh set (the lead's call)."""
 """Issue 10's open gaps on fresh points (fresh_bwd.py), judged apart from RECORDS."""
@@ -104,18 +106,26 @@ def _split_half(kernel: str, previous: str | None) -> bool:
     return previous == kernel and "elementwise_kernel" in kernel
 
 
+def _split_k(kernel: str) -> bool:
+    """Whether `kernel` is cuBLAS's split-K reduce, which sums the partial products of the GEMM
+    launched just before it: part of that GEMM. Seen in fresh10 (batch·heads 1, N 3,150-6,100:
+    the dV, dQ and dK GEMMs, whose N×d outputs fill few tiles, each followed by a
+    `cublasLt::splitKreduce_kernel` of 0-1.7 MB); no earlier eager record has one."""
+    return "splitKreduce_kernel" in kernel
+
+
 def _launches(segment: dict[str, Any], what: str) -> list[float]:
     """DRAM bytes per launch, the GQA sum's two reduce kernels as one, an elementwise op's
-    32-bit-indexing halves as one (_split_half), the residue (the closing evict's
-    write-backs) to the last."""
+    32-bit-indexing halves as one (_split_half), a split-K GEMM with its reduce (_split_k), the
+    residue (the closing evict's write-backs) to the last."""
     out: list[float] = []
     reduce_open = False
     previous: str | None = None
     for k in segment["kernels"]:
         nbytes = k["dram_read_bytes"] + k["dram_write_bytes"]
-        is_reduce = "reduce_kernel" in k["kernel"]
-        if (is_reduce and reduce_open) or (what == "eager"
-                                           and _split_half(k["kernel"], previous)):
+        is_reduce = "reduce_kernel" in k["kernel"] and not _split_k(k["kernel"])
+        if (is_reduce and reduce_open) or (what == "eager" and (
+                _split_half(k["kernel"], previous) or _split_k(k["kernel"]))):
             out[-1] += nbytes
         else:
             out.append(nbytes)

@@ -47,6 +47,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH7,
     FRESH8,
     FRESH9,
+    FRESH10,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -422,6 +423,13 @@ def main(argv: list[str]) -> int:
                 from iosim.calibrate import fresh9_bwd
 
                 text += "\n" + fresh9_bwd.report(load([FRESH9])[0], hw)
+            from iosim.calibrate import gemm_handover_fit
+
+            text += "\n" + gemm_handover_fit.seen_section(hw)
+            if FRESH10.exists():
+                from iosim.calibrate import fresh10_bwd
+
+                text += "\n" + fresh10_bwd.report(load([FRESH10])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2

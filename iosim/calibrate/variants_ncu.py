@@ -58,6 +58,12 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
         if r["status"] == "ok":
             for s in sorted({1, 8, 32, r["best_splits"]}):
                 spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
+    for r in record.get("mla_fresh4", []) + record.get("decode_fresh3", []):
+        # var9: as mla_fresh3 (plain split-KV too: Q once, the states' read-back by the waves)
+        if r["status"] == "ok":
+            top = max(s["splits"] for s in r["sweep"])
+            for s in sorted({c for c in (1, 8, 32) if c <= top} | {r["best_splits"]}):
+                spec.append({"count_id": f"{r['id']} s{s}", "point": _point(r), "splits": s})
     for r in (record.get("fp8", []) + record.get("fp8_e5m2", []) + record.get("fp8_fresh", [])
               + record.get("fp8_block", []) + record.get("fp8_fresh2", [])):
         if r["status"] == "ok":
@@ -68,11 +74,16 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
                          "splits": r["best_splits"]})
     for r in (record["cascade"] + record.get("cascade_judge", [])
               + record.get("cascade_fresh", []) + record.get("cascade_fresh2", [])
-              + record.get("cascade_fresh3", []) + record.get("cascade_fresh4", [])):
+              + record.get("cascade_fresh3", []) + record.get("cascade_fresh4", [])
+              + record.get("cascade_fresh5", [])):
         if r["status"] == "ok":
             bp, bc = r["best_splitkv"], r["best_cascade"]
-            spec.append({"count_id": f"{r['id']} splitkv s{bp['splits']}", "point": _point(r),
-                         "method": "splitkv", "splits": bp["splits"]})
+            plain = {bp["splits"]}
+            if r in record.get("cascade_fresh5", []):  # var9: split-KV at 8 splits too
+                plain |= {s["splits"] for s in r["splitkv"] if s["splits"] == 8}
+            for splits in sorted(plain):
+                spec.append({"count_id": f"{r['id']} splitkv s{splits}", "point": _point(r),
+                             "method": "splitkv", "splits": splits})
             spec.append({"count_id": f"{r['id']} cascade {bc['prefix_splits']}+"
                          f"{bc['suffix_splits']}", "point": _point(r), "method": "cascade",
                          "prefix_splits": bc["prefix_splits"], "suffix_splits": bc["suffix_splits"]})

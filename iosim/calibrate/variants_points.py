@@ -392,3 +392,56 @@ CASCADE_FRESH4 = [
     _cascade("lcas-b60-p400-s50-mqa-d64", 60, 400, [50] * 60, heads=16, kv_heads=1, d=64),
 ]
 """Timed as CASCADE is (prefix lengths whole pages of 16)."""
+
+# issue 14, var9: the fresh judgement of estimates/launch_order_dram.py with the ncu protocol's
+# residue (calibrate/dirty_ledger.as_counted) in the judge, written and committed before the
+# device call that measures them (frozen at tag var9-frozen); tests/test_variants_fresh_var9.py
+# checks that no shape of them was measured or listed before. Plain split-KV with GQA and MQA
+# (MQA at 32-64 heads: row blocks a wave boundary parts), shared-prefix batches (both methods),
+# MLA decoding; batch 1-64, KV 1.2k-120k, not powers of two; the comments: K/V (latent) bytes.
+DECODE_FRESH3 = [
+    _decode("ndec-b1-120000-mqa", 1, 120000, 32, 1),                  # 61 MB
+    _decode("ndec-b2-70000-gqa8", 2, 70000, 64, 8),                   # 573 MB
+    _decode("ndec-b5-11000-mqa-d64", 5, 11000, 16, 1, d=64),          # 14 MB
+    _decode("ndec-b16-6000-gqa4", 16, 6000, 32, 8),                   # 393 MB
+    _decode("ndec-b40-1800-mqa-h64", 40, 1800, 64, 1),                # 37 MB
+    _decode("ndec-b64-1200-gqa8-d64", 64, 1200, 32, 4, d=64),         # 79 MB
+]
+"""Timed at split counts 1, 2, 4, ..., 128 (powers of two), contiguous cache."""
+
+CASCADE_FRESH5 = [
+    _cascade("mcas-b2-p20000-s500-gqa4", 2, 20000, [500] * 2),
+    _cascade("mcas-b9-p3008-s1000", 9, 3008, [1000] * 9),
+    _cascade("mcas-b16-p800-s3000-mqa", 16, 800, [3000] * 16, heads=32, kv_heads=1),
+    _cascade("mcas-b28-p6000-s200-gqa8", 28, 6000, [200] * 28, heads=64, kv_heads=8),
+    _cascade("mcas-b50-p1008-s80-mqa-d64", 50, 1008, [80] * 50, heads=16, kv_heads=1, d=64),
+    _cascade("mcas-b64-p2000-mixed", 64, 2000, [40, 900, 2500, 150] * 16),
+]
+"""Timed as CASCADE is (prefix lengths whole pages of 16)."""
+
+MLA_FRESH4 = [
+    mla_point("mla-i-b4-25000-h128", 4, 25000, 128),     # latent 115 MB
+    mla_point("mla-i-b16-5000-h128", 16, 5000, 128),     # latent 92 MB
+    mla_point("mla-i-b48-1500-h128", 48, 1500, 128),     # latent 83 MB
+    mla_point("mla-i-b1-100000-h64", 1, 100000, 64),     # latent 115 MB
+    mla_point("mla-i-b32-9000-h16", 32, 9000, 16),       # latent 332 MB
+]
+"""Absorbed MLA decoding (DeepSeek-V3 dims), each at split counts 1, 2, 4, ..., 64 (as MLA)."""
+
+# issue 14, var9: the fresh judgement of FP8's per-mask key-block cost (benchmarks/
+# fp8_mask_fit.py: the FP8 dots' rate fitted per mask on every earlier FP8 section), written
+# and committed before the device call that times them (tag var9-fp8-frozen); none equal to an
+# earlier point (tests/test_variants_fresh_var9.py). e4m3 and e5m2, per-tensor and per-block
+# scales, both masks, n a multiple of the kernel's 128 × 64 blocks and not a power of two, 6-48
+# heads; the comments: Q, K, V bytes (the L2 is 60 MiB).
+FP8_FRESH3 = [
+    _fp8_fresh("fp8h-e4m3-4480-causal-h24", 4480, True, "fp8_e4m3", 24),      # 41 MB
+    _fp8_fresh("fp8h-e5m2-9984-full-h8", 9984, False, "fp8_e5m2", 8),         # 31 MB
+    _fp8_fresh("fp8h-e4m3-13056-causal-h20", 13056, True, "fp8_e4m3", 20),    # 100 MB
+    _fp8_fresh("fp8h-e5m2-2432-causal-h48", 2432, True, "fp8_e5m2", 48),      # 45 MB
+    _fp8_fresh("fp8h-e4m3-19968-full-h12", 19968, False, "fp8_e4m3", 12),     # 92 MB
+    _fp8_fresh("fp8h-e4m3-8064-causal-h6", 8064, True, "fp8_e4m3", 6),        # 19 MB
+    _fp8_block("fp8h-e4m3-6528-full-h40", 6528, False, "fp8_e4m3", 40),       # 100 MB
+    _fp8_block("fp8h-e5m2-15104-causal-h16", 15104, True, "fp8_e5m2", 16),    # 93 MB
+]
+"""Per-tensor (6) and FA3 §3.3 per-block (2) scales."""

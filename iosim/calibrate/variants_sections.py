@@ -13,10 +13,12 @@ from iosim.calibrate.variants_points import (
     CASCADE_FRESH2,
     CASCADE_FRESH3,
     CASCADE_FRESH4,
+    CASCADE_FRESH5,
     CASCADE_JUDGE,
     DECODE,
     DECODE_FRESH,
     DECODE_FRESH2,
+    DECODE_FRESH3,
     DECODE_JUDGE,
     FLEX,
     FLEX2,
@@ -25,10 +27,12 @@ from iosim.calibrate.variants_points import (
     FP8_E5M2,
     FP8_FRESH,
     FP8_FRESH2,
+    FP8_FRESH3,
     MLA,
     MLA_FRESH,
     MLA_FRESH2,
     MLA_FRESH3,
+    MLA_FRESH4,
     PAGED,
     Point,
     fp8_point,
@@ -44,7 +48,9 @@ QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2
          "decode_fresh2": DECODE_FRESH2[:1], "cascade_fresh3": CASCADE_FRESH3[:1],
          "mla_fresh": MLA_FRESH[:1], "fp8_fresh": FP8_FRESH[:1], "fp8_block": FP8_BLOCK[:1],
          "fp8_fresh2": FP8_FRESH2[:2], "mla_fresh2": MLA_FRESH2[:1],
-         "mla_fresh3": MLA_FRESH3[:1], "cascade_fresh4": CASCADE_FRESH4[:1]}
+         "mla_fresh3": MLA_FRESH3[:1], "cascade_fresh4": CASCADE_FRESH4[:1],
+         "decode_fresh3": DECODE_FRESH3[:1], "cascade_fresh5": CASCADE_FRESH5[:1],
+         "mla_fresh4": MLA_FRESH4[:1], "fp8_fresh3": FP8_FRESH3[:1]}
 FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
         "mla": MLA, "fp8": FP8,
         "repeat": [DECODE[1], DECODE[5], DECODE[9]],
@@ -53,7 +59,9 @@ FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade
         "cascade_fresh2": CASCADE_FRESH2, "decode_fresh2": DECODE_FRESH2,
         "cascade_fresh3": CASCADE_FRESH3, "mla_fresh": MLA_FRESH, "fp8_fresh": FP8_FRESH,
         "fp8_block": FP8_BLOCK, "fp8_fresh2": FP8_FRESH2, "mla_fresh2": MLA_FRESH2,
-        "mla_fresh3": MLA_FRESH3, "cascade_fresh4": CASCADE_FRESH4}
+        "mla_fresh3": MLA_FRESH3, "cascade_fresh4": CASCADE_FRESH4,
+        "decode_fresh3": DECODE_FRESH3, "cascade_fresh5": CASCADE_FRESH5,
+        "mla_fresh4": MLA_FRESH4, "fp8_fresh3": FP8_FRESH3}
 """`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
 
 
@@ -96,5 +104,10 @@ TINY = {
     "mla_fresh3": [{**mla_point("tiny-mla-fresh3", 2, 66, 20), "dtype": "fp16"}],
     "cascade_fresh4": [_tiny(CASCADE_FRESH4[1], batch=3, prefix_len=32, suffix_lens=[4, 50, 9],
                              heads=4, kv_heads=1)],
+    "decode_fresh3": [_tiny(DECODE_FRESH3[4], n_kv=180, heads=40, kv_heads=1, batch=2)],
+    "cascade_fresh5": [_tiny(CASCADE_FRESH5[4], batch=3, prefix_len=48, suffix_lens=[6, 30, 2],
+                             heads=4, kv_heads=1)],
+    "mla_fresh4": [{**mla_point("tiny-mla-fresh4", 2, 80, 40), "dtype": "fp16"}],
+    "fp8_fresh3": [{**fp8_point("tiny-fp8-fresh3", 128, True, "fp8_e4m3"), "heads": 2, "d": 32}],
 }
 """A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""

@@ -57,6 +57,7 @@ from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_b
 from iosim.errors import IosimError, arg
 from iosim.estimates.l2_cutoff import miss_probability
 from iosim.estimates.l2_descending import DESCENDING_COPIES, descending_misses
+from iosim.estimates.l2_handover import gemm_hit_fraction, gemm_reads_carried
 from iosim.estimates.l2_masks import masked_shared_passes
 from iosim.estimates.l2_model import (
     DramEstimate,
@@ -71,6 +72,7 @@ from iosim.estimates.l2_model import (
 )
 from iosim.estimates.l2_restarts import MAX_PROGRAMS, programs_within, restart_misses
 from iosim.estimates.l2_waves import Lengths, sum_weighted, sum_where, wave_rereads
+from iosim.estimates.launch_order_dram import query_once, state_writer_grids
 from iosim.estimates.shared_prefix_dram import (
     broadcast_rereads,
     prefix_once,
@@ -130,6 +132,9 @@ class _ClosedForm:
         between = sum(self.footprint[touch.kernel_index + 1:index])
         alpha = self.footprint[touch.kernel_index] + between
         beta = self._first_pass(index) - self.footprint[touch.kernel_index]
+        kernel = self.kernels[index]
+        if gemm_reads_carried(kernel, self.kernels[touch.kernel_index]):
+            return gemm_hit_fraction(alpha, beta, self.capacity), touch.dirty
         return hit_fraction(alpha, beta, self.capacity), touch.dirty
 
     def _first_pass(self, index: int) -> float:
@@ -460,6 +465,11 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
         backward = hardware.sm_count * tiling.bwd_programs_per_sm
     terms = _ClosedForm(kernels, workload, tiling, capacity, concurrent, backward).run()
     # shared_prefix_dram.py: reads that hit in L2 because neighbouring programs made them
-    once = row_blocks_once(terms, kernels, workload, tiling)
-    shared = states_from_l2(prefix_once(once, kernels, workload, tiling), capacity, workload)
+    # the split kernels' own occupancy (the tiling's programs per SM) unless a count is forced
+    split_concurrent = concurrent_programs or (
+        hardware.sm_count * (programs_per_sm or (tiling.programs_per_sm if tiling else 1)))
+    once = row_blocks_once(terms, kernels, workload, tiling, split_concurrent, capacity)
+    grids = state_writer_grids(kernels, workload, tiling, split_concurrent)
+    shared = states_from_l2(query_once(prefix_once(once, kernels, workload, tiling), kernels,
+                                       workload), capacity, workload, grids)
     return DramEstimate(shared, capacity, concurrent, "closed form")

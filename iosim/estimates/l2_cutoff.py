@@ -26,6 +26,9 @@ their sensitivity; reports/backward-h200.md judges them on a fresh set.
 from __future__ import annotations
 
 import math
+from typing import Any
+
+import numpy as np
 
 FILL_SHARE = 0.825
 """The reuse distance, as a share of the L2, at which half the re-read lines miss. Fitted with
@@ -52,6 +55,28 @@ def miss_probability(reuse_bytes: float, capacity: float) -> float:
     if z >= TAIL:
         return 1.0
     return 0.5 * (1.0 + math.erf(z / math.sqrt(2.0)))
+
+
+_ERF = np.frompyfunc(math.erf, 1, 1)
+"""math.erf on each element: the same doubles as the scalar miss_probability, to the last bit."""
+
+
+def miss_probabilities(reuse_bytes: Any, capacity: float) -> Any:
+    """miss_probability at each element of an array of reuse distances (the same doubles, to
+    the last bit: the same operations element by element, math.erf evaluated only inside the
+    tails), for the sweep's array path (analysis/split_choice_grid.py); a float for a float."""
+    if not isinstance(reuse_bytes, np.ndarray):
+        return miss_probability(reuse_bytes, capacity)
+    fill = reuse_bytes / capacity
+    if FILL_WIDTH <= 0:
+        return np.where(fill > FILL_SHARE, 1.0, 0.0)
+    z = (fill - FILL_SHARE) / FILL_WIDTH
+    out = np.where(z >= TAIL, 1.0, 0.0)
+    inside = (z > -TAIL) & (z < TAIL)
+    if np.any(inside):
+        erf = np.asarray(_ERF(z[inside] / math.sqrt(2.0)), dtype=np.float64)
+        out[inside] = 0.5 * (1.0 + erf)
+    return out
 
 
 def never_misses(reuse_bytes: float, capacity: float) -> bool:

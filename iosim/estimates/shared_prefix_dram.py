@@ -47,6 +47,14 @@ from iosim.algorithms.loopnest import Access, Kernel, tensor_bytes
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.traffic import Term
 from iosim.estimates.l2_model import DramTerm
+from iosim.estimates.launch_order_dram import STATES_NOTE as LAUNCH_STATES_NOTE
+from iosim.estimates.launch_order_dram import (
+    STRADDLE_NOTE,
+    RowBlockGrid,
+    Writer,
+    states_reread_share,
+    straddle_rereads,
+)
 from iosim.inputs.ints import both, cdiv, either, imin, is_array, select
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
@@ -194,7 +202,8 @@ def split_reads_once(kernel: Kernel, workload: Workload) -> bool:
 
 
 def row_blocks_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel], workload: Workload,
-                    tiling: Tiling | None) -> tuple[DramTerm, ...]:
+                    tiling: Tiling | None, concurrent: int | None = None,
+                    capacity: float | None = None) -> tuple[DramTerm, ...]:
     """`terms` with the K, V and block-table reads of a decoding kernel that packs the g query
     heads of a KV head (FA2's seqlenq_ngroups_swapped) charged once where g rows need more than
     one query tile: the ⌈g/B_r⌉ row blocks of one request, KV head and split are neighbours in
@@ -209,11 +218,27 @@ def row_blocks_once(terms: Sequence[DramTerm], kernels: Sequence[Kernel], worklo
     # no row blocks' copies left to take off
     packed = {k.name for k in kernels if k.name in ROW_BLOCK_KERNELS and k.pack_heads
               and not split_reads_once(k, workload)}
-    if blocks <= 1 or not packed:
+    if blocks <= 1:
         return tuple(terms)
-    return tuple(replace(t, bytes=-(-t.bytes // blocks), note=ROW_BLOCK_NOTE)
+    once = tuple(replace(t, bytes=-(-t.bytes // blocks), note=ROW_BLOCK_NOTE)
                  if t.kernel in packed and t.op == "read" and t.tensor in ("K", "V", "block_table")
                  else t for t in terms)
+    split = next((k for k in kernels if k.name == SPLITKV_KERNEL and k.pack_heads), None)
+    if concurrent is None or capacity is None or split is None or workload.prefix_len is not None:
+        return once
+    # the row blocks a wave boundary parts read their chunk again (launch_order_dram.py)
+    kv = sum(t.bytes for t in once if t.kernel == SPLITKV_KERNEL and t.op == "read"
+             and t.tensor in ("K", "V"))
+    again = straddle_rereads(
+        RowBlockGrid(requests=workload.batch, kv_heads=workload.kv_heads, row_blocks=blocks,
+                     splits=int(tiling.splits or 1),
+                     key_blocks=int(cdiv(workload.n_kv, int(tiling.block_kv)))),
+        kv, concurrent, capacity)
+    if again <= 0:
+        return once
+    return tuple(replace(t, bytes=t.bytes + round(again * t.bytes / kv), note=STRADDLE_NOTE)
+                 if t.kernel == SPLITKV_KERNEL and t.op == "read" and t.tensor in ("K", "V")
+                 else t for t in once)
 
 
 PARTIAL_STATES = frozenset({"O_partial", "lse_partial", "O_prefix", "lse_prefix", "O_suffix",
@@ -222,10 +247,11 @@ PARTIAL_STATES = frozenset({"O_partial", "lse_partial", "O_prefix", "lse_prefix"
 and cascade's prefix and suffix kernels (algorithms/cascade.py) write and their combine or
 merge kernel reads right after."""
 STATES_NOTE = "partial states: read back from L2 by the next kernel (they fit in it)"
+REREAD_NOTE = LAUNCH_STATES_NOTE
 
 
-def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float, workload: Workload
-                   ) -> tuple[DramTerm, ...]:
+def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float, workload: Workload,
+                   grids: Sequence[tuple[str, int, int]] | None = None) -> tuple[DramTerm, ...]:
     """`terms` with the combine's (merge's) reads of the partial states charged no DRAM bytes
     where every state written fits in the L2: the split kernels' writes stay there (dirty) and
     the next kernel reads them there. Their writes still reach DRAM once, when evicted.
@@ -237,6 +263,17 @@ def states_from_l2(terms: Sequence[DramTerm], l2_bytes: float, workload: Workloa
     (5-11 MB of K, V and states) read none of them (tests/data/h200-impl-dram3.csv,
     VALIDATION2 points 0-2)."""
     written = sum(t.bytes for t in terms if t.tensor in PARTIAL_STATES and t.op == "write")
+    if written and workload.n == 1 and grids is not None:
+        # decoding: the share the stream after each state evicts (launch_order_dram.py)
+        writers = [Writer(stream=sum(t.bytes for t in terms if t.kernel == name and t.op == "read"
+                                     and t.tensor not in PARTIAL_STATES),
+                          states=sum(t.bytes for t in terms if t.kernel == name and t.op == "write"
+                                     and t.tensor in PARTIAL_STATES),
+                          programs=programs, concurrent=concurrent)
+                   for name, programs, concurrent in grids]
+        share = states_reread_share([w for w in writers if w.states > 0], l2_bytes)
+        return tuple(replace(t, bytes=round(t.oblivious_bytes * share), note=REREAD_NOTE)
+                     if t.tensor in PARTIAL_STATES and t.op == "read" else t for t in terms)
     split = sum(t.bytes for t in terms if t.kernel == SPLITKV_KERNEL)
     if not states_stay_in_l2(written, split, l2_bytes, workload.n):
         return tuple(terms)
