@@ -191,7 +191,9 @@ def test_bad_input_is_one_line_exit_2() -> None:
         (("--n", "128", "--impl", "sdpa-fash"), "unknown implementation"),
         (("--n", "128", "--impl", "sdpa-flash", "--algo", "flash1"), "picks the algorithm"),
         (("--n", "128", "--dtype", "fp32", "--impl", "sdpa-flash"), "not --dtype fp32"),
-        (("--n", "128", "--pass", "bwd", "--impl", "iosim-triton"), "declares no backward"),
+        (("--n", "128", "--pass", "bwd", "--impl", "flex"), "declares no backward"),
+        (("--n", "128", "--d", "256", "--pass", "bwd", "--impl", "iosim-triton"),
+         "backward runs head dims 16, 32, 64, 128"),
     ]
     for args, text in cases:
         code, _, stderr = run("compare", "--gpu", "h200", *args)

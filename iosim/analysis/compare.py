@@ -14,6 +14,15 @@ from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
+from iosim.analysis.impl_backward import (
+    as_impl,
+    backward_nest,
+    eager_backward_fit,
+    eager_backward_kernels,
+    impl_backward_floor,
+    timed_as_calls,
+    training_step,
+)
 from iosim.analysis.impl_forward import impl_forward_roofs
 from iosim.analysis.impl_kernels import (
     TILE_RULES,
@@ -46,6 +55,7 @@ from iosim.estimates.occupancy import compute_capability
 from iosim.estimates.paged_dram import page_efficiency, paged_roof_bytes
 from iosim.estimates.roofline import (
     Profile,
+    Roofs,
     estimate_kernels,
     kernel_programs_per_sm,
     roofs_for,
@@ -183,11 +193,17 @@ def compare(
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
                                splits_given=splits is not None) if implementation is None else ()
     roofs = roofs_for(hw, workload.dtype, profile)
-    if implementation is not None and profile == "measured":
-        roofs = impl_roofs(roofs, implementation, hw, workload.d, workload.pass_)
-        timed_by = impl_backward_note(implementation, hw) if workload.pass_ != "fwd" else None
-        if timed_by is not None:
-            roofs = replace(roofs, notes=(*roofs.notes, timed_by))
+    gpu_roofs = roofs
+
+    def pass_roofs(pass_: str) -> Roofs:
+        """The roofs of one pass: an implementation's fitted figures for it (measured)."""
+        if implementation is None or profile != "measured":
+            return gpu_roofs
+        own = impl_roofs(gpu_roofs, implementation, hw, workload.d, pass_)
+        timed_by = impl_backward_note(implementation, hw) if pass_ != "fwd" else None
+        return own if timed_by is None else replace(own, notes=(*own.notes, timed_by))
+
+    roofs = pass_roofs(workload.pass_)
     sram_bytes, sram_source = sram_budget(hw, workload.element_bytes, sram=sram,
                                           sram_elements=sram_elements)
     paging = page_efficiency(hw, workload.page_size) if workload.page_size else None
@@ -197,9 +213,13 @@ def compare(
     mla_timed: list[bool] = []  # whether the MLA prefill kernel ran on its fitted time
 
     def estimate(algorithm: Algorithm, baseline: tuple[float, int] | None, *,
-                 impl_: Implementation | None = None, impl_splits: int | None = None
-                 ) -> AlgorithmEstimate:
-        w = workload if impl_ is None else impl_workload(impl_, workload)
+                 impl_: Implementation | None = None, impl_splits: int | None = None,
+                 pass_: str | None = None, gpu: bool = False) -> AlgorithmEstimate:
+        # pass_: one call of a training step (its own pass's workload and roofs); gpu: the
+        # GPU's roofs, as `--algo` has them (an implementation's backward run by an algorithm)
+        given = workload if pass_ is None else workload.with_(pass_=pass_)
+        roofs = gpu_roofs if gpu else pass_roofs(given.pass_)
+        w = given if impl_ is None else impl_workload(impl_, given)
         tiling = finished_tiling(algorithm, w, hw, sram_bytes, sram_source, block_q=block_q,
                                  block_kv=block_kv, tiles=tiles,
                                  splits=splits if impl_splits is None else impl_splits,
@@ -234,6 +254,10 @@ def compare(
                                             sm_count=hw.sm_count)
         if profile == "measured":
             kernel_estimates = with_fallback_gemms(impl_, w, kernel_estimates)
+        eager_fit = eager_backward_fit(impl_, hw, profile) if w.pass_ == "bwd" else None
+        if eager_fit is not None and dram is not None:  # the rule torch_bwd_fit judges
+            kernel_estimates = eager_backward_kernels(kernel_estimates, dram, w, own_roofs,
+                                                      eager_fit)
         dims = Dims.of(w, tiling)
         fit = own_roofs.mla_prefill
         if impl_ is None and fit is not None and hw.sm_count:
@@ -259,8 +283,14 @@ def compare(
         # Triton backward timed by its measured schedule, the launcher floor it was judged with
         own_triton_backward = (impl_ is None and algorithm.name == "triton" and w.pass_ == "bwd"
                                and triton_scheduled[-1])
-        floor = (triton_backward_floor([(e.name, e.time_s) for e in kernel_estimates])
-                 if own_triton_backward else host_floor(impl_, hw, profile, w))
+        if own_triton_backward:
+            floor = triton_backward_floor([(e.name, e.time_s) for e in kernel_estimates])
+            floor_words = "the Python launcher's, estimates/launch_floor.py"
+        elif w.pass_ == "bwd":  # the implementation's backward host floor, where fitted
+            floor, floor_words = impl_backward_floor(impl_, hw, profile, kernel_estimates)
+        else:
+            floor = host_floor(impl_, hw, profile, w)
+            floor_words = f"{impl_.name}'s fitted floor" if impl_ is not None else ""
         return AlgorithmEstimate(
             impl_.name if impl_ is not None else algorithm.name,
             f"{impl_.title} — {algorithm.name}'s loop nest" if impl_ is not None
@@ -268,16 +298,39 @@ def compare(
             footprint(kernels, w, hw, saved=saved, tiling=tiling, fixed=fixed),
             base_time, base_bytes, occupancy,
             convention_flops(w, recompute=algorithm.tiled), dram, algorithm.name, impl_,
-            call_overhead(impl_, hw, profile, w.pass_), floor)
+            call_overhead(impl_, hw, profile, w.pass_), floor, floor_words if floor else "")
+
+    def step(algorithm: Algorithm, baseline: tuple[float, int], *,
+             impl_: Implementation | None = None, impl_splits: int | None = None
+             ) -> AlgorithmEstimate:
+        """The estimate; a training step of the measured profile (an implementation, iosim's
+        Triton kernels) as its forward call + its backward call, each as validated."""
+        nest = backward_nest(impl_)
+        if nest is not None and workload.pass_ != "fwd":
+            # its backward is that algorithm's, timed as `--algo` times it (impl_backward.py)
+            whole = as_impl(estimate(nest, baseline, gpu=True), impl_)
+        else:
+            whole = estimate(algorithm, baseline, impl_=impl_, impl_splits=impl_splits)
+        if not timed_as_calls(impl_, algorithm.name, workload.pass_, profile):
+            return whole
+        own, own_splits = (algorithm, impl_splits) if impl_ is None else impl_algorithm(
+            impl_, workload.with_(pass_="fwd"), hw, sram_bytes, splits)
+        forward = estimate(own, baseline, impl_=impl_, impl_splits=own_splits, pass_="fwd")
+        if nest is not None:
+            backward = as_impl(estimate(nest, baseline, pass_="bwd", gpu=True), impl_)
+        else:
+            backward = estimate(algorithm, baseline, impl_=impl_, impl_splits=impl_splits,
+                                pass_="bwd")
+        return training_step(whole, forward, backward)
 
     standard = estimate(ALGORITHMS["standard"], None)
     baseline = (standard.time_s, standard.hbm_bytes)
     if implementation is not None:
         algorithm, impl_splits = impl_algorithm(implementation, workload, hw, sram_bytes, splits)
-        results: tuple[AlgorithmEstimate, ...] = (standard, estimate(
+        results: tuple[AlgorithmEstimate, ...] = (standard, step(
             algorithm, baseline, impl_=implementation, impl_splits=impl_splits))
     else:
-        results = tuple(standard if a.name == "standard" else estimate(a, baseline)
+        results = tuple(standard if a.name == "standard" else step(a, baseline)
                         for a in chosen)
 
     if roofs.schedule is not None and any(triton_scheduled):  # said only where it applies

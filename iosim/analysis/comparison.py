@@ -17,6 +17,26 @@ from iosim.inputs.workload import Workload
 from iosim.record import Record
 
 
+class Call(Record):
+    """One call of a training step as do_bench times it (`--pass fwdbwd`, measured profile, an
+    implementation or iosim's Triton kernels): the forward call or the backward call, each
+    timed as its pass alone is (and as the calibration judged it: do_bench times each alone)."""
+
+    pass_: str
+    """'fwd' or 'bwd'."""
+    time_s: float
+    """Its kernels' time."""
+    call_overhead_s: float = 0.0
+    host_floor_s: float = 0.0
+    floor: str = ""
+    """Which host-bound floor applies (AlgorithmEstimate.floor); '' for none."""
+
+    @property
+    def call_time_s(self) -> float:
+        """max(host floor, kernels + time per call), as AlgorithmEstimate.call_time_s."""
+        return max(self.host_floor_s, self.time_s + self.call_overhead_s)
+
+
 class AlgorithmEstimate(TrafficTotals, Record):
     """One algorithm: its kernels on the roofline, its traffic terms and totals."""
 
@@ -42,7 +62,13 @@ class AlgorithmEstimate(TrafficTotals, Record):
     kernels' time."""
     host_floor_s: float = 0.0
     """An implementation's fitted host-bound floor of one call (analysis/impl_kernels.py:
-    host_floor): the call takes at least this."""
+    host_floor), eager's autograd dispatch (estimates/eager_backward.py) or iosim's Triton
+    launcher (estimates/launch_floor.py): the call takes at least this."""
+    floor: str = ""
+    """Which floor host_floor_s is, in words (compare's call line says it); '' for none."""
+    calls: tuple[Call, ...] = ()
+    """A training step's forward and backward calls, each as its pass alone is timed (`--pass
+    fwdbwd`, measured profile); empty: one call."""
 
     @property
     def traffic(self) -> Traffic:
@@ -73,7 +99,9 @@ class AlgorithmEstimate(TrafficTotals, Record):
     def call_time_s(self) -> float:
         """One call as do_bench times it: the kernels' time plus the implementation's time per
         call (measured profile), and at least its host-bound floor; the kernels' time alone
-        for an algorithm or the spec profile."""
+        for an algorithm or the spec profile; a training step's two calls summed (`calls`)."""
+        if self.calls:
+            return sum((c.call_time_s for c in self.calls), 0.0)
         return max(self.host_floor_s, self.time_s + self.call_overhead_s)
 
     @property

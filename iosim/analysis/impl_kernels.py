@@ -11,6 +11,7 @@ from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.analysis.stream_k import RULE as STREAM_K
 from iosim.analysis.stream_k import stream_k_splits
 from iosim.errors import IosimError, arg
+from iosim.estimates import eager_backward
 from iosim.estimates.combine import TERMS as COMBINE_TERMS
 from iosim.estimates.roofline import KernelEstimate, Roofs
 from iosim.inputs.hardware import BackwardSchedule, Hardware, ImplCalibration
@@ -122,7 +123,7 @@ def with_fallback_gemms(impl: Implementation | None, workload: Workload,
     """An eager forward's two GEMMs at N_kv % 8 != 0 (fp16/bf16): S and P rows are not 16-byte
     aligned, so cuBLAS cannot run its TMA kernels and falls back to CUTLASS ones that stream the
     N×N_kv operand through narrow accesses — the backward's rule and rates
-    (calibrate/eager_unaligned.py, FALLBACK_GEMM_BYTES_PER_S), here for the forward's S = QKᵀ
+    (estimates/eager_backward.py, FALLBACK_GEMM_BYTES_PER_S), here for the forward's S = QKᵀ
     and O = PV. Measured in the forward too: every torch-naive forward with N_kv % 8 != 0 in
     tests/data/h200-impl-{validation2..validation6}.json ran cutlass_75 (odd N_kv) or cutlass_80
     (even) kernels, 2-3× slower than nvjet on the same bytes. Each GEMM takes the longer of
@@ -130,16 +131,11 @@ def with_fallback_gemms(impl: Implementation | None, workload: Workload,
     if impl is None or impl.runs != "eager" or workload.pass_ != "fwd" \
             or workload.element_bytes != 2:
         return estimates
-    from iosim.calibrate.eager_unaligned import (
-        FALLBACK_GEMM_BYTES_PER_S,
-        square_bytes,
-        unaligned_class,
-    )
-
-    parity = unaligned_class(workload.n_kv)
+    parity = eager_backward.unaligned_class(workload.n_kv)
     if parity is None:
         return estimates
-    streaming_s = square_bytes(workload) / FALLBACK_GEMM_BYTES_PER_S[parity]
+    streaming_s = (eager_backward.square_bytes(workload)
+                   / eager_backward.FALLBACK_GEMM_BYTES_PER_S[parity])
     return tuple(replace(e, time_s=streaming_s, timed_by="fallback-gemm")
                  if e.name in ("qk", "pv") and streaming_s > e.time_s else e for e in estimates)
 
@@ -277,8 +273,12 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
 
         notes = (*notes, str(forward_schedule_note(impl, hardware)))
     if pass_ != "fwd":
+        # an eager pipeline's backward `memory` is its own rule's (analysis/impl_backward.py),
+        # which times its kernels: the roofline of the rest keeps the forward's
+        backward_memory = None if impl.runs == "eager" else fitted.backward.get("memory")
         return replace(roofs, efficiency=efficiency, notes=notes,
-                       memory_efficiency=fitted.backward.get("memory", eff.get("memory")))
+                       memory_efficiency=(eff.get("memory") if backward_memory is None
+                                          else backward_memory))
     by_dim = eff.get(f"fused_d{head_dim_bucket(d)}")
     if by_dim is not None:
         efficiency["fused"] = by_dim
@@ -336,7 +336,8 @@ def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
     `measured.impls.NAME.backward`), which times its fused backward kernel program by program
     (estimates/schedule.py) at the tiling's backward occupancy; unchanged without one."""
     fitted = _fitted(impl, hardware)
-    if fitted is None or not fitted.backward or tiling is None or hardware.sm_count is None:
+    if (fitted is None or not fitted.backward or tiling is None or hardware.sm_count is None
+            or impl.runs == "eager"):  # eager's backward: analysis/impl_backward.py
         return roofs
     schedule = BackwardSchedule(fitted.backward["efficiency"],
                                 fitted.backward["program_overhead_s"],
@@ -345,11 +346,24 @@ def impl_backward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
 
 
 def impl_backward_note(impl: Implementation, hardware: Hardware) -> str | None:
-    """The line saying that the implementation's backward calibration times its backward."""
+    """The line saying that the implementation's backward calibration times its backward, or
+    that it has none (then its backward is on the roofline, which no measurement judged)."""
     fitted = _fitted(impl, hardware)
-    if fitted is None or not fitted.backward:
+    if fitted is None:
         return None
+    if impl.backward_algorithm:
+        return (f"{impl.name}'s backward runs the {impl.backward_algorithm} algorithm's loop "
+                f"nest and is timed as `--algo {impl.backward_algorithm}` is (the GPU's "
+                "measured backward schedule and the Python launcher's floor; judged by "
+                "calibrate/backward_fit.py)")
+    if not fitted.backward:
+        return (f"{impl.name}'s backward has no fitted model on {hardware.name} (no "
+                f"measured.impls.{impl.name}.backward in {hardware.path}): its kernels are on "
+                "the roofline at the forward's fitted efficiencies, not validated against a "
+                "measured backward")
     b = fitted.backward
+    if impl.runs == "eager":
+        return eager_backward.note(impl.name, b)
     return (f"{impl.name}'s fused backward kernel is timed by scheduling its programs on the "
             f"SMs (efficiency {b['efficiency']:g}, {b['program_overhead_s'] * 1e6:g} µs "
             f"per program, {b['call_overhead_s'] * 1e6:g} µs host time per backward call; "

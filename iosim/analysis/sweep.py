@@ -45,6 +45,7 @@ from iosim.analysis.sweep_spec import (
     spec_workload,
 )
 from iosim.estimates.footprint import footprint_bytes, kept_for_backward
+from iosim.estimates.launch_floor import launched_backward, triton_backward_floor
 from iosim.estimates.roofline import KernelCost, kernel_cost, total_cost
 from iosim.inputs.tiling import Tiles, Tiling, tiles_for
 from iosim.record import Record, replace
@@ -57,6 +58,8 @@ CHUNK_POINTS = 1 << 18
 _OUTPUTS_INT = ("block_q", "block_kv", "hbm_read_bytes", "hbm_write_bytes", "matmul_flops",
                 "elementwise_flops", "splits", "bwd_block_q", "bwd_block_kv")
 _OUTPUTS_FLOAT = ("time_s", "memory_time_s", "compute_time_s", "memory_bound_time_s")
+CALL = "call_time_s"
+"""One call as do_bench times it, where it is not the kernels' time (AlgorithmGrid.call_time_s)."""
 
 
 def sweep(
@@ -85,6 +88,10 @@ def sweep(
     has_backward = along("pass_", np.array([p != "fwd" for p in spec.pass_]))
     exact = counts_in_python_ints(spec)
     outputs = {a.name: _outputs(a, tiles[a.name], has_backward, shape, exact) for a in everyone}
+    if spec.profile == "measured":  # a list iosim's Triton launcher starts: its call's time too
+        for a in everyone:
+            if any(launched_backward(kernels) for kernels in plans[a.name].lists):
+                outputs[a.name][CALL] = np.zeros(shape, dtype=np.float64)
     measured = None
     if spec.profile == "measured":  # the per-point DRAM estimate and schedule (sweep_measured.py)
         refuse_unmodelled(hardware)
@@ -248,7 +255,7 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Gri
 
     if len(plan.lists) == 1:
         _evaluate(algorithm, plan.lists[0], g, t, causal, lambda key, value: out[key].__setitem__(
-            where, value), plan.kept[0], columns(0, lambda v: take(v, where)))
+            where, value), plan.kept[0], columns(0, lambda v: take(v, where)), CALL in out)
         return
     part_shape = _part_shape(shape, where)
     which = np.broadcast_to(take(plan.which, where), part_shape)
@@ -269,7 +276,7 @@ def _evaluate_plan(algorithm: Algorithm, plan: _KernelPlan, tiles: Tiles, g: Gri
             return pick(take(v, where))
 
         _evaluate(algorithm, kernels, g.subset(part_shape, mask), sub_t, causal, put,
-                  plan.kept[index], columns(index, cut))
+                  plan.kept[index], columns(index, cut), CALL in out)
 
 
 _Columns = dict[str, tuple[np.ndarray, np.ndarray | None, np.ndarray | None]]
@@ -297,7 +304,8 @@ class _ArrayWorkload(Record):
 
 def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles,
               causal: bool, put: Callable[[str, Any], None],
-              kept: tuple[Any, Any, str], measured: _Columns | None = None) -> None:
+              kept: tuple[Any, Any, str], measured: _Columns | None = None,
+              calls: bool = False) -> None:
     """One kernel list over a slice (or a masked subset) of the grid: the per-point evaluation
     `compare` runs (kernel_cost, total_cost, and the footprint), on arrays; with the measured
     profile, on each point's DRAM bytes and the scheduled backward's compute time."""
@@ -345,7 +353,31 @@ def _evaluate(algorithm: Algorithm, kernels: Sequence[Kernel], g: Grid, t: Tiles
         return replace(c, compute_time_s=compute, time_s=np.where(
             on, np.maximum(c.memory_time_s, compute), c.time_s))
 
-    totals = total_cost(cost(kernel) for kernel in kernels)
+    costs = [cost(kernel) for kernel in kernels]
+    totals = total_cost(costs)
     for key in ("hbm_read_bytes", "hbm_write_bytes", "matmul_flops", "elementwise_flops",
                 "time_s", "memory_time_s", "compute_time_s", "memory_bound_time_s"):
         put(key, getattr(totals, key))
+    if calls:
+        put(CALL, _launched_call_s(kernels, costs, measured) if launched_backward(kernels)
+            else totals.time_s)
+
+
+def _launched_call_s(kernels: Sequence[Kernel], costs: Sequence[KernelCost],
+                     measured: _Columns | None) -> Any:
+    """One call (or a training step's two) as compare times it where iosim's Triton launcher
+    starts the backward: the forward kernels, then the backward's kernels or its launcher floor
+    (estimates/launch_floor.py), the floor only at the points its fitted schedule timed (as
+    compare applies it)."""
+    forward = sum((c.time_s for k, c in zip(kernels, costs, strict=True)
+                   if not k.name.startswith("bwd_")), np.zeros(()))
+    backward = [(k.name, c.time_s) for k, c in zip(kernels, costs, strict=True)
+                if k.name.startswith("bwd_")]
+    gpu = sum((t for _, t in backward), np.zeros(()))
+    on = np.zeros((), dtype=bool)
+    for k in kernels:
+        scheduled_s = None if measured is None else measured[k.name][1]
+        if scheduled_s is not None:
+            on = on | ~np.isnan(scheduled_s)
+    floor = triton_backward_floor(backward)
+    return forward + np.where(on, np.maximum(floor, gpu), gpu)

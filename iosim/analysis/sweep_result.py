@@ -45,8 +45,10 @@ class AlgorithmGrid(Record, eq=False):
     bwd_block_kv: np.ndarray
     call_time_s: np.ndarray | None = None
     """One call as do_bench times it (analysis/comparison.py call_time_s): an --impl sweep's,
-    whose measured profile adds the implementation's time per call and host-bound floor; None
-    for the vectorised sweep, whose algorithms' call is their kernels' time."""
+    whose measured profile adds the implementation's time per call and host-bound floor, and
+    the measured vectorised sweep's of iosim's Triton backward (its launcher floor, a training
+    step's two calls: sweep.py _launched_call_s); None for the other algorithms of a
+    vectorised sweep, whose call is their kernels' time."""
 
     @property
     def hbm_bytes(self) -> np.ndarray:
@@ -176,7 +178,7 @@ class SweepResult(Record, eq=False):
                      "hbm_read_bytes", "hbm_write_bytes", "hbm_bytes", "flops", "matmul_flops",
                      "elementwise_flops", "time_s"):
             cols[name] = interleave([getattr(a, name) for a in chosen])
-        if any(a.call_time_s is not None for a in chosen):  # an --impl sweep: its call's time too
+        if any(a.call_time_s is not None for a in chosen):  # its call's time too
             cols["call_time_s"] = interleave(
                 [a.time_s if a.call_time_s is None else a.call_time_s for a in chosen])
         cols["bound"] = names("bound", ("compute", "memory"), interleave(

@@ -20,7 +20,9 @@ kernels non-causal, 8 causal, 9 and 10 with GQA).
 
 The constants are fitted by `fit_host_floor` on SEEN eager backward times only (the
 calibration records backward-h200.json and backward-h200-torch.json, fresh…fresh8: 76
-points), judged on fresh9. The host's speed differs between sessions of the lent machine
+points), judged on fresh9. The rule and its constants are estimates/eager_backward.py's (compare
+and torch_bwd_fit.predict_time call it there; the names are importable from here too); this
+module holds their fit. The host's speed differs between sessions of the lent machine
 (the 7-launch points: 0.16-0.25 ms host-bound in the calibration records, 0.43-0.53 ms in
 fresh8), so least squares of the relative error, pulled down by the early records' small
 points, leaves most of fresh5-8's host-bound points far under (0 + 34 µs a launch: 61 of 74
@@ -31,36 +33,19 @@ Pure: no GPU, no torch.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 
-HOST_CALL_S = 10e-6
-"""Host seconds of one backward call besides its launches (the autograd engine's hand-off to
-the device thread and back, the graph walk's set-up): `fit_host_floor` on the seen points
-(67 of 74 within ±20 % there; 0 to 50 µs lose at most two points)."""
-HOST_PER_LAUNCH_S = 56e-6
-"""Host seconds per backward kernel (a node's dispatch, its output's allocation and the
-launch): the same fit. It is the slope that the GQA causal points need (10 launches, 0.69 ms
-in fresh7 and fresh8) against the plain ones (7 launches, 0.43-0.53 ms in fresh8)."""
-LAUNCHES = {"bwd_sum_dkdv": 2}
-"""Launches of a model kernel that is more than one launch (GQA's group sum: dK's and dV's
-`reduce_kernel`); every other kernel is one."""
+from iosim.estimates.eager_backward import (
+    HOST_CALL_S,
+    HOST_PER_LAUNCH_S,
+    LAUNCHES,
+    floored,
+    host_s,
+    launches,
+)
 
-
-def launches(kernel_names: Iterable[str]) -> int:
-    """How many kernels autograd dispatches for these model kernels."""
-    return sum(LAUNCHES.get(name, 1) for name in kernel_names)
-
-
-def host_s(kernel_names: Iterable[str], *, call_s: float = HOST_CALL_S,
-           per_launch_s: float = HOST_PER_LAUNCH_S) -> float:
-    """Host seconds autograd takes to issue the backward of these model kernels."""
-    return call_s + per_launch_s * launches(kernel_names)
-
-
-def floored(kernels_s: float, kernel_names: Sequence[str], **constants: float) -> float:
-    """The call's time: the kernels' or the host's, whichever is the longer."""
-    return max(kernels_s, host_s(kernel_names, **constants))
-
+__all__ = ["BOUND", "HOST_CALL_S", "HOST_PER_LAUNCH_S", "JUDGED_ABOVE_S", "LAUNCHES",
+           "fit_host_floor", "floored", "host_s", "launches", "squares", "within"]
 
 JUDGED_ABOVE_S = 2e-4
 """The eager time bound's floor (torch_bwd_fit.LAUNCH_BOUND_S): points below are shown only."""

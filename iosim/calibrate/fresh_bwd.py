@@ -28,10 +28,10 @@ from unittest.mock import patch
 from iosim.algorithms import ALGORITHMS
 from iosim.analysis.compare import compare
 from iosim.calibrate import CalibrationError
-from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.calibrate.backward_fit import handover, workload_of
+from iosim.estimates import eager_backward as EB
 from iosim.estimates.alg4_time import Alg4Shape, Alg4Time, alg4_shape
 from iosim.inputs.hardware import Hardware
 from iosim.record import Record, replace
@@ -77,14 +77,14 @@ def _no_restarts() -> Iterator[None]:
 @contextmanager
 def _aligned() -> Iterator[None]:
     """Eager's time as if every N were a multiple of 8 (no fallback kernels)."""
-    with patch.object(U, "unaligned_class", lambda n_kv: None):
+    with patch.object(EB, "unaligned_class", lambda n_kv: None):
         yield
 
 
 @contextmanager
 def _first_rule() -> Iterator[None]:
     """Eager's time with the first fallback rule (a share of the matmul peak)."""
-    with patch.object(U, "FALLBACK_MODEL", "flops"):
+    with patch.object(EB, "FALLBACK_MODEL", "flops"):
         yield
 
 

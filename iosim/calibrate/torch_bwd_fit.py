@@ -34,7 +34,6 @@ from typing import Any
 from iosim.analysis.compare import compare
 from iosim.analysis.impl_kernels import impl_calibration
 from iosim.calibrate import CalibrationError
-from iosim.calibrate import eager_host_floor as HF
 from iosim.calibrate import eager_unaligned as U
 from iosim.calibrate.backward_fit import DIRTY_SHARE, workload_of
 from iosim.calibrate.torch_bwd_dram import (
@@ -59,6 +58,9 @@ from iosim.calibrate.torch_bwd_dram import (
     model,
 )
 from iosim.errors import IosimError
+from iosim.estimates import backward_host_floor as BF
+from iosim.estimates import eager_backward as EB
+from iosim.estimates.eager_backward import MASK_EFFICIENCY
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.impl_calibration import with_impl_calibration
 from iosim.inputs.implementations_yaml import get_implementation
@@ -98,7 +100,7 @@ def _roofs(hardware: Hardware, dtype: str) -> tuple[float, float, float]:
     return m.hbm_bandwidth_bytes_per_s, m.peak_flops_per_s[dtype], m.vector_flops_per_s
 
 
-_SDPA_KERNELS: dict[tuple[Workload, str, float, float], float] = {}
+_SDPA_KERNELS: dict[tuple[Workload, str, float, float], tuple[float, list[str]]] = {}
 
 
 def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel, *,
@@ -106,10 +108,14 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
     """The backward's time. sdpa: `iosim compare --impl sdpa-flash --pass bwd --profile
     measured` itself, with `tm` as its backward calibration (the main kernel scheduled program
     by program, the others at the DRAM estimate over the measured bandwidth and the profile's
-    memory efficiency). eager (this report only, not in compare): each kernel at max(its DRAM
-    estimate over the bandwidth, its compute), plus a fixed time per kernel; then, with
-    `host_floor` (bwd9), no less than autograd's host dispatch of its launches
-    (eager_host_floor.py). `fit_time` fits `tm` without the floor, as EAGER_TIME was."""
+    memory efficiency). eager: estimates/eager_backward.py's rule, the one `compare --impl
+    torch-naive --pass bwd --profile measured` times with (its fit `tm`, the YAML's
+    measured.impls.torch-naive.backward): each kernel at max(its DRAM estimate over the
+    bandwidth, its compute), plus a fixed time per kernel and one per call. Then, with
+    `host_floor`, no less than the implementation's backward host floor
+    (estimates/backward_host_floor.py, the one function compare applies too: eager's is
+    autograd's dispatch of its launches, bwd9). `fit_time` fits `tm` without the floor, as
+    EAGER_TIME was."""
     w = workload_of(p)
     if what == "sdpa":
         key = (w, hardware.path, tm.efficiency, tm.overhead_s)
@@ -120,31 +126,23 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
                 **shipped.backward,  # its `memory`, if any
                 "efficiency": tm.efficiency, "program_overhead_s": tm.overhead_s,
                 "call_overhead_s": 0.0}, backward_source="trial"))
-            _SDPA_KERNELS[key] = compare(w, trial, impl=impl,
-                                         profile="measured").algorithms[1].time_s
-        return _SDPA_KERNELS[key] + tm.call_s
+            a = compare(w, trial, impl=impl, profile="measured").algorithms[1]
+            _SDPA_KERNELS[key] = a.time_s, [k.name for k in a.kernels]
+        kernels_s, names = _SDPA_KERNELS[key]
+        total = kernels_s + tm.call_s
+        return BF.floored(IMPLS[what], total, names) if host_floor else total
     a = model(w, what, hardware)
     assert a.dram is not None and hardware.sm_count is not None
     bandwidth, matmul_peak, vector = _roofs(hardware, p["dtype"])
-    total = tm.call_s
+    fit = {"efficiency": tm.efficiency, "memory": tm.memory_efficiency,
+           "program_overhead_s": tm.overhead_s}
     kernels = launched(w, what, a)
-    for kernel, est in zip(kernels, a.kernels, strict=True):
-        memory = a.dram.of_kernel(kernel.name).bytes / bandwidth
-        unaligned = U.unaligned_class(w.n_kv)
-        if kernel.kind == "matmul" and unaligned is not None and U.FALLBACK_MODEL == "bytes":
-            total += max(memory, U.square_bytes(w) / U.FALLBACK_GEMM_BYTES_PER_S[unaligned])
-        elif kernel.kind == "matmul":
-            efficiency = (tm.efficiency if unaligned is None
-                          else U.FALLBACK_GEMM_EFFICIENCY[unaligned])
-            total += max(memory, est.matmul_flops / (matmul_peak * efficiency))
-        else:
-            rate = MASK_EFFICIENCY if kernel.name == "bwd_mask" else tm.memory_efficiency
-            if kernel.name == "bwd_softmax" and unaligned is not None:
-                rate = U.SOFTMAX_UNALIGNED_EFFICIENCY
-            total += max(memory / rate, est.elementwise_flops / vector)
-        total += tm.overhead_s
+    total = sum(EB.kernel_time_s(kernel.name, kernel.kind, a.dram.of_kernel(kernel.name).bytes,
+                                 est.matmul_flops, est.elementwise_flops, w, bandwidth=bandwidth,
+                                 matmul_peak=matmul_peak, vector_rate=vector, fit=fit)
+                for kernel, est in zip(kernels, a.kernels, strict=True)) + tm.call_s
     if host_floor:
-        return HF.floored(total, [k.name for k in kernels])
+        return BF.floored(IMPLS[what], total, [k.name for k in kernels])
     return total
 
 
@@ -177,13 +175,6 @@ def fit_unaligned(records: list[dict[str, Any]], hardware: Hardware
         raise CalibrationError(f"the records lack eager runs of {', '.join(U.UNALIGNED_FIT)}")
     return ({kind: float(median(v)) for kind, v in gemm.items()}, float(median(softmax)),
             {kind: float(median(v)) for kind, v in rate.items()})
-
-
-MASK_EFFICIENCY = 0.33
-"""Eager's causal mask pass (masked_fill's backward, a non-vectorised `elementwise_kernel` over
-dS and a broadcast bool mask) reaches a third of the measured bandwidth: `fit_mask_efficiency`
-on the fit set (0.32 and 0.34; the judged points show 0.03 at N = 1024, 2 heads, and 0.39-0.41
-at N ≥ 6000)."""
 
 
 def fit_mask_efficiency(records: list[dict[str, Any]], hardware: Hardware) -> float:

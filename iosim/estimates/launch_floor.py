@@ -29,6 +29,7 @@ rows did not come back. Pure: no GPU.
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 LAUNCH_FIXED_S = 15.6e-6
 """Host seconds of one Triton launch with no argument (least squares, launch-floor-h200.json's
@@ -79,3 +80,10 @@ def triton_backward_floor(kernels: Sequence[tuple[str, float]]) -> float:
     if not kernels or any(name not in TRITON_BWD_TENSORS for name, _ in kernels):
         return 0.0
     return host_floor_s([(gpu, TRITON_BWD_TENSORS[name]) for name, gpu in kernels])
+
+
+def launched_backward(kernels: Sequence[Any]) -> bool:
+    """Whether a kernel list's backward is iosim's Triton backward (every `bwd_…` kernel one of
+    TRITON_BWD_TENSORS' and its dK/dV kernel among them): the calls this floor applies to."""
+    names = [k.name for k in kernels if k.name.startswith("bwd_")]
+    return "bwd_dkdv" in names and all(name in TRITON_BWD_TENSORS for name in names)

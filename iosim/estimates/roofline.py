@@ -53,7 +53,8 @@ from iosim.record import Record, field
 
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute", "latency"]
-TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill", "fallback-gemm"]
+TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill", "fallback-gemm",
+                  "eager-bwd"]
 
 
 class Roofs(Record):
@@ -191,9 +192,10 @@ class KernelEstimate(TrafficTotals, Record):
     """u of the kernel's waves (estimates/occupancy.py): time = roofline time / u."""
     timed_by: TimedBy = "roofline"
     """Which model gave time_s: the roofline (÷ utilisation), the fitted list schedule of the
-    Triton backward (schedule.py), Algorithm 4's per-tile latency model (alg4_time.py) or the
-    split-KV combine kernel's latency model (combine.py, where it exceeds the roofline), or an
-    eager GEMM's CUTLASS fallback at unaligned rows (analysis/impl_kernels.py:with_fallback_gemms)."""
+    Triton backward (schedule.py), Algorithm 4's per-tile latency model (alg4_time.py), the
+    split-KV combine kernel's latency model (combine.py, where it exceeds the roofline), an
+    eager GEMM's CUTLASS fallback at unaligned rows (analysis/impl_kernels.py:with_fallback_gemms)
+    or eager PyTorch's backward model (eager_backward.py)."""
 
     @property
     def intensity_flops_per_byte(self) -> float:

@@ -150,6 +150,12 @@ class Implementation(Record):
     features: tuple[Feature, ...] | None = None
     """The workload features its API takes (causal, sparsity, window, ...: impl_features.py),
     each with its source; None: the profile declares none and none is refused."""
+    backward_algorithm: str = ""
+    """The loop nest its backward runs where that is not `algorithm`'s (the YAML's
+    backward.algorithm: 'triton', iosim's own Triton backward, whose launch tiles are that
+    algorithm's); "": `algorithm`'s backward at `backward_tiles`."""
+    backward_head_dims: tuple[int, ...] = ()
+    """The head dims that backward runs (backward.head_dims); (): every head dim it accepts."""
 
     @property
     def walks_down(self) -> bool:
@@ -182,7 +188,13 @@ class Implementation(Record):
                              f"({self.head_dim_v_same}), got {arg('d', d)} {arg('d_v', d_v)}; "
                              f"{instead(others)}" + (f", or no {arg('impl')}" if others else ""),
                              param="d_v")
-        if backward and self.algorithm != "standard" and not self.backward_tiles:
+        if backward and self.backward_head_dims and d not in self.backward_head_dims:
+            raise IosimError(f"{self.name}'s backward runs head dims "
+                             f"{', '.join(map(str, self.backward_head_dims))} "
+                             f"({self.backward.source}), got {arg('d', d)}; use one of them or "
+                             f"{arg('pass_', 'fwd')}", param="d")
+        if (backward and self.algorithm != "standard" and not self.backward_tiles
+                and not self.backward_algorithm):
             raise IosimError(f"{self.name}'s profile declares no backward tiles ({self.backward.value}; "
                              f"{self.backward.source}); use {arg('pass_', 'fwd')}, or "
                              f"{arg('impl', 'sdpa-flash')} for FlashAttention-2's backward",

@@ -177,6 +177,33 @@ def _mapping(value: Any, path: str, key: str, allowed: set[str]) -> dict[str, An
     return value
 
 
+BACKWARD_ALGORITHMS = ("triton",)
+"""Loop nests a profile's backward may run in place of its `algorithm`'s (`backward.algorithm`):
+iosim's own Triton backward (algorithms/triton_bwd.py, calibrate/kernels_bwd.py)."""
+
+
+def _backward(data: dict[str, Any], path: str) -> tuple[Trait, str, tuple[int, ...]]:
+    """`backward`: the trait in words, and optionally the loop nest it runs (`algorithm`) and
+    the head dims that runs (`head_dims`)."""
+    m = _mapping(_need(data, "backward", dict, path), path, "backward",
+                 {"value", "source", "algorithm", "head_dims"})
+    trait = Trait(_need(m, "value", str, path, "backward."),
+                  _need(m, "source", str, path, "backward."))
+    algorithm = m.get("algorithm", "")
+    if algorithm and algorithm not in BACKWARD_ALGORITHMS:
+        raise ConfigError(path, "backward.algorithm",
+                          f"must be one of {', '.join(BACKWARD_ALGORITHMS)}, got {excerpt(algorithm)}")
+    dims = m.get("head_dims", [])
+    if not isinstance(dims, list) or not all(
+            isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= MAX_HEAD_DIM for x in dims):
+        raise ConfigError(path, "backward.head_dims",
+                          f"must be a list of head dims 1-{MAX_HEAD_DIM}, got {excerpt(dims)}")
+    if dims and not algorithm:
+        raise ConfigError(path, "backward.head_dims", "needs backward.algorithm (the loop nest "
+                          "whose head dims they are)")
+    return trait, str(algorithm), tuple(dims)
+
+
 def _trait(data: dict[str, Any], key: str, path: str) -> Trait:
     m = _mapping(_need(data, key, dict, path), path, key, {"value", "source"})
     return Trait(_need(m, "value", str, path, f"{key}."), _need(m, "source", str, path, f"{key}."))
@@ -337,9 +364,10 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         raise ConfigError(path, "persistent.value", 'must be "true" or "false"')
     if persistent is not None and persistent.value == "false":
         persistent = None
+    backward_trait, backward_algorithm, backward_head_dims = _backward(data, path)
     return Implementation(
-        persistent=persistent,
-        forward_walk=forward_walk,
+        persistent=persistent, backward_algorithm=backward_algorithm,
+        backward_head_dims=backward_head_dims, forward_walk=forward_walk,
         name=name, title=_need(data, "title", str, path), runs=runs, algorithm=algorithm,
         dtypes=tuple(dtypes), head_dim_max=_bounded(hd, "max", path, "head_dim.", 1, MAX_HEAD_DIM),
         head_dim_multiple=(_bounded(hd, "multiple_of", path, "head_dim.", 1, MAX_HEAD_DIM)
@@ -351,6 +379,6 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         backward_shared_memory=bwd_shared,
         launch_order=_trait(data, "launch_order", path),
         split_kv=SplitRule(rule, _need(split, "source", str, path, "split_kv."), split_tiles),
-        backward=_trait(data, "backward", path), gqa=_trait(data, "gqa", path),
+        backward=backward_trait, gqa=_trait(data, "gqa", path),
         extra_kernels=tuple(extras), path=path, notes=str(data.get("notes", "")),
         features=_features(data, path), spills=_spills(data, path))

@@ -215,21 +215,36 @@ def call_lines(c: Comparison) -> list[str]:
     """One call as do_bench times it, where an implementation's calibration says it differs from
     the kernels' time the tables print: the time per call beyond the kernels, and the host-bound
     floor when the host dispatches slower than the GPU runs (an implementation's fitted floor;
-    the launcher floor of iosim's Triton backward, estimates/launch_floor.py), as
-    analysis/comparison.py call_time_s: the figure `iosim measure` and the validation judge."""
+    eager's autograd dispatch, estimates/eager_backward.py; the launcher floor of iosim's Triton
+    backward, estimates/launch_floor.py), as analysis/comparison.py call_time_s: the figure
+    `iosim measure` and the validation judge. A training step (`--pass fwdbwd`, measured) is
+    its forward call and its backward call, each said so."""
     lines = []
     for a in c.algorithms:
-        if a.call_time_s == a.time_s:
-            continue
-        kernels = f"kernels {fmt_time(a.time_s)}" + (
-            f" + {fmt_time(a.call_overhead_s)} per call" if a.call_overhead_s else "")
-        if a.host_floor_s > a.time_s + a.call_overhead_s:
-            lines.append(f"One {a.name} call as do_bench times it: {fmt_time(a.call_time_s)}, "
-                         f"its host-bound floor ({kernels}): the GPU waits for the host")
-        else:
-            lines.append(f"One {a.name} call as do_bench times it: {fmt_time(a.call_time_s)} "
-                         f"({kernels})")
+        if a.calls:
+            parts = " + ".join(
+                f"the {'forward' if k.pass_ == 'fwd' else 'backward'} call "
+                + _call_text(k.call_time_s, k.time_s, k.call_overhead_s, k.host_floor_s, k.floor)
+                for k in a.calls)
+            lines.append(f"One {a.name} training step as do_bench times it: "
+                         f"{fmt_time(a.call_time_s)} = {parts}, each timed as its pass alone "
+                         f"(as the calibration judged each)")
+        elif a.call_time_s != a.time_s:
+            lines.append(f"One {a.name} call as do_bench times it: " + _call_text(
+                a.call_time_s, a.time_s, a.call_overhead_s, a.host_floor_s, a.floor))
     return lines
+
+
+def _call_text(call_s: float, kernels_s: float, overhead_s: float, floor_s: float,
+               floor: str) -> str:
+    """'1.2 ms (kernels 1.1 ms + 20 µs per call)', or the floor's, named, when it binds."""
+    kernels = f"kernels {fmt_time(kernels_s)}" + (
+        f" + {fmt_time(overhead_s)} per call" if overhead_s else "")
+    if floor_s > kernels_s + overhead_s:
+        named = f"{floor}; " if floor else ""
+        return (f"{fmt_time(call_s)}, its host-bound floor ({named}{kernels}): the GPU waits "
+                f"for the host")
+    return f"{fmt_time(call_s)} ({kernels})"
 
 
 def dram_line(c: Comparison) -> str:

@@ -157,7 +157,9 @@ def header_rows(result: SweepResult) -> list[tuple[str, str]]:
                             "memory)"
                             + ("; call: one call as do_bench times it (the kernels' time plus "
                                "the implementation's time per call, at least its host-bound "
-                               "floor)" if _shows_call(result) else "")))
+                               "floor or iosim's Triton launcher's; a training step: the "
+                               "forward call + the backward call)" if _shows_call(result)
+                               else "")))
     return rows
 
 

@@ -59,7 +59,16 @@ def kernel_legend(c: Comparison) -> str:
     return (f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
             f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = {rule}, so FLOPs "
             f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units."
-            + latency_legend(c))
+            + latency_legend(c) + eager_legend(c))
+
+
+def eager_legend(c: Comparison) -> str:
+    """The kernel legend's sentence for eager PyTorch's backward kernels (empty when none is)."""
+    if not any(k.timed_by == "eager-bwd" for a in c.algorithms for k in a.kernels):
+        return ""
+    return (" An eager backward's kernel: max(DRAM ÷ bandwidth ÷ its memory efficiency, its "
+            "matmul or elementwise time) + a fixed time per kernel, eager's backward model "
+            "(estimates/eager_backward.py, the note above).")
 
 
 def latency_legend(c: Comparison) -> str:

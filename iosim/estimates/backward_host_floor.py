@@ -1,0 +1,34 @@
+"""The implementation's backward host floor: one function, which compare
+(analysis/compare.py, through analysis/impl_backward.py) and the calibration's judge
+(calibrate/torch_bwd_fit.py predict_time) both call for every implementation's backward call.
+
+A backward call whose host work (autograd's graph walk, each node's dispatch and launch) takes
+longer than its kernels is timed by do_bench as the host's: the call takes max(kernels + time per
+call, floor). Each implementation with a fitted floor has one entry in HOST_FLOORS, a function
+of the backward's kernel names (the loop nest's kernels as the implementation launches them)
+returning (seconds, the floor in words); one without has no floor. Pure.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+from iosim.estimates import eager_backward
+
+HOST_FLOORS: dict[str, Callable[[Sequence[str]], tuple[float, str]]] = {
+    "torch-naive": eager_backward.host_floor,
+}
+"""Per implementation (its profile's name), its backward call's host floor: eager PyTorch's
+autograd dispatch (estimates/eager_backward.py, bwd9)."""
+
+
+def backward_host_floor(impl: str, kernel_names: Sequence[str]) -> tuple[float, str]:
+    """(seconds, in words) of the implementation's backward host floor; (0, '') for none."""
+    rule = HOST_FLOORS.get(impl)
+    return (0.0, "") if rule is None else rule(kernel_names)
+
+
+def floored(impl: str, kernels_s: float, kernel_names: Sequence[str]) -> float:
+    """One backward call: its kernels' time (with its time per call) or the host floor,
+    whichever is the longer (analysis/comparison.py call_time_s)."""
+    return max(backward_host_floor(impl, kernel_names)[0], kernels_s)
