@@ -387,6 +387,31 @@ FLEXFRESH10 = (
 one program alone once; K/V up to 2.1 GB) and eight prefills: batch·heads 2, 5 and 6 below one
 wave, N not a multiple of 128 (1500, 6000, 3500, 9000, 1200, a chunked 768/10,000), causal,
 bf16, GQA 3, 4 and 2/1."""
+IMPL8FRESH = (
+    # issue 11 round 8 (helper impl8): the fresh judgement of the descending walk's DRAM model
+    # (estimates/l2_descending.py, DESCENDING_COPIES fitted on the seen records), written down
+    # before tag impl8-frozen and counted after it; none equals a point of any earlier set
+    # (tests/test_l2_descending.py holds that). Mostly causal long prefills, one head (below
+    # one wave of query blocks per head) to 64 heads, GQA 3-8, N not a power of two
+    _w(65536, heads=1, causal=True), _w(52000, heads=2, causal=True, dtype="bf16"),
+    _w(36000, heads=3, causal=True), _w(30000, heads=5, kv=1, causal=True, dtype="bf16"),
+    _w(24000, heads=8, kv=2, causal=True), _w(20000, heads=12, d=64, causal=True),
+    _w(12000, heads=16, kv=4, causal=True, dtype="bf16"),
+    _w(9000, heads=32, kv=8, d=64, causal=True, dtype="bf16"),
+    _w(6000, heads=64, kv=8, causal=True), _w(3000, heads=24, batch=4, causal=True),
+    _w(16000, heads=10, batch=2, causal=True),
+    # K/V beyond the L2 (60 MiB)
+    _w(45000, heads=6, d=64, causal=True, dtype="bf16"), _w(40000, heads=4, causal=True),
+    _w(57000, heads=3, kv=1, causal=True, dtype="bf16"),
+    # a chunked causal prefill and non-causal controls (the walk does not apply to them)
+    _w(2500, 30000, heads=8, kv=2, causal=True), _w(33000, heads=4), _w(7000, heads=20, kv=5,
+                                                                       d=64, dtype="bf16"),
+)
+"""Seventeen fresh sdpa-flash DRAM points (ncu; benchmarks/impl8_h200.sh): fourteen causal
+prefills at N 3,000-65,536 (fifteen of the seventeen N not multiples of 128), 1 to 64 heads and
+batch 4 × 24, d 64/128, GQA 3/4/5/8, fp16/bf16, four with K/V beyond the L2 (60 MiB); one
+chunked causal prefill; two non-causal controls (one beyond the L2)."""
+
 CUDNNFRESH8 = (
     # cudnn8 (issue 11, round 10): the lean (stream-K) decode rule's judgement, written down
     # before tag cudnn8-frozen and measured after it; none equals a point of any earlier set or
@@ -442,6 +467,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "flexfresh8": (FLEXFRESH8, tuple(range(len(FLEXFRESH8)))),
         "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9)))),
         "flexfresh10": (FLEXFRESH10, tuple(range(len(FLEXFRESH10)))),
+        "impl8fresh": (IMPL8FRESH, ()),
         "cudnnfresh8": (CUDNNFRESH8, ()),
         "eagerfresh8": (EAGERFRESH8, ())}
 

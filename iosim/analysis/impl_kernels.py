@@ -68,6 +68,8 @@ def impl_kernels(impl: Implementation, workload: Workload,
     expand = extra_kernels(impl, workload) if workload.pass_ != "bwd" else ()
     if expand:
         kernels = tuple(_reading_the_copies(k) for k in kernels)
+    if impl.walks_down and workload.pass_ != "bwd":
+        kernels = tuple(_walking_down(k) for k in kernels)
     if impl.split_kv.rule == STREAM_K:
         kernels = tuple(replace(k, balanced=True) if k.split else k for k in kernels)
     out = list(expand + kernels)
@@ -90,6 +92,15 @@ def impl_kernels(impl: Implementation, workload: Workload,
                 Access(t, "write", "prologue", "q", "dv", f"{cite}: write {t} contiguous"),
             )) for t in ("dO", "O")]
     return tuple(out)
+
+
+def _walking_down(kernel: Kernel) -> Kernel:
+    """A fused forward kernel (one program per query block, not split) whose programs walk
+    their key blocks from the last down (Implementation.forward_walk): the same tiles and
+    bytes, in the order the L2 model (l2_descending.py) follows."""
+    if kernel.loop != "q" or kernel.grid != "blocks" or kernel.split or kernel.blocks != "forward":
+        return kernel
+    return replace(kernel, inner_descending=True)
 
 
 def streams_past_the_l2(impl: Implementation | None, kernel: Kernel, workload: Workload) -> bool:

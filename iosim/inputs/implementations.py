@@ -137,6 +137,11 @@ class Implementation(Record):
     persistent: Trait | None = None
     """A persistent kernel (one program per SM, looping over tiles): its grid always fills
     the GPU, so waves do not apply."""
+    forward_walk: Trait | None = None
+    """The order the fused forward kernel's programs walk their key blocks: "descending"
+    (FlashAttention-2: from the last down; the L2 model then uses estimates/l2_descending.py
+    for causal calls) or "ascending" / None (from the first up, as iosim's Triton kernel). No
+    shipped profile declares it (round 8's fresh judgement: docs/implementations.md)."""
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""
@@ -151,6 +156,11 @@ class Implementation(Record):
     algorithm's); "": `algorithm`'s backward at `backward_tiles`."""
     backward_head_dims: tuple[int, ...] = ()
     """The head dims that backward runs (backward.head_dims); (): every head dim it accepts."""
+
+    @property
+    def walks_down(self) -> bool:
+        """Whether the fused forward walks its key blocks from the last down (forward_walk)."""
+        return self.forward_walk is not None and self.forward_walk.value == "descending"
 
     def spill_for(self, d: int) -> SpillRow | None:
         """The spill row of head dim d (the first whose d_max covers it), if any."""

@@ -56,10 +56,14 @@ SMs (analysis/stream_k.py)."""
 RUNS = ("iosim-triton", "sdpa", "flex", "eager")
 
 
+FORWARD_WALKS = ("ascending", "descending")
+"""The order a fused forward program walks its key blocks in (the YAML's forward_walk)."""
+
+
 _TOP = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
         "forward_tiles", "backward_tiles", "shared_memory", "backward_shared_memory",
         "launch_order", "split_kv", "backward", "gqa", "extra_kernels", "notes", "persistent",
-        "features", "spills"}
+        "features", "spills", "forward_walk"}
 
 
 _REQUIRED = {"schema_version", "name", "title", "runs", "algorithm", "dtypes", "head_dim",
@@ -351,6 +355,10 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         if when not in ("always", "gqa", "causal"):
             raise ConfigError(path, where + ".when", "must be always, gqa or causal")
         extras.append(ExtraKernel(kind, when, _need(m, "source", str, path, where + ".")))
+    forward_walk = _trait(data, "forward_walk", path) if "forward_walk" in data else None
+    if forward_walk is not None and forward_walk.value not in FORWARD_WALKS:
+        raise ConfigError(path, "forward_walk.value",
+                          f"must be one of {', '.join(repr(w) for w in FORWARD_WALKS)}")
     persistent = _trait(data, "persistent", path) if "persistent" in data else None
     if persistent is not None and persistent.value not in ("true", "false"):
         raise ConfigError(path, "persistent.value", 'must be "true" or "false"')
@@ -359,7 +367,7 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     backward_trait, backward_algorithm, backward_head_dims = _backward(data, path)
     return Implementation(
         persistent=persistent, backward_algorithm=backward_algorithm,
-        backward_head_dims=backward_head_dims,
+        backward_head_dims=backward_head_dims, forward_walk=forward_walk,
         name=name, title=_need(data, "title", str, path), runs=runs, algorithm=algorithm,
         dtypes=tuple(dtypes), head_dim_max=_bounded(hd, "max", path, "head_dim.", 1, MAX_HEAD_DIM),
         head_dim_multiple=(_bounded(hd, "multiple_of", path, "head_dim.", 1, MAX_HEAD_DIM)
