@@ -59,7 +59,7 @@ def test_walk_equals_closed_form_term_by_term(data: st.DataObject, algorithm: st
     assert walked == closed_terms(algorithm, workload, tiling)
 
 
-# half the examples of its neighbours: each walks every access of two tile walks (the README run's slowest test)
+# half its neighbours' examples: each walks every access twice (the README run's slowest test)
 @settings(max_examples=examples(60), suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data(), algorithm=st.sampled_from(sorted(ALGORITHMS)))
 def test_walk_arrays_is_the_walk_access_by_access(data: st.DataObject, algorithm: str) -> None:
