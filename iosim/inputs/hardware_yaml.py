@@ -25,8 +25,8 @@ from typing import Any
 
 from iosim.errors import ConfigError, UnknownGpuError
 from iosim.inputs.hardware import (
-    KERNEL_KINDS,
     FP8_CAUSAL_KEY,
+    KERNEL_KINDS,
     PEAK_DTYPES,
     SCHEMA_VERSION,
     Alg4Time,
@@ -38,7 +38,6 @@ from iosim.inputs.hardware import (
     MlaPrefillTime,
 )
 from iosim.inputs.limits import (
-    check_fp8_causal_share,
     ALG4_PROGRAM_GB_PER_S,
     ALG4_SHARED_SM_SLOWDOWN,
     ALG4_SOLO_TFLOPS,
@@ -50,6 +49,7 @@ from iosim.inputs.limits import (
     MLA_PREFILL_SCALE,
     MLA_PREFILL_US,
     check_figure,
+    check_fp8_causal_share,
     check_path_text,
     clip,
     excerpt,
