@@ -1,4 +1,5 @@
-"""Fit the H200's FP8 matmul rate (configs/gpus/h200.yaml measured.peak_flops.fp8) on the FP8
+"""Fit the H200's one FP8 matmul rate (what configs/gpus/h200.yaml measured.peak_flops.fp8 held,
+950 TFLOP/s, until fp8wire shipped benchmarks/fp8_mask_fit.py's per-mask rates) on the FP8
 points seen before the fp8mla judgement.
 
     python benchmarks/fp8_fit_h200.py [tests/data/h200-variants.json]

@@ -13,8 +13,9 @@ benchmarks/fp8_fit_h200.py) therefore times non-causal slow and causal fast. The
 the same profile terms (fused efficiency, utilisation, the softmax's vector rate: fitted on fp16
 kernels), with the FP8 dots at R_FULL for a non-causal kernel and R_CAUSAL for a causal one,
 each the value on a 5 TFLOP/s grid that minimises Σ log(model / measured)² over the seen FP8
-points of its mask (sections SEEN). FRESH is never read by the fit. Candidate only: not in the
-shipped model unless the fresh judgement is better (brief: no family worse).
+points of its mask (sections SEEN). FRESH is never read by the fit. Better on the fresh set, it
+is shipped (fp8wire): configs/gpus/h200.yaml measured.peak_flops.fp8 (non-causal) and fp8_causal,
+which compare charges (tests/test_fp8_mask_rate.py).
 """
 
 from __future__ import annotations
@@ -32,7 +33,8 @@ import fp8_fit_h200 as single
 SEEN = ("fp8", "fp8_e5m2", "fp8_fresh", "fp8_block", "fp8_fresh2")
 FRESH = ("fp8_fresh3",)
 SHIPPED_RATE = 950e12
-"""configs/gpus/h200.yaml measured.peak_flops.fp8 (one rate for both masks)."""
+"""The one rate for both masks that configs/gpus/h200.yaml measured.peak_flops.fp8 held before
+fp8wire shipped the per-mask rates (benchmarks/fp8_fit_h200.py)."""
 WITHIN = 0.15
 GRID = range(500, 2500, 5)
 

@@ -193,7 +193,7 @@ def compare(
         refuse_missing_features(implementation, impl_workload(implementation, workload))
     chosen = choose_algorithms(algorithms or default_algorithms(workload),
                                splits_given=splits is not None) if implementation is None else ()
-    roofs = roofs_for(hw, workload.dtype, profile)
+    roofs = roofs_for(hw, workload.dtype, profile, causal=workload.causal)
     gpu_roofs = roofs
 
     def pass_roofs(pass_: str) -> Roofs:

@@ -334,5 +334,7 @@ def co_resident_programs(programs: int, slots: int, sm_count: int) -> int:
 
 
 def matmul_peak(hardware: Hardware, workload: Workload) -> float:
-    """The matmul peak of the workload's dtype under that profile (FLOP/s)."""
-    return roofs_for(hardware, workload.dtype, profile_of(hardware)).matmul_flops_per_s
+    """The matmul peak of the workload's dtype (and mask: roofs_for) under that profile
+    (FLOP/s)."""
+    return roofs_for(hardware, workload.dtype, profile_of(hardware),
+                     causal=workload.causal).matmul_flops_per_s

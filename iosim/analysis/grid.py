@@ -137,18 +137,21 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
     roof_shape = [1] * len(AXES)
     roof_shape[AXES.index("gpu")] = len(hardware)
     roof_shape[AXES.index("dtype")] = len(spec.dtype)
+    roof_shape[AXES.index("causal")] = len(spec.causal)  # the FP8 matmul rate's mask (roofs_for)
     bandwidth, matmul, vector = (np.zeros(roof_shape) for _ in range(3))
     efficiency = {kind: np.ones(roof_shape) for kind in KERNEL_KINDS}
     notes: list[str] = []
-    for (g, hw), (t, dtype) in itertools.product(enumerate(hardware), enumerate(spec.dtype)):
-        roofs = roofs_for(hw, dtype, spec.profile)
-        at = roof_index(g, t)
+    for (g, hw), (t, dtype), (c, causal) in itertools.product(
+            enumerate(hardware), enumerate(spec.dtype), enumerate(spec.causal)):
+        roofs = roofs_for(hw, dtype, spec.profile, causal=bool(causal))
+        at = roof_index(g, t, c)
         bandwidth[at] = roofs.hbm_bandwidth_bytes_per_s
         matmul[at] = roofs.matmul_flops_per_s
         vector[at] = roofs.vector_flops_per_s
         for kind in KERNEL_KINDS:
             efficiency[kind][at] = roofs.efficiency.get(kind, 1.0)
-        notes.extend(f"{hw.name}, {dtype}: {n}" for n in roofs.notes)
+        notes.extend(f"{hw.name}, {dtype}: {n}" for n in roofs.notes
+                     if f"{hw.name}, {dtype}: {n}" not in notes)
     n_kv = np.where(n_kv_given > 0, n_kv_given, n)
     kv_heads = np.where(kv_given > 0, kv_given, heads)
     d, d_v_given = ints("d"), ints("d_v")
@@ -182,10 +185,11 @@ def build_grid(spec: SweepSpec, hardware: Sequence[Hardware]) -> tuple[Grid, lis
     return grid, list(dict.fromkeys(notes))
 
 
-def roof_index(gpu: int, dtype: int) -> tuple[int, ...]:
-    """An index into the grid's broadcast arrays that selects one (GPU, dtype) pair (the axes the
-    roofs depend on) and 0 on every other axis."""
+def roof_index(gpu: int, dtype: int, causal: int) -> tuple[int, ...]:
+    """An index into the grid's broadcast arrays that selects one (GPU, dtype, mask) triple (the
+    axes the roofs depend on: the mask through the FP8 matmul rate) and 0 on every other axis."""
     at = [0] * len(AXES)
     at[AXES.index("gpu")] = gpu
     at[AXES.index("dtype")] = dtype
+    at[AXES.index("causal")] = causal
     return tuple(at)

@@ -107,7 +107,7 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
                                    np.full(points, np.nan) if alg4_kernel(k) or (
                                        a.name == "flash2" and k.name == "attn") else None)
              for k in kernels} for kernels in plans[a.name].lists]
-    roofs: dict[tuple[int, str], Roofs] = {}
+    roofs: dict[tuple[int, str, bool], Roofs] = {}
     paging: dict[int, Any] = {}
     launches: list[RepeatedLaunch] = []  # the scheduled kernels', computed after the loop
     placed: list[tuple[np.ndarray, int]] = []  # where each launch's time goes
@@ -122,8 +122,9 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
         g = index[gpu_axis]
         hw = hardware[g]
         dtype = spec.dtype[index[dtype_axis]]
-        if (g, dtype) not in roofs:
-            roofs[(g, dtype)] = roofs_for(hw, dtype, "measured")
+        causal = bool(values["causal"])
+        if (g, dtype, causal) not in roofs:
+            roofs[(g, dtype, causal)] = roofs_for(hw, dtype, "measured", causal=causal)
         if spec.page_size and g not in paging:
             paging[g] = page_efficiency(hw, spec.page_size)
         for a in algorithms:
@@ -146,7 +147,7 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
             columns = out.lists[a.name][li]
             for k, memory_bytes in zip(kernels, charged, strict=True):
                 columns[k.name].memory_bytes[flat] = memory_bytes
-                r = roofs[(g, dtype)]
+                r = roofs[(g, dtype, causal)]
                 if scheduled(k, r):
                     assert r.schedule is not None and r.sm_count is not None
                     column = columns[k.name].compute_s

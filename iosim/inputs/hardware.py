@@ -14,6 +14,8 @@ from iosim.record import Record, field
 
 SCHEMA_VERSION = 1
 PEAK_DTYPES = ("fp32", "tf32", "fp16", "bf16", "fp8")
+FP8_CAUSAL_KEY = "fp8_causal"
+"""measured.peak_flops' one key that is not a dtype: the FP8 matmul rate of a causal kernel."""
 KERNEL_KINDS = ("elementwise", "matmul", "fused")
 """Kernel classes that calibration fits separately (streaming/elementwise, matmul, fused attention)."""
 
@@ -157,6 +159,9 @@ class MeasuredProfile(Record):
     mla_prefill_time: MlaPrefillTime | None = None
     """The MLA prefill kernel's fitted time (estimates/mla_prefill_time.py); None: on its
     roofline."""
+    fp8_causal_flops_per_s: float | None = None
+    """measured.peak_flops.fp8_causal: the FP8 matmul rate of a causal kernel (its diagonal's
+    masking costs cycles: benchmarks/fp8_mask_fit.py); None: peak_flops.fp8 for both masks."""
 
 
 class Hardware(Record):

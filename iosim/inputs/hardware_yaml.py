@@ -25,6 +25,7 @@ from typing import Any
 
 from iosim.errors import ConfigError, UnknownGpuError
 from iosim.inputs.hardware import (
+    FP8_CAUSAL_KEY,
     KERNEL_KINDS,
     PEAK_DTYPES,
     SCHEMA_VERSION,
@@ -48,6 +49,7 @@ from iosim.inputs.limits import (
     MLA_PREFILL_SCALE,
     MLA_PREFILL_US,
     check_figure,
+    check_fp8_causal_share,
     check_path_text,
     clip,
     excerpt,
@@ -123,13 +125,15 @@ def _figure(path: str, key: str, raw: Any, dimension: str) -> Figure:
     return Figure(number, source.strip(), estimate, note)
 
 
-def _peak_figures(path: str, key: str, raw: Any, *, required: bool) -> dict[str, Figure]:
+def _peak_figures(path: str, key: str, raw: Any, *, required: bool,
+                  extra: tuple[str, ...] = ()) -> dict[str, Figure]:
+    allowed = (*PEAK_DTYPES, *extra)
     if not isinstance(raw, dict) or (required and not raw):
-        raise ConfigError(path, key, f"expected a mapping of dtype -> figure ({', '.join(PEAK_DTYPES)})")
+        raise ConfigError(path, key, f"expected a mapping of dtype -> figure ({', '.join(allowed)})")
     for dtype in raw:
-        if dtype not in PEAK_DTYPES:
+        if dtype not in allowed:
             raise ConfigError(path, f"{key}.{clip(dtype)}",
-                              f"unknown dtype; allowed: {', '.join(PEAK_DTYPES)}")
+                              f"unknown dtype; allowed: {', '.join(allowed)}")
     return {dtype: _figure(path, f"{key}.{dtype}", fig, "flops_per_s") for dtype, fig in raw.items()}
 
 
@@ -147,8 +151,10 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
         figures["hbm_bandwidth"] = _figure(path, "measured.hbm_bandwidth", raw["hbm_bandwidth"],
                                            "bytes_per_s")
         bandwidth = figures["hbm_bandwidth"].value
-    peaks = _peak_figures(path, "measured.peak_flops", raw.get("peak_flops", {}), required=False)
+    peaks = _peak_figures(path, "measured.peak_flops", raw.get("peak_flops", {}), required=False,
+                          extra=(FP8_CAUSAL_KEY,))
     figures.update({f"peak_flops.{k}": v for k, v in peaks.items()})
+    fp8_causal = _fp8_causal(path, peaks)
     vector = None
     if "vector_flops" in raw:
         figures["vector_flops"] = _figure(path, "measured.vector_flops", raw["vector_flops"],
@@ -185,7 +191,24 @@ def _measured(path: str, raw: Any) -> MeasuredProfile:
                            schedule, paged, paged_source,
                            load_impl_calibrations(path, raw.get("impls")),
                            l2_bandwidth_bytes_per_s=l2, launch_overhead_s=launch,
-                           decode_fit=fit, alg4_time=alg4, mla_prefill_time=mla_prefill)
+                           decode_fit=fit, alg4_time=alg4, mla_prefill_time=mla_prefill,
+                           fp8_causal_flops_per_s=fp8_causal)
+
+
+def _fp8_causal(path: str, peaks: dict[str, Figure]) -> float | None:
+    """measured.peak_flops.fp8_causal (taken out of `peaks`, whose keys stay dtypes): the FP8
+    matmul rate of a causal kernel, beside fp8's for a non-causal one (roofline.roofs_for)."""
+    figure = peaks.pop(FP8_CAUSAL_KEY, None)
+    if figure is None:
+        return None
+    key = f"measured.peak_flops.{FP8_CAUSAL_KEY}"
+    if "fp8" not in peaks:
+        raise ConfigError(path, key, "needs measured.peak_flops.fp8 (the non-causal FP8 rate) "
+                                     "beside it; add that figure or drop this one")
+    problem = check_fp8_causal_share(figure.value, peaks["fp8"].value)
+    if problem is not None:
+        raise ConfigError(path, f"{key}.value", problem)
+    return figure.value
 
 
 def _decode_fit(path: str, raw: Any) -> DecodeFit | None:

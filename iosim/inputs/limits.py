@@ -379,6 +379,22 @@ def check_sram_bytes(name: str, value: int) -> int:
     return value
 
 
+FP8_CAUSAL_SHARE = (0.5, 1.0)
+"""Bounds of measured.peak_flops.fp8_causal as a share of measured.peak_flops.fp8: a causal key
+block does the same dots plus the diagonal's masking (var7's ncu probe: 1.16× the active SM
+cycles, benchmarks/fp8_ncu_probe_h200.py), so its rate is at most the non-causal one; below half
+of it is a typo, not a mask (the H200's fit: 865 / 1,030 = 0.84, benchmarks/fp8_mask_fit.py)."""
+
+
+def check_fp8_causal_share(causal: float, full: float) -> str | None:
+    """Why a causal FP8 matmul rate `causal` beside the non-causal `full` is refused, or None."""
+    low, high = FP8_CAUSAL_SHARE
+    if not low * full <= causal <= high * full:
+        return (f"must be from {low:g}× to {high:g}× measured.peak_flops.fp8 "
+                f"({full / 1e12:,.1f} TFLOP/s), got {causal / 1e12:,.1f} TFLOP/s")
+    return None
+
+
 def check_figure(value: float, shown: object) -> str | None:
     """Why a hardware figure (in its base unit) is refused, or None."""
     if not math.isfinite(value):
