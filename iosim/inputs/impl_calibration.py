@@ -175,12 +175,6 @@ def _backward(path: str, key: str, raw: Any) -> tuple[dict[str, float], str]:
             raise ConfigError(path, f"{key}.{name}",
                               f"must be in {low}{lo:g}, {hi:g}{high}, got {excerpt(value)}")
         out[name] = float(value)
-    decode = [n for n in FORWARD_BOUNDS if n.startswith("decode_")]
-    given = [n for n in decode if n in out]
-    if given and len(given) != len(decode):
-        missing = next(n for n in decode if n not in out)
-        raise ConfigError(path, f"{key}.{missing}", "missing; the decoding template's figures "
-                          f"come together ({', '.join(decode)}) or not at all")
     return out, _source(path, key, m)
 
 
