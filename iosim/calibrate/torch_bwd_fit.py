@@ -47,6 +47,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH7,
     FRESH8,
     FRESH9,
+    FRESH10,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -106,9 +107,10 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
     measured` itself, with `tm` as its backward calibration (the main kernel scheduled program
     by program, the others at the DRAM estimate over the measured bandwidth and the profile's
     memory efficiency). eager (this report only, not in compare): each kernel at max(its DRAM
-    estimate over the bandwidth, its compute), plus a fixed time per kernel; then, with
-    `host_floor` (bwd9), no less than autograd's host dispatch of its launches
-    (eager_host_floor.py). `fit_time` fits `tm` without the floor, as EAGER_TIME was."""
+    estimate over the bandwidth, its compute), plus a fixed time per kernel. Then, with
+    `host_floor`, either no less than the host's dispatch of its launches
+    (eager_host_floor.py: eager's bwd9, SDPA's bwd12). `fit_time` fits `tm` without the
+    floor, as SDPA_TIME and EAGER_TIME were."""
     w = workload_of(p)
     if what == "sdpa":
         key = (w, hardware.path, tm.efficiency, tm.overhead_s)
@@ -121,7 +123,11 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
                 "call_overhead_s": 0.0}, backward_source="trial"))
             _SDPA_KERNELS[key] = compare(w, trial, impl=impl,
                                          profile="measured").algorithms[1].time_s
-        return _SDPA_KERNELS[key] + tm.call_s
+        sdpa = _SDPA_KERNELS[key] + tm.call_s
+        if host_floor:
+            names = [k.name for k in launched(w, what, model(w, what, hardware))]
+            return HF.floored(sdpa, names, what)
+        return sdpa
     a = model(w, what, hardware)
     assert a.dram is not None and hardware.sm_count is not None
     bandwidth, matmul_peak, vector = _roofs(hardware, p["dtype"])
@@ -143,7 +149,7 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
             total += max(memory / rate, est.elementwise_flops / vector)
         total += tm.overhead_s
     if host_floor:
-        return HF.floored(total, [k.name for k in kernels])
+        return HF.floored(total, [k.name for k in kernels], what)
     return total
 
 
@@ -422,6 +428,10 @@ def main(argv: list[str]) -> int:
                 from iosim.calibrate import fresh9_bwd
 
                 text += "\n" + fresh9_bwd.report(load([FRESH9])[0], hw)
+            if FRESH10.exists():
+                from iosim.calibrate import fresh10_bwd
+
+                text += "\n" + fresh10_bwd.report(load([FRESH10])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
