@@ -46,6 +46,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH7,
     FRESH8,
     FRESH9,
+    FRESH10,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -113,8 +114,8 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
     bandwidth, its compute), plus a fixed time per kernel and one per call. Then, with
     `host_floor`, no less than the implementation's backward host floor
     (estimates/backward_host_floor.py, the one function compare applies too: eager's is
-    autograd's dispatch of its launches, bwd9). `fit_time` fits `tm` without the floor, as
-    EAGER_TIME was."""
+    autograd's dispatch of its launches, bwd9; SDPA's its flash backward's, bwd12). `fit_time`
+    fits `tm` without the floor, as SDPA_TIME and EAGER_TIME were."""
     w = workload_of(p)
     if what == "sdpa":
         key = (w, hardware.path, tm.efficiency, tm.overhead_s)
@@ -413,6 +414,10 @@ def main(argv: list[str]) -> int:
                 from iosim.calibrate import fresh9_bwd
 
                 text += "\n" + fresh9_bwd.report(load([FRESH9])[0], hw)
+            if FRESH10.exists():
+                from iosim.calibrate import fresh10_bwd
+
+                text += "\n" + fresh10_bwd.report(load([FRESH10])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2
