@@ -12,6 +12,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh8         # bwd8's out-of-place rule: eager, SDPA
     python3 benchmarks/backward_h200.py OUTDIR --fresh9 --no-ncu  # bwd9: eager host floor, time only
     python3 benchmarks/backward_h200.py OUTDIR --fresh10        # bwd11: eager's GEMM handovers
+    python3 benchmarks/backward_h200.py OUTDIR --fresh11 --no-ncu  # bwd12: SDPA host floor, time only
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -399,6 +400,33 @@ def fresh10_grid() -> list[tuple[Any, bool, str]]:
     )]
 
 
+def fresh11_grid() -> list[tuple[Any, bool, str]]:
+    """The eleventh fresh set (bwd12, 2026-12-02): SDPA's flash backward timed (eager's beside it,
+    as fresh8 and fresh9 ran them; no ncu: `--no-ncu`), committed before the run with SDPA's
+    host floor frozen at `bwd12-frozen` (iosim/calibrate/eager_host_floor.py FLOORS["sdpa"]),
+    none equal to a point of any earlier record or grid (tests/test_fresh11_backward.py). Eight
+    points whose kernels take 0.05-0.15 ms by the frozen model (under the floor's 0.15 ms, 0.20
+    ms with GQA: the floor decides them), two of 0.16-0.30 ms (just above it: it must not
+    touch them) and three of 0.95-1.4 ms (GPU-bound); N none a power of two (500-6,300),
+    batch·heads 1 to 32, d 64/128, causal and not, fp16/bf16, GQA and MQA. A GPU-bound point
+    runs first (fresh9's first calls ran fast). Measured under the name fresh10 (`--fresh10`)
+    at bwd12-frozen; renamed fresh11 on merge, bwd11's set having that name."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    return [(p, True, "s") for p in (
+        Pt(4700, 128, 1, 8, 8, False, "bf16"),
+        # kernels of 0.05-0.15 ms: host-bound if the floor is right (GQA's three: 7 launches)
+        Pt(1450, 64, 1, 5, 5, False), Pt(950, 128, 2, 6, 6, True, "bf16"),
+        Pt(1850, 64, 1, 6, 3, False), Pt(700, 128, 1, 16, 4, False),
+        Pt(1600, 128, 1, 4, 1, True, "bf16"), Pt(2600, 64, 2, 2, 2, False),
+        Pt(500, 64, 1, 2, 2, True), Pt(1100, 64, 1, 1, 1, False, "bf16"),
+        # kernels of 0.16-0.30 ms, above the floor
+        Pt(1200, 64, 4, 8, 8, True), Pt(3400, 128, 1, 6, 2, True),
+        # kernels of 0.95-1.4 ms: GPU-bound
+        Pt(6300, 64, 2, 8, 4, True), Pt(3800, 128, 2, 10, 10, False),
+    )]
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -473,8 +501,9 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     failed: list[str] = []
     second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
     sixth, seventh, eighth, ninth = args.fresh6, args.fresh7, args.fresh8, args.fresh9
-    tenth = args.fresh10
-    name = ("backward-h200-fresh10.json" if tenth else "backward-h200-fresh9.json" if ninth
+    tenth, eleventh = args.fresh10, args.fresh11
+    name = ("backward-h200-fresh11.json" if eleventh else
+            "backward-h200-fresh10.json" if tenth else "backward-h200-fresh9.json" if ninth
             else "backward-h200-fresh8.json" if eighth else "backward-h200-fresh7.json" if seventh
             else "backward-h200-fresh6.json" if sixth
             else "backward-h200-fresh5.json" if fifth else "backward-h200-fresh4.json" if fourth
@@ -483,6 +512,8 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     record = record_header(
         "bwd11's GEMM-handover rule frozen at bwd11-frozen: eager's and SDPA's backward kernels "
         "on a tenth fresh set" if tenth else
+        "bwd12's SDPA host floor frozen at bwd12-frozen: SDPA's (and eager's) backward timed on "
+        "an eleventh fresh set (run as fresh10)" if eleventh else
         "bwd9's eager host floor frozen at bwd9-frozen: eager's and SDPA's backward timed on a "
         "ninth fresh set" if ninth else
         "bwd8's rules frozen at bwd8-frozen (eager's mask and scale backward out of place), "
@@ -497,10 +528,14 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         "issue 10's gaps (a) and (c) on a second fresh set: the rules as shipped after the first"
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
-    torch.manual_seed(10 if tenth else 9 if ninth else 8 if eighth else 7 if seventh else 6 if sixth
-                      else 5 if fifth else 4 if fourth else 3 if third else 2 if second else 1)
+    # fresh11 was measured as --fresh10 (seed 10) before its rename: the same seed
+    torch.manual_seed(10 if tenth or eleventh else 9 if ninth else 8 if eighth else 7 if seventh
+                      else 6 if sixth else 5 if fifth else 4 if fourth else 3 if third
+                      else 2 if second else 1)
     triton_points: list[Any] = []
-    if tenth:
+    if eleventh:
+        torch_points, flash1 = fresh11_grid(), []
+    elif tenth:
         torch_points, flash1 = fresh10_grid(), []
     elif ninth:
         torch_points, flash1 = fresh9_grid(), []
@@ -562,7 +597,8 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     log(f"timed in {time.time() - started:.0f} s")
     if not args.no_ncu:
         spec = torch_spec(torch_points)
-        if seventh or eighth or ninth or tenth:  # the protocol alone (evict, evict), twice: its residue
+        # the protocol alone (evict, evict), twice: its residue
+        if seventh or eighth or ninth or tenth or eleventh:
             spec = [{"id": "null", "what": "null"}, *spec, {"id": "null2", "what": "null"}]
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
@@ -623,6 +659,9 @@ def main(argv: list[str]) -> int:
                          "(with --no-ncu)")
     ap.add_argument("--fresh10", action="store_true",
                     help="bwd11's GEMM-handover rule, frozen: eager and SDPA on fresh10_grid")
+    ap.add_argument("--fresh11", action="store_true",
+                    help="bwd12's SDPA host floor, frozen: SDPA and eager timed on fresh11_grid "
+                         "(with --no-ncu)")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -641,7 +680,8 @@ def main(argv: list[str]) -> int:
     if args.torch_only:
         return torch_only(args, argv, out)
     if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5 \
-            or args.fresh6 or args.fresh7 or args.fresh8 or args.fresh9 or args.fresh10:
+            or args.fresh6 or args.fresh7 or args.fresh8 or args.fresh9 or args.fresh10 \
+            or args.fresh11:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

@@ -47,6 +47,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH8,
     FRESH9,
     FRESH10,
+    FRESH11,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -114,8 +115,8 @@ def predict_time(p: dict[str, Any], what: str, hardware: Hardware, tm: TimeModel
     bandwidth, its compute), plus a fixed time per kernel and one per call. Then, with
     `host_floor`, no less than the implementation's backward host floor
     (estimates/backward_host_floor.py, the one function compare applies too: eager's is
-    autograd's dispatch of its launches, bwd9). `fit_time` fits `tm` without the floor, as
-    EAGER_TIME was."""
+    autograd's dispatch of its launches, bwd9; SDPA's its flash backward's, bwd12). `fit_time`
+    fits `tm` without the floor, as SDPA_TIME and EAGER_TIME were."""
     w = workload_of(p)
     if what == "sdpa":
         key = (w, hardware.path, tm.efficiency, tm.overhead_s)
@@ -421,6 +422,10 @@ def main(argv: list[str]) -> int:
                 from iosim.calibrate import fresh10_bwd
 
                 text += "\n" + fresh10_bwd.report(load([FRESH10])[0], hw)
+            if FRESH11.exists():
+                from iosim.calibrate import fresh11_bwd
+
+                text += "\n" + fresh11_bwd.report(load([FRESH11])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2

@@ -15,11 +15,33 @@ from collections.abc import Callable, Sequence
 
 from iosim.estimates import eager_backward
 
+SDPA_HOST_CALL_S = 20e-6
+"""SDPA's flash backward: host seconds of one call besides its launches (autograd's hand-off,
+the flash backward's checks and its dQaccum/softmax-d buffers): calibrate/eager_host_floor.py
+`fit_host_floor` on the 215 seen SDPA times (fresh11_bwd.seen_points; bwd12)."""
+SDPA_HOST_PER_LAUNCH_S = 26e-6
+"""SDPA's flash backward: host seconds per launch (a C++ launch inside one autograd node, no
+node of its own: half of eager's 56 µs): the same fit; the slope between the GQA calls (7
+launches: the two group sums of dK and dV) and the plain ones (5: copy dO, copy O,
+dot_do_o, the fused kernel, convert_dQ)."""
+
+
+def sdpa_host_floor(kernel_names: Sequence[str]) -> tuple[float, str]:
+    """(seconds, in words): SDPA's flash backward's host floor, eager's rule
+    (eager_backward.host_s) with SDPA's constants."""
+    n = eager_backward.launches(kernel_names)
+    return (eager_backward.host_s(kernel_names, call_s=SDPA_HOST_CALL_S,
+                                  per_launch_s=SDPA_HOST_PER_LAUNCH_S),
+            f"the flash backward's dispatch of {n} launches, {SDPA_HOST_CALL_S * 1e6:g} µs + "
+            f"{n} × {SDPA_HOST_PER_LAUNCH_S * 1e6:g} µs")
+
+
 HOST_FLOORS: dict[str, Callable[[Sequence[str]], tuple[float, str]]] = {
     "torch-naive": eager_backward.host_floor,
+    "sdpa-flash": sdpa_host_floor,
 }
 """Per implementation (its profile's name), its backward call's host floor: eager PyTorch's
-autograd dispatch (estimates/eager_backward.py, bwd9)."""
+autograd dispatch (estimates/eager_backward.py, bwd9), SDPA's flash backward's (bwd12)."""
 
 
 def backward_host_floor(impl: str, kernel_names: Sequence[str]) -> tuple[float, str]:
