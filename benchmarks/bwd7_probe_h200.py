@@ -31,28 +31,10 @@ import time
 from pathlib import Path
 from typing import Any
 
+from benchmarks.launch_floor_h200 import _sync, host_per_call
+
 CONFIGS = ((64, 4, 3), (64, 8, 3), (128, 8, 3), (128, 4, 3))
 """(d, warps, stages) of the dK/dV kernel probed (the shipped: d 64 4 warps, d 128 8 warps)."""
-
-
-def _sync(device: str) -> None:
-    import torch
-
-    if device == "cuda":
-        torch.cuda.synchronize()
-
-
-def host_per_call(fn: Any, device: str, reps: int) -> float:
-    """Median over 5 batches of host seconds per call (one sync a batch)."""
-    out = []
-    for _ in range(5):
-        _sync(device)
-        start = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        _sync(device)
-        out.append((time.perf_counter() - start) / reps)
-    return sorted(out)[2]
 
 
 def _meta(compiled: Any) -> dict[str, Any]:
