@@ -30,7 +30,6 @@ from iosim.calibrate import eager_host_floor as HF
 from iosim.calibrate import fresh9_bwd as F9
 from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
-from iosim.calibrate.backward_fit import workload_of
 from iosim.inputs.hardware import Hardware
 
 SEEN = (*F9.SEEN, D.FRESH9)
@@ -40,8 +39,7 @@ FLOOR = HF.FLOORS["sdpa"]
 
 def launches(p: dict[str, Any], hardware: Hardware) -> int:
     """SDPA's backward launches at point `p` by the model's kernel list."""
-    w = workload_of(p)
-    return HF.launches(k.name for k in D.launched(w, "sdpa", D.model(w, "sdpa", hardware)))
+    return F9.launches(p, hardware, "sdpa")
 
 
 _SEEN: dict[str, list[tuple[float, int, float]]] = {}
@@ -52,10 +50,7 @@ def seen_points(hardware: Hardware) -> list[tuple[float, int, float]]:
     every SDPA backward time in the SEEN records (cached per GPU YAML)."""
     key = str(hardware.path)
     if key not in _SEEN:
-        _SEEN[key] = [(F.predict_time(p, "sdpa", hardware, F.SDPA_TIME, host_floor=False),
-                       launches(p, hardware), p["sdpa_s"])
-                      for record in D.load([path for path in SEEN if path.exists()])
-                      for p in record["points"] if "sdpa_s" in p]
+        _SEEN[key] = F9.seen_points(hardware, "sdpa", SEEN)
     return _SEEN[key]
 
 
@@ -71,10 +66,7 @@ def launch_counts(hardware: Hardware) -> Counter[tuple[bool, bool, int, int]]:
 def rows(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, float, float, float,
                                                                    int]]:
     """(point, measured, with the floor, without, launches) of every SDPA time in `record`."""
-    return [(p["id"], p["sdpa_s"], F.predict_time(p, "sdpa", hardware, F.SDPA_TIME),
-             F.predict_time(p, "sdpa", hardware, F.SDPA_TIME, host_floor=False),
-             launches(p, hardware))
-            for p in record["points"] if "sdpa_s" in p]
+    return F9.rows(record, hardware, "sdpa")
 
 
 def _error(estimate: float, measured: float) -> float:

@@ -13,6 +13,7 @@ points, no ncu. Nothing is fitted on it: floor against no floor, the same points
 
 from __future__ import annotations
 
+from pathlib import Path
 from statistics import median
 from typing import Any
 
@@ -27,27 +28,34 @@ SEEN = (*D.RECORDS, D.FRESH, D.FRESH2, D.FRESH3, D.FRESH4, D.FRESH5, D.FRESH6, D
 """Every record seen before bwd9's floor was frozen (FRESH4 holds no eager time)."""
 
 
-def _launches(p: dict[str, Any], hardware: Hardware) -> int:
+TIME_MODELS = {"eager": F.EAGER_TIME, "sdpa": F.SDPA_TIME}
+"""The frozen backward time model of each timed implementation of the records."""
+
+
+def launches(p: dict[str, Any], hardware: Hardware, what: str = "eager") -> int:
+    """`what`'s backward launches at point `p` ("eager" or "sdpa") by the model's kernel list."""
     w = workload_of(p)
-    return HF.launches(k.name for k in D.launched(w, "eager", D.model(w, "eager", hardware)))
+    return HF.launches(k.name for k in D.launched(w, what, D.model(w, what, hardware)))
 
 
-def seen_points(hardware: Hardware) -> list[tuple[float, int, float]]:
+def seen_points(hardware: Hardware, what: str = "eager", seen: tuple[Path, ...] = SEEN
+                ) -> list[tuple[float, int, float]]:
     """(kernels' seconds by the frozen model without the floor, launches, measured seconds) of
-    every eager backward time in the SEEN records."""
-    return [(F.predict_time(p, "eager", hardware, F.EAGER_TIME, host_floor=False),
-             _launches(p, hardware), p["eager_s"])
-            for record in D.load([path for path in SEEN if path.exists()])
-            for p in record["points"] if "eager_s" in p]
+    every `what` backward time in the `seen` records."""
+    return [(F.predict_time(p, what, hardware, TIME_MODELS[what], host_floor=False),
+             launches(p, hardware, what), p[f"{what}_s"])
+            for record in D.load([path for path in seen if path.exists()])
+            for p in record["points"] if f"{what}_s" in p]
 
 
-def rows(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, float, float, float,
-                                                                   int]]:
-    """(point, measured, with the floor, without, launches) of every eager time in `record`."""
-    return [(p["id"], p["eager_s"], F.predict_time(p, "eager", hardware, F.EAGER_TIME),
-             F.predict_time(p, "eager", hardware, F.EAGER_TIME, host_floor=False),
-             _launches(p, hardware))
-            for p in record["points"] if "eager_s" in p]
+def rows(record: dict[str, Any], hardware: Hardware, what: str = "eager"
+         ) -> list[tuple[str, float, float, float, int]]:
+    """(point, measured, with the floor, without, launches) of every `what` time in `record`."""
+    model = TIME_MODELS[what]
+    return [(p["id"], p[f"{what}_s"], F.predict_time(p, what, hardware, model),
+             F.predict_time(p, what, hardware, model, host_floor=False),
+             launches(p, hardware, what))
+            for p in record["points"] if f"{what}_s" in p]
 
 
 def _inside(estimate: float, measured: float) -> bool:
