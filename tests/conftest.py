@@ -72,6 +72,19 @@ def iosim_cli() -> Callable[..., CliOutcome]:
     return run_cli
 
 
+def markdown_table(text: str, header: str) -> list[list[str]]:
+    """The body rows (cells stripped) of the markdown table in `text` whose header line starts
+    with `header`: the lines after its separator, up to the first that is not a table row."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if line.startswith(header))
+    rows = []
+    for line in lines[at + 2:]:
+        if not line.startswith("|"):
+            break
+        rows.append([c.strip() for c in line.strip("|").split("|")])
+    return rows
+
+
 # Hypothesis profiles: `ci`, the default under `pytest -q` (what CI and the README run), keeps
 # the README's test command under two minutes on a 2-core machine: a property test gets half the
 # examples it asks for (`examples` below), and the fuzz suite (tests/test_fuzz.py) scales its

@@ -22,6 +22,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import markdown_table
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
@@ -39,14 +41,7 @@ def section() -> str:
 
 def table(header: str) -> list[list[str]]:
     """The rows of the section's table whose header line starts with `header`."""
-    lines = section().splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith(header))
-    rows = []
-    for line in lines[at + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip() for c in line.strip("|").split("|")])
-    return rows
+    return markdown_table(section(), header)
 
 
 def pct(cell: str) -> float:

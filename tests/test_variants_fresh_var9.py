@@ -15,6 +15,8 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import markdown_table
+
 # the point lists import calibrate/variants.py, which imports torch: CI's torch step runs this
 P = pytest.importorskip("iosim.calibrate.variants_points", exc_type=ImportError)
 
@@ -143,14 +145,7 @@ def _report_table(header: str) -> list[list[str]]:
     section, under its fresh set's heading."""
     report = (ROOT / "reports/variants-h200.md").read_text()
     start = report.index("### The fresh set", report.index("## Issue 14, var9:"))
-    lines = report[start:report.index("\n## ", start + 1)].splitlines()
-    at = next(i for i, line in enumerate(lines) if line.startswith(header))
-    rows = []
-    for line in lines[at + 2:]:
-        if not line.startswith("|"):
-            break
-        rows.append([c.strip() for c in line.strip("|").split("|")])
-    return rows
+    return markdown_table(report[start:report.index("\n## ", start + 1)], header)
 
 
 def test_the_report_is_the_record_and_the_shipped_model_with_the_residue() -> None:
