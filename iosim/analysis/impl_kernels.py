@@ -113,7 +113,7 @@ def streams_past_the_l2(impl: Implementation | None, kernel: Kernel, workload: W
     0.1-34 GB; the softmax kernel 0.8-2.6 TB/s (by row length) on either side. Charged the DRAM
     estimate, a scale pass over an S held in the L2 took 0.4 µs against 15.5 µs measured
     (validation, N 4,096, one head). The backward's eager kernels keep their own model
-    (calibrate/torch_bwd_fit.py)."""
+    (estimates/eager_backward.py)."""
     return (impl is not None and impl.runs == "eager" and kernel.kind == "elementwise"
             and workload.pass_ == "fwd")
 
