@@ -148,3 +148,14 @@ def test_the_fresh_eager8_set_is_new_and_varies_every_axis() -> None:
     assert sum(w.n == 1 for w in fresh) >= 2 and sum(1 < w.n != w.n_kv for w in fresh) >= 2
     assert {w.d for w in fresh} == {64, 128, 256} and {w.dtype for w in fresh} == {"fp16", "bf16"}
     assert sum(w.causal for w in fresh) >= 4
+
+
+def test_the_kernel_legend_says_where_a_gemm_ran_on_the_fallback(iosim_cli: Any) -> None:
+    """The kernel table's legend explains the fallback GEMMs' time at N_kv % 8 != 0 and says
+    nothing of them where cuBLAS ran its own kernels (N 3,000)."""
+    flags = ("--heads", "2", "--gpu", "h200", "--impl", "torch-naive", "--profile", "measured")
+    unaligned = iosim_cli("compare", "--n", "3001", *flags)
+    aligned = iosim_cli("compare", "--n", "3000", *flags)
+    assert unaligned.exit_code == aligned.exit_code == 0
+    assert "CUTLASS fallback" in " ".join(unaligned.stdout.split())
+    assert "CUTLASS fallback" not in aligned.stdout

@@ -59,7 +59,7 @@ def kernel_legend(c: Comparison) -> str:
     return (f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
             f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = {rule}, so FLOPs "
             f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units."
-            + latency_legend(c) + eager_legend(c))
+            + latency_legend(c) + eager_legend(c) + fallback_legend(c))
 
 
 def eager_legend(c: Comparison) -> str:
@@ -69,6 +69,16 @@ def eager_legend(c: Comparison) -> str:
     return (" An eager backward's kernel: max(DRAM ÷ bandwidth ÷ its memory efficiency, its "
             "matmul or elementwise time) + a fixed time per kernel, eager's backward model "
             "(estimates/eager_backward.py, the note above).")
+
+
+def fallback_legend(c: Comparison) -> str:
+    """The kernel legend's sentence for an eager forward's GEMMs on CUTLASS fallbacks (empty
+    when none is)."""
+    if not any(k.timed_by == "fallback-gemm" for a in c.algorithms for k in a.kernels):
+        return ""
+    return (" An eager GEMM at N_kv % 8 ≠ 0: cuBLAS's CUTLASS fallback, timed as its N×N_kv "
+            "operand's bytes ÷ the fallback's streaming rate where that is longer "
+            "(analysis/impl_kernels.py with_fallback_gemms).")
 
 
 def latency_legend(c: Comparison) -> str:
