@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 import statistics
+from collections.abc import Callable
+from pathlib import Path
 
 import pytest
 
@@ -13,15 +15,14 @@ from iosim.analysis.lean_time import CTAS_PER_SM, LEAN_KERNEL, LEAN_TERMS, lean_
 from iosim.calibrate import cudnn_lean_fit as L
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.workload import Workload
-from tests.conftest import DATA
-
-SEEN = ("fit", "fit2", "calibrate", "validation", "validation2", "validation3", "validation4",
-        "validation5", "validation6", "cudnnfresh8")
-"""The records the figures are fitted on (benchmarks/cudnn9_fit.py SEEN)."""
+from tests.conftest import DATA, CliOutcome
 
 
-def _seen() -> list:
-    return [DATA / f"h200-impl-{s}.json" for s in SEEN]
+def _seen() -> list[Path]:
+    """The records the figures are fitted on (benchmarks/cudnn9_fit.py SEEN)."""
+    from benchmarks.cudnn9_fit import seen_paths
+
+    return seen_paths()
 
 
 def _kernel(w: Workload) -> tuple[float, str]:
@@ -126,3 +127,18 @@ def test_the_fresh_cudnn9_set_is_new_and_covers_the_lean_cases() -> None:
     assert {1, 4, 8} <= {w.group_size for w in lean} and 256 in {w.d for w in lean}
     assert min(w.n_kv for w in lean) < 2500 and max(w.n_kv for w in lean) > 128000
     assert {w.dtype for w in lean} == {"fp16", "bf16"}
+
+
+def test_a_lean_figure_out_of_range_is_refused_in_one_line(
+        tmp_path: Path, iosim_cli: Callable[..., CliOutcome]) -> None:
+    """A GPU YAML whose lean streaming rate is not a positive number: one line naming the key
+    and its range, exit 2 (inputs/impl_calibration.py TIME_TERMS)."""
+    text = (Path(__file__).parents[1] / "configs" / "gpus" / "h200.yaml").read_text()
+    assert "lean_stream_d64: 3.922e+12" in text
+    bad = tmp_path / "h200.yaml"
+    bad.write_text(text.replace("lean_stream_d64: 3.922e+12", "lean_stream_d64: -1"))
+    code, _, err = iosim_cli("compare", "--n", "1", "--n-kv", "4096", "--gpu", str(bad),
+                             "--impl", "sdpa-cudnn", "--profile", "measured")
+    assert code == 2
+    assert len(str(err).strip().splitlines()) == 1 and "lean_stream_d64" in str(err)
+    assert "(0, 1e+13]" in str(err)
