@@ -436,6 +436,35 @@ CUDNNFRESH8 = (
     _w(16, 9000, heads=4, d=64),
 )
 """Fourteen fresh sdpa-cudnn decode steps and three short prefills (cudnn8)."""
+CUDNNFRESH9 = (
+    # cudnn9 (issue 11, round cudnn9): the lean kernel's iteration model (analysis/lean_time.py)
+    # and the decode host floor judged fresh; written down before tag cudnn9-frozen and
+    # measured after it; none equals a point of any earlier set or record
+    # (tests/test_lean_time.py). Fifteen lean steps (batch x KV heads <= 66), then controls
+    _w(1, 2600, heads=32, kv=8, dtype="bf16"),  # 8, GQA 4, a short KV (2 rounds)
+    _w(1, 131000, heads=8, kv=1, d=64),  # 1, MQA g 8: half the 16-row tile empty
+    _w(1, 70500, heads=48, kv=1, dtype="bf16"),  # 1, MQA g 48: three 16-row blocks
+    _w(1, 33000, heads=16, kv=2, d=256),  # 2, d 256, GQA 8
+    _w(1, 61000, heads=12, d=256, dtype="bf16"),  # 12, d 256 MHA, K/V 750 MB
+    _w(1, 7000, heads=32, kv=4, d=256, batch=4),  # 16, d 256 GQA 8, short
+    _w(1, 18000, heads=24, kv=3, d=64, batch=5, dtype="bf16"),  # 15, d 64 GQA 8
+    _w(1, 45500, heads=40, kv=10),  # 10, GQA 4
+    _w(1, 100000, heads=28, kv=4, batch=3, dtype="bf16"),  # 12, GQA 7, K/V 614 MB
+    _w(1, 9500, heads=64, kv=8, batch=6),  # 48, GQA 8
+    _w(1, 25000, heads=20, kv=5, d=64, batch=2),  # 10, d 64 GQA 4
+    _w(1, 4000, heads=12, batch=5),  # 60, MHA, short
+    _w(1, 12000, heads=32, kv=2, d=64, batch=3),  # 6, g 16: one full tile
+    _w(1, 80000, heads=24, kv=2, d=256, dtype="bf16"),  # 2, d 256 g 12
+    _w(1, 2100, heads=64, kv=1, batch=16, dtype="bf16"),  # 16, MQA g 64: four row blocks
+    # controls above 66 (the fused kernel alone: unchanged but for the decode floor)
+    _w(1, 8500, heads=32, kv=8, batch=9),  # 72
+    _w(1, 30000, heads=40, d=64, batch=2, dtype="bf16"),  # 80, MHA d 64
+    _w(1, 5000, heads=24, d=256, batch=4),  # 96, d 256
+    _w(1, 14000, heads=16, kv=4, batch=25, dtype="bf16"),  # 100
+)
+"""Nineteen fresh sdpa-cudnn decode steps (cudnn9): fifteen lean ones at batch x KV heads 1-60
+(d 64/128/256, MQA with 8, 48 and 64 query heads, GQA 4-16, MHA, N_kv 2,100-131,000, fp16 and
+bf16, batch 1-16) and four above the switch (72-100) as controls."""
 EAGERFRESH8 = (
     # the lead's eager8 (round 8): torch-naive's forward with its elementwise kernels charged
     # every byte they stream, torch's softmax kernel by row length and the CUTLASS fallback GEMMs
@@ -468,7 +497,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9)))),
         "flexfresh10": (FLEXFRESH10, tuple(range(len(FLEXFRESH10)))),
         "impl8fresh": (IMPL8FRESH, ()),
-        "cudnnfresh8": (CUDNNFRESH8, ()),
+        "cudnnfresh8": (CUDNNFRESH8, ()), "cudnnfresh9": (CUDNNFRESH9, ()),
         "eagerfresh8": (EAGERFRESH8, ())}
 
 

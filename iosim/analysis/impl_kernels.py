@@ -268,6 +268,10 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
                  f"{terms['combine_program_bandwidth'] / 1e9:.1f} GB/s per program, "
                  f"{terms['combine_memory']:.2g} of the bandwidth")
     notes = (*roofs.notes, note)
+    from iosim.analysis.lean_time import LEAN_TERMS, lean_note
+
+    if pass_ == "fwd" and all(k in terms for k in LEAN_TERMS):
+        notes = (*notes, lean_note(terms))
     if pass_ == "fwd" and fitted.forward:
         from iosim.analysis.impl_forward import forward_schedule_note
 

@@ -18,12 +18,15 @@ from iosim.record import replace
 TIME_TERMS = {"solo_rate": (0.0, 1.0), "program_bandwidth": (0.0, 1e13),
               "host_floor_s": (0.0, 0.01), "decode_host_floor_s": (0.0, 0.01),
               "combine_latency_s": (0.0, 1e-3), "combine_program_bandwidth": (0.0, 1e13),
-              "combine_memory": (0.0, 1.5)}
+              "combine_memory": (0.0, 1.5), "lean_program_s_per_dim": (0.0, 1e-6),
+              "lean_stream_d64": (0.0, 1e13), "lean_stream_d128": (0.0, 1e13),
+              "lean_stream_d256": (0.0, 1e13)}
 """The forward's time terms an entry may carry (estimates/occupancy.py:lone_program_time,
 analysis/impl_kernels.py:host_floor, estimates/combine.py): the rate of an SM holding one
 program, the bytes/s one program streams alone, the host-bound floor of a call (prefill,
-decode), and FA2's split-KV combine kernel's latency, per-program rate and share of the
-bandwidth; (low, high]."""
+decode), FA2's split-KV combine kernel's latency, per-program rate and share of the
+bandwidth, and cuDNN's lean decode kernel's cost per CTA per head-dim unit and streaming rate
+per head-dim bucket (analysis/lean_time.py); (low, high]."""
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "forward", "source", *TIME_TERMS}
 KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask", "memory_softmax",
                       "memory_softmax_warp", "memory_softmax_reg", "memory_softmax_smem",
