@@ -28,7 +28,8 @@ from iosim.algorithms.masks import split_work_rows as mask_split_rows
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Term, Traffic
 from iosim.errors import IosimError, arg
-from iosim.inputs.limits import check_instance, excerpt
+from iosim.inputs.api_values import check_instance
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import Record, replace

@@ -70,12 +70,12 @@ from iosim.estimates.training import (
     Occupancy,
     convention_flops,
 )
+from iosim.inputs.api_values import as_names, check_choice, check_instance, check_path_text
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.impl_features import refuse_missing_features
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation
-from iosim.inputs.limits import as_names, check_choice, check_instance, check_path_text
 from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import replace

@@ -15,7 +15,7 @@ from typing import Any
 
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import Comparison
-from iosim.inputs.limits import check_instance
+from iosim.inputs.api_values import check_instance
 from iosim.inputs.model_presets import Base, model_layers
 from iosim.inputs.models import LayerGroup, Model
 from iosim.record import Record

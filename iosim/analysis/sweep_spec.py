@@ -16,6 +16,7 @@ from iosim.algorithms import DEFAULT_ALGORITHMS, Algorithm
 from iosim.analysis.requests import choose_algorithms, refuse_both_sram
 from iosim.errors import IosimError, arg
 from iosim.estimates.roofline import Profile, roofs_for
+from iosim.inputs.api_values import as_names, as_real, as_whole, check_flag, check_int, check_path_text
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import check_count
@@ -24,12 +25,6 @@ from iosim.inputs.limits import (
     MAX_AUTO_SPLIT_POINTS,
     MAX_BLOCK,
     MAX_SPLITS,
-    as_names,
-    as_real,
-    as_whole,
-    check_flag,
-    check_int,
-    check_path_text,
     check_sram_bytes,
 )
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES

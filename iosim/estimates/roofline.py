@@ -38,6 +38,7 @@ from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
 from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
+from iosim.inputs.api_values import check_choice, check_instance
 from iosim.inputs.hardware import (
     KERNEL_KINDS,
     Alg4Time,
@@ -45,7 +46,6 @@ from iosim.inputs.hardware import (
     Hardware,
     MlaPrefillTime,
 )
-from iosim.inputs.limits import check_choice, check_instance
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 from iosim.inputs.workload import Workload

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import Any
 
 from iosim.errors import ConfigError, IosimError
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.hardware import Hardware, ImplCalibration
-from iosim.inputs.limits import excerpt
 from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.record import replace
 
