@@ -180,6 +180,9 @@ class Kernel(Record):
             if access.per_page and (access.where != "inner" or self.loop != "q"):
                 raise ValueError(f"{self.name}: a block table is read by the inner loop of a "
                                  f"query-outer kernel")
+            if access.once and self.loop is not None:
+                raise ValueError(f"{self.name}: a once-per-launch access ({access.tensor}) is "
+                                 f"a whole-tensor kernel's")
             if access.where in ("outer", "outer_end") and access.rows != self.loop:
                 raise ValueError(f"{self.name}: outer tile {access.tensor} must run along {self.loop}")
 
