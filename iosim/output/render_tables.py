@@ -77,8 +77,8 @@ def fallback_legend(c: Comparison) -> str:
     if not any(k.timed_by == "fallback-gemm" for a in c.algorithms for k in a.kernels):
         return ""
     return (" An eager GEMM at N_kv % 8 ≠ 0: cuBLAS's CUTLASS fallback, timed as its N×N_kv "
-            "operand's bytes ÷ the fallback's streaming rate where that is longer "
-            "(analysis/impl_kernels.py with_fallback_gemms).")
+            "operand's bytes ÷ its stream rate + its FLOPs ÷ its compute rate where that is "
+            "longer (estimates/eager_fallback.py).")
 
 
 def latency_legend(c: Comparison) -> str:
