@@ -92,6 +92,7 @@ def fit(points: Sequence[dict[str, Any]]) -> dict[tuple[str, str], tuple[float, 
 
 
 def main() -> None:
+    """Print the fitted rates and each seen point's GEMM errors under them."""
     from iosim.estimates.eager_fallback import fallback_gemm_s
 
     points = seen_points()
