@@ -125,7 +125,7 @@ def test_the_shipped_elementwise_efficiencies_are_the_fit_of_the_launch_times() 
     shipped = h200.measured.impls["torch-naive"].efficiency
     fitted = kernel_efficiencies(rows)
     assert set(fitted) == {"memory_gqa_expand", "memory_scale", "memory_mask_not",
-                           "memory_mask_copy", "memory_mask",
+                           "memory_mask_copy", "memory_mask", "memory_mask_contiguous",
                            "memory_softmax_warp", "memory_softmax_reg", "memory_softmax_smem",
                            "memory_softmax_block"}
     assert fitted == {k: shipped[k] for k in fitted}
