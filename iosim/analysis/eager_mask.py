@@ -74,7 +74,7 @@ def out_of_place_mask(kernels: Sequence[Kernel], cite: str) -> list[Kernel]:
         if k.name == "mask":
             out += mask_kernels(k, cite)
         elif k.name == "softmax":
-            out.append(replace(k, accesses=tuple(
+            out.append(replace(k, label=k.label.replace("(S)", f"({MASKED})"), accesses=tuple(
                 replace(a, tensor=MASKED, cite=f"{a.cite} ({MASKED}: {cite})")
                 if a.tensor == "S" and a.op == "read" else a for a in k.accesses)))
         else:
