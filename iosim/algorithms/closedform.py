@@ -242,7 +242,8 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
         # whole tensors, or one tile per outer block: every outer block is visited once
         rows = length
     width = row_width(access.cols, kd.d, kd.n_kv, kd.dv)
-    instances = kd.batch * (kd.kv_heads if access.per_kv_head else kd.heads)
+    instances = 1 if access.once else kd.batch * (kd.kv_heads if access.per_kv_head
+                                                  else kd.heads)
     return rows * width * instances
 
 

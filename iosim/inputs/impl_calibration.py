@@ -28,11 +28,15 @@ decode), FA2's split-KV combine kernel's latency, per-program rate and share of 
 bandwidth, and cuDNN's lean decode kernel's cost per CTA per head-dim unit and streaming rate
 per head-dim bucket (analysis/lean_time.py); (low, high]."""
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "forward", "source", *TIME_TERMS}
-KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask", "memory_softmax",
+KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask_not",
+                      "memory_mask_copy", "memory_mask", "memory_mask_contiguous",
+                      "memory_softmax",
                       "memory_softmax_warp", "memory_softmax_reg", "memory_softmax_smem",
                       "memory_softmax_block", "memory_qk", "memory_pv", "memory_splitkv_attn")
 """An eager pipeline's kernels with their own fitted memory efficiency (`memory_<kernel>`):
-repeat_interleave's gather, the scale and mask passes, torch's softmax, and its two matmuls
+repeat_interleave's gather, the scale pass, the causal mask's three (`~keep`, masked_fill's
+clone, the fill: analysis/eager_mask.py; the fill's own when it runs one head at a time,
+estimates/eager_mask_fill.py), torch's softmax, and its two matmuls
 where they are memory-bound (a decode step: cuBLAS's GEMV-shaped nvjet kernels stream K and V
 at 0.8 of the bandwidth, tests/data/h200-impl-validation3.json point 35, where the one memory
 efficiency of the prefill-heavy fit, 0.31, predicted 597 µs for a 205 µs call). torch's softmax

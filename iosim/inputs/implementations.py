@@ -27,7 +27,7 @@ from iosim.inputs.ints import Int
 from iosim.record import Record
 
 EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul", "mask_read",
-                 "out_of_place")
+                 "out_of_place", "mask_out_of_place")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
 scale, mask: an elementwise pass over S (standard attention's unfused ops); layout_copy (a
 backward pass only): dO and O copied into the kernel's layout before the backward kernels;
@@ -36,7 +36,9 @@ dS = T − P·rowsum(T) (impl_kernels.py); mask_read (a backward pass only): the
 backward reads the (N, N_kv) bool mask, one copy broadcast over batch and heads; out_of_place
 (a backward pass only): the mask's and the scale's backward passes each write a new N×N tensor
 (autograd's grad.masked_fill(mask, 0) and grad * scale) instead of overwriting dS; the same
-bytes, a second N×N matrix in the L2's footprint."""
+bytes, a second N×N matrix in the L2's footprint; mask_out_of_place (a forward pass): the mask
+pass as `s.masked_fill(~keep, -inf)` runs it, `~keep` once, a clone of S, the fill on the copy
+reading the broadcast bool mask (analysis/eager_mask.py)."""
 
 
 class TileRow(Record):

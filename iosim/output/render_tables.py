@@ -70,8 +70,8 @@ _TIMED_BY_LEGENDS = (
                   "its matmul or elementwise time) + a fixed time per kernel, eager's backward "
                   "model (estimates/eager_backward.py, the note above)."),
     ("fallback-gemm", " An eager GEMM at N_kv % 8 ≠ 0: cuBLAS's CUTLASS fallback, timed as its "
-                      "N×N_kv operand's bytes ÷ the fallback's streaming rate where that is "
-                      "longer (analysis/impl_kernels.py with_fallback_gemms)."),
+                      "N×N_kv operand's bytes ÷ its stream rate + its FLOPs ÷ its compute rate "
+                      "where that is longer (estimates/eager_fallback.py)."),
 )
 
 
