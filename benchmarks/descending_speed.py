@@ -1,5 +1,5 @@
 """Time of `compare(..., profile="measured")` of sdpa-flash's profile with the descending walk
-(estimates/l2_descending.py; benchmarks/descending_fit.py's profile(walk=True): the shipped
+(estimates/l2_launch_walk.py; benchmarks/descending_fit.py's profile(walk=True): the shipped
 profile does not declare it), in one process after a first call (the YAML caches warm).
 
     python benchmarks/descending_speed.py [--runs 5]
