@@ -49,13 +49,14 @@ FA2_WALK = Trait("descending", (
     "reads K/V where iosim's ascending Triton kernel reads them once "
     "(benchmarks/fa2_descending_walk.py)"
 ))
-"""The trait FA2's profile would declare (Implementation.forward_walk). configs/impls/sdpa-flash.yaml
-does not: the walk was not better on round 8's fresh set (docs/implementations.md); a profile
-that declares it opts in."""
+"""The trait of FA2's walk (Implementation.forward_walk), as the judge and fit scripts set it.
+configs/impls/sdpa-flash.yaml declares the same value since round 9 (its fresh judgement:
+reports/impl-validation/impl9.md); round 8 left it undeclared (its walk was worse in worst)."""
 
 
 def profile(*, walk: bool) -> Implementation:
-    """sdpa-flash's shipped profile, with the descending walk (FA2_WALK) or without any."""
+    """sdpa-flash's shipped profile with the descending walk (FA2_WALK) or without any (the
+    ascending closed form main shipped before round 9)."""
     return replace(get_implementation("sdpa-flash"), forward_walk=FA2_WALK if walk else None)
 
 

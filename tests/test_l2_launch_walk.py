@@ -103,6 +103,24 @@ def _dram(w: Workload, *, walk: bool) -> float:
     return predicted(w, walk=walk)
 
 
+def test_sdpa_flash_declares_the_walk_and_iosim_triton_does_not() -> None:
+    """FA2's forward iterates its key blocks in reverse (flash_fwd_kernel.h, quoted in the
+    trait): configs/impls/sdpa-flash.yaml declares forward_walk: descending since round 9's
+    fresh judgement (reports/impl-validation/impl9.md), and compare's sdpa-flash estimate is
+    the walk's; iosim's Triton kernel walks up and declares nothing."""
+    from benchmarks.descending_fit import profile
+    from iosim.analysis.compare import compare
+    from iosim.inputs.implementations_yaml import get_implementation
+
+    assert get_implementation("sdpa-flash").walks_down
+    assert not get_implementation("iosim-triton").walks_down and not profile(walk=False).walks_down
+    w = Workload(49152, d=128, heads=2, causal=True)
+    shipped = compare(w, "h200", impl="sdpa-flash", profile="measured").algorithms[-1].dram
+    assert shipped is not None
+    assert shipped.read_bytes + shipped.write_bytes == _dram(w, walk=True) > 1.3 * _dram(
+        w, walk=False)
+
+
 def test_beyond_max_steps_the_ascending_closed_form_stays() -> None:
     """A sequence longer than MAX_STEPS steps of the launch's slots is not walked: l2.py keeps
     its ascending closed form (the same bytes as without the trait)."""
