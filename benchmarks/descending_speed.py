@@ -5,8 +5,9 @@ profile does not declare it), in one process after a first call (the YAML caches
     python benchmarks/descending_speed.py [--runs 5]
 
 Issue 11 asks compare to answer well under a second. The shapes: the seen record's heaviest
-(CAUSALPROBE7's 2 × 73,728 and 8 × 40,960), 64/8 heads at 65,536 (the most sequences the
-walk schedules before it repeats one period: MAX_PROGRAMS), 8 × 262,144 and 128 × 4,096 × 4.
+(CAUSALPROBE7's 2 × 73,728 and 8 × 40,960), 64/8 heads at 65,536 (the walk stops at
+MAX_STEPS and repeats its last GQA period), 8 × 262,144 (beyond walk_fits: the ascending closed
+form) and 128 × 4,096 × 4.
 """
 
 from __future__ import annotations
