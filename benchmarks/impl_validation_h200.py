@@ -391,7 +391,7 @@ IMPL8FRESH = (
     # issue 11 round 8 (helper impl8): the fresh judgement of the descending walk's DRAM model
     # (estimates/l2_descending.py, DESCENDING_COPIES fitted on the seen records), written down
     # before tag impl8-frozen and counted after it; none equals a point of any earlier set
-    # (tests/test_l2_descending.py holds that). Mostly causal long prefills, one head (below
+    # (tests/test_l2_launch_walk.py holds that). Mostly causal long prefills, one head (below
     # one wave of query blocks per head) to 64 heads, GQA 3-8, N not a power of two
     _w(65536, heads=1, causal=True), _w(52000, heads=2, causal=True, dtype="bf16"),
     _w(36000, heads=3, causal=True), _w(30000, heads=5, kv=1, causal=True, dtype="bf16"),
@@ -411,6 +411,29 @@ IMPL8FRESH = (
 prefills at N 3,000-65,536 (fifteen of the seventeen N not multiples of 128), 1 to 64 heads and
 batch 4 × 24, d 64/128, GQA 3/4/5/8, fp16/bf16, four with K/V beyond the L2 (60 MiB); one
 chunked causal prefill; two non-causal controls (one beyond the L2)."""
+
+IMPL9FRESH = (
+    # issue 11 round 9 (helper impl9): the fresh judgement of the launch-order walk's DRAM model
+    # (estimates/l2_launch_walk.py, WALK_COPIES fitted on the seen records, IMPL8FRESH among
+    # them), written down before tag impl9-frozen and counted after it; none equals a point of
+    # any earlier set (tests/test_l2_launch_walk.py holds that). Mostly long causal prefills at
+    # 1-40 batch·heads, the head counts where one constant was torn (1-2 against 3-8 heads)
+    _w(60000, heads=1, causal=True, dtype="bf16"), _w(47000, heads=2, causal=True),
+    _w(38000, heads=3, causal=True, dtype="bf16"), _w(42000, heads=4, kv=2, causal=True),
+    _w(33000, heads=6, causal=True, dtype="bf16"), _w(26000, heads=8, kv=1, causal=True),
+    _w(18000, heads=12, kv=4, causal=True, dtype="bf16"), _w(14000, heads=20, kv=5, causal=True),
+    _w(11000, heads=32, kv=8, causal=True, dtype="bf16"), _w(9500, heads=20, batch=2, causal=True),
+    _w(52000, heads=4, d=64, causal=True), _w(28000, heads=10, kv=2, d=64, causal=True,
+                                              dtype="bf16"),
+    # a chunked causal prefill, two non-causal controls and two short causal ones
+    _w(3000, 40000, heads=8, kv=2, causal=True, dtype="bf16"), _w(36000, heads=3),
+    _w(12000, heads=24, kv=8, d=64), _w(4500, heads=16, causal=True),
+    _w(2000, heads=40, kv=8, causal=True, dtype="bf16"),
+)
+"""Seventeen fresh sdpa-flash DRAM points (ncu; benchmarks/impl8_h200.sh with SET=impl9fresh):
+twelve long causal prefills at N 9,500-60,000 (1, 2, 3, 4, 6, 8, 12, 20, 32 heads and batch 2
+× 20; GQA 2, 3, 4, 5, 8; d 64 and 128; fp16 and bf16), a chunked causal prefill (3,000 of
+40,000 keys), two non-causal controls (one with K/V near the L2) and two short causal ones."""
 
 CUDNNFRESH8 = (
     # cudnn8 (issue 11, round 10): the lean (stream-K) decode rule's judgement, written down
@@ -525,6 +548,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9)))),
         "flexfresh10": (FLEXFRESH10, tuple(range(len(FLEXFRESH10)))),
         "impl8fresh": (IMPL8FRESH, ()),
+        "impl9fresh": (IMPL9FRESH, ()),
         "cudnnfresh8": (CUDNNFRESH8, ()), "cudnnfresh9": (CUDNNFRESH9, ()),
         "eagerfresh8": (EAGERFRESH8, ()),
         "eagerfresh9": (EAGERFRESH9, ())}

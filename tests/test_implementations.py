@@ -163,7 +163,8 @@ def test_bad_profiles_are_refused_with_file_and_key(tmp_path: Path) -> None:
             'run_mha_fwd_hdim32"', ""), "forward_tiles[0].source"),
         "negative block": (source.replace("{d_max: 32, block_q: 128", "{d_max: 32, block_q: -1"),
                            "forward_tiles[0].block_q"),
-        "unknown walk": (source + '\nforward_walk: {value: sideways, source: "x"}\n',
+        "unknown walk": (source.replace("forward_walk:\n  value: descending",
+                                        "forward_walk:\n  value: sideways"),
                          "forward_walk.value"),
     }
     for what, (text, key) in cases.items():

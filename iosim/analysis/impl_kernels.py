@@ -102,7 +102,7 @@ def impl_kernels(impl: Implementation, workload: Workload,
 def _walking_down(kernel: Kernel) -> Kernel:
     """A fused forward kernel (one program per query block, not split) whose programs walk
     their key blocks from the last down (Implementation.forward_walk): the same tiles and
-    bytes, in the order the L2 model (l2_descending.py) follows."""
+    bytes, in the order the L2 model (l2_launch_walk.py) follows."""
     if kernel.loop != "q" or kernel.grid != "blocks" or kernel.split or kernel.blocks != "forward":
         return kernel
     return replace(kernel, inner_descending=True)

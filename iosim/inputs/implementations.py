@@ -141,9 +141,9 @@ class Implementation(Record):
     the GPU, so waves do not apply."""
     forward_walk: Trait | None = None
     """The order the fused forward kernel's programs walk their key blocks: "descending"
-    (FlashAttention-2: from the last down; the L2 model then uses estimates/l2_descending.py
-    for causal calls) or "ascending" / None (from the first up, as iosim's Triton kernel). No
-    shipped profile declares it (round 8's fresh judgement: docs/implementations.md)."""
+    (FlashAttention-2: from the last down; the L2 model then uses estimates/l2_launch_walk.py
+    for causal calls) or "ascending" / None (from the first up, as iosim's Triton kernel).
+    sdpa-flash declares it since round 9's fresh judgement (docs/implementations.md)."""
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""
