@@ -1,7 +1,7 @@
 """torch-naive's forward: predicted against measured for every point of the given records.
 
     python benchmarks/eager8_judge.py tests/data/h200-impl-eagerfresh8.json [MORE.json] [--md OUT.md]
-    python benchmarks/eager8_judge.py --dram tests/data/h200-impl-dram9.csv eagerfresh9
+    python benchmarks/eager8_judge.py --dram tests/data/h200-impl-eagerdram9.csv eagerfresh9
 
 (eager9 judges tests/data/h200-impl-eagerfresh9.json with it too, reports/impl-validation/eager9.md.)
 

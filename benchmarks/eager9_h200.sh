@@ -1,7 +1,8 @@
 #!/bin/bash
 # Issue 11, round 9 (helper eager9): torch-naive over EAGERFRESH9 (benchmarks/impl_validation_h200.py),
 # timed (the record tests/data/h200-impl-eagerfresh9.json), then ncu's DRAM bytes of the same calls
-# (tests/data/h200-impl-dram9.csv): the fresh judgement of the rules frozen at tag eager9-frozen.
+# (written as $OUT/h200-impl-dram9.csv; committed as tests/data/h200-impl-eagerdram9.csv, renamed on merge because
+# impl9's sdpa-flash round holds h200-impl-dram9.csv): the fresh judgement of the rules frozen at tag eager9-frozen.
 # From the repo root:  OUT=/some/dir bash benchmarks/eager9_h200.sh
 set -u
 export PYTHONPATH=$PWD PYTHONUNBUFFERED=1

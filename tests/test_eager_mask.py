@@ -186,13 +186,13 @@ def test_the_fill_runs_one_head_at_a_time_exactly_where_it_streams_fast() -> Non
 
 
 def test_ncu_on_the_fresh_set_counts_keep_once_and_the_kernels_as_estimated() -> None:
-    """tests/data/h200-impl-dram9.csv (benchmarks/eager9_h200.sh, ncu over EAGERFRESH9's calls,
+    """tests/data/h200-impl-eagerdram9.csv (benchmarks/eager9_h200.sh, ncu over EAGERFRESH9's calls,
     evicts around each): at every causal call ~keep moves N·N_kv bytes in and out once (within
     7 % or 2 MB), and the call's counted kernels are within 5 % of the DRAM estimate without the clone
     (a cudaMemcpy ncu does not count) at 16 of the 17 calls (reports/impl-validation/eager9.md)."""
     from benchmarks.eager8_judge import dram_rows
 
-    found = dram_rows(DATA / "h200-impl-dram9.csv", "eagerfresh9")
+    found = dram_rows(DATA / "h200-impl-eagerdram9.csv", "eagerfresh9")
     assert len(found) == 17
     keeps = [r["own"]["mask_not"] for r in found if "mask_not" in r["own"]]
     assert len(keeps) == 13
