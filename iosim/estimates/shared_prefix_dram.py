@@ -17,6 +17,8 @@ Issue 14's mla5 probed it under ncu (benchmarks/prefix_l2_probe_h200.py) and jud
 fresh probe (benchmarks/prefix_l2_judge.py: the prefix once per wave where its K and V exceed
 half the L2): right for long key chunks, twice too many re-reads for short ones (6 of 7 fresh
 points within ±10 % against 5 now, one +117 %), so not adopted (docs/variants-decoding.md).
+Issue 14's var10 counts the later waves' re-reads over the launch order, the L2's partitions
+and its soft cutoff (estimates/prefix_waves.py, applied after this rule by l2.py).
 
 Measured on the H200 (tests/data/h200-variants.json, benchmarks/decode_choices_h200.py: ncu
 DRAM bytes of a Triton split-KV kernel over a paged shared-prefix cache, 10 batches): the
