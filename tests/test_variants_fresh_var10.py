@@ -66,3 +66,43 @@ def test_the_fresh6_record_measured_exactly_the_set_written_before() -> None:
         pytest.skip("the fresh record is not in yet")
     assert sorted(shape(p) for p in record["cascade_fresh6"]) == sorted(
         shape(p) for p in P.CASCADE_FRESH6)
+
+
+def _report_table(header: str) -> list[list[str]]:
+    """The rows of the table whose header starts so in reports/variants-h200.md's var10
+    section, under its fresh set's heading."""
+    from tests.conftest import markdown_table
+
+    report = (ROOT / "reports/variants-h200.md").read_text()
+    start = report.index("### The fresh set", report.index("## Issue 14, var10:"))
+    return markdown_table(report[start:report.index("\n## ", start + 1)], header)
+
+
+def test_the_var10_report_is_the_record_and_the_shipped_model() -> None:
+    """Every counted cascade_fresh6 point once in the report; its ncu columns the record's,
+    its "on" columns the shipped model plus the protocol residue (benchmarks/
+    var10_prefix_judge.py --fresh); the family counts those rows'."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import var9_residue_judge as judge
+
+    record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
+    if "cascade_fresh6" not in record:
+        pytest.skip("the fresh record is not in yet")
+    rows = {r["id"]: r for r in judge.residue_rows(record) if r["section"] == "cascade_fresh6"}
+    table = _report_table("| counted point | section | ncu read MB")
+    assert len(table) == len({c[0] for c in table}) == len(rows) == 45
+    for cells in table:
+        r = rows[cells[0]]
+        for at, key in ((2, "read"), (3, "write"), (4, "measured")):
+            assert float(cells[at].replace(",", "")) == pytest.approx(r[key] / 1e6, abs=0.006)
+        assert float(cells[7].replace(",", "")) == pytest.approx(
+            (r["model"] + 0.6e6) / 1e6, abs=0.006)
+        assert float(cells[8].rstrip("%")) / 100 == pytest.approx(r["error"], abs=0.0006)
+    for cells in _report_table("| family | section | off + residue"):
+        if cells[1] != "all":
+            continue
+        family = cells[0].strip("*")
+        errors = [r["error"] for r in rows.values() if r["family"] == family]
+        assert cells[5] == f"{sum(abs(e) <= 0.10 for e in errors)} of {len(errors)}"
