@@ -31,9 +31,10 @@ launch order and the L2's soft cutoff, with no constant of its own:
 The extra bytes, per chunk, are (waves its readers span − 1) × its prefix K+V × P_miss(D),
 added to the split kernel's K and V in proportion to their widths. Nothing changes for one
 wave, one request, a prefill, or a kernel other than split-KV's split kernel over a shared
-prefix. A probe showed shorter splits re-read less per wave than a full wave (docs/
-variants-decoding.md, "What is not modelled"): that is the copies term, a chunk read by fewer
-programs a wave sitting in fewer partitions.
+prefix. Judged on cascade_fresh6 (reports/variants-h200.md, "Issue 14, var10"): within ±10 % of
+ncu on 24 of 35 split-KV points, against 12 with prefix_once alone. The copies term moves few
+of them (2 copies always: the same counts; 1 copy: 17); what is left is over-counted prefixes of
+about 0.45 of the L2 and many short splits (docs/variants-decoding.md, "What is not modelled").
 """
 
 from __future__ import annotations
