@@ -113,7 +113,22 @@ class Dims(Record):
 
 def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
     """The dims a kernel's loops run over: its pass's block sizes, and g·n_q rows per KV head
-    for a kernel that packs heads."""
+    for a kernel that packs heads. The last answer is kept for the same two objects (records
+    are immutable; closed_form and the L2 model ask it once per access of a kernel)."""
+    last = _LAST_KERNEL_DIMS
+    if last and last[0] is kernel and last[1] is dims:
+        kept: Dims = last[2]
+        return kept
+    out = _kernel_dims(kernel, dims)
+    _LAST_KERNEL_DIMS[:] = (kernel, dims, out)
+    return out
+
+
+_LAST_KERNEL_DIMS: list[Any] = []
+"""kernel_dims' last (kernel, dims, answer)."""
+
+
+def _kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
     forward = (dims.block_q, dims.block_kv)
     blocks = pass_blocks(kernel, forward, (dims.bwd_block_q, dims.bwd_block_kv))
     if blocks is not forward:  # identity: the values may be arrays

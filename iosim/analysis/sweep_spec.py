@@ -309,7 +309,28 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
     """The workload of the first value on every axis, with `values` changed.
 
     A changed n or heads carries its default n_kv or kv_heads along (they default to them).
+    The workloads of the last spec asked are kept (up to KEPT_WORKLOADS): `--splits auto`
+    (sweep_splits.py) and the measured columns (sweep_measured.py) ask for the same points.
     """
+    if _KEPT.get("spec") is not spec or len(_KEPT) > KEPT_WORKLOADS:
+        _KEPT.clear()
+        _KEPT["spec"] = spec
+    key = tuple(values.items())
+    try:
+        kept = _KEPT.get(key)
+    except TypeError:  # a value that is not hashable (a list from the Python API): not kept
+        return _spec_workload(spec, values)
+    if kept is None:
+        kept = _KEPT[key] = _spec_workload(spec, values)
+    return kept
+
+
+KEPT_WORKLOADS = 100_000
+"""Workloads spec_workload keeps (a few hundred bytes each)."""
+_KEPT: dict[Any, Any] = {}
+
+
+def _spec_workload(spec: SweepSpec, values: dict[str, Any]) -> Workload:
     first = {a: spec.values(a)[0] for a in WORKLOAD_AXES}
     first.update(values)
     if "n" in values and "n_kv" not in values and spec.n_kv == (None,):

@@ -74,6 +74,7 @@ from iosim.estimates.l2_model import (
 from iosim.estimates.l2_restarts import programs_within, restart_misses
 from iosim.estimates.l2_waves import Lengths, sum_weighted, sum_where, wave_rereads
 from iosim.estimates.launch_order_dram import query_once, state_writer_grids
+from iosim.estimates.prefix_waves import prefix_rereads
 from iosim.estimates.shared_prefix_dram import (
     broadcast_rereads,
     prefix_once,
@@ -472,6 +473,7 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
         hardware.sm_count * (programs_per_sm or (tiling.programs_per_sm if tiling else 1)))
     once = row_blocks_once(terms, kernels, workload, tiling, split_concurrent, capacity)
     grids = state_writer_grids(kernels, workload, tiling, split_concurrent)
-    shared = states_from_l2(query_once(prefix_once(once, kernels, workload, tiling), kernels,
-                                       workload), capacity, workload, grids)
+    prefix = prefix_rereads(prefix_once(once, kernels, workload, tiling), kernels, workload,
+                            tiling, split_concurrent, capacity)
+    shared = states_from_l2(query_once(prefix, kernels, workload), capacity, workload, grids)
     return DramEstimate(shared, capacity, concurrent, "closed form")
