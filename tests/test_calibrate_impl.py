@@ -441,3 +441,40 @@ def test_the_fresh_flex_set_is_new() -> None:
     assert any(w.group_size > 1 for w in fresh) and any(w.n % 128 for w in fresh)
     assert any(w.n != w.n_kv for w in fresh) and {w.d for w in fresh} >= {64, 128}
     assert {w.dtype for w in fresh} == {"fp16", "bf16"} and any(w.causal for w in fresh)
+
+
+LEAN_STEP = Workload(n=1, n_kv=20000, d=128, heads=32, kv_heads=4)
+"""A decode step sdpa-cudnn runs as its lean stream-K kernel (batch · KV heads 4 ≤ 66)."""
+
+
+def _lean_kernel_timed_by(path: Path) -> str | None:
+    hw = load_hardware(path)
+    c = compare(LEAN_STEP, hw, impl="sdpa-cudnn", profile="measured")
+    algo = next(a for a in c.algorithms if a.name == "sdpa-cudnn")
+    return next(k.timed_by for k in algo.kernels if k.name == "splitkv_attn")
+
+
+@pytest.mark.parametrize(("record", "steps", "refitted"), [("fit", 2, False), ("fit2", 8, True)])
+def test_a_refit_of_sdpa_cudnn_keeps_or_refits_its_lean_kernel_never_drops_it(
+        tmp_path: Path, record: str, steps: int, refitted: bool) -> None:
+    """The lean kernel's figures (analysis/lean_time.py) are fitted apart from impl_fit's; a
+    `calibrate --impl sdpa-cudnn` dropped them, and compare then timed the lean kernel on its
+    roofline. Now: refitted on the record's lean steps where they cover d 64, 128 and 256
+    (h200-impl-fit2.json: 8 steps), else kept (h200-impl-fit.json: d 64 and 128 only)."""
+    from iosim.analysis.lean_time import LEAN_TERMS
+
+    out = tmp_path / "h200.yaml"
+    code, stdout, err = run("calibrate", "--gpu", "h200", "--out", str(out), "--impl",
+                            "sdpa-cudnn", "--from", str(DATA / f"h200-impl-{record}.json"))
+    assert (code, err) == (0, "")
+    new = _measured(out).impls["sdpa-cudnn"].terms
+    assert H200.measured is not None
+    shipped = H200.measured.impls["sdpa-cudnn"].terms
+    assert all(k in new for k in LEAN_TERMS)
+    if refitted:
+        assert "refitted sdpa-cudnn's lean decode figures" in stdout and f"on {steps} lean" in stdout
+        assert any(new[k] != shipped[k] for k in LEAN_TERMS)
+    else:
+        assert "kept sdpa-cudnn's lean decode figures" in " ".join(stdout.split())
+        assert all(new[k] == shipped[k] for k in LEAN_TERMS)
+    assert _lean_kernel_timed_by(out) == "lean"

@@ -82,19 +82,29 @@ def lean_points(paths: Iterable[Path]) -> list[LeanPoint]:
     """Every seen decode step that ran the lean kernel (its reduction kernel in the list)."""
     import json
 
+    return [point for path in paths
+            for point in record_lean_points(json.loads(path.read_text()), session_of(path))]
+
+
+def record_lean_points(record: Mapping[str, Any], session: str) -> list[LeanPoint]:
+    """The decode steps of one record that ran the lean kernel."""
     out = []
-    for path in paths:
-        record: dict[str, Any] = json.loads(path.read_text())
-        for p in record["points"]:
-            if p.get("impl") != IMPL or "time_s" not in p or p["workload"]["n"] != 1:
-                continue
-            names = [k["name"] for k in p.get("kernels", [])]
-            if not any(REDUCTION_NAME in n for n in names):
-                continue
-            lean = sum(k["time_s"] for k in p["kernels"] if LEAN_NAME in k["name"])
-            out.append(LeanPoint(session_of(path), int(p["index"]), Workload(**p["workload"]),
-                                 float(lean)))
+    for p in record["points"]:
+        if p.get("impl") != IMPL or "time_s" not in p or p["workload"]["n"] != 1:
+            continue
+        names = [k["name"] for k in p.get("kernels", [])]
+        if not any(REDUCTION_NAME in n for n in names):
+            continue
+        lean = sum(k["time_s"] for k in p["kernels"] if LEAN_NAME in k["name"])
+        out.append(LeanPoint(session, int(p["index"]), Workload(**p["workload"]), float(lean)))
     return out
+
+
+def lean_buckets(points: Sequence[LeanPoint]) -> set[int]:
+    """The head-dim buckets (analysis/impl_kernels.py) the points' steps fall in."""
+    from iosim.analysis.impl_kernels import head_dim_bucket
+
+    return {head_dim_bucket(p.workload.d) for p in points}
 
 
 def _columns(point: LeanPoint, impl: Implementation, hardware: Hardware) -> list[float]:

@@ -46,6 +46,7 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                     record: Path | None, force: bool, budget: float | None,
                     warn: Callable[[str], None], counters: bool = False) -> None:
     """Fit and write the implementations' figures (the module docstring); print one line each."""
+    from iosim.analysis.lean_time import LEAN_TERMS
     from iosim.calibrate.env import names_match
     from iosim.calibrate.impl_fit import fit_record, load_points
     from iosim.calibrate.impl_run import require_timed
@@ -86,6 +87,7 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
     bandwidth = {n: impls_now[n].terms["program_bandwidth"] for n in names
                  if n in impls_now and "program_bandwidth" in impls_now[n].terms}
     fitted = fit_record(data, hardware, names, program_bandwidth=bandwidth)
+    lean = lean_refit(data, hardware) if LEAN_IMPL in names else None
     torch = data["device"].get("torch", "unknown")
     command = data.get("command") or f"iosim calibrate --impl {impl_text}"
     entries = {}
@@ -98,11 +100,14 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                        f"(calibrate/impl_fit.py) on {from_ if from_ is not None else record} "
                        f"({f['points']} points, torch {torch}, {device}; measured by: "
                        f"{command})")}
+    if lean is not None and lean[1]:
+        entries[LEAN_IMPL].update(lean[1])
     dropped = [n for n in names if n in impls_now and impls_now[n].forward]
     measured = merge_impl_fits(source_text, entries)
     for name in names:  # a time term this fit finds 0 is no such term: an old value goes
         for term in TIME_TERMS:
-            if term not in entries[name]:
+            # the lean kernel's figures, fitted apart (lean_refit), stay unless refitted
+            if term not in entries[name] and term not in LEAN_TERMS:
                 measured["impls"][name].pop(term, None)
     text = write_measured_yaml(source_text, measured)
     if out.exists() and not force:  # checked before measuring too; the run may have been long
@@ -121,12 +126,38 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                        f"{dram[name][1]} ncu points")
     click.echo(f"wrote {len(names)} measured.impls {'entry' if len(names) == 1 else 'entries'} "
                f"into {out}")
+    if lean is not None:
+        click.echo(lean[0])
     for name in dropped:
         click.echo(f"dropped {name}'s forward schedule (measured.impls.{name}.forward): this "
                    f"fit times its forward kernel on the roofline; refit the schedule with "
                    f"python benchmarks/flex8_fit.py")
     if from_ is None:
         click.echo(f"record: {record}")
+
+
+LEAN_IMPL = "sdpa-cudnn"
+"""The implementation whose decode steps run cuDNN's lean kernel (analysis/lean_time.py)."""
+
+
+def lean_refit(data: dict[str, Any], hardware: Hardware) -> tuple[str, dict[str, float]]:
+    """The lean kernel's figures (analysis/lean_time.py's LEAN_TERMS) fitted on the record's
+    lean decode steps when they cover every head-dim bucket (a bucket without a step would
+    leave the model without a rate, and compare would time the kernel on its roofline), with
+    the line saying so; else no figures and the line saying the YAML's are kept."""
+    from iosim.analysis.impl_kernels import HEAD_DIM_BUCKETS
+    from iosim.calibrate.cudnn_lean_fit import fit_lean, lean_buckets, record_lean_points
+
+    points = record_lean_points(data, "this record")
+    buckets = lean_buckets(points)
+    where = f"measured.impls.{LEAN_IMPL}.lean_*"
+    if buckets != set(HEAD_DIM_BUCKETS):
+        have = ", ".join(f"d {b}" for b in sorted(buckets)) or "none"
+        return (f"kept {LEAN_IMPL}'s lean decode figures ({where}): this record's lean decode "
+                f"steps cover {have} of d {', '.join(map(str, HEAD_DIM_BUCKETS))}; refit them "
+                f"with python benchmarks/cudnn9_fit.py RECORD.json ...", {})
+    return (f"refitted {LEAN_IMPL}'s lean decode figures ({where}) on {len(points)} lean decode "
+            f"steps (calibrate/cudnn_lean_fit.py)", fit_lean(points, hardware))
 
 
 def measure_on_gpu(impls: list[Implementation], *, budget: float | None) -> dict[str, Any]:
