@@ -41,11 +41,12 @@ from iosim.estimates.combine import combine_time_s
 from iosim.estimates.eager_mask_fill import fill_is_contiguous
 from iosim.estimates.eager_softmax import softmax_kernel
 from iosim.estimates.occupancy import lone_program_time
+from iosim.inputs.excerpts import clip, excerpt
 from iosim.inputs.hardware import Hardware, ImplCalibration
 from iosim.inputs.impl_calibration import KERNEL_MEMORY_KEYS, with_impl_calibration
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
-from iosim.inputs.limits import MAX_RECORDED_CALL_S, clip, excerpt
+from iosim.inputs.limits import MAX_RECORDED_CALL_S
 from iosim.inputs.workload import Workload
 from iosim.record import Record
 

@@ -25,7 +25,8 @@ from typing import TYPE_CHECKING, Any
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.records import finite_json, record_text
 from iosim.errors import IosimError
-from iosim.inputs.limits import MAX_RECORDED_CALL_S, clip, excerpt
+from iosim.inputs.excerpts import clip, excerpt
+from iosim.inputs.limits import MAX_RECORDED_CALL_S
 from iosim.inputs.workload import Workload
 
 if TYPE_CHECKING:

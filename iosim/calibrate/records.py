@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from iosim.calibrate import CalibrationError
-from iosim.inputs.limits import clip, excerpt
+from iosim.inputs.excerpts import clip, excerpt
 from iosim.record import Record, asdict, field, fields
 
 SCHEMA = "iosim.calibration/1"

@@ -83,15 +83,10 @@ from iosim.estimates.shared_prefix_dram import (
     split_terms,
     states_from_l2,
 )
+from iosim.inputs.api_values import as_real, check_instance, check_int
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.hardware import Hardware
-from iosim.inputs.limits import (
-    MAX_FIGURE,
-    MAX_SCHEDULED_PROGRAMS,
-    as_real,
-    check_instance,
-    check_int,
-    excerpt,
-)
+from iosim.inputs.limits import MAX_FIGURE, MAX_SCHEDULED_PROGRAMS
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import Workload
 from iosim.record import Record

@@ -28,16 +28,8 @@ import math
 from typing import Final
 
 from iosim.errors import IosimError, arg
-
-# A value's type (api_values.py) and its quoting (excerpts.py) have their own modules; these
-# names are imported from here too by modules other branches are changing (estimates/l2.py,
-# calibrate/records.py, measure_record.py, impl_fit.py): import them from their own module.
-from iosim.inputs.api_values import as_real as as_real
-from iosim.inputs.api_values import as_whole
-from iosim.inputs.api_values import check_instance as check_instance
-from iosim.inputs.api_values import check_int as check_int
-from iosim.inputs.excerpts import clip as clip
-from iosim.inputs.excerpts import excerpt as excerpt
+from iosim.inputs.api_values import as_whole, check_int
+from iosim.inputs.excerpts import excerpt
 
 MAX_LENGTH: Final = 1 << 26
 """Sequence lengths N and N_kv: 64M tokens."""
