@@ -328,8 +328,9 @@ def mutated_yaml(draw: Any) -> bytes:
             lines.insert(draw(st.sampled_from(_VALUE_LINES)),
                          draw(st.sampled_from(["  1: a", "  ? [a, b]\n  : 1", "  null: 2",
                                                "  <<: {value: 1}"])))
-        elif kind == "schema":
-            lines[0] = "schema_version: " + draw(st.sampled_from(["true", "1.0", '"1"', "2", "[1]"]))
+        elif kind == "schema":  # the first line (a truncated file may have none left)
+            lines[:1] = ["schema_version: " + draw(st.sampled_from(["true", "1.0", '"1"', "2",
+                                                                     "[1]"]))]
     return ("\n".join(lines) + "\n").encode()
 
 

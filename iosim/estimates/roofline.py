@@ -45,7 +45,7 @@ from iosim.inputs.hardware import (
     Hardware,
     MlaPrefillTime,
 )
-from iosim.inputs.limits import check_choice, check_instance
+from iosim.inputs.limits import check_choice, check_flag, check_instance
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 from iosim.inputs.workload import Workload
@@ -117,6 +117,7 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec", *,
     check_instance("hardware", hardware, Hardware, "iosim.resolve_hardware('h100').hardware")
     check_choice("dtype", dtype, tuple(DTYPE_BYTES), what="dtype")
     check_choice("profile", profile, ("spec", "measured"), what="profile")
+    causal = check_flag("causal", causal)  # causal="no" was truthy: the causal FP8 rate
     notes: list[str] = []
     matmul = hardware.peak_flops(dtype)
     vector = hardware.peak_flops_per_s.get("fp32")

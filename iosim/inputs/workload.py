@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from iosim.errors import WorkloadError, arg
+from iosim.errors import IosimError, WorkloadError, arg
 from iosim.inputs import decoding, limits
 from iosim.inputs.limits import MAX_LENGTH
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES, FP8_OUTPUT_DTYPE
@@ -107,11 +107,10 @@ class Workload(Record, init=False):
                                               whole(prefix_len))
         causal = limits.check_flag("causal", causal, error=WorkloadError)
         latent_kv = limits.check_flag("latent_kv", latent_kv, error=WorkloadError)
-        empty = unfused is None or (isinstance(unfused, (str, tuple, list)) and not unfused)
-        unfused = () if empty else limits.as_names("unfused", unfused, error=WorkloadError)
+        unfused = unfused_names(unfused)
         sparsity = limits.as_real(sparsity)
-        if type(suffix_lens).__name__ == "ndarray":
-            suffix_lens = tuple(suffix_lens)  # type: ignore[arg-type]
+        if type(suffix_lens).__name__ == "ndarray":  # its entries; a 0-d array its one number
+            suffix_lens = suffix_lens.tolist()  # type: ignore[union-attr]
         values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
                       kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
                       causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity,
@@ -307,6 +306,15 @@ class Workload(Record, init=False):
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
         return replace(self, **changes)
+
+
+def unfused_names(unfused: object, *, error: type[IosimError] = WorkloadError
+                  ) -> tuple[str, ...]:
+    """`unfused` as a tuple of op names: None, '' or an empty list is none; a numpy array is
+    refused by as_names (its truth value was a ValueError)."""
+    if unfused is None or (isinstance(unfused, (str, tuple, list)) and not unfused):
+        return ()
+    return limits.as_names("unfused", unfused, error=error)
 
 
 WORKLOAD_EXAMPLE = "iosim.Workload(4096, d=128)"
