@@ -153,6 +153,12 @@ class Workload(Record, init=False):
             raise WorkloadError(f"{arg('sparsity')} must be a fraction of non-zero blocks in (0, 1], "
                                 f"got {limits.excerpt(self.sparsity)}; e.g. {arg('sparsity', 0.25)}")
         object.__setattr__(self, "sparsity", float(self.sparsity))
+        if self.sparsity_fraction[0] == 0:  # s = 1e-9 was counted as s = 0/1: no block visited,
+            raise WorkloadError(  # and a causal flash2's utilisation 0 timed it at inf s
+                f"{arg('sparsity', limits.excerpt(self.sparsity))} is below the "
+                f"1/{SPARSITY_DENOMINATOR:,} that block-mask counts resolve (s is counted as a "
+                f"fraction p/q, q <= {SPARSITY_DENOMINATOR:,}); use at least "
+                f"{arg('sparsity', 1 / SPARSITY_DENOMINATOR)}")
         self._validate_masks()
         self._validate_variants()
         self._validate_decoding()
@@ -252,16 +258,18 @@ class Workload(Record, init=False):
         object.__setattr__(self, "suffix_lens", suffixes)
         decoding.refuse_unmodelled(self.page_size, self.prefix_len, window=self.window,
                                    seqlens=self.seqlens, latent_kv=self.latent_kv,
-                                   fp8=self.fp8_scales is not None)
+                                   fp8=self.fp8_scales is not None,
+                                   dropout="dropout" in self.unfused)
 
     @property
     def sparsity_fraction(self) -> tuple[int, int]:
-        """s as a fraction p/q (q <= 10^6) so that block-mask counts are exact integers."""
+        """s as a fraction p/q (q <= SPARSITY_DENOMINATOR) so that block-mask counts are exact
+        integers."""
         if self.sparsity == 1:  # dense, as most workloads are: fractions is imported only for a
             return 1, 1  # sparsity (start-up time)
         from fractions import Fraction
 
-        f = Fraction(self.sparsity).limit_denominator(10**6)
+        f = Fraction(self.sparsity).limit_denominator(SPARSITY_DENOMINATOR)
         return f.numerator, f.denominator
 
     @property
@@ -306,6 +314,11 @@ class Workload(Record, init=False):
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
         return replace(self, **changes)
+
+
+SPARSITY_DENOMINATOR = 10**6
+"""The largest denominator q of the fraction p/q a sparsity is counted as (1e-6 is the
+smallest s above 0)."""
 
 
 def unfused_names(unfused: object, *, error: type[IosimError] = WorkloadError
