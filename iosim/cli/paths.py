@@ -15,6 +15,7 @@ class PathType(click.Path):
 
     def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None
                 ) -> Any:
+        """click.Path's conversion, after refusing an empty path."""
         if isinstance(value, str) and not value.strip():
             wanted = "the path of a file" if not self.dir_okay else "a folder (`.` for this one)"
             self.fail(f"the path is empty; give {wanted}", param, ctx)
