@@ -1,12 +1,13 @@
 """Time of `compare(..., profile="measured")` of sdpa-flash's profile with the descending walk
-(estimates/l2_descending.py; benchmarks/descending_fit.py's profile(walk=True): the shipped
+(estimates/l2_launch_walk.py; benchmarks/descending_fit.py's profile(walk=True): the shipped
 profile does not declare it), in one process after a first call (the YAML caches warm).
 
     python benchmarks/descending_speed.py [--runs 5]
 
 Issue 11 asks compare to answer well under a second. The shapes: the seen record's heaviest
-(CAUSALPROBE7's 2 × 73,728 and 8 × 40,960), 64/8 heads at 65,536 (the most sequences the
-walk schedules before it repeats one period: MAX_PROGRAMS), 8 × 262,144 and 128 × 4,096 × 4.
+(CAUSALPROBE7's 2 × 73,728 and 8 × 40,960), 64/8 heads at 65,536 (the walk stops at
+MAX_STEPS and repeats its last GQA period), 8 × 262,144 (beyond walk_fits: the ascending closed
+form) and 128 × 4,096 × 4.
 """
 
 from __future__ import annotations

@@ -3,6 +3,7 @@
     python benchmarks/impl_fit.py tests/data/h200-impl-fit.json tests/data/h200-impl-fit2.json \\
         tests/data/h200-impl-validation.json [--write] [--impl=flex] [--judged=TEXT] [--hold]
     python benchmarks/impl_fit.py points.jsonl      # what `iosim measure --record` appended
+    python benchmarks/impl_fit.py RECORDS... --impl=torch-naive --hold --refit=memory_mask --write
 
 The fit itself is iosim/calibrate/impl_fit.py (one home, what `iosim calibrate --impl` runs).
 The per-program bandwidth is the stream probe's (tests/data/h200-sm-bandwidth.json), a measured
@@ -53,7 +54,12 @@ def main() -> None:
     bandwidth = program_bandwidth(json.loads(PROBE.read_text()))
     names = ", ".join(str(p) for p in paths)
     entries = {}
-    held = ({name: held_parameters(c) for name, c in hardware.measured.impls.items()}
+    # --refit=KEY[,KEY]: with --hold, these figures are fitted again too (a kernel whose bytes
+    # changed: eager9's causal mask, memory_mask)
+    refit = next((a.split("=", 1)[1].split(",") for a in sys.argv[1:]
+                  if a.startswith("--refit=")), [])
+    held = ({name: {k: v for k, v in held_parameters(c).items() if k not in refit}
+             for name, c in hardware.measured.impls.items()}
             if hold and hardware.measured is not None else None)
     for impl, fitted in fit_record(record, hardware, only, program_bandwidth=bandwidth,
                                    hold=held).items():
@@ -64,9 +70,10 @@ def main() -> None:
         if held is not None and impl in held:
             previous = hardware.measured.impls[impl]  # type: ignore[union-attr]
             new = entry(fitted, "")
-            added = sorted({*new["efficiency"], *new} - {*previous.efficiency,
-                                                         *previous.terms, "efficiency",
-                                                         "call_overhead_s", "source"})
+            added = sorted(({*new["efficiency"], *new} - {*previous.efficiency,
+                                                          *previous.terms, "efficiency",
+                                                          "call_overhead_s", "source"})
+                           | set(refit))
             source = (f"{previous.source}; {', '.join(added) or 'nothing'} fitted with those "
                       f"held by benchmarks/impl_fit.py --hold on {names} ({fitted['points']} "
                       f"points, torch {record['device']['torch']})")

@@ -391,7 +391,7 @@ IMPL8FRESH = (
     # issue 11 round 8 (helper impl8): the fresh judgement of the descending walk's DRAM model
     # (estimates/l2_descending.py, DESCENDING_COPIES fitted on the seen records), written down
     # before tag impl8-frozen and counted after it; none equals a point of any earlier set
-    # (tests/test_l2_descending.py holds that). Mostly causal long prefills, one head (below
+    # (tests/test_l2_launch_walk.py holds that). Mostly causal long prefills, one head (below
     # one wave of query blocks per head) to 64 heads, GQA 3-8, N not a power of two
     _w(65536, heads=1, causal=True), _w(52000, heads=2, causal=True, dtype="bf16"),
     _w(36000, heads=3, causal=True), _w(30000, heads=5, kv=1, causal=True, dtype="bf16"),
@@ -411,6 +411,29 @@ IMPL8FRESH = (
 prefills at N 3,000-65,536 (fifteen of the seventeen N not multiples of 128), 1 to 64 heads and
 batch 4 × 24, d 64/128, GQA 3/4/5/8, fp16/bf16, four with K/V beyond the L2 (60 MiB); one
 chunked causal prefill; two non-causal controls (one beyond the L2)."""
+
+IMPL9FRESH = (
+    # issue 11 round 9 (helper impl9): the fresh judgement of the launch-order walk's DRAM model
+    # (estimates/l2_launch_walk.py, WALK_COPIES fitted on the seen records, IMPL8FRESH among
+    # them), written down before tag impl9-frozen and counted after it; none equals a point of
+    # any earlier set (tests/test_l2_launch_walk.py holds that). Mostly long causal prefills at
+    # 1-40 batch·heads, the head counts where one constant was torn (1-2 against 3-8 heads)
+    _w(60000, heads=1, causal=True, dtype="bf16"), _w(47000, heads=2, causal=True),
+    _w(38000, heads=3, causal=True, dtype="bf16"), _w(42000, heads=4, kv=2, causal=True),
+    _w(33000, heads=6, causal=True, dtype="bf16"), _w(26000, heads=8, kv=1, causal=True),
+    _w(18000, heads=12, kv=4, causal=True, dtype="bf16"), _w(14000, heads=20, kv=5, causal=True),
+    _w(11000, heads=32, kv=8, causal=True, dtype="bf16"), _w(9500, heads=20, batch=2, causal=True),
+    _w(52000, heads=4, d=64, causal=True), _w(28000, heads=10, kv=2, d=64, causal=True,
+                                              dtype="bf16"),
+    # a chunked causal prefill, two non-causal controls and two short causal ones
+    _w(3000, 40000, heads=8, kv=2, causal=True, dtype="bf16"), _w(36000, heads=3),
+    _w(12000, heads=24, kv=8, d=64), _w(4500, heads=16, causal=True),
+    _w(2000, heads=40, kv=8, causal=True, dtype="bf16"),
+)
+"""Seventeen fresh sdpa-flash DRAM points (ncu; benchmarks/impl8_h200.sh with SET=impl9fresh):
+twelve long causal prefills at N 9,500-60,000 (1, 2, 3, 4, 6, 8, 12, 20, 32 heads and batch 2
+× 20; GQA 2, 3, 4, 5, 8; d 64 and 128; fp16 and bf16), a chunked causal prefill (3,000 of
+40,000 keys), two non-causal controls (one with K/V near the L2) and two short causal ones."""
 
 CUDNNFRESH8 = (
     # cudnn8 (issue 11, round 10): the lean (stream-K) decode rule's judgement, written down
@@ -436,6 +459,35 @@ CUDNNFRESH8 = (
     _w(16, 9000, heads=4, d=64),
 )
 """Fourteen fresh sdpa-cudnn decode steps and three short prefills (cudnn8)."""
+CUDNNFRESH9 = (
+    # cudnn9 (issue 11, round cudnn9): the lean kernel's iteration model (analysis/lean_time.py)
+    # and the decode host floor judged fresh; written down before tag cudnn9-frozen and
+    # measured after it; none equals a point of any earlier set or record
+    # (tests/test_lean_time.py). Fifteen lean steps (batch x KV heads <= 66), then controls
+    _w(1, 2600, heads=32, kv=8, dtype="bf16"),  # 8, GQA 4, a short KV (2 rounds)
+    _w(1, 131000, heads=8, kv=1, d=64),  # 1, MQA g 8: half the 16-row tile empty
+    _w(1, 70500, heads=48, kv=1, dtype="bf16"),  # 1, MQA g 48: three 16-row blocks
+    _w(1, 33000, heads=16, kv=2, d=256),  # 2, d 256, GQA 8
+    _w(1, 61000, heads=12, d=256, dtype="bf16"),  # 12, d 256 MHA, K/V 750 MB
+    _w(1, 7000, heads=32, kv=4, d=256, batch=4),  # 16, d 256 GQA 8, short
+    _w(1, 18000, heads=24, kv=3, d=64, batch=5, dtype="bf16"),  # 15, d 64 GQA 8
+    _w(1, 45500, heads=40, kv=10),  # 10, GQA 4
+    _w(1, 100000, heads=28, kv=4, batch=3, dtype="bf16"),  # 12, GQA 7, K/V 614 MB
+    _w(1, 9500, heads=64, kv=8, batch=6),  # 48, GQA 8
+    _w(1, 25000, heads=20, kv=5, d=64, batch=2),  # 10, d 64 GQA 4
+    _w(1, 4000, heads=12, batch=5),  # 60, MHA, short
+    _w(1, 12000, heads=32, kv=2, d=64, batch=3),  # 6, g 16: one full tile
+    _w(1, 80000, heads=24, kv=2, d=256, dtype="bf16"),  # 2, d 256 g 12
+    _w(1, 2100, heads=64, kv=1, batch=16, dtype="bf16"),  # 16, MQA g 64: four row blocks
+    # controls above 66 (the fused kernel alone: unchanged but for the decode floor)
+    _w(1, 8500, heads=32, kv=8, batch=9),  # 72
+    _w(1, 30000, heads=40, d=64, batch=2, dtype="bf16"),  # 80, MHA d 64
+    _w(1, 5000, heads=24, d=256, batch=4),  # 96, d 256
+    _w(1, 14000, heads=16, kv=4, batch=25, dtype="bf16"),  # 100
+)
+"""Nineteen fresh sdpa-cudnn decode steps (cudnn9): fifteen lean ones at batch x KV heads 1-60
+(d 64/128/256, MQA with 8, 48 and 64 query heads, GQA 4-16, MHA, N_kv 2,100-131,000, fp16 and
+bf16, batch 1-16) and four above the switch (72-100) as controls."""
 EAGERFRESH8 = (
     # the lead's eager8 (round 8): torch-naive's forward with its elementwise kernels charged
     # every byte they stream, torch's softmax kernel by row length and the CUTLASS fallback GEMMs
@@ -455,6 +507,34 @@ warp; 2,600-9,000: Reg; 11,000-20,000: Smem; 12,003 (not a multiple of 8), 28,00
 plain kernel), S from 0.8 MB to 1.6 GB (seven inside the 60 MiB L2 or near it), N_kv % 8 != 0
 odd (3,001, 12,003) and even (6,150), GQA 3/4/8 and MQA, chunked prefill, two decode steps,
 d 64/128/256, fp16 and bf16, causal and not, batch·heads 1 to 96."""
+EAGERFRESH9 = (
+    # eager9 (issue 11): torch-naive's forward with its causal mask as its three launches
+    # (analysis/eager_mask.py) and the fallback GEMMs timed per GEMM and parity
+    # (estimates/eager_fallback.py); written down before tag eager9-frozen and the call that
+    # times it, none equal to an earlier point (tests/test_eager_mask.py). Causal points first:
+    # the ncu pass (benchmarks/impl_dram_h200.py) counts them before its time limit
+    _w(2001, heads=4, d=64, causal=True),  # odd N_kv, d 64, S 32 MB: inside the L2
+    _w(3333, heads=8, dtype="bf16", causal=True),  # odd, d 128
+    _w(1234, heads=16, batch=4, d=64, causal=True),  # even N_kv, d 64, batch·heads 64
+    _w(7001, heads=1, causal=True),  # odd, one head
+    _w(2750, heads=24, kv=8, causal=True),  # even, d 128, GQA 3
+    _w(1000, 4999, heads=8, kv=2, causal=True),  # chunked prefill, odd N_kv, GQA 4
+    _w(600, 3006, heads=32, kv=4, d=64, dtype="bf16", causal=True),  # chunked, even, GQA 8
+    _w(4200, heads=6, causal=True),  # N_kv % 8 = 0
+    _w(3584, heads=12, kv=4, batch=2, d=64, dtype="bf16", causal=True),  # aligned, GQA 3
+    _w(15000, heads=2, causal=True),  # aligned, S 900 MB: far beyond the L2
+    _w(20001, heads=1, causal=True),  # odd, S 800 MB, one head
+    _w(6666, heads=4, batch=2, d=64, causal=True),  # even, d 64
+    _w(1100, heads=3, causal=True),  # even, S 7 MB
+    # not causal: the fallback GEMMs alone
+    _w(5002, heads=2),  # even, d 128, two heads
+    _w(9003, heads=2, d=64, dtype="bf16"),  # odd, d 64
+    _w(2777, heads=20, dtype="bf16"),  # odd, d 128, batch·heads 20
+    _w(1800, heads=40, dtype="bf16"),  # aligned, d 128
+)
+"""Seventeen fresh torch-naive forwards (eager9): thirteen causal (the mask's three launches),
+N_kv % 8 != 0 odd and even at d 64 and d 128 (twelve points), four aligned, batch·heads 1 to
+64, GQA 3/4/8, two chunked prefills, fp16 and bf16, S from 7 MB to 900 MB (two beyond 700 MB)."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -468,8 +548,10 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "flexfresh9": (FLEXFRESH9, tuple(range(len(FLEXFRESH9)))),
         "flexfresh10": (FLEXFRESH10, tuple(range(len(FLEXFRESH10)))),
         "impl8fresh": (IMPL8FRESH, ()),
-        "cudnnfresh8": (CUDNNFRESH8, ()),
-        "eagerfresh8": (EAGERFRESH8, ())}
+        "impl9fresh": (IMPL9FRESH, ()),
+        "cudnnfresh8": (CUDNNFRESH8, ()), "cudnnfresh9": (CUDNNFRESH9, ()),
+        "eagerfresh8": (EAGERFRESH8, ()),
+        "eagerfresh9": (EAGERFRESH9, ())}
 
 
 def main() -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import io
 import os
 import shutil
@@ -83,6 +84,16 @@ def markdown_table(text: str, header: str) -> list[list[str]]:
             break
         rows.append([c.strip() for c in line.strip("|").split("|")])
     return rows
+
+
+@contextlib.contextmanager
+def without_prefix_rereads() -> Iterator[None]:
+    """The DRAM estimate as it stood before issue 14's var10 (estimates/prefix_waves.py: the
+    shared prefix re-read by later waves): the model the var8 and var9 reports' "shipped"
+    columns were written from, which those reports' tests hold them to."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("iosim.estimates.l2.prefix_rereads", lambda terms, *_: tuple(terms))
+        yield
 
 
 # Hypothesis profiles: `ci`, the default under `pytest -q` (what CI and the README run), keeps

@@ -187,3 +187,22 @@ def test_write_closes_an_excerpt_that_stops_short_instead_of_pasting_the_rest():
     rows = _gpus_rows()
     fixed, problems = sync.synced(_transcript("$ iosim gpus", rows[0], "...", rows[4]), fix=True)
     assert problems == [] and fixed == _transcript("$ iosim gpus", rows[0], "...", rows[4], "...")
+
+
+# The docs' `iosim explain softmax` example showed "largest difference 2.2e-16" where another
+# machine's numpy printed 4.4e-16 (its SIMD paths sum in another order): float64 rounding noise
+# below 1e-12 matches any other such noise, and a shown value stays as written.
+SOFTMAX = "iosim explain softmax --scores 1,3,-2,0.5,2.5,4 --block 3 --values '1,0;0,1;1,1;2,0;0,2;3,1'"
+
+
+def test_rounding_noise_in_an_example_matches_another_machines_noise_but_a_real_change_does_not():
+    real = sync.run(SOFTMAX).lines
+    line = next(x for x in real if "largest difference" in x)
+    shown = re.sub(r"\d\.\de-1\d", "9.9e-17", line)
+    assert shown != line
+    block = _transcript(f"$ {SOFTMAX}", "...", shown, "...")
+    assert sync.synced(block, fix=False)[1] == []
+    assert sync.synced(block, fix=True)[0] == block  # kept as shown, not churned
+    changed = shown.replace("[1.8600,", "[1.8601,", 1)
+    assert changed != shown
+    assert sync.synced(_transcript(f"$ {SOFTMAX}", "...", changed, "..."), fix=False)[1] != []

@@ -101,11 +101,13 @@ def test_cudnn_is_persistent_and_torch_naive_launches_its_extra_kernels() -> Non
     cudnn = [r for r in _attention_rows() if "cudnn" in r["Kernel Name"]]
     assert {_int(r["launch__grid_size"]) for r in cudnn} == {132}  # one program per SM
     assert get_implementation("sdpa-cudnn").persistent is not None
-    # torch-naive, 8 query heads / 2 KV heads, causal: expand K and V, QKᵀ, scale, mask, softmax, PV
+    # torch-naive, 8 query heads / 2 KV heads, causal: expand K and V, QKᵀ, scale, the mask
+    # (~keep, masked_fill's clone, the fill: analysis/eager_mask.py), softmax, PV
     c = compare(Workload(2048, d=64, heads=8, kv_heads=2, causal=True), "h200",
                 impl="torch-naive")
     names = [k.name for k in c.algorithms[-1].kernels]
-    assert names == ["gqa_expand", "qk", "scale", "mask", "softmax", "pv"]
+    assert names == ["gqa_expand", "qk", "scale", "mask_not", "mask_copy", "mask", "softmax",
+                     "pv"]
     eager = [r["Kernel Name"] for r in _launch_rows()[-9:]]
     assert sum("gemm" in n or "nvjet" in n for n in eager) == 2  # QKᵀ and PV (cuBLAS)
     assert any("softmax_warp_forward" in n for n in eager)
@@ -161,7 +163,8 @@ def test_bad_profiles_are_refused_with_file_and_key(tmp_path: Path) -> None:
             'run_mha_fwd_hdim32"', ""), "forward_tiles[0].source"),
         "negative block": (source.replace("{d_max: 32, block_q: 128", "{d_max: 32, block_q: -1"),
                            "forward_tiles[0].block_q"),
-        "unknown walk": (source + '\nforward_walk: {value: sideways, source: "x"}\n',
+        "unknown walk": (source.replace("forward_walk:\n  value: descending",
+                                        "forward_walk:\n  value: sideways"),
                          "forward_walk.value"),
     }
     for what, (text, key) in cases.items():

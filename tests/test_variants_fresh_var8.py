@@ -22,7 +22,7 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import markdown_table
+from tests.conftest import markdown_table, without_prefix_rereads
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "benchmarks"))
@@ -50,7 +50,8 @@ def pct(cell: str) -> float:
 
 @pytest.fixture(scope="module")
 def rows() -> dict[str, dict[str, Any]]:
-    return {r["id"]: r for r in judge.fresh_dram_rows(RECORD)}
+    with without_prefix_rereads():  # the model this report shipped (var10's rule came later)
+        return {r["id"]: r for r in judge.fresh_dram_rows(RECORD)}
 
 
 def test_the_report_lists_every_counted_fresh_point_once(rows: dict[str, dict[str, Any]]) -> None:

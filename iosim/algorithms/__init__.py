@@ -10,7 +10,7 @@ from iosim.algorithms.splitkv import SplitKV
 from iosim.algorithms.standard import Standard
 from iosim.algorithms.triton_bwd import TritonKernels
 from iosim.errors import IosimError
-from iosim.inputs.limits import excerpt
+from iosim.inputs.excerpts import excerpt
 
 ALGORITHMS: dict[str, Algorithm] = {
     a.name: a for a in (Standard(), Flash1(), Flash2(), SplitKV(), TritonKernels(), Cascade())}

@@ -28,7 +28,8 @@ from iosim.algorithms.masks import split_work_rows as mask_split_rows
 from iosim.algorithms.packing import packed_problem
 from iosim.algorithms.traffic import Term, Traffic
 from iosim.errors import IosimError, arg
-from iosim.inputs.limits import check_instance, excerpt
+from iosim.inputs.api_values import check_instance
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import Record, replace
@@ -112,7 +113,22 @@ class Dims(Record):
 
 def kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
     """The dims a kernel's loops run over: its pass's block sizes, and g·n_q rows per KV head
-    for a kernel that packs heads."""
+    for a kernel that packs heads. The last answer is kept for the same two objects (records
+    are immutable; closed_form and the L2 model ask it once per access of a kernel)."""
+    last = _LAST_KERNEL_DIMS
+    if last and last[0] is kernel and last[1] is dims:
+        kept: Dims = last[2]
+        return kept
+    out = _kernel_dims(kernel, dims)
+    _LAST_KERNEL_DIMS[:] = (kernel, dims, out)
+    return out
+
+
+_LAST_KERNEL_DIMS: list[Any] = []
+"""kernel_dims' last (kernel, dims, answer)."""
+
+
+def _kernel_dims(kernel: Kernel, dims: Dims) -> Dims:
     forward = (dims.block_q, dims.block_kv)
     blocks = pass_blocks(kernel, forward, (dims.bwd_block_q, dims.bwd_block_kv))
     if blocks is not forward:  # identity: the values may be arrays
@@ -241,7 +257,8 @@ def access_elements(access: Access, kernel: Kernel, dims: Dims, sums: BlockSums)
         # whole tensors, or one tile per outer block: every outer block is visited once
         rows = length
     width = row_width(access.cols, kd.d, kd.n_kv, kd.dv)
-    instances = kd.batch * (kd.kv_heads if access.per_kv_head else kd.heads)
+    instances = 1 if access.once else kd.batch * (kd.kv_heads if access.per_kv_head
+                                                  else kd.heads)
     return rows * width * instances
 
 

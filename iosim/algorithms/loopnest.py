@@ -97,6 +97,10 @@ class Access(Record):
     """One copy in HBM read by every (batch, head) (eager PyTorch's (N, N_kv) causal bool mask,
     broadcast over batch and heads): counted per head like any load, held once (tensor_bytes)
     and walked as batch 0, head 0, so that the L2 model sees one tensor re-read."""
+    once: bool = False
+    """One copy touched once by the whole launch, not once per (batch, head) (eager PyTorch's
+    `~keep` over the (N, N_kv) causal bool mask, analysis/impl_kernels.py): counted once, held
+    once (tensor_bytes) and walked as batch 0, head 0 only."""
 
 
 class FlopCount(Record):
@@ -176,6 +180,9 @@ class Kernel(Record):
             if access.per_page and (access.where != "inner" or self.loop != "q"):
                 raise ValueError(f"{self.name}: a block table is read by the inner loop of a "
                                  f"query-outer kernel")
+            if access.once and self.loop is not None:
+                raise ValueError(f"{self.name}: a once-per-launch access ({access.tensor}) is "
+                                 f"a whole-tensor kernel's")
             if access.where in ("outer", "outer_end") and access.rows != self.loop:
                 raise ValueError(f"{self.name}: outer tile {access.tensor} must run along {self.loop}")
 
@@ -238,7 +245,7 @@ def tensor_bytes(access: Access, workload: Workload, *, per_head: bool = False,
     size = (length * row_width(access.cols, workload.d, workload.n_kv, workload.d_v)
             * element_bytes(access.element, workload.element_bytes,
                             workload.output_element_bytes))
-    if not per_head and not access.broadcast:
+    if not per_head and not access.broadcast and not access.once:
         per_kv = access.per_kv_head or access.tensor in KV_HEAD_TENSORS
         size = size * workload.batch * (workload.kv_heads if per_kv else workload.heads)
         size = size * (splits if access.per_split else 1)

@@ -290,12 +290,20 @@ def walk_arrays(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
         h_col = np.tile(np.repeat(np.arange(heads, dtype=np.int64), per), batch)
         # once per KV head: done by the group's last query head (tilewalk._WalkGeometry.emit)
         keep = ~(np.tile(a_once, instances) & ((h_col + 1) % group != 0))
+        # once for the whole launch (Access.once): by batch 0, head 0 only
+        a_launch = prop([a.once for a in acc], np.bool_, access)
+        keep &= ~(np.tile(a_launch, instances) & ((b_col != 0) | (h_col != 0)))
         if packed:
             head = np.where(np.tile(split_rows, instances), h_col * group
                             + np.tile(sub_head, instances), h_col)
         else:
             head = np.where(np.tile(a_kvhead, instances), h_col // group, h_col)
         head = np.where(np.tile(paged, instances), 0, head)
+        # one copy in HBM (Access.broadcast, Access.once): batch 0, head 0 (tilewalk's emit)
+        single = np.tile(prop([a.broadcast or a.once for a in acc], np.bool_, access),
+                         instances)
+        head = np.where(single, 0, head)
+        b_col = np.where(single, 0, b_col)
         rows = int(keep.sum())
         columns["kernel"].append(np.full(rows, k, dtype=np.int64))
         columns["tensor"].append(np.tile(a_tensor, instances)[keep])

@@ -189,6 +189,8 @@ class _WalkGeometry:
         sequence's offset, not at a multiple of the block)."""
         if access.per_kv_head and (h + 1) % self.group and not self.packed:
             return
+        if access.once and (b or h):  # one pass for the whole launch, by its first head
+            return
         copy = split if access.per_split else 0
         if access.per_page:
             # the block-table entries of the pages rows [start, stop) span (paging.py): one
@@ -212,7 +214,7 @@ class _WalkGeometry:
             return
         per_kv = access.tensor in KV_HEAD_TENSORS or access.per_kv_head
         head = h if self.packed else (h // self.group if per_kv else h)
-        if access.broadcast:  # one copy read by every (batch, head)
+        if access.broadcast or access.once:  # one copy, read by every (batch, head) or once
             b = head = 0
         yield TileAccess(kernel.name, access.tensor, access.op, b, head, start, stop, width, elt,
                          access.init, copy)

@@ -37,6 +37,7 @@ from iosim.analysis.impl_kernels import (
     streams_past_the_l2,
     with_fallback_gemms,
 )
+from iosim.analysis.lean_time import lean_estimates
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
 from iosim.analysis.stream_k import RULE as STREAM_K
 from iosim.analysis.stream_k import stream_k_rule
@@ -68,12 +69,12 @@ from iosim.estimates.training import (
     Occupancy,
     convention_flops,
 )
+from iosim.inputs.api_values import as_names, check_choice, check_instance, check_path_text
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.impl_features import refuse_missing_features
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation
-from iosim.inputs.limits import as_names, check_choice, check_instance, check_path_text
 from iosim.inputs.tiling import TILE_RULES, Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import replace
@@ -260,6 +261,7 @@ def compare(
                                                       eager_fit)
         if impl_ is not None and profile == "measured" and w.pass_ == "fwd":
             kernel_estimates = impl_decoding_estimates(kernel_estimates, impl_, hw, w)
+            kernel_estimates = lean_estimates(kernel_estimates, impl_, hw, w, sram_bytes)
         dims = Dims.of(w, tiling)
         fit = own_roofs.mla_prefill
         if impl_ is None and fit is not None and hw.sm_count:

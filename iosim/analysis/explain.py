@@ -21,12 +21,8 @@ from collections.abc import Sequence
 import numpy as np
 
 from iosim.errors import IosimError, arg
-from iosim.inputs.limits import (
-    MAX_EXPLAIN_MAGNITUDE,
-    MAX_EXPLAIN_SCORES,
-    MAX_EXPLAIN_VALUE_DIM,
-    excerpt,
-)
+from iosim.inputs.excerpts import excerpt
+from iosim.inputs.limits import MAX_EXPLAIN_MAGNITUDE, MAX_EXPLAIN_SCORES, MAX_EXPLAIN_VALUE_DIM
 from iosim.record import Record
 
 Vector = tuple[float, ...]

@@ -30,6 +30,7 @@ timed by analysis/impl_decoding.py where the profile has its figures, else the r
 
 from __future__ import annotations
 
+from iosim.estimates.eager_mask_fill import with_mask_fill
 from iosim.estimates.eager_softmax import with_softmax_kernel
 from iosim.estimates.roofline import Roofs
 from iosim.inputs.hardware import BackwardSchedule, Hardware
@@ -97,10 +98,12 @@ def impl_forward_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware,
                        tiling: Tiling | None, workload: Workload) -> Roofs:
     """The measured roofs with the implementation's fitted forward schedule, which then times
     its fused forward kernel (estimates/roofline.py:scheduled), and an eager pipeline's softmax
-    at the efficiency of the kernel torch picks for its rows (estimates/eager_softmax.py);
+    at the efficiency of the kernel torch picks for its rows (estimates/eager_softmax.py) and
+    its causal fill at its class's (estimates/eager_mask_fill.py);
     unchanged where neither applies."""
     if impl.runs == "eager":
         roofs = with_softmax_kernel(roofs, workload.n_kv, workload.element_bytes)
+        roofs = with_mask_fill(roofs, workload)
     schedule = forward_schedule(impl, hardware, tiling, workload)
     if schedule is None:
         return roofs

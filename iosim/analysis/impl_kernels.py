@@ -8,11 +8,13 @@ from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
+from iosim.analysis.eager_mask import out_of_place_mask
 from iosim.analysis.stream_k import RULE as STREAM_K
 from iosim.analysis.stream_k import stream_k_splits
 from iosim.errors import IosimError, arg
 from iosim.estimates import eager_backward
 from iosim.estimates.combine import TERMS as COMBINE_TERMS
+from iosim.estimates.eager_fallback import FALLBACK_GEMMS, fallback_gemm_s
 from iosim.estimates.roofline import KernelEstimate, Roofs
 from iosim.inputs.hardware import BackwardSchedule, Hardware, ImplCalibration
 from iosim.inputs.implementations import Implementation
@@ -55,7 +57,8 @@ def extra_kernels(impl: Implementation, workload: Workload) -> tuple[Kernel, ...
 def impl_kernels(impl: Implementation, workload: Workload,
                  kernels: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
     """The kernels the implementation launches: the loop nest's, with its extra kernels (the
-    GQA expansion before them; in a backward pass its layout copies before the first backward
+    GQA expansion before them; a forward's causal mask as eager runs it, out of place
+    (analysis/eager_mask.py); in a backward pass its layout copies before the first backward
     kernel and its softmax backward split in two; a stream-K split kernel balanced over the
     SMs, analysis/stream_k.py)."""
     extras = {k.kind: k for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
@@ -70,6 +73,8 @@ def impl_kernels(impl: Implementation, workload: Workload,
     if impl.split_kv.rule == STREAM_K:
         kernels = tuple(replace(k, balanced=True) if k.split else k for k in kernels)
     out = list(expand + kernels)
+    if "mask_out_of_place" in extras and workload.pass_ != "bwd":
+        out = out_of_place_mask(out, f"{impl.name}: {extras['mask_out_of_place'].source}")
     first_bwd = next((i for i, k in enumerate(out) if k.name.startswith("bwd_")), None)
     if first_bwd is None:
         return tuple(out)
@@ -94,7 +99,7 @@ def impl_kernels(impl: Implementation, workload: Workload,
 def _walking_down(kernel: Kernel) -> Kernel:
     """A fused forward kernel (one program per query block, not split) whose programs walk
     their key blocks from the last down (Implementation.forward_walk): the same tiles and
-    bytes, in the order the L2 model (l2_descending.py) follows."""
+    bytes, in the order the L2 model (l2_launch_walk.py) follows."""
     if kernel.loop != "q" or kernel.grid != "blocks" or kernel.split or kernel.blocks != "forward":
         return kernel
     return replace(kernel, inner_descending=True)
@@ -118,23 +123,25 @@ def streams_past_the_l2(impl: Implementation | None, kernel: Kernel, workload: W
 def with_fallback_gemms(impl: Implementation | None, workload: Workload,
                         estimates: tuple[KernelEstimate, ...]) -> tuple[KernelEstimate, ...]:
     """An eager forward's two GEMMs at N_kv % 8 != 0 (fp16/bf16): S and P rows are not 16-byte
-    aligned, so cuBLAS cannot run its TMA kernels and falls back to CUTLASS ones that stream the
-    N×N_kv operand through narrow accesses — the backward's rule and rates
-    (estimates/eager_backward.py, FALLBACK_GEMM_BYTES_PER_S), here for the forward's S = QKᵀ
-    and O = PV. Measured in the forward too: every torch-naive forward with N_kv % 8 != 0 in
-    tests/data/h200-impl-{validation2..validation6}.json ran cutlass_75 (odd N_kv) or cutlass_80
-    (even) kernels, 2-3× slower than nvjet on the same bytes. Each GEMM takes the longer of
-    its roofline time and that streaming time."""
+    aligned, so cuBLAS cannot run its TMA kernels and falls back to CUTLASS ones that move
+    every operand through narrow accesses. Measured: every torch-naive forward with N_kv % 8
+    != 0 in tests/data/h200-impl-{validation2..validation6,eagerfresh8}.json ran cutlass_75
+    (odd N_kv) or cutlass_80 (even) kernels, 2-3× slower than nvjet on the same bytes. Each
+    GEMM takes the longer of its roofline time and its fallback time, S's bytes over its own
+    stream rate plus its FLOPs over its own compute rate (estimates/eager_fallback.py)."""
     if impl is None or impl.runs != "eager" or workload.pass_ != "fwd" \
             or workload.element_bytes != 2:
         return estimates
     parity = eager_backward.unaligned_class(workload.n_kv)
     if parity is None:
         return estimates
-    streaming_s = (eager_backward.square_bytes(workload)
-                   / eager_backward.FALLBACK_GEMM_BYTES_PER_S[parity])
-    return tuple(replace(e, time_s=streaming_s, timed_by="fallback-gemm")
-                 if e.name in ("qk", "pv") and streaming_s > e.time_s else e for e in estimates)
+    out = []
+    for e in estimates:
+        fallback_s = (fallback_gemm_s(e.name, parity, workload) if e.name in FALLBACK_GEMMS
+                      else 0.0)
+        out.append(replace(e, time_s=fallback_s, timed_by="fallback-gemm")
+                   if fallback_s > e.time_s else e)
+    return tuple(out)
 
 
 EXPANDED = {"K": "K_rep", "V": "V_rep"}
@@ -265,6 +272,10 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
                  f"{terms['combine_program_bandwidth'] / 1e9:.1f} GB/s per program, "
                  f"{terms['combine_memory']:.2g} of the bandwidth")
     notes = (*roofs.notes, note)
+    from iosim.analysis.lean_time import LEAN_TERMS, lean_note
+
+    if pass_ == "fwd" and all(k in terms for k in LEAN_TERMS):
+        notes = (*notes, lean_note(terms))
     if pass_ == "fwd" and fitted.forward:
         from iosim.analysis.impl_forward import forward_schedule_note
 

@@ -9,9 +9,10 @@ from collections.abc import Iterable, Sequence
 
 from iosim.algorithms import ALGORITHMS, DEFAULT_ALGORITHMS, Algorithm, get_algorithm
 from iosim.errors import IosimError, arg
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import Int, check_count, select
-from iosim.inputs.limits import check_sram_bytes, excerpt
+from iosim.inputs.limits import check_sram_bytes
 from iosim.inputs.units import parse_quantity
 from iosim.inputs.workload import Workload
 

@@ -84,10 +84,11 @@ from iosim.estimates.shared_prefix_dram import (
     split_term_bytes,
     states_stay_in_l2,
 )
+from iosim.inputs.api_values import check_int
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import dtype_code
 from iosim.inputs.ints import both, cdiv, select
-from iosim.inputs.limits import MAX_BLOCK, check_int
+from iosim.inputs.limits import MAX_BLOCK
 from iosim.inputs.tiling import TilingInputs, tiles_for, working_set_bytes
 from iosim.inputs.workload import Workload
 from iosim.record import Record, replace

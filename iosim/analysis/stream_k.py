@@ -21,7 +21,8 @@ and the split path whenever splits ≥ 2, i.e. programs ≤ SMs / 2 (66 on the H
 the records bracket the switch between 64 and 80). The integer split count is iosim's stand-in
 for stream-K's even division (the count of partial outputs per head, ⌊SMs / programs⌋ or one
 more, and a grid of at most one wave); every count stays exact for any split count (closed form
-= tile walk = executor, `iosim verify`).
+= tile walk = executor, `iosim verify`). The lean kernel's time under the measured profile is
+analysis/lean_time.py's (its iterations in rounds of every CTA's tiles), not its roofline.
 """
 
 from __future__ import annotations

@@ -198,7 +198,8 @@ class SweepResult(Record, eq=False):
         the end (a silently wrong table), a float or text was a TypeError, an algorithm not swept
         a KeyError, and one name given as a string was read letter by letter."""
         from iosim.errors import IosimError, arg
-        from iosim.inputs.limits import check_choice, check_int, excerpt
+        from iosim.inputs.api_values import check_choice, check_int
+        from iosim.inputs.excerpts import excerpt
 
         start = check_int("start", start, low=0, high=2**63 - 1)
         if start > self.points:

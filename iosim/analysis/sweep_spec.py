@@ -16,6 +16,7 @@ from iosim.algorithms import DEFAULT_ALGORITHMS, Algorithm
 from iosim.analysis.requests import choose_algorithms, refuse_both_sram
 from iosim.errors import IosimError, arg
 from iosim.estimates.roofline import Profile, roofs_for
+from iosim.inputs.api_values import as_names, as_real, as_whole, check_flag, check_int, check_path_text
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.ints import check_count
@@ -24,12 +25,6 @@ from iosim.inputs.limits import (
     MAX_AUTO_SPLIT_POINTS,
     MAX_BLOCK,
     MAX_SPLITS,
-    as_names,
-    as_real,
-    as_whole,
-    check_flag,
-    check_int,
-    check_path_text,
     check_sram_bytes,
 )
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
@@ -317,7 +312,28 @@ def spec_workload(spec: SweepSpec, **values: Any) -> Workload:
     """The workload of the first value on every axis, with `values` changed.
 
     A changed n or heads carries its default n_kv or kv_heads along (they default to them).
+    The workloads of the last spec asked are kept (up to KEPT_WORKLOADS): `--splits auto`
+    (sweep_splits.py) and the measured columns (sweep_measured.py) ask for the same points.
     """
+    if _KEPT.get("spec") is not spec or len(_KEPT) > KEPT_WORKLOADS:
+        _KEPT.clear()
+        _KEPT["spec"] = spec
+    key = tuple(values.items())
+    try:
+        kept = _KEPT.get(key)
+    except TypeError:  # a value that is not hashable (a list from the Python API): not kept
+        return _spec_workload(spec, values)
+    if kept is None:
+        kept = _KEPT[key] = _spec_workload(spec, values)
+    return kept
+
+
+KEPT_WORKLOADS = 100_000
+"""Workloads spec_workload keeps (a few hundred bytes each)."""
+_KEPT: dict[Any, Any] = {}
+
+
+def _spec_workload(spec: SweepSpec, values: dict[str, Any]) -> Workload:
     first = {a: spec.values(a)[0] for a in WORKLOAD_AXES}
     first.update(values)
     if "n" in values and "n_kv" not in values and spec.n_kv == (None,):

@@ -40,14 +40,9 @@ from iosim.execute import (
     refusal,
 )
 from iosim.execute.run import passes_of
-from iosim.inputs.limits import (
-    as_names,
-    check_block,
-    check_instance,
-    check_probability,
-    check_seed,
-    excerpt,
-)
+from iosim.inputs.api_values import as_names, check_instance, check_probability
+from iosim.inputs.excerpts import excerpt
+from iosim.inputs.limits import check_block, check_seed
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload

@@ -16,8 +16,12 @@ from collections.abc import Sequence
 from statistics import median
 from typing import Any
 
-ELEMENTWISE = ("gqa_expand", "scale", "mask", "softmax")
-"""The model's eager forward kernels fitted here (analysis/impl_kernels.py, standard.py)."""
+ELEMENTWISE = ("gqa_expand", "scale", "mask_not", "mask_copy", "mask", "softmax")
+"""The model's eager forward kernels fitted here (analysis/impl_kernels.py, standard.py; the
+causal mask's three, analysis/eager_mask.py)."""
+MASK_ROLES = ("mask_not", "mask_copy", "mask")
+"""The causal mask's launches after the scale, in order (`~keep`, masked_fill's clone, the fill:
+analysis/eager_mask.py MASK_KERNELS); a model without the first two has them all in `mask`."""
 
 
 def _launch_kind(name: str) -> str:
@@ -37,13 +41,15 @@ def _launch_kind(name: str) -> str:
 def matched_times(model: Sequence[str], launches: Sequence[dict[str, Any]]) -> dict[str, float]:
     """Each eager forward model kernel's measured device time, from the point's launches in
     order: those before the first GEMM are the GQA expansion (repeat_interleave of K, then V),
-    the first elementwise launch after it the scale pass, any further ones before the softmax
-    the causal mask (`~mask`, masked_fill's copy of S, the fill), the softmax kernel the
+    the first elementwise launch after it the scale pass, the next three before the softmax
+    the causal mask's (MASK_ROLES: `~keep`, masked_fill's copy of S, the fill; all three the
+    one `mask` of a model that has one mask kernel), the softmax kernel the
     softmax; repeated launches of one elementwise kernel are one op (torch splits an op over
     more than 2^31 elements for 32-bit indexing). A model kernel with no launch gives no time,
     and a point whose launches the model has no kernel for gives none at all."""
     out: dict[str, float] = {}
-    phase, previous, previous_role = "before_qk", "", ""
+    roles = MASK_ROLES if "mask_copy" in model else ("mask",) * len(MASK_ROLES)
+    phase, previous, previous_role, masks = "before_qk", "", "", 0
     for launch in launches:
         name = str(launch["name"])
         kind, t = _launch_kind(name), float(launch["time_s"])
@@ -61,7 +67,9 @@ def matched_times(model: Sequence[str], launches: Sequence[dict[str, Any]]) -> d
             out["softmax"] = out.get("softmax", 0.0) + t
             phase = "after_softmax"
             continue
-        role = {"before_qk": "gqa_expand", "after_qk": "scale", "after_scale": "mask"}.get(phase)
+        role = {"before_qk": "gqa_expand", "after_qk": "scale"}.get(phase)
+        if phase == "after_scale" and masks < len(roles):
+            role, masks = roles[masks], masks + 1
         if role is None:
             return {}  # an elementwise launch after the softmax: not the modelled pipeline
         out[role] = out.get(role, 0.0) + t

@@ -38,6 +38,7 @@ from iosim.calibrate.records import finite_json, record_text
 from iosim.errors import IosimError
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
+from iosim.estimates.eager_mask_fill import fill_is_contiguous
 from iosim.estimates.eager_softmax import softmax_kernel
 from iosim.estimates.occupancy import lone_program_time
 from iosim.inputs.hardware import Hardware, ImplCalibration
@@ -101,9 +102,12 @@ def _key(kernel: str, kind: str, eager: bool, d: int, stream_k: bool = False) ->
 
 
 def _memory_key(kernel: str, w: Workload) -> str:
-    """An eager kernel's own memory efficiency key; torch's softmax's by the kernel it picks."""
+    """An eager kernel's own memory efficiency key; torch's softmax's by the kernel it picks, the
+    causal fill's by its class (estimates/eager_mask_fill.py)."""
     if kernel == "softmax":
         return f"memory_softmax_{softmax_kernel(w.n_kv, w.element_bytes)}"
+    if kernel == "mask" and w.pass_ == "fwd" and fill_is_contiguous(w):
+        return "memory_mask_contiguous"
     return f"memory_{kernel}"
 
 

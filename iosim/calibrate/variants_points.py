@@ -419,6 +419,27 @@ CASCADE_FRESH5 = [
 ]
 """Timed as CASCADE is (prefix lengths whole pages of 16)."""
 
+# issue 14, var10: the fresh judgement of estimates/prefix_waves.py (the shared prefix re-read
+# by later waves of split-KV's grid), written and committed before the device call that
+# measures them (frozen at tag var10-frozen); tests/test_variants_fresh_var10.py checks that no
+# shape of them was measured or listed before. Batch 8-64, prefix 2.6k-31k keys (whole pages of
+# 16), GQA 2-8 and MQA, d 64/128, one mixed batch; split-KV counted at 8, 16, 32 splits and its
+# fastest (several waves of the grid), cascade at its fastest. The comments: the prefix's K+V
+# once, against the L2's 62.9 MB.
+CASCADE_FRESH6 = [
+    _cascade("ncas-b8-p31008-s100-gqa8", 8, 31008, [100] * 8),                       # 127 MB
+    _cascade("ncas-b16-p23008-s40-gqa8", 16, 23008, [40] * 16),                      # 94 MB
+    _cascade("ncas-b12-p19008-s300-gqa4", 12, 19008, [300] * 12, kv_heads=4),        # 39 MB
+    _cascade("ncas-b20-p11008-s64-h64", 20, 11008, [64] * 20, heads=64),             # 45 MB
+    _cascade("ncas-b40-p9504-s30-gqa8", 40, 9504, [30] * 40),                        # 39 MB
+    _cascade("ncas-b24-p7008-s150-gqa8", 24, 7008, [150] * 24),                      # 29 MB
+    _cascade("ncas-b10-p14000-s1200-d64", 10, 14000, [1200] * 10, d=64),             # 29 MB
+    _cascade("ncas-b36-p4400-s500-gqa8", 36, 4400, [500] * 36),                      # 18 MB
+    _cascade("ncas-b64-p3504-mixed", 64, 3504, [30, 700, 1800, 90] * 16),            # 14 MB
+    _cascade("ncas-b48-p2608-s40-mqa", 48, 2608, [40] * 48, kv_heads=1),             # 1.3 MB
+]
+"""Timed as CASCADE is (prefix lengths whole pages of 16)."""
+
 MLA_FRESH4 = [
     mla_point("mla-i-b4-25000-h128", 4, 25000, 128),     # latent 115 MB
     mla_point("mla-i-b16-5000-h128", 16, 5000, 128),     # latent 92 MB

@@ -12,8 +12,8 @@ import click
 from iosim.cli import cli
 from iosim.cli.paths import PathType
 from iosim.errors import IosimError
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.hardware import Hardware
-from iosim.inputs.limits import excerpt
 from iosim.inputs.output_paths import check_distinct_files, check_folder, check_output_files
 
 

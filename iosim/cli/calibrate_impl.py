@@ -14,9 +14,9 @@ from typing import Any
 import click
 
 from iosim.errors import IosimError
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import Implementation
-from iosim.inputs.limits import excerpt
 from iosim.output.files import write_text_atomically
 
 ALL = "all"

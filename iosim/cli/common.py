@@ -11,7 +11,7 @@ from iosim.algorithms import ALGORITHMS
 from iosim.analysis.comparison import Comparison
 from iosim.cli.lists import Choice
 from iosim.errors import IosimError, arg
-from iosim.inputs.limits import excerpt
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import FP8_SCALES, PACKINGS, PASSES, UNFUSED_OPS, Workload
 

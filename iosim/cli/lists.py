@@ -22,7 +22,7 @@ from typing import Any
 
 import click
 
-from iosim.inputs.limits import clip, excerpt
+from iosim.inputs.excerpts import clip, excerpt
 from iosim.inputs.units import parse_quantity
 
 MAX_VALUES = 10_000

@@ -19,7 +19,8 @@ from iosim.cli.common import (
 )
 from iosim.cli.lists import parse_list, parse_names
 from iosim.cli.paths import PathType
-from iosim.inputs.limits import MAX_BLOCK, MAX_LENGTH, check_int
+from iosim.inputs.api_values import check_int
+from iosim.inputs.limits import MAX_BLOCK, MAX_LENGTH
 
 DEFAULT_N_RANGE = "256..65536"
 DEFAULT_BLOCK_RANGE = "16..1024"

@@ -55,9 +55,10 @@ from iosim.algorithms.blocks import RowsPerKvBlock, VisitedKvBlocks, cdiv
 from iosim.algorithms.closedform import check_loop_nest_arguments, closed_form, kernel_blocks
 from iosim.algorithms.loopnest import KV_HEAD_TENSORS, Access, Kernel, element_bytes, row_width, tensor_bytes
 from iosim.errors import IosimError, arg
+from iosim.estimates import l2_launch_walk
 from iosim.estimates.l2_cutoff import miss_probability
-from iosim.estimates.l2_descending import DESCENDING_COPIES, descending_misses
 from iosim.estimates.l2_handover import gemm_hit_fraction, gemm_reads_carried
+from iosim.estimates.l2_launch_walk import launch_walk_misses, walk_fits
 from iosim.estimates.l2_masks import masked_shared_passes
 from iosim.estimates.l2_model import (
     DramEstimate,
@@ -70,9 +71,10 @@ from iosim.estimates.l2_model import (
     runs_serially,
     shared_tile,
 )
-from iosim.estimates.l2_restarts import MAX_PROGRAMS, programs_within, restart_misses
+from iosim.estimates.l2_restarts import programs_within, restart_misses
 from iosim.estimates.l2_waves import Lengths, sum_weighted, sum_where, wave_rereads
 from iosim.estimates.launch_order_dram import query_once, state_writer_grids
+from iosim.estimates.prefix_waves import prefix_rereads
 from iosim.estimates.shared_prefix_dram import (
     broadcast_rereads,
     prefix_once,
@@ -331,14 +333,15 @@ class _ClosedForm:
             # (FA2's backward) start on the same tiles; once the first ones end, each new one
             # starts about mean/running steps after the one before it, and in between the
             # running ones touch that one sweep, but few start or end: no own tiles.
-            if kernel.inner_descending and kernel.loop == "q" and len(lengths) <= MAX_PROGRAMS:
+            if kernel.inner_descending and kernel.loop == "q" and walk_fits(lengths, p):
                 # FA2's forward: each program walks its key blocks (a prefix) from the last
-                # down; consecutive programs meet a tile steps apart (l2_descending.py)
+                # down; the launch's programs walked step by step through an LRU
+                # (l2_launch_walk.py)
                 kv_once = sum(tensor_bytes(a, self.w, per_head=True)
                               for a in {a.tensor: a for a in shared}.values()) / sweep
-                missed = descending_misses(lengths, self.w.batch, self.w.heads, group, p,
-                                           kv_once * DESCENDING_COPIES, own_read, own_write,
-                                           self.capacity)
+                missed = launch_walk_misses(lengths, self.w.batch, self.w.heads, group, p,
+                                            kv_once * l2_launch_walk.WALK_COPIES, own_read,
+                                            own_write, self.capacity)
                 passes = 1.0 + missed / (units * sweep)
                 if missed == 0:
                     return passes, "read once per head: causal programs walking down share it"
@@ -470,6 +473,7 @@ def dram_estimate(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling 
         hardware.sm_count * (programs_per_sm or (tiling.programs_per_sm if tiling else 1)))
     once = row_blocks_once(terms, kernels, workload, tiling, split_concurrent, capacity)
     grids = state_writer_grids(kernels, workload, tiling, split_concurrent)
-    shared = states_from_l2(query_once(prefix_once(once, kernels, workload, tiling), kernels,
-                                       workload), capacity, workload, grids)
+    prefix = prefix_rereads(prefix_once(once, kernels, workload, tiling), kernels, workload,
+                            tiling, split_concurrent, capacity)
+    shared = states_from_l2(query_once(prefix, kernels, workload), capacity, workload, grids)
     return DramEstimate(shared, capacity, concurrent, "closed form")

@@ -65,7 +65,11 @@ class _LRU:
                 self.used -= evicted
 
 
-def _emits(access: Access, head: int, group: int) -> bool:
+def _emits(access: Access, head: int, group: int, first: bool = True) -> bool:
+    """Whether the walk issues the access for this head (`first`: of the launch's first batch):
+    once per KV head, and an Access.once only by batch 0's head 0 (tilewalk's emit)."""
+    if access.once:
+        return first and head == 0
     return not (access.per_kv_head and head % group)
 
 
@@ -76,10 +80,10 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
     places = {where: [a for a in kernel.accesses if a.where == where]
               for where in ("prologue", "outer", "inner", "outer_end", "epilogue")}
 
-    def take(accesses: list[Access], head: int) -> list[tuple[TileAccess, Access]]:
+    def take(accesses: list[Access], head: int, b: int = 0) -> list[tuple[TileAccess, Access]]:
         out = []
         for a in accesses:
-            if _emits(a, head, group):
+            if _emits(a, head, group, b == 0):
                 tile = next(stream)
                 if (tile.tensor, tile.op) != (a.tensor, a.op):
                     raise AssertionError(f"walk order: got {tile.tensor} {tile.op}, "
@@ -92,9 +96,9 @@ def _programs(kernel: Kernel, stream: Iterator[TileAccess], workload: Workload,
 
     programs: list[list[_Event]] = []
     if kernel.loop is None:
-        for _b in range(workload.batch):
+        for b in range(workload.batch):
             for h in range(workload.heads):
-                programs.append([pieces(take(places["prologue"], h))])
+                programs.append([pieces(take(places["prologue"], h, b))])
         return programs
     n_q, n_kv = workload.n, workload.n_kv
     block_q, block_kv = kernel_blocks(kernel, tiling, n_q, n_kv)

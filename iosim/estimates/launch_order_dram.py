@@ -44,7 +44,8 @@ cutoff of estimates/l2_cutoff.py (no constant of their own):
    on the H200: mla-f-b12-20000-h128 at 16 splits (768 programs, W = 264: ncu read the
    latent 1.26 times), mla-f-b24-6000-h128 at 8 (1.09), mla-g-b10-9000-h128 at 32 (1.17),
    one wave (256 programs) ≤ 1.06. The same count over requests sharing a prefix is not
-   applied: its distances differ (benchmarks/prefix_l2_flip.py).
+   applied: its distances differ (benchmarks/prefix_l2_flip.py); estimates/prefix_waves.py
+   counts that case.
 
 The rules are applied in estimates/l2.py dram_estimate with shared_prefix_dram's.
 """

@@ -38,6 +38,7 @@ from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
 from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
+from iosim.inputs.api_values import check_choice, check_flag, check_instance
 from iosim.inputs.hardware import (
     KERNEL_KINDS,
     Alg4Time,
@@ -45,7 +46,6 @@ from iosim.inputs.hardware import (
     Hardware,
     MlaPrefillTime,
 )
-from iosim.inputs.limits import check_choice, check_flag, check_instance
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 from iosim.inputs.workload import Workload
@@ -54,7 +54,7 @@ from iosim.record import Record, field
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute", "latency"]
 TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill", "fallback-gemm",
-                  "eager-bwd", "flex-decoding"]
+                  "eager-bwd", "flex-decoding", "lean"]
 
 
 class Roofs(Record):
@@ -203,8 +203,9 @@ class KernelEstimate(TrafficTotals, Record):
     """Which model gave time_s: the roofline (÷ utilisation), the fitted list schedule of the
     Triton backward (schedule.py), Algorithm 4's per-tile latency model (alg4_time.py), the
     split-KV combine kernel's latency model (combine.py, where it exceeds the roofline), an
-    eager GEMM's CUTLASS fallback at unaligned rows (analysis/impl_kernels.py:with_fallback_gemms)
-    or eager PyTorch's backward model (eager_backward.py)."""
+    eager GEMM's CUTLASS fallback at unaligned rows (analysis/impl_kernels.py:with_fallback_gemms),
+    eager PyTorch's backward model (eager_backward.py), flex's decoding template
+    (analysis/impl_decoding.py) or cuDNN's lean decode kernel (analysis/lean_time.py)."""
 
     @property
     def intensity_flops_per_byte(self) -> float:

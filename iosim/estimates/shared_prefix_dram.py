@@ -17,6 +17,8 @@ Issue 14's mla5 probed it under ncu (benchmarks/prefix_l2_probe_h200.py) and jud
 fresh probe (benchmarks/prefix_l2_judge.py: the prefix once per wave where its K and V exceed
 half the L2): right for long key chunks, twice too many re-reads for short ones (6 of 7 fresh
 points within ±10 % against 5 now, one +117 %), so not adopted (docs/variants-decoding.md).
+Issue 14's var10 counts the later waves' re-reads over the launch order, the L2's partitions
+and its soft cutoff (estimates/prefix_waves.py, applied after this rule by l2.py).
 
 Measured on the H200 (tests/data/h200-variants.json, benchmarks/decode_choices_h200.py: ncu
 DRAM bytes of a Triton split-KV kernel over a paged shared-prefix cache, 10 batches): the
@@ -122,8 +124,8 @@ def split_terms(kernel: Kernel, oblivious: Sequence[Term], workload: Workload,
     L2-oblivious count charged Q once per split. Otherwise the other tensors (Q, the partial
     outputs and statistics) keep their L2-oblivious count (`oblivious`: the kernel's
     L2-oblivious terms, in its accesses' order)."""
-    charged = split_term_bytes(kernel, [t.bytes for t in oblivious], workload, l2_bytes)
     fits = l2_bytes is not None and fits_in_l2(kernel, oblivious, workload, l2_bytes)
+    charged = split_term_bytes(kernel, [t.bytes for t in oblivious], workload, l2_bytes, fits)
     out = []
     for access, term, dram in zip(kernel.accesses, oblivious, charged, strict=True):
         note = ("split-KV: each key chunk read once per KV head" if _key_chunk(kernel, access)
@@ -135,12 +137,13 @@ def split_terms(kernel: Kernel, oblivious: Sequence[Term], workload: Workload,
 
 
 def split_term_bytes(kernel: Kernel, oblivious: Sequence[Any], workload: Any,
-                     l2_bytes: float | None) -> list[Any]:
+                     l2_bytes: float | None, fits: Any = None) -> list[Any]:
     """The DRAM bytes split_terms charges each access of a split-KV kernel (in its accesses'
     order), from their L2-oblivious bytes `oblivious`: ints (one workload), or arrays over a
     sweep's points and split counts (analysis/split_choice_grid.py; `workload` then holds
-    arrays) — the one rule for both."""
-    fits = l2_bytes is not None and fits_in_l2(kernel, oblivious, workload, l2_bytes)
+    arrays) — the one rule for both. `fits`: fits_in_l2's answer where the caller has it."""
+    if fits is None:
+        fits = l2_bytes is not None and fits_in_l2(kernel, oblivious, workload, l2_bytes)
     out = []
     for access, moved in zip(kernel.accesses, oblivious, strict=True):
         if _key_chunk(kernel, access):

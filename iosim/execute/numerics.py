@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from iosim.errors import IosimError
-from iosim.inputs.limits import excerpt
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.workload import Workload
 from iosim.record import Record
 

@@ -16,16 +16,9 @@ from iosim.execute.hbm import ExecutorError, InstrumentedHBM, ScoreMeter, SramBu
 from iosim.execute.numerics import Precision, precision, problem_of
 from iosim.execute.paged import PAGED_EXECUTORS, place_paged
 from iosim.execute.registry import EXECUTORS, Run
-from iosim.inputs.limits import (
-    MAX_SRAM_BYTES,
-    check_block,
-    check_executor_memory,
-    check_instance,
-    check_int,
-    check_probability,
-    check_seed,
-    excerpt,
-)
+from iosim.inputs.api_values import check_instance, check_int, check_probability
+from iosim.inputs.excerpts import excerpt
+from iosim.inputs.limits import MAX_SRAM_BYTES, check_block, check_executor_memory, check_seed
 from iosim.inputs.tiling import working_set_bytes
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import Record

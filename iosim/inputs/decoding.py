@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from iosim.errors import WorkloadError, arg
-from iosim.inputs import limits
+from iosim.inputs import api_values, excerpts, limits
 
 
 def check_page_size(page_size: object, pass_: str = "fwd") -> int | None:
@@ -26,7 +26,7 @@ def check_page_size(page_size: object, pass_: str = "fwd") -> int | None:
     forward pass: a paged KV cache is what inference reads; no backward runs over one."""
     if page_size is None:
         return None
-    size = limits.check_int("page_size", page_size, high=limits.MAX_PAGE_SIZE,
+    size = api_values.check_int("page_size", page_size, high=limits.MAX_PAGE_SIZE,
                             what="tokens per KV-cache page", error=WorkloadError)
     if pass_ != "fwd":
         raise WorkloadError(f"a paged KV cache ({arg('page_size', size)}) is read by inference, "
@@ -49,7 +49,7 @@ def check_shared_prefix(prefix_len: object, suffix_lens: object, *, n: int, n_kv
                             f"{arg('suffix_lens')}; give {arg(missing)} too (e.g. "
                             f"{arg('prefix_len', 512)}, {arg('suffix_lens', '(16, 40, 9)')})",
                             param=missing)
-    prefix = limits.check_int("prefix_len", prefix_len, high=limits.MAX_LENGTH,
+    prefix = api_values.check_int("prefix_len", prefix_len, high=limits.MAX_LENGTH,
                               what="shared prefix tokens", error=WorkloadError)
     suffixes = _suffixes(suffix_lens)
     if n != 1:
@@ -79,7 +79,7 @@ def check_shared_prefix(prefix_len: object, suffix_lens: object, *, n: int, n_kv
 def _suffixes(value: object) -> tuple[int, ...]:
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise WorkloadError(f"{arg('suffix_lens')} must be a list of whole numbers of tokens, "
-                            f"one per request, got {limits.excerpt(value)}; e.g. "
+                            f"one per request, got {excerpts.excerpt(value)}; e.g. "
                             f"{arg('suffix_lens', '(16, 40, 9)')}")
     if not value:
         raise WorkloadError(f"{arg('suffix_lens')} is empty; give one suffix length per request "
@@ -87,7 +87,7 @@ def _suffixes(value: object) -> tuple[int, ...]:
     if len(value) > limits.MAX_REQUESTS:
         raise WorkloadError(f"{arg('suffix_lens')} lists {len(value):,} requests, beyond the "
                             f"{limits.MAX_REQUESTS:,} iosim models; split the batch")
-    return tuple(limits.check_int("suffix_lens", s, high=limits.MAX_LENGTH,
+    return tuple(api_values.check_int("suffix_lens", s, high=limits.MAX_LENGTH,
                                   what="tokens of one request's own suffix", error=WorkloadError)
                  for s in value)
 

@@ -6,9 +6,10 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from iosim.errors import UnknownGpuError
+from iosim.inputs.api_values import check_path_text
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.hardware_yaml import load_hardware
-from iosim.inputs.limits import check_path_text, excerpt
 from iosim.inputs.shipped import (
     shipped_dir,
     shipped_yaml_files,

@@ -8,7 +8,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from iosim.errors import ConfigError, IosimError, arg
-from iosim.inputs.limits import MAX_SM_COUNT, check_figure, excerpt
+from iosim.inputs.excerpts import excerpt
+from iosim.inputs.limits import MAX_SM_COUNT, check_figure
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 from iosim.record import Record, field
 

@@ -10,26 +10,33 @@ from __future__ import annotations
 from typing import Any
 
 from iosim.errors import ConfigError, IosimError
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.hardware import Hardware, ImplCalibration
-from iosim.inputs.limits import excerpt
 from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.record import replace
 
 TIME_TERMS = {"solo_rate": (0.0, 1.0), "program_bandwidth": (0.0, 1e13),
               "host_floor_s": (0.0, 0.01), "decode_host_floor_s": (0.0, 0.01),
               "combine_latency_s": (0.0, 1e-3), "combine_program_bandwidth": (0.0, 1e13),
-              "combine_memory": (0.0, 1.5)}
+              "combine_memory": (0.0, 1.5), "lean_program_s_per_dim": (0.0, 1e-6),
+              "lean_stream_d64": (0.0, 1e13), "lean_stream_d128": (0.0, 1e13),
+              "lean_stream_d256": (0.0, 1e13)}
 """The forward's time terms an entry may carry (estimates/occupancy.py:lone_program_time,
 analysis/impl_kernels.py:host_floor, estimates/combine.py): the rate of an SM holding one
 program, the bytes/s one program streams alone, the host-bound floor of a call (prefill,
-decode), and FA2's split-KV combine kernel's latency, per-program rate and share of the
-bandwidth; (low, high]."""
+decode), FA2's split-KV combine kernel's latency, per-program rate and share of the
+bandwidth, and cuDNN's lean decode kernel's cost per CTA per head-dim unit and streaming rate
+per head-dim bucket (analysis/lean_time.py); (low, high]."""
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "forward", "source", *TIME_TERMS}
-KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask", "memory_softmax",
+KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask_not",
+                      "memory_mask_copy", "memory_mask", "memory_mask_contiguous",
+                      "memory_softmax",
                       "memory_softmax_warp", "memory_softmax_reg", "memory_softmax_smem",
                       "memory_softmax_block", "memory_qk", "memory_pv", "memory_splitkv_attn")
 """An eager pipeline's kernels with their own fitted memory efficiency (`memory_<kernel>`):
-repeat_interleave's gather, the scale and mask passes, torch's softmax, and its two matmuls
+repeat_interleave's gather, the scale pass, the causal mask's three (`~keep`, masked_fill's
+clone, the fill: analysis/eager_mask.py; the fill's own when it runs one head at a time,
+estimates/eager_mask_fill.py), torch's softmax, and its two matmuls
 where they are memory-bound (a decode step: cuBLAS's GEMV-shaped nvjet kernels stream K and V
 at 0.8 of the bandwidth, tests/data/h200-impl-validation3.json point 35, where the one memory
 efficiency of the prefill-heavy fit, 0.31, predicted 597 µs for a 205 µs call). torch's softmax

@@ -27,7 +27,7 @@ from iosim.inputs.ints import Int
 from iosim.record import Record
 
 EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul", "mask_read",
-                 "out_of_place")
+                 "out_of_place", "mask_out_of_place")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
 scale, mask: an elementwise pass over S (standard attention's unfused ops); layout_copy (a
 backward pass only): dO and O copied into the kernel's layout before the backward kernels;
@@ -36,7 +36,9 @@ dS = T − P·rowsum(T) (impl_kernels.py); mask_read (a backward pass only): the
 backward reads the (N, N_kv) bool mask, one copy broadcast over batch and heads; out_of_place
 (a backward pass only): the mask's and the scale's backward passes each write a new N×N tensor
 (autograd's grad.masked_fill(mask, 0) and grad * scale) instead of overwriting dS; the same
-bytes, a second N×N matrix in the L2's footprint."""
+bytes, a second N×N matrix in the L2's footprint; mask_out_of_place (a forward pass): the mask
+pass as `s.masked_fill(~keep, -inf)` runs it, `~keep` once, a clone of S, the fill on the copy
+reading the broadcast bool mask (analysis/eager_mask.py)."""
 
 
 class TileRow(Record):
@@ -139,9 +141,9 @@ class Implementation(Record):
     the GPU, so waves do not apply."""
     forward_walk: Trait | None = None
     """The order the fused forward kernel's programs walk their key blocks: "descending"
-    (FlashAttention-2: from the last down; the L2 model then uses estimates/l2_descending.py
-    for causal calls) or "ascending" / None (from the first up, as iosim's Triton kernel). No
-    shipped profile declares it (round 8's fresh judgement: docs/implementations.md)."""
+    (FlashAttention-2: from the last down; the L2 model then uses estimates/l2_launch_walk.py
+    for causal calls) or "ascending" / None (from the first up, as iosim's Triton kernel).
+    sdpa-flash declares it since round 9's fresh judgement (docs/implementations.md)."""
     head_dim_v_same: str = ""
     """Where the implementation requires V's head dim to equal Q's and K's (the YAML's
     head_dim.v_same_source); "" when it takes a d_v of its own."""

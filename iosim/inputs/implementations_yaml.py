@@ -12,6 +12,8 @@ from functools import cache
 from typing import TYPE_CHECKING, Any
 
 from iosim.errors import ConfigError, IosimError, arg
+from iosim.inputs.api_values import check_path_text
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.impl_features import FEATURES, Feature
 from iosim.inputs.implementations import (
     EXTRA_KERNELS,
@@ -32,8 +34,6 @@ from iosim.inputs.limits import (
     MAX_SRAM_BYTES,
     MAX_STAGES,
     MAX_WARPS,
-    check_path_text,
-    excerpt,
 )
 from iosim.inputs.safe_yaml import refuse_unknown_keys
 from iosim.inputs.shipped import shipped_dir, shipped_folder, shipped_yaml_files, yaml_stem

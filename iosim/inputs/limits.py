@@ -1,8 +1,8 @@
-"""The input boundary: the range of every value iosim accepts, and why, checked in one place.
+"""The input boundary: the range of every value iosim accepts, and why, in one place.
 
-Every number from a flag, a YAML file or the Python API passes one of the checks below before
-any model code runs. The bounds are where the model stays exact and fast (docs/input-limits.md
-lists them with their reasons):
+Every number from a flag, a YAML file or the Python API passes one of the checks below (or one
+of api_values.py's, given a bound from here) before any model code runs. The bounds are where
+the model stays exact and fast (docs/input-limits.md lists them with their reasons):
 
 * Counts in `compare`, `verify` and `roofline` are Python ints, exact at any size. Sweeps and
   reports count in numpy int64 while the grid's largest N·N_kv·d·batch·heads is below
@@ -19,17 +19,25 @@ lists them with their reasons):
 * `verify` sizes its arrays before allocating them against `MAX_EXECUTOR_BYTES`.
 
 Messages follow the CLI's style: what is wrong (naming the flag, or the file and key), then
-how to fix it; values are quoted through `excerpt`, never whole.
+how to fix it; values are quoted through `excerpt` (excerpts.py), never whole.
 """
 
 from __future__ import annotations
 
 import math
-import os
-from collections.abc import Sequence
-from typing import Any, Final
+from typing import Final
 
 from iosim.errors import IosimError, arg
+
+# A value's type (api_values.py) and its quoting (excerpts.py) have their own modules; these
+# names are imported from here too by modules other branches are changing (estimates/l2.py,
+# calibrate/records.py, measure_record.py, impl_fit.py): import them from their own module.
+from iosim.inputs.api_values import as_real as as_real
+from iosim.inputs.api_values import as_whole
+from iosim.inputs.api_values import check_instance as check_instance
+from iosim.inputs.api_values import check_int as check_int
+from iosim.inputs.excerpts import clip as clip
+from iosim.inputs.excerpts import excerpt as excerpt
 
 MAX_LENGTH: Final = 1 << 26
 """Sequence lengths N and N_kv: 64M tokens."""
@@ -188,115 +196,6 @@ columns would print hundreds of digits."""
 MAX_EXPLAIN_VALUE_DIM: Final = 64
 """`iosim explain softmax --values`: components of each value vector."""
 
-EXCERPT_CHARS: Final = 60
-"""Longest excerpt of a user's value quoted in an error message."""
-
-
-def excerpt(value: object, limit: int = EXCERPT_CHARS) -> str:
-    """repr(value), cut to `limit` characters (with '…') so a message never embeds a whole
-    large value (a 2 GB alias expansion, a 300-character name)."""
-    text = _short_repr(value, limit)
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def clip(text: object, limit: int = EXCERPT_CHARS) -> str:
-    """str(text) cut to `limit` characters (with '…'): a key or name quoted in a message."""
-    shown = str(text) if not isinstance(text, str) or len(text) <= 4 * limit else text[: 4 * limit]
-    return shown if len(shown) <= limit else shown[: limit - 1] + "…"
-
-
-def _short_repr(value: object, limit: int) -> str:
-    if isinstance(value, (str, bytes)) and len(value) > 4 * limit:
-        value = value[: 4 * limit]
-    elif isinstance(value, (list, tuple, dict, set)) and len(value) > limit:
-        return f"<{type(value).__name__} of {len(value):,} items>"
-    try:
-        return repr(value)
-    except (RecursionError, ValueError):  # a self-referencing YAML structure, a huge int
-        return f"<{type(value).__name__}>"
-
-
-def _numpy_bool(value: object) -> bool:
-    """Whether `value` is numpy's bool (np.bool_; named "bool" since numpy 2), without
-    importing numpy."""
-    kind = type(value)
-    return kind.__module__ == "numpy" and kind.__name__ in ("bool", "bool_")
-
-
-def as_whole(value: Any) -> Any:
-    """`value` as a Python int when it is a whole number of another integer type (numpy's
-    int64, uint32, ...: what `np.arange` and array indexing give), else unchanged, so that the
-    checks below accept them and what is stored is a plain int. bool (and numpy's bool_) stay
-    as they are: a flag is not a count."""
-    if isinstance(value, int) or _numpy_bool(value):
-        return value
-    index = getattr(type(value), "__index__", None)
-    if index is None or isinstance(value, (str, bytes)):
-        return value
-    try:
-        return int(index(value))
-    except (TypeError, ValueError):
-        return value
-
-
-def as_real(value: Any) -> Any:
-    """`value` as a Python float when it is a real number of another type (numpy's float32 or
-    int64), else unchanged; bools stay as they are."""
-    if isinstance(value, (bool, int, float)) or _numpy_bool(value):
-        return value
-    if type(value).__module__ == "numpy" and getattr(value, "shape", None) == ():
-        return float(value)  # numpy's float32, int64, ... scalars (numbers.Real, unimported)
-    return value
-
-
-def check_flag(name: str, value: object, *, error: type[IosimError] = IosimError) -> bool:
-    """True or False (numpy's bool_ too); anything else, such as the truthy string "no" or
-    None, is refused: a flag taken for its truth value would silently mean something else."""
-    if isinstance(value, bool):
-        return value
-    if _numpy_bool(value):
-        return bool(value)
-    raise error(f"{arg(name)} must be True or False, got {excerpt(value)}", param=name)
-
-
-def as_names(name: str, value: object, *, error: type[IosimError] = IosimError
-             ) -> tuple[str, ...]:
-    """A list of names: a sequence of strings, or one string of comma-separated names (as the
-    CLI's flags take them), so that "flash2" is one name and not five letters."""
-    if isinstance(value, str):
-        return tuple(part.strip() for part in value.split(","))
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        return tuple(value)
-    raise error(f"{arg(name)} must be a list of names or one comma-separated string, got "
-                f"{excerpt(value)}", param=name)
-
-
-def check_path_text(name: str, value: object, *, error: type[IosimError] = IosimError) -> str:
-    """A name or a file path: a str, or an os.PathLike (pathlib.Path) as its str."""
-    if isinstance(value, os.PathLike):
-        value = os.fspath(value)
-    if isinstance(value, str):
-        return value
-    raise error(f"{arg(name)} must be a name or a file path (a str or pathlib.Path), got "
-                f"{excerpt(value)}", param=name)
-
-
-def check_int(name: str, value: object, *, low: int = 1, high: int, what: str = "",
-              error: type[IosimError] = IosimError) -> int:
-    """A whole number in [low, high]; `name` is the parameter (n, block_kv, seed, ...), which
-    the CLI spells as its flag. Numpy integers count as whole numbers (as_whole)."""
-    value = as_whole(value)
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise error(f"{arg(name)} must be a whole number, got {excerpt(value)}")
-    if value < low:
-        raise error(f"{arg(name)} must be at least {low}, got {excerpt(value)}")
-    if value > high:
-        reason = f" ({what})" if what else ""
-        raise error(f"{arg(name, excerpt(value))} is beyond the {high:,} iosim models{reason}; "
-                    f"use a value of at most {high:,}")
-    return value
-
-
 def check_block(name: str, value: object, *, error: type[IosimError] = IosimError) -> int:
     """A block size B_r or B_c (block_q, block_kv, a backward's blocks): a whole number from 1
     to MAX_BLOCK, for compare, sweep and verify alike."""
@@ -304,14 +203,6 @@ def check_block(name: str, value: object, *, error: type[IosimError] = IosimErro
     if isinstance(value, bool) or not isinstance(value, int) or value < 1:
         raise error(f"{arg(name)} must be a whole number of at least 1, got {excerpt(value)}")
     return check_int(name, value, high=MAX_BLOCK, error=error)
-
-
-def check_instance(name: str, value: object, kind: type, example: str) -> None:
-    """`value` is an iosim `kind` (a Workload, Model, Hardware): a str or number given for one
-    was an AttributeError deep inside; `example` shows how one is made."""
-    if not isinstance(value, kind):
-        raise IosimError(f"{arg(name)} must be an iosim.{kind.__name__}, got {excerpt(value)}; "
-                         f"e.g. {example}", param=name)
 
 
 MAX_SEED: Final = 2**64 - 1
@@ -323,25 +214,6 @@ def check_seed(value: object, *, error: type[IosimError] = IosimError) -> int:
     a float, text or list was taken by numpy (or by nothing: an executor without dropout
     ignored seed="abc")."""
     return check_int("seed", value, low=0, high=MAX_SEED, what="numpy's seeds", error=error)
-
-
-def check_probability(name: str, value: object, *,
-                      error: type[IosimError] = IosimError) -> float:
-    """A probability in [0, 1) such as dropout_p: a finite real number, not a bool."""
-    value = as_real(value)
-    if isinstance(value, bool) or not isinstance(value, (int, float)) \
-            or not 0.0 <= value < 1.0:
-        raise error(f"{arg(name)} must be in [0, 1) (a number), got {excerpt(value)}", param=name)
-    return float(value)
-
-
-def check_choice(name: str, value: object, choices: Sequence[str], *, what: str,
-                 error: type[IosimError] = IosimError) -> str:
-    """One of `choices`, a str (an array or list compared with `in` was a ValueError or a
-    TypeError); `what` names it in the message ("tile rule", "profile")."""
-    if isinstance(value, str) and value in choices:
-        return value
-    raise error(f"unknown {what} {excerpt(value)}; use {' or '.join(choices)}", param=name)
 
 
 def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tuple[int, ...]:

@@ -15,15 +15,9 @@ from pathlib import Path
 from typing import Any
 
 from iosim.errors import ConfigError, IosimError, UnknownModelError
-from iosim.inputs.limits import (
-    MAX_HEAD_DIM,
-    MAX_HEADS,
-    MAX_LAYERS,
-    MAX_LENGTH,
-    check_path_text,
-    clip,
-    excerpt,
-)
+from iosim.inputs.api_values import check_path_text
+from iosim.inputs.excerpts import clip, excerpt
+from iosim.inputs.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_LENGTH
 from iosim.inputs.models import MLA_KEYS, LayerGroup, MlaDims, Model, ModelFigure
 from iosim.inputs.safe_yaml import read_document, refuse_unknown_keys
 from iosim.inputs.shipped import shipped_dir, shipped_yamls, user_yaml

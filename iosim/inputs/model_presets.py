@@ -17,7 +17,8 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from iosim.errors import ModelError, arg
-from iosim.inputs.limits import check_flag, check_instance, clip, excerpt
+from iosim.inputs.api_values import check_flag, check_instance
+from iosim.inputs.excerpts import clip, excerpt
 from iosim.inputs.models import LayerGroup, Model
 from iosim.inputs.workload import Workload
 from iosim.record import Record

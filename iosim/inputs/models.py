@@ -29,7 +29,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 
 from iosim.errors import ModelError, arg
-from iosim.inputs.limits import excerpt
+from iosim.inputs.excerpts import excerpt
 from iosim.record import Record, field
 
 MLA_KEYS = ("q_lora_rank", "kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")

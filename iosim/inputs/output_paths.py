@@ -14,7 +14,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from iosim.errors import IosimError, arg
-from iosim.inputs.limits import MAX_FILE_NAME_BYTES, clip
+from iosim.inputs.excerpts import clip
+from iosim.inputs.limits import MAX_FILE_NAME_BYTES
 
 
 def check_folder(path: Path, name: str) -> None:

@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from iosim.errors import ConfigError
-from iosim.inputs.limits import clip, excerpt
+from iosim.inputs.excerpts import clip, excerpt
 
 MAX_YAML_BYTES = 1 << 20
 """A hardware file larger than 1 MiB is refused unread (the shipped ones are 2-4 KiB)."""

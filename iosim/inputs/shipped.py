@@ -13,7 +13,7 @@ from functools import cache
 from typing import TYPE_CHECKING
 
 from iosim.errors import IosimError
-from iosim.inputs.limits import clip, excerpt
+from iosim.inputs.excerpts import clip, excerpt
 
 if TYPE_CHECKING:
     from pathlib import Path

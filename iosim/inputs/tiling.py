@@ -17,17 +17,11 @@ import numpy as np
 
 from iosim.errors import TilingError, arg
 from iosim.estimates.occupancy import SmLimits, programs_per_sm, sm_limits
+from iosim.inputs.api_values import check_choice, check_instance, check_int
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.implementations import Implementation, dtype_code
 from iosim.inputs.ints import Int, both, either, imax, imin, is_array, select
-from iosim.inputs.limits import (
-    MAX_SRAM_BYTES,
-    check_block,
-    check_choice,
-    check_instance,
-    check_int,
-    check_sram_bytes,
-    excerpt,
-)
+from iosim.inputs.limits import MAX_SRAM_BYTES, check_block, check_sram_bytes
 from iosim.inputs.units import DTYPE_BYTES, STAT_BYTES
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import Record

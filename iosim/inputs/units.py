@@ -11,7 +11,8 @@ from __future__ import annotations
 import re
 from typing import Final
 
-from iosim.inputs.limits import as_real, as_whole, excerpt
+from iosim.inputs.api_values import as_real, as_whole
+from iosim.inputs.excerpts import excerpt
 
 DTYPE_BYTES: Final[dict[str, int]] = {"fp32": 4, "fp16": 2, "bf16": 2, "fp8": 1,
                                       "fp8_e4m3": 1, "fp8_e5m2": 1}

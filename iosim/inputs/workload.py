@@ -9,7 +9,7 @@ import math
 from typing import Literal
 
 from iosim.errors import IosimError, WorkloadError, arg
-from iosim.inputs import decoding, limits
+from iosim.inputs import api_values, decoding, excerpts, limits
 from iosim.inputs.limits import MAX_LENGTH
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES, FP8_OUTPUT_DTYPE
 from iosim.record import Record, replace
@@ -94,21 +94,21 @@ class Workload(Record, init=False):
                                       ("fp8_scales", fp8_scales, (None, *FP8_SCALES))):
             if not isinstance(given, str) and not (given is None and None in choices):
                 # a list or an array here would reach `in` tests that raise TypeError
-                raise WorkloadError(f"unknown {arg(field)} {limits.excerpt(given)}; use one of "
+                raise WorkloadError(f"unknown {arg(field)} {excerpts.excerpt(given)}; use one of "
                                     f"{', '.join(c for c in choices if c)}", param=field)
         if fp8_scales is None and dtype in FP8_DTYPES:
             fp8_scales = "tensor"
         # numpy's ints and floats (np.arange, array indexing) become Python ones; a flag must be
         # a bool (causal="no" is truthy: taken as True it would count a causal mask)
-        whole = limits.as_whole
+        whole = api_values.as_whole
         n, n_kv, d, heads, kv_heads, batch = (whole(n), whole(n_kv), whole(d), whole(heads),
                                               whole(kv_heads), whole(batch))
         window, d_v, page_size, prefix_len = (whole(window), whole(d_v), whole(page_size),
                                               whole(prefix_len))
-        causal = limits.check_flag("causal", causal, error=WorkloadError)
-        latent_kv = limits.check_flag("latent_kv", latent_kv, error=WorkloadError)
+        causal = api_values.check_flag("causal", causal, error=WorkloadError)
+        latent_kv = api_values.check_flag("latent_kv", latent_kv, error=WorkloadError)
         unfused = unfused_names(unfused)
-        sparsity = limits.as_real(sparsity)
+        sparsity = api_values.as_real(sparsity)
         if type(suffix_lens).__name__ == "ndarray":  # its entries; a 0-d array its one number
             suffix_lens = suffix_lens.tolist()  # type: ignore[union-attr]
         values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
@@ -128,7 +128,7 @@ class Workload(Record, init=False):
                            ("d_v", limits.MAX_HEAD_DIM),
                            ("heads", limits.MAX_HEADS), ("kv_heads", limits.MAX_HEADS),
                            ("batch", limits.MAX_BATCH)):
-            limits.check_int(name, getattr(self, name), high=high, error=WorkloadError)
+            api_values.check_int(name, getattr(self, name), high=high, error=WorkloadError)
         if self.heads % self.kv_heads:
             raise WorkloadError(
                 f"{arg('kv_heads', self.kv_heads)} does not divide {arg('heads', self.heads)}; "
@@ -151,11 +151,11 @@ class Workload(Record, init=False):
         if (isinstance(self.sparsity, bool) or not isinstance(self.sparsity, (int, float))
                 or not 0 < self.sparsity <= 1):
             raise WorkloadError(f"{arg('sparsity')} must be a fraction of non-zero blocks in (0, 1], "
-                                f"got {limits.excerpt(self.sparsity)}; e.g. {arg('sparsity', 0.25)}")
+                                f"got {excerpts.excerpt(self.sparsity)}; e.g. {arg('sparsity', 0.25)}")
         object.__setattr__(self, "sparsity", float(self.sparsity))
         if self.sparsity_fraction[0] == 0:  # s = 1e-9 was counted as s = 0/1: no block visited,
             raise WorkloadError(  # and a causal flash2's utilisation 0 timed it at inf s
-                f"{arg('sparsity', limits.excerpt(self.sparsity))} is below the "
+                f"{arg('sparsity', excerpts.excerpt(self.sparsity))} is below the "
                 f"1/{SPARSITY_DENOMINATOR:,} that block-mask counts resolve (s is counted as a "
                 f"fraction p/q, q <= {SPARSITY_DENOMINATOR:,}); use at least "
                 f"{arg('sparsity', 1 / SPARSITY_DENOMINATOR)}")
@@ -166,7 +166,7 @@ class Workload(Record, init=False):
     def _validate_masks(self) -> None:
         """window and seqlens (docs/variants-masks.md); the bounds are in inputs/limits.py."""
         if self.window is not None:
-            limits.check_int("window", self.window, high=MAX_LENGTH, error=WorkloadError)
+            api_values.check_int("window", self.window, high=MAX_LENGTH, error=WorkloadError)
             if self.window > self.n_kv:
                 raise WorkloadError(
                     f"{arg('window', self.window)} is longer than the {arg('n_kv', self.n_kv)} "
@@ -191,7 +191,7 @@ class Workload(Record, init=False):
                                     f"{arg('batch', 1)} (the sequences are the batch)",
                                     param="seqlens")
         if self.packing not in PACKINGS:
-            raise WorkloadError(f"unknown {arg('packing')} {limits.excerpt(self.packing)}; use "
+            raise WorkloadError(f"unknown {arg('packing')} {excerpts.excerpt(self.packing)}; use "
                                 f"one of {', '.join(PACKINGS)}", param="packing")
         if self.packing != "varlen" and self.seqlens is None:
             raise WorkloadError(f"{arg('packing', self.packing)} says how packed sequences are "
@@ -237,7 +237,7 @@ class Workload(Record, init=False):
                 f"{arg('dtype', self.dtype)}; use {arg('dtype', FP8_DTYPES[0])} or drop "
                 f"{arg('fp8_scales')}", param="fp8_scales")
         if self.fp8_scales is not None and self.fp8_scales not in FP8_SCALES:
-            raise WorkloadError(f"unknown {arg('fp8_scales')} '{limits.clip(self.fp8_scales)}'; "
+            raise WorkloadError(f"unknown {arg('fp8_scales')} '{excerpts.clip(self.fp8_scales)}'; "
                                 f"use one of {', '.join(FP8_SCALES)}", param="fp8_scales")
         if self.dtype in FP8_DTYPES and self.pass_ != "fwd":
             raise WorkloadError(
@@ -327,7 +327,7 @@ def unfused_names(unfused: object, *, error: type[IosimError] = WorkloadError
     refused by as_names (its truth value was a ValueError)."""
     if unfused is None or (isinstance(unfused, (str, tuple, list)) and not unfused):
         return ()
-    return limits.as_names("unfused", unfused, error=error)
+    return api_values.as_names("unfused", unfused, error=error)
 
 
 WORKLOAD_EXAMPLE = "iosim.Workload(4096, d=128)"

@@ -142,6 +142,8 @@ def occupancy_table(c: Comparison) -> Table:
                 u += " (MLA fit)"
             elif k.timed_by == "flex-decoding":  # nor this one's (impl_decoding.py)
                 u += " (decode chain)"
+            elif k.timed_by == "lean":  # nor cuDNN's lean kernel's (lean_time.py)
+                u += " (lean rounds)"
             table.add_row(a.name if i == 0 else "", o.label, grid_text(o), str(o.per_sm),
                           u, fmt_time(k.time_s), end_section=i == len(a.occupancy) - 1)
     return table

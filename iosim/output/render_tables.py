@@ -59,34 +59,28 @@ def kernel_legend(c: Comparison) -> str:
     return (f"HBM: bytes read + written, every tile load charged to HBM (L2-oblivious). "
             f"FLOPs: executed matmul + elementwise (softmax) FLOPs. time = {rule}, so FLOPs "
             f"÷ the matmul peak is not the time: the elementwise FLOPs run on other units."
-            + latency_legend(c) + eager_legend(c) + fallback_legend(c))
+            + timed_by_legend(c))
 
 
-def eager_legend(c: Comparison) -> str:
-    """The kernel legend's sentence for eager PyTorch's backward kernels (empty when none is)."""
-    if not any(k.timed_by == "eager-bwd" for a in c.algorithms for k in a.kernels):
-        return ""
-    return (" An eager backward's kernel: max(DRAM ÷ bandwidth ÷ its memory efficiency, its "
-            "matmul or elementwise time) + a fixed time per kernel, eager's backward model "
-            "(estimates/eager_backward.py, the note above).")
+_TIMED_BY_LEGENDS = (
+    # (Kernel.timed_by, the kernel legend's sentence for a kernel timed so), in legend order
+    ("combine", " latency: too small a kernel to reach either roof; FA2's split-KV combine is "
+                "timed by its fitted latency and per-program rate (estimates/combine.py)."),
+    ("eager-bwd", " An eager backward's kernel: max(DRAM ÷ bandwidth ÷ its memory efficiency, "
+                  "its matmul or elementwise time) + a fixed time per kernel, eager's backward "
+                  "model (estimates/eager_backward.py, the note above)."),
+    ("fallback-gemm", " An eager GEMM at N_kv % 8 ≠ 0: cuBLAS's CUTLASS fallback, timed as its "
+                      "N×N_kv operand's bytes ÷ its stream rate + its FLOPs ÷ its compute rate "
+                      "where that is longer (estimates/eager_fallback.py)."),
+)
 
 
-def fallback_legend(c: Comparison) -> str:
-    """The kernel legend's sentence for an eager forward's GEMMs on CUTLASS fallbacks (empty
-    when none is)."""
-    if not any(k.timed_by == "fallback-gemm" for a in c.algorithms for k in a.kernels):
-        return ""
-    return (" An eager GEMM at N_kv % 8 ≠ 0: cuBLAS's CUTLASS fallback, timed as its N×N_kv "
-            "operand's bytes ÷ the fallback's streaming rate where that is longer "
-            "(analysis/impl_kernels.py with_fallback_gemms).")
-
-
-def latency_legend(c: Comparison) -> str:
-    """The kernel legend's sentence for a kernel bound by neither roof (empty when none is)."""
-    if not any(k.timed_by == "combine" for a in c.algorithms for k in a.kernels):
-        return ""
-    return (" latency: too small a kernel to reach either roof; FA2's split-KV combine is "
-            "timed by its fitted latency and per-program rate (estimates/combine.py).")
+def timed_by_legend(c: Comparison) -> str:
+    """The kernel legend's sentences for kernels timed by a rule of their own (a combine's
+    latency, eager's backward, a CUTLASS fallback GEMM): one per rule a kernel of `c` follows,
+    empty when none does."""
+    rules = {k.timed_by for a in c.algorithms for k in a.kernels}
+    return "".join(sentence for rule, sentence in _TIMED_BY_LEGENDS if rule in rules)
 
 
 def summary_table(c: Comparison, *, wide: bool = False) -> TextTable:

@@ -22,8 +22,8 @@ from iosim.analysis.compare import compare
 from iosim.analysis.comparison import Comparison
 from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
 from iosim.errors import IosimError
+from iosim.inputs.excerpts import clip
 from iosim.inputs.gpus import list_hardware, resolve_hardware
-from iosim.inputs.limits import clip
 from iosim.inputs.output_paths import check_folder
 from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import Workload

@@ -1,0 +1,152 @@
+"""The shared prefix re-read by later waves of a split-KV decoding grid (issue 14's var10).
+
+shared_prefix_dram.prefix_once charges a shared prefix's K and V once: the requests' programs
+that read one key chunk of it run together. Where the grid runs in several waves, a chunk is
+read again by the requests whose programs start a wave later, and those reads come from DRAM
+when the chunk left the L2 in between (H200: cas-b32-p16k-s16 −83 %, jcas-b12-p50000-s1000
+−78 %, mcas-b28-p6000-s200-gqa8 −29 % under the rule alone). This rule counts them from the
+launch order and the L2's soft cutoff, with no constant of its own:
+
+1. **Who reads a chunk, and in which wave.** The split kernel's grid is (splits, KV heads,
+   requests × row blocks), the split index fastest (calibrate/kernels_variants.py
+   decode_split; FA2's flash_fwd_splitkv_kernel likewise). Every request's splits are
+   ⌈⌈L_max/B_c⌉/S⌉ key blocks long (the kernel sizes them by the longest request, as FA2 does
+   with params.seqlen_k), so the prefix's chunk k of KV head h is read by sequence q (request ·
+   row block) at launch position x_q = q·Δ + h·S + k, Δ = H·S programs apart. Programs of
+   equal length run in lockstep waves of W (SMs × programs per SM): x's wave is ⌊x / W⌋. The
+   readers in one wave read the chunk together (one DRAM read); the chunk's readers span
+   ⌊x_last / W⌋ − ⌊x_first / W⌋ + 1 waves where Δ ≤ W (no wave between two readers is
+   skipped), every reader its own wave where Δ > W. Each wave after the first re-reads it.
+2. **Whether the re-read misses.** Between the reads of one chunk by two waves the L2 sees one
+   wave's reads: every chunk of the prefix (a wave of W ≥ Δ programs covers all H·S of them)
+   and each of its sequences' own suffix. A line read by the SMs of both L2 partitions is held
+   twice (l2_model.SHARED_COPIES; the A100 whitepaper's "each L2 partition localizes and caches
+   data for memory accesses from SMs in the GPCs directly connected to the partition"); a
+   chunk that k programs of a wave read, each on a partition at random, is held in
+   n·(1 − (1 − 1/n)^k) of the n = SHARED_COPIES partitions on average, k = W / Δ (the
+   sequences a wave holds, at least one). The reuse distance is therefore
+   D = prefix K+V · copies(k) + the own K/V of the max(W, Δ) / Δ sequences of a wave, and the
+   re-read misses with l2_cutoff.miss_probability(D, L2).
+
+The extra bytes, per chunk, are (waves its readers span − 1) × its prefix K+V × P_miss(D),
+added to the split kernel's K and V in proportion to their widths. Nothing changes for one
+wave, one request, a prefill, or a kernel other than split-KV's split kernel over a shared
+prefix. Judged on cascade_fresh6 (reports/variants-h200.md, "Issue 14, var10"): within ±10 % of
+ncu on 24 of 35 split-KV points, against 12 with prefix_once alone. The copies term moves few
+of them (2 copies always: the same counts; 1 copy: 17); what is left is over-counted prefixes of
+about 0.45 of the L2 and many short splits (docs/variants-decoding.md, "What is not modelled").
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from iosim.algorithms.loopnest import Kernel
+from iosim.estimates.l2_cutoff import miss_probability
+from iosim.estimates.l2_model import SHARED_COPIES, DramTerm
+from iosim.inputs.ints import cdiv
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
+from iosim.record import Record, replace
+
+SPLITKV_KERNEL = "splitkv_attn"
+NOTE = ("shared prefix: from DRAM once, and again by each later wave whose requests find it "
+        "evicted (the launch order, the L2's cutoff)")
+
+
+class PrefixGrid(Record):
+    """A split-KV decoding grid over a shared prefix, as rule 1 of the module docstring reads
+    it: `sequences` (requests × row blocks) of `kv_heads` × `splits` programs each, `slots`
+    programs at once, each split `chunk_keys` keys of the `prefix_len` shared ones."""
+
+    sequences: int
+    kv_heads: int
+    splits: int
+    slots: int
+    chunk_keys: int
+    prefix_len: int
+
+
+def prefix_grid(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | None,
+                concurrent: int) -> PrefixGrid | None:
+    """The grid of split-KV's split kernel over a shared-prefix decoding batch, or None where
+    the rule does not apply (no prefix, one request, a prefill, no split kernel or tiling)."""
+    if (workload.prefix_len is None or workload.suffix_lens is None or workload.batch < 2
+            or workload.n != 1 or tiling is None):
+        return None
+    split = next((k for k in kernels if k.name == SPLITKV_KERNEL and k.split), None)
+    if split is None:
+        return None
+    if not split.pack_heads:  # a program per query head: not the grid rule 1 reads
+        return None
+    g = workload.heads // workload.kv_heads
+    row_blocks = int(cdiv(g, int(tiling.block_q)))
+    splits = max(1, int(tiling.splits or 1))
+    block = int(tiling.block_kv)
+    longest = workload.prefix_len + max(workload.suffix_lens)
+    chunk = int(cdiv(cdiv(longest, block), splits)) * block
+    return PrefixGrid(sequences=workload.batch * row_blocks, kv_heads=workload.kv_heads,
+                      splits=splits, slots=max(1, concurrent), chunk_keys=chunk,
+                      prefix_len=workload.prefix_len)
+
+
+def waves_spanned(grid: PrefixGrid, offset: int) -> int:
+    """The waves the readers of the chunk at launch offset `offset` (h·S + k) fall in."""
+    spacing = grid.kv_heads * grid.splits
+    if spacing > grid.slots:
+        return grid.sequences
+    last = offset + (grid.sequences - 1) * spacing
+    return last // grid.slots - offset // grid.slots + 1
+
+
+def partition_copies(readers: float, partitions: int = SHARED_COPIES) -> float:
+    """The partitions that hold a line `readers` programs of a wave read, each on one of
+    `partitions` at random: the expected count of distinct ones (at least one reader)."""
+    k = max(1.0, readers)
+    return float(partitions * (1.0 - (1.0 - 1.0 / partitions) ** k))
+
+
+def reread_keys(grid: PrefixGrid) -> int:
+    """Σ over the prefix's chunks (every KV head's) of (waves its readers span − 1) × its
+    prefix keys: the key rows later waves read again (rule 1)."""
+    total = 0
+    chunks = int(cdiv(grid.prefix_len, grid.chunk_keys))
+    for h in range(grid.kv_heads):
+        for k in range(chunks):
+            keys = min(grid.chunk_keys, grid.prefix_len - k * grid.chunk_keys)
+            total += (waves_spanned(grid, h * grid.splits + k) - 1) * keys
+    return total
+
+
+def prefix_rereads(terms: Sequence[DramTerm], kernels: Sequence[Kernel], workload: Workload,
+                   tiling: Tiling | None, concurrent: int | None,
+                   capacity: float | None) -> tuple[DramTerm, ...]:
+    """`terms` (prefix_once's) with the split kernel's K and V reads raised by the prefix
+    chunks later waves read again from DRAM (the module docstring); unchanged where the rule
+    does not apply or no wave re-reads."""
+    if concurrent is None or capacity is None:
+        return tuple(terms)
+    grid = prefix_grid(kernels, workload, tiling, concurrent)
+    if grid is None:
+        return tuple(terms)
+    again_keys = reread_keys(grid)
+    if again_keys <= 0:
+        return tuple(terms)
+    assert workload.prefix_len is not None and workload.suffix_lens is not None
+    key_bytes = (workload.d + workload.d_v) * workload.element_bytes  # K and V of one key row
+    prefix = workload.prefix_len * workload.kv_heads * key_bytes
+    kv_read = sum(t.bytes for t in terms
+                  if t.kernel == SPLITKV_KERNEL and t.op == "read" and t.tensor in ("K", "V"))
+    own_per_request = max(0.0, (kv_read - prefix) / workload.batch)
+    spacing = grid.kv_heads * grid.splits
+    requests_a_wave = max(grid.slots, spacing) / spacing * workload.batch / grid.sequences
+    distance = (prefix * partition_copies(grid.slots / spacing)
+                + own_per_request * requests_a_wave)
+    miss = miss_probability(distance, capacity)
+    if miss <= 0.0:
+        return tuple(terms)
+    width = {"K": workload.d, "V": workload.d_v}
+    extra_row = again_keys * workload.element_bytes * miss  # per column of K or V
+    return tuple(replace(t, bytes=t.bytes + round(extra_row * width[t.tensor]), note=NOTE)
+                 if t.kernel == SPLITKV_KERNEL and t.op == "read" and t.tensor in width else t
+                 for t in terms)
