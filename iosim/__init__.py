@@ -22,6 +22,7 @@ _PUBLIC = {
     "Hardware": "iosim.inputs.hardware",
     "IosimError": "iosim.errors",
     "KernelEstimate": "iosim.estimates.roofline",
+    "NotInResultError": "iosim.errors",
     "Roofs": "iosim.estimates.roofline",
     "SweepResult": "iosim.analysis.sweep",
     "SweepSpec": "iosim.analysis.sweep",
@@ -72,7 +73,14 @@ if TYPE_CHECKING:
     from iosim.analysis.sweep import SweepResult, SweepSpec, sweep
     from iosim.analysis.verification import Verification
     from iosim.analysis.verify import verify
-    from iosim.errors import ConfigError, IosimError, TilingError, UnknownGpuError, WorkloadError
+    from iosim.errors import (
+        ConfigError,
+        IosimError,
+        NotInResultError,
+        TilingError,
+        UnknownGpuError,
+        WorkloadError,
+    )
     from iosim.estimates.footprint import Footprint
     from iosim.estimates.l2 import dram_estimate
     from iosim.estimates.l2_model import DramEstimate
@@ -115,6 +123,7 @@ __all__ = [
     "KernelEstimate",
     "Model",
     "ModelComparison",
+    "NotInResultError",
     "Roofs",
     "SweepResult",
     "SweepSpec",

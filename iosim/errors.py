@@ -82,6 +82,13 @@ class UnknownGpuError(IosimError):
     """A --gpu value that is neither a known name, an alias nor a YAML file."""
 
 
+class NotInResultError(IosimError, KeyError):
+    """A result asked for an algorithm it did not run (`Comparison.algorithm("flash2")` of a
+    compare whose implementation runs another); a KeyError too, as it was documented."""
+
+    __str__ = Exception.__str__  # the message, not KeyError's quoted repr of it
+
+
 class WorkloadError(IosimError):
     """A workload that cannot exist (non-positive sizes, kv-heads not dividing heads, ...)."""
 

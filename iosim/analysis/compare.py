@@ -26,7 +26,6 @@ from iosim.analysis.impl_backward import (
 from iosim.analysis.impl_decoding import impl_decoding_estimates
 from iosim.analysis.impl_forward import impl_forward_roofs
 from iosim.analysis.impl_kernels import (
-    TILE_RULES,
     call_overhead,
     host_floor,
     impl_algorithm,
@@ -76,7 +75,7 @@ from iosim.inputs.hardware import Hardware
 from iosim.inputs.impl_features import refuse_missing_features
 from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation
-from iosim.inputs.tiling import Tiling, TilingInputs, make_tiling
+from iosim.inputs.tiling import TILE_RULES, Tiling, TilingInputs, make_tiling
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import replace
 

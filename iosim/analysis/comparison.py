@@ -176,11 +176,15 @@ class Comparison(Record):
         return (q + k_v) * w.element_bytes + o * w.output_element_bytes
 
     def algorithm(self, name: str) -> AlgorithmEstimate:
-        """The estimate of the algorithm named `name` (KeyError if it was not run)."""
+        """The estimate of the algorithm named `name` (NotInResultError, a KeyError, if it was not run)."""
         for a in self.algorithms:
             if a.name == name:
                 return a
-        raise KeyError(name)
+        from iosim.errors import NotInResultError
+        from iosim.inputs.limits import excerpt
+
+        raise NotInResultError(f"no algorithm {excerpt(name)} was run here; this result has "
+                               f"{', '.join(a.name for a in self.algorithms)}")
 
     def to_records(self) -> list[dict[str, Any]]:
         """One flat row per (algorithm, kernel), for pandas.DataFrame(...)."""

@@ -23,9 +23,6 @@ from iosim.inputs.tiling import Tiling
 from iosim.inputs.workload import UNFUSED_OPS, Workload
 from iosim.record import replace
 
-TILE_RULES = ("code", "alg1")
-"""--tiles: the implementation's tile tables (FlashAttention-2's code by default), or Alg. 1."""
-
 
 def impl_workload(impl: Implementation, workload: Workload) -> Workload:
     """The workload the implementation's loop nest runs: an eager pipeline's separate scale and

@@ -15,7 +15,6 @@ from typing import Any
 
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import Comparison
-from iosim.inputs.api_values import check_instance
 from iosim.inputs.model_presets import Base, model_layers
 from iosim.inputs.models import LayerGroup, Model
 from iosim.record import Record
@@ -124,7 +123,6 @@ def compare_model(model: Model, base: Base, hardware: Any, *,
     `base` holds the Workload arguments the preset does not fill (n, n_kv, batch, dtype,
     pass_, ...); `given` the preset fields set explicitly, checked against the preset
     (inputs/model_presets.py); `options` are compare's (block_q, sram, profile, splits, ...)."""
-    check_instance("model", model, Model, "iosim.resolve_model('llama-3.1-8b')")
     compared = []
     for ml in model_layers(model, base, given=given, latent_kv=latent_kv, layer=layer):
         comparison = compare(ml.workload, hardware, algorithms=algorithms, **options)

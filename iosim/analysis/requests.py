@@ -98,7 +98,8 @@ def sram_budget(
     refuse_both_sram(sram is not None, sram_elements is not None)
     gpu_sram = int(hardware.sram_per_block_bytes)
     if sram_elements is not None:
-        check_count("sram_elements", sram_elements)
+        # a Python int from here on: NumPy's int64 would wrap past 2^63 before the bound sees it
+        sram_elements = check_count("sram_elements", sram_elements)
         check_sram_bytes("sram_elements", sram_elements * element_bytes)  # never past int64
         source = f"--sram-elements {sram_elements}"
     elif sram is not None:

@@ -98,11 +98,15 @@ class SweepResult(Record, eq=False):
         return _Index(self.spec, self._index)
 
     def algorithm(self, name: str) -> AlgorithmGrid:
-        """The grid of the algorithm named `name` (KeyError if it was not swept)."""
+        """The grid of the algorithm named `name` (NotInResultError, a KeyError, if it was not swept)."""
         for a in self.algorithms:
             if a.name == name:
                 return a
-        raise KeyError(name)
+        from iosim.errors import NotInResultError
+        from iosim.inputs.limits import excerpt
+
+        raise NotInResultError(f"no algorithm {excerpt(name)} was swept here; this result has "
+                               f"{', '.join(a.name for a in self.algorithms)}")
 
     def axis_values(self, axis: str, cut: slice = slice(None)) -> np.ndarray:
         """Each point's value on an axis, defaults resolved (kv_heads = heads, n_kv = n, d_v = d); `cut`

@@ -28,7 +28,7 @@ from iosim.inputs.limits import (
     check_sram_bytes,
 )
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
-from iosim.inputs.workload import Workload
+from iosim.inputs.workload import Workload, unfused_names
 from iosim.record import Record, replace
 
 SCHEMA = "iosim.sweep/1"
@@ -147,7 +147,8 @@ def axes_as_tuples(spec: SweepSpec) -> SweepSpec:
     changes: dict[str, Any] = {}
     for axis in AXES:
         value = getattr(spec, axis)
-        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__") \
+                or getattr(value, "ndim", None) == 0:  # a 0-d numpy array is one value too
             value = (value,)
         if axis == "causal":
             value = tuple(check_flag("causal", v) for v in value)
@@ -158,11 +159,13 @@ def axes_as_tuples(spec: SweepSpec) -> SweepSpec:
             value = tuple(check_path_text(axis, v) if axis == "gpu" else v for v in value)
         changes[axis] = value
     changes["algorithms"] = as_names("algorithms", spec.algorithms)
-    changes["unfused"] = as_names("unfused", spec.unfused) if spec.unfused else ()
+    changes["unfused"] = unfused_names(spec.unfused, error=IosimError)
+    changes["window_capped"] = check_flag("window_capped", spec.window_capped)
     for name in ("seqlens", "suffix_lens"):
         value = getattr(spec, name)
-        if type(value).__name__ == "ndarray":
-            changes[name] = tuple(as_whole(v) for v in value)
+        if type(value).__name__ == "ndarray":  # its entries; a 0-d array its one number, which
+            entries = value.tolist()  # the Workload refuses as not a list
+            changes[name] = tuple(entries) if isinstance(entries, list) else entries
     return replace(spec, **changes)
 
 

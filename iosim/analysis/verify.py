@@ -139,7 +139,7 @@ def verify(
     fp8 = workload.dtype in FP8_DTYPES
     model = workload if fp8 else workload.with_(dtype=MODEL_DTYPE[dtype])
     block_q, block_kv = check_block("block_q", block_q), check_block("block_kv", block_kv)
-    check_seed(seed)
+    seed = check_seed(seed)  # a Python int: the result's JSON holds it
     dropout_p = check_probability("dropout_p", dropout_p)
     check_limits(model, block_q, block_kv)  # before any array is made
     blocks: dict[str, Any] = {"block_q": block_q, "block_kv": block_kv,

@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from iosim.calibrate import CalibrationError
-from iosim.calibrate.records import finite_json, record_text
+from iosim.calibrate.records import MIN_RECORDED_TIME_S, finite_json, record_text
 from iosim.errors import IosimError
 from iosim.inputs.excerpts import clip, excerpt
 from iosim.inputs.limits import MAX_RECORDED_CALL_S
@@ -71,6 +71,11 @@ def _is_number(value: Any, *, positive: bool = False) -> bool:
             and math.isfinite(value) and (value > 0 if positive else value >= 0))
 
 
+def _is_time(value: Any) -> bool:
+    """A measured time a record may hold: 1e-320 s or 2^63 s was taken and fitted."""
+    return _is_number(value) and MIN_RECORDED_TIME_S <= value < MAX_RECORDED_CALL_S
+
+
 def _problem(p: Any) -> str | None:
     """What is wrong with one point, or None."""
     if not isinstance(p, dict) or p.get("schema") != SCHEMA:
@@ -81,10 +86,9 @@ def _problem(p: Any) -> str | None:
         return f"workload must name {', '.join(WORKLOAD_KEYS)}"
     if not isinstance(p.get("impl"), str) or not isinstance(p.get("gpu"), str):
         return "impl and gpu must be names"
-    if not _is_number(p.get("measured_time_s"), positive=True) \
-            or p["measured_time_s"] >= MAX_RECORDED_CALL_S:
-        return (f"measured_time_s must be seconds in (0, {MAX_RECORDED_CALL_S:g}), got "
-                f"{excerpt(p.get('measured_time_s'))}")
+    if not _is_time(p.get("measured_time_s")):
+        return (f"measured_time_s must be seconds in [{MIN_RECORDED_TIME_S:g}, "
+                f"{MAX_RECORDED_CALL_S:g}), got {excerpt(p.get('measured_time_s'))}")
     try:  # checked as compare checks it, as calibrate --impl --from does with the same file
         Workload(**w)
     except (IosimError, TypeError) as exc:
@@ -97,6 +101,9 @@ def _problem(p: Any) -> str | None:
                 and all(_is_number(r.get(n)) for n in numbers) for r in rows):
             return (f"{key} must be a list of kernels with a name and {', '.join(numbers)} "
                     f"(finite numbers, none negative)")
+    if not all(_is_time(r["time_s"]) for r in p["measured_kernels"]):
+        return (f"measured_kernels' time_s must be seconds in [{MIN_RECORDED_TIME_S:g}, "
+                f"{MAX_RECORDED_CALL_S:g}) (a kernel timed by torch.profiler)")
     counters = p.get("counters")
     if counters is not None:
         if not isinstance(counters, dict) or not isinstance(counters.get("status"), str):

@@ -188,9 +188,49 @@ def _field_problem(kind: str, name: str, value: Any) -> str | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
         return f"must be a finite number, got {excerpt(value)}"
-    if name.endswith("_s") and not 0 < value < 1e6:
-        return f"must be a time in seconds in (0, 10^6), got {excerpt(value)}"
+    if name.endswith("_s") and not MIN_RECORDED_TIME_S <= value < 1e6:
+        return f"must be a time in seconds in [10^-9, 10^6), got {excerpt(value)}"
+    if name == "rel_error" and value < 0:
+        return f"must be a relative error ‖out − ref‖/‖ref‖ of at least 0, got {excerpt(value)}"
     return None
+
+
+MIN_RECORDED_TIME_S = 1e-9
+"""The shortest time a record may hold: no kernel runs in under a nanosecond (CUDA's event
+timer resolves about half a microsecond; the shortest time in tests/data's calibration records
+is 122 µs). A time of 1e-320 s passed (0, 10^6) and fitted an HBM bandwidth of inf."""
+
+
+_TEXT_FIELDS = ("gpu", "command", "created")
+"""The record's top-level text fields (str() took a number or a list for one)."""
+
+
+def _check_header(raw: dict[str, Any], counters: dict[str, Any], where: str) -> None:
+    """The fields around the measurements: text that is text, `quick` a bool (bool("no") was
+    True), the counters' status, command and version text and its spec a list of mappings (an
+    int there was a TypeError), the device's figures text or numbers, notes a list of text."""
+    for key in _TEXT_FIELDS:
+        if key in raw and not isinstance(raw[key], str):
+            raise CalibrationError(f"{where}: {key} must be text, got {excerpt(raw[key])}")
+    if "quick" in raw and not isinstance(raw["quick"], bool):
+        raise CalibrationError(f"{where}: quick must be true or false, got {excerpt(raw['quick'])}")
+    for key in ("status", "command", "version"):
+        if key in counters and not isinstance(counters[key], str):
+            raise CalibrationError(f"{where}: counters.{key} must be text, got "
+                                   f"{excerpt(counters[key])}")
+    spec = counters.get("spec", [])
+    if not isinstance(spec, list) or not all(isinstance(x, dict) for x in spec):
+        raise CalibrationError(f"{where}: counters.spec must be a list of mappings, got "
+                               f"{excerpt(spec)}")
+    device = raw.get("device", {})
+    for key, value in (device.items() if isinstance(device, dict) else ()):
+        if isinstance(value, bool) or not isinstance(value, (str, int, float)) or (
+                isinstance(value, float) and not math.isfinite(value)):
+            raise CalibrationError(f"{where}: device.{clip(key)} must be text or a number (it "
+                                   f"is the provenance the YAML records), got {excerpt(value)}")
+    notes = raw.get("notes", [])
+    if not isinstance(notes, list) or not all(isinstance(x, str) for x in notes):
+        raise CalibrationError(f"{where}: notes must be a list of text, got {excerpt(notes)}")
 
 
 def calibration_from_dict(raw: Any, where: str = "measurement file") -> Calibration:
@@ -213,9 +253,9 @@ def calibration_from_dict(raw: Any, where: str = "measurement file") -> Calibrat
         if key in raw and not (isinstance(raw[key], kind) or (key == "counters" and raw[key] is None)):
             raise CalibrationError(f"{where}: {key} must be a {'mapping' if kind is dict else 'list'}"
                                    f", got {excerpt(raw[key])}")
-    if not isinstance(counters_raw, dict) or not isinstance(counters_raw.get("rows", []), list) \
-            or not all(isinstance(x, dict) for x in counters_raw.get("spec", ())):
+    if not isinstance(counters_raw, dict) or not isinstance(counters_raw.get("rows", []), list):
         raise CalibrationError(f"{where}: counters must be a mapping with a list of rows")
+    _check_header(raw, counters_raw, where)
     rows = tuple(_build(CounterRow, r, f"{where}: counters.rows[{i}]")
                  for i, r in enumerate(counters_raw.get("rows", [])))
     counters = Counters(str(counters_raw.get("status", "")), str(counters_raw.get("command", "")),

@@ -19,6 +19,7 @@ from typing import Any
 
 import yaml
 
+from iosim.errors import ConfigError, IosimError
 from iosim.inputs.hardware_yaml import load_hardware
 
 _TOP_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\s*:")
@@ -87,5 +88,11 @@ def write_measured_yaml(source_text: str, measured: dict[str, Any]) -> str:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "check.yaml"
         path.write_text(text, encoding="utf-8")
-        load_hardware(path)  # raises ConfigError naming the key if the section is malformed
+        try:
+            load_hardware(path)  # raises ConfigError naming the key if the section is malformed
+        except ConfigError as exc:  # named by its key: the temporary file is no help to a user
+            raise IosimError(f"the fitted measured: section is not a valid one "
+                             f"({str(exc).removeprefix(f'{path}: ')}): the measurements give "
+                             f"figures no GPU has (a time or a size out of range); record them "
+                             f"again with iosim calibrate") from None
     return text

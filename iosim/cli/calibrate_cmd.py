@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 
 from iosim.cli import cli
+from iosim.cli.paths import PathType
 from iosim.errors import IosimError
 from iosim.inputs.excerpts import excerpt
 from iosim.inputs.hardware import Hardware
@@ -38,18 +39,18 @@ def _refuse_overlaps(out: Path, record: Path | None, from_: Path | None,
 @cli.command("calibrate")
 @click.option("--gpu", required=True, metavar="NAME|ALIAS|PATH",
               help="The hardware YAML to calibrate (its spec figures are kept).")
-@click.option("--out", "out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+@click.option("--out", "out", required=True, type=PathType(dir_okay=False, path_type=Path),
               help="Where to write the YAML with its new measured: section.")
 @click.option("--quick", is_flag=True,
               help="A small grid (N 1024 and 4096, d 128): 7-25 s on an H200.")
 @click.option("--counters", is_flag=True,
               help="Also count DRAM and L2 bytes of every kernel with Nsight Compute (ncu).")
 @click.option("--force", is_flag=True, help="Overwrite --out, --record and --report if they exist.")
-@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--record", type=PathType(dir_okay=False, path_type=Path), default=None,
               help="Measurement file to write (default: --out with .calibration.json).")
-@click.option("--from", "from_", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--from", "from_", type=PathType(dir_okay=False, path_type=Path), default=None,
               help="Fit a recorded measurement file instead of measuring (no GPU needed).")
-@click.option("--report", type=click.Path(file_okay=False, path_type=Path), default=None,
+@click.option("--report", type=PathType(file_okay=False, path_type=Path), default=None,
               help="Write the calibration report (CSV, Markdown, plots) into this folder.")
 @click.option("--impl", "impl", default=None, metavar="LIST|all",
               help="Calibrate these implementations (sdpa-flash,torch-naive,...; all: every "
@@ -159,13 +160,14 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
         raise IosimError(f"{excerpt(str(from_))}: its measurements cannot be fitted "
                          f"({excerpt(str(exc), 120)}); record them again with iosim calibrate"
                          ) from None
-    for message in pending:
-        warn(message)
     measured, kept = merge_gpu_fit(source_text, result.profile_yaml())
+    text = write_measured_yaml(source_text, measured)  # checked before any warning: a refusal
+    for message in pending:  # is then its one line
+        warn(message)
     if kept:
         warn(f"kept {', '.join(f'measured.{k}' for k in kept)} of {hardware.path} (fitted "
              f"against its earlier ceilings: re-fit them if these moved)")
-    write_text_atomically(out, write_measured_yaml(source_text, measured))
+    write_text_atomically(out, text)
     if report is not None:
         from iosim.output.calibration_report import write_report
 

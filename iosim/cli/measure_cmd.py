@@ -12,6 +12,7 @@ import click
 from iosim.cli import cli
 from iosim.cli.common import gpu_option, workload_options
 from iosim.cli.lists import Choice
+from iosim.cli.paths import PathType
 from iosim.errors import IosimError
 from iosim.inputs.workload import Workload
 
@@ -29,7 +30,7 @@ from iosim.inputs.workload import Workload
                    "between two L2 evicts, kernel by kernel. Default: on when ncu is found "
                    "(PATH, /opt/nvidia/nsight-compute, /usr/local/cuda*/bin); the output says "
                    "which.")
-@click.option("--record", type=click.Path(dir_okay=False, path_type=Path), default=None,
+@click.option("--record", type=PathType(dir_okay=False, path_type=Path), default=None,
               help="Append this point (JSON Lines) to FILE; `iosim calibrate --impl NAME --from "
                    "FILE` fits the implementation's efficiencies from such points.")
 def measure_command(gpu: str, n: int, n_kv: int | None, d: int, heads: int,

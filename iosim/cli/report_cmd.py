@@ -18,6 +18,7 @@ from iosim.cli.common import (
     workload_from,
 )
 from iosim.cli.lists import parse_list, parse_names
+from iosim.cli.paths import PathType
 from iosim.inputs.api_values import check_int
 from iosim.inputs.limits import MAX_BLOCK, MAX_LENGTH
 
@@ -44,7 +45,7 @@ def model_subject(params: dict[str, Any]) -> str | None:
 
 @cli.command("report")
 @comparison_options_with(n=1024, heads=16, batch=64)
-@click.option("--out", "out_dir", required=True, metavar="DIR", type=click.Path(path_type=Path),
+@click.option("--out", "out_dir", required=True, metavar="DIR", type=PathType(path_type=Path),
               help="Report folder (created; must be empty unless --force).")
 @click.option("--n-range", default=DEFAULT_N_RANGE, show_default=True, metavar="RANGE",
               help="N values of the traffic-vs-N sweep (a..b doubles; a..b:s; a..b*k; lists).")

@@ -15,20 +15,21 @@ from iosim.cli.common import (
     refuse_impossible_sram,
     workload_from,
 )
+from iosim.cli.paths import PathType
 from iosim.inputs.output_paths import check_distinct_files, check_output_files
 
 
 @cli.command("roofline")
 @comparison_options
 @click.option("--out", "out_dir", default=".", show_default=True, metavar="DIR",
-              type=click.Path(path_type=Path), help="Folder for the figure (created if needed).")
+              type=PathType(path_type=Path), help="Folder for the figure (created if needed).")
 @click.option("--name", default="roofline", show_default=True,
               help="File name without extension: writes NAME.png and NAME.svg.")
 @click.option("--hierarchical", is_flag=True,
               help="Draw the hierarchical roofline: DRAM, L2 and SRAM ceilings, each kernel "
                    "once per level.")
 @click.option("--record", "record", default=None, metavar="FILE",
-              type=click.Path(path_type=Path, dir_okay=False),
+              type=PathType(path_type=Path, dir_okay=False),
               help="A calibration record (iosim calibrate --record) or an `iosim measure "
                    "--record` file (with --impl): its measured kernels at this shape beside "
                    "the predicted ones (implies --hierarchical).")

@@ -34,6 +34,7 @@ from iosim.cli.lists import (
     parse_sizes,
 )
 from iosim.cli.model_flags import model_options, sweep_with_model
+from iosim.cli.paths import PathType
 from iosim.errors import IosimError
 from iosim.inputs.units import DTYPE_BYTES
 from iosim.inputs.workload import PASSES, UNFUSED_OPS
@@ -158,7 +159,7 @@ def _windows(value: str | None) -> tuple[int | None, ...] | None:
 @wide_option
 @click.option("--limit", type=click.IntRange(min=1), default=100, show_default=True,
               help="Rows shown by the table and markdown formats.")
-@click.option("--plot", "plot_dir", default=None, metavar="DIR", type=click.Path(path_type=Path),
+@click.option("--plot", "plot_dir", default=None, metavar="DIR", type=PathType(path_type=Path),
               help="Also write the figures (PNG and SVG) into DIR.")
 @click.option("--force", is_flag=True, help="Let --plot overwrite figures already in DIR.")
 def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
@@ -224,11 +225,13 @@ def sweep_command(gpu: str, n: tuple[int, ...], n_kv: tuple[int, ...] | None,
         keep_freed_memory()
     result = run_with_progress(spec)
     if plot_dir is not None:
-        ensure_writable_dir(plot_dir, "--plot")
         # the figures first: a refusal to overwrite one then stops before any output
-        from iosim.output.plot import sweep_figures
+        from iosim.output.plot import sweep_figure_stems, sweep_figures
 
-        written = sweep_figures(result, plot_dir, overwrite=force)
+        written: list[Path] = []
+        if sweep_figure_stems(result):  # else no folder is made for nothing
+            ensure_writable_dir(plot_dir, "--plot")
+            written = sweep_figures(result, plot_dir, overwrite=force)
         if not written:
             click.echo("nothing to plot: vary --n, --block-kv/--block-q or --gpu", err=True)
         for path in written:

@@ -38,7 +38,7 @@ from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
 from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
-from iosim.inputs.api_values import check_choice, check_instance
+from iosim.inputs.api_values import check_choice, check_flag, check_instance
 from iosim.inputs.hardware import (
     KERNEL_KINDS,
     Alg4Time,
@@ -117,6 +117,7 @@ def roofs_for(hardware: Hardware, dtype: str, profile: Profile = "spec", *,
     check_instance("hardware", hardware, Hardware, "iosim.resolve_hardware('h100').hardware")
     check_choice("dtype", dtype, tuple(DTYPE_BYTES), what="dtype")
     check_choice("profile", profile, ("spec", "measured"), what="profile")
+    causal = check_flag("causal", causal)  # causal="no" was truthy: the causal FP8 rate
     notes: list[str] = []
     matmul = hardware.peak_flops(dtype)
     vector = hardware.peak_flops_per_s.get("fp32")

@@ -93,10 +93,11 @@ def _suffixes(value: object) -> tuple[int, ...]:
 
 
 def refuse_unmodelled(page_size: int | None, prefix_len: int | None, *, window: object,
-                      seqlens: object, latent_kv: bool, fp8: bool = False) -> None:
+                      seqlens: object, latent_kv: bool, fp8: bool = False,
+                      dropout: bool = False) -> None:
     """The combinations iosim does not count yet: a paged cache or a shared prefix with a
     sliding window or packed sequences (their visited key ranges are not 0 .. n_i), and a
-    shared prefix over MLA's latent cache."""
+    shared prefix over MLA's latent cache or with dropout."""
     for name, value in (("page_size", page_size), ("prefix_len", prefix_len)):
         if value is None:
             continue
@@ -107,6 +108,11 @@ def refuse_unmodelled(page_size: int | None, prefix_len: int | None, *, window: 
     if prefix_len is not None and fp8:
         raise WorkloadError(f"{arg('prefix_len')} with an FP8 {arg('dtype')} (cascade's scales) "
                             f"is not modelled yet; use fp16 or bf16", param="prefix_len")
+    if prefix_len is not None and dropout:  # cascade's executor draws no dropout mask: verify
+        raise WorkloadError(  # found its output 4.8e-2 from standard attention's
+            f"{arg('prefix_len')} with dropout in {arg('unfused')} is not modelled (a "
+            f"shared-prefix batch is an inference step, and cascade runs no dropout); drop "
+            f"dropout from {arg('unfused')}", param="prefix_len")
     if prefix_len is not None and latent_kv:
         raise WorkloadError(f"{arg('prefix_len')} with {arg('latent_kv')} (cascade over MLA's "
                             f"latent cache) is not modelled yet; drop one of them",

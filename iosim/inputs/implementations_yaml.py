@@ -122,7 +122,7 @@ def get_implementation(name_or_path: str | os.PathLike[str]) -> Implementation:
             raise IosimError(f"{arg('impl', name_or_path)}: {what}; give a shipped name "
                              f"({', '.join(shipped_implementations())}) or a YAML path",
                              param="impl")
-        return _load(str(path.resolve()))
+        return _read(str(path.resolve()))  # read afresh: the user may have edited it since
     name = name_or_path.strip().lower()
     if name not in shipped_implementations():
         from iosim.inputs.suggest import did_you_mean  # difflib: imported only for a mistake
@@ -134,8 +134,8 @@ def get_implementation(name_or_path: str | os.PathLike[str]) -> Implementation:
     return _load(os.path.join(shipped_folder(*_IMPLS), f"{name}.yaml"))
 
 
-@cache
-def _load(path: str) -> Implementation:
+def _read(path: str) -> Implementation:
+    """The profile in the YAML file at `path`, parsed and checked."""
     from iosim.inputs.safe_yaml import read_yaml  # the one bounded, strict YAML reader, as
     # for the GPU files
 
@@ -143,6 +143,14 @@ def _load(path: str) -> Implementation:
     if not isinstance(data, dict):
         raise ConfigError(path, None, "expected a mapping of keys at the top level")
     return parse_implementation(data, path)
+
+
+@cache
+def _load(path: str) -> Implementation:
+    """A shipped profile, read once per process (an install does not change while it runs); a
+    user's own file is read by `_read` every time, as the GPU and model files are: cached by
+    path, an edit to it between two compare() calls in one session was never seen."""
+    return _read(path)
 
 
 def _need(data: dict[str, Any], key: str, kind: type | tuple[type, ...], path: str,
@@ -156,6 +164,26 @@ def _need(data: dict[str, Any], key: str, kind: type | tuple[type, ...], path: s
         raise ConfigError(path, full, f"must be {names}, got {excerpt(value)}")
     if isinstance(value, int) and not isinstance(value, bool) and value < 0:
         raise ConfigError(path, full, f"must not be negative, got {value}")
+    return value
+
+
+def _optional_list(data: dict[str, Any], key: str, path: str, shape: str) -> list[Any]:
+    """data[key], a list (absent: an empty one). `or []` took 0, '', {} and null for none and
+    iterated 5 or 1.5 into a TypeError; `shape` says what an entry holds."""
+    if key not in data:
+        return []
+    value = data[key]
+    if not isinstance(value, list):
+        raise ConfigError(path, key, f"must be a list of {shape} ([] for none), got "
+                          f"{excerpt(value)}")
+    return value
+
+
+def _text(data: dict[str, Any], key: str, path: str) -> str:
+    """A name or title: a str with something in it (an empty one printed as a blank column)."""
+    value: str = _need(data, key, str, path)
+    if not value.strip():
+        raise ConfigError(path, key, f"is empty; give the implementation's {key}")
     return value
 
 
@@ -239,10 +267,8 @@ def _rows(value: Any, path: str, key: str) -> tuple[TileRow, ...]:
 
 def _spills(data: dict[str, Any], path: str) -> tuple[SpillRow, ...]:
     """The `spills` list (absent: none declared)."""
-    raw = data.get("spills") or []
-    if not isinstance(raw, list):
-        raise ConfigError(path, "spills", "must be a list of {d_max, l2_store_bytes_per_block, "
-                          "dram_write_bytes_per_program, source}")
+    raw = _optional_list(data, "spills", path, "{d_max, l2_store_bytes_per_block, "
+                         "dram_write_bytes_per_program, source}")
     rows: list[SpillRow] = []
     for i, item in enumerate(raw):
         where = f"spills[{i}]"
@@ -314,7 +340,7 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
             raise ConfigError(path, key, "missing")
     if data["schema_version"] != SCHEMA_VERSION or isinstance(data["schema_version"], bool):
         raise ConfigError(path, "schema_version", f"must be {SCHEMA_VERSION}")
-    name = _need(data, "name", str, path)
+    name = _text(data, "name", path)
     runs = _need(data, "runs", str, path)
     if runs not in RUNS:
         raise ConfigError(path, "runs", f"must be one of {', '.join(RUNS)}, got {excerpt(runs)}")
@@ -345,7 +371,8 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         raise ConfigError(path, "split_kv.tiles", f"missing: rule {rule} needs the split "
                           f"kernel's tiles")
     extras = []
-    for i, raw in enumerate(data.get("extra_kernels") or []):
+    for i, raw in enumerate(_optional_list(data, "extra_kernels", path,
+                                           "{kind, when, source}")):
         where = f"extra_kernels[{i}]"
         m = _mapping(raw, path, where, {"kind", "when", "source"})
         kind = _need(m, "kind", str, path, where + ".")
@@ -368,7 +395,7 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
     return Implementation(
         persistent=persistent, backward_algorithm=backward_algorithm,
         backward_head_dims=backward_head_dims, forward_walk=forward_walk,
-        name=name, title=_need(data, "title", str, path), runs=runs, algorithm=algorithm,
+        name=name, title=_text(data, "title", path), runs=runs, algorithm=algorithm,
         dtypes=tuple(dtypes), head_dim_max=_bounded(hd, "max", path, "head_dim.", 1, MAX_HEAD_DIM),
         head_dim_multiple=(_bounded(hd, "multiple_of", path, "head_dim.", 1, MAX_HEAD_DIM)
                            if "multiple_of" in hd else 1),

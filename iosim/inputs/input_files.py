@@ -30,11 +30,18 @@ def read_text_capped(path: str | os.PathLike[str], limit: int) -> str:
         descriptor = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
     except (OSError, ValueError) as exc:  # ValueError: a NUL in the path
         raise FileTextError(f"cannot read file ({_reason(exc)})") from None
+    try:  # checked before fdopen: it refuses a folder with an IsADirectoryError of its own
+        mode = os.fstat(descriptor).st_mode
+        if stat.S_ISDIR(mode):
+            raise FileTextError("is a folder, not a file; give the path of a file")
+        if not stat.S_ISREG(mode):
+            raise FileTextError("cannot read file (not a regular file: a FIFO, device or "
+                                "socket); give the path of a file")
+    except BaseException:
+        os.close(descriptor)
+        raise
     with os.fdopen(descriptor, "rb") as stream:
         try:
-            if not stat.S_ISREG(os.fstat(descriptor).st_mode):
-                raise FileTextError("cannot read file (not a regular file: a FIFO, device or "
-                                    "socket); give the path of a file")
             data = stream.read(limit + 1)
         except OSError as exc:
             raise FileTextError(f"cannot read file ({_reason(exc)})") from None

@@ -211,7 +211,7 @@ def check_seed(value: object, *, error: type[IosimError] = IosimError) -> int:
 def check_seqlens(value: object, *, error: type[IosimError] = IosimError) -> tuple[int, ...]:
     """Packed sequence lengths: a non-empty list of at most MAX_SEQLENS whole numbers >= 1."""
     if type(value).__name__ == "ndarray":  # numpy's array of lengths: its entries, in order
-        value = list(value)  # type: ignore[call-overload]
+        value = value.tolist()  # type: ignore[attr-defined]  # a 0-d array: its one number
     if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
         raise error(f"{arg('seqlens')} must be a list of sequence lengths, got {excerpt(value)}; "
                     f"e.g. [512, 3000, 77]", param="seqlens")

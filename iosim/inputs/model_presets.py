@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from iosim.errors import ModelError, arg
-from iosim.inputs.api_values import check_flag
+from iosim.inputs.api_values import check_flag, check_instance
 from iosim.inputs.excerpts import clip, excerpt
 from iosim.inputs.models import LayerGroup, Model
 from iosim.inputs.workload import Workload
@@ -106,6 +106,10 @@ def _builder(base: Base) -> Build:
     return lambda fields: Workload(**arguments, **fields)
 
 
+MODEL_EXAMPLE = "iosim.resolve_model('llama-3.1-8b')"
+"""How a Model is made, for the error that a value of another type gets."""
+
+
 def model_layers(model: Model, base: Base, *, given: Mapping[str, Any] | None = None,
                  latent_kv: bool = False, layer: str | None = None) -> tuple[ModelLayer, ...]:
     """One Workload per layer kind of `model` (or of the one kind `layer` names).
@@ -114,6 +118,7 @@ def model_layers(model: Model, base: Base, *, given: Mapping[str, Any] | None = 
     not include a preset field, or builds the Workload from the preset's fields; `given` holds
     the preset fields the caller set explicitly, each of which must agree with the preset
     (ModelError naming it otherwise)."""
+    check_instance("model", model, Model, MODEL_EXAMPLE)  # not an AttributeError on .layers
     latent_kv = check_flag("latent_kv", latent_kv, error=ModelError)
     if given is not None and not isinstance(given, Mapping):
         raise ModelError(f"{arg('given')} must be a mapping of preset fields the caller set "

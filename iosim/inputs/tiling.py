@@ -18,6 +18,7 @@ import numpy as np
 from iosim.errors import TilingError, arg
 from iosim.estimates.occupancy import SmLimits, programs_per_sm, sm_limits
 from iosim.inputs.api_values import check_choice, check_instance, check_int
+from iosim.inputs.excerpts import excerpt
 from iosim.inputs.implementations import Implementation, dtype_code
 from iosim.inputs.ints import Int, both, either, imax, imin, is_array, select
 from iosim.inputs.limits import MAX_SRAM_BYTES, check_block, check_sram_bytes
@@ -27,6 +28,13 @@ from iosim.record import Record
 
 if TYPE_CHECKING:
     from iosim.inputs.code_tiles import CodeTiles
+
+TILE_RULES = ("code", "alg1")
+"""--tiles: the implementation's tile tables (FlashAttention-2's code by default), or Alg. 1."""
+
+MAX_COMPUTE_CAPABILITY = 999
+"""make_tiling's `cc` is a compute capability × 10 (80, 90, 100; 0 = unknown): three digits
+hold every one NVIDIA has named."""
 
 
 class Tiling(Record):
@@ -307,6 +315,24 @@ def fits_note(block_q: int, block_kv: int, sram_bytes: int, sram_source: str, d:
             f"does not count ℓ and m — {q} × {kv} would fit (--block-q {q} --block-kv {kv})")
 
 
+def _check_tiling_options(sram_source: object, code_for: object, tile_rule: object,
+                          impl: object) -> None:
+    """make_tiling's options are what compare passes; from the Python API each was taken
+    unchecked (tile_rule="no" gave Alg. 1's tiles, sram_source=None printed "None", code_for=3
+    was a TypeError)."""
+    if not isinstance(sram_source, str):
+        raise TilingError(f"{arg('sram_source')} must be a str saying where the SRAM size came "
+                          f"from (e.g. 'sram_per_block of h100'), got {excerpt(sram_source)}")
+    if code_for is not None and not callable(code_for):
+        raise TilingError(f"{arg('code_for')} must be a function of the TilingInputs (an "
+                          f"algorithm's code_tiles) or None, got {excerpt(code_for)}")
+    check_choice("tile_rule", tile_rule, TILE_RULES, what="tile rule", error=TilingError)
+    if impl is not None and not isinstance(impl, Implementation):
+        raise TilingError(f"{arg('impl')} must be an Implementation (from iosim.inputs."
+                          f"implementations_yaml.get_implementation) or None, got "
+                          f"{excerpt(impl)}")
+
+
 def make_tiling(
     workload: Workload,
     sram_bytes: int,
@@ -331,6 +357,11 @@ def make_tiling(
     check_instance("workload", workload, Workload, WORKLOAD_EXAMPLE)
     sram_bytes = check_int("sram_bytes", sram_bytes, high=MAX_SRAM_BYTES, error=TilingError)
     check_choice("outer", outer, ("kv", "q"), what="outer loop", error=TilingError)
+    _check_tiling_options(sram_source, code_for, tile_rule, impl)
+    cc = check_int("cc", cc, low=0, high=MAX_COMPUTE_CAPABILITY, what="a compute capability × 10",
+                   error=TilingError)
+    sram_per_sm = check_int("sram_per_sm", sram_per_sm, low=0, high=MAX_SRAM_BYTES,
+                            what="bytes of shared memory per SM", error=TilingError)
     d, elt, d_v = workload.d, workload.element_bytes, workload.d_v
     latent = workload.latent_kv
     smallest = working_set_bytes(1, 1, d, elt, d_v=d_v, v_in_k=latent)

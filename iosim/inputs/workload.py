@@ -8,7 +8,7 @@ from __future__ import annotations
 import math
 from typing import Literal
 
-from iosim.errors import WorkloadError, arg
+from iosim.errors import IosimError, WorkloadError, arg
 from iosim.inputs import api_values, decoding, excerpts, limits
 from iosim.inputs.limits import MAX_LENGTH
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES, FP8_OUTPUT_DTYPE
@@ -107,11 +107,10 @@ class Workload(Record, init=False):
                                               whole(prefix_len))
         causal = api_values.check_flag("causal", causal, error=WorkloadError)
         latent_kv = api_values.check_flag("latent_kv", latent_kv, error=WorkloadError)
-        empty = unfused is None or (isinstance(unfused, (str, tuple, list)) and not unfused)
-        unfused = () if empty else api_values.as_names("unfused", unfused, error=WorkloadError)
+        unfused = unfused_names(unfused)
         sparsity = api_values.as_real(sparsity)
-        if type(suffix_lens).__name__ == "ndarray":
-            suffix_lens = tuple(suffix_lens)  # type: ignore[arg-type]
+        if type(suffix_lens).__name__ == "ndarray":  # its entries; a 0-d array its one number
+            suffix_lens = suffix_lens.tolist()  # type: ignore[union-attr]
         values = dict(n=n, n_kv=n if n_kv is None else n_kv, d=d, heads=heads,
                       kv_heads=heads if kv_heads is None else kv_heads, batch=batch, dtype=dtype,
                       causal=causal, pass_=pass_, unfused=unfused, sparsity=sparsity,
@@ -154,6 +153,12 @@ class Workload(Record, init=False):
             raise WorkloadError(f"{arg('sparsity')} must be a fraction of non-zero blocks in (0, 1], "
                                 f"got {excerpts.excerpt(self.sparsity)}; e.g. {arg('sparsity', 0.25)}")
         object.__setattr__(self, "sparsity", float(self.sparsity))
+        if self.sparsity_fraction[0] == 0:  # s = 1e-9 was counted as s = 0/1: no block visited,
+            raise WorkloadError(  # and a causal flash2's utilisation 0 timed it at inf s
+                f"{arg('sparsity', excerpts.excerpt(self.sparsity))} is below the "
+                f"1/{SPARSITY_DENOMINATOR:,} that block-mask counts resolve (s is counted as a "
+                f"fraction p/q, q <= {SPARSITY_DENOMINATOR:,}); use at least "
+                f"{arg('sparsity', 1 / SPARSITY_DENOMINATOR)}")
         self._validate_masks()
         self._validate_variants()
         self._validate_decoding()
@@ -253,16 +258,18 @@ class Workload(Record, init=False):
         object.__setattr__(self, "suffix_lens", suffixes)
         decoding.refuse_unmodelled(self.page_size, self.prefix_len, window=self.window,
                                    seqlens=self.seqlens, latent_kv=self.latent_kv,
-                                   fp8=self.fp8_scales is not None)
+                                   fp8=self.fp8_scales is not None,
+                                   dropout="dropout" in self.unfused)
 
     @property
     def sparsity_fraction(self) -> tuple[int, int]:
-        """s as a fraction p/q (q <= 10^6) so that block-mask counts are exact integers."""
+        """s as a fraction p/q (q <= SPARSITY_DENOMINATOR) so that block-mask counts are exact
+        integers."""
         if self.sparsity == 1:  # dense, as most workloads are: fractions is imported only for a
             return 1, 1  # sparsity (start-up time)
         from fractions import Fraction
 
-        f = Fraction(self.sparsity).limit_denominator(10**6)
+        f = Fraction(self.sparsity).limit_denominator(SPARSITY_DENOMINATOR)
         return f.numerator, f.denominator
 
     @property
@@ -307,6 +314,20 @@ class Workload(Record, init=False):
     def with_(self, **changes: object) -> Workload:
         """A copy with the given fields changed (validated again)."""
         return replace(self, **changes)
+
+
+SPARSITY_DENOMINATOR = 10**6
+"""The largest denominator q of the fraction p/q a sparsity is counted as (1e-6 is the
+smallest s above 0)."""
+
+
+def unfused_names(unfused: object, *, error: type[IosimError] = WorkloadError
+                  ) -> tuple[str, ...]:
+    """`unfused` as a tuple of op names: None, '' or an empty list is none; a numpy array is
+    refused by as_names (its truth value was a ValueError)."""
+    if unfused is None or (isinstance(unfused, (str, tuple, list)) and not unfused):
+        return ()
+    return api_values.as_names("unfused", unfused, error=error)
 
 
 WORKLOAD_EXAMPLE = "iosim.Workload(4096, d=128)"

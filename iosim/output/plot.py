@@ -270,6 +270,20 @@ def gpu_comparison(result: SweepResult, *, title_note: str | None = None) -> Fig
 # everything a sweep can show
 
 
+def sweep_figure_stems(result: SweepResult) -> list[str]:
+    """The file names (without extension) of the figures the sweep's varying axes allow: none
+    for a sweep that varies nothing plottable (its --plot folder is then not made)."""
+    varying = result.spec.varying
+    axis = block_axis(result)
+    tiled = [a.name for a in result.algorithms if a.tiled]
+    heatmaps = axis is not None and is_two_dimensional(result)
+    return ((["traffic_vs_n", "time_vs_n"] if "n" in varying else [])
+            + ([f"blocks_{name}" for name in tiled] if heatmaps else [])
+            + ([f"{axis.replace('_', '-')}_sweep"] if axis is not None and not heatmaps
+               and tiled else [])
+            + (["gpu_comparison"] if "gpu" in varying else []))
+
+
 def sweep_figures(result: SweepResult, out_dir: Path, *, overwrite: bool = False) -> list[Path]:
     """The figures that the sweep's varying axes allow, written into out_dir (PNG and SVG)."""
     written: list[Path] = []
@@ -277,11 +291,7 @@ def sweep_figures(result: SweepResult, out_dir: Path, *, overwrite: bool = False
     axis = block_axis(result)
     tiled = [a.name for a in result.algorithms if a.tiled]
     heatmaps = axis is not None and is_two_dimensional(result)
-    stems = ((["traffic_vs_n", "time_vs_n"] if "n" in varying else [])
-             + ([f"blocks_{name}" for name in tiled] if heatmaps else [])
-             + ([f"{axis.replace('_', '-')}_sweep"] if axis is not None and not heatmaps
-                and tiled else [])
-             + (["gpu_comparison"] if "gpu" in varying else []))
+    stems = sweep_figure_stems(result)
     # every figure checked before the first is written: a refusal writes none
     check_output_files([out_dir / f"{stem}.{fmt}" for stem in stems for fmt in ("png", "svg")],
                        "plot", overwrite=overwrite)
