@@ -103,7 +103,7 @@ class SweepResult(Record, eq=False):
             if a.name == name:
                 return a
         from iosim.errors import NotInResultError
-        from iosim.inputs.limits import excerpt
+        from iosim.inputs.excerpts import excerpt
 
         raise NotInResultError(f"no algorithm {excerpt(name)} was swept here; this result has "
                                f"{', '.join(a.name for a in self.algorithms)}")
