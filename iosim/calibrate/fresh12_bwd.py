@@ -28,6 +28,8 @@ from unittest.mock import patch
 
 from iosim.analysis import impl_kernels
 from iosim.calibrate import dirty_ledger
+from iosim.calibrate import fresh3_bwd as F3
+from iosim.calibrate import fresh7_bwd as F7
 from iosim.calibrate import fresh10_bwd as F10
 from iosim.calibrate import gemm_handover_fit as G
 from iosim.calibrate import torch_bwd_dram as D
@@ -133,6 +135,63 @@ def seen_section(hardware: Hardware) -> str:
              f"With the rules, {sum(G.inside(r.estimate, r.measured) for r in sums)} of "
              f"{len(sums)} seen eager group sums are within the bound.", ""]
     return "\n".join(lines) + "\n"
+
+
+def _one_head_lines(record: dict[str, Any], hardware: Hardware) -> list[str]:
+    """SDPA's one-head runs, which only bwd13's kernel list matches: every kernel, after only."""
+    ids = set(F10.matched(record)[1])
+    if not ids:
+        return []
+    rows = [r for r in D.dram_comparison([{**record, "counters": {
+        **record["counters"], "items": [i for i in record["counters"]["items"]
+                                        if i["what"] == "sdpa" and i["id"] in ids]}}], hardware)]
+    lines = ["### SDPA at one head (no layout copies: judged with bwd13's kernel list only)", "",
+             f"- {len(ids)} runs ({', '.join(sorted(ids))}): ncu counted 3 launches at each, "
+             "as the rule says (main's model has 5 and cannot be matched); DRAM "
+             f"{sum(G.inside(r.estimate, r.measured) for r in rows)} of {len(rows)} kernels "
+             "within the bound.", "",
+             "| point | kernel | estimate | measured | error | bound |", "|---|---|---:|---:|---:|---|"]
+    lines += [f"| {r.point} | {r.kernel} | {r.estimate / 1e6:.3f} MB | {r.measured / 1e6:.3f} MB "
+              f"| {r.error:+.1%} | {'in' if G.inside(r.estimate, r.measured) else 'OUT'} |"
+              for r in rows]
+    return [*lines, ""]
+
+
+def fresh_sensitivity(records: list[dict[str, Any]], hardware: Hardware) -> list[str]:
+    """The fresh eager group sums and GEMMs within the bound as LAST_WAVE_TILE_BYTES moves:
+    shown, never used to choose it (it was frozen before the run)."""
+    lines = ["| LAST_WAVE_TILE_BYTES | fresh12 eager group sums within | eager GEMMs within |",
+             "|---:|---:|---:|"]
+    for nbytes in (0, 128 * 64 * 2, dirty_ledger.LAST_WAVE_TILE_BYTES, 128 * 256 * 2):
+        with tile_bytes(nbytes):
+            rows = [r for r in D.dram_comparison(records, hardware) if r.what == "eager"]
+        sums = [r for r in rows if r.kernel == "bwd_sum_dkdv"]
+        gemms = [r for r in rows if r.kernel in G.GEMMS]
+        lines.append(f"| {nbytes:,} B | {sum(G.inside(r.estimate, r.measured) for r in sums)} "
+                     f"of {len(sums)} | {G.gemms_within(gemms)} of {len(gemms)} |")
+    return lines
+
+
+def report(record: dict[str, Any], hardware: Hardware) -> str:
+    """The Markdown section of reports/backward-h200.md on the twelfth fresh record."""
+    kept = F10.matched(record)[0]
+    text = F3.report(kept, hardware, with_sensitivity=False,
+                     title="bwd13's backward rules frozen, on a twelfth fresh set "
+                           "(backward-h200-fresh12.json)", grid="fresh12_grid",
+                     tag="bwd13-frozen", rules_before=rules_off, before_text=BEFORE_TEXT)
+    after, before = rows_before_after([kept], hardware)
+    eager = [(a, b) for a, b in zip(after, before, strict=True) if a.what == "eager"]
+    extra = ["", *_one_head_lines(record, hardware),
+             "### bwd13 against main, by kernel", "", *table(after, before), "",
+             f"Every kernel row (SDPA's one-head runs aside): "
+             f"{sum(G.inside(a.estimate, a.measured) for a in after)} of {len(after)} within "
+             f"the bound with bwd13's rules, {sum(G.inside(b.estimate, b.measured) for b in before)}"
+             f" of {len(before)} with main's; eager's alone "
+             f"{sum(G.inside(a.estimate, a.measured) for a, _ in eager)} against "
+             f"{sum(G.inside(b.estimate, b.measured) for _, b in eager)} of {len(eager)}.", "",
+             "### Sensitivity on the fresh set (shown, not used)", "",
+             *fresh_sensitivity([kept], hardware), *F7.protocol_lines(record)]
+    return text + "\n".join(extra) + "\n"
 
 
 def main(argv: list[str]) -> int:
