@@ -170,3 +170,43 @@ def record() -> dict:  # type: ignore[type-arg]
 def test_the_record_is_the_grid(record: dict) -> None:  # type: ignore[type-arg]
     assert {p["id"] for p in record["points"]} == {p.id for p in _grid()}
     assert record["counters"]["status"] == "ok"
+
+
+def test_as_measured_on_the_twelfth_set(record: dict, h200) -> None:  # type: ignore[no-untyped-def,type-arg]
+    """Measured, held out (reports/backward-h200.md, twelfth set: `python3
+    benchmarks/backward_h200.py $OUT/f12 --fresh12 --deadline-s 150` on the H200, bwd13's
+    rules frozen at bwd13-frozen): eager's GQA group sum 10 of 10 within the bound (main's
+    rules 0 of 10), dP 15 of 16 (11), dQ 14 (13), dK 14 (14), dV 16 (16); every eager kernel
+    121 of 129 (106); SDPA's comparable rows unmoved; its three one-head runs (batch 1, 2, 3)
+    launch 3 kernels, as the rule says, 7 of their 9 kernels within the bound."""
+    from iosim.calibrate import fresh10_bwd as F10
+    from iosim.calibrate import fresh12_bwd as F
+    from iosim.calibrate import gemm_handover_fit as G
+
+    kept, dropped = F10.matched(record)
+    assert sorted(dropped) == ["bf16/n2600/d128/b3h1kv1/causal", "fp16/n3999/d64/b1h1kv1/full",
+                               "fp16/n5500/d64/b2h1kv1/full"]
+    after, before = F.rows_before_after([kept], h200)
+
+    def within(rows: list, kernel: str) -> int:  # type: ignore[type-arg]
+        return sum(G.inside(r.estimate, r.measured) for r in rows
+                   if r.what == "eager" and r.kernel == kernel)
+
+    def positional(kernel: str) -> int:
+        return sum(G.inside(b.estimate, b.measured) for a, b in zip(after, before, strict=True)
+                   if a.what == "eager" and a.kernel == kernel)
+
+    assert (within(after, "bwd_sum_dkdv"), within(before, "bwd_sum_dkdv")) == (10, 0)
+    assert (within(after, "bwd_dp"), positional("bwd_dp")) == (15, 11)
+    assert (within(after, "bwd_dq"), positional("bwd_dq")) == (14, 13)
+    assert (within(after, "bwd_dk"), positional("bwd_dk")) == (14, 14)
+    assert (within(after, "bwd_dv"), positional("bwd_dv")) == (16, 16)
+    eager = [(a, b) for a, b in zip(after, before, strict=True) if a.what == "eager"]
+    assert len(eager) == 129
+    assert sum(G.inside(a.estimate, a.measured) for a, _ in eager) == 121
+    assert sum(G.inside(b.estimate, b.measured) for _, b in eager) == 106
+    assert all(a.estimate == b.estimate for a, b in zip(after, before, strict=True)
+               if a.what == "sdpa")
+    one_head = [r for r in D.dram_comparison([record], h200)
+                if r.what == "sdpa" and r.point in dropped]
+    assert len(one_head) == 9 and sum(G.inside(r.estimate, r.measured) for r in one_head) == 7

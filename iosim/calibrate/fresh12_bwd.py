@@ -1,4 +1,4 @@
-"""bwd13's three backward rules, on the seen records and, frozen at `bwd13-frozen`, on the
+"""bwd13's four backward rules, on the seen records and, frozen at `bwd13-frozen`, on the
 twelfth fresh H200 set: pure.
 
     python -m iosim.calibrate.fresh12_bwd            # the seen section (before the fresh call)
@@ -11,6 +11,8 @@ bwd13's rules over main's (bwd11's GEMM handover, bwd12's SDPA floor):
   * a whole-tensor GEMM reducing over the N × N_kv matrix writes its last wave of output tiles
     at its very end (calibrate/dirty_ledger.py `last_wave_bytes`), still dirty in L2 for the
     kernels after it and the closing evict;
+  * those GEMMs read the GQA copies K_rep, V_rep per query head (analysis/impl_kernels.py
+    BACKWARD_READS_COPIES), as autograd saved them from the forward;
   * SDPA's flash backward copies dO and O into its layout only with more than one head
     (configs/impls/sdpa-flash.yaml `layout_copy`, when: multihead).
 'Before' is main's rules (`rules_off`). Nothing is fitted on the fresh record; the bounds are
@@ -41,8 +43,9 @@ SEEN = (*G.SEEN, D.FRESH10)
 """Every record with eager and SDPA ncu counts seen before bwd13 froze its rules (fresh9 and
 fresh11 hold no ncu counts)."""
 BEFORE_TEXT = ("main's rules (bwd11's GEMM handover, bwd12's SDPA floor): eager's dQ GEMM "
-               "before its dK GEMM, every kernel's writes spread over its traffic, SDPA's "
-               "layout copies at every head count")
+               "before its dK GEMM, every kernel's writes spread over its traffic, the "
+               "backward GEMMs reading K and V per KV head, SDPA's layout copies at every head "
+               "count")
 
 
 @contextmanager
@@ -124,8 +127,17 @@ def seen_section(hardware: Hardware) -> str:
         sens.append(f"| {nbytes:,} B | {nbytes * (hardware.sm_count or 0) / 1e6:.1f} MB | "
                     f"{sum(G.inside(r.estimate, r.measured) for r in rows)} of {len(rows)} |")
     lines = ["## bwd13's backward rules on the seen records", "",
-             __doc__.split("bwd13's rules over main's", 1)[1].split("'Before'", 1)[0]
-             .strip().removeprefix("(bwd11's GEMM handover, bwd12's SDPA floor):").strip(),
+             "Four rules, each from the records' ncu kernel lists and counts: (1) eager's "
+             "autograd launches the dK GEMM before the dQ GEMM (torch-naive.yaml `dk_first`: "
+             "the third GEMM has dV's transposed layout, the last dQ's plain nn, at all 94 "
+             "eager runs), so GQA's group sum finds dK_expanded gone after the dQ GEMM's "
+             "stream of dS; (2) a whole-tensor GEMM reducing over the N × N_kv matrix (dV, dK, "
+             "dQ) writes its last wave of output tiles, one 128 × 128 tile per SM "
+             "(dirty_ledger.LAST_WAVE_TILE_BYTES, not fitted), at its very end, still dirty "
+             "for the kernels after it and the closing evict; (3) those GEMMs read the GQA "
+             "copies K_rep, V_rep per query head (impl_kernels BACKWARD_READS_COPIES); (4) "
+             "SDPA's flash backward copies dO and O into its layout only with more than one "
+             "head (sdpa-flash.yaml `layout_copy`, when: multihead). No count changes.",
              "", "Seen records: " + ", ".join(p.name for p in SEEN if p.exists())
              + "; SDPA's one-head runs (no layout copies) left out here so that main's model "
              "has the same rows; bounds ±10 % at ≥ 1 MB, 0.1 MB below. Kernel names are the "
