@@ -184,6 +184,45 @@ def fresh_sensitivity(records: list[dict[str, Any]], hardware: Hardware) -> list
     return lines
 
 
+@contextmanager
+def one_rule_off(rule: str) -> Iterator[None]:
+    """bwd13's rules with one of them off (the ablation): 'dk_first', 'last_wave' or
+    'copies' (the backward GEMMs' reads of the GQA copies)."""
+    original = Implementation.extra_kernels_for
+
+    def without_dk_first(self: Implementation, *, gqa: bool, causal: bool,
+                         multihead: bool = True) -> tuple[Any, ...]:
+        return tuple(k for k in original(self, gqa=gqa, causal=causal, multihead=multihead)
+                     if k.kind != "dk_first")
+
+    target = {"dk_first": (Implementation, "extra_kernels_for", without_dk_first),
+              "last_wave": (dirty_ledger, "LAST_WAVE", False),
+              "copies": (impl_kernels, "BACKWARD_READS_COPIES", False)}[rule]
+    D.forget_models()
+    try:
+        with patch.object(*target):
+            yield
+    finally:
+        D.forget_models()
+
+
+def ablation_lines(records: list[dict[str, Any]], hardware: Hardware) -> list[str]:
+    """Eager's kernels within the bound with each rule off in turn: shown, not used."""
+    def counts() -> str:
+        rows = [r for r in D.dram_comparison(records, hardware) if r.what == "eager"]
+        by = [sum(G.inside(r.estimate, r.measured) for r in rows if r.kernel == k)
+              for k in ("bwd_sum_dkdv", "bwd_dp", "bwd_dq", "bwd_dk")]
+        return (f"{sum(G.inside(r.estimate, r.measured) for r in rows)} of {len(rows)} | "
+                + " | ".join(map(str, by)) + " |")
+
+    lines = ["| rules | eager kernels within | group sum | dP | dQ | dK |",
+             "|---|---:|---:|---:|---:|---:|", f"| bwd13 (all four) | {counts()}"]
+    for rule in ("dk_first", "last_wave", "copies"):
+        with one_rule_off(rule):
+            lines.append(f"| without {rule} | {counts()}")
+    return lines
+
+
 def report(record: dict[str, Any], hardware: Hardware) -> str:
     """The Markdown section of reports/backward-h200.md on the twelfth fresh record."""
     kept = F10.matched(record)[0]
@@ -202,7 +241,9 @@ def report(record: dict[str, Any], hardware: Hardware) -> str:
              f"{sum(G.inside(a.estimate, a.measured) for a, _ in eager)} against "
              f"{sum(G.inside(b.estimate, b.measured) for _, b in eager)} of {len(eager)}.", "",
              "### Sensitivity on the fresh set (shown, not used)", "",
-             *fresh_sensitivity([kept], hardware), *F7.protocol_lines(record)]
+             *fresh_sensitivity([kept], hardware), "",
+             "Each rule off in turn (the kernels named by the order the model then has):", "",
+             *ablation_lines([kept], hardware), *F7.protocol_lines(record)]
     return text + "\n".join(extra) + "\n"
 
 
