@@ -13,6 +13,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh9 --no-ncu  # bwd9: eager host floor, time only
     python3 benchmarks/backward_h200.py OUTDIR --fresh10        # bwd11: eager's GEMM handovers
     python3 benchmarks/backward_h200.py OUTDIR --fresh11 --no-ncu  # bwd12: SDPA host floor, time only
+    python3 benchmarks/backward_h200.py OUTDIR --fresh12        # bwd13: the backward's DRAM rules
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -427,6 +428,34 @@ def fresh11_grid() -> list[tuple[Any, bool, str]]:
     )]
 
 
+def fresh12_grid() -> list[tuple[Any, bool, str]]:
+    """The twelfth fresh set (bwd13, 2026-12-02): eager's and SDPA's backward, counted by ncu per
+    kernel, committed before the run with bwd13's rules frozen at `bwd13-frozen` (eager's dK
+    GEMM before its dQ GEMM, the GEMMs' last wave of writes, the backward GEMMs reading the GQA
+    copies, SDPA's layout copies only with more than one head: calibrate/fresh12_bwd.py), none
+    equal to a point of any earlier record or grid (tests/test_fresh12_backward.py). GQA ratios
+    2, 3, 4, 6 and 8 (MQA among them) for eager's group sum; one head at batch 1, 2 and 3 (SDPA
+    launches no layout copy at one head whatever the batch, by the rule); N % 8 != 0 at 12 of
+    16; the N×N matrices (all heads) from 0.5 to 4.5 times the 60 MiB L2; d 64/128; causal and
+    not; fp16/bf16."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    return [(p, True, "s") for p in (
+        # GQA: groups of 2, 3, 4, 6, 8
+        Pt(2750, 128, 1, 4, 2, False), Pt(3300, 64, 1, 6, 2, True, "bf16"),
+        Pt(1900, 128, 1, 8, 2, False, "bf16"), Pt(2500, 64, 1, 12, 2, True),
+        Pt(1400, 128, 1, 16, 2, False), Pt(4100, 128, 1, 8, 1, False, "bf16"),
+        Pt(2030, 64, 1, 10, 5, True, "bf16"), Pt(1150, 128, 4, 8, 2, False),
+        Pt(6200, 128, 1, 2, 1, True), Pt(3250, 64, 1, 4, 1, False, "bf16"),
+        # one head: batch 1, 3, 2
+        Pt(3999, 64, 1, 1, 1, False), Pt(2600, 128, 3, 1, 1, True, "bf16"),
+        Pt(5500, 64, 2, 1, 1, False),
+        # multi-head attention
+        Pt(2150, 64, 2, 6, 6, False, "bf16"), Pt(3700, 128, 1, 3, 3, True),
+        Pt(1600, 128, 1, 6, 6, True),
+    )]
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -501,8 +530,9 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     failed: list[str] = []
     second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
     sixth, seventh, eighth, ninth = args.fresh6, args.fresh7, args.fresh8, args.fresh9
-    tenth, eleventh = args.fresh10, args.fresh11
-    name = ("backward-h200-fresh11.json" if eleventh else
+    tenth, eleventh, twelfth = args.fresh10, args.fresh11, args.fresh12
+    name = ("backward-h200-fresh12.json" if twelfth else
+            "backward-h200-fresh11.json" if eleventh else
             "backward-h200-fresh10.json" if tenth else "backward-h200-fresh9.json" if ninth
             else "backward-h200-fresh8.json" if eighth else "backward-h200-fresh7.json" if seventh
             else "backward-h200-fresh6.json" if sixth
@@ -510,6 +540,8 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
             else "backward-h200-fresh3.json" if third
             else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
+        "bwd13's backward rules frozen at bwd13-frozen: eager's and SDPA's backward kernels on "
+        "a twelfth fresh set" if twelfth else
         "bwd11's GEMM-handover rule frozen at bwd11-frozen: eager's and SDPA's backward kernels "
         "on a tenth fresh set" if tenth else
         "bwd12's SDPA host floor frozen at bwd12-frozen: SDPA's (and eager's) backward timed on "
@@ -529,11 +561,14 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
     # fresh11 was measured as --fresh10 (seed 10) before its rename: the same seed
-    torch.manual_seed(10 if tenth or eleventh else 9 if ninth else 8 if eighth else 7 if seventh
-                      else 6 if sixth else 5 if fifth else 4 if fourth else 3 if third
+    torch.manual_seed(12 if twelfth else 10 if tenth or eleventh else 9 if ninth
+                      else 8 if eighth else 7 if seventh else 6 if sixth else 5 if fifth
+                      else 4 if fourth else 3 if third
                       else 2 if second else 1)
     triton_points: list[Any] = []
-    if eleventh:
+    if twelfth:
+        torch_points, flash1 = fresh12_grid(), []
+    elif eleventh:
         torch_points, flash1 = fresh11_grid(), []
     elif tenth:
         torch_points, flash1 = fresh10_grid(), []
@@ -598,7 +633,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     if not args.no_ncu:
         spec = torch_spec(torch_points)
         # the protocol alone (evict, evict), twice: its residue
-        if seventh or eighth or ninth or tenth or eleventh:
+        if seventh or eighth or ninth or tenth or eleventh or twelfth:
             spec = [{"id": "null", "what": "null"}, *spec, {"id": "null2", "what": "null"}]
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
@@ -662,6 +697,8 @@ def main(argv: list[str]) -> int:
     ap.add_argument("--fresh11", action="store_true",
                     help="bwd12's SDPA host floor, frozen: SDPA and eager timed on fresh11_grid "
                          "(with --no-ncu)")
+    ap.add_argument("--fresh12", action="store_true",
+                    help="bwd13's backward rules, frozen: eager and SDPA on fresh12_grid")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -681,7 +718,7 @@ def main(argv: list[str]) -> int:
         return torch_only(args, argv, out)
     if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5 \
             or args.fresh6 or args.fresh7 or args.fresh8 or args.fresh9 or args.fresh10 \
-            or args.fresh11:
+            or args.fresh11 or args.fresh12:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

@@ -12,8 +12,9 @@ from iosim.execute import execute, precision, random_inputs
 from iosim.inputs.workload import Workload
 
 PASSES = ("bwd_mask", "bwd_scale", "bwd_dq", "bwd_dk")
-NAMES = {"dS_masked": "dS", "dS_scaled": "dS"}
-"""The out-of-place gradients, by the in-place tensor standard's loop nest names."""
+NAMES = {"dS_masked": "dS", "dS_scaled": "dS", "K_rep": "K", "V_rep": "V"}
+"""The out-of-place gradients, by the in-place tensor standard's loop nest names; the GQA
+copies the backward GEMMs read (impl_kernels BACKWARD_READS_COPIES), by the tensor they copy."""
 
 
 def _eager(w: Workload) -> dict[tuple[str, str, str], int]:

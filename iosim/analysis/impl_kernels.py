@@ -62,12 +62,16 @@ def impl_kernels(impl: Implementation, workload: Workload,
     kernel and its softmax backward split in two; a stream-K split kernel balanced over the
     SMs, analysis/stream_k.py)."""
     extras = {k.kind: k for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
-                                                        causal=workload.causal)}
+                                                        causal=workload.causal,
+                                                        multihead=workload.heads > 1)}
     # the GQA expansion runs in the forward: a backward pass alone has only its gradient (the
     # group sum, which every backward loop nest already ends with)
     expand = extra_kernels(impl, workload) if workload.pass_ != "bwd" else ()
     if expand:
         kernels = tuple(_reading_the_copies(k) for k in kernels)
+    elif BACKWARD_READS_COPIES and extra_kernels(impl, workload):
+        # ... but its whole-tensor GEMMs read the copies autograd saved from the forward
+        kernels = tuple(_reading_the_copies(k) if k.loop is None else k for k in kernels)
     if impl.walks_down and workload.pass_ != "bwd":
         kernels = tuple(_walking_down(k) for k in kernels)
     if impl.split_kv.rule == STREAM_K:
@@ -83,6 +87,8 @@ def impl_kernels(impl: Implementation, workload: Workload,
         out = [_reading_the_mask(k, cite) if k.name == "bwd_mask" else k for k in out]
     if "out_of_place" in extras:
         out = _out_of_place(out, f"{impl.name}: {extras['out_of_place'].source}")
+    if "dk_first" in extras:
+        out = _dk_first(out)
     if "softmax_mul" in extras:
         out = [part for k in out for part in (_softmax_in_two(k, impl, extras["softmax_mul"].source)
                                               if k.name == "bwd_softmax" else (k,))]
@@ -144,6 +150,9 @@ def with_fallback_gemms(impl: Implementation | None, workload: Workload,
     return tuple(out)
 
 
+BACKWARD_READS_COPIES = True
+"""bwd13's rule on (a backward's whole-tensor GEMMs read the GQA copies, `_reading_the_copies`);
+False: main's (they read K and V per KV head), for the judges' 'before'."""
 EXPANDED = {"K": "K_rep", "V": "V_rep"}
 """The copies per query head that the GQA expansion writes, by the tensor they copy."""
 
@@ -155,7 +164,13 @@ def _reading_the_copies(kernel: Kernel) -> Kernel:
     per query head: no two query heads share a tile, and the copies were just written by the
     expansion (the part of them still in L2 is not read from DRAM). ncu on the H200: iosim's
     Triton kernel at GQA ratios 3 to 12 read (g − 1) × |K, V| more than one pass over K, V
-    (tests/data/h200-impl-dram3.csv, points 6, 8, 9, 10, 40, 42 of VALIDATION2)."""
+    (tests/data/h200-impl-dram3.csv, points 6, 8, 9, 10, 40, 42 of VALIDATION2).
+
+    A backward pass alone launches no expansion, but its whole-tensor GEMMs (eager's
+    dP = dO V_repᵀ, dQ = dS K_rep: autograd saved the forward's copies for them) read the
+    copies too, none of them in L2. ncu (tests/data/backward-h200*.json, every eager GQA run):
+    the dP GEMM reads the whole per-query-head V_rep, g × |V|, beside what dO it misses (fresh8
+    N 1,650, 6 heads over 3: 3.47 MB, of which 2.53 MB is V_rep; bwd13)."""
     if not any(a.tensor in EXPANDED and a.op == "read" for a in kernel.accesses):
         return kernel
     return replace(kernel, accesses=tuple(
@@ -200,6 +215,19 @@ def _out_of_place(kernels: list[Kernel], cite: str) -> list[Kernel]:
                 if a.tensor == "dS" and a.op == "read" else a for a in k.accesses)))
         else:
             out.append(k)
+    return out
+
+
+def _dk_first(kernels: list[Kernel]) -> list[Kernel]:
+    """Alg. 3's dQ and dK GEMMs in the order autograd launches them: dK = dSᵀQ first, then
+    dQ = dS K (impl.extra_kernels' dk_first: measured). The same kernels and bytes; the L2 model
+    sees the other order (what the group sum and the closing evict find)."""
+    names = [k.name for k in kernels]
+    if "bwd_dq" not in names or "bwd_dk" not in names:
+        return kernels
+    dq, dk = names.index("bwd_dq"), names.index("bwd_dk")
+    out = list(kernels)
+    out[dq], out[dk] = kernels[dk], kernels[dq]
     return out
 
 

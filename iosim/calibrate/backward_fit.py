@@ -24,7 +24,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from statistics import median
 from typing import Any
@@ -138,16 +138,18 @@ def estimate_alone(w: Workload, hardware: Hardware) -> list[tuple[str, float, fl
 
 
 def handover(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float,
-             share: float = DIRTY_SHARE, cap: float | None = None) -> list[tuple[str, float]]:
+             share: float = DIRTY_SHARE, cap: float | None = None,
+             last_wave: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
     """DRAM bytes per kernel as a counter sees them back to back: each write-back charged to
     the kernel during which the L2 evicts the line (calibrate/dirty_ledger.py; `cap`: its
-    DIRTY_CAP, default the shipped one)."""
+    DIRTY_CAP, default the shipped one; `last_wave`: its last_wave_bytes per kernel)."""
     from iosim.calibrate import dirty_ledger
 
     if HANDOVER == "next":
         return handover_next(per_kernel, l2_bytes, share)
     return dirty_ledger.ledger(per_kernel, l2_bytes, share,
-                               dirty_ledger.DIRTY_CAP if cap is None else cap)
+                               dirty_ledger.DIRTY_CAP if cap is None else cap,
+                               last_wave=last_wave)
 
 
 HANDOVER = "ledger"

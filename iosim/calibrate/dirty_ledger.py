@@ -28,8 +28,9 @@ the next kernel's count was too high by the lines it carried (FA2's main kernel 
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
+from iosim.algorithms.loopnest import Kernel
 from iosim.record import Record
 
 DIRTY_CAP = 0.47
@@ -58,6 +59,35 @@ def as_counted(dram_bytes: float, protocol: float | None = None) -> float:
     kernel and the variants DRAM judge (benchmarks/var9_residue_judge.py), whose records use
     the same evict kernel and ncu flags (calibrate/variants_target.py, ncu_bwd_target.py)."""
     return dram_bytes + (PROTOCOL_RESIDUE_BYTES if protocol is None else protocol)
+
+
+LAST_WAVE_TILE_BYTES = 128 * 128 * 2
+"""One output tile of a cuBLAS GEMM, the smallest the records' backward GEMMs name
+(cutlass_80_tensorop_*_128x128_*; nvjet_sm90_*_128x256 and 256x128 hold two): a 128 × 128
+block of 2-byte elements. Not fitted: what one program per SM writes in the GEMM's last wave
+(`last_wave_bytes`). Sensitivity (seen eager group sums within the bound) in
+reports/backward-h200.md."""
+LAST_WAVE = True
+"""bwd13's rule on (`last_wave_bytes`); False: every kernel's writes spread over its traffic
+(main's ledger), for the judges' 'before'."""
+
+
+def last_wave_bytes(kernel: Kernel, sm_count: int) -> float:
+    """What a whole-tensor GEMM reducing over the N × N_kv matrix (eager's dV = PᵀdO,
+    dK = dSᵀQ, dQ = dS K: Alg. 3 lines 1, 5, 4) writes at its very end: such a GEMM writes each
+    N × d output tile only when the tile's reduction over all N_kv (or N) ends, so its tiles'
+    writes come wave by wave and the last wave's, one tile per SM (LAST_WAVE_TILE_BYTES), are
+    still in L2 when it ends, not spread over its traffic. Measured: eager GQA's closing evict
+    writes back the last GEMM's output (dQ: 1.7-7 MB beyond the group sum's own dK, dV) at
+    every seen run whose dQ is under 8 MB (tests/data/backward-h200*.json). 0 for any other
+    kernel (dP = dO Vᵀ reduces over d and writes all along; tiled kernels keep main's rule)."""
+    if not LAST_WAVE or kernel.kind != "matmul" or kernel.loop is not None:
+        return 0.0
+    reads_scores = any(a.op == "read" and (a.rows, a.cols) == ("q", "kv")
+                       for a in kernel.accesses)
+    writes_scores = any(a.op == "write" and (a.rows, a.cols) == ("q", "kv")
+                        for a in kernel.accesses)
+    return float(sm_count * LAST_WAVE_TILE_BYTES) if reads_scores and not writes_scores else 0.0
 
 
 class Chunk(Record, frozen=False):
@@ -100,11 +130,13 @@ def _cap(chunks: list[Chunk], cap: float) -> float:
 
 
 def ledger(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float, share: float,
-           cap: float = DIRTY_CAP, protocol: float | None = None) -> list[tuple[str, float]]:
+           cap: float = DIRTY_CAP, protocol: float | None = None,
+           last_wave: Mapping[str, float] | None = None) -> list[tuple[str, float]]:
     """DRAM bytes per kernel as a counter sees them back to back: (name, read, write) in launch
     order (the L2 estimate's per-kernel bytes) → (name, reads + the write-backs during it); the
     last kernel also gets the closing evict's, with the protocol's own (`protocol`, default
-    PROTOCOL_RESIDUE_BYTES)."""
+    PROTOCOL_RESIDUE_BYTES). `last_wave`: bytes of a kernel's writes made at its very end
+    (`last_wave_bytes`), the rest spread over its traffic."""
     age_limit = share * l2_bytes
     chunks: list[Chunk] = []
     out: list[tuple[str, float]] = []
@@ -113,8 +145,11 @@ def ledger(per_kernel: Sequence[tuple[str, float, float]], l2_bytes: float, shar
         for c in chunks:
             c.lo += traffic
             c.hi += traffic
-        if write:
-            chunks.append(Chunk(write, 0.0, traffic))
+        at_end = min(write, (last_wave or {}).get(name, 0.0))
+        if at_end:
+            chunks.append(Chunk(at_end, 0.0, 0.0))
+        if write > at_end:
+            chunks.append(Chunk(write - at_end, 0.0, traffic))
         written_back = 0.0
         for c in chunks:
             written_back += c.older_than(age_limit)

@@ -19,7 +19,7 @@ from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate
 from iosim.analysis.impl_kernels import impl_kernels, impl_workload
-from iosim.calibrate import CalibrationError
+from iosim.calibrate import CalibrationError, dirty_ledger
 from iosim.calibrate.backward_fit import DIRTY_SHARE, handover, load_record, workload_of
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations_yaml import get_implementation
@@ -46,6 +46,8 @@ FRESH10 = DATA / "backward-h200-fresh10.json"
 """bwd11's GEMM-handover rule (estimates/l2_handover.py) on a tenth set (fresh10_bwd.py)."""
 FRESH11 = DATA / "backward-h200-fresh11.json"
 """bwd12's SDPA host floor on an eleventh set, SDPA and eager timed only (fresh11_bwd.py)."""
+FRESH12 = DATA / "backward-h200-fresh12.json"
+"""bwd13's backward rules on a twelfth set, eager and SDPA per kernel (fresh12_bwd.py)."""
 """bwd5's rules (the L2's soft cutoff) on a fifth fresh set (fresh5_bwd.py)."""
 """Gaps (a) and (c) as shipped after FRESH was seen, on a second fresh set (the lead's call)."""
 """Issue 10's open gaps on fresh points (fresh_bwd.py), judged apart from RECORDS."""
@@ -164,8 +166,10 @@ def dram_comparison(records: list[dict[str, Any]], hardware: Hardware,
             raise CalibrationError(
                 f"{p['id']} ({what}): ncu counted {len(measured)} launches, iosim's "
                 f"{IMPLS[what]} has {len(est)} kernels ({', '.join(n for n, _, _ in est)})")
-        for (name, moved), m in zip(handover(est, hardware.l2_bytes, share), measured,
-                                    strict=True):
+        last_wave = {k.name: dirty_ledger.last_wave_bytes(k, hardware.sm_count or 0)
+                     for k in launched(workload_of(p), what, a)}
+        for (name, moved), m in zip(handover(est, hardware.l2_bytes, share,
+                                             last_wave=last_wave), measured, strict=True):
             rows.append(KernelBytes(p["id"], what, name, moved, m,
                                     float(a.dram.of_kernel(name).oblivious_bytes), run))
     return rows

@@ -48,6 +48,7 @@ from iosim.calibrate.torch_bwd_dram import (
     FRESH9,
     FRESH10,
     FRESH11,
+    FRESH12,
     IMPLS,
     RECORDS,
     KernelBytes,
@@ -426,6 +427,11 @@ def main(argv: list[str]) -> int:
                 from iosim.calibrate import fresh11_bwd
 
                 text += "\n" + fresh11_bwd.report(load([FRESH11])[0], hw)
+            from iosim.calibrate import fresh12_bwd
+
+            text += "\n" + fresh12_bwd.seen_section(hw)
+            if FRESH12.exists():
+                text += "\n" + fresh12_bwd.report(load([FRESH12])[0], hw)
     except (CalibrationError, IosimError) as exc:
         print(f"torch_bwd_fit: {exc}", file=sys.stderr)
         return 2

@@ -27,7 +27,7 @@ from iosim.inputs.ints import Int
 from iosim.record import Record
 
 EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul", "mask_read",
-                 "out_of_place", "mask_out_of_place")
+                 "out_of_place", "mask_out_of_place", "dk_first")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
 scale, mask: an elementwise pass over S (standard attention's unfused ops); layout_copy (a
 backward pass only): dO and O copied into the kernel's layout before the backward kernels;
@@ -38,7 +38,9 @@ backward reads the (N, N_kv) bool mask, one copy broadcast over batch and heads;
 (autograd's grad.masked_fill(mask, 0) and grad * scale) instead of overwriting dS; the same
 bytes, a second N×N matrix in the L2's footprint; mask_out_of_place (a forward pass): the mask
 pass as `s.masked_fill(~keep, -inf)` runs it, `~keep` once, a clone of S, the fill on the copy
-reading the broadcast bool mask (analysis/eager_mask.py)."""
+reading the broadcast bool mask (analysis/eager_mask.py); dk_first (a backward pass only): the dK GEMM
+runs before the dQ GEMM (Alg. 3's lines 5 and 4 swapped): the same kernels and bytes, another
+order for the L2 model."""
 
 
 class TileRow(Record):
@@ -110,7 +112,7 @@ class ExtraKernel(Record):
 
     kind: str
     when: str
-    """always, gqa (heads > kv_heads) or causal."""
+    """always, gqa (heads > kv_heads), causal or multihead (heads > 1)."""
     source: str
 
 
@@ -223,9 +225,11 @@ class Implementation(Record):
                              f"({self.head_dim_source}); use another {arg('impl')} or "
                              f"{arg('d')}", param="d")
 
-    def extra_kernels_for(self, *, gqa: bool, causal: bool) -> tuple[ExtraKernel, ...]:
-        """The extra kernels that run for a workload with or without GQA and a causal mask."""
-        on = {"always": True, "gqa": gqa, "causal": causal}
+    def extra_kernels_for(self, *, gqa: bool, causal: bool, multihead: bool = True
+                          ) -> tuple[ExtraKernel, ...]:
+        """The extra kernels that run for a workload with or without GQA, a causal mask and
+        more than one query head."""
+        on = {"always": True, "gqa": gqa, "causal": causal, "multihead": multihead}
         return tuple(k for k in self.extra_kernels if on[k.when])
 
 
