@@ -488,6 +488,33 @@ CUDNNFRESH9 = (
 """Nineteen fresh sdpa-cudnn decode steps (cudnn9): fifteen lean ones at batch x KV heads 1-60
 (d 64/128/256, MQA with 8, 48 and 64 query heads, GQA 4-16, MHA, N_kv 2,100-131,000, fp16 and
 bf16, batch 1-16) and four above the switch (72-100) as controls."""
+CUDNNFRESH10 = (
+    # cudnn10 (issue 11, round cudnn10): the lean kernel's row blocks after a KV head's first
+    # re-reading its K/V tiles from the L2 (analysis/lean_time.py) judged fresh; written down
+    # before tag cudnn10-frozen and measured after it; none equals a point of any earlier set or
+    # record (tests/test_lean_rows.py). Every step lean by the split rule (programs =
+    # batch x KV heads x row blocks <= 66); twelve with g >= 24 (two row blocks or more)
+    _w(1, 40000, heads=128, kv=1),  # MQA g 128: eight row blocks
+    _w(1, 30000, heads=64, kv=1, d=64, batch=2, dtype="bf16"),  # MQA g 64, d 64
+    _w(1, 60000, heads=96, kv=1, dtype="bf16"),  # MQA g 96: six row blocks
+    _w(1, 15000, heads=32, kv=1, d=256, batch=3),  # MQA g 32, d 256
+    _w(1, 100000, heads=48, kv=2, d=64),  # g 24: two row blocks, the second half empty
+    _w(1, 8000, heads=80, kv=2, batch=4),  # g 40, 24 programs
+    _w(1, 3000, heads=112, kv=1, d=256, dtype="bf16"),  # MQA g 112, d 256, short KV
+    _w(1, 12000, heads=56, kv=1, batch=8, dtype="bf16"),  # MQA g 56, 32 programs
+    _w(1, 120000, heads=40, kv=1, batch=2),  # MQA g 40, K/V 123 MB
+    _w(1, 70000, heads=64, kv=2, d=256, batch=2),  # g 32, d 256, K/V 287 MB
+    _w(1, 5000, heads=80, kv=1, d=64, batch=6, dtype="bf16"),  # MQA g 80, 30 programs
+    _w(1, 35000, heads=72, kv=1, batch=3, dtype="bf16"),  # MQA g 72, five row blocks
+    # one row block (the rule unchanged from cudnn9, but for the refitted figures)
+    _w(1, 50000, heads=6, dtype="bf16"),  # MHA g 1
+    _w(1, 25000, heads=24, kv=3, d=256, dtype="bf16"),  # g 8, d 256
+    _w(1, 20000, heads=36, kv=3, d=64, batch=5),  # g 12, d 64
+    _w(1, 45000, heads=16, kv=1, d=256, batch=4, dtype="bf16"),  # MQA g 16: one full tile
+)
+"""Sixteen fresh sdpa-cudnn lean decode steps (cudnn10): g 1-128 (twelve at g >= 24, nine of
+them MQA with 32-128 query heads), d 64/128/256, N_kv 3,000-120,000, fp16 and bf16, batch 1-8,
+batch x KV heads 1-15, programs 3-32."""
 EAGERFRESH8 = (
     # the lead's eager8 (round 8): torch-naive's forward with its elementwise kernels charged
     # every byte they stream, torch's softmax kernel by row length and the CUTLASS fallback GEMMs
@@ -550,6 +577,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "impl8fresh": (IMPL8FRESH, ()),
         "impl9fresh": (IMPL9FRESH, ()),
         "cudnnfresh8": (CUDNNFRESH8, ()), "cudnnfresh9": (CUDNNFRESH9, ()),
+        "cudnnfresh10": (CUDNNFRESH10, ()),
         "eagerfresh8": (EAGERFRESH8, ()),
         "eagerfresh9": (EAGERFRESH9, ())}
 

@@ -66,28 +66,32 @@ def test_a_lean_step_takes_rounds_of_every_ctas_tiles() -> None:
     assert t[3 * step + 1] - t[3 * step] == pytest.approx(t[2 * step + 1] - t[2 * step])
 
 
-def test_a_query_tile_wastes_its_empty_rows_and_repeats_past_16() -> None:
-    """The 16-row tile: 2, 8 and 16 query heads per KV head take the same time (one row block),
-    32 the time of two KV heads' worth (two row blocks), at the same keys."""
+def test_a_query_tile_wastes_its_empty_rows_and_rereads_past_16_from_the_l2() -> None:
+    """The 16-row tile: 2, 8 and 16 query heads per KV head take the same time (one row block);
+    32 (two row blocks) take longer than 16 but less than two KV heads' worth, the second row
+    block re-reading the first's K/V tiles from the L2 (round cudnn10)."""
     times = {g: _kernel(Workload(1, n_kv=100000, d=128, heads=g, kv_heads=1))[0]
              for g in (2, 8, 16, 32)}
     two_heads = _kernel(Workload(1, n_kv=100000, d=128, heads=32, kv_heads=2))[0]
     assert times[2] == pytest.approx(times[8]) == pytest.approx(times[16])
-    assert times[32] == pytest.approx(two_heads) and two_heads > times[16]
+    assert times[16] < times[32] < two_heads
 
 
 def test_the_shipped_lean_figures_and_decode_floor_are_the_fit_of_the_seen_records() -> None:
     """sdpa-cudnn's LEAN_TERMS and decode_host_floor_s in configs/gpus/h200.yaml are
     calibrate/cudnn_lean_fit.py's fit on the seen records (python benchmarks/cudnn9_fit.py):
-    60 lean steps, 82 decode calls in 10 sessions, the floor the median over sessions."""
+    75 lean steps of 11 records (round cudnn10: cudnnfresh9 seen), 82 decode calls in round
+    cudnn9's 10 sessions, the floor the median over sessions."""
     h200 = resolve_hardware("h200").hardware
     assert h200.measured is not None
     shipped = h200.measured.impls["sdpa-cudnn"]
     points = L.lean_points(_seen())
-    assert len(points) == 60
+    assert len(points) == 75
     fitted = L.fit_lean(points, h200)
     assert fitted == pytest.approx({k: shipped.terms[k] for k in LEAN_TERMS}, rel=1e-3)
-    calls = L.decode_calls(_seen())
+    from benchmarks.cudnn9_fit import FLOOR_SEEN, seen_paths
+
+    calls = L.decode_calls(seen_paths(FLOOR_SEEN))
     floor, sessions = L.fit_decode_floor(calls, shipped.call_overhead_s or 0.0)
     assert len(calls) == 82 and len(sessions) == 10
     assert floor == pytest.approx(shipped.terms["decode_host_floor_s"])
@@ -95,13 +99,14 @@ def test_the_shipped_lean_figures_and_decode_floor_are_the_fit_of_the_seen_recor
 
 def test_the_lean_model_holds_out_of_session() -> None:
     """Each seen session's lean kernels predicted by the figures of the other sessions
-    (benchmarks/cudnn9_fit.py: median 5.3 %, worst 28 %, 51 of 60 within ±15 %), against the
-    roofline rule it replaces (round 10's memory_splitkv_attn: median 11 %, worst 49 % in
-    sample, reports/impl-validation/cudnn9-fresh.md)."""
+    (benchmarks/cudnn9_fit.py, round cudnn10: median 5.6 %, worst 41 % (cudnnfresh9 #1, MQA g 8
+    d 64, −43 % in sample too), 63 of 75 within ±15 %; round cudnn9's rule, every row block at
+    the streaming rate, refitted on the same 75: median 7.1 %, worst 94 %, 61 of 75,
+    reports/impl-validation/cudnn10-fresh.md)."""
     h200 = resolve_hardware("h200").hardware
     errs = [abs(e) for e in L.leave_one_session_out(L.lean_points(_seen()), h200)]
-    assert statistics.median(errs) < 0.06 and max(errs) < 0.30
-    assert sum(e <= 0.15 for e in errs) >= 50
+    assert statistics.median(errs) < 0.06 and max(errs) < 0.45
+    assert sum(e <= 0.15 for e in errs) >= 62
 
 
 def test_the_fresh_cudnn9_set_is_new_and_covers_the_lean_cases() -> None:
@@ -134,9 +139,9 @@ def test_a_lean_figure_out_of_range_is_refused_in_one_line(
     """A GPU YAML whose lean streaming rate is not a positive number: one line naming the key
     and its range, exit 2 (inputs/impl_calibration.py TIME_TERMS)."""
     text = (Path(__file__).parents[1] / "configs" / "gpus" / "h200.yaml").read_text()
-    assert "lean_stream_d64: 3.922e+12" in text
+    assert "lean_stream_d64: 3.559e+12" in text
     bad = tmp_path / "h200.yaml"
-    bad.write_text(text.replace("lean_stream_d64: 3.922e+12", "lean_stream_d64: -1"))
+    bad.write_text(text.replace("lean_stream_d64: 3.559e+12", "lean_stream_d64: -1"))
     code, _, err = iosim_cli("compare", "--n", "1", "--n-kv", "4096", "--gpu", str(bad),
                              "--impl", "sdpa-cudnn", "--profile", "measured")
     assert code == 2

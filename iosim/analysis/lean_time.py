@@ -12,8 +12,10 @@ the KV head's keys again) against 128 keys, for which it streams a K and a V til
 
     iterations I = batch · kv_heads · ⌈g / 16⌉ · ⌈N_kv / 128⌉   (stream_k.stream_k_problem)
     CTAs       C = CTAS_PER_SM[d] · SMs
+    R          = ⌈g / 16⌉ row blocks per KV head
     time         = lean_program_s_per_dim · d
-                   + ⌈I / C⌉ · C · 2 · 128 · d · element_bytes / lean_stream_dD
+                   + ⌈I / C⌉ · C · 2 · 128 · d · element_bytes
+                     · (1 / (R · lean_stream_dD) + (R − 1) / (R · L2 rate))
 
 ncu records the one lean launch it profiled (tests/data/h200-impl-launches-rw.csv, b1 h32/8
 N_kv 32,768 d 128): 128 threads, 184 registers and 87,360 B of shared memory per CTA, two CTAs
@@ -27,6 +29,16 @@ flight), plus a cost per CTA that grows with d (its Q rows, its fp32 partial out
 log-sum-exp, the first tile's latency: `lean_program_s_per_dim`). At d = 256 the K and V tiles
 alone are 128 KiB, more than half of an SM's 228 KiB: one CTA per SM (no ncu record of it; the
 seen records' d = 256 times fit one CTA per SM better than two, calibrate/cudnn_lean_fit.py).
+
+Row blocks after the first (round cudnn10): of a KV head's R row blocks, the first streams
+each (KV head, key block)'s K and V tiles from HBM at `lean_stream_dD`; the other R − 1 read the
+same tiles again while they are in the L2 (a KV head's tiles are one 128 · d strip per
+iteration, far less than the 60 MiB L2), so a 1 / R share of the rounds' tile bytes moves at the
+streaming rate and (R − 1) / R at the L2 rate the project measured (`measured.l2_bandwidth`,
+9.58 TB/s: calibrate/decode_microbench.py, a split-KV re-read of 16 KiB tiles). At g ≤ 16
+(R = 1) the rule is round cudnn9's. CUDNNFRESH9's MQA steps were too slow by +88 % (g 64, R 4)
+and +50 % (g 48, R 3) when every row block was charged at the streaming rate. Without a
+measured L2 rate every row block streams at `lean_stream_dD` (round cudnn9's rule).
 
 The figures are fitted on the seen records' lean kernels only (calibrate/cudnn_lean_fit.py,
 benchmarks/cudnn9_fit.py). Where they are missing the kernel stays on its roofline
@@ -70,14 +82,48 @@ def lean_grid(iterations: int, ctas: int) -> int:
     return math.ceil(iterations / lean_rounds(iterations, ctas))
 
 
-def lean_time_s(workload: Workload, iterations: int, sm_count: int,
-                terms: Mapping[str, float], block_kv: int) -> float:
-    """The module docstring's time of one lean kernel."""
-    bucket = head_dim_bucket(workload.d)  # the `16x128xD` tile's D
-    ctas = CTAS_PER_SM[bucket] * sm_count
+def lean_moved_bytes(workload: Workload, iterations: int, sm_count: int, block_kv: int) -> int:
+    """⌈I / C⌉ · C · 2 · block_kv · d · element_bytes: the K and V tile bytes of every CTA's
+    rounds (module docstring)."""
+    ctas = CTAS_PER_SM[head_dim_bucket(workload.d)] * sm_count  # the `16x128xD` tile's D
     tile_bytes = 2 * block_kv * workload.d * workload.element_bytes  # a K and a V tile
+    return lean_rounds(iterations, ctas) * ctas * tile_bytes
+
+
+def lean_reread_s(moved_bytes: float, row_blocks: int, l2_rate: float | None) -> float:
+    """The (R − 1) / R share of the moved bytes re-read from the L2 by the row blocks after the
+    first (module docstring); 0 without a measured L2 rate, which leaves every byte to
+    lean_stream_share."""
+    if l2_rate is None:
+        return 0.0
+    return moved_bytes * (row_blocks - 1) / row_blocks / l2_rate
+
+
+def lean_stream_share(moved_bytes: float, row_blocks: int, l2_rate: float | None) -> float:
+    """The moved bytes that stream at `lean_stream_dD`: the first row block's 1 / R share, or
+    all of them without a measured L2 rate."""
+    return moved_bytes if l2_rate is None else moved_bytes / row_blocks
+
+
+def lean_time_s(workload: Workload, iterations: int, sm_count: int,
+                terms: Mapping[str, float], block_kv: int, row_blocks: int = 1,
+                l2_rate: float | None = None) -> float:
+    """The module docstring's time of one lean kernel (row_blocks = R = ⌈g / 16⌉)."""
+    moved = lean_moved_bytes(workload, iterations, sm_count, block_kv)
+    rate = terms[f"lean_stream_d{head_dim_bucket(workload.d)}"]
     return (terms["lean_program_s_per_dim"] * workload.d
-            + lean_rounds(iterations, ctas) * ctas * tile_bytes / terms[f"lean_stream_d{bucket}"])
+            + lean_stream_share(moved, row_blocks, l2_rate) / rate
+            + lean_reread_s(moved, row_blocks, l2_rate))
+
+
+def lean_row_blocks(workload: Workload, programs: int) -> int:
+    """R = ⌈g / 16⌉: stream_k_problem's programs per (batch, KV head)."""
+    return programs // (workload.batch * workload.kv_heads)
+
+
+def measured_l2_rate(hardware: Hardware) -> float | None:
+    """The project's measured L2 bandwidth (configs/gpus/*.yaml measured.l2_bandwidth), if any."""
+    return hardware.measured.l2_bandwidth_bytes_per_s if hardware.measured is not None else None
 
 
 def lean_estimates(estimates: tuple[KernelEstimate, ...], impl: Implementation,
@@ -98,7 +144,7 @@ def lean_estimates(estimates: tuple[KernelEstimate, ...], impl: Implementation,
         return estimates
     programs, key_blocks, block_kv = problem
     time_s = lean_time_s(workload, programs * key_blocks, hardware.sm_count, fitted.terms,
-                         block_kv)
+                         block_kv, lean_row_blocks(workload, programs), measured_l2_rate(hardware))
     return tuple(replace(e, time_s=time_s, timed_by="lean") if e.name == LEAN_KERNEL else e
                  for e in estimates)
 
@@ -108,4 +154,5 @@ def lean_note(terms: Mapping[str, float]) -> str:
     rates = ", ".join(f"d {d} {terms[f'lean_stream_d{d}'] / 1e12:.2f} TB/s" for d in HEAD_DIM_BUCKETS)
     return (f"cuDNN's lean decode kernel: {terms['lean_program_s_per_dim'] * 1e9:.1f} ns × d "
             f"per CTA + ⌈iterations / CTAs⌉ rounds of every CTA's 16×128 K and V tiles at "
-            f"{rates} (analysis/lean_time.py)")
+            f"{rates}, the row blocks after a KV head's first from the L2 "
+            f"(analysis/lean_time.py)")

@@ -3,8 +3,10 @@ no GPU.
 
 1. The lean kernel (analysis/lean_time.py): LEAN_TERMS on the lean kernel's torch.profiler
    device time of every seen lean decode step. The model is linear in (lean_program_s_per_dim,
-   1 / lean_stream_dD), so the fit is a least-squares solve of the relative error (each point
-   weighted by 1 / its time: a 10 µs step counts as much as a 200 µs one).
+   1 / lean_stream_dD) once the row blocks' L2 re-read (at the measured L2 rate, a hardware
+   figure, not fitted) is taken off each time, so the fit is a least-squares solve of the
+   relative error (each point weighted by 1 / its time: a 10 µs step counts as much as a
+   200 µs one).
 2. The decode host floor (`decode_host_floor_s`, analysis/impl_kernels.py:host_floor; the call
    rule max(floor, kernels + time per call) is comparison.Call's): per session (one record is
    one device call) the floor that minimises its decode calls' mean absolute error with the
@@ -22,7 +24,15 @@ from typing import Any
 import numpy as np
 
 from iosim.analysis.comparison import Call
-from iosim.analysis.lean_time import CTAS_PER_SM, LEAN_TERMS, lean_rounds, lean_time_s
+from iosim.analysis.lean_time import (
+    LEAN_TERMS,
+    lean_moved_bytes,
+    lean_reread_s,
+    lean_row_blocks,
+    lean_stream_share,
+    lean_time_s,
+    measured_l2_rate,
+)
 from iosim.analysis.stream_k import stream_k_problem
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import Implementation
@@ -107,9 +117,11 @@ def lean_buckets(points: Sequence[LeanPoint]) -> set[int]:
     return {head_dim_bucket(p.workload.d) for p in points}
 
 
-def _columns(point: LeanPoint, impl: Implementation, hardware: Hardware) -> list[float]:
-    """The model's regressors at one point: d, and the bytes of its rounds in its bucket's
-    column (analysis/lean_time.py's time = a · d + Σ_bucket bytes / rate)."""
+def _columns(point: LeanPoint, impl: Implementation, hardware: Hardware
+             ) -> tuple[list[float], float]:
+    """The model's regressors at one point — d, and the bytes streamed at its bucket's rate in
+    its bucket's column — and its fixed time, the L2 re-read (analysis/lean_time.py's time =
+    a · d + Σ_bucket bytes / rate + re-read)."""
     from iosim.analysis.impl_kernels import HEAD_DIM_BUCKETS, head_dim_bucket
 
     assert hardware.sm_count is not None
@@ -118,19 +130,23 @@ def _columns(point: LeanPoint, impl: Implementation, hardware: Hardware) -> list
     assert problem is not None, w
     programs, key_blocks, block_kv = problem
     bucket = head_dim_bucket(w.d)
-    ctas = CTAS_PER_SM[bucket] * hardware.sm_count
-    moved = lean_rounds(programs * key_blocks, ctas) * ctas * 2 * block_kv * w.d * w.element_bytes
-    return [float(w.d), *(float(moved) if b == bucket else 0.0 for b in HEAD_DIM_BUCKETS)]
+    moved = lean_moved_bytes(w, programs * key_blocks, hardware.sm_count, block_kv)
+    rows, l2 = lean_row_blocks(w, programs), measured_l2_rate(hardware)
+    streamed = lean_stream_share(moved, rows, l2)
+    return ([float(w.d), *(float(streamed) if b == bucket else 0.0 for b in HEAD_DIM_BUCKETS)],
+            lean_reread_s(moved, rows, l2))
 
 
 def fit_lean(points: Sequence[LeanPoint], hardware: Hardware) -> dict[str, float]:
     """LEAN_TERMS by least squares on the relative error (module docstring)."""
     impl = get_implementation(IMPL)
-    x = np.array([_columns(p, impl, hardware) for p in points])
+    cols = [_columns(p, impl, hardware) for p in points]
+    x = np.array([c for c, _ in cols])
+    fixed = np.array([f for _, f in cols])
     y = np.array([p.measured_s for p in points])
     used = x.any(axis=0)  # a head-dim bucket without a point keeps no rate
     coef = np.zeros(x.shape[1])
-    coef[used], *_ = np.linalg.lstsq(x[:, used] / y[:, None], np.ones(len(y)), rcond=None)
+    coef[used], *_ = np.linalg.lstsq(x[:, used] / y[:, None], 1.0 - fixed / y, rcond=None)
     terms = {"lean_program_s_per_dim": float(coef[0])}
     terms.update({k: 1.0 / float(c) for k, c in zip(LEAN_TERMS[1:], coef[1:], strict=True)
                   if c > 0})
@@ -147,7 +163,8 @@ def lean_errors(points: Sequence[LeanPoint], hardware: Hardware, terms: Mapping[
         problem = stream_k_problem(impl, p.workload, int(hardware.sram_per_block_bytes))
         assert problem is not None
         programs, key_blocks, block_kv = problem
-        t = lean_time_s(p.workload, programs * key_blocks, hardware.sm_count, terms, block_kv)
+        t = lean_time_s(p.workload, programs * key_blocks, hardware.sm_count, terms, block_kv,
+                        lean_row_blocks(p.workload, programs), measured_l2_rate(hardware))
         out.append((t - p.measured_s) / p.measured_s)
     return out
 
