@@ -66,7 +66,7 @@ def test_cascade_fresh7_covers_the_brief() -> None:
     # at 32 splits, more programs than one wave (132 SMs × 5 programs at d 128, × 10 at d 64)
     slots = {128: 660, 64: 1320}
     rows = [-(-(p["heads"] // p["kv_heads"]) // 16) for p in fresh]  # row blocks of 16
-    assert all(p["batch"] * r * p["kv_heads"] * 32 > slots[p["d"]] for p, r in zip(fresh, rows))
+    assert all(p["batch"] * r * p["kv_heads"] * 32 > slots[p["d"]] for p, r in zip(fresh, rows, strict=True))
 
 
 def test_the_fresh7_record_measured_exactly_the_set_written_before() -> None:
