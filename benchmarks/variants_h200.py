@@ -231,7 +231,7 @@ def main(argv: list[str]) -> int:
         "fp8_fresh": [], "fp8_block": [], "fp8_fresh2": [], "mla_fresh2": [],
         "mla_fresh3": [], "cascade_fresh4": [],
         "decode_fresh3": [], "cascade_fresh5": [], "mla_fresh4": [], "fp8_fresh3": [],
-        "cascade_fresh6": [],
+        "cascade_fresh6": [], "cascade_fresh7": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -282,6 +282,8 @@ def main(argv: list[str]) -> int:
         # var10's fresh judgement of the prefix re-read by later waves (estimates/
         # prefix_waves.py), frozen at tag var10-frozen
         "cascade_fresh6": lambda: run_cascade(sets["cascade_fresh6"], gen, clock, log),
+        # var11's fresh judgement of prefix_waves.FAR_COPY_SHARE, frozen at tag var11-frozen
+        "cascade_fresh7": lambda: run_cascade(sets["cascade_fresh7"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -345,7 +347,8 @@ def summary(record: dict[str, Any], log: Any) -> None:
             f"{r.get('best_time_s', 0) * 1e6:9.1f} us")
     for r in (record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]
               + record["cascade_fresh2"] + record["cascade_fresh3"] + record["cascade_fresh4"]
-              + record["cascade_fresh5"] + record["cascade_fresh6"]):
+              + record["cascade_fresh5"] + record["cascade_fresh6"]
+              + record["cascade_fresh7"]):
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
     for r in (record["mla"] + record["repeat"] + record["mla_fresh"] + record["mla_fresh2"]
               + record["mla_fresh3"] + record["mla_fresh4"]):

@@ -96,6 +96,16 @@ def without_prefix_rereads() -> Iterator[None]:
         yield
 
 
+@contextlib.contextmanager
+def as_var10_shipped() -> Iterator[None]:
+    """The DRAM estimate as var10 shipped it: every partition's copy of a prefix chunk whole in
+    a wave's reuse distance (estimates/prefix_waves.py FAR_COPY_SHARE 1.0; var11 fitted it),
+    the model the var10 report's "on" columns were written from."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr("iosim.estimates.prefix_waves.FAR_COPY_SHARE", 1.0)
+        yield
+
+
 # Hypothesis profiles: `ci`, the default under `pytest -q` (what CI and the README run), keeps
 # the README's test command under two minutes on a 2-core machine: a property test gets half the
 # examples it asks for (`examples` below), and the fuzz suite (tests/test_fuzz.py) scales its

@@ -81,3 +81,37 @@ def test_the_h200_batch_the_prefix_rule_missed_by_five_times() -> None:
     with without_prefix_rereads():
         old = _splitkv(32, 16384, 16, 16)
     assert old.dram is not None and as_counted(old.dram.bytes) / ncu - 1 < -0.5
+
+
+@pytest.mark.parametrize("readers", [0.5, 1, 2.6, 5.2, 10.3])
+def test_held_copies_counts_the_far_copies_at_their_share(readers: float) -> None:
+    """The first copy whole, the further ones (partition_copies − 1) at the share: var10's whole
+    copies at share 1, one copy at share 0, and linear in the share between."""
+    from iosim.estimates.prefix_waves import held_copies
+
+    assert held_copies(readers, 1.0) == pytest.approx(partition_copies(readers))
+    assert held_copies(readers, 0.0) == 1.0
+    assert held_copies(readers, 0.5) == pytest.approx((1.0 + partition_copies(readers)) / 2)
+
+
+def test_far_copy_share_is_the_best_of_its_grid_on_the_seen_points() -> None:
+    """FAR_COPY_SHARE 0.65: the seen shared-prefix split-KV points (tests/data/h200-variants.json
+    before cascade_fresh7 and mla5's prefix probes) within ±10 % of ncu with the protocol
+    residue, 123 of 128, against 112 at var10's whole copies and fewer at the grid's
+    neighbours (`python benchmarks/var11_prefix_judge.py --fit`)."""
+    sys.path.insert(0, str(ROOT / "benchmarks"))
+    import var11_prefix_judge as judge
+
+    import iosim.estimates.prefix_waves as waves
+
+    def within(share: float) -> int:
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(waves, "FAR_COPY_SHARE", share)
+            errors = [r["error"] for r in judge.seen_rows() if r["family"] == judge.v10.FAMILY]
+        assert len(errors) == 128
+        return sum(abs(e) <= 0.10 for e in errors)
+
+    best = within(waves.FAR_COPY_SHARE)
+    assert waves.FAR_COPY_SHARE == 0.65 and best == 123
+    assert within(1.0) == 112
+    assert within(0.6) < best and within(0.7) < best

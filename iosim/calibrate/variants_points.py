@@ -440,6 +440,28 @@ CASCADE_FRESH6 = [
 ]
 """Timed as CASCADE is (prefix lengths whole pages of 16)."""
 
+# issue 14, var11: the fresh judgement of prefix_waves.FAR_COPY_SHARE (a far partition's copy
+# of a prefix chunk at 0.65 of a line in a wave's reuse distance), written and committed before
+# the device call that measures them (frozen at tag var11-frozen); tests/
+# test_variants_fresh_var11.py checks that no shape of them was measured or listed before.
+# Prefixes 0.3-0.8 of the L2 and three beyond it, GQA 4-8 and MQA, d 64/128, one mixed batch;
+# split-KV counted at 8, 16, 32 splits and its fastest, cascade at its fastest. The comments: the
+# prefix's K+V once, against the L2's 62.9 MB.
+CASCADE_FRESH7 = [
+    _cascade("ocas-b12-p6208-s120-gqa8", 12, 6208, [120] * 12),                      # 25 MB
+    _cascade("ocas-b28-p8512-s60-h64", 28, 8512, [60] * 28, heads=64),               # 35 MB
+    _cascade("ocas-b18-p11504-s250-gqa8", 18, 11504, [250] * 18),                    # 47 MB
+    _cascade("ocas-b44-p5504-s80-gqa8", 44, 5504, [80] * 44),                        # 23 MB
+    _cascade("ocas-b16-p15008-s200-gqa4", 16, 15008, [200] * 16, kv_heads=4),        # 31 MB
+    _cascade("ocas-b32-p14512-s100-d64", 32, 14512, [100] * 32, d=64),               # 30 MB
+    _cascade("ocas-b56-p4800-mixed", 56, 4800, [50, 600, 1500, 200] * 14),           # 20 MB
+    _cascade("ocas-b40-p72000-s30-mqa", 40, 72000, [30] * 40, kv_heads=1),           # 37 MB
+    _cascade("ocas-b10-p21008-s500-gqa8", 10, 21008, [500] * 10),                    # 86 MB
+    _cascade("ocas-b14-p36000-s64-d64", 14, 36000, [64] * 14, d=64),                 # 74 MB
+    _cascade("ocas-b20-p17504-s40-gqa8", 20, 17504, [40] * 20),                      # 72 MB
+]
+"""Timed as CASCADE is (prefix lengths whole pages of 16)."""
+
 MLA_FRESH4 = [
     mla_point("mla-i-b4-25000-h128", 4, 25000, 128),     # latent 115 MB
     mla_point("mla-i-b16-5000-h128", 16, 5000, 128),     # latent 92 MB

@@ -99,11 +99,31 @@ def waves_spanned(grid: PrefixGrid, offset: int) -> int:
     return last // grid.slots - offset // grid.slots + 1
 
 
+FAR_COPY_SHARE = 0.65
+"""The share of a line that each further partition's copy of a prefix chunk takes of the L2 in
+a wave's reuse distance (issue 14's var11): fitted, not a hardware fact. var10 counted every
+copy whole (1.0); the seen records want less, the same at every split count: solving each
+over-counted seen point (prefixes of 0.45-0.7 of the L2, 8-32 splits) for the copies that give
+ncu's bytes, 1 + s·(copies − 1) gives s ≈ 0.6-0.7 at k = 2.6, 5.2 and 10.3 readers a wave (the
+copies var10 counted 1.67, 1.95 and 2.0; the data 1.4, 1.6 and 1.7). Why less than whole is not
+known (a far partition's copy replaced sooner than a near one's would read so). Fitted on a
+grid 0.5-1.0 by 0.05 over the 128 seen shared-prefix split-KV points (`python benchmarks/
+var11_prefix_judge.py --fit`): 123 within ±10 % of ncu with the protocol residue (1.0, var10:
+112); 0.6 or 0.7 → 122 or 121, 0.55 or 0.75 → 118 or 119, 0.5 → 112, 0.8 → 116."""
+
+
 def partition_copies(readers: float, partitions: int = SHARED_COPIES) -> float:
     """The partitions that hold a line `readers` programs of a wave read, each on one of
     `partitions` at random: the expected count of distinct ones (at least one reader)."""
     k = max(1.0, readers)
     return float(partitions * (1.0 - (1.0 - 1.0 / partitions) ** k))
+
+
+def held_copies(readers: float, far_share: float | None = None) -> float:
+    """The L2 a prefix line takes in a wave's reuse distance, in lines: its first copy whole and
+    each further partition's copy (partition_copies) at FAR_COPY_SHARE of a line."""
+    share = FAR_COPY_SHARE if far_share is None else far_share
+    return 1.0 + share * (partition_copies(readers) - 1.0)
 
 
 def reread_keys(grid: PrefixGrid) -> int:
@@ -140,7 +160,7 @@ def prefix_rereads(terms: Sequence[DramTerm], kernels: Sequence[Kernel], workloa
     own_per_request = max(0.0, (kv_read - prefix) / workload.batch)
     spacing = grid.kv_heads * grid.splits
     requests_a_wave = max(grid.slots, spacing) / spacing * workload.batch / grid.sequences
-    distance = (prefix * partition_copies(grid.slots / spacing)
+    distance = (prefix * held_copies(grid.slots / spacing)
                 + own_per_request * requests_a_wave)
     miss = miss_probability(distance, capacity)
     if miss <= 0.0:
