@@ -366,28 +366,30 @@ def test_roofline_reads_the_entry_and_names_a_missing_one(tmp_path: Path) -> Non
     assert not (tmp_path / "b").exists()
 
 
-@pytest.mark.parametrize("name", ["VALIDATION3", "VALIDATION4", "VALIDATION5", "VALIDATION6"])
+@pytest.mark.parametrize("name", ["VALIDATION3", "VALIDATION4", "VALIDATION5", "VALIDATION6",
+                                  "VALIDATION10"])
 def test_the_fresh_validation_set_is_new_and_varies_every_acceptance_axis(name: str) -> None:
     """benchmarks/impl_validation_h200.py's VALIDATION3 (issue 11 round 4, measured after tag
     impl4-frozen), VALIDATION4 (round 5, after tag impl5-frozen), VALIDATION5 (round 6) and
-    VALIDATION6 (round 7, after tag impl7-frozen): at least 40 points, none equal to a point of
-    any earlier set (every one of them a fit set now; VALIDATION6 also against every other set
-    the script has, the flex sets of round 7 included), with every axis of issue 11's
-    acceptance."""
+    VALIDATION6 (round 7, after tag impl7-frozen) and VALIDATION10 (round 10, measured on main at
+    6d7ab46): at least 40 points, none equal to a point of any earlier set (every one of them a
+    fit set now; VALIDATION6 and VALIDATION10 also against every other set the script has, the
+    flex, cuDNN and eager sets included), with every axis of issue 11's acceptance."""
     from benchmarks import impl_validation_h200 as V
 
     order = ["FIT2", "VALIDATION", "VALIDATION2", "VALIDATION3", "VALIDATION4", "VALIDATION5",
-             "VALIDATION6"]
+             "VALIDATION6", "VALIDATION10"]
     fresh = getattr(V, name)
     earlier = set(FIT_GRID).union(*(getattr(V, s) for s in order[:order.index(name)]))
-    if name == "VALIDATION6":
-        earlier |= {w for s, (points, _) in V.SETS.items() if s != "validation6" for w in points}
+    if name in ("VALIDATION6", "VALIDATION10"):
+        earlier |= {w for s, (points, _) in V.SETS.items() if s != name.lower() for w in points}
     assert len(fresh) >= 40 and len(set(fresh)) == len(fresh)
     assert not set(fresh) & earlier
     sms, l2 = H200.sm_count or 0, H200.l2_bytes or 0
     assert sum(w.batch * w.heads * -(-w.n // 128) < sms for w in fresh if w.n > 1) >= 4
     ratios = {"VALIDATION3": {1, 2, 4, 9, 10, 14, 20, 32}, "VALIDATION4": {1, 3, 4, 6, 8, 12, 16},
-              "VALIDATION5": {1, 2, 3, 5, 6, 8, 10}, "VALIDATION6": {1, 2, 3, 4, 7, 8, 12}}
+              "VALIDATION5": {1, 2, 3, 5, 6, 8, 10}, "VALIDATION6": {1, 2, 3, 4, 7, 8, 12},
+              "VALIDATION10": {1, 2, 3, 4, 5, 6, 8, 16}}
     assert {w.group_size for w in fresh if w.n > 1} >= ratios[name]
     assert any(w.n % 128 for w in fresh if w.n > 1)
     assert sum(1 < w.n != w.n_kv for w in fresh) >= 5
