@@ -14,6 +14,7 @@ from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.comparison import AlgorithmEstimate, Comparison, Theorem2
+from iosim.analysis.dense_mask import dense_mask_applies, dense_mask_estimates
 from iosim.analysis.impl_backward import (
     as_impl,
     backward_nest,
@@ -230,8 +231,9 @@ def compare(
             tiling = replace(tiling, splits_rule=stream_k_rule(impl_, w, hw, sram_bytes,
                                                                impl_splits))
         kernels = algorithm.kernels(w, tiling)
+        dense = dense_mask_applies(impl_, given)
         if impl_ is not None:
-            kernels = impl_kernels(impl_, w, kernels)
+            kernels = impl_kernels(impl_, w, kernels, dense_mask=dense)
         dram = dram_or_none(kernels, w, tiling, hw)
         if dram is not None and impl_ is not None and w.pass_ == "fwd":
             spilled = spill_terms(impl_, kernels, Dims.of(w, tiling))
@@ -262,6 +264,8 @@ def compare(
         if impl_ is not None and profile == "measured" and w.pass_ == "fwd":
             kernel_estimates = impl_decoding_estimates(kernel_estimates, impl_, hw, w)
             kernel_estimates = lean_estimates(kernel_estimates, impl_, hw, w, sram_bytes)
+            if dense:
+                kernel_estimates = dense_mask_estimates(kernel_estimates, impl_, hw, given)
         dims = Dims.of(w, tiling)
         fit = own_roofs.mla_prefill
         if impl_ is None and fit is not None and hw.sm_count:

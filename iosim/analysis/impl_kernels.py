@@ -8,6 +8,7 @@ from iosim.algorithms import ALGORITHMS, Algorithm
 from iosim.algorithms.loopnest import Access, FlopCount, Kernel
 from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
+from iosim.analysis.dense_mask import DENSE_MASK, dense_mask_applies, with_dense_mask
 from iosim.analysis.eager_mask import out_of_place_mask
 from iosim.analysis.stream_k import RULE as STREAM_K
 from iosim.analysis.stream_k import stream_k_splits
@@ -26,7 +27,10 @@ from iosim.record import replace
 
 def impl_workload(impl: Implementation, workload: Workload) -> Workload:
     """The workload the implementation's loop nest runs: an eager pipeline's separate scale and
-    mask passes are standard attention's unfused ops (standard.py)."""
+    mask passes are standard attention's unfused ops (standard.py); a causal mask the
+    implementation reads as a dense bias skips no block (analysis/dense_mask.py)."""
+    if dense_mask_applies(impl, workload):
+        workload = workload.with_(causal=False)
     ops = {k.kind for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
                                                   causal=workload.causal)}
     unfused = tuple(op for op in UNFUSED_OPS if op in ops or op in workload.unfused)
@@ -55,10 +59,12 @@ def extra_kernels(impl: Implementation, workload: Workload) -> tuple[Kernel, ...
 
 
 def impl_kernels(impl: Implementation, workload: Workload,
-                 kernels: tuple[Kernel, ...]) -> tuple[Kernel, ...]:
+                 kernels: tuple[Kernel, ...], *, dense_mask: bool = False) -> tuple[Kernel, ...]:
     """The kernels the implementation launches: the loop nest's, with its extra kernels (the
     GQA expansion before them; a forward's causal mask as eager runs it, out of place
-    (analysis/eager_mask.py); in a backward pass its layout copies before the first backward
+    (analysis/eager_mask.py), or built as a dense bias that the kernel reads where `dense_mask`
+    (the call's dense_mask_applies: `workload` is then impl_workload's, not causal;
+    analysis/dense_mask.py); in a backward pass its layout copies before the first backward
     kernel and its softmax backward split in two; a stream-K split kernel balanced over the
     SMs, analysis/stream_k.py)."""
     extras = {k.kind: k for k in impl.extra_kernels_for(gqa=workload.group_size > 1,
@@ -77,6 +83,9 @@ def impl_kernels(impl: Implementation, workload: Workload,
     if impl.split_kv.rule == STREAM_K:
         kernels = tuple(replace(k, balanced=True) if k.split else k for k in kernels)
     out = list(expand + kernels)
+    if dense_mask:
+        mask = next(k for k in impl.extra_kernels if k.kind == DENSE_MASK)
+        out = with_dense_mask(out, f"{impl.name}: {mask.source}")
     if "mask_out_of_place" in extras and workload.pass_ != "bwd":
         out = out_of_place_mask(out, f"{impl.name}: {extras['mask_out_of_place'].source}")
     first_bwd = next((i for i, k in enumerate(out) if k.name.startswith("bwd_")), None)

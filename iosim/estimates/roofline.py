@@ -54,7 +54,7 @@ from iosim.record import Record, field
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute", "latency"]
 TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill", "fallback-gemm",
-                  "eager-bwd", "flex-decoding", "lean"]
+                  "eager-bwd", "flex-decoding", "lean", "dense-mask"]
 
 
 class Roofs(Record):
@@ -205,7 +205,8 @@ class KernelEstimate(TrafficTotals, Record):
     split-KV combine kernel's latency model (combine.py, where it exceeds the roofline), an
     eager GEMM's CUTLASS fallback at unaligned rows (analysis/impl_kernels.py:with_fallback_gemms),
     eager PyTorch's backward model (eager_backward.py), flex's decoding template
-    (analysis/impl_decoding.py) or cuDNN's lean decode kernel (analysis/lean_time.py)."""
+    (analysis/impl_decoding.py), cuDNN's lean decode kernel (analysis/lean_time.py) or a dense
+    causal mask's kernels (analysis/dense_mask.py)."""
 
     @property
     def intensity_flops_per_byte(self) -> float:

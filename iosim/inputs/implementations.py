@@ -27,7 +27,7 @@ from iosim.inputs.ints import Int
 from iosim.record import Record
 
 EXTRA_KERNELS = ("gqa_expand", "scale", "mask", "layout_copy", "softmax_mul", "mask_read",
-                 "out_of_place", "mask_out_of_place", "dk_first")
+                 "out_of_place", "mask_out_of_place", "dk_first", "dense_mask")
 """gqa_expand: K, V repeated per query head (repeat_interleave) before the attention kernel;
 scale, mask: an elementwise pass over S (standard attention's unfused ops); layout_copy (a
 backward pass only): dO and O copied into the kernel's layout before the backward kernels;
@@ -40,7 +40,9 @@ bytes, a second N×N matrix in the L2's footprint; mask_out_of_place (a forward 
 pass as `s.masked_fill(~keep, -inf)` runs it, `~keep` once, a clone of S, the fill on the copy
 reading the broadcast bool mask (analysis/eager_mask.py); dk_first (a backward pass only): the dK GEMM
 runs before the dQ GEMM (Alg. 3's lines 5 and 4 swapped): the same kernels and bytes, another
-order for the L2 model."""
+order for the L2 model; dense_mask (a forward pass, when chunked_causal): the lower-right causal
+mask materialised as an additive (n, n_kv) bias that the kernel reads, skipping no block
+(analysis/dense_mask.py)."""
 
 
 class TileRow(Record):
@@ -107,12 +109,17 @@ class SplitRule(Record):
     tiles: tuple[TileRow, ...] = ()
 
 
+EXTRA_KERNEL_WHEN = ("always", "gqa", "causal", "chunked_causal", "multihead")
+"""When an extra kernel runs (ExtraKernel.when)."""
+
+
 class ExtraKernel(Record):
     """A kernel an implementation launches beside the attention (kind: gqa_expand, scale or mask)."""
 
     kind: str
     when: str
-    """always, gqa (heads > kv_heads), causal or multihead (heads > 1)."""
+    """always, gqa (heads > kv_heads), causal, chunked_causal (causal with n != n_kv) or
+    multihead (heads > 1)."""
     source: str
 
 
@@ -225,11 +232,12 @@ class Implementation(Record):
                              f"({self.head_dim_source}); use another {arg('impl')} or "
                              f"{arg('d')}", param="d")
 
-    def extra_kernels_for(self, *, gqa: bool, causal: bool, multihead: bool = True
-                          ) -> tuple[ExtraKernel, ...]:
-        """The extra kernels that run for a workload with or without GQA, a causal mask and
-        more than one query head."""
-        on = {"always": True, "gqa": gqa, "causal": causal, "multihead": multihead}
+    def extra_kernels_for(self, *, gqa: bool, causal: bool, multihead: bool = True,
+                          chunked: bool = False) -> tuple[ExtraKernel, ...]:
+        """The extra kernels that run for a workload with or without GQA, a causal mask, more
+        than one query head and n != n_kv (`chunked`)."""
+        on = {"always": True, "gqa": gqa, "causal": causal, "multihead": multihead,
+              "chunked_causal": causal and chunked}
         return tuple(k for k in self.extra_kernels if on[k.when])
 
 

@@ -16,6 +16,7 @@ from iosim.inputs.api_values import check_path_text
 from iosim.inputs.excerpts import excerpt
 from iosim.inputs.impl_features import FEATURES, Feature
 from iosim.inputs.implementations import (
+    EXTRA_KERNEL_WHEN,
     EXTRA_KERNELS,
     ExtraKernel,
     Implementation,
@@ -379,8 +380,8 @@ def parse_implementation(data: dict[str, Any], path: str) -> Implementation:
         when = _need(m, "when", str, path, where + ".")
         if kind not in EXTRA_KERNELS:
             raise ConfigError(path, where + ".kind", f"must be one of {', '.join(EXTRA_KERNELS)}")
-        if when not in ("always", "gqa", "causal", "multihead"):
-            raise ConfigError(path, where + ".when", "must be always, gqa, causal or multihead")
+        if when not in EXTRA_KERNEL_WHEN:
+            raise ConfigError(path, where + ".when", f"must be one of {', '.join(EXTRA_KERNEL_WHEN)}")
         extras.append(ExtraKernel(kind, when, _need(m, "source", str, path, where + ".")))
     forward_walk = _trait(data, "forward_walk", path) if "forward_walk" in data else None
     if forward_walk is not None and forward_walk.value not in FORWARD_WALKS:

@@ -72,6 +72,10 @@ _TIMED_BY_LEGENDS = (
     ("fallback-gemm", " An eager GEMM at N_kv % 8 ≠ 0: cuBLAS's CUTLASS fallback, timed as its "
                       "N×N_kv operand's bytes ÷ its stream rate + its FLOPs ÷ its compute rate "
                       "where that is longer (estimates/eager_fallback.py)."),
+    ("dense-mask", " mask_*: torch builds the lower-right causal mask as a dense bias (ones, "
+                   "tril, where), each kernel its bytes at its fitted rate; the attention kernel "
+                   "reads it and skips no block: ⌈tiles / SMs⌉ rounds × key blocks × its fitted "
+                   "time per 128 × 128 block (analysis/dense_mask.py)."),
 )
 
 
