@@ -29,7 +29,7 @@ from typing import Any
 from unittest.mock import patch
 
 from iosim.analysis import impl_kernels
-from iosim.calibrate import dirty_ledger
+from iosim.calibrate import dirty_ledger, split_k
 from iosim.calibrate import fresh3_bwd as F3
 from iosim.calibrate import fresh7_bwd as F7
 from iosim.calibrate import fresh10_bwd as F10
@@ -50,7 +50,8 @@ BEFORE_TEXT = ("main's rules (bwd11's GEMM handover, bwd12's SDPA floor): eager'
 
 @contextmanager
 def rules_off() -> Iterator[None]:
-    """main's rules: no dk_first, no last wave, SDPA's copies whatever the heads."""
+    """main's rules: no dk_first, no last wave, SDPA's copies whatever the heads (and no split-K
+    partials: bwd14's rule, calibrate/split_k.py, came after)."""
     original = Implementation.extra_kernels_for
 
     def main_extras(self: Implementation, *, gqa: bool, causal: bool,
@@ -62,6 +63,7 @@ def rules_off() -> Iterator[None]:
     try:
         with patch.object(Implementation, "extra_kernels_for", main_extras), \
                 patch.object(dirty_ledger, "LAST_WAVE", False), \
+                patch.object(split_k, "SPLIT_K", False), \
                 patch.object(impl_kernels, "BACKWARD_READS_COPIES", False):
             yield
     finally:
@@ -85,10 +87,13 @@ def comparable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [F10.matched(r)[0] for r in records]
 
 
-def table(after: list[KernelBytes], before: list[KernelBytes]) -> list[str]:
-    """Rows within the bound by (impl, kernel), after and before, and their median |error|."""
-    lines = ["| impl | kernel | rows | within (bwd13) | within (main) | median |error| "
-             "bwd13 / main |", "|---|---|---:|---:|---:|---|"]
+def table(after: list[KernelBytes], before: list[KernelBytes],
+          names: tuple[str, str] = ("bwd13", "main")) -> list[str]:
+    """Rows within the bound by (impl, kernel), after and before (`names`), and their median
+    |error|."""
+    now, was = names
+    lines = [f"| impl | kernel | rows | within ({now}) | within ({was}) | median |error| "
+             f"{now} / {was} |", "|---|---|---:|---:|---:|---|"]
     keys = sorted({(r.what, r.kernel) for r in after}, key=lambda k: (k[0] != "eager", k))
     for what, kernel in keys:
         mine = [(a, b) for a, b in zip(after, before, strict=True)

@@ -1,0 +1,149 @@
+"""bwd14's split-K rule (calibrate/split_k.py) and the fourteenth fresh H200 set: the rule
+against the records' kernel lists, the grid's new-ness (committed before the run), and (once the
+record is in) the report as measured. No GPU."""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from iosim.calibrate import split_k  # noqa: E402
+from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
+from iosim.inputs.gpus import config_dir  # noqa: E402
+from iosim.inputs.hardware_yaml import load_hardware  # noqa: E402
+
+FRESH14 = D.DATA / "backward-h200-fresh14.json"
+SEEN_SPLIT = (D.FRESH10, D.FRESH12)
+"""The records whose one-head eager runs the rule was read from."""
+
+
+@pytest.fixture(scope="module")
+def h200():  # type: ignore[no-untyped-def]
+    return load_hardware(config_dir() / "h200.yaml")
+
+
+def _eager_runs() -> list[tuple[dict, list[str]]]:  # type: ignore[type-arg]
+    """(point, kernel names in launch order) of every seen eager ncu run."""
+    runs = []
+    for path in sorted(D.DATA.glob("backward-h200*.json")):
+        if path == FRESH14:
+            continue
+        record = json.loads(path.read_text())
+        if not isinstance(record, dict) or record.get("counters", {}).get("status") != "ok":
+            continue
+        points = {p["id"]: p for p in record["points"]}
+        for item in record["counters"]["items"]:
+            if item["what"] == "eager" and item["id"] in points:
+                runs.append((points[item["id"]],
+                             [k["kernel"] for k in item["segments"][0]["kernels"]]))
+    return runs
+
+
+def test_split_k_exactly_at_one_gemm_batch() -> None:
+    """Every seen eager run at batch·heads 1 launches three split-K reduces (dV, dK, dQ), none
+    at batch·heads ≥ 2: the rule's condition, read off the ncu kernel names."""
+    runs = _eager_runs()
+    one = [names for p, names in runs if p["batch"] * p["heads"] == 1]
+    more = [names for p, names in runs if p["batch"] * p["heads"] > 1]
+    assert len(one) == 4 and len(more) >= 90
+    assert all(sum("splitKreduce_kernel" in n for n in names) == 3 for names in one)
+    assert not any("splitKreduce_kernel" in n for names in more for n in names)
+
+
+def test_the_split_rows_are_the_seen_reduces() -> None:
+    """SPLIT_K_ROWS is the seen dV and dQ reduces' median S·N (read off their L2 bytes), rounded
+    to the thousand; each of the 8 within 5 % of it."""
+    records = D.load(list(SEEN_SPLIT))
+    seen = split_k.seen_split_rows(records)
+    assert len(seen) == 12 and [layout for _, layout, _ in seen[:3]] == ["nt", "nt", "nn"]
+    assert round(split_k.fitted_rows(records), -3) == split_k.SPLIT_K_ROWS
+    dv_dq = [v for i, (_, _, v) in enumerate(seen) if i % 3 != 1]
+    assert all(abs(v / split_k.SPLIT_K_ROWS - 1) < 0.05 for v in dv_dq)
+
+
+def test_partials_only_for_the_reducing_gemms(h200) -> None:  # type: ignore[no-untyped-def]
+    """At one head the dV, dK, dQ GEMMs write S·M·d·4 bytes of partials (S = SPLIT_K_ROWS / N:
+    4 at N 5,750), dP and the elementwise kernels none; at two heads, or where S < 2, none."""
+    from iosim.calibrate.backward_fit import workload_of
+
+    def partials(n: int, heads: int) -> dict[str, float]:
+        p = {"n": n, "d": 64, "heads": heads, "kv_heads": heads, "batch": 1, "causal": False,
+             "dtype": "fp16"}
+        w = workload_of(p)
+        a = D.model(w, "eager", h200)
+        return {k.name: split_k.partial_bytes(k, w) for k in D.launched(w, "eager", a)}
+
+    one = partials(5750, 1)
+    assert {k for k, v in one.items() if v} == {"bwd_dv", "bwd_dk", "bwd_dq"}
+    assert one["bwd_dv"] == 4 * 5750 * 64 * 4
+    assert not any(partials(5750, 2).values())
+    assert not any(partials(12000, 1).values())
+
+
+def _grid() -> list:  # type: ignore[type-arg]
+    pytest.importorskip("torch")  # the grid's BwdPoint lives in a module that imports torch
+    from benchmarks import backward_h200 as BH
+
+    return [p for p, _, _ in BH.fresh14_grid()]
+
+
+def _shape(point_id: str) -> tuple[int, int, int, int, bool] | None:
+    """(N, d, batch·heads, batch·kv heads, causal) of an id, dtype aside; None for N_kv ≠ N."""
+    m = re.fullmatch(r"\w+/n(\d+)/d(\d+)/b(\d+)h(\d+)kv(\d+)/(\w+)", point_id)
+    if m is None:
+        return None
+    n, d, b, h, kv = (int(g) for g in m.groups()[:5])
+    return n, d, b * h, b * kv, m.group(6) == "causal"
+
+
+def test_the_fourteenth_grid_is_new() -> None:
+    """No point's shape (N, d, batch·heads, batch·kv, mask: dtype aside) that of a point of any
+    earlier record (fresh1-12, the probes, the calibration records) or earlier grid."""
+    points = _grid()
+    from benchmarks import backward_h200 as BH
+    from tests.test_fresh8_backward import _earlier_ids
+
+    earlier = _earlier_ids(own="backward-h200-fresh14.json", later=()) | {
+        p.id for make in (BH.fresh8_grid, BH.fresh9_grid, BH.fresh10_grid, BH.fresh11_grid,
+                          BH.fresh12_grid) for p, _, _ in make()}
+    fresh12 = {p["id"] for p in json.loads(D.FRESH12.read_text())["points"]}
+    assert len(fresh12) == 16 and fresh12 <= earlier
+    shapes = {_shape(i) for i in earlier} - {None}
+    assert 14 <= len(points) <= 16
+    assert len({p.id for p in points}) == len(points)
+    assert not {_shape(p.id) for p in points} & shapes
+
+
+def test_the_fourteenth_grid_varies_every_axis() -> None:
+    points = _grid()
+    assert {p.d for p in points} == {64, 128}
+    assert {p.causal for p in points} == {True, False}
+    assert {p.dtype for p in points} == {"fp16", "bf16"}
+    assert {p.group for p in points} >= {1, 3, 4, 6}
+    assert all(p.n & (p.n - 1) for p in points) and sum(p.n % 8 != 0 for p in points) >= 8
+    one = [p for p in points if p.batch * p.heads == 1]
+    assert len(one) >= 6 and {p.causal for p in one} == {True, False}
+    assert {p.d for p in one} == {64, 128} and {p.dtype for p in one} == {"fp16", "bf16"}
+    assert any(split_k.SPLIT_K_ROWS / p.n < 2 for p in one)
+    assert any(p.heads == 1 and p.batch > 1 for p in points)
+    assert min(p.batch * p.heads for p in points) == 1
+    assert max(p.batch * p.heads for p in points) > 132
+
+
+@pytest.fixture(scope="module")
+def record() -> dict:  # type: ignore[type-arg]
+    if not FRESH14.exists():
+        pytest.skip("the fourteenth record is not in yet")
+    return D.load([FRESH14])[0]
+
+
+def test_the_record_is_the_grid(record: dict) -> None:  # type: ignore[type-arg]
+    assert {p["id"] for p in record["points"]} == {p.id for p in _grid()}
+    assert record["counters"]["status"] == "ok"
