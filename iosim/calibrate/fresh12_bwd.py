@@ -29,7 +29,7 @@ from typing import Any
 from unittest.mock import patch
 
 from iosim.analysis import impl_kernels
-from iosim.calibrate import dirty_ledger, split_k
+from iosim.calibrate import dirty_ledger
 from iosim.calibrate import fresh3_bwd as F3
 from iosim.calibrate import fresh7_bwd as F7
 from iosim.calibrate import fresh10_bwd as F10
@@ -50,8 +50,7 @@ BEFORE_TEXT = ("main's rules (bwd11's GEMM handover, bwd12's SDPA floor): eager'
 
 @contextmanager
 def rules_off() -> Iterator[None]:
-    """main's rules: no dk_first, no last wave, SDPA's copies whatever the heads (and no split-K
-    partials: bwd14's rule, calibrate/split_k.py, came after)."""
+    """main's rules: no dk_first, no last wave, SDPA's copies whatever the heads."""
     original = Implementation.extra_kernels_for
 
     def main_extras(self: Implementation, *, gqa: bool, causal: bool,
@@ -63,7 +62,6 @@ def rules_off() -> Iterator[None]:
     try:
         with patch.object(Implementation, "extra_kernels_for", main_extras), \
                 patch.object(dirty_ledger, "LAST_WAVE", False), \
-                patch.object(split_k, "SPLIT_K", False), \
                 patch.object(impl_kernels, "BACKWARD_READS_COPIES", False):
             yield
     finally:

@@ -26,7 +26,8 @@ Where S would fall under 2 (K > SPLIT_K_ROWS / 2) no split is assumed (no record
 
 This is a ledger rule (like the GEMMs' last wave, dirty_ledger.last_wave_bytes): iosim's
 per-kernel counts and the executor are unchanged; the judges (torch_bwd_dram.dram_comparison)
-add the partials to the GEMM's writes before the ledger.
+add the partials to the GEMM's writes before the ledger, when SPLIT_K is on (opt-in: the
+fourteenth fresh set did not bear the split count out, see SPLIT_K).
 """
 
 from __future__ import annotations
@@ -46,8 +47,13 @@ X
 one-head runs, rounded). Sensitivity (seen one-head eager kernels within the bound, 29 rows)
 in reports/backward-h200.md: 11,500 → 19, 17,000 → 21, 23,000 → 22, 30,000 → 22, 46,000 → 18,
 none → 17."""
-SPLIT_K = True
-"""The rule on; False: no partial sums (main's model), for the judges' 'before'."""
+SPLIT_K = False
+"""Opt-in (off as shipped): frozen at bwd14-frozen, the rule was judged on the fourteenth fresh
+set (reports/backward-h200.md, bwd14) and did not do better there by the protocol's test: one
+kernel row more within the bound (152 against 151 of 189), one whole eager backward 82 % over
+(bf16 N 1,300: main's −6.5 %), and fresh14's own reduces show S · N from 10,000 to 123,000 and
+a split at N 12,500 where the rule has none. True: the rule on (calibrate/fresh14_bwd.py's
+'after')."""
 PARTIAL_BYTES = 4
 """cuBLAS's split-K partials are fp32 (the reduce's template: splitKreduce_kernel<32, 16, int,
 float, …>: float accumulators)."""
