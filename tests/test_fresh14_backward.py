@@ -176,3 +176,19 @@ def test_as_measured_on_the_fourteenth_set(record: dict, h200) -> None:  # type:
     seen = split_k.seen_split_rows([record])
     assert len(seen) == 20 and sum(p == "bf16/n12500/d128/b1h1kv1/full" for p, _, _ in seen) == 2
     assert round(min(v for *_, v in seen), -3) == 10_000 and round(max(v for *_, v in seen), -3) == 123_000
+
+
+def test_the_seen_one_head_runs(h200) -> None:  # type: ignore[no-untyped-def]
+    """`python -m iosim.calibrate.fresh14_bwd` on the seen records (reports/backward-h200.md,
+    bwd14): the four one-head eager runs' kernels 22 of 29 within the bound with the rule, 17
+    without; every seen eager kernel 770 of 829 against 765; the rule off as shipped."""
+    from iosim.calibrate import fresh14_bwd as F
+
+    records = D.load([p for p in F.SEEN if p.exists()])
+    after, before = F.before_after(records, h200)
+    one_a, one_b = F.one_head(after, records), F.one_head(before, records)
+    assert (F.within(one_a), F.within(one_b), len(one_a)) == (22, 17, 29)
+    eager = [(a, b) for a, b in zip(after, before, strict=True) if a.what == "eager"]
+    assert len(eager) == 829
+    assert (F.within([a for a, _ in eager]), F.within([b for _, b in eager])) == (770, 765)
+    assert D.dram_comparison(records, h200) == before
