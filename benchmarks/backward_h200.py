@@ -14,6 +14,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh10        # bwd11: eager's GEMM handovers
     python3 benchmarks/backward_h200.py OUTDIR --fresh11 --no-ncu  # bwd12: SDPA host floor, time only
     python3 benchmarks/backward_h200.py OUTDIR --fresh12        # bwd13: the backward's DRAM rules
+    python3 benchmarks/backward_h200.py OUTDIR --fresh14        # bwd14: split-K partials at one head
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -456,6 +457,37 @@ def fresh12_grid() -> list[tuple[Any, bool, str]]:
     )]
 
 
+def fresh14_grid() -> list[tuple[Any, bool, str]]:
+    """The fourteenth fresh set (bwd14, 2026-12-02): eager's and SDPA's backward, counted by ncu
+    per kernel and timed, committed before the run with bwd14's rule frozen at `bwd14-frozen`
+    (cuBLAS's split-K partial sums of eager's dV, dK, dQ GEMMs at batch·heads 1:
+    calibrate/split_k.py), none equal to a point of any earlier record or grid
+    (tests/test_fresh14_backward.py). One head at batch 1 at six N (1,300-12,500: the rule's
+    S = 23,000 / N from 17.7 down to 1.8, under 2 at the last: no split assumed), one at batch 2
+    (batch·heads 2: no split); GQA groups 3, 4, 6 (2 and 3 KV heads); batch·heads 1 to 144
+    (below and above the 132 SMs); N none a power of two, N % 8 != 0 at most; d 64/128; causal
+    and not; fp16/bf16."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    return [(p, True, "s") for p in (
+        # one head, batch 1: split-K by the rule (S = 23,000 / N ≥ 2) ...
+        Pt(2900, 128, 1, 1, 1, True), Pt(4500, 64, 1, 1, 1, False, "bf16"),
+        Pt(7300, 128, 1, 1, 1, False), Pt(3333, 64, 1, 1, 1, True, "bf16"),
+        Pt(9100, 64, 1, 1, 1, True), Pt(1300, 64, 1, 1, 1, False, "bf16"),
+        # ... and where S would fall under 2 (no split assumed)
+        Pt(12500, 128, 1, 1, 1, False, "bf16"),
+        # one head at batch 2: batched GEMMs, no split
+        Pt(4300, 128, 2, 1, 1, False),
+        # GQA
+        Pt(2200, 128, 1, 8, 2, True, "bf16"), Pt(3900, 64, 2, 6, 2, False),
+        Pt(2800, 64, 1, 12, 2, True, "bf16"),
+        # multi-head attention, batch·heads 2 to 144
+        Pt(5100, 128, 1, 4, 4, True), Pt(1850, 64, 8, 18, 18, False, "bf16"),
+        Pt(6600, 64, 1, 2, 2, False), Pt(2450, 128, 2, 3, 3, True, "bf16"),
+        Pt(3600, 128, 1, 16, 16, False),
+    )]
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -531,7 +563,9 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
     sixth, seventh, eighth, ninth = args.fresh6, args.fresh7, args.fresh8, args.fresh9
     tenth, eleventh, twelfth = args.fresh10, args.fresh11, args.fresh12
-    name = ("backward-h200-fresh12.json" if twelfth else
+    fourteenth = args.fresh14
+    name = ("backward-h200-fresh14.json" if fourteenth else
+            "backward-h200-fresh12.json" if twelfth else
             "backward-h200-fresh11.json" if eleventh else
             "backward-h200-fresh10.json" if tenth else "backward-h200-fresh9.json" if ninth
             else "backward-h200-fresh8.json" if eighth else "backward-h200-fresh7.json" if seventh
@@ -540,6 +574,8 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
             else "backward-h200-fresh3.json" if third
             else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
+        "bwd14's split-K rule frozen at bwd14-frozen: eager's and SDPA's backward kernels on "
+        "a fourteenth fresh set" if fourteenth else
         "bwd13's backward rules frozen at bwd13-frozen: eager's and SDPA's backward kernels on "
         "a twelfth fresh set" if twelfth else
         "bwd11's GEMM-handover rule frozen at bwd11-frozen: eager's and SDPA's backward kernels "
@@ -561,12 +597,14 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
     # fresh11 was measured as --fresh10 (seed 10) before its rename: the same seed
-    torch.manual_seed(12 if twelfth else 10 if tenth or eleventh else 9 if ninth
+    torch.manual_seed(14 if fourteenth else 12 if twelfth else 10 if tenth or eleventh else 9 if ninth
                       else 8 if eighth else 7 if seventh else 6 if sixth else 5 if fifth
                       else 4 if fourth else 3 if third
                       else 2 if second else 1)
     triton_points: list[Any] = []
-    if twelfth:
+    if fourteenth:
+        torch_points, flash1 = fresh14_grid(), []
+    elif twelfth:
         torch_points, flash1 = fresh12_grid(), []
     elif eleventh:
         torch_points, flash1 = fresh11_grid(), []
@@ -633,7 +671,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     if not args.no_ncu:
         spec = torch_spec(torch_points)
         # the protocol alone (evict, evict), twice: its residue
-        if seventh or eighth or ninth or tenth or eleventh or twelfth:
+        if seventh or eighth or ninth or tenth or eleventh or twelfth or fourteenth:
             spec = [{"id": "null", "what": "null"}, *spec, {"id": "null2", "what": "null"}]
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
@@ -699,6 +737,8 @@ def main(argv: list[str]) -> int:
                          "(with --no-ncu)")
     ap.add_argument("--fresh12", action="store_true",
                     help="bwd13's backward rules, frozen: eager and SDPA on fresh12_grid")
+    ap.add_argument("--fresh14", action="store_true",
+                    help="bwd14's split-K rule, frozen: eager and SDPA on fresh14_grid")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -718,7 +758,7 @@ def main(argv: list[str]) -> int:
         return torch_only(args, argv, out)
     if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5 \
             or args.fresh6 or args.fresh7 or args.fresh8 or args.fresh9 or args.fresh10 \
-            or args.fresh11 or args.fresh12:
+            or args.fresh11 or args.fresh12 or args.fresh14:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

@@ -81,13 +81,21 @@ def last_wave_bytes(kernel: Kernel, sm_count: int) -> float:
     writes back the last GEMM's output (dQ: 1.7-7 MB beyond the group sum's own dK, dV) at
     every seen run whose dQ is under 8 MB (tests/data/backward-h200*.json). 0 for any other
     kernel (dP = dO Vᵀ reduces over d and writes all along; tiled kernels keep main's rule)."""
-    if not LAST_WAVE or kernel.kind != "matmul" or kernel.loop is not None:
+    if not LAST_WAVE or not reduces_over_scores(kernel):
         return 0.0
+    return float(sm_count * LAST_WAVE_TILE_BYTES)
+
+
+def reduces_over_scores(kernel: Kernel) -> bool:
+    """Whether `kernel` is a whole-tensor GEMM reducing over the N × N_kv matrix (eager's
+    dV = PᵀdO, dK = dSᵀQ, dQ = dS K): it reads an N × N_kv operand and writes none."""
+    if kernel.kind != "matmul" or kernel.loop is not None:
+        return False
     reads_scores = any(a.op == "read" and (a.rows, a.cols) == ("q", "kv")
                        for a in kernel.accesses)
     writes_scores = any(a.op == "write" and (a.rows, a.cols) == ("q", "kv")
                         for a in kernel.accesses)
-    return float(sm_count * LAST_WAVE_TILE_BYTES) if reads_scores and not writes_scores else 0.0
+    return reads_scores and not writes_scores
 
 
 class Chunk(Record, frozen=False):

@@ -85,10 +85,13 @@ def comparable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
     return [F10.matched(r)[0] for r in records]
 
 
-def table(after: list[KernelBytes], before: list[KernelBytes]) -> list[str]:
-    """Rows within the bound by (impl, kernel), after and before, and their median |error|."""
-    lines = ["| impl | kernel | rows | within (bwd13) | within (main) | median |error| "
-             "bwd13 / main |", "|---|---|---:|---:|---:|---|"]
+def table(after: list[KernelBytes], before: list[KernelBytes],
+          names: tuple[str, str] = ("bwd13", "main")) -> list[str]:
+    """Rows within the bound by (impl, kernel), after and before (`names`), and their median
+    |error|."""
+    now, was = names
+    lines = [f"| impl | kernel | rows | within ({now}) | within ({was}) | median |error| "
+             f"{now} / {was} |", "|---|---|---:|---:|---:|---|"]
     keys = sorted({(r.what, r.kernel) for r in after}, key=lambda k: (k[0] != "eager", k))
     for what, kernel in keys:
         mine = [(a, b) for a, b in zip(after, before, strict=True)

@@ -91,9 +91,11 @@ def _triton_time(p: dict[str, Any], hardware: Hardware, old: bool | str) -> floa
 
 def judged(record: dict[str, Any], hardware: Hardware, *,
            rules_before: Callable[[], AbstractContextManager[None]] | None = None,
-           old_triton: bool | str = True) -> list[FB.Judged]:
+           old_triton: bool | str = True, host_floor: bool = False) -> list[FB.Judged]:
     """Every kernel's DRAM, every whole backward's, every time, with the `rules_before` (bwd4's
-    predecessors by default; `old_triton`: the Triton backward's time before bwd4 too)."""
+    predecessors by default; `old_triton`: the Triton backward's time before bwd4 too;
+    `host_floor`: SDPA's and eager's times with their host floors, as shipped since bwd9/bwd12,
+    where the earlier sets were judged without, as frozen then)."""
     gap = {p["id"]: p.get("gap", "") for p in record["points"]}
     with (rules_before or _rules_before)():
         before = D.dram_comparison([record], hardware)
@@ -123,7 +125,7 @@ def judged(record: dict[str, Any], hardware: Hardware, *,
     for what, tm in (("sdpa", F.SDPA_TIME), ("eager", F.EAGER_TIME)):
         for p in record["points"]:
             if f"{what}_s" in p and p.get("gap") in ("s", "a"):
-                t = F.predict_time(p, what, hardware, tm, host_floor=False)  # as frozen then
+                t = F.predict_time(p, what, hardware, tm, host_floor=host_floor)
                 rows.append(FB.Judged(p["gap"], p["id"], what, "time", t, p[f"{what}_s"]))
     for p in record["points"]:
         if "triton_s" in p:
@@ -221,12 +223,14 @@ def report(record: dict[str, Any], hardware: Hardware, *, with_sensitivity: bool
            title: str = "bwd4's rules on a third fresh set (backward-h200-fresh3.json)",
            grid: str = "fresh3_grid", tag: str = "bwd4-frozen",
            rules_before: Callable[[], AbstractContextManager[None]] | None = None,
-           old_triton: bool | str = True, before_text: str = BWD4_BEFORE) -> str:
+           old_triton: bool | str = True, before_text: str = BWD4_BEFORE,
+           host_floor: bool = False) -> str:
     """The Markdown section of reports/backward-h200.md on the third fresh record (the
     constants' sensitivity re-judges the set 17 times: a few seconds), or on the fourth (the
     Triton backward alone: `title`, `grid`, no sensitivity), or on the fifth (bwd5's rules,
     frozen at `tag`, against `rules_before`, described by `before_text`: fresh5_bwd.py)."""
-    rows = judged(record, hardware, rules_before=rules_before, old_triton=old_triton)
+    rows = judged(record, hardware, rules_before=rules_before, old_triton=old_triton,
+                  host_floor=host_floor)
     lines = [f"## {title}", "",
              f"Record: `{record.get('command', '')}` ({record.get('device')}, torch "
              f"{record.get('torch')}, Triton {record.get('triton')}). The points "

@@ -19,7 +19,7 @@ from iosim.algorithms.loopnest import Kernel
 from iosim.analysis.compare import compare
 from iosim.analysis.comparison import AlgorithmEstimate
 from iosim.analysis.impl_kernels import impl_kernels, impl_workload
-from iosim.calibrate import CalibrationError, dirty_ledger
+from iosim.calibrate import CalibrationError, dirty_ledger, split_k
 from iosim.calibrate.backward_fit import DIRTY_SHARE, handover, load_record, workload_of
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations_yaml import get_implementation
@@ -166,8 +166,12 @@ def dram_comparison(records: list[dict[str, Any]], hardware: Hardware,
             raise CalibrationError(
                 f"{p['id']} ({what}): ncu counted {len(measured)} launches, iosim's "
                 f"{IMPLS[what]} has {len(est)} kernels ({', '.join(n for n, _, _ in est)})")
+        kernels = launched(workload_of(p), what, a)
         last_wave = {k.name: dirty_ledger.last_wave_bytes(k, hardware.sm_count or 0)
-                     for k in launched(workload_of(p), what, a)}
+                     for k in kernels}
+        if what == "eager":  # cuBLAS's split-K partial sums at one GEMM batch (split_k.py)
+            partials = {k.name: split_k.partial_bytes(k, workload_of(p)) for k in kernels}
+            est = [(name, read, write + partials.get(name, 0.0)) for name, read, write in est]
         for (name, moved), m in zip(handover(est, hardware.l2_bytes, share,
                                              last_wave=last_wave), measured, strict=True):
             rows.append(KernelBytes(p["id"], what, name, moved, m,
