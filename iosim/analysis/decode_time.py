@@ -122,8 +122,8 @@ so 65,536 / 7,168 = 9 programs per SM, where its 20 KiB of shared memory alone w
 (the tiling's figure); the measured sweeps step up a wave past 9 × 132 = 1,188 programs
 (jdec-b6-131000-gqa8-d64: 1.04× the fastest at 24 splits of 48 programs, 1.21× at 25). The
 paged split kernel (every shared-prefix batch's, page 16) compiles to 64 registers at d = 64
-in all 17 d 64 split-KV counts over a shared prefix in that record: 65,536 / (64 × 128) = 8
-programs per SM
+in all 37 d 64 split-KV counts over a shared prefix in that record (17 before var12's fresh
+set, 20 in it): 65,536 / (64 × 128) = 8 programs per SM
 (issue 14's var12; tests/test_decode_occupancy.py reads both off the record). At d = 128 the
 paged kernel's 80-96 registers and its 38 KiB of shared memory both give 5, the tiling's
 figure (the contiguous kernel's 102-register compiles would hold 4: not modelled)."""
