@@ -38,9 +38,17 @@ from iosim.analysis.compare import compare
 from iosim.analysis.decode_time import MEASURED_TILES, DecodeCounts, Tiles, timed_verdict
 from iosim.analysis.split_choice import choose_splits
 from iosim.inputs.hardware import Hardware
+from iosim.record import replace
 
 RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "h200-variants.json"
 WITHIN = 1.05
+
+
+def record_tiles(config: dict[str, Any]) -> Tiles:
+    """The measured kernels' tiles as a record's decode_config gives them, at their compiled
+    occupancy (decode_time.MEASURED_TILES: programs per SM, the paged kernel's apart)."""
+    return replace(MEASURED_TILES, block_q=config["block_r"],
+                   prefix_block_q=config.get("prefix_block_r", 64), block_kv=config["block_n"])
 
 
 def split_picks(record: dict[str, Any], section: str = "decode",
@@ -71,8 +79,7 @@ def verdicts(record: dict[str, Any], section: str = "cascade",
     model, analysis/cascade_verdict.py, at the measured kernels' tiles) and ratio (slower ÷
     faster), the measured ones."""
     config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
-                  MEASURED_TILES.programs_per_sm)
+    tiles = record_tiles(config)
     rows = []
     for c in record.get(section, []):
         if c.get("status") != "ok":
@@ -103,8 +110,7 @@ def timed_verdicts(record: dict[str, Any], section: str, hw: Hardware | str = "h
     cost; analysis/decode_time.py) next to the measured winner, and the model's time of each
     method at the split counts measured fastest over the measured time."""
     config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
-                  MEASURED_TILES.programs_per_sm)
+    tiles = record_tiles(config)
     rows = []
     for c in record.get(section, []):
         if c.get("status") != "ok":
@@ -193,8 +199,7 @@ def dram_points(record: dict[str, Any], sections: tuple[str, ...] = ALL_SECTIONS
     analysis/decode_time.py) over the DRAM bytes read and written (the dirty lines left in L2
     included)."""
     config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
-                  MEASURED_TILES.programs_per_sm)
+    tiles = record_tiles(config)
     shapes = {s["id"]: (name, s) for name in sections for s in record.get(name, [])}
     rows = []
     for section in record["counters"]:
@@ -313,8 +318,7 @@ def markdown_fresh(record: dict[str, Any]) -> None:
 
     print("| shape | fastest splits | µs | model µs | error | --splits auto | ÷ fastest | FA2 "
           "| ÷ fastest |\n|---|---:|---:|---:|---:|---:|---:|---:|---:|")
-    tiles = Tiles(record["decode_config"]["block_r"], 64, record["decode_config"]["block_n"],
-                  MEASURED_TILES.programs_per_sm)
+    tiles = record_tiles(record["decode_config"])
     shapes = {d["id"]: d for d in record.get("decode_fresh2", [])}
     for r in split_picks(record, "decode_fresh2"):
         d = shapes[r["id"]]

@@ -30,12 +30,12 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
 
+import decode_choices_h200 as dc
 import launch_order_dram_check as lod
 import var8_fresh_dram_judge as v8
-from decode_fit_h200 import MEASURED_TILES
 
 from iosim import Workload
-from iosim.analysis.decode_time import DecodeCounts, Tiles
+from iosim.analysis.decode_time import DecodeCounts
 from iosim.calibrate.dirty_ledger import as_counted
 
 RECORD = Path(__file__).resolve().parents[1] / "tests" / "data" / "h200-variants.json"
@@ -117,8 +117,7 @@ def print_decode_times(record: dict[str, Any], section: str = "decode_fresh3") -
     the measured kernels' tiles) at every timed count (powers of two), its error, and the timed
     count it predicts fastest against the fastest measured."""
     config = record["decode_config"]
-    tiles = Tiles(config["block_r"], config.get("prefix_block_r", 64), config["block_n"],
-                  MEASURED_TILES.programs_per_sm)
+    tiles = dc.record_tiles(config)
     print("| shape | fastest timed (µs) | model's fastest timed | ÷ fastest | time errors "
           "(each timed count) |\n|---|---:|---:|---:|---|")
     within = picks = total = 0

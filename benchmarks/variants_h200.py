@@ -231,7 +231,7 @@ def main(argv: list[str]) -> int:
         "fp8_fresh": [], "fp8_block": [], "fp8_fresh2": [], "mla_fresh2": [],
         "mla_fresh3": [], "cascade_fresh4": [],
         "decode_fresh3": [], "cascade_fresh5": [], "mla_fresh4": [], "fp8_fresh3": [],
-        "cascade_fresh6": [], "cascade_fresh7": [],
+        "cascade_fresh6": [], "cascade_fresh7": [], "cascade_fresh8": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -284,6 +284,9 @@ def main(argv: list[str]) -> int:
         "cascade_fresh6": lambda: run_cascade(sets["cascade_fresh6"], gen, clock, log),
         # var11's fresh judgement of prefix_waves.FAR_COPY_SHARE, frozen at tag var11-frozen
         "cascade_fresh7": lambda: run_cascade(sets["cascade_fresh7"], gen, clock, log),
+        # var12's fresh judgement of the paged split kernel's compiled occupancy in the wave
+        # rules (analysis/decode_time.py MEASURED_TILES), frozen at tag var12-frozen
+        "cascade_fresh8": lambda: run_cascade(sets["cascade_fresh8"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -348,7 +351,7 @@ def summary(record: dict[str, Any], log: Any) -> None:
     for r in (record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]
               + record["cascade_fresh2"] + record["cascade_fresh3"] + record["cascade_fresh4"]
               + record["cascade_fresh5"] + record["cascade_fresh6"]
-              + record["cascade_fresh7"]):
+              + record["cascade_fresh7"] + record["cascade_fresh8"]):
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
     for r in (record["mla"] + record["repeat"] + record["mla_fresh"] + record["mla_fresh2"]
               + record["mla_fresh3"] + record["mla_fresh4"]):

@@ -97,11 +97,26 @@ def without_prefix_rereads() -> Iterator[None]:
 
 
 @contextlib.contextmanager
+def as_var11_shipped() -> Iterator[None]:
+    """The decoding model as var11 shipped it: split-KV's DRAM estimate at the tiling's programs
+    per SM (10 at d 64), its time at Tiles.programs_per_sm's (9), the paged kernel not apart
+    (var12 put the compiled paged kernel's 8 in both: analysis/decode_time.py)."""
+    from iosim.analysis.decode_time import DecodeCounts
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(DecodeCounts, "_at_split_occupancy", lambda self, algorithm, est: est)
+        patch.setattr(DecodeCounts, "split_per_sm",
+                      property(lambda self: self.tiles.per_sm(self.workload.d)))
+        yield
+
+
+@contextlib.contextmanager
 def as_var10_shipped() -> Iterator[None]:
     """The DRAM estimate as var10 shipped it: every partition's copy of a prefix chunk whole in
     a wave's reuse distance (estimates/prefix_waves.py FAR_COPY_SHARE 1.0; var11 fitted it),
-    the model the var10 report's "on" columns were written from."""
-    with pytest.MonkeyPatch.context() as patch:
+    at var11's occupancy (as_var11_shipped), the model the var10 report's "on" columns were
+    written from."""
+    with pytest.MonkeyPatch.context() as patch, as_var11_shipped():
         patch.setattr("iosim.estimates.prefix_waves.FAR_COPY_SHARE", 1.0)
         yield
 

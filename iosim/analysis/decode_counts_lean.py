@@ -26,6 +26,7 @@ from iosim.algorithms.closedform import Dims, kernel_flops, kernel_programs, ker
 from iosim.analysis.compare import dram_or_none, finish_tiling, tiling_for
 from iosim.analysis.requests import sram_budget
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
+from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.roofline import kernel_programs_per_sm, kernel_read_write
 from iosim.estimates.shared_prefix_dram import SPLITKV_KERNEL, split_reads_once
@@ -93,6 +94,17 @@ def lean_estimate(algorithm: str, workload: Workload, hardware: Hardware,
                                 hardware.sm_count, kernel_programs_per_sm(k, tiling))
                       for k in kernels if k.grid is not None)
     return LeanEstimate(tiling, tuple(counts), dram, occupancy)
+
+
+def split_dram_at(workload: Workload, hardware: Hardware, tiling: Tiling,
+                  per_sm: int) -> DramEstimate | None:
+    """The L2 model's DRAM estimate of split-KV's kernels at `tiling`, `per_sm` programs per SM
+    (the compiled split kernel's, where its registers bind before the tiling's shared memory:
+    decode_time.Tiles.per_sm) in place of the tiling's; None where compare gives none."""
+    if hardware.l2_bytes is None or hardware.sm_count is None:
+        return None
+    kernels = ALGORITHMS["splitkv"].kernels(workload, tiling)
+    return dram_estimate(kernels, workload, tiling, hardware, programs_per_sm=per_sm)
 
 
 def split_store_bytes(workload: Workload, hardware: Hardware, forward: Tiling | None,

@@ -29,6 +29,7 @@ from iosim.analysis.decode_counts_lean import (
     LeanEstimate,
     forward_tiling,
     lean_estimate,
+    split_dram_at,
     split_store_bytes,
 )
 from iosim.analysis.decode_kernel_time import (
@@ -94,10 +95,15 @@ class Tiles(Record):
     programs_per_sm: tuple[tuple[int, int], ...] = ()
     """(head dim, programs per SM) of the compiled kernels where it differs from the tiling's
     shared-memory figure (their registers bind first); empty: the tiling's."""
+    paged_programs_per_sm: tuple[tuple[int, int], ...] = ()
+    """The same of the paged split kernel (its block-table gather, compiled apart) where it
+    differs from programs_per_sm's; empty: programs_per_sm's."""
 
-    def per_sm(self, d: int) -> int | None:
-        """The compiled kernels' programs per SM at head dim `d` (None: the tiling's)."""
-        return dict(self.programs_per_sm).get(d)
+    def per_sm(self, d: int, paged: bool = False) -> int | None:
+        """The compiled kernels' programs per SM at head dim `d`, of the paged kernel where
+        `paged` (None: the tiling's)."""
+        own = dict(self.paged_programs_per_sm).get(d) if paged else None
+        return own if own is not None else dict(self.programs_per_sm).get(d)
 
     def prefix_rows(self, workload: Workload) -> int:
         """The prefix kernel's query tile: its B·g rows (B per head unpacked) rounded up to a
@@ -108,14 +114,19 @@ class Tiles(Record):
         return max(16, min(self.prefix_block_q, 1 << max(0, rows - 1).bit_length()))
 
 
-MEASURED_TILES = Tiles(programs_per_sm=((64, 9),))
+MEASURED_TILES = Tiles(programs_per_sm=((64, 9),), paged_programs_per_sm=((64, 8),))
 """The tiles of benchmarks/variants_h200.py's kernels (its record's decode_config). Their
 occupancy at d = 64: the split kernel compiles to 56 registers × 128 threads (ncu's
 launch__registers_per_thread, tests/data/h200-variants.json counters: fdec-b1-128000-mha-d64),
 so 65,536 / 7,168 = 9 programs per SM, where its 20 KiB of shared memory alone would allow 10
 (the tiling's figure); the measured sweeps step up a wave past 9 × 132 = 1,188 programs
-(jdec-b6-131000-gqa8-d64: 1.04× the fastest at 24 splits of 48 programs, 1.21× at 25). At
-d = 128 both give 5 (96-102 registers, 38 KiB)."""
+(jdec-b6-131000-gqa8-d64: 1.04× the fastest at 24 splits of 48 programs, 1.21× at 25). The
+paged split kernel (every shared-prefix batch's, page 16) compiles to 64 registers at d = 64
+in all 37 d 64 split-KV counts over a shared prefix in that record (17 before var12's fresh
+set, 20 in it): 65,536 / (64 × 128) = 8 programs per SM
+(issue 14's var12; tests/test_decode_occupancy.py reads both off the record). At d = 128 the
+paged kernel's 80-96 registers and its 38 KiB of shared memory both give 5, the tiling's
+figure (the contiguous kernel's 102-register compiles would hold 4: not modelled)."""
 
 
 def _hardware(hardware: Hardware | str) -> Hardware:
@@ -145,8 +156,28 @@ class DecodeCounts:
         if key not in self._kept:
             result = compare(self.workload, self.hw, algorithms=[algorithm], block_q=block_q,
                              block_kv=self.tiles.block_kv, splits=splits, **self.options)
-            self._kept[key] = next(a for a in result.algorithms if a.algorithm == algorithm)
+            est = next(a for a in result.algorithms if a.algorithm == algorithm)
+            self._kept[key] = self._at_split_occupancy(algorithm, est)
         return self._kept[key]
+
+    @property
+    def split_per_sm(self) -> int | None:
+        """The split kernel's programs per SM as compiled (Tiles.per_sm; None: the tiling's): the
+    paged kernel's for a paged cache or a shared prefix (benchmarks/variants_h200.py runs
+    split-KV over a shared prefix through page tables, as prefix caching stores it)."""
+        w = self.workload  # a shared prefix is read through a block table: the paged kernel
+        return self.tiles.per_sm(w.d, paged=w.page_size is not None or w.prefix_len is not None)
+
+    def _at_split_occupancy(self, algorithm: str, est: Any) -> Any:
+        """`est` (compare's or the lean estimate of `algorithm`) with split-KV's DRAM estimate
+        at the split kernel's compiled occupancy, where it is known and not the tiling's: the
+        waves the L2 rules count (prefix_waves, launch_order_dram) are the compiled kernel's,
+        as its time's are (kernel_times' per_sm)."""
+        per_sm = self.split_per_sm
+        if (algorithm != "splitkv" or per_sm is None or est.dram is None or est.tiling is None
+                or per_sm == est.tiling.programs_per_sm):
+            return est
+        return replace(est, dram=split_dram_at(self.workload, self.hw, est.tiling, per_sm))
 
     def key_blocks(self, length: int) -> int:
         """⌈length / B_c⌉."""
@@ -167,9 +198,9 @@ class DecodeCounts:
         """What the model reads of estimate("splitkv", splits, tiles.block_q), without the rest
         of compare (decode_counts_lean.py; kept)."""
         if splits not in self._lean:
-            self._lean[splits] = lean_estimate("splitkv", self.workload, self.hw,
-                                               self._splitkv_forward(), splits=splits,
-                                               blocks_given=True, tiles=self.options["tiles"])
+            self._lean[splits] = self._at_split_occupancy("splitkv", lean_estimate(
+                "splitkv", self.workload, self.hw, self._splitkv_forward(), splits=splits,
+                blocks_given=True, tiles=self.options["tiles"]))
         return self._lean[splits]
 
     def split_stores(self, counts: list[int]) -> tuple[np.ndarray, np.ndarray]:
@@ -191,7 +222,7 @@ class DecodeCounts:
         est = (self.lean_splitkv(splits) if lean
                else self.estimate("splitkv", splits, self.tiles.block_q))
         kernels = kernel_times(est, self.c, self.peak, {"splitkv_attn": self.splitkv_chain(splits)},
-                               self.tiles.per_sm(self.workload.d),
+                               self.split_per_sm,
                                shared_sm=self.workload.latent_kv)
         return Timed("splitkv", (splits,), kernels,
                      0.0 if isinstance(est, LeanEstimate) else est.time_s)

@@ -462,6 +462,30 @@ CASCADE_FRESH7 = [
 ]
 """Timed as CASCADE is (prefix lengths whole pages of 16)."""
 
+# issue 14, var12: the fresh judgement of split-KV's waves at the paged split kernel's compiled
+# occupancy (analysis/decode_time.py MEASURED_TILES: 8 programs per SM at d 64, not the shared
+# memory's 10), written and committed before the device call that measures them (frozen at tag
+# var12-frozen); tests/test_variants_fresh_var12.py checks that no shape of them was measured or
+# listed before. d 64 and 128, prefixes inside and beyond the L2, batch 2-64, MHA, GQA 4-8 and
+# MQA, one mixed batch; d 64 grids of 1,056-1,320 programs (one wave at 10 per SM, two at 8);
+# split-KV counted at 8, 16, 32 splits and its fastest, cascade at its fastest. The comments:
+# the prefix's K+V once, against the L2's 62.9 MB.
+CASCADE_FRESH8 = [
+    _cascade("pcas-b24-p13008-s80-d64", 24, 13008, [80] * 24, d=64),                 # 27 MB
+    _cascade("pcas-b9-p40000-s300-d64", 9, 40000, [300] * 9, d=64),                  # 82 MB
+    _cascade("pcas-b12-p22000-s150-mha-d64", 12, 22000, [150] * 12, heads=16, kv_heads=16,
+             d=64),                                                                  # 90 MB
+    _cascade("pcas-b20-p18000-s100-d64", 20, 18000, [100] * 20, d=64),               # 37 MB
+    _cascade("pcas-b2-p60000-s1000-d64", 2, 60000, [1000] * 2, d=64),                # 123 MB
+    _cascade("pcas-b44-p5008-s120-mqa-d64", 44, 5008, [120] * 44, kv_heads=1, d=64),  # 1.3 MB
+    _cascade("pcas-b64-p2000-s60-mha", 64, 2000, [60] * 64, heads=16, kv_heads=16),  # 16 MB
+    _cascade("pcas-b30-p10000-s50-gqa8", 30, 10000, [50] * 30),                      # 41 MB
+    _cascade("pcas-b6-p45008-s400-gqa8", 6, 45008, [400] * 6),                       # 184 MB
+    _cascade("pcas-b16-p19008-s20-gqa4", 16, 19008, [20] * 16, kv_heads=4),          # 39 MB
+    _cascade("pcas-b48-p3008-mixed", 48, 3008, [40, 900, 250, 2000] * 12),           # 12 MB
+]
+"""Timed as CASCADE is (prefix lengths whole pages of 16)."""
+
 MLA_FRESH4 = [
     mla_point("mla-i-b4-25000-h128", 4, 25000, 128),     # latent 115 MB
     mla_point("mla-i-b16-5000-h128", 16, 5000, 128),     # latent 92 MB

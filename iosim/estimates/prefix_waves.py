@@ -13,7 +13,9 @@ launch order and the L2's soft cutoff, with no constant of its own:
    ⌈⌈L_max/B_c⌉/S⌉ key blocks long (the kernel sizes them by the longest request, as FA2 does
    with params.seqlen_k), so the prefix's chunk k of KV head h is read by sequence q (request ·
    row block) at launch position x_q = q·Δ + h·S + k, Δ = H·S programs apart. Programs of
-   equal length run in lockstep waves of W (SMs × programs per SM): x's wave is ⌊x / W⌋. The
+   equal length run in lockstep waves of W (SMs × programs per SM, the compiled split kernel's
+   where its registers bind first: analysis/decode_time.py MEASURED_TILES, 8 at d 64 on the
+   H200 where its shared memory gives 10; var12): x's wave is ⌊x / W⌋. The
    readers in one wave read the chunk together (one DRAM read); the chunk's readers span
    ⌊x_last / W⌋ − ⌊x_first / W⌋ + 1 waves where Δ ≤ W (no wave between two readers is
    skipped), every reader its own wave where Δ > W. Each wave after the first re-reads it.
@@ -109,7 +111,12 @@ copies var10 counted 1.67, 1.95 and 2.0; the data 1.4, 1.6 and 1.7). Why less th
 known (a far partition's copy replaced sooner than a near one's would read so). Fitted on a
 grid 0.5-1.0 by 0.05 over the 128 seen shared-prefix split-KV points (`python benchmarks/
 var11_prefix_judge.py --fit`): 123 within ±10 % of ncu with the protocol residue (1.0, var10:
-112); 0.6 or 0.7 → 122 or 121, 0.55 or 0.75 → 118 or 119, 0.5 → 112, 0.8 → 116."""
+112); 0.6 or 0.7 → 122 or 121, 0.55 or 0.75 → 118 or 119, 0.5 → 112, 0.8 → 116. Re-checked by var12
+at the paged split kernel's compiled occupancy (analysis/decode_time.py MEASURED_TILES, 8
+programs per SM at d 64) over the 163 seen points (cascade_fresh7 included; `python benchmarks/
+var12_prefix_judge.py --fit`): still the best, 148 (0.6 / 0.7 → 145 / 144, 1.0 → 129); kept,
+not refitted. var12 tested one named alternative and dropped it: a re-read reaching DRAM only
+when every partition holding the line lost it (P_miss^copies at whole copies): 135 of 163."""
 
 
 def partition_copies(readers: float, partitions: int = SHARED_COPIES) -> float:
