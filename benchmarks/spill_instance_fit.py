@@ -1,6 +1,6 @@
 """sdpa-flash's spill write-back per FA2 template instance, fitted on the seen ncu DRAM records.
 
-    python benchmarks/spill_instance_fit.py [--sensitivity] [--before]
+    python benchmarks/spill_instance_fit.py [--sensitivity] [--before] [--fresh-probe]
 
 Round 12 (issue 11): FA2's forward kernel is compiled per (Is_causal, Is_even_MN) and each
 instance spills its own amount (estimates/spills.py fa2_instance). Every sdpa-flash call of
@@ -62,16 +62,18 @@ def one_figure(impl: Implementation) -> Implementation:
     return replace(impl, spills=tuple(replace(r, by_instance=()) for r in impl.spills))
 
 
-def spill5_missed() -> dict[tuple[int, str], list[float]]:
-    """Per (spill row, instance): the spill probe's local store sectors missing L1, per program
-    (bytes), of each fused-kernel launch."""
+def spill5_missed(csv: str = "h200-impl-spill5.csv", set_name: str = "spill5"
+                  ) -> dict[tuple[int, str], list[float]]:
+    """Per (spill row, instance): a local-memory probe's store sectors missing L1, per program
+    (bytes), of each fused-kernel launch (default: round 5's spill probe; round 12's fresh
+    check: h200-impl-dram12-probe.csv of impl12fresh)."""
     impl = get_implementation("sdpa-flash")
     metrics = (LOCAL_STORES, LOCAL_STORE_HITS)
-    launches = parse_raw_csv((DATA / "h200-impl-spill5.csv").read_text(),
+    launches = parse_raw_csv((DATA / csv).read_text(),
                              ("dram__bytes_read.sum", "dram__bytes_write.sum", *metrics))
     out: dict[tuple[int, str], list[float]] = {}
     pos = 0
-    for _, _, w in calls(_set("spill5"), ("sdpa-flash",)):
+    for _, _, w in calls(_set(set_name), ("sdpa-flash",)):
         while launches[pos]["kernel"] != EVICT:
             pos += 1
         pos += 1
@@ -144,6 +146,11 @@ def main() -> None:
         print(f"  d<={key[0]:3} {key[1]:13}: {len(per[key]):3} calls, median {med / 1e3:5.1f} "
               f"(quartiles {q1 / 1e3:5.1f}-{q3 / 1e3:5.1f}); spill5 L1-missed stores: "
               f"{seen5 or 'none'}")
+    if "--fresh-probe" in sys.argv:  # round 12's check on IMPL12FRESH, after the freeze
+        fresh = spill5_missed("h200-impl-dram12-probe.csv", "impl12fresh")
+        for key in sorted(fresh):
+            got = ", ".join(f"{v / 1e3:.1f}" for v in fresh[key])
+            print(f"  fresh d<={key[0]:3} {key[1]:13}: L1-missed stores per program {got} kB")
     if "--sensitivity" in sys.argv:
         sensitivity(impl, rows, per)
     if "--before" not in sys.argv:

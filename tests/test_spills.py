@@ -274,3 +274,24 @@ def test_the_fresh_instance_set_is_new_and_varies_its_axes() -> None:
     assert sum(w.n != w.n_kv for w in fresh) >= 2
     assert any(w.n % 128 and w.n & (w.n - 1) for w in fresh)  # N not a power of two
     assert sum(w.batch * w.kv_heads * w.n_kv * w.d * 4 > 60 * 2**20 for w in fresh) >= 3
+
+
+def test_the_fresh_record_judges_the_instances_better() -> None:
+    """IMPL12FRESH's ncu record (tests/data/h200-impl-dram12.csv, `bash benchmarks/
+    impl12_h200.sh` after tag impl12-frozen; reports/impl-validation/impl12.md): the instance
+    write-backs beat main's one figure in median and worst |error|, and the same calls' probe
+    (h200-impl-dram12-probe.csv) counts the causal uneven d = 128 instance's L1-missed stores at
+    more than three times the causal even one's, as the seen probe did."""
+    import statistics
+    from pathlib import Path
+
+    from benchmarks.impl12_judge import rows
+    from benchmarks.spill_instance_fit import spill5_missed
+
+    got = rows(Path(DATA / "h200-impl-dram12.csv"))
+    assert len(got) == 19
+    for stat in (statistics.median, max):
+        assert stat([abs(float(r["instances"])) for r in got]) < stat(  # type: ignore[arg-type]
+            [abs(float(r["main"])) for r in got])  # type: ignore[arg-type]
+    fresh = spill5_missed("h200-impl-dram12-probe.csv", "impl12fresh")
+    assert min(fresh[128, "causal uneven"]) > 3 * statistics.median(fresh[128, "causal even"])
