@@ -7,7 +7,10 @@ Two measurements make a row (configs/impls/sdpa-flash.yaml `spills`):
   median over the record's calls of that head-dim row (tests/data/h200-impl-spill5.csv);
 * `dram_write_bytes_per_program`: the DRAM writes ncu counted beyond the model's (the spilled
   store sectors that miss L1, written back once) per program, the median over the counted
-  calls of that row (tests/data/h200-impl-dram3.csv, h200-impl-dram4.csv).
+  calls of that row (tests/data/h200-impl-dram3.csv, h200-impl-dram4.csv);
+* `by_instance` (round 12): the same excess per FA2 template instance (Is_causal ×
+  Is_even_MN, estimates/spills.py fa2_instance), the median over every seen record's calls of
+  that instance (`write_back_by_instance`, benchmarks/spill_instance_fit.py).
 
 No GPU: the records are parsed by benchmarks/impl_dram_h200.py's own readers and passed in.
 """

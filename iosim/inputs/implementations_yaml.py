@@ -269,7 +269,7 @@ def _rows(value: Any, path: str, key: str) -> tuple[TileRow, ...]:
 def _spills(data: dict[str, Any], path: str) -> tuple[SpillRow, ...]:
     """The `spills` list (absent: none declared)."""
     raw = _optional_list(data, "spills", path, "{d_max, l2_store_bytes_per_block, "
-                         "dram_write_bytes_per_program, source}")
+                         "dram_write_bytes_per_program, by_instance?, source}")
     rows: list[SpillRow] = []
     for i, item in enumerate(raw):
         where = f"spills[{i}]"
