@@ -81,7 +81,12 @@ def walked_calls(records: tuple[tuple[str, str], ...] = RECORDS, data: Path = DA
 
 
 def predicted(w: Any, *, walk: bool = True) -> float:
-    dram = compare(w, "h200", impl=profile(walk=walk), profile="measured").algorithms[-1].dram
+    return predicted_with(w, profile(walk=walk))
+
+
+def predicted_with(w: Any, impl: Implementation) -> float:
+    """DRAM bytes (read + written) of `impl`'s forward on w, the measured profile's model."""
+    dram = compare(w, "h200", impl=impl, profile="measured").algorithms[-1].dram
     assert dram is not None
     return float(dram.read_bytes + dram.write_bytes)
 

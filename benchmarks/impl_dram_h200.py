@@ -124,7 +124,7 @@ def counted(text: str, todo: list[tuple[str, int, Any]]) -> list[dict[str, Any]]
         residue = launches[pos]["dram__bytes_write.sum"]
         pos += 1
         out.append({"impl": name, "index": i,
-                    "kernels": [{"name": k["kernel"][:80],
+                    "kernels": [{"name": k["kernel"][:80], "full_name": k["kernel"],
                                  "read": k["dram__bytes_read.sum"],
                                  "write": k["dram__bytes_write.sum"]} for k in kernels],
                     "residue": residue,

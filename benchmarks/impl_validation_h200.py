@@ -435,6 +435,33 @@ twelve long causal prefills at N 9,500-60,000 (1, 2, 3, 4, 6, 8, 12, 20, 32 head
 × 20; GQA 2, 3, 4, 5, 8; d 64 and 128; fp16 and bf16), a chunked causal prefill (3,000 of
 40,000 keys), two non-causal controls (one with K/V near the L2) and two short causal ones."""
 
+IMPL12FRESH = (
+    # issue 11 round 12 (helper impl12): the fresh judgement of the spill write-back per FA2
+    # template instance (estimates/spills.py fa2_instance; configs/impls/sdpa-flash.yaml
+    # by_instance, fitted on the seen records), written down before tag impl12-frozen and
+    # counted after it; no shape equals one of any earlier set (tests/test_spills.py holds
+    # that). Both instances (N a multiple of the tiles or not) of each of causal / non-causal
+    # at d 64 and 128, d 256 causal and not, 1-48 heads, GQA 1-8, batch 1-3, chunked prefills
+    # even and uneven, K/V beyond the L2 (60 MiB)
+    _w(30000, heads=5, causal=True, dtype="bf16"), _w(21760, heads=8, kv=2, causal=True),
+    _w(44800, heads=2, causal=True, dtype="bf16"), _w(17000, heads=16, kv=4, causal=True,
+                                                      dtype="bf16"),
+    _w(7300, heads=24, kv=3, causal=True), _w(5200, heads=12, batch=3, causal=True,
+                                              dtype="bf16"),
+    _w(2600, heads=48, kv=6, causal=True), _w(41000, heads=3, d=64, causal=True),
+    _w(13440, heads=10, d=64, causal=True, dtype="bf16"), _w(9000, heads=6, d=256, causal=True),
+    _w(6200, heads=8, kv=4, d=256, dtype="bf16"),
+    _w(2000, 24000, heads=16, kv=4, causal=True),
+    _w(1536, 19200, heads=12, causal=True, dtype="bf16"),
+    _w(27000, heads=4), _w(11520, heads=20, kv=5, dtype="bf16"),
+    _w(7700, heads=18, d=64, batch=2), _w(8960, heads=14, kv=7, d=64),
+    _w(64000, heads=1, causal=True), _w(19000, heads=6, batch=2, causal=True, dtype="bf16"),
+)
+"""Nineteen fresh sdpa-flash DRAM points (ncu; benchmarks/impl8_h200.sh with SET=impl12fresh):
+the four d = 128 template instances (causal or not × N a multiple of FA2's tiles or not), three
+of the four at d = 64, d = 256 causal and not; 1-48 heads, batch 1-3, GQA 1-8, fp16 and bf16,
+two chunked causal prefills, long causal prefills of 1-8 heads with K/V beyond the L2."""
+
 CUDNNFRESH8 = (
     # cudnn8 (issue 11, round 10): the lean (stream-K) decode rule's judgement, written down
     # before tag cudnn8-frozen and measured after it; none equals a point of any earlier set or
@@ -617,6 +644,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "flexfresh10": (FLEXFRESH10, tuple(range(len(FLEXFRESH10)))),
         "impl8fresh": (IMPL8FRESH, ()),
         "impl9fresh": (IMPL9FRESH, ()),
+        "impl12fresh": (IMPL12FRESH, ()),
         "cudnnfresh8": (CUDNNFRESH8, ()), "cudnnfresh9": (CUDNNFRESH9, ()),
         "cudnnfresh10": (CUDNNFRESH10, ()),
         "eagerfresh8": (EAGERFRESH8, ()),

@@ -13,9 +13,20 @@ Nsight Compute counted its local-memory sectors on 16 seen points of every kerne
   those sectors × 32 B within 1.5 MB (5.6 MB against 13.0 at 40/4 heads × 4,224; 40.2 against
   40.6 at 2 × 48 heads × 1,500 causal): `dram_write_bytes_per_program`, the median per program.
 
-The split-KV kernel (244-246 registers) and the d = 256 kernel (254) spill no stores: their
-profiles declare no row for them. The terms are charged to the kernel named `attn` (the
-flash2 loop nest's fused kernel) only.
+How much of those stores reach DRAM depends on the kernel's template instance, not on the
+shape: `flash_fwd_kernel` is compiled once per (Is_causal, Is_even_MN, ...) and each instance
+has its own register allocation (round 12, reports/impl-validation/impl12.md). The store sectors
+missing L1 per program that ncu counted in h200-impl-spill5.csv are 35 kB for the causal,
+uneven d = 128 instance (2 × 48 heads × 1,500) against 8.7-9.2 kB for the causal, even one
+(12,032-49,920 keys) and 1.0-3.0 kB for the non-causal, uneven one; the DRAM writes beyond the
+model of every seen call follow the same split (`INSTANCES`, `fa2_instance`). A row's
+`by_instance` gives each instance's write-back; its one `dram_write_bytes_per_program` is the
+rest's.
+
+The split-KV kernel (244-246 registers) and the non-causal d = 256 kernel (254) spill no
+stores; the causal d = 256 kernel (255 registers) stores 4.6 kB per program, 2.6 kB of them
+missing L1 (spill5), which no row declares yet (a few % of those calls' bytes). The terms are
+charged to the kernel named `attn` (the flash2 loop nest's fused kernel) only.
 """
 
 from __future__ import annotations
@@ -30,6 +41,29 @@ SPILLING_KERNEL = "attn"
 """The loop-nest kernel a spill row describes: flash2's fused forward kernel."""
 
 SPILL_TENSOR = "spill (local memory)"
+
+
+EVEN_MN_HEAD_DIM_MAX = 128
+"""Is_even_MN is instantiated only up to this head dim (flash_fwd_launch_template.h
+run_flash_fwd: `IsEvenMNConst && IsEvenKConst && !Is_local && !ReturnSoftmaxConst &&
+Kernel_traits::kHeadDim <= 128`); d = 256 always runs the uneven instance."""
+
+
+def fa2_instance(n_q: int, n_kv: int, d: int, block_q: int, block_kv: int, causal: bool) -> str:
+    """The template instance FA2's launch picks (one of INSTANCES): flash_fwd_launch_template.h
+    run_flash_fwd, `is_even_MN = params.cu_seqlens_q == nullptr && params.cu_seqlens_k ==
+    nullptr && params.seqlen_k % Kernel_traits::kBlockN == 0 && params.seqlen_q %
+    Kernel_traits::kBlockM == 0`, kept only up to EVEN_MN_HEAD_DIM_MAX. Every seen ncu record's
+    kernel name carries the same flag (tests/test_spills.py)."""
+    even = n_q % block_q == 0 and n_kv % block_kv == 0 and d <= EVEN_MN_HEAD_DIM_MAX
+    return ("causal " if causal else "") + ("even" if even else "uneven")
+
+
+def kernel_instance(kernel: Kernel, dims: Dims) -> str:
+    """fa2_instance of a fused forward kernel of the loop nest."""
+    kd = kernel_dims(kernel, dims)
+    return fa2_instance(int(kd.n_q), int(kd.n_kv), int(dims.d), int(kd.block_q),
+                        int(kd.block_kv), bool(kd.causal))
 
 
 def spill_programs_and_blocks(kernel: Kernel, dims: Dims) -> tuple[int, int]:
@@ -52,10 +86,12 @@ def spill_terms(impl: Implementation | None, kernels: tuple[Kernel, ...], dims: 
     if row is None or kernel is None:
         return ()
     programs, blocks = spill_programs_and_blocks(kernel, dims)
-    dram = programs * row.dram_write_bytes_per_program
+    instance = kernel_instance(kernel, dims)
+    per_program = row.write_back_per_program(instance)
+    dram = programs * per_program
     l2 = blocks * row.l2_store_bytes_per_block
-    note = (f"{impl.name}'s register spills: {programs:,} programs × "
-            f"{row.dram_write_bytes_per_program:,} B of local stores missing L1, written back "
+    note = (f"{impl.name}'s register spills: {programs:,} programs × {per_program:,} B of "
+            f"local stores missing L1 (its {instance} template instance), written back "
             f"once; all {l2 / 1e6:,.1f} MB of its local stores ({blocks:,} key blocks × "
             f"{row.l2_store_bytes_per_block:,} B) reach the L2, its local loads hit L1 "
             f"({row.source})")

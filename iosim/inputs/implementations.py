@@ -82,6 +82,11 @@ class SharedMemory(Record):
                 + self.score_tiles * block_q * block_kv) * element_bytes
 
 
+SPILL_INSTANCES = ("causal even", "causal uneven", "even", "uneven")
+"""FA2's forward template instances that spill apart, Is_causal × Is_even_MN (SpillRow.by_instance;
+estimates/spills.py fa2_instance picks one)."""
+
+
 class SpillRow(Record):
     """A fused forward kernel's register spills at head dims up to `d_max` (measured: ncu's
     local-memory sectors, estimates/spills.py): the local-memory bytes one program stores per
@@ -92,6 +97,15 @@ class SpillRow(Record):
     l2_store_bytes_per_block: int
     dram_write_bytes_per_program: int
     source: str
+    by_instance: tuple[tuple[str, int], ...] = ()
+    """DRAM write-back per program of each kernel template instance that spills its own amount
+    (SPILL_INSTANCES), overriding
+    `dram_write_bytes_per_program` for that instance; (): one figure for every instance."""
+
+    def write_back_per_program(self, instance: str) -> int:
+        """The DRAM bytes per program of the template instance `instance` (by_instance, else
+        the row's one figure)."""
+        return dict(self.by_instance).get(instance, self.dram_write_bytes_per_program)
 
 
 class Trait(Record):

@@ -18,6 +18,7 @@ from iosim.inputs.impl_features import FEATURES, Feature
 from iosim.inputs.implementations import (
     EXTRA_KERNEL_WHEN,
     EXTRA_KERNELS,
+    SPILL_INSTANCES,
     ExtraKernel,
     Implementation,
     SharedMemory,
@@ -269,12 +270,13 @@ def _rows(value: Any, path: str, key: str) -> tuple[TileRow, ...]:
 def _spills(data: dict[str, Any], path: str) -> tuple[SpillRow, ...]:
     """The `spills` list (absent: none declared)."""
     raw = _optional_list(data, "spills", path, "{d_max, l2_store_bytes_per_block, "
-                         "dram_write_bytes_per_program, source}")
+                         "dram_write_bytes_per_program, by_instance?, source}")
     rows: list[SpillRow] = []
     for i, item in enumerate(raw):
         where = f"spills[{i}]"
         m = _mapping(item, path, where, {"d_max", "l2_store_bytes_per_block",
-                                         "dram_write_bytes_per_program", "source"})
+                                         "dram_write_bytes_per_program", "by_instance",
+                                         "source"})
         w = where + "."
         d_max = _bounded(m, "d_max", path, w, 1, MAX_HEAD_DIM)
         if rows and d_max <= rows[-1].d_max:  # spill_for takes the first row covering d
@@ -286,8 +288,17 @@ def _spills(data: dict[str, Any], path: str) -> tuple[SpillRow, ...]:
             d_max,
             _bounded(m, "l2_store_bytes_per_block", path, w, 0, MAX_SPILL_BYTES),
             _bounded(m, "dram_write_bytes_per_program", path, w, 0, MAX_SPILL_BYTES),
-            _need(m, "source", str, path, w)))
+            _need(m, "source", str, path, w), _by_instance(m, path, w)))
     return tuple(rows)
+
+
+def _by_instance(m: dict[str, Any], path: str, w: str) -> tuple[tuple[str, int], ...]:
+    """A spill row's optional `by_instance` mapping (template instance: bytes per program)."""
+    if "by_instance" not in m:
+        return ()
+    table = _mapping(m["by_instance"], path, w + "by_instance", set(SPILL_INSTANCES))
+    return tuple((k, _bounded(table, k, path, w + "by_instance.", 0, MAX_SPILL_BYTES))
+                 for k in SPILL_INSTANCES if k in table)
 
 
 def _shared(data: dict[str, Any], key: str, path: str) -> SharedMemory | None:
