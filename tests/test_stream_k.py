@@ -123,10 +123,10 @@ def test_the_shipped_lean_reduction_figures_are_the_fit_of_its_measured_times() 
     FA2's rows-per-program rule (round cudnn11: in_flight False, the rate kept at d 256)."""
     from iosim.analysis.stream_k import combine_in_flight
     from iosim.calibrate.combine_fit import combine_points, fit_combine
-    from iosim.inputs.implementations_yaml import get_implementation
     from iosim.calibrate.impl_fit import merged_records
     from iosim.estimates.combine import TERMS
     from iosim.inputs.gpus import resolve_hardware
+    from iosim.inputs.implementations_yaml import get_implementation
 
     h200 = resolve_hardware("h200").hardware
     names = (*SEEN, "flex5")

@@ -20,13 +20,15 @@ TIME_TERMS = {"solo_rate": (0.0, 1.0), "program_bandwidth": (0.0, 1e13),
               "combine_latency_s": (0.0, 1e-3), "combine_program_bandwidth": (0.0, 1e13),
               "combine_memory": (0.0, 1.5), "lean_program_s_per_dim": (0.0, 1e-6),
               "lean_stream_d64": (0.0, 1e13), "lean_stream_d128": (0.0, 1e13),
-              "lean_stream_d256": (0.0, 1e13)}
+              "lean_stream_d256": (0.0, 1e13), "chain_block_s": (0.0, 1e-3),
+              "chain_program_bandwidth": (0.0, 1e13)}
 """The forward's time terms an entry may carry (estimates/occupancy.py:lone_program_time,
 analysis/impl_kernels.py:host_floor, estimates/combine.py): the rate of an SM holding one
 program, the bytes/s one program streams alone, the host-bound floor of a call (prefill,
 decode), FA2's split-KV combine kernel's latency, per-program rate and share of the
 bandwidth, and cuDNN's lean decode kernel's cost per CTA per head-dim unit and streaming rate
-per head-dim bucket (analysis/lean_time.py); (low, high]."""
+per head-dim bucket (analysis/lean_time.py), and a resident grid's wait per key block and
+one program's rate over a block's K and V (analysis/program_chain.py); (low, high]."""
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "forward", "source", *TIME_TERMS}
 KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask_not",
                       "memory_mask_copy", "memory_mask", "memory_mask_contiguous",
