@@ -1,8 +1,8 @@
 """Issue 11, round cudnn11: the lean kernel's L2 re-read paying its head dim's SM share
-(analysis/lean_time.py), cuDNN's lean reduction without FA2's rows-per-program rule
-(estimates/combine.py), sdpa-efficient's resident grid timed by its longest program's chain of
-key blocks (analysis/program_chain.py), and the fresh sets that judge them (CUDNNFRESH11,
-EAGERFRESH11)."""
+(analysis/lean_time.py), the trial of cuDNN's lean reduction without FA2's rows-per-program
+rule (estimates/combine.py; not shipped), sdpa-efficient's resident grid timed by its longest
+program's chain of key blocks (analysis/program_chain.py), and the fresh sets that judge them
+(CUDNNFRESH11, EAGERFRESH11)."""
 
 from __future__ import annotations
 
@@ -60,9 +60,10 @@ def test_the_seen_two_row_block_d256_steps_are_within_fifteen_percent() -> None:
     assert all(abs(e) <= 0.155 for e in L.lean_errors(points, H200, terms))
 
 
-def test_cudnns_reduction_keeps_its_rate_at_d256_and_fa2s_combine_doubles_it() -> None:
-    """The same kernel bytes and grid at d 128 and d 256 (kBlockM 4 at both): FA2's rule
-    streams d 256's twice as fast per program, cuDNN's reduction (in_flight False) the same."""
+def test_the_combine_rule_doubles_the_d256_rate_and_the_trial_option_keeps_it() -> None:
+    """The same kernel bytes and grid at d 128 and d 256 (kBlockM 4 at both): FA2's rule (every
+    implementation's, shipped) streams d 256's twice as fast per program; round cudnn11's trial
+    for cuDNN's reduction (in_flight False, not shipped: estimates/combine.py) the same."""
     terms = {"combine_latency_s": 1e-6, "combine_program_bandwidth": 3e10, "combine_memory": 0.1}
     w128, w256 = (Workload(1, n_kv=30000, d=d, heads=32, kv_heads=2) for d in (128, 256))
     kernel_bytes = 2e6

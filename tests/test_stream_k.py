@@ -119,14 +119,11 @@ def test_the_fresh_cudnn_set_is_new_and_pins_the_switch() -> None:
 def test_the_shipped_lean_reduction_figures_are_the_fit_of_its_measured_times() -> None:
     """sdpa-cudnn's combine_* terms (estimates/combine.py's model for its lean_reduction_kernel)
     are calibrate/combine_fit.py's fit of that kernel's torch.profiler device times in every
-    seen record's lean decode steps (duplicates of one shape in two records both count), without
-    FA2's rows-per-program rule (round cudnn11: in_flight False, the rate kept at d 256)."""
-    from iosim.analysis.stream_k import combine_in_flight
+    seen record's lean decode steps (duplicates of one shape in two records both count)."""
     from iosim.calibrate.combine_fit import combine_points, fit_combine
     from iosim.calibrate.impl_fit import merged_records
     from iosim.estimates.combine import TERMS
     from iosim.inputs.gpus import resolve_hardware
-    from iosim.inputs.implementations_yaml import get_implementation
 
     h200 = resolve_hardware("h200").hardware
     names = (*SEEN, "flex5")
@@ -136,6 +133,4 @@ def test_the_shipped_lean_reduction_figures_are_the_fit_of_its_measured_times() 
                             for p in _decode_points())
     assert h200.measured is not None
     shipped = h200.measured.impls["sdpa-cudnn"].terms
-    assert not combine_in_flight(get_implementation("sdpa-cudnn"))
-    assert fit_combine(data, h200, in_flight=False) == pytest.approx(
-        {k: shipped[k] for k in TERMS}, rel=1e-3)
+    assert fit_combine(data, h200) == pytest.approx({k: shipped[k] for k in TERMS}, rel=1e-3)

@@ -10,7 +10,7 @@ from iosim.algorithms.packing import packed_problem, packs_heads
 from iosim.algorithms.splitkv import MAX_SPLITS, num_splits_heuristic
 from iosim.analysis.eager_mask import out_of_place_mask
 from iosim.analysis.stream_k import RULE as STREAM_K
-from iosim.analysis.stream_k import combine_in_flight, stream_k_splits
+from iosim.analysis.stream_k import stream_k_splits
 from iosim.errors import IosimError, arg
 from iosim.estimates import eager_backward
 from iosim.estimates.combine import TERMS as COMBINE_TERMS
@@ -335,8 +335,7 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
                    solo_rate=terms.get("solo_rate"),
                    program_bandwidth=terms.get("program_bandwidth"),
                    combine=({k: terms[k] for k in COMBINE_TERMS}
-                            if all(k in terms for k in COMBINE_TERMS) else {}),
-                   combine_in_flight=combine_in_flight(impl))
+                            if all(k in terms for k in COMBINE_TERMS) else {}))
 
 
 def _fitted(impl: Implementation, hardware: Hardware) -> ImplCalibration | None:

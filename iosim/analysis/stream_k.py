@@ -42,13 +42,6 @@ MIN_SPLITS = 2
 fills as many SMs as a split would (one program per (batch, KV head) and row block)."""
 
 
-def combine_in_flight(impl: Implementation) -> bool:
-    """Whether the implementation's split-KV combine kernel follows FA2's rows-per-program rule
-    (Roofs.combine_in_flight, estimates/combine.py): every split rule but this one, whose
-    reduction is cuDNN's lean_reduction_kernel, not FA2's combine."""
-    return impl.split_kv.rule != RULE
-
-
 def stream_k_problem(impl: Implementation, workload: Workload, sram_bytes: int
                      ) -> tuple[int, int, int] | None:
     """(programs of one split, key blocks, block_kv) of a decode step under the

@@ -31,7 +31,6 @@ import numpy as np
 from iosim.analysis.compare import compare
 from iosim.analysis.impl_kernels import head_dim_bucket
 from iosim.analysis.stream_k import RULE as STREAM_K
-from iosim.analysis.stream_k import combine_in_flight
 from iosim.calibrate import CalibrationError
 from iosim.calibrate.combine_fit import combine_points, fit_combine, hardware_bandwidth
 from iosim.calibrate.eager_kernel_fit import ELEMENTWISE, kernel_efficiencies, matched_times
@@ -308,8 +307,7 @@ def fit_record(record: dict[str, Any], hardware: Hardware,
             continue
         if p["impl"] not in combines:  # its combine kernel's figures first (combine_fit.py)
             combines[p["impl"]] = fit_combine(
-                combine_points(record["points"], hardware, p["impl"]), hardware,
-                in_flight=combine_in_flight(get_implementation(p["impl"])))
+                combine_points(record["points"], hardware, p["impl"]), hardware)
         impl = get_implementation(p["impl"])
         bandwidth = (program_bandwidth or {}).get(p["impl"])
         pieces.setdefault(p["impl"], []).append(

@@ -28,11 +28,12 @@ charged it its DRAM bytes, about nothing where the partials are read back from L
 against 3.6-24 µs measured.
 
 cuDNN's lean decode (analysis/stream_k.py) runs its own reduction,
-`cudnn::fusion::lean_reduction_kernel`, timed by the same three figures fitted on its times but
-without FA2's rows-per-program rule (`in_flight=False`: its rate does not double at d 256). With
-it, the seen d 256 reductions (17, 2.9-7.2 µs) came out 19 % fast at the median, many at
-3.7 µs against 6-7 measured; without it −3 % (median |error| 33 → 20 %; d 64 and 128 unchanged:
-python benchmarks/cudnn11_reduction.py, reports/impl-validation/cudnn11-fresh.md).
+`cudnn::fusion::lean_reduction_kernel`, timed by the same three figures fitted on its times.
+Round cudnn11 tried it without FA2's rows-per-program rule (`in_flight=False`: the rate not
+doubled at d 256): on the seen d 256 reductions (17, 2.9-7.2 µs) median |error| 33 → 20 %
+(python benchmarks/cudnn11_reduction.py), on the fresh CUDNNFRESH11 no better (the 7 at d 256:
+median 12 % both, worst 35 → 52 %; reports/impl-validation/cudnn11-fresh.md). Not shipped:
+every implementation's combine keeps the rule; `in_flight` stays an option of this function.
 """
 
 from __future__ import annotations

@@ -86,10 +86,6 @@ class Roofs(Record):
     combine: Mapping[str, float] = field(default_factory=dict)
     """An implementation's fitted figures of FA2's split-KV combine kernel
     (estimates/combine.py); empty: the kernel on its roofline only."""
-    combine_in_flight: bool = True
-    """Whether that kernel's per-program rate grows with the elements each thread loads (FA2's
-    kBlockM rule, combine.elements_in_flight); False for cuDNN's lean_reduction_kernel, which
-    is not FA2's combine (estimates/combine.py, round cudnn11)."""
     schedule: BackwardSchedule | None = None
     """Measured profile: the scheduled time of iosim's Triton backward kernels (schedule.py)."""
     sm_count: int | None = None
@@ -409,8 +405,7 @@ def estimate_kernels(
             # latency-bound, not on a roof: estimates/combine.py
             combined = combine_time_s(
                 workload, float(cost.hbm_read_bytes + cost.hbm_write_bytes), int(sm_count),
-                float(roofs.hbm_bandwidth_bytes_per_s), roofs.combine,
-                in_flight=roofs.combine_in_flight)
+                float(roofs.hbm_bandwidth_bytes_per_s), roofs.combine)
             if combined > time_s:
                 time_s, timed_by = combined, "combine"
         if scheduled(kernel, roofs):
