@@ -599,7 +599,7 @@ GQA, so it runs the nine MHA ones): ten lean decode steps (four at d 256 with tw
 blocks, two more past 16 query heads at d 64 and 128, g 1-96, batch x KV heads 1-10), four
 decode steps above the lean switch or for sdpa-efficient alone (batch x KV heads 12-96), seven
 prefills (five with sdpa-efficient's grid within one wave, two of many waves), d 64/128/256,
-MQA, GQA 3-8 and MHA, N 700-9,500 and N_kv 1,500-55,000 none a power of two, fp16 and bf16,
+MQA, GQA 3-8 and MHA, N 700-9,500 and N_kv 1,700-55,000 none a power of two, fp16 and bf16,
 causal and not."""
 EAGERFRESH11 = (
     # cudnn11 (issue 11): torch-naive's forward under main's rules, unchanged in this round
