@@ -76,6 +76,7 @@ def fit_chain(points: Sequence[tuple[str, Workload, float]]) -> dict[str, float]
 
 def chain_errors(points: Sequence[tuple[str, Workload, float]], terms: Mapping[str, float]
                  ) -> list[float]:
+    """(chain time − measured) / measured of each point under `terms`."""
     from iosim.analysis.program_chain import chain_time_s
 
     return [chain_time_s(w, block_kv(w), terms) / t - 1 for _, w, t in points]
@@ -87,6 +88,7 @@ def _summary(errs: Sequence[float]) -> str:
 
 
 def main(argv: Sequence[str]) -> None:
+    """Fit on the records `argv` (default SEEN) and print what the module docstring says."""
     from iosim.analysis.compare import compare
     from iosim.inputs.gpus import resolve_hardware
 
