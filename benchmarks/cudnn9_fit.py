@@ -24,9 +24,11 @@ FLOOR_SEEN = ("fit", "fit2", "calibrate", "validation", "validation2", "validati
               "validation4", "validation5", "validation6", "cudnnfresh8")
 """Every H200 record with sdpa-cudnn decode steps before round cudnn9 (cudnnfresh8 was judged
 in round 10 and is seen now): the decode host floor's sessions (round cudnn9's fit, kept)."""
-SEEN = (*FLOOR_SEEN, "cudnnfresh9")
-"""The lean kernel's records: FLOOR_SEEN and cudnnfresh9 (judged in round cudnn9, seen since
-round cudnn10, whose row-block rule its MQA steps at g 48 and 64 asked for)."""
+SEEN = (*FLOOR_SEEN, "cudnnfresh9", "cudnnfresh10")
+"""The lean kernel's records: FLOOR_SEEN, cudnnfresh9 (judged in round cudnn9, seen since
+round cudnn10, whose row-block rule its MQA steps at g 48 and 64 asked for) and cudnnfresh10
+(judged in round cudnn10, seen since round cudnn11, whose SM share its d 256 two-row-block
+steps asked for)."""
 
 
 def seen_paths(names: tuple[str, ...] = SEEN) -> list[Path]:

@@ -2,7 +2,7 @@
 with the lean (stream-K) split or without it (no GPU needed).
 
     python benchmarks/cudnn_lean_errors.py RECORD.json... [--json OUT.json] [--before B.json]
-        [--md OUT.md] [--all]
+        [--md OUT.md] [--impl NAME] [--all]
 
 Each row: the record and point, the shape, batch × KV heads, the kernels torch.profiler
 recorded (2 = the fused kernel + cudnn::fusion::lean_reduction_kernel), the measured call
@@ -10,7 +10,8 @@ recorded (2 = the fused kernel + cudnn::fusion::lean_reduction_kernel), the meas
 (impl_validation_report.py `predictions`: compare's call time and its kernels' time). `--json`
 keeps the rows; `--before` (the rows of another checkout, e.g. main's: run this script with
 PYTHONPATH=/work/main) adds its errors beside them; `--md` writes the table; `--all` keeps
-the prefill points too (a fresh set's short prefills).
+the prefill points too (a fresh set's short prefills); `--impl` another implementation's
+points (default sdpa-cudnn; round cudnn11 judged sdpa-efficient's with it too).
 """
 
 from __future__ import annotations
@@ -26,12 +27,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 from impl_validation_report import describe, predictions
 
 
-def rows_of(paths: list[Path], prefill: bool = False) -> list[dict[str, Any]]:
+def rows_of(paths: list[Path], prefill: bool = False, impl: str = "sdpa-cudnn"
+            ) -> list[dict[str, Any]]:
     out = []
     for path in paths:
         record = json.loads(path.read_text())
         decode = {**record, "points": [p for p in record["points"] if p.get("impl") ==
-                                       "sdpa-cudnn" and "time_s" in p
+                                       impl and "time_s" in p
                                        and (prefill or p["workload"]["n"] == 1)]}
         for r in predictions(decode):
             w = r["workload"]
@@ -67,7 +69,8 @@ def markdown(rows: list[dict[str, Any]], before: dict[tuple[str, int], dict[str,
             errs = [abs(r[key]) for r in chosen]
             if errs:
                 lines.append(f"- {label} {name}: median {statistics.median(errs):.1%}, worst "
-                             f"{max(errs):.1%} ({len(errs)} points)")
+                             f"{max(errs):.1%}, {sum(e <= 0.12 for e in errs)} within ±12 % "
+                             f"({len(errs)} points)")
     return "\n".join(lines) + "\n"
 
 
@@ -79,7 +82,7 @@ def main() -> None:
 
     skip = {i + 1 for i, a in enumerate(args) if a.startswith("--")}
     paths = [Path(a) for i, a in enumerate(args) if not a.startswith("--") and i not in skip]
-    rows = rows_of(paths, prefill="--all" in args)
+    rows = rows_of(paths, prefill="--all" in args, impl=option("--impl") or "sdpa-cudnn")
     if (out := option("--json")) is not None:
         Path(out).write_text(json.dumps(rows, indent=1))
     before_path = option("--before")

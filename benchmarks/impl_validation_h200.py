@@ -630,6 +630,68 @@ VALIDATION10 = (
 VALIDATION10_FLEX = (2, 9, 15, 21, 33)
 """Five flex points (one below a wave, GQA 3, causal odd N, chunked causal, a decode step):
 flex compiles each shape alone (tens of seconds), and runs last in the call."""
+CUDNNFRESH11 = (
+    # cudnn11 (issue 11, round cudnn11): the lean kernel's L2 re-read paying its head dim's SM
+    # share (analysis/lean_time.py), cuDNN's lean reduction without FA2's rows-per-program rule
+    # (estimates/combine.py) and, for sdpa-efficient on the same shapes, a resident grid timed
+    # by its longest program's chain of key blocks (analysis/program_chain.py); written down
+    # before tag cudnn11-frozen and measured after it; none equals a point of any earlier set
+    # or record (tests/test_cudnn11.py). Lean decode steps (batch x KV heads <= 66) first
+    _w(1, 22000, heads=32, kv=1, d=256, batch=2),  # MQA g 32, d 256: two row blocks
+    _w(1, 9000, heads=20, kv=1, d=256, batch=5, dtype="bf16"),  # g 20, d 256: R 2, half empty
+    _w(1, 41000, heads=64, kv=2, d=256, dtype="bf16"),  # g 32, d 256, GQA
+    _w(1, 17000, heads=48, kv=1, d=256),  # MQA g 48, d 256: three row blocks
+    _w(1, 55000, heads=40, kv=1, d=64, batch=3, dtype="bf16"),  # MQA g 40, d 64: R 3
+    _w(1, 7777, heads=96, kv=3, dtype="bf16"),  # g 32, d 128: R 2
+    _w(1, 26000, heads=32, kv=2, d=64, batch=2),  # g 16, d 64: one full tile
+    _w(1, 33333, heads=48, kv=4, batch=2),  # g 12, d 128
+    _w(1, 27000, heads=12, kv=2, d=256),  # g 6, d 256: the reduction at d 256
+    _w(1, 51000, heads=10, d=256, dtype="bf16"),  # MHA d 256, 10 KV heads
+    # decode above the switch: cuDNN's fused kernel alone; sdpa-efficient's resident grid
+    _w(1, 6000, heads=32, kv=4, batch=24, d=64),  # batch x KV heads 96, GQA 8
+    _w(1, 15000, heads=16, batch=6, d=64, dtype="bf16"),  # MHA, 96 programs
+    # prefill: sdpa-efficient's grid resident (one wave) or not; cuDNN's prefill kernel
+    _w(1700, heads=5, d=64),  # 135 programs of 64 x 64
+    _w(3100, heads=2, dtype="bf16"),  # 98 programs of 64 x 128
+    _w(2900, heads=1, d=256, causal=True),  # 91 programs of 32 x 128, causal
+    _w(9500, heads=1, d=64, dtype="bf16", causal=True),  # 149 programs, causal
+    _w(700, 21000, heads=8),  # chunked prefill, 88 programs
+    _w(5000, heads=24, kv=6, batch=2, dtype="bf16", causal=True),  # many waves, GQA 4
+    _w(4400, heads=16, dtype="bf16"),  # MHA, 1,104 programs: many waves
+    # sdpa-efficient runs MHA only: two more decode steps for its chain
+    _w(1, 19000, heads=8, batch=12, dtype="bf16"),  # 96 programs of 64 x 128
+    _w(1, 44000, heads=4, d=256, batch=3),  # 12 programs of 32 x 128
+)
+"""Twenty-one fresh shapes for sdpa-cudnn and sdpa-efficient (cudnn11; sdpa-efficient refuses
+GQA, so it runs the nine MHA ones): ten lean decode steps (four at d 256 with two or three row
+blocks, two more past 16 query heads at d 64 and 128, g 1-96, batch x KV heads 1-10), four
+decode steps above the lean switch or for sdpa-efficient alone (batch x KV heads 12-96), seven
+prefills (five with sdpa-efficient's grid within one wave, two of many waves), d 64/128/256,
+MQA, GQA 3-8 and MHA, N 700-9,500 and N_kv 1,700-55,000 none a power of two, fp16 and bf16,
+causal and not."""
+EAGERFRESH11 = (
+    # cudnn11 (issue 11): torch-naive's forward under main's rules, unchanged in this round
+    # (the fallback PV GEMM at small grids is explained, not modelled:
+    # reports/impl-validation/eager11.md), judged fresh with the same call; written down before
+    # tag cudnn11-frozen, none equal to an earlier point (tests/test_cudnn11.py)
+    _w(2100, heads=3, d=64),  # N_kv % 8 = 4, three heads: a small fallback grid
+    _w(4001, heads=2, dtype="bf16"),  # odd, two heads
+    _w(1300, heads=6, d=256, causal=True),  # even unaligned, d 256
+    _w(800, 6001, heads=16, kv=2, d=64, causal=True),  # chunked prefill, odd, GQA 8
+    _w(7500, heads=2, d=64, dtype="bf16", causal=True),  # even unaligned, S 225 MB
+    _w(1700, heads=20, dtype="bf16"),  # even unaligned, batch x heads 20
+    _w(5555, heads=4, causal=True),  # odd, four heads
+    _w(11111, heads=1),  # odd, one head, S 247 MB
+    _w(2560, heads=12, kv=4, causal=True),  # aligned, GQA 3
+    _w(1536, heads=32, batch=2, d=64, dtype="bf16"),  # aligned, batch x heads 64
+    _w(640, heads=48, d=256, dtype="bf16"),  # aligned, d 256, S 39 MB
+    _w(1, 23001, heads=32, kv=8, batch=2),  # decode, GQA 4, odd N_kv
+    _w(1, 9000, heads=16, kv=1, d=64, batch=4, dtype="bf16"),  # decode, MQA
+    _w(1, 4100, heads=64, kv=4, d=256, dtype="bf16"),  # decode, d 256, GQA 16
+)
+"""Fourteen fresh torch-naive forwards (cudnn11): nine at N_kv % 8 != 0 (odd and even, d 64,
+128 and 256, batch x heads 1-32, five of at most four heads), three aligned, three decode steps
+(GQA 4 and 16, MQA), one chunked prefill, fp16 and bf16, causal and not."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -649,6 +711,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "cudnnfresh10": (CUDNNFRESH10, ()),
         "eagerfresh8": (EAGERFRESH8, ()),
         "eagerfresh9": (EAGERFRESH9, ()),
+        "cudnnfresh11": (CUDNNFRESH11, ()), "eagerfresh11": (EAGERFRESH11, ()),
         "validation10": (VALIDATION10, VALIDATION10_FLEX)}
 
 

@@ -480,3 +480,24 @@ def test_a_refit_of_sdpa_cudnn_keeps_or_refits_its_lean_kernel_never_drops_it(
         assert "kept sdpa-cudnn's lean decode figures" in " ".join(stdout.split())
         assert all(new[k] == shipped[k] for k in LEAN_TERMS)
     assert _lean_kernel_timed_by(out) == "lean"
+
+
+def test_a_refit_of_sdpa_efficient_keeps_its_chain_figures(tmp_path: Path) -> None:
+    """A resident grid's chain figures (analysis/program_chain.py, round cudnn11) are fitted
+    apart (python -m iosim.calibrate.chain_fit); `calibrate --impl sdpa-efficient` keeps them,
+    says so, and compare still times a resident decode step by its chain."""
+    from iosim.analysis.program_chain import CHAIN_TERMS
+
+    out = tmp_path / "h200.yaml"
+    code, stdout, err = run("calibrate", "--gpu", "h200", "--out", str(out), "--impl",
+                            "sdpa-efficient", "--from", str(DATA / "h200-impl-fit2.json"))
+    assert (code, err) == (0, "")
+    new = _measured(out).impls["sdpa-efficient"].terms
+    assert H200.measured is not None
+    shipped = H200.measured.impls["sdpa-efficient"].terms
+    assert all(new[k] == shipped[k] for k in CHAIN_TERMS)
+    assert "kept sdpa-efficient's resident-grid chain figures" in " ".join(stdout.split())
+    step = Workload(n=1, n_kv=36000, d=64, heads=16, batch=5, dtype="bf16")
+    c = compare(step, load_hardware(out), impl="sdpa-efficient", profile="measured")
+    assert next(a for a in c.algorithms if a.name == "sdpa-efficient").kernels[0].timed_by \
+        == "chain"

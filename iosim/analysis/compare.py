@@ -39,6 +39,7 @@ from iosim.analysis.impl_kernels import (
     with_fallback_gemms,
 )
 from iosim.analysis.lean_time import lean_estimates
+from iosim.analysis.program_chain import chain_estimates
 from iosim.analysis.requests import check_splits, choose_algorithms, default_algorithms, sram_budget
 from iosim.analysis.stream_k import RULE as STREAM_K
 from iosim.analysis.stream_k import stream_k_rule
@@ -264,6 +265,8 @@ def compare(
         if impl_ is not None and profile == "measured" and w.pass_ == "fwd":
             kernel_estimates = impl_decoding_estimates(kernel_estimates, impl_, hw, w)
             kernel_estimates = lean_estimates(kernel_estimates, impl_, hw, w, sram_bytes)
+            kernel_estimates = chain_estimates(kernel_estimates, tuple(kernels), impl_, hw, w,
+                                               tiling)
             if dense:
                 kernel_estimates = dense_mask_estimates(kernel_estimates, impl_, hw, given)
         dims = Dims.of(w, tiling)

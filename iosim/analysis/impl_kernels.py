@@ -313,6 +313,10 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
 
     if pass_ == "fwd" and all(k in terms for k in LEAN_TERMS):
         notes = (*notes, lean_note(terms))
+    from iosim.analysis.program_chain import CHAIN_TERMS, chain_note
+
+    if pass_ == "fwd" and all(k in terms for k in CHAIN_TERMS):
+        notes = (*notes, chain_note(terms))
     if pass_ == "fwd" and fitted.forward:
         from iosim.analysis.impl_forward import forward_schedule_note
 

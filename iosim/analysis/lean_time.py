@@ -40,6 +40,16 @@ streaming rate and (R − 1) / R at the L2 rate the project measured (`measured.
 and +50 % (g 48, R 3) when every row block was charged at the streaming rate. Without a
 measured L2 rate every row block streams at `lean_stream_dD` (round cudnn9's rule).
 
+The SM's side of a tile (round cudnn11): a byte of a K or V tile costs the CTA its delivery
+(HBM or L2) and then its own work on it (shared memory to registers, the 16-row MMAs; one CTA
+per SM at d 256, two below). The fitted rates say the second part grows with the tile's shape:
+d 128's kernel streams fastest, so its SM side is taken as free and its rate as what the HBM
+delivers to this kernel; a bucket streaming slower pays 1 / lean_stream_dD − 1 / lean_stream_max
+seconds per byte on the SM (`lean_sm_s_per_byte`, no new figure). A byte re-read from the L2
+pays that SM share too: 1 / L2 rate + the SM's share. CUDNNFRESH10's two-row-block d 256 steps
+(#3 −22 %, #9 −19 % with the L2 share free of it) ask for it: at d 256 the SM share is about
+two thirds of the L2's cost per byte (reports/impl-validation/cudnn11-fresh.md).
+
 The figures are fitted on the seen records' lean kernels only (calibrate/cudnn_lean_fit.py,
 benchmarks/cudnn9_fit.py). Where they are missing the kernel stays on its roofline
 (`memory_splitkv_attn`, round 10).
@@ -90,13 +100,21 @@ def lean_moved_bytes(workload: Workload, iterations: int, sm_count: int, block_k
     return lean_rounds(iterations, ctas) * ctas * tile_bytes
 
 
-def lean_reread_s(moved_bytes: float, row_blocks: int, l2_rate: float | None) -> float:
+def lean_sm_s_per_byte(terms: Mapping[str, float], d: int) -> float:
+    """The SM's own seconds per tile byte at head dim d (module docstring): 1 / lean_stream_dD
+    − 1 / the fastest bucket's rate (0 at that bucket)."""
+    fastest = max(terms[f"lean_stream_d{b}"] for b in HEAD_DIM_BUCKETS)
+    return 1.0 / terms[f"lean_stream_d{head_dim_bucket(d)}"] - 1.0 / fastest
+
+
+def lean_reread_s(moved_bytes: float, row_blocks: int, l2_rate: float | None,
+                  sm_s_per_byte: float = 0.0) -> float:
     """The (R − 1) / R share of the moved bytes re-read from the L2 by the row blocks after the
-    first (module docstring); 0 without a measured L2 rate, which leaves every byte to
-    lean_stream_share."""
+    first, each byte at the L2's rate plus the SM's own share (module docstring); 0 without a
+    measured L2 rate, which leaves every byte to lean_stream_share."""
     if l2_rate is None:
         return 0.0
-    return moved_bytes * (row_blocks - 1) / row_blocks / l2_rate
+    return moved_bytes * (row_blocks - 1) / row_blocks * (1.0 / l2_rate + sm_s_per_byte)
 
 
 def lean_stream_share(moved_bytes: float, row_blocks: int, l2_rate: float | None) -> float:
@@ -113,7 +131,7 @@ def lean_time_s(workload: Workload, iterations: int, sm_count: int,
     rate = terms[f"lean_stream_d{head_dim_bucket(workload.d)}"]
     return (terms["lean_program_s_per_dim"] * workload.d
             + lean_stream_share(moved, row_blocks, l2_rate) / rate
-            + lean_reread_s(moved, row_blocks, l2_rate))
+            + lean_reread_s(moved, row_blocks, l2_rate, lean_sm_s_per_byte(terms, workload.d)))
 
 
 def lean_row_blocks(workload: Workload, programs: int) -> int:
@@ -154,5 +172,6 @@ def lean_note(terms: Mapping[str, float]) -> str:
     rates = ", ".join(f"d {d} {terms[f'lean_stream_d{d}'] / 1e12:.2f} TB/s" for d in HEAD_DIM_BUCKETS)
     return (f"cuDNN's lean decode kernel: {terms['lean_program_s_per_dim'] * 1e9:.1f} ns × d "
             f"per CTA + ⌈iterations / CTAs⌉ rounds of every CTA's 16×128 K and V tiles at "
-            f"{rates}, the row blocks after a KV head's first from the L2 "
+            f"{rates}, the row blocks after a KV head's first from the L2 plus the SM's "
+            f"share of its bucket's rate "
             f"(analysis/lean_time.py)")

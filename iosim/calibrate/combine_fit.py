@@ -53,15 +53,18 @@ def combine_points(points: Sequence[dict[str, Any]], hardware: Hardware, impl: s
 
 
 def fit_combine(data: Sequence[tuple[Workload, float, float]], hardware: Hardware,
-                *, sweeps: int = 4) -> dict[str, float]:
-    """The figures with the least summed absolute log error over `data` ({} without data)."""
+                *, sweeps: int = 4, in_flight: bool = True) -> dict[str, float]:
+    """The figures with the least summed absolute log error over `data` ({} without data);
+    `in_flight` as combine_time_s's (False: round cudnn11's trial for cuDNN's lean reduction,
+    not shipped: estimates/combine.py)."""
     if not data or hardware.sm_count is None:
         return {}
     sms = hardware.sm_count
     bandwidth = hardware_bandwidth(hardware)
 
     def loss(trial: dict[str, float]) -> float:
-        return sum(abs(math.log(combine_time_s(w, b, sms, bandwidth, trial) / t))
+        return sum(abs(math.log(combine_time_s(w, b, sms, bandwidth, trial,
+                                               in_flight=in_flight) / t))
                    for w, b, t in data)
 
     params = dict(START)

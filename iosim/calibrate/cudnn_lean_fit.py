@@ -6,7 +6,9 @@ no GPU.
    1 / lean_stream_dD) once the row blocks' L2 re-read (at the measured L2 rate, a hardware
    figure, not fitted) is taken off each time, so the fit is a least-squares solve of the
    relative error (each point weighted by 1 / its time: a 10 µs step counts as much as a
-   200 µs one).
+   200 µs one). The re-read's SM share (round cudnn11, lean_time.lean_sm_s_per_byte) depends
+   on the rates themselves: the solve is repeated with the last solve's rates (FIXED_POINT_STEPS
+   times; it settles to 1e-6 in fewer).
 2. The decode host floor (`decode_host_floor_s`, analysis/impl_kernels.py:host_floor; the call
    rule max(floor, kernels + time per call) is comparison.Call's): per session (one record is
    one device call) the floor that minimises its decode calls' mean absolute error with the
@@ -29,6 +31,7 @@ from iosim.analysis.lean_time import (
     lean_moved_bytes,
     lean_reread_s,
     lean_row_blocks,
+    lean_sm_s_per_byte,
     lean_stream_share,
     lean_time_s,
     measured_l2_rate,
@@ -44,6 +47,8 @@ IMPL = "sdpa-cudnn"
 LEAN_NAME = "sm80_flash_fprop"
 """What the lean kernel's name contains (cudnn_generated_fort_native_sdpa_sm80_flash_fprop_...)."""
 REDUCTION_NAME = "lean_reduction_kernel"
+FIXED_POINT_STEPS = 30
+"""Solves of fit_lean, each with the re-read's SM share of the previous solve's rates."""
 FLOOR_GRID_S = np.arange(0.0, 300.1e-6, 1e-6)
 """Where a session's floor is searched (impl_fit.GRIDS' range and step)."""
 
@@ -117,11 +122,11 @@ def lean_buckets(points: Sequence[LeanPoint]) -> set[int]:
     return {head_dim_bucket(p.workload.d) for p in points}
 
 
-def _columns(point: LeanPoint, impl: Implementation, hardware: Hardware
-             ) -> tuple[list[float], float]:
+def _columns(point: LeanPoint, impl: Implementation, hardware: Hardware,
+             terms: Mapping[str, float] | None = None) -> tuple[list[float], float]:
     """The model's regressors at one point — d, and the bytes streamed at its bucket's rate in
     its bucket's column — and its fixed time, the L2 re-read (analysis/lean_time.py's time =
-    a · d + Σ_bucket bytes / rate + re-read)."""
+    a · d + Σ_bucket bytes / rate + re-read), its SM share from `terms`' rates (none without)."""
     from iosim.analysis.impl_kernels import HEAD_DIM_BUCKETS, head_dim_bucket
 
     assert hardware.sm_count is not None
@@ -133,23 +138,28 @@ def _columns(point: LeanPoint, impl: Implementation, hardware: Hardware
     moved = lean_moved_bytes(w, programs * key_blocks, hardware.sm_count, block_kv)
     rows, l2 = lean_row_blocks(w, programs), measured_l2_rate(hardware)
     streamed = lean_stream_share(moved, rows, l2)
+    sm = lean_sm_s_per_byte(terms, w.d) if terms is not None else 0.0
     return ([float(w.d), *(float(streamed) if b == bucket else 0.0 for b in HEAD_DIM_BUCKETS)],
-            lean_reread_s(moved, rows, l2))
+            lean_reread_s(moved, rows, l2, sm))
 
 
 def fit_lean(points: Sequence[LeanPoint], hardware: Hardware) -> dict[str, float]:
     """LEAN_TERMS by least squares on the relative error (module docstring)."""
     impl = get_implementation(IMPL)
-    cols = [_columns(p, impl, hardware) for p in points]
-    x = np.array([c for c, _ in cols])
-    fixed = np.array([f for _, f in cols])
     y = np.array([p.measured_s for p in points])
-    used = x.any(axis=0)  # a head-dim bucket without a point keeps no rate
-    coef = np.zeros(x.shape[1])
-    coef[used], *_ = np.linalg.lstsq(x[:, used] / y[:, None], 1.0 - fixed / y, rcond=None)
-    terms = {"lean_program_s_per_dim": float(coef[0])}
-    terms.update({k: 1.0 / float(c) for k, c in zip(LEAN_TERMS[1:], coef[1:], strict=True)
-                  if c > 0})
+    terms: dict[str, float] | None = None
+    for _ in range(FIXED_POINT_STEPS):
+        complete = terms is not None and all(k in terms for k in LEAN_TERMS)
+        cols = [_columns(p, impl, hardware, terms if complete else None) for p in points]
+        x = np.array([c for c, _ in cols])
+        fixed = np.array([f for _, f in cols])
+        used = x.any(axis=0)  # a head-dim bucket without a point keeps no rate
+        coef = np.zeros(x.shape[1])
+        coef[used], *_ = np.linalg.lstsq(x[:, used] / y[:, None], 1.0 - fixed / y, rcond=None)
+        terms = {"lean_program_s_per_dim": float(coef[0])}
+        terms.update({k: 1.0 / float(c) for k, c in zip(LEAN_TERMS[1:], coef[1:], strict=True)
+                      if c > 0})
+    assert terms is not None
     return terms
 
 

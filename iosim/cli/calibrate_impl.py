@@ -47,6 +47,7 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                     warn: Callable[[str], None], counters: bool = False) -> None:
     """Fit and write the implementations' figures (the module docstring); print one line each."""
     from iosim.analysis.lean_time import LEAN_TERMS
+    from iosim.analysis.program_chain import CHAIN_TERMS
     from iosim.calibrate.env import names_match
     from iosim.calibrate.impl_fit import fit_record, load_points
     from iosim.calibrate.impl_run import require_timed
@@ -106,8 +107,10 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
     measured = merge_impl_fits(source_text, entries)
     for name in names:  # a time term this fit finds 0 is no such term: an old value goes
         for term in TIME_TERMS:
-            # the lean kernel's figures, fitted apart (lean_refit), stay unless refitted
-            if term not in entries[name] and term not in LEAN_TERMS:
+            # the lean kernel's figures, fitted apart (lean_refit), stay unless refitted; so
+            # do a resident grid's chain figures (python -m iosim.calibrate.chain_fit)
+            if term not in entries[name] and term not in LEAN_TERMS \
+                    and term not in CHAIN_TERMS:
                 measured["impls"][name].pop(term, None)
     text = write_measured_yaml(source_text, measured)
     if out.exists() and not force:  # checked before measuring too; the run may have been long
@@ -128,6 +131,10 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                f"into {out}")
     if lean is not None:
         click.echo(lean[0])
+    for name in names:
+        if all(k in measured["impls"][name] for k in CHAIN_TERMS):
+            click.echo(f"kept {name}'s resident-grid chain figures (measured.impls.{name}.chain_*"
+                       f"): fitted apart by python -m iosim.calibrate.chain_fit")
     for name in dropped:
         click.echo(f"dropped {name}'s forward schedule (measured.impls.{name}.forward): this "
                    f"fit times its forward kernel on the roofline; refit the schedule with "

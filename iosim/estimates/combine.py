@@ -26,6 +26,14 @@ scales with the elements each of its threads loads at once, kBlockM × d ÷ 128 
 predicted 40). The roofline
 charged it its DRAM bytes, about nothing where the partials are read back from L2: 0.0-2.2 µs
 against 3.6-24 µs measured.
+
+cuDNN's lean decode (analysis/stream_k.py) runs its own reduction,
+`cudnn::fusion::lean_reduction_kernel`, timed by the same three figures fitted on its times.
+Round cudnn11 tried it without FA2's rows-per-program rule (`in_flight=False`: the rate not
+doubled at d 256): on the seen d 256 reductions (17, 2.9-7.2 µs) median |error| 33 → 20 %
+(python benchmarks/cudnn11_reduction.py), on the fresh CUDNNFRESH11 no better (the 7 at d 256:
+median 12 % both, worst 35 → 52 %; reports/impl-validation/cudnn11-fresh.md). Not shipped:
+every implementation's combine keeps the rule; `in_flight` stays an option of this function.
 """
 
 from __future__ import annotations
@@ -67,12 +75,14 @@ def combine_programs(workload: Workload) -> int:
 
 
 def combine_time_s(workload: Workload, kernel_bytes: float, sm_count: int,
-                   hbm_bandwidth: float, terms: Mapping[str, float]) -> float:
-    """The combine kernel's time under the fitted `terms` (the module docstring)."""
+                   hbm_bandwidth: float, terms: Mapping[str, float], *,
+                   in_flight: bool = True) -> float:
+    """The combine kernel's time under the fitted `terms` (the module docstring); `in_flight`
+    False: the per-program rate stays at the fitted one at every head dim (cuDNN's reduction)."""
     programs = combine_programs(workload)
     waves = cdiv(programs, PROGRAMS_PER_SM * sm_count)
-    rate = (terms["combine_program_bandwidth"]
-            * max(1.0, elements_in_flight(workload.d) / REFERENCE_ELEMENTS))
+    boost = max(1.0, elements_in_flight(workload.d) / REFERENCE_ELEMENTS) if in_flight else 1.0
+    rate = terms["combine_program_bandwidth"] * boost
     streamed = waves * kernel_bytes / programs / rate
     together = kernel_bytes / (hbm_bandwidth * terms["combine_memory"])
     return float(terms["combine_latency_s"] + max(streamed, together))

@@ -54,7 +54,7 @@ from iosim.record import Record, field
 Profile = Literal["spec", "measured"]
 Bound = Literal["memory", "compute", "latency"]
 TimedBy = Literal["roofline", "schedule", "alg4", "combine", "mla-prefill", "fallback-gemm",
-                  "eager-bwd", "flex-decoding", "lean", "dense-mask"]
+                  "eager-bwd", "flex-decoding", "lean", "dense-mask", "chain"]
 
 
 class Roofs(Record):

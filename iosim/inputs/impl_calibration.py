@@ -20,7 +20,8 @@ TIME_TERMS = {"solo_rate": (0.0, 1.0), "program_bandwidth": (0.0, 1e13),
               "combine_latency_s": (0.0, 1e-3), "combine_program_bandwidth": (0.0, 1e13),
               "combine_memory": (0.0, 1.5), "lean_program_s_per_dim": (0.0, 1e-6),
               "lean_stream_d64": (0.0, 1e13), "lean_stream_d128": (0.0, 1e13),
-              "lean_stream_d256": (0.0, 1e13), "mask_ones_rate": (0.0, 1e13),
+              "lean_stream_d256": (0.0, 1e13), "chain_block_s": (0.0, 1e-3),
+              "chain_program_bandwidth": (0.0, 1e13), "mask_ones_rate": (0.0, 1e13),
               "mask_tril_rate": (0.0, 1e13), "mask_bias_rate": (0.0, 1e13),
               "dense_block_s_d64": (0.0, 1e-3), "dense_block_s_d128": (0.0, 1e-3),
               "dense_block_s_d256": (0.0, 1e-3)}
@@ -29,8 +30,10 @@ analysis/impl_kernels.py:host_floor, estimates/combine.py): the rate of an SM ho
 program, the bytes/s one program streams alone, the host-bound floor of a call (prefill,
 decode), FA2's split-KV combine kernel's latency, per-program rate and share of the
 bandwidth, and cuDNN's lean decode kernel's cost per CTA per head-dim unit and streaming rate
-per head-dim bucket (analysis/lean_time.py), and a dense causal mask's kernels' rates and
-cuDNN's seconds per 128 × 128 block reading it (analysis/dense_mask.py); (low, high]."""
+per head-dim bucket (analysis/lean_time.py), a resident grid's wait per key block and
+one program's rate over a block's K and V (analysis/program_chain.py), and a dense causal
+mask's kernels' rates and cuDNN's seconds per 128 × 128 block reading it
+(analysis/dense_mask.py); (low, high]."""
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "forward", "source", *TIME_TERMS}
 KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask_not",
                       "memory_mask_copy", "memory_mask", "memory_mask_contiguous",
