@@ -82,7 +82,7 @@ def test_as_measured_on_the_tenth_set(record: dict) -> None:  # type: ignore[typ
 
     def within(quantity: str, before: bool = False) -> tuple[int, int]:
         mine = [r for r in rows if r.what == "eager" and r.quantity == quantity]
-        return sum(F10._within(r, r.without if before else r.estimate) for r in mine), len(mine)
+        return sum(F3.inside_before(r) if before else bool(F3.inside(r)) for r in mine), len(mine)
 
     # as judged since bwd13's rules (calibrate/fresh12_bwd.py; fresh10 is among the records
     # they were drawn from), which move both sides and name eager's GEMMs in launch order (the
@@ -93,6 +93,6 @@ def test_as_measured_on_the_tenth_set(record: dict) -> None:  # type: ignore[typ
     assert within("DRAM bwd_sum_dkdv") == (5, 5) and within("DRAM bwd_sum_dkdv", True) == (4, 5)
     eager = [r for r in rows if r.what == "eager" and r.quantity.startswith("DRAM")]
     assert sum(bool(F3.inside(r)) for r in eager) == 121
-    assert sum(F10._within(r, r.without) for r in eager) == 111 and len(eager) == 140
+    assert sum(F3.inside_before(r) for r in eager) == 111 and len(eager) == 140
     assert all(r.estimate == r.without for r in rows
                if r.what == "sdpa" and r.quantity.startswith("DRAM"))

@@ -81,7 +81,7 @@ def test_as_measured_on_the_eighth_set(record: dict) -> None:  # type: ignore[ty
 
     def within(what: str, quantity: str, before: bool = False) -> tuple[int, int]:
         mine = [r for r in rows if (r.what, r.quantity) == (what, quantity)]
-        return sum(F8._within(r, r.without if before else r.estimate) for r in mine), len(mine)
+        return sum(F3.inside_before(r) if before else bool(F3.inside(r)) for r in mine), len(mine)
 
     assert within("eager", "DRAM whole backward") == (11, 14)
     assert within("eager", "DRAM whole backward", before=True) == (7, 14)  # 5 before bwd11

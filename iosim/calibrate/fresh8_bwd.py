@@ -61,12 +61,6 @@ def eager_times(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, f
             for p, b in zip(points, before, strict=True)]
 
 
-def _within(r: FB.Judged, estimate: float | None) -> bool:
-    if estimate is None:
-        return False
-    return bool(F3.inside(FB.Judged(r.gap, r.point, r.what, r.quantity, estimate, r.measured)))
-
-
 def summary_lines(record: dict[str, Any], hardware: Hardware) -> list[str]:
     """In place against out of place: every eager kernel's DRAM, by kernel, and eager's time."""
     rows = [r for r in F3.judged(record, hardware, rules_before=rules_in_place)
@@ -81,10 +75,10 @@ def summary_lines(record: dict[str, Any], hardware: Hardware) -> list[str]:
         old = sorted(abs((r.without or 0.0) - r.measured) / r.measured for r in mine)
         lines.append(f"| {what} | {quantity.removeprefix('DRAM ')} | {len(mine)} | "
                      f"{sum(bool(F3.inside(r)) for r in mine)} | "
-                     f"{sum(_within(r, r.without) for r in mine)} | "
+                     f"{sum(F3.inside_before(r) for r in mine)} | "
                      f"{out[len(out) // 2]:.1%} / {old[len(old) // 2]:.1%} |")
     ok = sum(bool(F3.inside(r)) for r in rows)
-    before = sum(_within(r, r.without) for r in rows)
+    before = sum(F3.inside_before(r) for r in rows)
     lines += ["", f"All DRAM rows (kernels and whole backwards, SDPA's and eager's): {ok} of "
               f"{len(rows)} within the bound out of place, {before} of {len(rows)} in place.", "",
               "### Eager's backward time, out of place and in place", "",
