@@ -32,6 +32,7 @@ from iosim.calibrate import backward_fit as B
 from iosim.calibrate import fresh_bwd as FB
 from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
+from iosim.calibrate.rules_patched import rules_patched
 from iosim.inputs.hardware import Hardware
 
 GAPS = {"s": "small backwards (SDPA and eager, N % 8 ≠ 0 among them)",
@@ -51,18 +52,10 @@ def _rules_before() -> Iterator[None]:
     serial sweeps: the L2's cutoff a step at its size)."""
     from iosim.estimates import l2_cutoff
 
-    D.forget_models()
-    B._ESTIMATES.clear()
-    FB._FLASH1.clear()
-    try:
-        with patch.object(B, "HANDOVER", "next"), \
-                patch.object(l2_cutoff, "FILL_SHARE", 1.0), \
-                patch.object(l2_cutoff, "FILL_WIDTH", 0.0):
-            yield
-    finally:
-        D.forget_models()
-        B._ESTIMATES.clear()
-        FB._FLASH1.clear()
+    with rules_patched(patch.object(B, "HANDOVER", "next"),
+                       patch.object(l2_cutoff, "FILL_SHARE", 1.0),
+                       patch.object(l2_cutoff, "FILL_WIDTH", 0.0)):
+        yield
 
 
 def triton_dram(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, str, float, float]]:

@@ -22,30 +22,19 @@ from iosim.analysis import impl_kernels as IK
 from iosim.calibrate import backward_fit as B
 from iosim.calibrate import fresh3_bwd as F3
 from iosim.calibrate import fresh7_bwd as F7
-from iosim.calibrate import fresh_bwd as FB
-from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
+from iosim.calibrate.rules_patched import forget_estimates, rules_patched
 from iosim.inputs.hardware import Hardware
 
 BEFORE_TEXT = ("bwd7's rules as frozen at `bwd7-frozen`: eager's mask and scale backward passes "
                "in place (read dS, write dS)")
 
 
-def _forget() -> None:
-    D.forget_models()
-    B._ESTIMATES.clear()
-    FB._FLASH1.clear()
-
-
 @contextmanager
 def rules_in_place() -> Iterator[None]:
     """The model as frozen at bwd7-frozen: the out-of-place rule off, caches cleared around."""
-    _forget()
-    try:
-        with patch.object(IK, "_out_of_place", lambda kernels, cite: kernels):
-            yield
-    finally:
-        _forget()
+    with rules_patched(patch.object(IK, "_out_of_place", lambda kernels, cite: kernels)):
+        yield
 
 
 def eager_times(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, float, float,
@@ -55,7 +44,7 @@ def eager_times(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, f
     with rules_in_place():
         before = [F.predict_time(p, "eager", hardware, F.EAGER_TIME, host_floor=False)
                   for p in points]
-    _forget()
+    forget_estimates()
     return [(p["id"], p["eager_s"],
              F.predict_time(p, "eager", hardware, F.EAGER_TIME, host_floor=False), b)
             for p, b in zip(points, before, strict=True)]
