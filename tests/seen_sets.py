@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import json
+import re
 from collections.abc import Hashable, Iterator
 from operator import attrgetter, itemgetter
 from pathlib import Path
@@ -99,10 +100,14 @@ def variants_seen(points: Any, own_lists: tuple[str, ...],
 
 # --- the backward (benchmarks/backward_h200.py grids; records tests/data/backward-h200*.json)
 
-BACKWARD_GRIDS = ("grid", "torch_grid", "fresh_grid", "fresh2_grid", "fresh3_grid",
-                  "fresh4_grid", "fresh5_grid", "fresh6_grid", "fresh7_grid", "fresh8_grid",
-                  "fresh9_grid", "fresh10_grid", "fresh11_grid", "fresh12_grid")
-"""Every grid of benchmarks/backward_h200.py; a new one is added here when it is written."""
+def backward_grids() -> list[str]:
+    """Every grid of benchmarks/backward_h200.py: the calibration's two and every `fresh*_grid`
+    (found by name, so that a new round's grid is an earlier source for the next at once)."""
+    from benchmarks import backward_h200 as BH  # imports torch: the caller skips without it
+
+    fresh = [name for name in dir(BH) if re.fullmatch(r"fresh\d*_grid", name)]
+    assert len(fresh) >= 12, fresh
+    return ["grid", "torch_grid", *fresh]
 
 
 AXIS_FIELDS = {"d": "d", "mask": "causal", "dtype": "dtype", "N": "n"}
@@ -146,7 +151,7 @@ def backward_seen(own_record: str, own_grid: str, later: tuple[str, ...] = ()) -
             continue
         recorded |= {p["id"] for p in record.get("points", []) if "id" in p}
         recorded |= {i["id"] for i in record.get("counters", {}).get("items", [])}
-    gridded = {p.id for name in BACKWARD_GRIDS if name != own_grid for p in backward_grid(name)}
+    gridded = {p.id for name in backward_grids() if name != own_grid for p in backward_grid(name)}
     return [seen("every other backward record under tests/data", recorded, at_least=250),
             seen("every other grid of benchmarks/backward_h200.py", gridded, at_least=250)]
 
