@@ -175,11 +175,6 @@ def main(argv: list[str]) -> int:
     import triton
 
     device = "cuda" if torch.cuda.is_available() else "cpu"
-    if os.environ.get("TRITON_INTERPRET"):  # NumPy >= 2.4 under Triton 3.6's interpreter
-        sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-        from tests._triton_compat import patch_interpreter
-
-        patch_interpreter()
     record: dict[str, Any] = {
         "what": "bwd7's diagnostics: the launcher's d = 128 cost, write-back counters",
         "command": "python3 benchmarks/bwd7_probe_h200.py " + " ".join(argv),

@@ -240,9 +240,8 @@ def main() -> int:
     budget = float(sys.argv[3]) if len(sys.argv) > 3 else 95.0
     start = time.monotonic()
     sys.path.insert(0, old_dir)
-    if INTERPRET:  # the dry run: Triton 3.6's interpreter under NumPy >= 2.4, as the tests run it
-        sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "tests"))
-        from _triton_compat import patch_interpreter
+    if INTERPRET:  # the old tree's kernels predate kernels_common's own call: mend it here
+        from iosim.calibrate.triton_interpreter import patch_interpreter
         patch_interpreter()
     import old_kernels.kernels as old_k
     import old_kernels.kernels_mla_fp8 as old_mf

@@ -315,6 +315,11 @@ def main(argv: list[str]) -> int:
         path.write_text(json.dumps(record, indent=1))
     path.write_text(json.dumps(record, indent=1))
     summary(record, log)
+    failed = [r["id"] for name in args.sections.split(",") for r in record.get(name, [])
+              if str(r.get("status", "")).startswith("failed")]
+    if DEVICE != "cuda" and failed:  # a dry run checks the script's logic: a failure is an error
+        log(f"dry run: {len(failed)} point(s) failed: {', '.join(failed)}")
+        return 1
     return 0
 
 

@@ -22,10 +22,6 @@ if not GPU:
     # decorated at import and must be interpreted too
     os.environ["TRITON_INTERPRET"] = "1"
 pytest.importorskip("triton")
-if not GPU:
-    from tests._triton_compat import patch_interpreter
-
-    patch_interpreter()
 
 from iosim.calibrate import CalibrationError  # noqa: E402
 from iosim.calibrate import kernels as K  # noqa: E402

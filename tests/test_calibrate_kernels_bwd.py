@@ -16,10 +16,6 @@ GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
 if not GPU:
     os.environ["TRITON_INTERPRET"] = "1"  # before triton's first import (see test_calibrate_kernels)
 pytest.importorskip("triton")
-if not GPU:
-    from tests._triton_compat import patch_interpreter
-
-    patch_interpreter()
 
 from iosim.algorithms.triton_bwd import BackwardTiles  # noqa: E402
 from iosim.calibrate import CalibrationError  # noqa: E402

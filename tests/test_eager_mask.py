@@ -25,6 +25,8 @@ from iosim.calibrate.eager_kernel_fit import matched_times
 from iosim.execute import execute, precision, random_inputs
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
+from tests.fresh_sets import as_is, assert_fresh
+from tests.seen_sets import PREFILL_AXES, impl_seen
 
 DATA = Path(__file__).parent / "data"
 NAIVE = get_implementation("torch-naive")
@@ -147,14 +149,9 @@ def test_the_fresh_eager9_set_is_new_and_varies_every_axis() -> None:
     """EAGERFRESH9 (eager9, measured after tag eager9-frozen) has no point of any earlier set of
     the script or of any recorded torch-naive point, and varies what the brief asks."""
     from benchmarks import impl_validation_h200 as V
-    from iosim.calibrate.impl_run import FIT_GRID
 
     fresh = V.EAGERFRESH9
-    earlier = set(FIT_GRID) | {w for s, (pts, _) in V.SETS.items() if s != "eagerfresh9"
-                               for w in pts}
-    recorded = {Workload(**p["workload"]) for p in _records(skip="h200-impl-eagerfresh9.json")}
-    assert len(set(fresh)) == len(fresh) >= 14
-    assert not set(fresh) & earlier and not set(fresh) & recorded
+    assert_fresh(fresh, as_is, impl_seen("eagerfresh9"), size=(14, None), axes=PREFILL_AXES)
     unaligned = [w for w in fresh if w.n_kv % 8]
     assert {(w.d, w.n_kv % 2) for w in unaligned} >= {(64, 0), (64, 1), (128, 0), (128, 1)}
     assert len(fresh) - len(unaligned) >= 3 and sum(w.causal for w in fresh) >= 8
@@ -162,7 +159,6 @@ def test_the_fresh_eager9_set_is_new_and_varies_every_axis() -> None:
     bh = [w.batch * w.heads for w in fresh]
     assert min(bh) == 1 and max(bh) == 64
     assert {w.group_size for w in fresh} >= {1, 3, 4, 8} and sum(w.n != w.n_kv for w in fresh) >= 2
-    assert {w.dtype for w in fresh} == {"fp16", "bf16"}
     assert max(w.batch * w.heads * w.n * w.n_kv * w.element_bytes for w in fresh) > 60 * 2**20
 
 

@@ -13,6 +13,8 @@ from iosim.errors import ConfigError
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
+from tests.fresh_sets import as_is, assert_fresh
+from tests.seen_sets import PREFILL_AXES, impl_seen
 
 H200 = resolve_hardware("h200").hardware
 FLEX = get_implementation("flex")
@@ -22,16 +24,10 @@ def test_the_fresh_flex10_set_is_new_and_varies_every_axis() -> None:
     """FLEXFRESH10 (benchmarks/impl_validation_h200.py) has no point of any earlier set or of
     round 8's probe; at least 4 decode steps on the decoding template (N_kv 2k-128k, GQA, batch
     1-32) and prefills varying every axis the brief names."""
-    from benchmarks import flex8_probe as P
     from benchmarks import impl_validation_h200 as V
-    from iosim.calibrate.impl_run import FIT_GRID
 
     fresh = V.FLEXFRESH10
-    earlier = set(FIT_GRID).union(*(points for name, (points, _) in V.SETS.items()
-                                    if name != "flexfresh10"))
-    probed = {Workload(s["n"], d=s["d"], heads=s["heads"], kv_heads=s.get("kv_heads"),
-                       causal=s.get("causal", False)) for _, s, _ in P.PROBES}
-    assert len(set(fresh)) == len(fresh) >= 12 and not set(fresh) & (earlier | probed)
+    assert_fresh(fresh, as_is, impl_seen("flexfresh10"), size=(12, None), axes=PREFILL_AXES)
     decodes = [w for w in fresh if runs_decoding_kernel(FLEX, w)]
     assert len(decodes) >= 4
     assert min(w.n_kv for w in decodes) >= 2048 and max(w.n_kv for w in decodes) <= 131072

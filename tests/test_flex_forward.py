@@ -16,6 +16,8 @@ from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 from tests.conftest import DATA
+from tests.fresh_sets import as_is, assert_fresh
+from tests.seen_sets import PREFILL_AXES, impl_seen
 
 H200 = resolve_hardware("h200").hardware
 FLEX = get_implementation("flex")
@@ -36,17 +38,10 @@ def _points() -> list[dict[str, object]]:
 def test_the_fresh_flex8_set_is_new_and_varies_every_axis() -> None:
     """FLEXFRESH8 (benchmarks/impl_validation_h200.py) has no point of any earlier set or of
     round 8's probe, and varies what issue 11's acceptance varies that flex runs."""
-    from benchmarks import flex8_probe as P
     from benchmarks import impl_validation_h200 as V
-    from iosim.calibrate.impl_run import FIT_GRID
 
     fresh = V.FLEXFRESH8
-    earlier = set(FIT_GRID).union(V.FIT, V.FIT2, V.VALIDATION, V.VALIDATION2, V.VALIDATION3,
-                                  V.VALIDATION4, V.VALIDATION5, V.FLEX5, V.FLEXREFIT7,
-                                  V.FLEXFRESH7)
-    probed = {Workload(s["n"], d=s["d"], heads=s["heads"], kv_heads=s.get("kv_heads"),
-                       causal=s.get("causal", False)) for _, s, _ in P.PROBES}
-    assert len(set(fresh)) == len(fresh) >= 12 and not set(fresh) & (earlier | probed)
+    assert_fresh(fresh, as_is, impl_seen("flexfresh8"), size=(12, None), axes=PREFILL_AXES)
     sm = H200.sm_count or 0
     grids = [math.ceil(w.n / 128) * w.batch * w.heads for w in fresh]
     assert min(grids) < sm < max(grids) and max(grids) > 5 * sm
@@ -54,8 +49,6 @@ def test_the_fresh_flex8_set_is_new_and_varies_every_axis() -> None:
     assert any(2 * w.batch * w.kv_heads * w.n_kv * w.d * w.element_bytes > l2 for w in fresh)
     assert {w.group_size for w in fresh} >= {1, 2, 4, 5, 8} and any(w.n % 128 for w in fresh)
     assert any(1 < w.n != w.n_kv for w in fresh) and {w.d for w in fresh} == {64, 128}
-    assert {w.dtype for w in fresh} == {"fp16", "bf16"}
-    assert {w.causal for w in fresh} == {True, False}
     assert {runs_decoding_kernel(FLEX, w) for w in fresh if w.n == 1} == {True, False}
 
 
@@ -63,18 +56,10 @@ def test_the_fresh_flex9_set_is_new_and_varies_every_axis() -> None:
     """FLEXFRESH9 (round 9) has no point of any earlier set (FLEXFRESH8 included) or of round
     8's probe; it holds at least 3 d 64 grids below two programs per SM (the lone-program rule,
     estimates/sm_sharing.py) and 2 decode steps on flex's decoding template."""
-    from benchmarks import flex8_probe as P
     from benchmarks import impl_validation_h200 as V
-    from iosim.calibrate.impl_run import FIT_GRID
 
     fresh = V.FLEXFRESH9
-    earlier = set(FIT_GRID).union(V.FIT, V.FIT2, V.VALIDATION, V.VALIDATION2, V.VALIDATION3,
-                                  V.VALIDATION4, V.VALIDATION5, V.FLEX5, V.FLEXREFIT7,
-                                  V.FLEXFRESH7, V.FLEXFRESH8, V.VALIDATION6, V.CAUSALPROBE7,
-                                  V.SPILL, V.SPILL5, V.SPILL6)
-    probed = {Workload(s["n"], d=s["d"], heads=s["heads"], kv_heads=s.get("kv_heads"),
-                       causal=s.get("causal", False)) for _, s, _ in P.PROBES}
-    assert len(set(fresh)) == len(fresh) >= 10 and not set(fresh) & (earlier | probed)
+    assert_fresh(fresh, as_is, impl_seen("flexfresh9"), size=(10, None), axes=PREFILL_AXES)
     sm = H200.sm_count or 0
     grids = {w: math.ceil(w.n / 128) * w.batch * w.heads for w in fresh}
     assert sum(1 for w, g in grids.items() if w.d == 64 and w.n > 1 and g < 2 * sm) >= 3
@@ -84,8 +69,6 @@ def test_the_fresh_flex9_set_is_new_and_varies_every_axis() -> None:
     assert any(2 * w.batch * w.kv_heads * w.n_kv * w.d * w.element_bytes > l2 for w in fresh)
     assert {w.group_size for w in fresh} >= {1, 3, 4, 7, 8} and any(w.n % 128 for w in fresh)
     assert any(1 < w.n != w.n_kv for w in fresh) and {w.d for w in fresh} == {64, 128}
-    assert {w.dtype for w in fresh} == {"fp16", "bf16"}
-    assert {w.causal for w in fresh} == {True, False}
 
 
 def test_the_decoding_template_rule_is_what_the_record_launched() -> None:

@@ -13,6 +13,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
+from tests.fresh_sets import assert_fresh  # noqa: E402
+from tests.seen_sets import AXES, ID, backward_seen  # noqa: E402
 
 L2_BYTES = 60 * 2**20
 """The H200's L2 (configs/gpus/h200.yaml)."""
@@ -30,14 +32,8 @@ def test_the_tenth_grid_is_new() -> None:
     """No point equal (dtype, N, N_kv, d, batch·heads·kv, mask) to one of any earlier record
     (fresh1-9, the probes, the calibration records) or earlier grid."""
     points = _grid()
-    from benchmarks import backward_h200 as BH
-    from tests.test_fresh8_backward import _earlier_ids
-
-    earlier = _earlier_ids(own="backward-h200-fresh10.json", later=()) | {
-        p.id for make in (BH.fresh8_grid, BH.fresh9_grid) for p, _, _ in make()}
-    assert 12 <= len(points) <= 16
-    assert len({p.id for p in points}) == len(points)
-    assert not {p.id for p in points} & earlier
+    assert_fresh(points, ID, backward_seen("backward-h200-fresh10.json", "fresh10_grid"),
+                 size=(12, 16), axes=AXES)
     shapes = {(p.n, p.d, p.batch * p.heads, p.kv_heads * p.batch, p.causal) for p in points}
     assert len(shapes) == len(points)
 
@@ -45,8 +41,6 @@ def test_the_tenth_grid_is_new() -> None:
 def test_the_tenth_grid_varies_every_axis() -> None:
     points = _grid()
     assert {p.d for p in points} == {64, 128}
-    assert {p.causal for p in points} == {True, False}
-    assert {p.dtype for p in points} == {"fp16", "bf16"}
     assert {p.group for p in points} >= {1, 2, 3}
     assert all(p.n & (p.n - 1) != 0 and 2000 <= p.n <= 8000 for p in points)
     heads = [p.batch * p.heads for p in points]
@@ -88,7 +82,7 @@ def test_as_measured_on_the_tenth_set(record: dict) -> None:  # type: ignore[typ
 
     def within(quantity: str, before: bool = False) -> tuple[int, int]:
         mine = [r for r in rows if r.what == "eager" and r.quantity == quantity]
-        return sum(F10._within(r, r.without if before else r.estimate) for r in mine), len(mine)
+        return sum(F3.inside_before(r) if before else bool(F3.inside(r)) for r in mine), len(mine)
 
     # as judged since bwd13's rules (calibrate/fresh12_bwd.py; fresh10 is among the records
     # they were drawn from), which move both sides and name eager's GEMMs in launch order (the
@@ -99,6 +93,6 @@ def test_as_measured_on_the_tenth_set(record: dict) -> None:  # type: ignore[typ
     assert within("DRAM bwd_sum_dkdv") == (5, 5) and within("DRAM bwd_sum_dkdv", True) == (4, 5)
     eager = [r for r in rows if r.what == "eager" and r.quantity.startswith("DRAM")]
     assert sum(bool(F3.inside(r)) for r in eager) == 121
-    assert sum(F10._within(r, r.without) for r in eager) == 111 and len(eager) == 140
+    assert sum(F3.inside_before(r) for r in eager) == 111 and len(eager) == 140
     assert all(r.estimate == r.without for r in rows
                if r.what == "sdpa" and r.quantity.startswith("DRAM"))

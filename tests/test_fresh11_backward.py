@@ -17,6 +17,8 @@ from iosim.calibrate import eager_host_floor as HF  # noqa: E402
 from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 from iosim.inputs.gpus import config_dir  # noqa: E402
 from iosim.inputs.hardware_yaml import load_hardware  # noqa: E402
+from tests.fresh_sets import assert_fresh  # noqa: E402
+from tests.seen_sets import AXES, ID, backward_grid, backward_seen  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -64,22 +66,10 @@ def test_the_sdpa_constants_are_the_fit_on_the_seen_records(h200) -> None:  # ty
 
 
 def test_the_eleventh_grid_is_new() -> None:
-    pytest.importorskip("torch")  # the grid's BwdPoint lives in a module that imports torch
-    from benchmarks import backward_h200 as BH
-    from tests.test_fresh8_backward import _earlier_ids
-
-    # every earlier record (bwd11's backward-h200-fresh10.json among them) and grid, bwd11's
-    # fresh10_grid included
-    earlier = _earlier_ids(own="backward-h200-fresh11.json", later=()) | {
-        p.id for grid in (BH.fresh8_grid, BH.fresh9_grid, BH.fresh10_grid)
-        for p, _, _ in grid()}
-    bwd11 = _earlier_ids(own="backward-h200-fresh11.json", later=()) - _earlier_ids(
-        own="backward-h200-fresh11.json", later=("backward-h200-fresh10.json",))
-    assert len(bwd11) >= 12  # bwd11's record is among those checked against
-    points = [p for p, _, _ in BH.fresh11_grid()]
-    assert 10 <= len(points) <= 14
-    assert len({p.id for p in points}) == len(points)
-    assert not {p.id for p in points} & earlier
+    # every other record (bwd11's backward-h200-fresh10.json among them) and grid
+    assert_fresh(backward_grid("fresh11_grid"), ID,
+                 backward_seen("backward-h200-fresh11.json", "fresh11_grid"), size=(10, 14),
+                 axes=AXES)
 
 
 def test_the_eleventh_grid_varies_every_axis(h200) -> None:  # type: ignore[no-untyped-def]
@@ -91,8 +81,6 @@ def test_the_eleventh_grid_varies_every_axis(h200) -> None:  # type: ignore[no-u
 
     points = [p for p, _, _ in BH.fresh11_grid()]
     assert {p.d for p in points} == {64, 128}
-    assert {p.causal for p in points} == {True, False}
-    assert {p.dtype for p in points} == {"fp16", "bf16"}
     assert sum(p.kv_heads < p.heads for p in points) >= 3
     assert all(p.n & (p.n - 1) != 0 for p in points)
     heads = [p.batch * p.heads for p in points]

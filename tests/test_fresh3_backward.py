@@ -6,6 +6,8 @@ frozen at the tag `bwd4-frozen`; iosim's figures against it as measured there
 
 from __future__ import annotations
 
+from operator import itemgetter
+
 import pytest
 
 from iosim.calibrate import fresh3_bwd as F3
@@ -14,6 +16,8 @@ from iosim.calibrate import fresh_bwd as FB
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
+from tests.fresh_sets import assert_fresh
+from tests.seen_sets import RECORD_AXES, backward_seen
 
 
 @pytest.fixture(scope="module")
@@ -26,11 +30,17 @@ def rows(record: dict) -> list[FB.Judged]:
     return F3.judged(record, load_hardware(config_dir() / "h200.yaml"))
 
 
-def test_the_third_fresh_set_is_new_and_varies_every_gap(record: dict) -> None:
+@pytest.mark.parametrize("n", ["3", "4"])
+def test_the_third_and_fourth_fresh_sets_are_new(n: str) -> None:
+    record = F.load([getattr(F, f"FRESH{n}")])[0]
+    assert_fresh(record["points"], itemgetter("id"),
+                 backward_seen(f"backward-h200-fresh{n}.json", f"fresh{n}_grid"),
+                 size=(8, None), axes=RECORD_AXES)
+
+
+def test_the_third_fresh_set_varies_every_gap(record: dict) -> None:
     assert record["counters"]["status"] == "ok" and not record["flash1_check_failed"]
-    earlier = {p["id"] for r in F.load([F.FRESH, F.FRESH2, *F.RECORDS]) for p in r["points"]}
     points = record["points"]
-    assert not {p["id"] for p in points} & earlier
     by_gap = {g: [p for p in points if p["gap"] == g] for g in "sadt"}
     assert any(p["n"] % 8 for p in by_gap["s"]) and {p["d"] for p in by_gap["s"]} == {64, 128}
     assert all(p["causal"] and p["d"] == 64 and p["n"] >= 50000 for p in by_gap["a"])
@@ -95,10 +105,7 @@ def test_the_triton_backward_at_small_n_on_a_fourth_set() -> None:
     --fresh4`, one call, 50 s; eight points of 0.23-0.57 ms below one wave, written before the
     run): the schedule frozen at bwd4-frozen within ±15 % at 8 of 8 (−5.2 % to +7.8 %); the
     constants before bwd4 at 7 of 8 (+15.1 %)."""
-    record = F.load([F.FRESH4])[0]
-    earlier = {p["id"] for r in F.load([F.FRESH, F.FRESH2, F.FRESH3, *F.RECORDS])
-               for p in r["points"]}
-    assert not {p["id"] for p in record["points"]} & earlier
+    record = F.load([F.FRESH4])[0]  # new: test_the_third_and_fourth_fresh_sets_are_new
     assert all(p["batch"] * p["heads"] < record["sm_count"] for p in record["points"])
     rows = F3.judged(record, load_hardware(config_dir() / "h200.yaml"))
     assert F3.count_inside(rows, "t", dram=False) == (8, 8)

@@ -18,6 +18,8 @@ from iosim.calibrate import l2_cutoff_fit as C
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
+from tests.fresh_sets import assert_fresh
+from tests.seen_sets import AXES, ID, backward_seen
 
 
 def _grid() -> tuple[list[Any], list[Any], list[Any]]:
@@ -33,15 +35,12 @@ def _grid() -> tuple[list[Any], list[Any], list[Any]]:
 def test_the_fifth_fresh_set_is_new_and_varies_every_axis() -> None:
     torch_points, flash1, triton = _grid()
     points = torch_points + flash1 + triton
-    earlier = {p["id"] for r in F.load([F.FRESH, F.FRESH2, F.FRESH3, F.FRESH4, *F.RECORDS])
-               for p in r["points"]}
-    assert not {p.id for p in points} & earlier
-    assert len({p.id for p in points}) == len(points)
+    assert_fresh(points, ID, backward_seen("backward-h200-fresh5.json", "fresh5_grid"),
+                 axes=AXES)
     heads = {p.batch * p.heads for p in points}
     assert min(heads) < 132 and max(heads) >= 64  # below one wave of the H200's SMs, and 64+
     assert any(p.n & (p.n - 1) for p in points) and max(p.n for p in points) == 65536
-    assert {p.d for p in points} == {64, 128} and {p.dtype for p in points} == {"fp16", "bf16"}
-    assert {p.causal for p in points} == {True, False}
+    assert {p.d for p in points} == {64, 128}
     assert any(p.kv_heads < p.heads for p in points)
     for group in (torch_points, flash1, triton):
         assert any(p.kv_heads < p.heads for p in group) and {p.causal for p in group} == {True, False}

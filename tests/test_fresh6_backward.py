@@ -18,6 +18,8 @@ from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
+from tests.fresh_sets import assert_fresh
+from tests.seen_sets import AXES, ID, backward_seen
 
 FLOOR = Path(__file__).resolve().parent / "data" / "launch-floor-h200.json"
 
@@ -33,14 +35,13 @@ def _grid() -> tuple[list[Any], list[Any], list[Any]]:
 def test_the_sixth_fresh_set_is_new_and_varies_every_axis() -> None:
     torch_points, flash1, triton = _grid()
     points = torch_points + flash1 + triton
-    earlier = {p["id"] for r in F.load([F.FRESH, F.FRESH2, F.FRESH3, F.FRESH4, F.FRESH5,
-                                        *F.RECORDS]) for p in r["points"]}
-    assert not {p.id for p in points} & earlier
-    assert len({p.id for p in points}) == len(points)
+    # bwd7's probe re-measured seven of these points after the judgement: not earlier
+    assert_fresh(points, ID, backward_seen("backward-h200-fresh6.json", "fresh6_grid",
+                                            later=("bwd7-probe-h200.json",)), axes=AXES)
     heads = {p.batch * p.heads for p in points}
     assert min(heads) < 132 and max(heads) >= 64
     assert all(p.n & (p.n - 1) for p in points) and max(p.n for p in points) >= 60000
-    assert {p.d for p in points} == {64, 128} and {p.dtype for p in points} == {"fp16", "bf16"}
+    assert {p.d for p in points} == {64, 128}
     for group in (torch_points, flash1, triton):
         assert any(p.kv_heads < p.heads for p in group) and {p.causal for p in group} == {True, False}
 

@@ -3,7 +3,6 @@ new-ness, committed before the run, and (once the record is in) the report as me
 
 from __future__ import annotations
 
-import json
 import sys
 from pathlib import Path
 
@@ -16,36 +15,11 @@ from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 
 pytest.importorskip("torch")  # the grid's BwdPoint lives in a module that imports torch
 from benchmarks import backward_h200 as BH  # noqa: E402
+from tests.fresh_sets import assert_fresh  # noqa: E402
+from tests.seen_sets import AXES, ID, backward_seen  # noqa: E402
 
 L2_BYTES = 60 * 2**20
 """The H200's L2 (configs/gpus/h200.yaml)."""
-
-
-def _earlier_ids(own: str = "backward-h200-fresh8.json", later: tuple[str, ...] = (
-        "backward-h200-fresh9.json",)) -> set[str]:
-    """Every point of every earlier backward record and of every earlier grid (measured or
-    not), by its id (dtype/N/[N_kv/]d/batch·heads·kv/mask): all but the set's `own` record
-    and the `later` ones."""
-    ids: set[str] = set()
-    for path in [*sorted(D.DATA.glob("backward-h200*.json")), D.DATA / "bwd7-probe-h200.json"]:
-        if path.name == own or path.name in later:
-            continue
-        record = json.loads(path.read_text())
-        if not isinstance(record, dict):  # backward-h200-resources.json: compiled kernels
-            continue
-        ids |= {p["id"] for p in record.get("points", []) if "id" in p}
-        ids |= {i["id"] for i in record.get("counters", {}).get("items", [])}
-    main, eager = BH.grid(False)
-    ids |= {p.id for p in main + eager}
-    ids |= {p.id for p, _, _ in BH.torch_grid()}
-    for make in (BH.fresh_grid, BH.fresh2_grid):
-        torch_points, flash1 = make()
-        ids |= {p.id for p, _, _ in torch_points} | {p.id for p in flash1}
-    for make3 in (BH.fresh3_grid, BH.fresh5_grid, BH.fresh6_grid, BH.fresh7_grid):
-        torch_points, flash1, triton = make3()
-        ids |= {p.id for p, _, _ in torch_points} | {p.id for p in flash1 + triton}
-    ids |= {p.id for p in BH.fresh4_grid()}
-    return ids
 
 
 def _points() -> list:  # type: ignore[type-arg]
@@ -53,18 +27,14 @@ def _points() -> list:  # type: ignore[type-arg]
 
 
 def test_the_eighth_grid_is_new() -> None:
-    points = _points()
-    assert 10 <= len(points) <= 14
-    assert len({p.id for p in points}) == len(points)
-    assert not {p.id for p in points} & _earlier_ids()
+    assert_fresh(_points(), ID, backward_seen("backward-h200-fresh8.json", "fresh8_grid"),
+                 size=(10, 14), axes=AXES)
     assert all(eager for _, eager, _ in BH.fresh8_grid())  # every point runs eager and SDPA
 
 
 def test_the_eighth_grid_varies_every_axis() -> None:
     points = _points()
     assert {p.d for p in points} == {64, 128}
-    assert {p.causal for p in points} == {True, False}
-    assert {p.dtype for p in points} == {"fp16", "bf16"}
     assert any(p.kv_heads < p.heads for p in points)
     assert all(p.n & (p.n - 1) != 0 for p in points)
     assert sum(1500 <= p.n <= 2000 for p in points) >= 5  # where bwd7's eager misses sat
@@ -111,7 +81,7 @@ def test_as_measured_on_the_eighth_set(record: dict) -> None:  # type: ignore[ty
 
     def within(what: str, quantity: str, before: bool = False) -> tuple[int, int]:
         mine = [r for r in rows if (r.what, r.quantity) == (what, quantity)]
-        return sum(F8._within(r, r.without if before else r.estimate) for r in mine), len(mine)
+        return sum(F3.inside_before(r) if before else bool(F3.inside(r)) for r in mine), len(mine)
 
     assert within("eager", "DRAM whole backward") == (11, 14)
     assert within("eager", "DRAM whole backward", before=True) == (7, 14)  # 5 before bwd11

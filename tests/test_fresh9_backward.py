@@ -16,6 +16,8 @@ from iosim.calibrate import eager_host_floor as HF  # noqa: E402
 from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 from iosim.inputs.gpus import config_dir  # noqa: E402
 from iosim.inputs.hardware_yaml import load_hardware  # noqa: E402
+from tests.fresh_sets import assert_fresh  # noqa: E402
+from tests.seen_sets import AXES, ID, backward_grid, backward_seen  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -54,14 +56,10 @@ FRESH9 = D.DATA / "backward-h200-fresh9.json"
 def test_the_ninth_grid_is_new() -> None:
     pytest.importorskip("torch")  # the grid's BwdPoint lives in a module that imports torch
     from benchmarks import backward_h200 as BH
-    from tests.test_fresh8_backward import _earlier_ids
 
-    earlier = _earlier_ids(own="backward-h200-fresh9.json", later=()) | {
-        p.id for p, _, _ in BH.fresh8_grid()}  # fresh8's record is in the glob
-    points = [p for p, _, _ in BH.fresh9_grid()]
-    assert 10 <= len(points) <= 14
-    assert len({p.id for p in points}) == len(points)
-    assert not {p.id for p in points} & earlier
+    assert_fresh(backward_grid("fresh9_grid"), ID,
+                 backward_seen("backward-h200-fresh9.json", "fresh9_grid"), size=(10, 14),
+                 axes=AXES)
     assert all(eager for _, eager, _ in BH.fresh9_grid())
 
 

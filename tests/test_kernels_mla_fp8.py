@@ -14,10 +14,6 @@ GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
 if not GPU:
     os.environ["TRITON_INTERPRET"] = "1"
 pytest.importorskip("triton")
-if not GPU:
-    from tests._triton_compat import patch_interpreter
-
-    patch_interpreter()
 
 from iosim.calibrate import kernels_mla_fp8 as MF  # noqa: E402
 from iosim.calibrate import kernels_variants as KV  # noqa: E402

@@ -19,10 +19,6 @@ GPU = torch.cuda.is_available() and os.environ.get("TRITON_INTERPRET") != "1"
 if not GPU:
     os.environ["TRITON_INTERPRET"] = "1"
 pytest.importorskip("triton")
-if not GPU:
-    from tests._triton_compat import patch_interpreter
-
-    patch_interpreter()
 
 from iosim.calibrate import kernels_mla_prefill as MP  # noqa: E402
 from iosim.calibrate.kernels import KernelInputError  # noqa: E402

@@ -14,6 +14,8 @@ from iosim.algorithms.blocks import VisitedKvBlocks
 from iosim.estimates import l2_launch_walk as walk
 from iosim.estimates.l2_cutoff import miss_probability
 from iosim.inputs.workload import Workload
+from tests.fresh_sets import as_is, assert_fresh
+from tests.seen_sets import PREFILL_AXES, impl_seen
 
 DATA = Path(__file__).parent / "data"
 H200_L2 = 60 * 2**20
@@ -166,12 +168,9 @@ def test_the_fresh_launch_walk_set_is_new_and_varies_its_axes() -> None:
     them) or of the calibration grid; mostly long causal prefills at 1 to 40 batch·heads, GQA,
     d 64 and 128, fp16 and bf16, a chunked prefill, non-causal and short causal controls."""
     from benchmarks import impl_validation_h200 as V
-    from iosim.calibrate.impl_run import FIT_GRID
 
     fresh = V.IMPL9FRESH
-    earlier = set(FIT_GRID).union(*(points for name, (points, _) in V.SETS.items()
-                                    if name != "impl9fresh"))
-    assert len(set(fresh)) == len(fresh) >= 14 and not set(fresh) & earlier
+    assert_fresh(fresh, as_is, impl_seen("impl9fresh"), size=(14, None), axes=PREFILL_AXES)
     causal = [w for w in fresh if w.causal]
     assert len(causal) >= 0.75 * len(fresh) and len(fresh) - len(causal) >= 2
     long = [w for w in causal if w.n == w.n_kv and w.n >= 9000]
@@ -189,12 +188,9 @@ def test_the_fresh_descending_set_is_new_and_varies_its_axes() -> None:
     grid; mostly causal, N 3,000-65,536 with N not a power of two, batch·heads from one head
     to 96, d 64 and 128, GQA, fp16 and bf16, non-causal controls, K/V beyond the L2."""
     from benchmarks import impl_validation_h200 as V
-    from iosim.calibrate.impl_run import FIT_GRID
 
     fresh = V.IMPL8FRESH
-    earlier = set(FIT_GRID).union(*(points for name, (points, _) in V.SETS.items()
-                                    if name != "impl8fresh"))
-    assert len(set(fresh)) == len(fresh) >= 12 and not set(fresh) & earlier
+    assert_fresh(fresh, as_is, impl_seen("impl8fresh"), size=(12, None), axes=PREFILL_AXES)
     causal = [w for w in fresh if w.causal]
     assert len(causal) >= 0.75 * len(fresh) and len(fresh) - len(causal) >= 2
     assert min(w.n for w in fresh) >= 2500 and max(w.n for w in causal) == 65536

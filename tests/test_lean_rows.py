@@ -4,15 +4,14 @@ the fresh set that judges it (CUDNNFRESH10)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 
 from iosim.analysis.lean_time import lean_time_s
 from iosim.calibrate import cudnn_lean_fit as L
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.workload import Workload
-from tests.conftest import DATA
+from tests.fresh_sets import as_is, assert_fresh
+from tests.seen_sets import IMPL_AXES, impl_seen
 
 TERMS = {"lean_program_s_per_dim": 4e-8, "lean_stream_d64": 3.5e12, "lean_stream_d128": 4e12,
          "lean_stream_d256": 3.3e12}
@@ -60,14 +59,7 @@ def test_the_fresh_cudnn10_set_is_new_and_reaches_many_query_heads_per_kv_head()
     from benchmarks import impl_validation_h200 as V
 
     fresh = V.CUDNNFRESH10
-    earlier = {w for s, (points, _) in V.SETS.items() if s != "cudnnfresh10" for w in points}
-    for path in DATA.glob("h200-impl-*.json"):
-        if path.stem == "h200-impl-cudnnfresh10":  # its own record
-            continue
-        record = json.loads(path.read_text())
-        earlier |= {Workload(**p["workload"]) for p in record.get("points", [])
-                    if "workload" in p}
-    assert len(set(fresh)) == len(fresh) >= 10 and not set(fresh) & earlier
+    assert_fresh(fresh, as_is, impl_seen("cudnnfresh10"), size=(10, None), axes=IMPL_AXES)
     assert all(w.n == 1 and w.batch * w.kv_heads <= 66 for w in fresh)
     assert all(w.batch * w.kv_heads * -(-w.group_size // 16) <= 66 for w in fresh)
     groups = [w.group_size for w in fresh]

@@ -3,7 +3,6 @@ decode host floor, against the H200's records (issue 11, round cudnn9)."""
 
 from __future__ import annotations
 
-import json
 import statistics
 from collections.abc import Callable
 from pathlib import Path
@@ -16,6 +15,8 @@ from iosim.calibrate import cudnn_lean_fit as L
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.workload import Workload
 from tests.conftest import DATA, CliOutcome
+from tests.fresh_sets import as_is, assert_fresh
+from tests.seen_sets import IMPL_AXES, impl_seen
 
 
 def _seen() -> list[Path]:
@@ -118,14 +119,7 @@ def test_the_fresh_cudnn9_set_is_new_and_covers_the_lean_cases() -> None:
     from benchmarks import impl_validation_h200 as V
 
     fresh = V.CUDNNFRESH9
-    earlier = {w for s, (points, _) in V.SETS.items() if s != "cudnnfresh9" for w in points}
-    for path in DATA.glob("h200-impl-*.json"):
-        if path.stem == "h200-impl-cudnnfresh9":  # its own record
-            continue
-        record = json.loads(path.read_text())
-        earlier |= {Workload(**p["workload"]) for p in record.get("points", [])
-                    if "workload" in p}
-    assert len(set(fresh)) == len(fresh) >= 14 and not set(fresh) & earlier
+    assert_fresh(fresh, as_is, impl_seen("cudnnfresh9"), size=(14, None), axes=IMPL_AXES)
     assert all(w.n == 1 for w in fresh)
     lean = [w for w in fresh if w.batch * w.kv_heads <= 66]
     assert len(lean) >= 14 and 3 <= len(fresh) - len(lean) <= 5

@@ -8,6 +8,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fresh_sets import assert_fresh, seen
+
 # the point lists import calibrate/variants.py, which imports torch: CI's torch step runs this
 P = pytest.importorskip("iosim.calibrate.mla_prefill_points", exc_type=ImportError)
 
@@ -19,12 +21,14 @@ def shape(p: dict) -> tuple:
 
 
 def test_fresh2_has_no_earlier_shape() -> None:
-    earlier = {shape(p) for p in [*P.FIT, *P.FRESH]}
-    for name, section in (("h200-mla-prefill.json", "fit"),
-                          ("h200-mla-prefill-fresh.json", "fresh")):
-        earlier |= {shape(p) for p in json.loads((DATA / name).read_text())[section]}
-    fresh = [shape(p) for p in P.FRESH2]
-    assert len(set(fresh)) == len(fresh) >= 5
-    assert not set(fresh) & earlier
+    assert_fresh(P.FRESH2, shape, [
+        seen("the FIT and FRESH lists of calibrate/mla_prefill_points.py", map(shape, [*P.FIT,
+                                                                                   *P.FRESH])),
+        *(seen(f"tests/data/{name} {section}",
+               map(shape, json.loads((DATA / name).read_text())[section]))
+          for name, section in (("h200-mla-prefill.json", "fit"),
+                                ("h200-mla-prefill-fresh.json", "fresh")))],
+        size=(5, None), axes={"batch": lambda p: p["batch"], "N": lambda p: p["n"],
+                              "mask": lambda p: p["causal"]})
     # some beyond the 60 MiB L2 (K and V: batch · heads · N · (192 + 128) · 2 bytes)
-    assert any(b * h * n * 320 * 2 > 60 * 2**20 for b, n, h, *_ in fresh)
+    assert any(p["batch"] * p["heads"] * p["n"] * 320 * 2 > 60 * 2**20 for p in P.FRESH2)

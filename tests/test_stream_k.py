@@ -12,6 +12,8 @@ from iosim.analysis.compare import compare
 from iosim.analysis.verify import verify
 from iosim.inputs.workload import Workload
 from tests.conftest import DATA
+from tests.fresh_sets import as_is, assert_fresh
+from tests.seen_sets import IMPL_AXES, impl_seen
 
 SEEN = ("fit", "fit2", "calibrate", "validation", "validation2", "validation3", "validation4",
         "validation5", "validation6")
@@ -97,14 +99,7 @@ def test_the_fresh_cudnn_set_is_new_and_pins_the_switch() -> None:
     from benchmarks import impl_validation_h200 as V
 
     fresh = V.CUDNNFRESH8
-    earlier = {w for s, (points, _) in V.SETS.items() if s != "cudnnfresh8" for w in points}
-    for path in DATA.glob("h200-impl-*.json"):
-        if path.stem == "h200-impl-cudnnfresh8":  # its own record
-            continue
-        record = json.loads(path.read_text())
-        earlier |= {Workload(**p["workload"]) for p in record.get("points", [])
-                    if "workload" in p}
-    assert len(set(fresh)) == len(fresh) >= 14 and not set(fresh) & earlier
+    assert_fresh(fresh, as_is, impl_seen("cudnnfresh8"), size=(14, None), axes=IMPL_AXES)
     decode = [w for w in fresh if w.n == 1]
     bk = sorted(w.batch * w.kv_heads for w in decode)
     assert bk[0] == 2 and bk[-1] == 128 and sum(66 <= b <= 78 for b in bk) >= 5

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import as_var10_shipped
-from tests.test_variants_fresh_var9 import loose, recorded, shape
+from tests.fresh_sets import assert_fresh
+from tests.seen_sets import variant_shape, variants_seen
 
 # the point lists import calibrate/variants.py, which imports torch: CI's torch step runs this
 P = pytest.importorskip("iosim.calibrate.variants_points", exc_type=ImportError)
@@ -20,28 +21,9 @@ L2 = 62914560  # the H200's 60 MiB (iosim/data/gpus/h200.yaml l2_size)
 
 
 def test_cascade_fresh6_has_no_earlier_shape() -> None:
-    fresh = P.CASCADE_FRESH6
-    shapes = [shape(p) for p in fresh]
-    assert len(set(shapes)) == len(shapes) >= 8
-    listed = {shape(p) for name in dir(P) if name != "CASCADE_FRESH6"
-              and isinstance(getattr(P, name), list)
-              for p in getattr(P, name) if isinstance(p, dict) and "kind" in p}
-    assert len(listed) > 100
-    assert not set(shapes) & listed
-    seen = set()
-    for row in recorded(own=("cascade_fresh6",)):
-        try:
-            seen.add(loose(row))
-        except (TypeError, ValueError):  # a row whose fields are not counts (a header, a note)
-            continue
-    assert len(seen) > 100  # the records were read
-    assert not {loose(p) for p in fresh} & seen
-    # nor a prefix probe's (benchmarks/mla-prefill-h200: the points var6-var7 looked at)
-    probes = [ROOT / "benchmarks/mla-prefill-h200/prefix-probe.json",
-              ROOT / "benchmarks/mla-prefill-h200/fresh/prefix-fresh.json"]
-    probed = {loose(x["point"]) for path in probes
-              for x in json.loads(path.read_text())["spec"]}
-    assert probed and not {loose(p) for p in fresh} & probed
+    assert_fresh(P.CASCADE_FRESH6, variant_shape,
+                 variants_seen(P, ("CASCADE_FRESH6",), ("cascade_fresh6",)), size=(8, None),
+                 axes={"batch": lambda p: p["batch"], "prefix": lambda p: p["prefix_len"]})
 
 
 def test_cascade_fresh6_covers_the_brief() -> None:
@@ -65,8 +47,8 @@ def test_the_fresh6_record_measured_exactly_the_set_written_before() -> None:
     record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
     if "cascade_fresh6" not in record:
         pytest.skip("the fresh record is not in yet")
-    assert sorted(shape(p) for p in record["cascade_fresh6"]) == sorted(
-        shape(p) for p in P.CASCADE_FRESH6)
+    assert sorted(map(variant_shape, record["cascade_fresh6"])) == sorted(
+        map(variant_shape, P.CASCADE_FRESH6))
 
 
 def _report_table(header: str) -> list[list[str]]:

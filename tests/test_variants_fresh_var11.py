@@ -9,7 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_variants_fresh_var9 import loose, recorded, shape
+from tests.fresh_sets import assert_fresh
+from tests.seen_sets import variant_shape, variants_seen
 
 # the point lists import calibrate/variants.py, which imports torch: CI's torch step runs this
 P = pytest.importorskip("iosim.calibrate.variants_points", exc_type=ImportError)
@@ -19,41 +20,15 @@ L2 = 62914560  # the H200's 60 MiB (iosim/data/gpus/h200.yaml l2_size)
 
 
 def test_cascade_fresh7_has_no_earlier_shape() -> None:
-    fresh = P.CASCADE_FRESH7
-    shapes = [shape(p) for p in fresh]
-    assert len(set(shapes)) == len(shapes) >= 8
-    listed = {shape(p) for name in dir(P) if name != "CASCADE_FRESH7"
-              and isinstance(getattr(P, name), list)
-              for p in getattr(P, name) if isinstance(p, dict) and "kind" in p}
-    assert len(listed) > 100
-    assert not set(shapes) & listed
-    # nor, by batch, KV length, heads and KV heads, any row of any record (cascade_fresh6's too)
-    seen = set()
-    for row in recorded(own=("cascade_fresh7",)):
-        try:
-            seen.add(loose(row))
-        except (TypeError, ValueError):  # a row whose fields are not counts (a header, a note)
-            continue
-    assert len(seen) > 100  # the records were read
-    assert not {loose(p) for p in fresh} & seen
-    # nor a listed set's, loosely (an earlier set with other suffixes or head dim)
-    assert not {loose(p) for p in fresh} & {
-        loose(p) for name in dir(P) if name != "CASCADE_FRESH7"
-        and isinstance(getattr(P, name), list)
-        for p in getattr(P, name) if isinstance(p, dict) and "kind" in p}
-    # nor a prefix probe's (benchmarks/mla-prefill-h200: the points var6-var7 looked at)
-    probes = [ROOT / "benchmarks/mla-prefill-h200/prefix-probe.json",
-              ROOT / "benchmarks/mla-prefill-h200/fresh/prefix-fresh.json"]
-    probed = {loose(x["point"]) for path in probes
-              for x in json.loads(path.read_text())["spec"]}
-    assert probed and not {loose(p) for p in fresh} & probed
+    assert_fresh(P.CASCADE_FRESH7, variant_shape,
+                 variants_seen(P, ("CASCADE_FRESH7",), ("cascade_fresh7",)), size=(8, None),
+                 axes={"batch": lambda p: p["batch"], "prefix": lambda p: p["prefix_len"]})
 
 
 def test_cascade_fresh7_covers_the_brief() -> None:
     """At least 8 shared-prefix batches, prefixes 0.3-0.8 of the L2 and a few beyond it, GQA and
     MQA, both head dims, a mixed batch, grids of several waves at 8-32 splits."""
     fresh = P.CASCADE_FRESH7
-    assert len(fresh) >= 8
     assert all(len(p["suffix_lens"]) == p["batch"] and p["prefix_len"] % 16 == 0 for p in fresh)
     assert {p["kv_heads"] == 1 for p in fresh} == {True, False}
     assert all(p["heads"] > p["kv_heads"] for p in fresh)
@@ -73,5 +48,5 @@ def test_the_fresh7_record_measured_exactly_the_set_written_before() -> None:
     record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
     if "cascade_fresh7" not in record:
         pytest.skip("the fresh record is not in yet")
-    assert sorted(shape(p) for p in record["cascade_fresh7"]) == sorted(
-        shape(p) for p in P.CASCADE_FRESH7)
+    assert sorted(map(variant_shape, record["cascade_fresh7"])) == sorted(
+        map(variant_shape, P.CASCADE_FRESH7))

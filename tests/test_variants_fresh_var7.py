@@ -1,5 +1,6 @@
 """var7's fresh decoding sets (calibrate/variants_points.py MLA_FRESH3, CASCADE_FRESH4) are fresh:
-no shape of them was measured before (every section of tests/data/h200-variants.json and the
+no shape of them was measured or listed before (tests/seen_sets.py variants_seen: every other
+point list, every section of tests/data/h200-variants.json and every other record row, the
 shared-prefix probes of benchmarks/mla-prefill-h200/)."""
 
 from __future__ import annotations
@@ -9,38 +10,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.fresh_sets import assert_fresh
+from tests.seen_sets import variant_shape, variants_seen
+
 # the point lists import calibrate/variants.py, which imports torch: CI's torch step runs this
 P = pytest.importorskip("iosim.calibrate.variants_points", exc_type=ImportError)
 
 ROOT = Path(__file__).parent.parent
 FRESH_SECTIONS = ("mla_fresh3", "cascade_fresh4")
-KEYS = ("kind", "batch", "n_kv", "heads", "kv_heads", "d", "prefix_len", "suffix_lens")
+FRESH = ("MLA_FRESH3", "CASCADE_FRESH4")
 
 
-def shape(p: dict) -> tuple:
-    return tuple(tuple(v) if isinstance(v, list) else v for v in (p.get(k) for k in KEYS))
-
-
-def earlier() -> set[tuple]:
-    record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
-    # every section but the fresh run's own (var8 added mla_fresh3 and cascade_fresh4, the
-    # measurement of these very sets)
-    seen = {shape(p) for name, rows in record.items() if isinstance(rows, list)
-            and name not in FRESH_SECTIONS for p in rows if isinstance(p, dict) and "kind" in p}
-    for probe in (ROOT / "benchmarks/mla-prefill-h200").rglob("prefix-*.json"):
-        seen |= {shape(x["point"]) for x in json.loads(probe.read_text())["spec"]}
-    for name in dir(P):
-        rows = getattr(P, name)
-        if name not in ("MLA_FRESH3", "CASCADE_FRESH4") and isinstance(rows, list):
-            seen |= {shape(p) for p in rows if isinstance(p, dict) and "kind" in p}
-    return seen
-
-
-@pytest.mark.parametrize("name", ["MLA_FRESH3", "CASCADE_FRESH4"])
+@pytest.mark.parametrize("name", FRESH)
 def test_var7_fresh_set_has_no_earlier_shape(name: str) -> None:
-    fresh = [shape(p) for p in getattr(P, name)]
-    assert len(set(fresh)) == len(fresh) >= 5
-    assert not set(fresh) & earlier()
+    # against every other list and record but the fresh run's own sections (var8 added
+    # mla_fresh3 and cascade_fresh4, the measurement of these very sets)
+    assert_fresh(getattr(P, name), variant_shape, variants_seen(P, FRESH, FRESH_SECTIONS),
+                 size=(5, None), axes={"batch": lambda p: p["batch"]})
 
 
 def test_var7_fresh_sets_reach_beyond_the_l2() -> None:
@@ -55,4 +41,5 @@ def test_var7_fresh_sets_reach_beyond_the_l2() -> None:
                                                ("CASCADE_FRESH4", "cascade_fresh4")])
 def test_the_fresh_record_measured_exactly_the_sets_written_before(name: str, section: str) -> None:
     record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
-    assert sorted(shape(p) for p in record[section]) == sorted(shape(p) for p in getattr(P, name))
+    assert sorted(map(variant_shape, record[section])) == sorted(
+        map(variant_shape, getattr(P, name)))

@@ -7,15 +7,15 @@ or benchmarks/ — and they cover what the brief asks: ≥ 15 points, the four f
 
 from __future__ import annotations
 
-import csv
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.conftest import markdown_table, without_prefix_rereads
+from tests.fresh_sets import assert_fresh, seen
+from tests.seen_sets import variant_loose, variant_shape, variants_seen
 
 # the point lists import calibrate/variants.py, which imports torch: CI's torch step runs this
 P = pytest.importorskip("iosim.calibrate.variants_points", exc_type=ImportError)
@@ -23,69 +23,17 @@ P = pytest.importorskip("iosim.calibrate.variants_points", exc_type=ImportError)
 ROOT = Path(__file__).parent.parent
 FRESH = ("DECODE_FRESH3", "CASCADE_FRESH5", "MLA_FRESH4")
 FRESH_SECTIONS = ("decode_fresh3", "cascade_fresh5", "mla_fresh4")
-KEYS = ("kind", "batch", "n_kv", "heads", "kv_heads", "d", "prefix_len", "suffix_lens")
 L2 = 60 * 2**20
-
-
-def shape(p: dict[str, Any]) -> tuple[Any, ...]:
-    return tuple(tuple(v) if isinstance(v, list) else v for v in (p.get(k) for k in KEYS))
-
-
-def loose(p: dict[str, Any]) -> tuple[Any, ...]:
-    """Batch, KV length (a shared prefix's full length), heads, KV heads."""
-    n_kv = p.get("n_kv") or (p.get("prefix_len") or 0) + max(p.get("suffix_lens") or [0])
-    return tuple(int(float(v)) if v not in (None, "") else None
-                 for v in (p.get("batch"), n_kv, p.get("heads"), p.get("kv_heads")))
 
 
 def fresh_points() -> list[dict[str, Any]]:
     return [p for name in FRESH for p in getattr(P, name)]
 
 
-def _dicts(node: Any) -> Iterator[dict[str, Any]]:
-    if isinstance(node, dict):
-        yield node
-        for v in node.values():
-            yield from _dicts(v)
-    elif isinstance(node, list):
-        for v in node:
-            yield from _dicts(v)
-
-
-def recorded(own: tuple[str, ...] = FRESH_SECTIONS) -> Iterator[dict[str, Any]]:
-    """Every point-like row (a batch and a KV length or prefix) of every JSON and CSV record
-    under tests/data and benchmarks/, but the fresh run's own sections (`own`)."""
-    for path in sorted((ROOT / "tests" / "data").rglob("*")) + sorted(
-            (ROOT / "benchmarks").rglob("*")):
-        if path.suffix == ".json":
-            data = json.loads(path.read_text())
-            if isinstance(data, dict):
-                data = {k: v for k, v in data.items() if k not in own}
-            rows: Any = _dicts(data)
-        elif path.suffix == ".csv":
-            rows = csv.DictReader(path.read_text().splitlines())
-        else:
-            continue
-        for row in rows:
-            if "batch" in row and ("n_kv" in row or "prefix_len" in row):
-                yield row
-
-
 def test_var9_fresh_sets_have_no_earlier_shape() -> None:
-    fresh = [shape(p) for p in fresh_points()]
-    assert len(set(fresh)) == len(fresh) >= 15
-    listed = {shape(p) for name in dir(P) if name not in FRESH
-              and isinstance(getattr(P, name), list)
-              for p in getattr(P, name) if isinstance(p, dict) and "kind" in p}
-    assert not set(fresh) & listed
-    seen = set()
-    for row in recorded():
-        try:
-            seen.add(loose(row))
-        except (TypeError, ValueError):  # a row whose fields are not counts (a header, a note)
-            continue
-    assert len(seen) > 100  # the records were read
-    assert not {loose(p) for p in fresh_points()} & seen
+    assert_fresh(fresh_points(), variant_shape, variants_seen(P, FRESH, FRESH_SECTIONS),
+                 size=(15, None), axes={"kind": lambda p: p["kind"],
+                                        "KV length": lambda p: variant_loose(p)[1]})
 
 
 def test_var9_fresh_sets_cover_the_families_and_reach_beyond_the_l2() -> None:
@@ -95,7 +43,7 @@ def test_var9_fresh_sets_cover_the_families_and_reach_beyond_the_l2() -> None:
     assert {p["batch"] for p in fresh_points()} <= set(range(1, 65))
     assert min(p["batch"] for p in fresh_points()) == 1
     assert max(p["batch"] for p in fresh_points()) == 64
-    kv = [loose(p)[1] for p in fresh_points()]
+    kv = [variant_loose(p)[1] for p in fresh_points()]
     assert min(kv) >= 1000
     assert max(kv) <= 128 * 1024
     assert any(p["batch"] * p["n_kv"] * p["kv_heads"] * p["d"] * 4 > L2 for p in decode)
@@ -111,7 +59,7 @@ def test_the_fresh_record_measured_exactly_the_sets_written_before(name: str,
     if section not in record:
         pytest.skip("the fresh record is not in yet")
     rows = [{**p, "id": p["id"].removesuffix("-pcontig")} for p in record[section]]
-    assert sorted(shape(p) for p in rows) == sorted(shape(p) for p in getattr(P, name))
+    assert sorted(map(variant_shape, rows)) == sorted(map(variant_shape, getattr(P, name)))
 
 
 FP8_KEYS = ("dtype", "n", "heads", "causal", "fp8_scales", "d")
@@ -121,19 +69,21 @@ def test_var9_fp8_fresh_set_has_no_earlier_point() -> None:
     """FP8_FRESH3 (benchmarks/fp8_mask_fit.py's fresh judgement): no (dtype, n, heads, mask,
     scales, d) of an earlier FP8 section or list, both masks, both scale kinds, e4m3 and
     e5m2, n a multiple of the kernel's 128 × 64 blocks and not a power of two."""
-    fresh = [tuple(p[k] for k in FP8_KEYS) for p in P.FP8_FRESH3]
-    assert len(set(fresh)) == len(fresh) >= 8
     record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
-    earlier = {tuple(p.get(k) for k in FP8_KEYS) for name, rows in record.items()
-               if name.startswith("fp8") and name != "fp8_fresh3" and isinstance(rows, list)
-               for p in rows}
-    earlier |= {tuple(p.get(k) for k in FP8_KEYS) for name in dir(P)
-                if name.startswith("FP8") and name != "FP8_FRESH3"
-                for p in getattr(P, name) if isinstance(p, dict)}
-    assert len(earlier) >= 30
-    assert not set(fresh) & earlier
+
+    def key(p: dict[str, Any]) -> tuple[Any, ...]:
+        return tuple(p.get(k) for k in FP8_KEYS)
+
+    assert_fresh(P.FP8_FRESH3, key, [
+        seen("the earlier FP8 sections of tests/data/h200-variants.json",
+             (key(p) for name, rows in record.items() if name.startswith("fp8")
+              and name != "fp8_fresh3" and isinstance(rows, list) for p in rows), at_least=30),
+        seen("the earlier FP8 lists of calibrate/variants_points.py",
+             (key(p) for name in dir(P) if name.startswith("FP8") and name != "FP8_FRESH3"
+              for p in getattr(P, name) if isinstance(p, dict)), at_least=30)],
+        size=(8, None), axes={"mask": lambda p: p["causal"], "scales": lambda p: p["fp8_scales"],
+                              "dtype": lambda p: p["dtype"]})
     points = P.FP8_FRESH3
-    assert {p["causal"] for p in points} == {True, False}
     assert {p["fp8_scales"] for p in points} == {"tensor", "block"}
     assert {p["dtype"] for p in points} == {"fp8_e4m3", "fp8_e5m2"}
     assert all(p["n"] % 128 == 0 and p["n"] & (p["n"] - 1) for p in points)

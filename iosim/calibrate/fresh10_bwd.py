@@ -27,12 +27,6 @@ BEFORE_TEXT = ("main's rules (bwd9 merged): every handover between whole-tensor 
                "ideal LRU, GEMMs' too")
 
 
-def _within(r: FB.Judged, estimate: float | None) -> bool:
-    if estimate is None:
-        return False
-    return bool(F3.inside(FB.Judged(r.gap, r.point, r.what, r.quantity, estimate, r.measured)))
-
-
 def by_kernel_lines(rows: list[FB.Judged]) -> list[str]:
     """Every DRAM row of the record by (impl, kernel): within with the rule and without."""
     dram = [r for r in rows if r.quantity.startswith("DRAM") and F3.inside(r) is not None]
@@ -45,14 +39,14 @@ def by_kernel_lines(rows: list[FB.Judged]) -> list[str]:
         was = median(abs((r.without or 0.0) - r.measured) / r.measured for r in mine)
         lines.append(f"| {what} | {quantity.removeprefix('DRAM ')} | {len(mine)} | "
                      f"{sum(bool(F3.inside(r)) for r in mine)} | "
-                     f"{sum(_within(r, r.without) for r in mine)} | {now:.1%} / {was:.1%} |")
+                     f"{sum(F3.inside_before(r) for r in mine)} | {now:.1%} / {was:.1%} |")
     ok = sum(bool(F3.inside(r)) for r in dram)
-    before = sum(_within(r, r.without) for r in dram)
+    before = sum(F3.inside_before(r) for r in dram)
     eager = [r for r in dram if r.what == "eager"]
     lines += ["", f"All DRAM rows (kernels and whole backwards, SDPA's and eager's): {ok} of "
               f"{len(dram)} within the bound with bwd11's rule, {before} of {len(dram)} with "
               f"main's. Eager's alone: {sum(bool(F3.inside(r)) for r in eager)} of {len(eager)} "
-              f"against {sum(_within(r, r.without) for r in eager)} of {len(eager)}."]
+              f"against {sum(F3.inside_before(r) for r in eager)} of {len(eager)}."]
     return lines
 
 

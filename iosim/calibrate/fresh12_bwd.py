@@ -35,6 +35,7 @@ from iosim.calibrate import fresh7_bwd as F7
 from iosim.calibrate import fresh10_bwd as F10
 from iosim.calibrate import gemm_handover_fit as G
 from iosim.calibrate import torch_bwd_dram as D
+from iosim.calibrate.rules_patched import rules_patched
 from iosim.calibrate.torch_bwd_dram import KernelBytes
 from iosim.inputs.hardware import Hardware
 from iosim.inputs.implementations import Implementation
@@ -58,25 +59,17 @@ def rules_off() -> Iterator[None]:
         return tuple(k for k in original(self, gqa=gqa, causal=causal, multihead=True)
                      if k.kind != "dk_first")
 
-    D.forget_models()
-    try:
-        with patch.object(Implementation, "extra_kernels_for", main_extras), \
-                patch.object(dirty_ledger, "LAST_WAVE", False), \
-                patch.object(impl_kernels, "BACKWARD_READS_COPIES", False):
-            yield
-    finally:
-        D.forget_models()
+    with rules_patched(patch.object(Implementation, "extra_kernels_for", main_extras),
+                       patch.object(dirty_ledger, "LAST_WAVE", False),
+                       patch.object(impl_kernels, "BACKWARD_READS_COPIES", False)):
+        yield
 
 
 @contextmanager
 def tile_bytes(nbytes: int) -> Iterator[None]:
     """The rules with another LAST_WAVE_TILE_BYTES (the sensitivity)."""
-    D.forget_models()
-    try:
-        with patch.object(dirty_ledger, "LAST_WAVE_TILE_BYTES", nbytes):
-            yield
-    finally:
-        D.forget_models()
+    with rules_patched(patch.object(dirty_ledger, "LAST_WAVE_TILE_BYTES", nbytes)):
+        yield
 
 
 def comparable(records: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -201,12 +194,8 @@ def one_rule_off(rule: str) -> Iterator[None]:
     target = {"dk_first": (Implementation, "extra_kernels_for", without_dk_first),
               "last_wave": (dirty_ledger, "LAST_WAVE", False),
               "copies": (impl_kernels, "BACKWARD_READS_COPIES", False)}[rule]
-    D.forget_models()
-    try:
-        with patch.object(*target):
-            yield
-    finally:
-        D.forget_models()
+    with rules_patched(patch.object(*target)):
+        yield
 
 
 def ablation_lines(records: list[dict[str, Any]], hardware: Hardware) -> list[str]:

@@ -32,6 +32,7 @@ from iosim.calibrate import backward_fit as B
 from iosim.calibrate import fresh_bwd as FB
 from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
+from iosim.calibrate.rules_patched import rules_patched
 from iosim.inputs.hardware import Hardware
 
 GAPS = {"s": "small backwards (SDPA and eager, N % 8 ≠ 0 among them)",
@@ -51,18 +52,10 @@ def _rules_before() -> Iterator[None]:
     serial sweeps: the L2's cutoff a step at its size)."""
     from iosim.estimates import l2_cutoff
 
-    D.forget_models()
-    B._ESTIMATES.clear()
-    FB._FLASH1.clear()
-    try:
-        with patch.object(B, "HANDOVER", "next"), \
-                patch.object(l2_cutoff, "FILL_SHARE", 1.0), \
-                patch.object(l2_cutoff, "FILL_WIDTH", 0.0):
-            yield
-    finally:
-        D.forget_models()
-        B._ESTIMATES.clear()
-        FB._FLASH1.clear()
+    with rules_patched(patch.object(B, "HANDOVER", "next"),
+                       patch.object(l2_cutoff, "FILL_SHARE", 1.0),
+                       patch.object(l2_cutoff, "FILL_WIDTH", 0.0)):
+        yield
 
 
 def triton_dram(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, str, float, float]]:
@@ -145,6 +138,13 @@ def inside(r: FB.Judged) -> bool | None:
     return abs(r.error) <= (0.20 if r.what == "eager" else 0.15)
 
 
+def inside_before(r: FB.Judged) -> bool:
+    """Whether the estimate the earlier rules gave (the row's `without`) is within the row's
+    bound; False where there is none."""
+    return r.without is not None and bool(inside(FB.Judged(r.gap, r.point, r.what, r.quantity,
+                                                           r.without, r.measured)))
+
+
 def count_inside(rows: list[FB.Judged], gap: str, dram: bool,
                  before: bool = False) -> tuple[int, int]:
     """(within its bound, judged) over a gap's DRAM rows or time rows; `before`: judged with the
@@ -152,8 +152,8 @@ def count_inside(rows: list[FB.Judged], gap: str, dram: bool,
     judged = [r for r in rows if r.gap == gap and r.quantity.startswith("DRAM") == dram
               and inside(r) is not None]
     if before:
-        judged = [FB.Judged(r.gap, r.point, r.what, r.quantity, r.without, r.measured)
-                  for r in judged if r.without is not None]
+        judged = [r for r in judged if r.without is not None]
+        return sum(map(inside_before, judged)), len(judged)
     return sum(bool(inside(r)) for r in judged), len(judged)
 
 
@@ -251,9 +251,7 @@ def report(record: dict[str, Any], hardware: Hardware, *, with_sensitivity: bool
             judged_rows = [r for r in mine if pick(r) and inside(r) is not None]
             if judged_rows:
                 ok = sum(bool(inside(r)) for r in judged_rows)
-                old = sum(bool(inside(FB.Judged(r.gap, r.point, r.what, r.quantity,
-                                                r.without, r.measured)))
-                          for r in judged_rows if r.without is not None)
+                old = sum(map(inside_before, judged_rows))
                 with_old = sum(r.without is not None for r in judged_rows)
                 summary.append(f"{label} {ok} of {len(judged_rows)} within the bound"
                                + (f" (before: {old} of {with_old})" if with_old else ""))

@@ -20,10 +20,8 @@ from statistics import median
 from typing import Any
 from unittest.mock import patch
 
-from iosim.calibrate import backward_fit as B
 from iosim.calibrate import fresh3_bwd as F3
-from iosim.calibrate import fresh_bwd as FB
-from iosim.calibrate import torch_bwd_dram as D
+from iosim.calibrate.rules_patched import rules_patched
 from iosim.inputs.hardware import Hardware
 
 BWD4_RESTART_SHARE = 0.8
@@ -47,20 +45,12 @@ def rules_bwd4() -> Iterator[None]:
     import iosim.estimates.l2 as l2
     import iosim.estimates.l2_restarts as restarts
 
-    D.forget_models()
-    B._ESTIMATES.clear()
-    FB._FLASH1.clear()
     step = _step(BWD4_RESTART_SHARE)
-    try:
-        with patch.object(l2, "miss_probability", _step(1.0)), \
-                patch.object(restarts, "miss_probability", step), \
-                patch.object(restarts, "never_misses", lambda r, c: step(r, c) == 0.0), \
-                patch.object(l2._ClosedForm, "_group_rereads", lambda self, k, a: 0.0):
-            yield
-    finally:
-        D.forget_models()
-        B._ESTIMATES.clear()
-        FB._FLASH1.clear()
+    with rules_patched(patch.object(l2, "miss_probability", _step(1.0)),
+                       patch.object(restarts, "miss_probability", step),
+                       patch.object(restarts, "never_misses", lambda r, c: step(r, c) == 0.0),
+                       patch.object(l2._ClosedForm, "_group_rereads", lambda self, k, a: 0.0)):
+        yield
 
 
 def launch_floor(records: list[dict[str, Any]]) -> list[tuple[str, int, float, float]]:

@@ -23,8 +23,8 @@ from unittest.mock import patch
 from iosim.calibrate import backward_fit as B
 from iosim.calibrate import dirty_ledger as L
 from iosim.calibrate import fresh3_bwd as F3
-from iosim.calibrate import fresh_bwd as FB
 from iosim.calibrate import torch_bwd_dram as D
+from iosim.calibrate.rules_patched import rules_patched
 from iosim.inputs.hardware import Hardware
 
 BEFORE_TEXT = ("bwd6's rules as frozen at `bwd6-frozen`: no protocol residue in the ledger and "
@@ -34,16 +34,8 @@ BEFORE_TEXT = ("bwd6's rules as frozen at `bwd6-frozen`: no protocol residue in 
 @contextmanager
 def rules_bwd6() -> Iterator[None]:
     """The DRAM rules as frozen at bwd6-frozen (no protocol residue), caches cleared around."""
-    D.forget_models()
-    B._ESTIMATES.clear()
-    FB._FLASH1.clear()
-    try:
-        with patch.object(L, "PROTOCOL_RESIDUE_BYTES", 0.0):
-            yield
-    finally:
-        D.forget_models()
-        B._ESTIMATES.clear()
-        FB._FLASH1.clear()
+    with rules_patched(patch.object(L, "PROTOCOL_RESIDUE_BYTES", 0.0)):
+        yield
 
 
 def protocol_lines(record: dict[str, Any]) -> list[str]:

@@ -22,30 +22,19 @@ from iosim.analysis import impl_kernels as IK
 from iosim.calibrate import backward_fit as B
 from iosim.calibrate import fresh3_bwd as F3
 from iosim.calibrate import fresh7_bwd as F7
-from iosim.calibrate import fresh_bwd as FB
-from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
+from iosim.calibrate.rules_patched import forget_estimates, rules_patched
 from iosim.inputs.hardware import Hardware
 
 BEFORE_TEXT = ("bwd7's rules as frozen at `bwd7-frozen`: eager's mask and scale backward passes "
                "in place (read dS, write dS)")
 
 
-def _forget() -> None:
-    D.forget_models()
-    B._ESTIMATES.clear()
-    FB._FLASH1.clear()
-
-
 @contextmanager
 def rules_in_place() -> Iterator[None]:
     """The model as frozen at bwd7-frozen: the out-of-place rule off, caches cleared around."""
-    _forget()
-    try:
-        with patch.object(IK, "_out_of_place", lambda kernels, cite: kernels):
-            yield
-    finally:
-        _forget()
+    with rules_patched(patch.object(IK, "_out_of_place", lambda kernels, cite: kernels)):
+        yield
 
 
 def eager_times(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, float, float,
@@ -55,16 +44,10 @@ def eager_times(record: dict[str, Any], hardware: Hardware) -> list[tuple[str, f
     with rules_in_place():
         before = [F.predict_time(p, "eager", hardware, F.EAGER_TIME, host_floor=False)
                   for p in points]
-    _forget()
+    forget_estimates()
     return [(p["id"], p["eager_s"],
              F.predict_time(p, "eager", hardware, F.EAGER_TIME, host_floor=False), b)
             for p, b in zip(points, before, strict=True)]
-
-
-def _within(r: FB.Judged, estimate: float | None) -> bool:
-    if estimate is None:
-        return False
-    return bool(F3.inside(FB.Judged(r.gap, r.point, r.what, r.quantity, estimate, r.measured)))
 
 
 def summary_lines(record: dict[str, Any], hardware: Hardware) -> list[str]:
@@ -81,10 +64,10 @@ def summary_lines(record: dict[str, Any], hardware: Hardware) -> list[str]:
         old = sorted(abs((r.without or 0.0) - r.measured) / r.measured for r in mine)
         lines.append(f"| {what} | {quantity.removeprefix('DRAM ')} | {len(mine)} | "
                      f"{sum(bool(F3.inside(r)) for r in mine)} | "
-                     f"{sum(_within(r, r.without) for r in mine)} | "
+                     f"{sum(F3.inside_before(r) for r in mine)} | "
                      f"{out[len(out) // 2]:.1%} / {old[len(old) // 2]:.1%} |")
     ok = sum(bool(F3.inside(r)) for r in rows)
-    before = sum(_within(r, r.without) for r in rows)
+    before = sum(F3.inside_before(r) for r in rows)
     lines += ["", f"All DRAM rows (kernels and whole backwards, SDPA's and eager's): {ok} of "
               f"{len(rows)} within the bound out of place, {before} of {len(rows)} in place.", "",
               "### Eager's backward time, out of place and in place", "",

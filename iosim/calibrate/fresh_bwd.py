@@ -31,6 +31,7 @@ from iosim.calibrate import CalibrationError
 from iosim.calibrate import torch_bwd_dram as D
 from iosim.calibrate import torch_bwd_fit as F
 from iosim.calibrate.backward_fit import handover, workload_of
+from iosim.calibrate.rules_patched import rules_patched
 from iosim.estimates import eager_backward as EB
 from iosim.estimates.alg4_time import Alg4Shape, Alg4Time, alg4_shape
 from iosim.inputs.hardware import Hardware
@@ -66,12 +67,8 @@ def _no_restarts() -> Iterator[None]:
     """The L2 model as it was before the restart rule (l2.py's earlier closed form)."""
     import iosim.estimates.l2 as l2
 
-    D.forget_models()
-    try:
-        with patch.object(l2, "programs_within", lambda *args: False):
-            yield
-    finally:
-        D.forget_models()
+    with rules_patched(patch.object(l2, "programs_within", lambda *args: False)):
+        yield
 
 
 @contextmanager

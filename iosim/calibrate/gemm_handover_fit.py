@@ -19,6 +19,7 @@ from statistics import median
 from unittest.mock import patch
 
 from iosim.calibrate import torch_bwd_dram as D
+from iosim.calibrate.rules_patched import rules_patched
 from iosim.calibrate.torch_bwd_dram import KernelBytes
 from iosim.estimates import l2 as L2
 from iosim.estimates import l2_handover as H
@@ -34,23 +35,15 @@ SMALL, SMALL_SLACK = 1e6, 0.1e6
 @contextmanager
 def rule_off() -> Iterator[None]:
     """main's rule before bwd11: every handover the ideal LRU (l2.hit_fraction)."""
-    D.forget_models()
-    try:
-        with patch.object(L2, "gemm_reads_carried", lambda reader, earlier: False):
-            yield
-    finally:
-        D.forget_models()
+    with rules_patched(patch.object(L2, "gemm_reads_carried", lambda reader, earlier: False)):
+        yield
 
 
 @contextmanager
 def constants(share: float, span: float) -> Iterator[None]:
     """The rule with other constants (the fit's grid, the sensitivity)."""
-    D.forget_models()
-    try:
-        with patch.multiple(H, RETAINED_SHARE=share, RETAIN_SPAN=span):
-            yield
-    finally:
-        D.forget_models()
+    with rules_patched(patch.multiple(H, RETAINED_SHARE=share, RETAIN_SPAN=span)):
+        yield
 
 
 def inside(estimate: float, measured: float) -> bool:

@@ -17,6 +17,7 @@ from pathlib import Path
 import torch
 
 from iosim.calibrate import kernels as K
+from iosim.calibrate.evict_target import read_spec, write_manifest
 from iosim.calibrate.impl_ncu import RANGE
 from iosim.calibrate.measure import _tensors, make_runner
 from iosim.calibrate.ncu import AFTER_COMPILE, COMPILED, GATE, GO, READY
@@ -58,8 +59,7 @@ def _wait_for_compiled(timeout_s: float = 600) -> None:
 def main(argv: list[str]) -> int:
     """Run every point of SPEC as the module docstring says; write the ids to MANIFEST."""
     spec_path, manifest_path = argv
-    with open(spec_path) as f:
-        spec = json.load(f)
+    spec = read_spec(spec_path)
     PHASES["main_s"] = _since_start()
     buffer, partials = K.evict_buffers()
     PHASES["buffers_s"] = _since_start()
@@ -85,8 +85,7 @@ def main(argv: list[str]) -> int:
         done.append({"id": item["id"]})
         del q, k, v, run
         torch.cuda.empty_cache()
-    with open(manifest_path, "w") as f:
-        json.dump(done, f)
+    write_manifest(manifest_path, done)
     return 0
 
 

@@ -12,12 +12,21 @@ Constants inside jit functions are literals: Triton reads no module global that 
 `tl.constexpr`.
 
 torch is not imported here; triton is, at module level (only the kernel modules import this).
+Under `TRITON_INTERPRET=1` importing this module mends Triton 3.6's interpreter for NumPy 2.4
+(triton_interpreter.py), before any kernel here or in a module importing it runs on the CPU.
 """
 
 from __future__ import annotations
 
+import os
+
 import triton
 import triton.language as tl
+
+from iosim.calibrate.triton_interpreter import patch_interpreter
+
+if os.environ.get("TRITON_INTERPRET") == "1":
+    patch_interpreter()
 
 # ---------------------------------------------------------------------------------------------
 # a program's place in the grid, and its tiles' offsets

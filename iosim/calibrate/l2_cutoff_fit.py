@@ -21,6 +21,7 @@ from unittest.mock import patch
 
 from iosim.calibrate import fresh_bwd as FB
 from iosim.calibrate import torch_bwd_dram as D
+from iosim.calibrate.rules_patched import rules_patched
 from iosim.inputs.hardware import Hardware
 
 SEEN = ("backward-h200.json", "backward-h200-torch.json", "backward-h200-fresh.json",
@@ -34,20 +35,11 @@ WIDTHS = (0.0, 0.025, 0.05, 0.075, 0.1, 0.125, 0.15, 0.2)
 @contextmanager
 def cutoff(share: float, width: float) -> Iterator[None]:
     """The L2 model with this soft cutoff (caches cleared before and after)."""
-    from iosim.calibrate import backward_fit as B
     from iosim.estimates import l2_cutoff
 
-    D.forget_models()
-    B._ESTIMATES.clear()
-    FB._FLASH1.clear()
-    try:
-        with patch.object(l2_cutoff, "FILL_SHARE", share), \
-                patch.object(l2_cutoff, "FILL_WIDTH", width):
-            yield
-    finally:
-        D.forget_models()
-        B._ESTIMATES.clear()
-        FB._FLASH1.clear()
+    with rules_patched(patch.object(l2_cutoff, "FILL_SHARE", share),
+                       patch.object(l2_cutoff, "FILL_WIDTH", width)):
+        yield
 
 
 def moved(records: list[dict[str, Any]]) -> list[dict[str, Any]]:

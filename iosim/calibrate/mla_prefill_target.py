@@ -4,51 +4,31 @@ builds SPEC: a list of {"count_id", "point"}).
 
 Each point is built on fresh data and checked as in the timing phase, launched once to warm up,
 then, with the profiler on (ncu runs with `--profile-from-start off`): evict, the launch, evict
-(calibrate/ncu.py's protocol). MANIFEST lists the points profiled, in launch order.
+(calibrate/ncu.py's protocol; the loop is evict_target.py's). MANIFEST lists the points
+profiled, in launch order.
 """
 
 from __future__ import annotations
 
-import json
 import sys
-from typing import Any
 
 import torch
 
-from iosim.calibrate import kernels as K
 from iosim.calibrate import variants_mla_prefill as VP
+from iosim.calibrate.evict_target import profile_each, read_spec, write_manifest
 
 
 def main(argv: list[str]) -> int:
     """Profile every item of SPEC between evicts; write MANIFEST in launch order."""
     spec_path, manifest_path = argv
-    with open(spec_path) as f:
-        spec = json.load(f)
+    spec = read_spec(spec_path)
     gen = torch.Generator(device="cuda").manual_seed(1515)
-    buffer, partials = K.evict_buffers()
-    cudart = torch.cuda.cudart()
-    manifest: list[dict[str, Any]] = []
-    for item in spec:
-        try:
-            built = VP.build(item["point"], gen)
-            built.launch()
-            torch.cuda.synchronize()
-        except Exception as exc:  # a point that cannot be built is left out, with its reason
-            print(f"mla_prefill_target: {item['count_id']}: {type(exc).__name__}: {exc}",
-                  flush=True)
-            continue
-        cudart.cudaProfilerStart()
-        K.evict(buffer, partials)
-        built.launch()
-        K.evict(buffer, partials)
-        torch.cuda.synchronize()
-        cudart.cudaProfilerStop()
-        manifest.append({"count_id": item["count_id"], "id": item["point"]["id"],
-                         "rel_error": built.rel_error})
-        del built
-        torch.cuda.empty_cache()
-    with open(manifest_path, "w") as f:
-        json.dump(manifest, f)
+    manifest = profile_each(
+        spec, lambda item: VP.build(item["point"], gen),
+        lambda item, built: {"count_id": item["count_id"], "id": item["point"]["id"],
+                             "rel_error": built.rel_error},
+        "mla_prefill_target", free_each=True)
+    write_manifest(manifest_path, manifest)
     return 0
 
 

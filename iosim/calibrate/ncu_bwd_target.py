@@ -16,7 +16,6 @@ into the items' segments by the evict kernels (ncu_bwd.py).
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
@@ -26,6 +25,7 @@ from iosim.algorithms.triton_bwd import BackwardTiles
 from iosim.calibrate import bench_bwd as BB
 from iosim.calibrate import kernels as K
 from iosim.calibrate import kernels_bwd as KB
+from iosim.calibrate.evict_target import read_spec, write_manifest
 
 
 class Target:
@@ -92,15 +92,13 @@ class Target:
 def main(argv: list[str]) -> int:
     """`ncu_bwd_target SPEC MANIFEST`: run every point of SPEC, write what was launched to MANIFEST."""
     spec_path, manifest_path = argv
-    with open(spec_path) as f:
-        spec = json.load(f)
+    spec = read_spec(spec_path)
     target = Target()
     manifest = []
     for item in spec:
         manifest.append(target.run(item))
         torch.cuda.empty_cache()
-    with open(manifest_path, "w") as f:
-        json.dump(manifest, f)
+    write_manifest(manifest_path, manifest)
     return 0
 
 

@@ -3,21 +3,20 @@ SPEC.json MANIFEST.json` (benchmarks/variants_h200.py builds SPEC).
 
 Each item is built and checked as in the timing phase, launched once to warm up (Flex compiles),
 then, with the profiler on (ncu runs with `--profile-from-start off`): evict, the item's launch,
-evict. MANIFEST lists the items in launch order; variants_h200.attach_launches splits ncu's
-launches at the evicts.
+evict (the loop is evict_target.py's). MANIFEST lists the items in launch order;
+variants_h200.attach_launches splits ncu's launches at the evicts.
 """
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Any
 
 import torch
 
-from iosim.calibrate import kernels as K
 from iosim.calibrate import variants as VA
 from iosim.calibrate import variants_mla_fp8 as MF
+from iosim.calibrate.evict_target import profile_each, read_spec, write_manifest
 
 
 def build(item: dict[str, Any], cache: dict[str, Any], gen: torch.Generator) -> VA.Built:
@@ -46,34 +45,20 @@ def build(item: dict[str, Any], cache: dict[str, Any], gen: torch.Generator) -> 
 def main(argv: list[str]) -> int:
     """Profile every item of SPEC between evicts; write MANIFEST in launch order."""
     spec_path, manifest_path = argv
-    with open(spec_path) as f:
-        spec = json.load(f)
+    spec = read_spec(spec_path)
     gen = torch.Generator(device="cuda").manual_seed(1414)
-    buffer, partials = K.evict_buffers()
-    cudart = torch.cuda.cudart()
-    manifest = []
     cache: dict[str, Any] = {}
-    for item in spec:
-        try:
-            built = build(item, cache, gen)
-            built.launch()
-            torch.cuda.synchronize()
-        except Exception as exc:  # a point that cannot be built is left out, with its reason
-            print(f"variants_target: {item['count_id']}: {type(exc).__name__}: {exc}", flush=True)
-            continue
-        cudart.cudaProfilerStart()
-        K.evict(buffer, partials)
-        built.launch()
-        K.evict(buffer, partials)
-        torch.cuda.synchronize()
-        cudart.cudaProfilerStop()
-        manifest.append({"count_id": item["count_id"], "id": item["point"]["id"],
-                         **{k: item[k] for k in ("splits", "method", "prefix_splits",
-                                                 "suffix_splits") if k in item},
-                         "kernels_expected": built.kernels, "rel_error": built.rel_error})
-    with open(manifest_path, "w") as f:
-        json.dump(manifest, f)
+    manifest = profile_each(spec, lambda item: build(item, cache, gen), _entry,
+                            "variants_target")
+    write_manifest(manifest_path, manifest)
     return 0
+
+
+def _entry(item: dict[str, Any], built: VA.Built) -> dict[str, Any]:
+    return {"count_id": item["count_id"], "id": item["point"]["id"],
+            **{k: item[k] for k in ("splits", "method", "prefix_splits", "suffix_splits")
+               if k in item},
+            "kernels_expected": built.kernels, "rel_error": built.rel_error}
 
 
 if __name__ == "__main__":
