@@ -16,6 +16,8 @@ from iosim.estimates.combine import combine_time_s
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.workload import Workload
 from tests.conftest import DATA
+from tests.fresh_sets import as_is, assert_fresh
+from tests.seen_sets import IMPL_AXES, impl_seen
 
 TERMS = {"lean_program_s_per_dim": 3e-8, "lean_stream_d64": 3.5e12, "lean_stream_d128": 4e12,
          "lean_stream_d256": 3e12}
@@ -109,18 +111,9 @@ def test_the_fresh_cudnn11_sets_are_new_and_vary_every_axis() -> None:
     from benchmarks import impl_validation_h200 as V
     from iosim.inputs.implementations_yaml import get_implementation
 
-    mine = {"cudnnfresh11", "eagerfresh11"}
-    earlier = {w for s, (points, _) in V.SETS.items() if s not in mine for w in points}
-    for path in DATA.glob("h200-impl-*.json"):
-        if path.stem in OWN:
-            continue
-        record = json.loads(path.read_text())
-        earlier |= {Workload(**p["workload"]) for p in record.get("points", [])
-                    if "workload" in p}
     cudnn, eager = V.CUDNNFRESH11, V.EAGERFRESH11
-    assert not set(cudnn) & set(eager)
-    for fresh in (cudnn, eager):
-        assert len(set(fresh)) == len(fresh) >= 10 and not set(fresh) & earlier
+    for name, fresh in (("cudnnfresh11", cudnn), ("eagerfresh11", eager)):
+        assert_fresh(fresh, as_is, impl_seen(name), size=(10, None), axes=IMPL_AXES)
         assert {w.d for w in fresh} == {64, 128, 256}
         assert {w.dtype for w in fresh} == {"fp16", "bf16"}
         assert any(w.n == 1 for w in fresh) and any(w.n > 1 for w in fresh)

@@ -18,6 +18,8 @@ from iosim.calibrate import split_k  # noqa: E402
 from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 from iosim.inputs.gpus import config_dir  # noqa: E402
 from iosim.inputs.hardware_yaml import load_hardware  # noqa: E402
+from tests.fresh_sets import assert_fresh, seen  # noqa: E402
+from tests.seen_sets import AXES, ID, backward_seen  # noqa: E402
 
 FRESH14 = D.DATA / "backward-h200-fresh14.json"
 SEEN_SPLIT = (D.FRESH10, D.FRESH12)
@@ -107,21 +109,14 @@ def _shape(point_id: str) -> tuple[int, int, int, int, bool] | None:
 
 
 def test_the_fourteenth_grid_is_new() -> None:
-    """No point's shape (N, d, batch·heads, batch·kv, mask: dtype aside) that of a point of any
-    earlier record (fresh1-12, the probes, the calibration records) or earlier grid."""
+    """No point's id that of a point of any earlier record (fresh1-12, the probes, the
+    calibration records) or other grid, nor its shape (N, d, batch·heads, batch·kv, mask: dtype
+    aside) (tests/fresh_sets.py assert_fresh)."""
     points = _grid()
-    from benchmarks import backward_h200 as BH
-    from tests.test_fresh8_backward import _earlier_ids
-
-    earlier = _earlier_ids(own="backward-h200-fresh14.json", later=()) | {
-        p.id for make in (BH.fresh8_grid, BH.fresh9_grid, BH.fresh10_grid, BH.fresh11_grid,
-                          BH.fresh12_grid) for p, _, _ in make()}
-    fresh12 = {p["id"] for p in json.loads(D.FRESH12.read_text())["points"]}
-    assert len(fresh12) == 16 and fresh12 <= earlier
-    shapes = {_shape(i) for i in earlier} - {None}
-    assert 14 <= len(points) <= 16
-    assert len({p.id for p in points}) == len(points)
-    assert not {_shape(p.id) for p in points} & shapes
+    earlier = backward_seen("backward-h200-fresh14.json", "fresh14_grid")
+    dtype_aside = [seen(f"{s.name}, dtype aside", {_shape(i) for i in s.keys} - {None},
+                        key=lambda p: _shape(p.id), at_least=s.at_least) for s in earlier]
+    assert_fresh(points, ID, [*earlier, *dtype_aside], size=(14, 16), axes=AXES)
 
 
 def test_the_fourteenth_grid_varies_every_axis() -> None:

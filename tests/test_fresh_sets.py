@@ -107,6 +107,8 @@ ROUNDS: list[tuple[str, str, dict[str, Any], Callable[..., None]]] = [
      _swap_list(VP, "CASCADE_FRESH6", lambda m: m.CASCADE[0])),
     ("test_variants_fresh_var11", "test_cascade_fresh7_has_no_earlier_shape", {},
      _swap_list(VP, "CASCADE_FRESH7", lambda m: m.CASCADE[0])),
+    ("test_variants_fresh_var12", "test_cascade_fresh8_has_no_earlier_shape", {},
+     _swap_list(VP, "CASCADE_FRESH8", lambda m: m.CASCADE[0])),
     ("test_mla_prefill_fresh2", "test_fresh2_has_no_earlier_shape", {},
      _swap_list("iosim.calibrate.mla_prefill_points", "FRESH2", lambda m: m.FIT[0])),
     ("test_fresh_backward", "test_the_second_fresh_set_is_new", {},
@@ -120,10 +122,11 @@ ROUNDS: list[tuple[str, str, dict[str, Any], Callable[..., None]]] = [
         ("6", "test_the_sixth_fresh_set_is_new_and_varies_every_axis"),
         ("7", "test_the_seventh_grid_is_new"), ("8", "test_the_eighth_grid_is_new"),
         ("9", "test_the_ninth_grid_is_new"), ("10", "test_the_tenth_grid_is_new"),
-        ("11", "test_the_eleventh_grid_is_new"), ("12", "test_the_twelfth_grid_is_new"))),
+        ("11", "test_the_eleventh_grid_is_new"), ("12", "test_the_twelfth_grid_is_new"),
+        ("14", "test_the_fourteenth_grid_is_new"))),
     *(("test_calibrate_impl", "test_the_fresh_validation_set_is_new_and_varies_every_acceptance_"
        "axis", {"name": name}, _swap_list(IV, name, lambda m: m.FIT[0]))
-      for name in ("VALIDATION3", "VALIDATION4", "VALIDATION5", "VALIDATION6")),
+      for name in ("VALIDATION3", "VALIDATION4", "VALIDATION5", "VALIDATION6", "VALIDATION10")),
     *((module, test, {}, _swap_list(IV, name, lambda m: m.FIT[0])) for module, test, name in (
         ("test_calibrate_impl", "test_the_fresh_flex_set_is_new", "FLEXFRESH7"),
         ("test_flex_forward", "test_the_fresh_flex8_set_is_new_and_varies_every_axis",
@@ -144,7 +147,12 @@ ROUNDS: list[tuple[str, str, dict[str, Any], Callable[..., None]]] = [
         ("test_eager_forward", "test_the_fresh_eager8_set_is_new_and_varies_every_axis",
          "EAGERFRESH8"),
         ("test_eager_mask", "test_the_fresh_eager9_set_is_new_and_varies_every_axis",
-         "EAGERFRESH9"))),
+         "EAGERFRESH9"),
+        ("test_spills", "test_the_fresh_instance_set_is_new_and_varies_its_axes", "IMPL12FRESH"),
+        ("test_cudnn11", "test_the_fresh_cudnn11_sets_are_new_and_vary_every_axis",
+         "CUDNNFRESH11"),
+        ("test_cudnn11", "test_the_fresh_cudnn11_sets_are_new_and_vary_every_axis",
+         "EAGERFRESH11"))),
 ]
 
 

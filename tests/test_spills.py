@@ -244,21 +244,23 @@ def test_an_unknown_instance_is_one_line(tmp_path: Any) -> None:
 
 def test_the_fresh_instance_set_is_new_and_varies_its_axes() -> None:
     """IMPL12FRESH (round 12, committed before tag impl12-frozen): no shape (batch, heads, KV
-    heads, N, N_kv, d, mask; any dtype) of any earlier set of the validation script or of the
-    calibration grid; every instance at d 128, three at d 64, d 256 causal and not, 1-48
-    heads, batch 1-3, GQA, fp16 and bf16, chunked prefills, K/V beyond the L2."""
+    heads, N, N_kv, d, mask; any dtype) of any other set of the validation script, implementation
+    record or the calibration grid (tests/seen_sets.py impl_seen); every instance at d 128,
+    three at d 64, d 256 causal and not, 1-48 heads, batch 1-3, GQA, fp16 and bf16, chunked
+    prefills, K/V beyond the L2."""
     from benchmarks import impl_validation_h200 as V
-    from iosim.calibrate.impl_run import FIT_GRID
     from iosim.estimates.spills import fa2_instance
+    from tests.fresh_sets import assert_fresh, seen
+    from tests.seen_sets import PREFILL_AXES, impl_seen
 
     def shape(w: Workload) -> tuple[Any, ...]:
         return (w.batch, w.heads, w.kv_heads, w.n, w.n_kv, w.d, w.causal)
 
     fresh = V.IMPL12FRESH
-    earlier = {shape(w) for w in FIT_GRID} | {shape(w) for name, (points, _) in V.SETS.items()
-                                              if name != "impl12fresh" for w in points}
-    assert len({shape(w) for w in fresh}) == len(fresh) >= 16
-    assert not {shape(w) for w in fresh} & earlier
+    earlier = impl_seen("impl12fresh")
+    dtype_aside = [seen(f"{s.name}, dtype aside", {shape(w) for w in s.keys}, key=shape,
+                        at_least=s.at_least) for s in earlier if s.key is None]
+    assert_fresh(fresh, shape, [*earlier, *dtype_aside], size=(16, None), axes=PREFILL_AXES)
 
     def instance(w: Workload) -> tuple[int, str]:
         return w.d, fa2_instance(w.n, w.n_kv, w.d, 128 if w.d <= 128 else 64,

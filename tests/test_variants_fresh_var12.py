@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.test_variants_fresh_var9 import loose, recorded, shape
+from tests.fresh_sets import assert_fresh
+from tests.seen_sets import variant_shape, variants_seen
 
 # the point lists import calibrate/variants.py, which imports torch: CI's torch step runs this
 P = pytest.importorskip("iosim.calibrate.variants_points", exc_type=ImportError)
@@ -20,36 +21,13 @@ L2 = 62914560  # the H200's 60 MiB (iosim/data/gpus/h200.yaml l2_size)
 SMS = 132
 
 
-def listed_elsewhere() -> list[dict[str, object]]:
-    return [p for name in dir(P) if name != "CASCADE_FRESH8"
-            and isinstance(getattr(P, name), list)
-            for p in getattr(P, name) if isinstance(p, dict) and "kind" in p]
-
-
 def test_cascade_fresh8_has_no_earlier_shape() -> None:
-    fresh = P.CASCADE_FRESH8
-    shapes = [shape(p) for p in fresh]
-    assert len(set(shapes)) == len(shapes) >= 8
-    listed = listed_elsewhere()
-    assert len(listed) > 100
-    assert not set(shapes) & {shape(p) for p in listed}
-    # nor, by batch, KV length, heads and KV heads, any row of any record (cascade_fresh7's too)
-    seen = set()
-    for row in recorded(own=("cascade_fresh8",)):
-        try:
-            seen.add(loose(row))
-        except (TypeError, ValueError):  # a row whose fields are not counts (a header, a note)
-            continue
-    assert len(seen) > 100  # the records were read
-    assert not {loose(p) for p in fresh} & seen
-    # nor a listed set's, loosely (an earlier set with other suffixes or head dim)
-    assert not {loose(p) for p in fresh} & {loose(p) for p in listed}
-    # nor a prefix probe's (benchmarks/mla-prefill-h200: the points var6-var7 looked at)
-    probes = [ROOT / "benchmarks/mla-prefill-h200/prefix-probe.json",
-              ROOT / "benchmarks/mla-prefill-h200/fresh/prefix-fresh.json"]
-    probed = {loose(x["point"]) for path in probes
-              for x in json.loads(path.read_text())["spec"]}
-    assert probed and not {loose(p) for p in fresh} & probed
+    """New against every other point list (by shape and loosely), every record row and the
+    shared-prefix probes (tests/seen_sets.py variants_seen)."""
+    assert_fresh(P.CASCADE_FRESH8, variant_shape,
+                 variants_seen(P, ("CASCADE_FRESH8",), ("cascade_fresh8",)), size=(8, None),
+                 axes={"batch": lambda p: p["batch"], "prefix": lambda p: p["prefix_len"],
+                       "d": lambda p: p["d"]})
 
 
 def test_cascade_fresh8_covers_the_brief() -> None:
@@ -80,5 +58,5 @@ def test_the_fresh8_record_measured_exactly_the_set_written_before() -> None:
     record = json.loads((ROOT / "tests/data/h200-variants.json").read_text())
     if "cascade_fresh8" not in record:
         pytest.skip("the fresh record is not in yet")
-    assert sorted(shape(p) for p in record["cascade_fresh8"]) == sorted(
-        shape(p) for p in P.CASCADE_FRESH8)
+    assert sorted(variant_shape(p) for p in record["cascade_fresh8"]) == sorted(
+        variant_shape(p) for p in P.CASCADE_FRESH8)
