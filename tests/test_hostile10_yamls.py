@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from iosim.inputs.gpus import config_dir
 from iosim.inputs.implementations_yaml import impls_dir
 from iosim.inputs.model_files import models_dir
 from tests.hostile import A100_YAML, check_run, workdir
@@ -83,3 +84,22 @@ def test_an_impl_yamls_name_with_a_control_character_is_refused() -> None:
         err = _refused(folder, ["compare", "--gpu", "h200", "--n", "1024", "--impl",
                                 "mine.yaml"])
     assert ": name:" in err and "control character" in err
+
+
+# -- datasheet figures that cannot be one GPU's -------------------------------------------------
+
+H200_TEXT = (config_dir() / "h200.yaml").read_text(encoding="utf-8")
+
+
+@pytest.mark.parametrize(("old", "new", "key"), [
+    # before: accepted; occupancy counted on a per-SM shared memory no block fits
+    ("value: 228 KiB", "value: 100 KiB", "sram_per_sm"),
+    # before: accepted; "60 GB" for "60 MiB", and every byte an L2 hit to the DRAM estimate
+    ("value: 60 MiB", "value: 200 GB", "l2_size"),
+])
+def test_figures_that_do_not_nest_are_refused(old: str, new: str, key: str) -> None:
+    assert old in H200_TEXT
+    with workdir() as folder:
+        (folder / "mine.yaml").write_text(H200_TEXT.replace(old, new, 1), encoding="utf-8")
+        err = _refused(folder, ["compare", "--gpu", "mine.yaml", "--n", "4096"])
+    assert f": {key}:" in err and "units" in err

@@ -215,8 +215,25 @@ class Hardware(Record):
             raise ConfigError(self.path, "sm_count",
                               f"must be a whole number from 1 to {MAX_SM_COUNT}, got "
                               f"{excerpt(self.sm_count)}")
+        self._check_sizes_nest()
         if self.measured is not None:
             self._check_measured_ceilings(self.measured)
+
+    def _check_sizes_nest(self) -> None:
+        """A block's shared memory is part of one SM's, and the L2 caches a part of HBM: a
+        sram_per_sm of 100 KiB under a 227 KiB sram_per_block (occupancy then counted on a
+        per-SM size no block fits), or an L2 of "60 GB" for "60 MiB" (every byte an L2 hit
+        to the DRAM estimate) were accepted (hostile10)."""
+        if self.sram_per_sm_bytes is not None and self.sram_per_sm_bytes < self.sram_per_block_bytes:
+            raise ConfigError(self.path, "sram_per_sm",
+                              f"{self.sram_per_sm_bytes:,.0f} bytes is less than sram_per_block's "
+                              f"{self.sram_per_block_bytes:,.0f}: a block's shared memory lives "
+                              f"in one SM; check the two figures' units")
+        if self.l2_bytes is not None and self.l2_bytes >= self.hbm_capacity_bytes:
+            raise ConfigError(self.path, "l2_size",
+                              f"{self.l2_bytes:,.0f} bytes is not less than hbm_capacity's "
+                              f"{self.hbm_capacity_bytes:,.0f}: the L2 caches a part of HBM; "
+                              f"check the two figures' units (MiB, GB)")
 
     def _check_measured_ceilings(self, measured: MeasuredProfile) -> None:
         """No measured ceiling above its datasheet figure (limits.MEASURED_OVER_SPEC), here so

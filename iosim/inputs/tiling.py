@@ -78,8 +78,10 @@ class Tiling(Record):
         # block of 1.5 rows were counted, and a block of 0 was a ZeroDivisionError.
         for name in ("block_q", "block_kv", "bwd_block_q", "bwd_block_kv"):
             value = getattr(self, name)
-            if value is not None or name in ("block_q", "block_kv"):
-                check_block(name, value, error=TilingError)
+            if value is not None or name in ("block_q", "block_kv"):  # Alg. 1's rule may size
+                check_int(name, value, high=MAX_SRAM_BYTES,  # a block past MAX_BLOCK: < 2^38
+                          what="rows of a block sized to an SRAM of at most 1 TiB",  # rows
+                          error=TilingError)
         check_int("sram_bytes", self.sram_bytes, high=MAX_SRAM_BYTES, error=TilingError)
         check_int("splits", self.splits, high=MAX_LENGTH, error=TilingError)
         for name in ("programs_per_sm", "bwd_programs_per_sm"):
