@@ -101,7 +101,7 @@ benchmarks/verify_work_speed.py timed 11 shapes on this 2-core machine shared by
 (benchmarks/verify_work_speed.json): the matmul-bound ones ran 0.3-0.96 G multiply-adds a
 second, 2.3 G with the machine nearly to itself (the gemma shape in 15 s) and 4 G unloaded
 (benchmarks/verify_speed.py: `--n 1024 --d 64`, 0.6 G, in 0.16 s). The bound, 12 G, keeps
-`--n 4096 --d 64` (10.2 G; 3-5 s unloaded) and refuses the gemma shape (about 20 G causal)."""
+`--n 4096 --d 64` (10.2 G; 3-5 s unloaded) and refuses the gemma shape (27.6 G, causal)."""
 
 
 MULTIPLY_ADDS_PER_SCORE = {"fwd": (1, 1), "bwd": (3, 2)}

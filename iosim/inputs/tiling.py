@@ -82,7 +82,8 @@ class Tiling(Record):
                 check_int(name, value, high=MAX_SRAM_BYTES,  # a block past MAX_BLOCK: < 2^38
                           what="rows of a block sized to an SRAM of at most 1 TiB",  # rows
                           error=TilingError)
-        check_int("sram_bytes", self.sram_bytes, high=MAX_SRAM_BYTES, error=TilingError)
+        check_int("sram_bytes", self.sram_bytes, low=0, high=MAX_SRAM_BYTES,  # 0: blocks
+                  error=TilingError)  # given, no budget they were sized for (tests/strategies)
         check_int("splits", self.splits, high=MAX_LENGTH, error=TilingError)
         for name in ("programs_per_sm", "bwd_programs_per_sm"):
             check_int(name, getattr(self, name), high=MAX_PROGRAMS_PER_SM,
