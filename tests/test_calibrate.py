@@ -103,13 +103,19 @@ def test_a_broken_measurement_file_is_one_line(tmp_path: Path) -> None:
 
 
 def test_a_yaml_for_another_gpu_warns_and_records_both(tmp_path: Path) -> None:
-    out = tmp_path / "a100.yaml"
-    code, _, err = run("calibrate", "--gpu", "a100", "--out", str(out), "--from", str(RECORD))
+    # a B200's datasheet ceilings lie above the H200's measured ones; an A100's do not, and
+    # that fit is refused (tests/test_hostile10_records.py: no measured ceiling above its
+    # datasheet's)
+    out = tmp_path / "b200.yaml"
+    code, _, err = run("calibrate", "--gpu", "b200", "--out", str(out), "--from", str(RECORD))
     assert code == 0
-    assert err.startswith(f"Warning: {RECORD} was measured on 'NVIDIA H200' but --gpu a100-80gb-sxm "
-                          "describes 'NVIDIA A100 80GB SXM4'")
+    assert err.startswith(f"Warning: {RECORD} was measured on 'NVIDIA H200' but --gpu b200 "
+                          "describes 'NVIDIA B200 (HGX, 1000 W)'")
     provenance = load_hardware(out).measured.provenance  # type: ignore[union-attr]
-    assert "for a100-80gb-sxm (NVIDIA A100 80GB SXM4), measured on NVIDIA H200" in provenance
+    assert "for b200 (NVIDIA B200 (HGX, 1000 W)), measured on NVIDIA H200" in provenance
+    code, _, err = run("calibrate", "--gpu", "a100", "--out", str(tmp_path / "a100.yaml"),
+                       "--from", str(RECORD))
+    assert code == 2 and "above the datasheet's 2.04 TB/s" in err
 
 
 @pytest.mark.parametrize(("device", "name", "aliases", "expected"), [

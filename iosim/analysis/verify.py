@@ -46,6 +46,7 @@ from iosim.inputs.limits import check_block, check_seed
 from iosim.inputs.tiling import Tiling
 from iosim.inputs.units import FP8_DTYPES
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
+from iosim.record import Record
 
 MODEL_DTYPE = {"float64": "fp32", "float32": "fp32", "float16": "fp16"}
 """The model dtype whose closed form a run is compared with (elements do not depend on it)."""
@@ -91,6 +92,82 @@ VERIFY_TILE_WORK = 1 << 14
 in Python loops (measured: `iosim verify --n 1000 --block-kv 1`, 16,000 pairs × 2 algorithms,
 6.2 s on a shared 2-core machine), so a run stays within a few seconds (issue 12)."""
 
+VERIFY_WORK = 12 * 10**9
+"""Multiply-add equivalents (`verify_work`) one `verify` may execute, so that a run stays
+within seconds however large its tiles: the tile-pair bound alone let a gemma-2-2b local layer
+(`--model gemma-2-2b --layer local --n 1448`, d = 256, 4,232 pairs) run 11-77 s, `--n 1024
+--d 2048 --block 128` 18 s and `--n 4096 --block 256` 20 s (hostile9 leftover 2).
+benchmarks/verify_work_speed.py timed 11 shapes on this 2-core machine shared by six sessions
+(benchmarks/verify_work_speed.json): the matmul-bound ones ran 0.3-0.96 G multiply-adds a
+second, 2.3 G with the machine nearly to itself (the gemma shape in 15 s) and 4 G unloaded
+(benchmarks/verify_speed.py: `--n 1024 --d 64`, 0.6 G, in 0.16 s). The bound, 12 G, keeps
+`--n 4096 --d 64` (10.2 G; 3-5 s unloaded) and refuses the gemma shape (27.6 G, causal)."""
+
+
+MULTIPLY_ADDS_PER_SCORE = {"fwd": (1, 1), "bwd": (3, 2)}
+"""Per score, the multiply-adds of a pass as (times d, times d_v): the forward's S = QKᵀ and
+O = PV; the backward's S again, dP = dO·Vᵀ, dV = Pᵀ·dO, dQ = dS·K and dK = dSᵀ·Q (Alg. 4,
+execute/backward.py)."""
+
+ELEMENTWISE_PER_SCORE = 16
+"""Multiply-add equivalents of a score's elementwise work in a pass: its scale, mask, max,
+exponent, sum and the executor's dtype copies, about a dozen operations. The timings cannot
+tell it apart (the fit puts it at 0: N = 4096 at d = 64, 67M scores, took 20 s, and N = 1024 at
+d = 1024, 4M scores with as many multiply-adds, 21 s); it keeps a d = 1 run of many scores
+from passing free."""
+
+PER_TILE_PAIR = 70_000
+"""Multiply-add equivalents of one tile pair's Python and numpy call overhead in a tiled run:
+~140 µs a pair (N = 512, d = 16, blocks of 8: 8,192 pairs in 1.2 s, nearly no multiply-adds)
+at the loaded machine's 0.5 G multiply-adds a second."""
+
+
+class VerifyWork(Record):
+    """What one `verify` would execute, estimated before anything runs (`verify_work`)."""
+
+    pair_runs: int
+    """Tile pairs visited × tiled runs (each pass of each tiled algorithm)."""
+    scores: int
+    """Scores every run computes, tiled (a whole tile each pair visited), standard and the
+    float64 reference."""
+    multiply_adds: int
+    """The matmuls' multiply-adds over those scores (MULTIPLY_ADDS_PER_SCORE)."""
+
+    @property
+    def total(self) -> int:
+        """Multiply-add equivalents: the matmuls, the elementwise work and the pairs' overhead."""
+        return (self.multiply_adds + ELEMENTWISE_PER_SCORE * self.scores
+                + PER_TILE_PAIR * self.pair_runs)
+
+
+def verify_work(workload: Workload, chosen: Sequence[Algorithm], block_q: int,
+                block_kv: int) -> VerifyWork:
+    """The work of verifying `chosen` on `workload` (see VerifyWork): every tiled algorithm's
+    passes, standard's (always run, the reference) and the float64 formula's."""
+    w = workload
+    passes = ("fwd",) if w.pass_ == "fwd" else ("fwd", "bwd")  # bwd runs its forward first
+    per_score = sum(a * w.d + b * w.d_v for a, b in (MULTIPLY_ADDS_PER_SCORE[p] for p in passes))
+    pairs = w.batch * w.heads * _visited_pairs(w, block_q, block_kv)
+    tiled = sum(1 for a in chosen if a.tiled)
+    tile_scores = pairs * min(block_q, w.n) * min(block_kv, w.n_kv)
+    dense = w.batch * w.heads * w.n * w.n_kv  # standard and the float64 reference
+    scores = len(passes) * (tiled * tile_scores + 2 * dense)
+    return VerifyWork(pairs * tiled * len(passes), scores,
+                      per_score * (tiled * tile_scores + 2 * dense))
+
+
+def _visited_pairs(w: Workload, block_q: int, block_kv: int) -> int:
+    """Tile pairs of one (batch, head) a tiled executor visits: all T_r × T_c, or under a
+    causal mask (bottom-right aligned: row r sees keys up to r + N_kv − N) each row block's
+    key blocks up to its last row's, as the executors skip the rest (a window or a sparse
+    mask skips more: still an upper bound). T_r ≤ 2^16 here (check_limits ran first)."""
+    row_blocks, key_blocks = -(-w.n // block_q), -(-w.n_kv // block_kv)
+    if not w.causal:
+        return row_blocks * key_blocks
+    offset = w.n_kv - w.n
+    return sum(min(key_blocks, max(0, -(-(min((i + 1) * block_q, w.n) + offset) // block_kv)))
+               for i in range(row_blocks))
+
 
 def check_work(workload: Workload, chosen: Sequence[Algorithm], block_q: int,
                block_kv: int) -> None:
@@ -104,6 +181,14 @@ def check_work(workload: Workload, chosen: Sequence[Algorithm], block_q: int,
             f"algorithm runs = {pairs * runs:,}, beyond the {VERIFY_TILE_WORK:,} verify executes "
             f"(a run of seconds); use larger --block-q/--block-kv, fewer --algo, or the closed "
             f"form (iosim compare)")
+    work = verify_work(w, chosen, block_q, block_kv)
+    if work.total > VERIFY_WORK:
+        raise IosimError(
+            f"this verify would execute about {work.total / 1e9:.3g} billion multiply-adds "
+            f"({work.scores:,} scores at d = {w.d}, {work.pair_runs:,} tile pairs), beyond the "
+            f"{VERIFY_WORK / 1e9:g} billion it runs (a run of seconds); use a smaller --n, "
+            f"--heads or --d, fewer --algo, or the closed form (iosim compare), which has no "
+            f"such limit")
 
 
 def verify(

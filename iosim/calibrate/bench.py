@@ -22,12 +22,11 @@ import triton.testing
 from iosim.calibrate import CalibrationError
 from iosim.calibrate import kernels as K
 from iosim.calibrate.plan import FusedConfig, Plan, Shape
-from iosim.calibrate.records import Measurement
+from iosim.calibrate.records import CHECK_TOLERANCE, Measurement
 
 TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp32": torch.float32}
-TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2, "fp32": 1e-5}
-"""Relative-error limits: fp16 and bf16 operands with fp32 accumulation (METHOD: bf16 between
-1e-3 and 1e-2; fp16 carries 3 more mantissa bits)."""
+TOLERANCE = CHECK_TOLERANCE
+"""Relative-error limits (records.CHECK_TOLERANCE: a record read back meets the same ones)."""
 CHECK_HEADS = 2
 
 Progress = Callable[[str], None]

@@ -32,6 +32,7 @@ from iosim.calibrate import CalibrationError
 from iosim.calibrate.fit_result import BytesCheck, Ceilings, FitResult, Point, is_main_config
 from iosim.calibrate.plan import FIT_N, FUSED_CONFIGS
 from iosim.calibrate.records import Calibration, Measurement
+from iosim.errors import ConfigError
 from iosim.estimates.l2 import dram_estimate
 from iosim.estimates.l2_model import DramEstimate
 from iosim.estimates.occupancy import compute_capability, sm_limits
@@ -186,7 +187,12 @@ def fit(calibration: Calibration, hardware: Hardware) -> FitResult:
 
     unit = MeasuredProfile("fit", ceil.hbm_bandwidth_bytes_per_s, dict(ceil.peak_flops_per_s),
                            {k: 1.0 for k in KERNEL_KINDS}, vector_flops_per_s=vector)
-    measured_hw = replace(hardware, measured=unit)
+    try:  # the ceilings meet the datasheet's (Hardware._check_measured_ceilings) before a fit
+        measured_hw = replace(hardware, measured=unit)
+    except ConfigError as exc:
+        problem = str(exc).removeprefix(f"{exc.path}: ")
+        raise CalibrationError(f"its ceilings are not ones {hardware.name} can have: {problem} "
+                               f"({_where(calibration)})") from None
 
     def roof(m: Measurement) -> float:
         model = models[m.id]

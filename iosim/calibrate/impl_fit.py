@@ -240,7 +240,9 @@ def load_points(path: Path) -> dict[str, Any]:
         if measured is not None:
             record: Any = {"device": {"name": measured[0]["gpu"], "torch": "see each point"},
                            "points": [{"impl": p["impl"], "workload": p["workload"],
-                                       "time_s": p["measured_time_s"]} for p in measured]}
+                                       "time_s": p["measured_time_s"],
+                                       **({"rel_error": p["rel_error"]} if "rel_error" in p
+                                          else {})} for p in measured]}
         else:
             record = parse(text)
     except RecursionError:
@@ -283,6 +285,23 @@ def _check_point(path: Path, i: int, p: Any) -> None:
                 backward=workload.pass_ != "fwd")
     except (IosimError, TypeError) as exc:
         raise CalibrationError(f"{where} ({p['impl']}): {clip(str(exc), 120)}") from None
+    _check_rel_error(where, p, workload.dtype)
+
+
+def _check_rel_error(where: str, p: dict[str, Any], dtype: str) -> None:
+    """A timed point's correctness check, where recorded, within the tolerance the run holds
+    it to (measure.TOLERANCE): a point over it computed wrongly, and its time fitted as an
+    efficiency would be a wrong kernel's (hostile9 leftover 3)."""
+    from iosim.calibrate.measure import TOLERANCE  # torch is imported there only when run
+
+    if "rel_error" not in p:
+        return
+    err, tolerance = p["rel_error"], TOLERANCE[dtype]
+    if isinstance(err, bool) or not isinstance(err, (int, float)) or not 0 <= err <= tolerance:
+        raise CalibrationError(f"{where} ({p['impl']}): rel_error must be the run's check, a "
+                               f"number from 0 to the {tolerance:g} a {dtype} point must meet "
+                               f"before it is timed, got {excerpt(err)}; a point over it "
+                               f"computed wrongly: drop it or measure it again")
 
 
 WORKLOAD_FIELDS = ("n", "n_kv", "d", "heads", "kv_heads", "batch", "dtype", "causal")

@@ -195,6 +195,28 @@ def _field_problem(kind: str, name: str, value: Any) -> str | None:
     return None
 
 
+CHECK_TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2, "fp32": 1e-5}
+"""The largest relative error ‖out − ref‖/‖ref‖ a calibration kernel may have against torch
+before it is timed: fp16 and bf16 operands with fp32 accumulation (METHOD: bf16 between 1e-3
+and 1e-2; fp16 carries 3 more mantissa bits). The run refuses to time a kernel above it
+(bench.require_close), and a record read back refuses a point above it: a wrong kernel's time
+fitted as an efficiency (hostile9 leftover 3: rel_error 0.5 was fitted). The keys are the
+dtypes a calibration runs."""
+
+
+def _check_problem(m: Measurement) -> str | None:
+    """Why a measurement's dtype or correctness check rules it out of a fit, or None."""
+    if m.dtype not in CHECK_TOLERANCE:
+        return (f"dtype {excerpt(m.dtype)} is not one a calibration runs "
+                f"({', '.join(CHECK_TOLERANCE)})")
+    tolerance = CHECK_TOLERANCE[m.dtype]
+    if m.rel_error is not None and m.rel_error > tolerance:
+        return (f"rel_error {m.rel_error:.3g} is over the {tolerance:g} a {m.dtype} kernel must "
+                f"meet before it is timed: it computed wrongly, and its time is no efficiency; "
+                f"drop the point or record it again with iosim calibrate")
+    return None
+
+
 MIN_RECORDED_TIME_S = 1e-9
 """The shortest time a record may hold: no kernel runs in under a nanosecond (CUDA's event
 timer resolves about half a microsecond; the shortest time in tests/data's calibration records
@@ -246,6 +268,9 @@ def calibration_from_dict(raw: Any, where: str = "measurement file") -> Calibrat
         item = _build(Measurement, m, f"{where}: measurements[{i}]")
         if item.kernel not in KERNELS:
             raise CalibrationError(f"{where}: measurements[{i}]: unknown kernel {item.kernel!r}")
+        problem = _check_problem(item)
+        if problem is not None:
+            raise CalibrationError(f"{where}: measurements[{i}] ({clip(item.id)}): {problem}")
         measurements.append(item)
     counters_raw = raw.get("counters") or {"status": "not recorded"}
     for key, kind in (("device", dict), ("notes", list), ("measurements", list),

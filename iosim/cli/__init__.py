@@ -63,6 +63,7 @@ class IosimGroup(click.Group):
         """Run the command line; every error becomes one `Error: ...` line on stderr and exit status 2
         (usage and bad input) or the error's own status, never a traceback."""
         _drop_unreadable_sizes()
+        _replace_unencodable()
         try:
             result = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.exceptions.NoArgsIsHelpError as exc:
@@ -116,6 +117,24 @@ def _drop_unreadable_sizes() -> None:
         value = os.environ.get(name)
         if value is not None and not (value.isascii() and value.isdigit()):
             del os.environ[name]
+
+
+SYMBOLS = "⌈⌉×→…–·²µ≤✓"
+"""Characters iosim's tables and lines print (rule, units, marks)."""
+
+
+def _replace_unencodable() -> None:
+    """Let a stdout or stderr whose encoding cannot write iosim's symbols write them as '?':
+    PYTHONIOENCODING=latin-1 or a Windows cp1252 console made every table a UnicodeEncodeError
+    traceback (exit 1). An encoding that holds them (UTF-8) is left as it is."""
+    for stream in (sys.stdout, sys.stderr):
+        reconfigure = getattr(stream, "reconfigure", None)
+        if reconfigure is None or getattr(stream, "errors", "strict") != "strict":
+            continue
+        try:
+            SYMBOLS.encode(getattr(stream, "encoding", None) or "utf-8")
+        except (UnicodeEncodeError, LookupError):
+            reconfigure(errors="replace")
 
 
 FLAG_NAMES = {"pass_": "pass", "sram_bytes": "sram", "algorithms": "algo"}

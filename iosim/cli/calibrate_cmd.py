@@ -9,6 +9,7 @@ from pathlib import Path
 
 import click
 
+from iosim.calibrate import CalibrationError
 from iosim.cli import cli
 from iosim.cli.paths import PathType
 from iosim.errors import IosimError
@@ -152,6 +153,11 @@ def calibrate_command(gpu: str, out: Path, quick: bool, counters: bool, force: b
         save_calibration(calibration, record)
     try:
         result = fit(calibration, hardware)
+    except CalibrationError as exc:  # worded for the record already: whole, not clipped
+        if from_ is None:
+            raise
+        raise IosimError(f"{excerpt(str(from_))}: {exc.problem}; record them again with iosim "
+                         f"calibrate") from None
     except (IosimError, ArithmeticError, ValueError) as exc:
         if from_ is None:
             raise

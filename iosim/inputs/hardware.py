@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from iosim.errors import ConfigError, IosimError, arg
 from iosim.inputs.excerpts import excerpt
-from iosim.inputs.limits import MAX_SM_COUNT, check_figure
+from iosim.inputs.limits import MAX_SM_COUNT, check_figure, check_measured_ceiling
 from iosim.inputs.units import DTYPE_BYTES, FP8_DTYPES
 from iosim.record import Record, field
 
@@ -215,6 +215,48 @@ class Hardware(Record):
             raise ConfigError(self.path, "sm_count",
                               f"must be a whole number from 1 to {MAX_SM_COUNT}, got "
                               f"{excerpt(self.sm_count)}")
+        self._check_sizes_nest()
+        if self.measured is not None:
+            self._check_measured_ceilings(self.measured)
+
+    def _check_sizes_nest(self) -> None:
+        """A block's shared memory is part of one SM's, and the L2 caches a part of HBM: a
+        sram_per_sm of 100 KiB under a 227 KiB sram_per_block (occupancy then counted on a
+        per-SM size no block fits), or an L2 of "60 GB" for "60 MiB" (every byte an L2 hit
+        to the DRAM estimate) were accepted (hostile10)."""
+        if self.sram_per_sm_bytes is not None and self.sram_per_sm_bytes < self.sram_per_block_bytes:
+            raise ConfigError(self.path, "sram_per_sm",
+                              f"{self.sram_per_sm_bytes:,.0f} bytes is less than sram_per_block's "
+                              f"{self.sram_per_block_bytes:,.0f}: a block's shared memory lives "
+                              f"in one SM; check the two figures' units")
+        if self.l2_bytes is not None and self.l2_bytes >= self.hbm_capacity_bytes:
+            raise ConfigError(self.path, "l2_size",
+                              f"{self.l2_bytes:,.0f} bytes is not less than hbm_capacity's "
+                              f"{self.hbm_capacity_bytes:,.0f}: the L2 caches a part of HBM; "
+                              f"check the two figures' units (MiB, GB)")
+
+    def _check_measured_ceilings(self, measured: MeasuredProfile) -> None:
+        """No measured ceiling above its datasheet figure (limits.MEASURED_OVER_SPEC), here so
+        that a YAML, a `calibrate --from` fit (fit.py builds its profile as a Hardware) and
+        a Hardware built in Python meet the one rule. A datasheet figure marked `estimate:
+        true` is a guess, not a ceiling: a measurement above it corrects it. A measured peak of a
+        dtype the datasheet lacks is refused (a measured FP8 rate on a GPU without FP8 tensor
+        cores); a measured L2 rate needs no datasheet one."""
+        ceilings: list[tuple[str, float | None, float | None, str]] = [
+            ("hbm_bandwidth", measured.hbm_bandwidth_bytes_per_s,
+             self.hbm_bandwidth_bytes_per_s, "B/s")]
+        if self.l2_bandwidth_bytes_per_s is not None:  # few datasheets give one: then a
+            ceilings.append(("l2_bandwidth", measured.l2_bandwidth_bytes_per_s,  # measurement
+                             self.l2_bandwidth_bytes_per_s, "B/s"))  # stands alone
+        ceilings += [(f"peak_flops.{dtype}", value, self.peak_flops_per_s.get(dtype), "FLOP/s")
+                     for dtype, value in measured.peak_flops_per_s.items()]
+        for key, value, spec, unit in ceilings:
+            figure = self.figures.get(key)
+            if value is None or (figure is not None and figure.estimate):
+                continue
+            problem = check_measured_ceiling(value, spec, unit)
+            if problem is not None:
+                raise ConfigError(self.path, f"measured.{key}", problem)
 
     @property
     def ridge_point_flops_per_byte(self) -> float:

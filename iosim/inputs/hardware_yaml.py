@@ -30,7 +30,7 @@ from iosim.inputs.hardware import SCHEMA_VERSION, Figure, Hardware
 from iosim.inputs.hardware_figures import read_figure, read_peak_figures
 from iosim.inputs.hardware_measured import read_measured
 from iosim.inputs.limits import MAX_SRAM_BYTES
-from iosim.inputs.safe_yaml import read_document, yaml_kind
+from iosim.inputs.safe_yaml import read_document, yaml_aliases, yaml_name, yaml_text
 from iosim.inputs.shipped import path_text
 
 # YAML key -> (dimension for parse_quantity or "count", required)
@@ -50,22 +50,19 @@ _TOP_KEYS = {"schema_version", "name", "aliases", "peak_flops", "measured",
 
 
 def _text(path: str, raw: dict[str, Any], key: str) -> str | None:
-    value = raw.get(key)
-    if value is not None and not isinstance(value, str):
-        raise ConfigError(path, key, f"must be text, got {yaml_kind(value)}")
-    return value
+    if key not in raw:
+        return None
+    return yaml_text(path, key, raw[key], lines=key == "notes")
 
 
 def load_hardware(path: str | os.PathLike[str]) -> Hardware:
     """Load and validate one hardware YAML file."""
     where = path_text(check_path_text("path", path, error=UnknownGpuError))
     raw = read_document(where, _TOP_KEYS, schema_version=SCHEMA_VERSION)
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.strip():
+    if raw.get("name") is None:
         raise ConfigError(where, "name", "missing; give the GPU a short name, e.g. a100-80gb-sxm")
-    aliases = raw.get("aliases", [])
-    if not isinstance(aliases, list) or not all(isinstance(a, str) for a in aliases):
-        raise ConfigError(where, "aliases", "must be a list of names")
+    name = yaml_name(where, "name", raw["name"])
+    aliases = yaml_aliases(where, "aliases", raw.get("aliases", []), name.strip())
     if "sram_per_block" in raw:
         sram = read_figure(where, "sram_per_block", raw["sram_per_block"], "bytes").value
         if sram > MAX_SRAM_BYTES:

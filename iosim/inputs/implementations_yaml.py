@@ -37,7 +37,7 @@ from iosim.inputs.limits import (
     MAX_STAGES,
     MAX_WARPS,
 )
-from iosim.inputs.safe_yaml import refuse_unknown_keys
+from iosim.inputs.safe_yaml import refuse_unknown_keys, yaml_text
 from iosim.inputs.shipped import shipped_dir, shipped_folder, shipped_yaml_files, yaml_stem
 
 if TYPE_CHECKING:
@@ -183,10 +183,7 @@ def _optional_list(data: dict[str, Any], key: str, path: str, shape: str) -> lis
 
 def _text(data: dict[str, Any], key: str, path: str) -> str:
     """A name or title: a str with something in it (an empty one printed as a blank column)."""
-    value: str = _need(data, key, str, path)
-    if not value.strip():
-        raise ConfigError(path, key, f"is empty; give the implementation's {key}")
-    return value
+    return yaml_text(path, key, _need(data, key, str, path))
 
 
 def _bounded(data: dict[str, Any], key: str, path: str, where: str, low: int, high: int) -> int:

@@ -259,6 +259,33 @@ def check_fp8_causal_share(causal: float, full: float) -> str | None:
     return None
 
 
+MEASURED_OVER_SPEC: Final = 1.02
+"""How far a measured ceiling (measured.hbm_bandwidth, measured.l2_bandwidth,
+measured.peak_flops.DTYPE) may lie above the datasheet figure of the same name. A datasheet
+rounds to two or three digits (the H200's 4.8 TB/s is 4.81 TB/s by its memory clock and bus,
+configs/gpus/h200.yaml), so up to 2 % above it is rounding; more is a measurement that counted
+bytes twice or timed too short a run, and every time the measured profile gives would be too
+short (hostile9 leftover 1: 10 TB/s on an H200 was accepted, from a YAML or a record). The
+shipped measured ceilings lie 5-31 % below theirs (H200: 4,272 of 4,800 GB/s, 686 of 989
+TFLOP/s bf16)."""
+
+
+def check_measured_ceiling(measured: float, spec: float | None, unit: str) -> str | None:
+    """Why a measured ceiling `measured` (B/s or FLOP/s) beside the datasheet's `spec` (None:
+    the datasheet has no such figure) is refused, or None."""
+    from iosim.output.numbers import fmt_rate  # for a refusal only
+
+    if spec is None:
+        return ("has no datasheet figure to stand beside (the same key at the top level of the "
+                "file); add that figure with its source, or drop this one")
+    if measured > spec * MEASURED_OVER_SPEC:
+        return (f"{fmt_rate(measured, unit)} is above the datasheet's {fmt_rate(spec, unit)} by "
+                f"{measured / spec - 1:.0%}, more than a datasheet's rounding "
+                f"({MEASURED_OVER_SPEC - 1:.0%}): no kernel outruns its GPU; check the "
+                f"measurement (bytes counted twice, a time too short) or the datasheet figure")
+    return None
+
+
 def check_figure(value: float, shown: object) -> str | None:
     """Why a hardware figure (in its base unit) is refused, or None."""
     if not math.isfinite(value):

@@ -19,7 +19,7 @@ from iosim.inputs.api_values import check_path_text
 from iosim.inputs.excerpts import clip, excerpt
 from iosim.inputs.limits import MAX_HEAD_DIM, MAX_HEADS, MAX_LAYERS, MAX_LENGTH
 from iosim.inputs.models import MLA_KEYS, LayerGroup, MlaDims, Model, ModelFigure
-from iosim.inputs.safe_yaml import read_document, refuse_unknown_keys
+from iosim.inputs.safe_yaml import read_document, refuse_unknown_keys, yaml_aliases, yaml_name, yaml_text
 from iosim.inputs.shipped import shipped_dir, shipped_yamls, user_yaml
 from iosim.inputs.suggest import did_you_mean
 
@@ -153,13 +153,11 @@ def load_model(path: str | os.PathLike[str]) -> Model:
     path = check_path_text("path", path, error=UnknownModelError)
     where = str(Path(path))
     raw = read_document(where, _TOP_KEYS, schema_version=SCHEMA_VERSION)
-    name = raw.get("name")
-    if not isinstance(name, str) or not name.strip() or any(c.isspace() for c in name.strip()):
+    if raw.get("name") is None:
         raise ConfigError(where, "name", "missing; give the model a short name without spaces, "
                                          "e.g. llama-3.1-8b")
-    aliases = raw.get("aliases", [])
-    if not isinstance(aliases, list) or not all(isinstance(a, str) and a.strip() for a in aliases):
-        raise ConfigError(where, "aliases", "must be a list of names")
+    name = yaml_name(where, "name", raw["name"])
+    aliases = yaml_aliases(where, "aliases", raw.get("aliases", []), name.strip())
     sources = _sources(where, raw.get("sources"))
     figures: dict[str, ModelFigure] = {}
     mla = None
@@ -184,13 +182,14 @@ def load_model(path: str | os.PathLike[str]) -> Model:
     if heads % kv_heads:
         raise ConfigError(where, "kv_heads.value", f"{kv_heads} does not divide heads = {heads}; "
                                                    f"GQA needs heads = groups × kv_heads")
-    display = _text(where, "display_name", raw.get("display_name"))
-    return Model(name=name.strip(), display_name=(display or name).strip(), path=where,
+    display = (yaml_text(where, "display_name", raw["display_name"]) if "display_name" in raw
+               else name.strip())
+    return Model(name=name.strip(), display_name=display, path=where,
                  heads=heads, kv_heads=kv_heads, d=d, d_v=d_v,
                  causal=bool(figures["causal"].value),
                  layers=_layers(where, raw.get("layers"), sources), sources=sources,
-                 aliases=tuple(a.strip() for a in aliases), mla=mla, figures=figures,
-                 notes=_text(where, "notes", raw.get("notes")))
+                 aliases=aliases, mla=mla, figures=figures,
+                 notes=yaml_text(where, "notes", raw["notes"], lines=True) if "notes" in raw else None)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -196,3 +196,50 @@ def refuse_unknown_keys(path: str, key: str | None, raw: dict[Any, Any],
         where = clip(unknown[0]) if key is None else f"{key}.{clip(unknown[0])}"
         raise ConfigError(path, where, f"unknown key.{did_you_mean(unknown[0], allowed)} "
                                        f"Allowed: {', '.join(sorted(allowed))}")
+
+
+def yaml_text(path: str, key: str, value: Any, *, lines: bool = False) -> str:
+    """A text value of an iosim YAML (a name, title, display name, vendor, ...): a string with
+    something in it and, unless `lines` (free notes), no control character; returned stripped.
+    `display_name: ""` printed the GPU as a blank column, an alias `"  "` or `"a\\nb"` was a
+    name no --gpu could ever give."""
+    if not isinstance(value, str):
+        raise ConfigError(path, key, f"must be text, got {yaml_kind(value)}")
+    if not value.strip():
+        raise ConfigError(path, key, f"is empty ({excerpt(value)}); give it text, or leave the "
+                                     f"key out")
+    control = next((c for c in value.strip() if (ord(c) < 32 or ord(c) == 127)
+                    and not (lines and c in "\n\t")), None)
+    if control is not None:
+        raise ConfigError(path, key, f"contains a control character ({control!r}); write it on "
+                                     f"one line")
+    return value.strip()
+
+
+def yaml_name(path: str, key: str, value: Any) -> str:
+    """A name or alias of a GPU or model file: text as `yaml_text` reads it, in one word (a
+    --gpu or --model value is looked up as one: `a100 x` was a name no lookup gave back)."""
+    name = yaml_text(path, key, value)
+    if any(c.isspace() for c in name):
+        raise ConfigError(path, key, f"{excerpt(name)} has a space; a name is one word, e.g. "
+                                     f"a100-sxm")
+    return name
+
+
+def yaml_aliases(path: str, key: str, value: Any, name: str) -> tuple[str, ...]:
+    """A list of other names for the file's `name`, each a name as `yaml_text` reads one,
+    without spaces (a lookup takes one word) and given once: lookups ignore case, so `a100`
+    and `A100` are the same alias, and the name itself is no alias."""
+    if not isinstance(value, list):
+        raise ConfigError(path, key, f"must be a list of names, got {yaml_kind(value)}")
+    seen = {name.lower()}
+    out = []
+    for i, item in enumerate(value):
+        alias = yaml_name(path, f"{key}[{i}]", item)
+        if alias.lower() in seen:
+            what = "the file's name" if alias.lower() == name.lower() else "an earlier alias"
+            raise ConfigError(path, f"{key}[{i}]", f"{excerpt(alias)} repeats {what} (names "
+                                                   f"are matched ignoring case); drop it")
+        seen.add(alias.lower())
+        out.append(alias)
+    return tuple(out)

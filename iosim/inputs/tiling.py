@@ -21,7 +21,13 @@ from iosim.inputs.api_values import check_choice, check_instance, check_int
 from iosim.inputs.excerpts import excerpt
 from iosim.inputs.implementations import Implementation, dtype_code
 from iosim.inputs.ints import Int, both, either, imax, imin, is_array, select
-from iosim.inputs.limits import MAX_SRAM_BYTES, check_block, check_sram_bytes
+from iosim.inputs.limits import (
+    MAX_LENGTH,
+    MAX_PROGRAMS_PER_SM,
+    MAX_SRAM_BYTES,
+    check_block,
+    check_sram_bytes,
+)
 from iosim.inputs.units import DTYPE_BYTES, STAT_BYTES
 from iosim.inputs.workload import WORKLOAD_EXAMPLE, Workload
 from iosim.record import Record
@@ -65,6 +71,27 @@ class Tiling(Record):
     fits_note: str = ""
     """The separate fits check of a default rule: what it found when the rule's blocks,
     with everything the program holds, exceed the SRAM ('' when they fit)."""
+
+    def __post_init__(self) -> None:
+        # A Tiling built in Python meets make_tiling's bounds (one input boundary, as Hardware
+        # does): Tiling(-1, 64, ...) gave closed_form -268,169,216 bytes, a NaN SRAM or a
+        # block of 1.5 rows were counted, and a block of 0 was a ZeroDivisionError.
+        for name in ("block_q", "block_kv", "bwd_block_q", "bwd_block_kv"):
+            value = getattr(self, name)
+            if value is not None or name in ("block_q", "block_kv"):  # Alg. 1's rule may size
+                check_int(name, value, high=MAX_SRAM_BYTES,  # a block past MAX_BLOCK: < 2^38
+                          what="rows of a block sized to an SRAM of at most 1 TiB",  # rows
+                          error=TilingError)
+        check_int("sram_bytes", self.sram_bytes, low=0, high=MAX_SRAM_BYTES,  # 0: blocks
+                  error=TilingError)  # given, no budget they were sized for (tests/strategies)
+        check_int("splits", self.splits, high=MAX_LENGTH, error=TilingError)
+        for name in ("programs_per_sm", "bwd_programs_per_sm"):
+            check_int(name, getattr(self, name), high=MAX_PROGRAMS_PER_SM,
+                      what="CUDA's resident blocks per SM", error=TilingError)
+        for name in ("sram_source", "rule", "bwd_rule", "splits_rule", "occupancy_rule",
+                     "fits_note"):
+            if not isinstance(getattr(self, name), str):
+                raise TilingError(f"{arg(name)} must be text, got {excerpt(getattr(self, name))}")
 
     def sram_elements(self, dtype: str) -> int:
         """The SRAM budget M in elements of `dtype`."""

@@ -49,10 +49,11 @@ def cache_dir() -> str | None:
     if chosen is not None:
         return chosen or None
     base = os.environ.get("XDG_CACHE_HOME")
-    if not base:
+    if not base or not os.path.isabs(base):  # the XDG spec: a relative path is invalid and
+        # ignored (XDG_CACHE_HOME=relative/x made relative/x/iosim in the working folder)
         home = os.path.expanduser("~")
-        if home.startswith("~"):  # no home folder known: no cache, rather than one in "./~"
-            return None
+        if not os.path.isabs(home):  # no home folder known ("~"), or HOME=relative: no
+            return None  # cache, rather than one made in the working folder
         base = os.path.join(home, ".cache")
     return os.path.join(base, "iosim")
 
