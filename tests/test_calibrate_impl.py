@@ -502,3 +502,22 @@ def test_a_refit_of_sdpa_efficient_keeps_its_chain_figures(tmp_path: Path) -> No
     c = compare(step, load_hardware(out), impl="sdpa-efficient", profile="measured")
     assert next(a for a in c.algorithms if a.name == "sdpa-efficient").kernels[0].timed_by \
         == "chain"
+
+
+def test_the_validation10_record_measured_the_set_written_before_it() -> None:
+    """tests/data/h200-impl-validation10.json (benchmarks/validation10-h200/README.md): every
+    implementation at every point of VALIDATION10 (flex at VALIDATION10_FLEX), each timed or
+    refused with its reason, no point of another shape."""
+    from benchmarks import impl_validation_h200 as V
+
+    record = json.loads((FIT_RECORD.parent / "h200-impl-validation10.json").read_text())
+    assert record["set"] == "validation10" and "stopped_early" not in record
+    by_impl: dict[str, dict[int, Any]] = {}
+    for p in record["points"]:
+        by_impl.setdefault(p["impl"], {})[p["index"]] = p
+        assert Workload(**p["workload"]) == V.VALIDATION10[p["index"]]
+        assert "time_s" in p or p.get("refused")
+    assert set(by_impl) == set(V.IMPLS)
+    for impl, points in by_impl.items():
+        expected = set(V.VALIDATION10_FLEX) if impl == "flex" else set(range(len(V.VALIDATION10)))
+        assert set(points) == expected, impl
