@@ -33,18 +33,20 @@ FRESH = ("cascade_fresh7",)
 GRID = [round(0.5 + 0.05 * i, 2) for i in range(11)]
 
 
-def seen_rows() -> list[dict[str, Any]]:
+def seen_rows(fresh: tuple[str, ...] = FRESH) -> list[dict[str, Any]]:
+    """Every counted point but the sections of `fresh` (a later round passes its own), and the
+    prefix probes."""
     rows = v9.residue_rows(v9.load([]))
-    return [r for r in rows if r["section"] not in FRESH] + v10.probe_rows()
+    return [r for r in rows if r["section"] not in fresh] + v10.probe_rows()
 
 
-def fit() -> None:
+def fit(fresh: tuple[str, ...] = FRESH) -> None:
     """Per share on GRID: the seen shared-prefix split-KV points within ±10 % of ncu."""
     kept = waves.FAR_COPY_SHARE
     try:
         for share in GRID:
             waves.FAR_COPY_SHARE = share
-            errors = [r["error"] for r in seen_rows() if r["family"] == v10.FAMILY]
+            errors = [r["error"] for r in seen_rows(fresh) if r["family"] == v10.FAMILY]
             ok = sum(abs(e) <= v9.WITHIN for e in errors)
             print(f"FAR_COPY_SHARE {share:.2f}: {ok} of {len(errors)} within ±10 %, worst "
                   f"{max(errors, key=abs):+.1%}")
@@ -52,20 +54,22 @@ def fit() -> None:
         waves.FAR_COPY_SHARE = kept
 
 
-def main(argv: list[str]) -> int:
+def main(argv: list[str], fresh: tuple[str, ...] = FRESH) -> int:
+    """The command line of the module docstring; `fresh`: the round's fresh sections (var12's
+    judge runs this with its own)."""
     if argv[:1] == ["--join"]:
         off, on = (json.loads(Path(p).read_text()) for p in argv[1:3])
         v9.print_join(off, on, "--rows" in argv)
         return 0
     if "--fit" in argv:
-        fit()
+        fit(fresh)
         return 0
     if "--seen" in argv:
-        rows = seen_rows()
+        rows = seen_rows(fresh)
     else:
         rows = v9.residue_rows(v9.load([a for a in argv if not a.startswith("--")]))
         if "--fresh" in argv:
-            rows = [r for r in rows if r["section"] in FRESH]
+            rows = [r for r in rows if r["section"] in fresh]
     print(json.dumps(rows, indent=1))
     return 0
 
