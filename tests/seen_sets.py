@@ -8,6 +8,7 @@ than it."""
 from __future__ import annotations
 
 import csv
+import importlib.util
 import json
 import re
 from collections.abc import Hashable, Iterator
@@ -130,6 +131,14 @@ def grid_points(made: Any) -> list[Any]:
     return [p for part in made for p in grid_points(part)]
 
 
+NEEDS_TORCH = pytest.mark.skipif(
+    importlib.util.find_spec("torch") is None,
+    reason="needs torch: benchmarks/backward_h200.py's grids are BwdPoints of a module that "
+           "imports it (.ci/run's torch step runs the test)")
+"""The mark of every test that reads a backward grid (backward_grid, backward_seen): a mark, not
+a skip raised here, so that the skip names the test's module (which .ci/run reruns with torch)."""
+
+
 def backward_grid(name: str) -> list[Any]:
     from benchmarks import backward_h200 as BH  # imports torch: the caller skips without it
 
@@ -141,7 +150,6 @@ def backward_seen(own_record: str, own_grid: str, later: tuple[str, ...] = ()) -
     """Every point of every other backward record (points and ncu items, the bwd7 probe's too)
     and of every other grid, by id (dtype/N/[N_kv/]d/batch·heads·kv/mask); `later`: record
     file names made after the round from its points."""
-    pytest.importorskip("torch")  # the grids' BwdPoint lives in a module that imports torch
     recorded: set[str] = set()
     for path in [*sorted(DATA.glob("backward-h200*.json")), DATA / "bwd7-probe-h200.json"]:
         if path.name == own_record or path.name in later:

@@ -14,7 +14,7 @@ sys.path.insert(0, str(ROOT))
 
 from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 from tests.fresh_sets import assert_fresh  # noqa: E402
-from tests.seen_sets import AXES, ID, backward_seen  # noqa: E402
+from tests.seen_sets import AXES, ID, NEEDS_TORCH, backward_seen  # noqa: E402
 
 L2_BYTES = 60 * 2**20
 """The H200's L2 (configs/gpus/h200.yaml)."""
@@ -28,6 +28,7 @@ def _grid() -> list:  # type: ignore[type-arg]
     return [p for p, _, _ in BH.fresh10_grid()]
 
 
+@NEEDS_TORCH
 def test_the_tenth_grid_is_new() -> None:
     """No point equal (dtype, N, N_kv, d, batch·heads·kv, mask) to one of any earlier record
     (fresh1-9, the probes, the calibration records) or earlier grid."""

@@ -18,7 +18,7 @@ from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 from iosim.inputs.gpus import config_dir  # noqa: E402
 from iosim.inputs.hardware_yaml import load_hardware  # noqa: E402
 from tests.fresh_sets import assert_fresh  # noqa: E402
-from tests.seen_sets import AXES, ID, backward_grid, backward_seen  # noqa: E402
+from tests.seen_sets import AXES, ID, NEEDS_TORCH, backward_grid, backward_seen  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -65,6 +65,7 @@ def test_the_sdpa_constants_are_the_fit_on_the_seen_records(h200) -> None:  # ty
     assert fitted == pytest.approx((floor.call_s, floor.per_launch_s))
 
 
+@NEEDS_TORCH
 def test_the_eleventh_grid_is_new() -> None:
     # every other record (bwd11's backward-h200-fresh10.json among them) and grid
     assert_fresh(backward_grid("fresh11_grid"), ID,

@@ -18,7 +18,7 @@ from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 from iosim.inputs.gpus import config_dir  # noqa: E402
 from iosim.inputs.hardware_yaml import load_hardware  # noqa: E402
 from tests.fresh_sets import assert_fresh  # noqa: E402
-from tests.seen_sets import AXES, ID, backward_seen  # noqa: E402
+from tests.seen_sets import AXES, ID, NEEDS_TORCH, backward_seen  # noqa: E402
 
 L2_BYTES = 60 * 2**20
 """The H200's L2 (configs/gpus/h200.yaml)."""
@@ -130,6 +130,7 @@ def _grid() -> list:  # type: ignore[type-arg]
     return [p for p, _, _ in BH.fresh12_grid()]
 
 
+@NEEDS_TORCH
 def test_the_twelfth_grid_is_new() -> None:
     """No point equal (dtype, N, N_kv, d, batch·heads·kv, mask) to one of any earlier record
     (fresh1-11, the probes, the calibration records) or earlier grid (fresh8-11's included)."""

@@ -19,7 +19,7 @@ from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 from iosim.inputs.gpus import config_dir  # noqa: E402
 from iosim.inputs.hardware_yaml import load_hardware  # noqa: E402
 from tests.fresh_sets import assert_fresh, seen  # noqa: E402
-from tests.seen_sets import AXES, ID, backward_seen  # noqa: E402
+from tests.seen_sets import AXES, ID, NEEDS_TORCH, backward_seen  # noqa: E402
 
 FRESH14 = D.DATA / "backward-h200-fresh14.json"
 SEEN_SPLIT = (D.FRESH10, D.FRESH12)
@@ -108,6 +108,7 @@ def _shape(point_id: str) -> tuple[int, int, int, int, bool] | None:
     return n, d, b * h, b * kv, m.group(6) == "causal"
 
 
+@NEEDS_TORCH
 def test_the_fourteenth_grid_is_new() -> None:
     """No point's id that of a point of any earlier record (fresh1-12, the probes, the
     calibration records) or other grid, nor its shape (N, d, batch·heads, batch·kv, mask: dtype

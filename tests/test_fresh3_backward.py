@@ -17,7 +17,7 @@ from iosim.calibrate import torch_bwd_fit as F
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
 from tests.fresh_sets import assert_fresh
-from tests.seen_sets import RECORD_AXES, backward_seen
+from tests.seen_sets import NEEDS_TORCH, RECORD_AXES, backward_seen
 
 
 @pytest.fixture(scope="module")
@@ -30,6 +30,7 @@ def rows(record: dict) -> list[FB.Judged]:
     return F3.judged(record, load_hardware(config_dir() / "h200.yaml"))
 
 
+@NEEDS_TORCH
 @pytest.mark.parametrize("n", ["3", "4"])
 def test_the_third_and_fourth_fresh_sets_are_new(n: str) -> None:
     record = F.load([getattr(F, f"FRESH{n}")])[0]

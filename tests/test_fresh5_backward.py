@@ -19,7 +19,7 @@ from iosim.calibrate import torch_bwd_fit as F
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
 from tests.fresh_sets import assert_fresh
-from tests.seen_sets import AXES, ID, backward_seen
+from tests.seen_sets import AXES, ID, NEEDS_TORCH, backward_seen
 
 
 def _grid() -> tuple[list[Any], list[Any], list[Any]]:
@@ -32,6 +32,7 @@ def _grid() -> tuple[list[Any], list[Any], list[Any]]:
     return [p for p, _, _ in torch_points], flash1, triton
 
 
+@NEEDS_TORCH
 def test_the_fifth_fresh_set_is_new_and_varies_every_axis() -> None:
     torch_points, flash1, triton = _grid()
     points = torch_points + flash1 + triton

@@ -17,7 +17,7 @@ from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 pytest.importorskip("torch")  # the grid's BwdPoint lives in a module that imports torch
 from benchmarks import backward_h200 as BH  # noqa: E402
 from tests.fresh_sets import assert_fresh  # noqa: E402
-from tests.seen_sets import AXES, ID, backward_seen  # noqa: E402
+from tests.seen_sets import AXES, ID, NEEDS_TORCH, backward_seen  # noqa: E402
 
 
 def _fresh7_points() -> list:  # type: ignore[type-arg]
@@ -25,6 +25,7 @@ def _fresh7_points() -> list:  # type: ignore[type-arg]
     return [p for p, _, _ in torch_points] + flash1 + triton
 
 
+@NEEDS_TORCH
 def test_the_seventh_grid_is_new() -> None:
     assert_fresh(_fresh7_points(), ID,
                  backward_seen("backward-h200-fresh7.json", "fresh7_grid"), axes=AXES)

@@ -16,7 +16,7 @@ from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 pytest.importorskip("torch")  # the grid's BwdPoint lives in a module that imports torch
 from benchmarks import backward_h200 as BH  # noqa: E402
 from tests.fresh_sets import assert_fresh  # noqa: E402
-from tests.seen_sets import AXES, ID, backward_seen  # noqa: E402
+from tests.seen_sets import AXES, ID, NEEDS_TORCH, backward_seen  # noqa: E402
 
 L2_BYTES = 60 * 2**20
 """The H200's L2 (configs/gpus/h200.yaml)."""
@@ -26,6 +26,7 @@ def _points() -> list:  # type: ignore[type-arg]
     return [p for p, _, _ in BH.fresh8_grid()]
 
 
+@NEEDS_TORCH
 def test_the_eighth_grid_is_new() -> None:
     assert_fresh(_points(), ID, backward_seen("backward-h200-fresh8.json", "fresh8_grid"),
                  size=(10, 14), axes=AXES)

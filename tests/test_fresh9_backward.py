@@ -17,7 +17,7 @@ from iosim.calibrate import torch_bwd_dram as D  # noqa: E402
 from iosim.inputs.gpus import config_dir  # noqa: E402
 from iosim.inputs.hardware_yaml import load_hardware  # noqa: E402
 from tests.fresh_sets import assert_fresh  # noqa: E402
-from tests.seen_sets import AXES, ID, backward_grid, backward_seen  # noqa: E402
+from tests.seen_sets import AXES, ID, NEEDS_TORCH, backward_grid, backward_seen  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -53,6 +53,7 @@ def test_the_constants_are_the_fit_on_the_seen_records(h200) -> None:  # type: i
 FRESH9 = D.DATA / "backward-h200-fresh9.json"
 
 
+@NEEDS_TORCH
 def test_the_ninth_grid_is_new() -> None:
     pytest.importorskip("torch")  # the grid's BwdPoint lives in a module that imports torch
     from benchmarks import backward_h200 as BH

@@ -14,7 +14,7 @@ from iosim.calibrate import torch_bwd_fit as F
 from iosim.inputs.gpus import config_dir
 from iosim.inputs.hardware_yaml import load_hardware
 from tests.fresh_sets import assert_fresh
-from tests.seen_sets import RECORD_AXES, backward_seen
+from tests.seen_sets import NEEDS_TORCH, RECORD_AXES, backward_seen
 
 
 @pytest.fixture(scope="module")
@@ -104,6 +104,7 @@ def second() -> list[FB.Judged]:
     return FB.judged(F.load([F.FRESH2])[0], load_hardware(config_dir() / "h200.yaml"))
 
 
+@NEEDS_TORCH
 def test_the_second_fresh_set_is_new() -> None:
     assert_fresh(F.load([F.FRESH2])[0]["points"], itemgetter("id"),
                  backward_seen("backward-h200-fresh2.json", "fresh2_grid"), axes=RECORD_AXES)

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 
 from tests.fresh_sets import assert_fresh, seen
+from tests.seen_sets import NEEDS_TORCH
 
 EVEN = seen("the even numbers below 20", range(0, 20, 2))
 
@@ -162,6 +163,8 @@ def test_every_round_fails_on_a_seen_point(module: str, test: str, args: dict[st
                                            patch: Callable[..., None],
                                            monkeypatch: pytest.MonkeyPatch) -> None:
     round_test = getattr(importlib.import_module(f"tests.{module}"), test)
+    if NEEDS_TORCH.mark in getattr(round_test, "pytestmark", []):  # called here, not collected
+        pytest.importorskip("torch")
     patch(monkeypatch)
     with pytest.raises(AssertionError, match="fresh points already in"):
         round_test(**args)
