@@ -1,0 +1,86 @@
+"""A measured sweep's split-KV DRAM bytes on arrays: what sweep_measured.py charges split-KV's
+split kernel and its combine kernel at many points at once, in place of estimates/l2.py
+dram_estimate called point by point (issue 14: 75 % of `sweep --splits auto`'s CPU time).
+
+The bytes are split_choice_grid.dram_terms_at's, the function `--splits auto`'s choice already
+times every count with (the same term functions as dram_estimate: shared_prefix_dram's
+split_term_bytes, launch_order_dram's straddle_rereads, query_compulsory and wave_miss_share,
+l2_model.hit_fraction; tests/test_split_choice_grid.py holds them to dram_estimate to the last
+bit), at each point's own tiling (the sweep's blocks, split count and programs per SM), then
+paged_dram.paged_roof_bytes's division of a paged cache's K/V reads, term by term in the same
+order (the same doubles). The points it covers are split_choice_grid.vectorised's (no window,
+packed sequences, shared prefix or block sparsity) whose kernel list is the split kernel and,
+with several splits, the combine; the others (and every other algorithm) keep the per-point
+estimate. Points are grouped by what dram_terms_at takes as one value (the kernel list, the
+GPU, the element sizes and the packing); tests/test_sweep_split_dram.py holds every field of a
+sweep equal with the arrays on and off.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from iosim.algorithms.loopnest import Kernel
+from iosim.analysis.split_choice_grid import dram_terms_at, vectorised
+from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
+from iosim.estimates.paged_dram import PageEfficiency, paged_roof_bytes
+from iosim.estimates.shared_prefix_dram import SPLITKV_KERNEL, split_reads_once
+from iosim.inputs.hardware import Hardware
+from iosim.inputs.tiling import Tiling
+from iosim.inputs.workload import Workload
+from iosim.record import Record
+
+ENABLED = True
+"""Whether measured sweeps take this path (tests switch it off to compare with dram_estimate
+point by point)."""
+
+
+def covered(kernels: Sequence[Kernel], workload: Workload) -> bool:
+    """Whether dram_terms_at counts this point: split-KV's forward list (the split kernel, then
+    the combine with several splits) over one dense sequence per request."""
+    names = tuple(k.name for k in kernels)
+    if names not in ((SPLITKV_KERNEL,), (SPLITKV_KERNEL, COMBINE_KERNEL)):
+        return False
+    return (vectorised(workload) and split_reads_once(kernels[0], workload)
+            and all(k.loop is None for k in kernels[1:]))
+
+
+class SplitPoint(Record, frozen=False):
+    """One covered point of a chunk: where it goes, its workload and the Tiling the per-point
+    estimate would be given (sweep_measured._tiling)."""
+
+    flat: int
+    workload: Workload
+    tiling: Tiling
+
+
+def charged_bytes(groups: dict[tuple[Any, ...], list[SplitPoint]],
+                  kernel_lists: Sequence[tuple[Kernel, ...]], hardware: Sequence[Hardware],
+                  paging: dict[int, PageEfficiency]) -> dict[int, list[int]]:
+    """Each covered point's charged bytes per kernel (paged_roof_bytes of its DRAM terms), by
+    flat index. `groups`: the points by group_key."""
+    out: dict[int, list[int]] = {}
+    for key, points in groups.items():
+        li, g = key[0], key[1]
+        kernels = kernel_lists[li]
+        terms = dram_terms_at(kernels, [p.workload for p in points],
+                              np.array([p.tiling.block_q for p in points]),
+                              np.array([p.tiling.block_kv for p in points]),
+                              np.array([p.tiling.programs_per_sm for p in points]),
+                              np.array([p.tiling.splits for p in points]), hardware[g])
+        if terms is None:  # no L2 size or SM count: the measured profile refuses it earlier
+            continue
+        columns = [np.asarray(paged_roof_bytes(k, [(x.tensor, b) for x, b in zip(
+            k.accesses, terms[k.name], strict=True)], paging.get(g))).tolist() for k in kernels]
+        for i, p in enumerate(points):
+            out[p.flat] = [int(column[i]) for column in columns]
+    return out
+
+
+def group_key(li: int, g: int, workload: Workload) -> tuple[Any, ...]:
+    """What dram_terms_at takes as one value for all its points."""
+    return (li, g, workload.element_bytes, workload.output_element_bytes, workload.packing,
+            workload.latent_kv)
