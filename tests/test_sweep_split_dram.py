@@ -2,8 +2,9 @@
 per-point estimate it replaces (estimates/l2.py dram_estimate, what the sweep ran before and
 what runs with sweep_split_dram.ENABLED off): every field of every algorithm's grid equal, over
 GQA, MQA and MHA, head dims 64/128/256, batch 1-64, KV 1k-128k, decoding and a 4-row chunk,
-fixed split counts 1-64, FA2's heuristic and `auto`, a contiguous and a paged cache, and a
-shared-prefix batch (which the arrays leave to the per-point path)."""
+fixed split counts 1-64, FA2's heuristic and `auto`, a contiguous and a paged cache, bf16,
+FP8, MLA's latent cache, and a shared-prefix batch (which the arrays leave to the per-point
+path)."""
 
 from __future__ import annotations
 
@@ -31,6 +32,13 @@ SPECS = {
         **{**GRID, "n": (1,), "d": (128,), "splits": (None, 2, "auto")}, page_size=3),
     "bf16, MLA-like d_v": SweepSpec(**{**GRID, "n": (1,), "kv_heads": (1,), "d_v": (64,),
                                        "d": (128, 256)}, dtype=("bf16",)),
+    "MLA's latent cache": SweepSpec(**{**GRID, "n": (1,), "heads": (16, 128), "kv_heads": (1,),
+                                       "d": (576,), "d_v": (512,), "batch": (1, 16)},
+                                    latent_kv=True),
+    "FP8 e4m3, per-tensor scales": SweepSpec(**{**GRID, "n": (1,), "d": (128,)},
+                                             dtype=("fp8_e4m3",)),
+    "FP8 e5m2, per-block scales": SweepSpec(**{**GRID, "n": (1,), "d": (128,)},
+                                            dtype=("fp8_e5m2",), fp8_scales="block"),
     "shared prefix": SweepSpec(n=(1,), gpu=("h200",), n_kv=(9096,), d=(128,), heads=(8,),
                                kv_heads=(2, 8),
                                batch=(4,), algorithms=("splitkv",), profile="measured",
