@@ -1,10 +1,10 @@
 """A measured sweep's split-KV DRAM bytes on arrays (analysis/sweep_split_dram.py) against the
 per-point estimate it replaces (estimates/l2.py dram_estimate, what the sweep ran before and
 what runs with sweep_split_dram.ENABLED off): every field of every algorithm's grid equal, over
-GQA, MQA and MHA, head dims 64/128/256, batch 1-64, KV 1k-128k, decoding and a 4-row chunk,
-fixed split counts 1-64, FA2's heuristic and `auto`, a contiguous and a paged cache, bf16,
-FP8, MLA's latent cache, and a shared-prefix batch (which the arrays leave to the per-point
-path)."""
+GQA, MQA and MHA, head dims 64/128/256, batch 1-64, KV 1k-128k, decoding and 4- and 64-row
+chunks (causal too), fixed split counts 1-64, FA2's heuristic and `auto`, a contiguous and a
+paged cache, bf16, FP8, MLA's latent cache, and a shared-prefix batch (which the arrays leave
+to the per-point path)."""
 
 from __future__ import annotations
 
@@ -32,6 +32,8 @@ SPECS = {
         **{**GRID, "n": (1,), "d": (128,), "splits": (None, 2, "auto")}, page_size=3),
     "bf16, MLA-like d_v": SweepSpec(**{**GRID, "n": (1,), "kv_heads": (1,), "d_v": (64,),
                                        "d": (128, 256)}, dtype=("bf16",)),
+    "causal, a 4- and 64-row chunk": SweepSpec(**{**GRID, "n": (4, 64), "d": (128,),
+                                                  "causal": (False, True)}),
     "MLA's latent cache": SweepSpec(**{**GRID, "n": (1,), "heads": (16, 128), "kv_heads": (1,),
                                        "d": (576,), "d_v": (512,), "batch": (1, 16)},
                                     latent_kv=True),
