@@ -136,6 +136,12 @@ def _arrays(workloads: Sequence[Workload]) -> _Arrays:
                    first.element_bytes, first.output_element_bytes)
 
 
+def workload_arrays(workloads: Sequence[Workload]) -> Any:
+    """The workloads' fields as (points, 1) columns, one dtype (what tensor_bytes and Dims read
+    of a workload: analysis/whole_tensor_dram.py reads them too)."""
+    return _arrays(workloads)
+
+
 def check_blocks(block_q: int | None, block_kv: int | None) -> None:
     """make_tiling's checks of given block sizes (the same errors)."""
     from iosim.inputs.ints import check_count

@@ -221,19 +221,17 @@ def _split_bytes(spec: SweepSpec, hardware: Sequence[Hardware], algorithms: Sequ
         return out
     gpu_axis, dtype_axis = AXES.index("gpu"), AXES.index("dtype")
     for a in algorithms:
-        if not a.tiled:
-            continue
         groups: dict[tuple[Any, ...], list[split_dram.SplitPoint]] = {}
         for flat, index, values, workload in rows:
             li = int(which[a.name][flat])
-            if timed_as_calls(None, a.name, workload.pass_, "measured") or not split_dram.covered(
-                    plans[a.name].lists[li], workload):
+            how = split_dram.kind(plans[a.name].lists[li], workload)
+            if how is None or timed_as_calls(None, a.name, workload.pass_, "measured"):
                 continue
             g = index[gpu_axis]
             hw = hardware[g]
             tiling = _tiling(flat_tiles[a.name], flat, int(values_sram(
-                spec, hw, spec.dtype[index[dtype_axis]], values)))
-            groups.setdefault(split_dram.group_key(li, g, workload), []).append(
+                spec, hw, spec.dtype[index[dtype_axis]], values))) if a.tiled else None
+            groups.setdefault(split_dram.group_key(how, li, g, workload), []).append(
                 split_dram.SplitPoint(flat, workload, tiling))
             if spec.page_size and g not in paging:
                 paging[g] = page_efficiency(hw, spec.page_size)

@@ -24,7 +24,8 @@ from typing import Any
 import numpy as np
 
 from iosim.algorithms.loopnest import Kernel
-from iosim.analysis.split_choice_grid import dram_terms_at, vectorised
+from iosim.analysis import whole_tensor_dram
+from iosim.analysis.split_choice_grid import dram_terms_at, vectorised, workload_arrays
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.paged_dram import PageEfficiency, paged_roof_bytes
 from iosim.estimates.shared_prefix_dram import SPLITKV_KERNEL, split_reads_once
@@ -38,14 +39,17 @@ ENABLED = True
 point by point)."""
 
 
-def covered(kernels: Sequence[Kernel], workload: Workload) -> bool:
-    """Whether dram_terms_at counts this point: split-KV's forward list (the split kernel, then
-    the combine with several splits) over one dense sequence per request."""
+def kind(kernels: Sequence[Kernel], workload: Workload) -> str | None:
+    """How this point's list is counted on arrays: "split" (dram_terms_at: split-KV's forward
+    list, the split kernel, then the combine with several splits, over one dense sequence per
+    request), "whole" (whole_tensor_dram: standard attention's kernels), else None (per
+    point)."""
     names = tuple(k.name for k in kernels)
-    if names not in ((SPLITKV_KERNEL,), (SPLITKV_KERNEL, COMBINE_KERNEL)):
-        return False
-    return (vectorised(workload) and split_reads_once(kernels[0], workload)
-            and all(k.loop is None for k in kernels[1:]))
+    if names in ((SPLITKV_KERNEL,), (SPLITKV_KERNEL, COMBINE_KERNEL)):
+        split = (vectorised(workload) and split_reads_once(kernels[0], workload)
+                 and all(k.loop is None for k in kernels[1:]))
+        return "split" if split else None
+    return "whole" if whole_tensor_dram.covered(kernels, workload) else None
 
 
 class SplitPoint(Record, frozen=False):
@@ -54,7 +58,8 @@ class SplitPoint(Record, frozen=False):
 
     flat: int
     workload: Workload
-    tiling: Tiling
+    tiling: Tiling | None
+    """None for an untiled algorithm (standard attention)."""
 
 
 def charged_bytes(groups: dict[tuple[Any, ...], list[SplitPoint]],
@@ -64,15 +69,12 @@ def charged_bytes(groups: dict[tuple[Any, ...], list[SplitPoint]],
     flat index. `groups`: the points by group_key."""
     out: dict[int, list[int]] = {}
     for key, points in groups.items():
-        li, g = key[0], key[1]
-        kernels = kernel_lists[li]
-        terms = dram_terms_at(kernels, [p.workload for p in points],
-                              np.array([p.tiling.block_q for p in points]),
-                              np.array([p.tiling.block_kv for p in points]),
-                              np.array([p.tiling.programs_per_sm for p in points]),
-                              np.array([p.tiling.splits for p in points]), hardware[g])
-        if terms is None:  # no L2 size or SM count: the measured profile refuses it earlier
+        how, li, g = key[0], key[1], key[2]
+        kernels, hw = kernel_lists[li], hardware[g]
+        if hw.l2_bytes is None or hw.sm_count is None:  # the measured profile refuses it first
             continue
+        terms = _split_terms(kernels, points, hw) if how == "split" else _whole_terms(
+            kernels, points, hw.l2_bytes)
         columns = [np.asarray(paged_roof_bytes(k, [(x.tensor, b) for x, b in zip(
             k.accesses, terms[k.name], strict=True)], paging.get(g))).tolist() for k in kernels]
         for i, p in enumerate(points):
@@ -80,7 +82,30 @@ def charged_bytes(groups: dict[tuple[Any, ...], list[SplitPoint]],
     return out
 
 
-def group_key(li: int, g: int, workload: Workload) -> tuple[Any, ...]:
-    """What dram_terms_at takes as one value for all its points."""
-    return (li, g, workload.element_bytes, workload.output_element_bytes, workload.packing,
-            workload.latent_kv)
+def group_key(how: str, li: int, g: int, workload: Workload) -> tuple[Any, ...]:
+    """What dram_terms_at and whole_tensor_terms take as one value for all their points."""
+    return (how, li, g, workload.element_bytes, workload.output_element_bytes,
+            workload.packing, workload.latent_kv)
+
+
+def _split_terms(kernels: Sequence[Kernel], points: Sequence[SplitPoint],
+                 hw: Hardware) -> dict[str, list[np.ndarray]]:
+    tilings = [p.tiling for p in points]
+    assert all(t is not None for t in tilings)
+    terms = dram_terms_at(kernels, [p.workload for p in points],
+                          np.array([t.block_q for t in tilings if t]),
+                          np.array([t.block_kv for t in tilings if t]),
+                          np.array([t.programs_per_sm for t in tilings if t]),
+                          np.array([t.splits for t in tilings if t]), hw)
+    assert terms is not None
+    return terms
+
+
+def _whole_terms(kernels: Sequence[Kernel], points: Sequence[SplitPoint],
+                 capacity: float) -> dict[str, list[np.ndarray]]:
+    workloads = [p.workload for p in points]
+    terms = whole_tensor_dram.whole_tensor_terms(kernels, workload_arrays(workloads),
+                                                 workloads[0].packing, capacity)
+    shape = (len(points), 1)
+    return {name: [np.broadcast_to(np.asarray(b, dtype=np.int64), shape).reshape(-1)
+                   for b in charged] for name, charged in terms.items()}
