@@ -8,7 +8,9 @@ the grid already holds (grid.py, roofs_for). What is per workload is the DRAM es
 (estimates/schedule.py) and Algorithm 4's per-tile time (estimates/alg4_time.py); all are
 computed here point by point, with the same functions `compare` calls on the same inputs (the
 schedules of all points at once after the loop, by estimates/list_schedule.py: the same doubles
-as compare's heap; a DRAM estimate once per count of (batch, head) units, units_key): the
+as compare's heap; split-KV's and standard attention's DRAM bytes on arrays, a chunk of points
+at a time, sweep_split_dram.py; another DRAM estimate once per count of (batch, head) units,
+units_key): the
 point's Workload (sweep_spec.spec_workload), and a Tiling built from the blocks, split count and
 programs per SM the sweep chose on arrays (the rules `compare` applies, so the same values;
 tests/test_sweep_equals_compare.py holds the two equal).

@@ -1,18 +1,20 @@
-"""A measured sweep's split-KV DRAM bytes on arrays: what sweep_measured.py charges split-KV's
-split kernel and its combine kernel at many points at once, in place of estimates/l2.py
-dram_estimate called point by point (issue 14: 75 % of `sweep --splits auto`'s CPU time).
+"""A measured sweep's DRAM bytes on arrays: what sweep_measured.py charges split-KV's split and
+combine kernels, and standard attention's whole-tensor kernels, at many points at once, in
+place of estimates/l2.py dram_estimate called point by point (issue 14: 75 % of `sweep
+--splits auto`'s CPU time).
 
-The bytes are split_choice_grid.dram_terms_at's, the function `--splits auto`'s choice already
-times every count with (the same term functions as dram_estimate: shared_prefix_dram's
+Split-KV's bytes are split_choice_grid.dram_terms_at's, the function `--splits auto`'s choice
+already times every count with (the same term functions as dram_estimate: shared_prefix_dram's
 split_term_bytes, launch_order_dram's straddle_rereads, query_compulsory and wave_miss_share,
 l2_model.hit_fraction; tests/test_split_choice_grid.py holds them to dram_estimate to the last
-bit), at each point's own tiling (the sweep's blocks, split count and programs per SM), then
-paged_dram.paged_roof_bytes's division of a paged cache's K/V reads, term by term in the same
-order (the same doubles). The points it covers are split_choice_grid.vectorised's (no window,
-packed sequences, shared prefix or block sparsity) whose kernel list is the split kernel and,
-with several splits, the combine; the others (and every other algorithm) keep the per-point
-estimate. Points are grouped by what dram_terms_at takes as one value (the kernel list, the
-GPU, the element sizes and the packing); tests/test_sweep_split_dram.py holds every field of a
+bit), at each point's own tiling (the sweep's blocks, split count and programs per SM), over
+split_choice_grid.vectorised's points (no window, packed sequences, shared prefix or block
+sparsity) whose kernel list is the split kernel and, with several splits, the combine. A list
+of whole-tensor kernels (standard attention's) is whole_tensor_dram.py's. Both then go through
+paged_dram.paged_roof_bytes on the arrays (a paged cache's K/V reads over its efficiency, term
+by term in the same order: the same doubles). Every other list keeps the per-point estimate.
+Points are grouped by what one call takes as one value (the kind, the kernel list, the GPU,
+the element sizes and the packing); tests/test_sweep_split_dram.py holds every field of a
 sweep equal with the arrays on and off.
 """
 
