@@ -106,3 +106,22 @@ def test_the_splits_differ_across_the_grid() -> None:
     splits = {s for label in ("contiguous", "contiguous, 16 and 64 splits")
               for s in sweep(SPECS[label]).algorithm("splitkv").splits.tolist()}
     assert {1, 3, 16, 64} <= splits and len(splits) > 6
+
+
+def test_a_grid_counted_in_python_ints_keeps_the_per_point_estimate(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The arrays are int64: a grid whose counts could leave it (sweep_spec
+    .counts_in_python_ints) takes none of them, and its bytes stay exact."""
+    from iosim.analysis.sweep_spec import counts_in_python_ints
+
+    counted: list[int] = []
+    original = sweep_split_dram.charged_bytes
+    monkeypatch.setattr(sweep_split_dram, "charged_bytes",
+                        lambda *args: counted.append(1) or original(*args))
+    spec = SweepSpec(n=(1,), gpu=("h200",), n_kv=(1 << 26,), d=(256,), heads=(8,),
+                     kv_heads=(2,), batch=(1 << 20,), algorithms=("splitkv",),
+                     profile="measured", splits=(4,))
+    assert counts_in_python_ints(spec)
+    result = sweep(spec)
+    assert counted == []
+    assert result.algorithm("splitkv").hbm_read_bytes.dtype == object

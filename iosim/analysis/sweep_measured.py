@@ -32,7 +32,13 @@ from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel
 from iosim.analysis import sweep_split_dram as split_dram
 from iosim.analysis.impl_backward import call_dram, timed_as_calls
-from iosim.analysis.sweep_spec import AXES, WORKLOAD_AXES, SweepSpec, spec_workload
+from iosim.analysis.sweep_spec import (
+    AXES,
+    WORKLOAD_AXES,
+    SweepSpec,
+    counts_in_python_ints,
+    spec_workload,
+)
 from iosim.errors import IosimError
 from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel, alg4_note
 from iosim.estimates.l2 import dram_estimate
@@ -219,7 +225,7 @@ def _split_bytes(spec: SweepSpec, hardware: Sequence[Hardware], algorithms: Sequ
     """The charged bytes per kernel of a chunk's points that sweep_split_dram counts on arrays,
     by (algorithm, flat index); the loop estimates the others one by one."""
     out: dict[tuple[str, int], list[int]] = {}
-    if not split_dram.ENABLED:
+    if not split_dram.ENABLED or counts_in_python_ints(spec):  # the arrays are int64
         return out
     gpu_axis, dtype_axis = AXES.index("gpu"), AXES.index("dtype")
     for a in algorithms:
