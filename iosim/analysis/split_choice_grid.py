@@ -136,6 +136,12 @@ def _arrays(workloads: Sequence[Workload]) -> _Arrays:
                    first.element_bytes, first.output_element_bytes)
 
 
+def workload_arrays(workloads: Sequence[Workload]) -> Any:
+    """The workloads' fields as (points, 1) columns, one dtype (what tensor_bytes and Dims read
+    of a workload: analysis/whole_tensor_dram.py reads them too)."""
+    return _arrays(workloads)
+
+
 def check_blocks(block_q: int | None, block_kv: int | None) -> None:
     """make_tiling's checks of given block sizes (the same errors)."""
     from iosim.inputs.ints import check_count
@@ -253,14 +259,9 @@ def split_times(c: Ceilings, kernels: tuple[tuple[Kernel, ...], ...],
 def _kernel_seconds(c: Ceilings, kernels: Sequence[Kernel], a: _Arrays, t: _Tiling,
                     counts: np.ndarray, hw: Hardware, peak: float, w: Workload) -> np.ndarray:
     """The kernels' times added (split_choice.lean_time_s), at each point and count."""
-    dims = Dims(a.n, a.n_kv, a.d, a.batch, a.heads, a.kv_heads, a.element_bytes, t.block_q,
-                t.block_kv, a.causal, counts, 1, 1, None, None, a.d_v, a.output_element_bytes,
-                page_size=a.page_size, window=None, seqlens=None, packing=w.packing)
-    sums = {k.name: kernel_sums(k, dims) for k in kernels}
-    oblivious = {k.name: [access_elements(x, k, dims, sums[k.name]) * element_bytes(
-        x.element, a.element_bytes, a.output_element_bytes) for x in k.accesses]
-        for k in kernels}
-    dram = _dram_bytes(kernels, oblivious, a, t, dims, hw)
+    dims, sums, oblivious = _oblivious(kernels, a, t, counts, w.packing)
+    terms = _dram_terms(kernels, oblivious, a, t, dims, hw)
+    dram = None if terms is None else {name: sum(charged) for name, charged in terms.items()}
     total: Any = 0.0
     for k in kernels:
         moved = (sum(oblivious[k.name]) if dram is not None
@@ -292,11 +293,51 @@ def _kernel_seconds(c: Ceilings, kernels: Sequence[Kernel], a: _Arrays, t: _Tili
     return np.asarray(total, dtype=np.float64)
 
 
-def _dram_bytes(kernels: Sequence[Kernel], oblivious: dict[str, list[Any]], a: _Arrays,
-                t: _Tiling, dims: Dims, hw: Hardware) -> dict[str, Any] | None:
-    """Each kernel's DRAM bytes under estimates/l2.py dram_estimate (None without the L2 size
-    or the SM count: compare.dram_or_none), for split-KV's split kernel and its combine kernel
-    (the module docstring)."""
+def _oblivious(kernels: Sequence[Kernel], a: _Arrays, t: _Tiling, counts: np.ndarray,
+               packing: str) -> tuple[Dims, dict[str, Any], dict[str, list[Any]]]:
+    """The closed form's Dims, kernel sums and each access's L2-oblivious bytes (in the
+    kernel's accesses' order), at each point and count."""
+    dims = Dims(a.n, a.n_kv, a.d, a.batch, a.heads, a.kv_heads, a.element_bytes, t.block_q,
+                t.block_kv, a.causal, counts, 1, 1, None, None, a.d_v, a.output_element_bytes,
+                page_size=a.page_size, window=None, seqlens=None, packing=packing)
+    sums = {k.name: kernel_sums(k, dims) for k in kernels}
+    oblivious = {k.name: [access_elements(x, k, dims, sums[k.name]) * element_bytes(
+        x.element, a.element_bytes, a.output_element_bytes) for x in k.accesses]
+        for k in kernels}
+    return dims, sums, oblivious
+
+
+def dram_terms_at(kernels: Sequence[Kernel], workloads: Sequence[Workload], block_q: np.ndarray,
+                  block_kv: np.ndarray, per_sm: np.ndarray, splits: np.ndarray,
+                  hw: Hardware) -> dict[str, list[np.ndarray]] | None:
+    """Each kernel's DRAM bytes per access (its DramTerms' bytes, in its accesses' order) under
+    estimates/l2.py dram_estimate at each point's own tiling (the blocks, programs per SM and
+    split count a sweep chose, one value per workload), for `kernels` the split-KV list of
+    every workload (SplitKV.forward at those splits; `vectorised` workloads of one dtype and
+    packing): what sweep_split_dram.py charges in place of dram_estimate point by point. None
+    without the L2 size or the SM count. Arrays of shape (points,)."""
+    a = _arrays(workloads)
+
+    def column(values: np.ndarray) -> np.ndarray:
+        return np.asarray(values, dtype=np.int64).reshape(-1, 1)
+
+    t = _Tiling(column(block_q), column(block_kv), column(per_sm),
+                np.ones((len(workloads), 1), dtype=bool))
+    dims, _, oblivious = _oblivious(kernels, a, t, column(splits), workloads[0].packing)
+    terms = _dram_terms(kernels, oblivious, a, t, dims, hw)
+    if terms is None:
+        return None
+    shape = (len(workloads),)
+    return {name: [np.broadcast_to(np.asarray(b, dtype=np.int64), (len(workloads), 1)
+                                   ).reshape(shape) for b in charged]
+            for name, charged in terms.items()}
+
+
+def _dram_terms(kernels: Sequence[Kernel], oblivious: dict[str, list[Any]], a: _Arrays,
+                t: _Tiling, dims: Dims, hw: Hardware) -> dict[str, list[Any]] | None:
+    """Each kernel's DRAM bytes per access under estimates/l2.py dram_estimate (None without
+    the L2 size or the SM count: compare.dram_or_none), for split-KV's split kernel and its
+    combine kernel (the module docstring)."""
     capacity = hw.l2_bytes
     if capacity is None or hw.sm_count is None:
         return None
@@ -330,7 +371,7 @@ def _dram_bytes(kernels: Sequence[Kernel], oblivious: dict[str, list[Any]], a: _
             if x.tensor in PARTIAL_STATES and x.op == "read" else b
             for x, b, moved in zip(combine.accesses, terms[combine.name],
                                    oblivious[combine.name], strict=True)]
-    return {name: sum(charged) for name, charged in terms.items()}
+    return terms
 
 
 def _straddled(split: Kernel, charged: list[Any], a: _Arrays, t: _Tiling, dims: Dims,

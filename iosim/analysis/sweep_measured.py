@@ -8,7 +8,9 @@ the grid already holds (grid.py, roofs_for). What is per workload is the DRAM es
 (estimates/schedule.py) and Algorithm 4's per-tile time (estimates/alg4_time.py); all are
 computed here point by point, with the same functions `compare` calls on the same inputs (the
 schedules of all points at once after the loop, by estimates/list_schedule.py: the same doubles
-as compare's heap; a DRAM estimate once per count of (batch, head) units, units_key): the
+as compare's heap; split-KV's and standard attention's DRAM bytes on arrays, a chunk of points
+at a time, sweep_split_dram.py; another DRAM estimate once per count of (batch, head) units,
+units_key): the
 point's Workload (sweep_spec.spec_workload), and a Tiling built from the blocks, split count and
 programs per SM the sweep chose on arrays (the rules `compare` applies, so the same values;
 tests/test_sweep_equals_compare.py holds the two equal).
@@ -28,8 +30,15 @@ import numpy as np
 from iosim.algorithms import Algorithm
 from iosim.algorithms.closedform import Dims, kernel_programs
 from iosim.algorithms.loopnest import Kernel
+from iosim.analysis import sweep_split_dram as split_dram
 from iosim.analysis.impl_backward import call_dram, timed_as_calls
-from iosim.analysis.sweep_spec import AXES, WORKLOAD_AXES, SweepSpec, spec_workload
+from iosim.analysis.sweep_spec import (
+    AXES,
+    WORKLOAD_AXES,
+    SweepSpec,
+    counts_in_python_ints,
+    spec_workload,
+)
 from iosim.errors import IosimError
 from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel, alg4_note
 from iosim.estimates.l2 import dram_estimate
@@ -116,68 +125,78 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
     charged_bytes: dict[tuple[Any, ...], list[int]] = {}
     gpu_axis, dtype_axis = AXES.index("gpu"), AXES.index("dtype")
     axis_values = [spec.values(axis) for axis in AXES]
-    for flat, index in enumerate(itertools.product(*(range(n) for n in shape))):
-        values = {axis: axis_values[k][index[k]] for k, axis in enumerate(AXES)}
-        workload = spec_workload(spec, **{a: values[a] for a in WORKLOAD_AXES})
-        g = index[gpu_axis]
-        hw = hardware[g]
-        dtype = spec.dtype[index[dtype_axis]]
-        causal = bool(values["causal"])
-        if (g, dtype, causal) not in roofs:
-            roofs[(g, dtype, causal)] = roofs_for(hw, dtype, "measured", causal=causal)
-        if spec.page_size and g not in paging:
-            paging[g] = page_efficiency(hw, spec.page_size)
-        for a in algorithms:
-            li = int(which[a.name][flat])
-            kernels: tuple[Kernel, ...] = plans[a.name].lists[li]
-            tiling = _tiling(flat_tiles[a.name], flat, int(values_sram(spec, hw, dtype, values)))\
-                if a.tiled else None
-            units = units_key(workload)
-            key = None if units is None else (a.name, li, g, tiling, units)
-            charged = None if key is None else charged_bytes.get(key)
-            if charged is None:  # a training step of two calls: each call's (impl_backward.py)
-                dram = (call_dram(kernels, workload, tiling, hw)
-                        if timed_as_calls(None, a.name, workload.pass_, "measured")
-                        else dram_estimate(kernels, workload, tiling, hw))
-                charged = [paged_roof_bytes(k, [(t.tensor, t.bytes)
-                                                for t in dram.of_kernel(k.name).terms],
-                                            paging.get(g)) for k in kernels]
-                if key is not None:
-                    charged_bytes[key] = charged
-            columns = out.lists[a.name][li]
-            for k, memory_bytes in zip(kernels, charged, strict=True):
-                columns[k.name].memory_bytes[flat] = memory_bytes
-                r = roofs[(g, dtype, causal)]
-                if scheduled(k, r):
-                    assert r.schedule is not None and r.sm_count is not None
-                    column = columns[k.name].compute_s
-                    assert column is not None
-                    launches.append(scheduled_launch(
-                        k, workload, tiling, r.schedule, sm_count=r.sm_count,
-                        matmul_peak=r.matmul_flops_per_s, vector_peak=r.vector_flops_per_s))
-                    check_scheduled_programs(len(launches[-1].lengths) * launches[-1].repeats)
-                    placed.append((column, flat))
-                if r.alg4 is not None and r.sm_count is not None and alg4_kernel(k):
-                    # as roofline.estimate_kernels times it, on the bytes charged above
-                    whole = columns[k.name].time_s
-                    assert whole is not None
-                    whole[flat] = alg4_fused_time_s(k, workload, tiling,
-                                                    float(columns[k.name].memory_bytes[flat]),
-                                                    r.sm_count, r.alg4)
-                    out.notes[f"{hw.name}: {alg4_note(r.alg4)}"] = None
-                if r.mla_prefill is not None and hw.sm_count and mla_prefill_kernel(
-                        a.name, k, workload, tiling):
-                    # as compare times it: the kernel's roofline time on the bytes charged
-                    # above, then the fitted rule (estimates/mla_prefill_time.py)
-                    whole = columns[k.name].time_s
-                    assert whole is not None
-                    (roof,) = estimate_kernels((k,), workload, tiling, r,
-                                               dram_bytes={k.name: int(memory_bytes)},
-                                               sm_count=hw.sm_count)
-                    whole[flat] = mla_prefill_time_s(
-                        roof.time_s, int(kernel_programs(k, Dims.of(workload, tiling))),
-                        kernel_programs_per_sm(k, tiling), hw.sm_count, r.mla_prefill)
-                    out.notes[f"{hw.name}: {mla_prefill_note(r.mla_prefill)}"] = None
+    numbered = enumerate(itertools.product(*(range(n) for n in shape)))
+    # a chunk of points at a time: their workloads once, split-KV's DRAM bytes on arrays for
+    # all of them (sweep_split_dram.py), then the rest point by point
+    while chunk := list(itertools.islice(numbered, MEASURED_CHUNK)):
+        rows = []
+        for flat, index in chunk:
+            values = {axis: axis_values[k][index[k]] for k, axis in enumerate(AXES)}
+            rows.append((flat, index, values,
+                         spec_workload(spec, **{a: values[a] for a in WORKLOAD_AXES})))
+        on_arrays = _split_bytes(spec, hardware, algorithms, plans, which, flat_tiles, rows,
+                                 paging)
+        for flat, index, values, workload in rows:
+            g = index[gpu_axis]
+            hw = hardware[g]
+            dtype = spec.dtype[index[dtype_axis]]
+            causal = bool(values["causal"])
+            if (g, dtype, causal) not in roofs:
+                roofs[(g, dtype, causal)] = roofs_for(hw, dtype, "measured", causal=causal)
+            if spec.page_size and g not in paging:
+                paging[g] = page_efficiency(hw, spec.page_size)
+            for a in algorithms:
+                li = int(which[a.name][flat])
+                kernels: tuple[Kernel, ...] = plans[a.name].lists[li]
+                tiling = _tiling(flat_tiles[a.name], flat, int(values_sram(spec, hw, dtype, values)))\
+                    if a.tiled else None
+                units = units_key(workload)
+                key = None if units is None else (a.name, li, g, tiling, units)
+                charged = on_arrays.get((a.name, flat)) or (
+                    None if key is None else charged_bytes.get(key))
+                if charged is None:  # a training step of two calls: each call's (impl_backward.py)
+                    dram = (call_dram(kernels, workload, tiling, hw)
+                            if timed_as_calls(None, a.name, workload.pass_, "measured")
+                            else dram_estimate(kernels, workload, tiling, hw))
+                    charged = [paged_roof_bytes(k, [(t.tensor, t.bytes)
+                                                    for t in dram.of_kernel(k.name).terms],
+                                                paging.get(g)) for k in kernels]
+                    if key is not None:
+                        charged_bytes[key] = charged
+                columns = out.lists[a.name][li]
+                for k, memory_bytes in zip(kernels, charged, strict=True):
+                    columns[k.name].memory_bytes[flat] = memory_bytes
+                    r = roofs[(g, dtype, causal)]
+                    if scheduled(k, r):
+                        assert r.schedule is not None and r.sm_count is not None
+                        column = columns[k.name].compute_s
+                        assert column is not None
+                        launches.append(scheduled_launch(
+                            k, workload, tiling, r.schedule, sm_count=r.sm_count,
+                            matmul_peak=r.matmul_flops_per_s, vector_peak=r.vector_flops_per_s))
+                        check_scheduled_programs(len(launches[-1].lengths) * launches[-1].repeats)
+                        placed.append((column, flat))
+                    if r.alg4 is not None and r.sm_count is not None and alg4_kernel(k):
+                        # as roofline.estimate_kernels times it, on the bytes charged above
+                        whole = columns[k.name].time_s
+                        assert whole is not None
+                        whole[flat] = alg4_fused_time_s(k, workload, tiling,
+                                                        float(columns[k.name].memory_bytes[flat]),
+                                                        r.sm_count, r.alg4)
+                        out.notes[f"{hw.name}: {alg4_note(r.alg4)}"] = None
+                    if r.mla_prefill is not None and hw.sm_count and mla_prefill_kernel(
+                            a.name, k, workload, tiling):
+                        # as compare times it: the kernel's roofline time on the bytes charged
+                        # above, then the fitted rule (estimates/mla_prefill_time.py)
+                        whole = columns[k.name].time_s
+                        assert whole is not None
+                        (roof,) = estimate_kernels((k,), workload, tiling, r,
+                                                   dram_bytes={k.name: int(memory_bytes)},
+                                                   sm_count=hw.sm_count)
+                        whole[flat] = mla_prefill_time_s(
+                            roof.time_s, int(kernel_programs(k, Dims.of(workload, tiling))),
+                            kernel_programs_per_sm(k, tiling), hw.sm_count, r.mla_prefill)
+                        out.notes[f"{hw.name}: {mla_prefill_note(r.mla_prefill)}"] = None
     # every point's schedule at once: the same doubles as scheduled_compute_s point by point
     for (column, flat), seconds in zip(placed, repeated_makespans(launches).tolist(),
                                        strict=True):
@@ -190,6 +209,43 @@ def measured_columns(spec: SweepSpec, hardware: Sequence[Hardware],
                     c.compute_s = c.compute_s.reshape(shape)
                 if c.time_s is not None:
                     c.time_s = c.time_s.reshape(shape)
+    return out
+
+
+MEASURED_CHUNK = 4096
+"""Points whose workloads are held at once (split-KV's DRAM bytes are counted on arrays per
+chunk: sweep_split_dram.py)."""
+
+
+def _split_bytes(spec: SweepSpec, hardware: Sequence[Hardware], algorithms: Sequence[Algorithm],
+                 plans: dict[str, Any], which: dict[str, np.ndarray],
+                 flat_tiles: dict[str, dict[str, np.ndarray | None]],
+                 rows: Sequence[tuple[int, tuple[int, ...], dict[str, Any], Workload]],
+                 paging: dict[int, Any]) -> dict[tuple[str, int], list[int]]:
+    """The charged bytes per kernel of a chunk's points that sweep_split_dram counts on arrays,
+    by (algorithm, flat index); the loop estimates the others one by one."""
+    out: dict[tuple[str, int], list[int]] = {}
+    if not split_dram.ENABLED or counts_in_python_ints(spec):  # the arrays are int64
+        return out
+    gpu_axis, dtype_axis = AXES.index("gpu"), AXES.index("dtype")
+    for a in algorithms:
+        groups: dict[tuple[Any, ...], list[split_dram.SplitPoint]] = {}
+        for flat, index, values, workload in rows:
+            li = int(which[a.name][flat])
+            how = split_dram.kind(plans[a.name].lists[li], workload)
+            if how is None or timed_as_calls(None, a.name, workload.pass_, "measured"):
+                continue
+            g = index[gpu_axis]
+            hw = hardware[g]
+            tiling = _tiling(flat_tiles[a.name], flat, int(values_sram(
+                spec, hw, spec.dtype[index[dtype_axis]], values))) if a.tiled else None
+            groups.setdefault(split_dram.group_key(how, li, g, workload), []).append(
+                split_dram.SplitPoint(flat, workload, tiling))
+            if spec.page_size and g not in paging:
+                paging[g] = page_efficiency(hw, spec.page_size)
+        for flat, charged in split_dram.charged_bytes(groups, plans[a.name].lists, hardware,
+                                                      paging).items():
+            out[(a.name, flat)] = charged
     return out
 
 

@@ -215,10 +215,10 @@ def check_splits_auto(spec: SweepSpec) -> None:
     choices = math.prod(len(spec.values(a)) for a in AXES if a != "splits")
     if choices > MAX_AUTO_SPLIT_POINTS:
         raise IosimError(f"{arg('splits', SPLITS_AUTO)} chooses each point's count as compare "
-                         f"does, about 30 ms a point: {choices:,} points would take about "
-                         f"{choices * 0.03 / 60:,.0f} minutes; sweep at most "
-                         f"{MAX_AUTO_SPLIT_POINTS:,} points with it, or give {arg('splits')} "
-                         f"numbers", param="splits")
+                         f"does, before the first row (a few milliseconds a point under a "
+                         f"window, packed sequences or a shared prefix): {choices:,} points; "
+                         f"sweep at most {MAX_AUTO_SPLIT_POINTS:,} points with it, or give "
+                         f"{arg('splits')} numbers", param="splits")
     names = [a.strip().lower() for a in spec.algorithms]
     if "splitkv" not in names:
         raise IosimError(f"{arg('splits', SPLITS_AUTO)} applies to splitkv; add it to "

@@ -25,6 +25,10 @@ bulk below it, the retained share the tail above it). Pure.
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
+
 from iosim.algorithms.loopnest import Kernel
 from iosim.estimates import l2_cutoff
 
@@ -52,12 +56,25 @@ STEPS = 32
 average moves by < 0.2 % of the tensor from 32 to 256 points on the seen records)."""
 
 
-def gemm_hit_fraction(alpha: float, beta: float, capacity: float) -> float:
+def gemm_hit_fraction(alpha: Any, beta: Any, capacity: float) -> Any:
     """Fraction of a carried tensor a GEMM finds in L2: its reuse distances run linearly from
-    alpha + beta to alpha bytes along the stream (l2.py `_carried`'s terms)."""
+    alpha + beta to alpha bytes along the stream (l2.py `_carried`'s terms). Floats, or arrays
+    over a sweep's points (analysis/whole_tensor_dram.py: survivals, the same doubles)."""
     lo, hi = (alpha + beta) / capacity, alpha / capacity
+    if isinstance(lo, np.ndarray) or isinstance(hi, np.ndarray):
+        return sum(survivals(np.maximum(0.0, lo + (hi - lo) * (i + 0.5) / STEPS))
+                   for i in range(STEPS)) / STEPS
     return sum(survival(max(0.0, lo + (hi - lo) * (i + 0.5) / STEPS))
                for i in range(STEPS)) / STEPS
+
+
+def survivals(reuse: np.ndarray) -> np.ndarray:
+    """survival at each element (the same operations element by element: the same doubles)."""
+    bulk = 1.0 - l2_cutoff.miss_probabilities(reuse, 1.0)
+    positive = reuse > 0
+    fade = np.where(reuse <= 1.0, 1.0, np.maximum(0.0, 1.0 - (reuse - 1.0) / RETAIN_SPAN))
+    share = np.minimum(1.0, RETAINED_SHARE / np.where(positive, reuse, 1.0)) * fade
+    return np.asarray(np.where(positive, np.maximum(bulk, share), bulk))
 
 
 def gemm_reads_carried(reader: Kernel, earlier: Kernel) -> bool:

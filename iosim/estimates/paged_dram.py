@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from typing import Any
+
+import numpy as np
 
 from iosim.algorithms.loopnest import Kernel
 from iosim.inputs.hardware import Hardware
+from iosim.inputs.ints import is_array
 from iosim.record import Record
 
 KEY = "measured.paged_kv_efficiency"
@@ -39,15 +43,18 @@ class PageEfficiency(Record):
         return {"page_size": self.page_size, "efficiency": self.factor, "note": self.note}
 
 
-def paged_roof_bytes(kernel: Kernel, terms: Iterable[tuple[str, int]],
-                     efficiency: PageEfficiency | None) -> int:
+def paged_roof_bytes(kernel: Kernel, terms: Iterable[tuple[str, Any]],
+                     efficiency: PageEfficiency | None) -> Any:
     """The bytes a kernel's memory roof is charged: its (tensor, DRAM bytes) with the K and V
-    reads of a kernel that reads a block table divided by the calibrated efficiency."""
+    reads of a kernel that reads a block table divided by the calibrated efficiency. Ints (one
+    point), or int64 arrays over a sweep's points (analysis/sweep_split_dram.py): the same sum
+    in the same order, rounded half to even alike (np.rint, Python's round)."""
     paged = any(a.per_page for a in kernel.accesses)
     factor = efficiency.factor if efficiency is not None else None
     if not paged or factor is None:
         return sum(b for _, b in terms)
-    return round(sum(b / factor if t in ("K", "V") else b for t, b in terms))
+    total = sum(b / factor if t in ("K", "V") else b for t, b in terms)
+    return np.rint(total).astype(np.int64) if is_array(total) else round(total)
 
 
 def page_efficiency(hardware: Hardware, page_size: int) -> PageEfficiency:
