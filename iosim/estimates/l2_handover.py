@@ -43,12 +43,9 @@ RETAIN_SPAN = 2.0
 
 def survival(reuse: float) -> float:
     """The chance that a line a GEMM re-reads after `reuse` × the L2 of other lines is still in
-    L2: the soft cutoff's, or the retained share's where that is more (the module docstring)."""
-    bulk = 1.0 - l2_cutoff.miss_probability(reuse, 1.0)
-    if reuse <= 0:
-        return bulk
-    fade = 1.0 if reuse <= 1.0 else max(0.0, 1.0 - (reuse - 1.0) / RETAIN_SPAN)
-    return max(bulk, min(1.0, RETAINED_SHARE / reuse) * fade)
+    L2: the soft cutoff's, or the retained share's where that is more (the module docstring);
+    `survivals` at one point."""
+    return float(survivals(np.asarray(reuse, dtype=float)))
 
 
 STEPS = 32
@@ -61,15 +58,13 @@ def gemm_hit_fraction(alpha: Any, beta: Any, capacity: float) -> Any:
     alpha + beta to alpha bytes along the stream (l2.py `_carried`'s terms). Floats, or arrays
     over a sweep's points (analysis/whole_tensor_dram.py: survivals, the same doubles)."""
     lo, hi = (alpha + beta) / capacity, alpha / capacity
-    if isinstance(lo, np.ndarray) or isinstance(hi, np.ndarray):
-        return sum(survivals(np.maximum(0.0, lo + (hi - lo) * (i + 0.5) / STEPS))
-                   for i in range(STEPS)) / STEPS
-    return sum(survival(max(0.0, lo + (hi - lo) * (i + 0.5) / STEPS))
+    mean = sum(survivals(np.maximum(0.0, lo + (hi - lo) * (i + 0.5) / STEPS))
                for i in range(STEPS)) / STEPS
+    return mean if isinstance(mean, np.ndarray) and mean.ndim else float(mean)
 
 
 def survivals(reuse: np.ndarray) -> np.ndarray:
-    """survival at each element (the same operations element by element: the same doubles)."""
+    """`survival` at each element of an array of reuse distances (0-d for one point)."""
     bulk = 1.0 - l2_cutoff.miss_probabilities(reuse, 1.0)
     positive = reuse > 0
     fade = np.where(reuse <= 1.0, 1.0, np.maximum(0.0, 1.0 - (reuse - 1.0) / RETAIN_SPAN))
