@@ -11,7 +11,7 @@ points 45 and 48), which a kernel term must not absorb. Fitted with impl_fit.fit
 its summed absolute log error) with every other figure held at configs/gpus/h200.yaml's and the
 time per call and host floor at 0 (device time has neither): `solo_rate`, `solo_rate_one`,
 `lone_prologue_bandwidth`. Prints the figures, each point's error before (main's one solo rate)
-and after, and each figure's sensitivity (±10 %).
+and after, leave one record out, and each figure's sensitivity (±10 %).
 """
 
 from __future__ import annotations
@@ -99,6 +99,13 @@ def main(argv: Sequence[str]) -> None:
               f"before {b:+.1%}, after {a:+.1%}")
     for label, e in (("before", before), ("after", after)):
         print(f"{label}: median |error| {median(abs(e)):.1%}, worst {max(abs(e)):.1%}")
+    for session in sorted({name.split("#")[0] for name, _, _ in rows}):
+        # leave one record (session) out: fitted on the others, judged on it
+        rest = [p for name, _, p in rows if not name.startswith(session + "#")]
+        out = [p for name, _, p in rows if name.startswith(session + "#")]
+        e = errors(out, {**held, **fit_lone(rest, held)})
+        print(f"leave {session} out: {fit_lone(rest, held)}, on it median {median(abs(e)):.1%}, "
+              f"worst {max(abs(e)):.1%}")
     for key in FITTED:
         for f in (0.9, 1.1):
             e = errors(points, {**held, **terms, key: terms[key] * f})
