@@ -81,6 +81,7 @@ def errors(points: Sequence[Pieces], params: dict[str, float]) -> np.ndarray:
 
 
 def main(argv: Sequence[str]) -> None:
+    """Fit on `argv`'s records (default: SEEN) and print what the module docstring says."""
     hardware = resolve_hardware("h200").hardware
     paths = [Path(a) for a in argv] or [DATA / f"h200-impl-{s}.json" for s in SEEN]
     assert hardware.measured is not None
