@@ -109,3 +109,20 @@ def test_the_fresh_triton13_set_is_new_and_varies_every_axis() -> None:
     assert all(w.kv_heads == w.heads for w in fresh)
     assert {min(w.heads for w in fresh), max(w.heads for w in fresh)} == {1, 16}
     assert {w.batch for w in fresh} == {1, 2}
+
+
+def test_the_fresh_lone_kernels_at_d64_and_d128_are_within_six_percent() -> None:
+    """tests/data/h200-impl-tritonfresh13.json (one H200 call after tag triton13-frozen,
+    `python3 benchmarks/impl_validation_h200.py OUT.json 75 tritonfresh13 iosim-triton`;
+    judged by benchmarks/triton13_judge.py, nothing refitted): the eleven lone d 64 and d 128
+    kernels within 6 % of their device times (worst −5.0 %, point 7). The four lone d 256 kernels, the extrapolation
+    no seen record covered, are 10-19 % too fast (solo_rate_one does not hold at d 256's 4-warp
+    kernel: reports/impl-validation/triton13.md), and stay within 20 %."""
+    from benchmarks.triton13_judge import rows
+
+    table = rows(json.loads((DATA / "h200-impl-tritonfresh13.json").read_text()))
+    lone = [r for r in table if r["lone"]]
+    assert len(lone) == 15
+    assert all(abs(r["frozen_kernel"]) < 0.06 for r in lone if r["w"].d <= 128)
+    d256 = [r["frozen_kernel"] for r in lone if r["w"].d == 256]
+    assert len(d256) == 4 and all(-0.20 < e < -0.09 for e in d256)
