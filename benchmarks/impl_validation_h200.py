@@ -692,6 +692,39 @@ EAGERFRESH11 = (
 """Fourteen fresh torch-naive forwards (cudnn11): nine at N_kv % 8 != 0 (odd and even, d 64,
 128 and 256, batch x heads 1-32, five of at most four heads), three aligned, three decode steps
 (GQA 4 and 16, MQA), one chunked prefill, fp16 and bf16, causal and not."""
+TRITONFRESH13 = (
+    # triton13 (issue 11): iosim-triton's lone grids (at most one program per SM) with the rate
+    # of its SMs' busy occupancy and a program's prologue (estimates/lone_prologue.py); written
+    # down before tag triton13-frozen and measured after it; none equals a point of any earlier
+    # set or record (tests/test_lone_prologue.py). N = N_kv multiples of iosim-triton's query
+    # block (128, d 256: 64), none a power of two; MHA (its GQA runs an expand first). Lone grids
+    # of kernels past the host's ~50 µs per call first, the short ones after, controls last
+    _w(11776, heads=1),  # d 128, 92 programs, long: the prologue small beside the rate
+    _w(5760, heads=2, dtype="bf16", causal=True),  # d 128 causal, 90 programs
+    _w(4480, heads=3),  # d 128, 105 programs
+    _w(7424, heads=1, batch=2, dtype="bf16"),  # d 128, batch 2, 116 programs
+    _w(15616, heads=1, causal=True),  # d 128 causal, 122 programs, long
+    _w(7936, heads=2, d=64),  # d 64 (two per SM busy), 124 programs
+    _w(16000, heads=1, d=64, dtype="bf16", causal=True),  # d 64 causal, 125 programs
+    _w(5504, heads=3, d=64, dtype="bf16", causal=True),  # d 64 causal, 129 programs
+    _w(7808, heads=1, d=256),  # d 256 (block 64), 122 programs: no seen lone d 256
+    _w(3968, heads=2, d=256, dtype="bf16", causal=True),  # d 256 causal, 124 programs
+    _w(3456, heads=1, batch=2, d=256),  # d 256, batch 2, 108 programs
+    _w(1920, heads=4, d=256, dtype="bf16"),  # d 256, 120 programs
+    # short lone grids: kernels of 25-45 µs, where the host's time per call can rule
+    _w(1664, heads=8, dtype="bf16"),  # d 128, 104 programs
+    _w(3328, heads=2, batch=2, d=64),  # d 64, batch 2, 104 programs
+    _w(1152, heads=7, batch=2),  # d 128, batch 2, 126 programs
+    # controls: grids above one wave (the busy efficiencies, unchanged)
+    _w(7040, heads=3),  # d 128, 165 programs: a second, partial wave
+    _w(2688, heads=16, d=64, causal=True),  # d 64 causal, 16 heads, 336 programs
+    _w(3200, heads=16, batch=2),  # d 128, 800 programs
+    _w(6784, heads=12, d=64, dtype="bf16", causal=True),  # d 64 causal, 636 programs
+    _w(2432, heads=8, batch=2, d=256, dtype="bf16"),  # d 256, 608 programs
+)
+"""Twenty fresh iosim-triton forwards (triton13): fifteen lone grids (90-129 programs on 132
+SMs; four at d 256, four at d 64, seven at d 128), five above one wave as controls, N 1,152 to
+16,000 none a power of two, heads 1-16, batch 1-2, fp16 and bf16, causal and not."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -712,7 +745,8 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "eagerfresh8": (EAGERFRESH8, ()),
         "eagerfresh9": (EAGERFRESH9, ()),
         "cudnnfresh11": (CUDNNFRESH11, ()), "eagerfresh11": (EAGERFRESH11, ()),
-        "validation10": (VALIDATION10, VALIDATION10_FLEX)}
+        "validation10": (VALIDATION10, VALIDATION10_FLEX),
+        "tritonfresh13": (TRITONFRESH13, ())}
 
 
 def main() -> None:

@@ -302,6 +302,11 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
             note += f", {say} {terms[key] * 1e6:.0f} µs"
     if "solo_rate" in terms:
         note += f", solo rate {terms['solo_rate']:.3g}"
+    if "solo_rate_one" in terms:  # estimates/lone_prologue.py
+        note += f" ({terms['solo_rate_one']:.3g} where busy SMs hold one program)"
+    if "lone_prologue_bandwidth" in terms:
+        note += (f", a lone program's prologue at "
+                 f"{terms['lone_prologue_bandwidth'] / 1e9:.1f} GB/s")
     if "program_bandwidth" in terms:
         note += f", {terms['program_bandwidth'] / 1e9:.1f} GB/s per program"
     if all(k in terms for k in COMBINE_TERMS):
@@ -343,6 +348,8 @@ def impl_roofs(roofs: Roofs, impl: Implementation, hardware: Hardware, d: int = 
                                              if k.startswith("memory_")},
                    solo_rate=terms.get("solo_rate"),
                    program_bandwidth=terms.get("program_bandwidth"),
+                   solo_rate_one=terms.get("solo_rate_one"),
+                   lone_prologue_bandwidth=terms.get("lone_prologue_bandwidth"),
                    combine=({k: terms[k] for k in COMBINE_TERMS}
                             if all(k in terms for k in COMBINE_TERMS) else {}))
 

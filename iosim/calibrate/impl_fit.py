@@ -40,6 +40,7 @@ from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
 from iosim.estimates.eager_mask_fill import fill_is_contiguous
 from iosim.estimates.eager_softmax import softmax_kernel
+from iosim.estimates.lone_prologue import prologue_bytes
 from iosim.estimates.occupancy import lone_program_time
 from iosim.inputs.excerpts import clip, excerpt
 from iosim.inputs.hardware import Hardware, ImplCalibration
@@ -48,7 +49,7 @@ from iosim.inputs.implementations import Implementation
 from iosim.inputs.implementations_yaml import get_implementation, shipped_implementations
 from iosim.inputs.limits import MAX_RECORDED_CALL_S
 from iosim.inputs.workload import Workload
-from iosim.record import Record
+from iosim.record import Record, field
 
 KINDS = ("fused", "matmul", "elementwise")
 SPLIT_KERNEL = "splitkv_attn"
@@ -87,6 +88,12 @@ class Pieces(Record, eq=False):
     """A memory-bound grid's per-program floor at its program bandwidth (0 elsewhere)."""
     decode: bool
     measured_s: float
+    one: np.ndarray = field(default_factory=lambda: np.zeros(0, dtype=bool))
+    """A lone grid whose busy grids hold one program per SM too (estimates/lone_prologue.py:
+    solo_rate_one applies), for the LONE_IMPLS only; empty: none."""
+    prologue_bytes: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    """A lone fused forward grid's prologue bytes per program (lone_prologue.py), LONE_IMPLS
+    only; empty: none."""
     kernel_rows: tuple[tuple[str, float, float], ...] = ()
     """An eager pipeline's elementwise kernels: (memory efficiency key, memory roof time at full
     bandwidth, its launches' measured device time), for calibrate/eager_kernel_fit.py."""
@@ -153,11 +160,24 @@ def _pieces(w: Workload, impl: Implementation, hardware: Hardware, measured_s: f
         memory_key = own_memory if own else "memory"
         if k.name in ELEMENTWISE and k.name in measured:
             kernel_rows.append((memory_key, memory, measured[k.name]))
-        rows.append((memory_key, memory, k.compute_time_s / eff / u, key, alone, floor))
+        lone = alone and impl.name in LONE_IMPLS
+        one = lone and grid is not None and grid.per_sm == 1
+        prologue = (prologue_bytes(est.tiling.block_q, est.tiling.block_kv, w.d, w.element_bytes)
+                    if lone and k.kind == "fused" and est.tiling is not None else 0)
+        rows.append((memory_key, memory, k.compute_time_s / eff / u, key, alone, floor, one,
+                     prologue))
     cols = list(zip(*rows, strict=True))
     return Pieces(np.array(cols[0]), np.array(cols[1]), np.array(cols[2]), np.array(cols[3]),
                   np.array(cols[4], dtype=bool), np.array(cols[5]), w.n == 1, measured_s,
+                  np.array(cols[6], dtype=bool), np.array(cols[7], dtype=np.float64),
                   tuple(kernel_rows))
+
+
+LONE_IMPLS = ("iosim-triton",)
+"""Implementations whose lone grids are fitted with estimates/lone_prologue.py's two terms: the
+one whose forward tiles, warps and registers are declared from its source and measured
+(configs/impls/iosim-triton.yaml), so its programs per SM are known; the others keep one solo
+rate for every c (their fits unchanged)."""
 
 
 def predict(p: Pieces, params: dict[str, float]) -> float:
@@ -174,7 +194,14 @@ def predict(p: Pieces, params: dict[str, float]) -> float:
         at = p.memory_key == key
         memory[at] = memory[at] / params[key]
     t = np.maximum(memory, compute)
-    t = np.where(p.alone, t / params["solo_rate"], t)
+    # estimates/lone_prologue.py's terms where given (lone_rate: solo_rate without them)
+    one = params.get("solo_rate_one")
+    rate = (np.where(p.one, one, params["solo_rate"]) if one is not None and p.one.size
+            else np.full(t.shape, params["solo_rate"]))
+    t = np.where(p.alone, t / rate, t)
+    bandwidth = params.get("lone_prologue_bandwidth")
+    if bandwidth is not None and p.prologue_bytes.size:
+        t = t + p.prologue_bytes / bandwidth
     t = np.maximum(t, p.floor_s)
     floor = params["decode_host_floor_s"] if p.decode else params["host_floor_s"]
     return max(floor, float(t.sum()) + params["call_overhead_s"])
@@ -186,31 +213,42 @@ GRIDS = {
     **dict.fromkeys(("memory", *KERNEL_MEMORY_KEYS),
                     np.round(np.arange(0.10, READ_ONLY + 1e-9, 0.01), 3)),
     "solo_rate": np.round(np.arange(0.30, 1.001, 0.01), 3),
+    "solo_rate_one": np.round(np.arange(0.70, 1.301, 0.005), 3),
+    "lone_prologue_bandwidth": np.arange(4e9, 80.1e9, 0.5e9),
     "call_overhead_s": np.arange(0.0, 60.1e-6, 0.5e-6),
     "host_floor_s": np.arange(0.0, 300.1e-6, 1e-6),
     "decode_host_floor_s": np.arange(0.0, 300.1e-6, 1e-6),
 }
 """Where each parameter is searched (coordinate descent, from START)."""
+LONE_START = {"solo_rate_one": 1.0, "lone_prologue_bandwidth": 32e9}
+"""Where `fit(lone=True)` starts estimates/lone_prologue.py's two terms (calibrate/lone_fit.py,
+which fits them on kernel device times); a call-time fit never searches them, only holds them."""
 START = {**dict.fromkeys(COMPUTE_KEYS, 0.6), **dict.fromkeys(("memory", *KERNEL_MEMORY_KEYS),
                                                               0.9), "solo_rate": 1.0,
          "call_overhead_s": 0.0, "host_floor_s": 0.0, "decode_host_floor_s": 0.0}
 
 
-def fit(points: list[Pieces], *, sweeps: int = 4,
-        held: dict[str, float] | None = None) -> dict[str, float]:
+def fit(points: list[Pieces], *, sweeps: int = 4, held: dict[str, float] | None = None,
+        lone: bool = False) -> dict[str, float]:
     """The parameters that minimise the summed absolute log error of the predicted call time
     over the points (robust to a few outlying calls): coordinate descent over GRIDS, `sweeps`
     rounds, those in `held` kept at their value (fitted elsewhere: eager_kernel_fit.py; or an
     earlier fit's figures, a new term fitted with them unchanged: fit_record's `hold`). A
     parameter no point depends on (no kernel of that efficiency, no memory-bound kernel, no
-    lone grid, no decode point) is left out."""
+    lone grid, no decode point) is left out. `lone`: search estimates/lone_prologue.py's two
+    terms too (calibrate/lone_fit.py); otherwise they are only held where given, so that a
+    call-time fit's other figures are what they were before round triton13."""
     held = held or {}
-    params = {**START, **held}
+    params = {**START, **(LONE_START if lone else {}), **held}
     keys = {k for p in points for k in p.key.tolist()} - {""}
     uses = {**{k: k in keys for k in COMPUTE_KEYS},
             **{k: any(bool((p.memory_s[p.memory_key == k] > 0).any()) for p in points)
                for k in ("memory", *KERNEL_MEMORY_KEYS)},
             "solo_rate": any(bool(p.alone.any()) for p in points),
+            "solo_rate_one": "solo_rate_one" in params and any(bool(p.one.any())
+                                                                for p in points),
+            "lone_prologue_bandwidth": "lone_prologue_bandwidth" in params and any(
+                bool(p.prologue_bytes.any()) for p in points),
             "decode_host_floor_s": any(p.decode for p in points),
             "host_floor_s": any(not p.decode for p in points), "call_overhead_s": True}
 

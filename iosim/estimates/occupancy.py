@@ -49,6 +49,7 @@ from typing import Any
 
 import numpy as np
 
+from iosim.estimates.lone_prologue import lone_rate
 from iosim.inputs.ints import Int, cdiv, imax, imin
 from iosim.record import Record
 
@@ -160,7 +161,8 @@ def makespan(lengths: Sequence[float], slots: int) -> float:
 def lone_program_time(time_s: float, bound: str, programs: int, per_sm: int, sm_count: int,
                       memory_bytes: float, solo_rate: float | None,
                       program_bandwidth: float | None, *, memory_s: float = 0.0,
-                      compute_s: float = 0.0) -> float:
+                      compute_s: float = 0.0, solo_rate_one: float | None = None,
+                      prologue_s: float = 0.0) -> float:
     """A kernel's time with the two limits of programs that have an SM to themselves.
 
     Compute: a grid of at most one program per SM (P ≤ S) leaves each SM one program, which
@@ -179,7 +181,7 @@ def lone_program_time(time_s: float, bound: str, programs: int, per_sm: int, sm_
     if programs <= 0 or sm_count <= 0:
         return time_s
     if solo_rate is not None and bound == "compute" and programs <= sm_count:
-        time_s = time_s / solo_rate
+        time_s = time_s / lone_rate(per_sm, solo_rate, solo_rate_one) + prologue_s
     if program_bandwidth is not None and bound == "memory":
         waves = -(-programs // max(per_sm * sm_count, 1))
         floor = waves * memory_bytes / programs / program_bandwidth

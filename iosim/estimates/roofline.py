@@ -37,6 +37,7 @@ from iosim.errors import IosimError, arg
 from iosim.estimates.alg4_time import alg4_fused_time_s, alg4_kernel
 from iosim.estimates.combine import KERNEL as COMBINE_KERNEL
 from iosim.estimates.combine import combine_time_s
+from iosim.estimates.lone_prologue import prologue_bytes
 from iosim.estimates.occupancy import causal_utilisation, lone_program_time, utilisation
 from iosim.inputs.api_values import check_choice, check_flag, check_instance
 from iosim.inputs.hardware import (
@@ -83,6 +84,10 @@ class Roofs(Record):
     lone_program_time); None: not limited."""
     program_bandwidth: float | None = None
     """Bytes/s one program of the implementation streams alone (lone_program_time)."""
+    solo_rate_one: float | None = None
+    """The lone-grid rate where busy grids hold one program per SM too, and the bytes/s of a
+    lone program's prologue (estimates/lone_prologue.py); None: the one solo rate, no prologue."""
+    lone_prologue_bandwidth: float | None = None
     combine: Mapping[str, float] = field(default_factory=dict)
     """An implementation's fitted figures of FA2's split-KV combine kernel
     (estimates/combine.py); empty: the kernel on its roofline only."""
@@ -401,7 +406,8 @@ def estimate_kernels(
                 float(cost.hbm_read_bytes + cost.hbm_write_bytes) if dram is None else dram,
                 roofs.solo_rate, roofs.program_bandwidth,
                 memory_s=memory_time / (memory_efficiency or efficiency),
-                compute_s=compute_time / efficiency / u)
+                compute_s=compute_time / efficiency / u, solo_rate_one=roofs.solo_rate_one,
+                prologue_s=_prologue_s(kernel, workload, tiling, roofs))
         if kernel.name == COMBINE_KERNEL and roofs.combine and sm_count:
             # latency-bound, not on a roof: estimates/combine.py
             combined = combine_time_s(
@@ -452,6 +458,16 @@ def estimate_kernels(
             timed_by=timed_by,
         ))
     return tuple(estimates)
+
+
+def _prologue_s(kernel: Kernel, workload: Workload, tiling: Tiling | None, roofs: Roofs) -> float:
+    """A lone forward program's unhidden prologue (estimates/lone_prologue.py); 0 without the
+    term, for a kernel that is not the fused forward, or untiled."""
+    if roofs.lone_prologue_bandwidth is None or tiling is None or kernel.kind != "fused" \
+            or kernel.blocks == "backward":
+        return 0.0
+    return prologue_bytes(tiling.block_q, tiling.block_kv, workload.d,
+                          workload.element_bytes) / roofs.lone_prologue_bandwidth
 
 
 def kernel_programs_per_sm(kernel: Kernel, tiling: Tiling | None) -> int:

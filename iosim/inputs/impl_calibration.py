@@ -24,7 +24,8 @@ TIME_TERMS = {"solo_rate": (0.0, 1.0), "program_bandwidth": (0.0, 1e13),
               "chain_program_bandwidth": (0.0, 1e13), "mask_ones_rate": (0.0, 1e13),
               "mask_tril_rate": (0.0, 1e13), "mask_bias_rate": (0.0, 1e13),
               "dense_block_s_d64": (0.0, 1e-3), "dense_block_s_d128": (0.0, 1e-3),
-              "dense_block_s_d256": (0.0, 1e-3)}
+              "dense_block_s_d256": (0.0, 1e-3), "solo_rate_one": (0.0, 1.5),
+              "lone_prologue_bandwidth": (0.0, 1e13)}
 """The forward's time terms an entry may carry (estimates/occupancy.py:lone_program_time,
 analysis/impl_kernels.py:host_floor, estimates/combine.py): the rate of an SM holding one
 program, the bytes/s one program streams alone, the host-bound floor of a call (prefill,
@@ -33,7 +34,8 @@ bandwidth, and cuDNN's lean decode kernel's cost per CTA per head-dim unit and s
 per head-dim bucket (analysis/lean_time.py), a resident grid's wait per key block and
 one program's rate over a block's K and V (analysis/program_chain.py), and a dense causal
 mask's kernels' rates and cuDNN's seconds per 128 × 128 block reading it
-(analysis/dense_mask.py); (low, high]."""
+(analysis/dense_mask.py), and a lone grid's rate where busy SMs hold one program too and its
+programs' prologue bandwidth (estimates/lone_prologue.py); (low, high]."""
 ENTRY_KEYS = {"efficiency", "call_overhead_s", "backward", "forward", "source", *TIME_TERMS}
 KERNEL_MEMORY_KEYS = ("memory_gqa_expand", "memory_scale", "memory_mask_not",
                       "memory_mask_copy", "memory_mask", "memory_mask_contiguous",
