@@ -26,7 +26,8 @@ program when its program ends (a program's length: its key blocks, one per time 
 l2.py; l2_restarts._schedule). In step τ every running program reads one K/V tile of its
 (batch, KV head): program p, started at s_p with L_p key blocks, reads key block
 L_p − 1 − (τ − s_p). A program reads its own Q_i at its start and writes O_i, L_i at its end.
-The L2 is one LRU cache of those tiles, a K/V tile held at WALK_COPIES copies. A K/V tile read
+The L2 is one LRU cache of those tiles, a K/V tile held at walk_copies copies (growing with
+the sequences live side by side, live_sequences; round 9 held one WALK_COPIES). A K/V tile read
 again at step t, last read at step t₀, has a reuse distance of the distinct K/V tiles read at
 steps t₀ < τ < t (the other reads of steps t₀ and t are concurrent with the tile's and counted
 on neither side: the seen records chose this against counting one whole end, which round 8's
