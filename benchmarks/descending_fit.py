@@ -37,7 +37,7 @@ RECORDS = (("h200-impl-dram3.csv", "validation2"), ("h200-impl-dram4.csv", "vali
            ("h200-impl-dram7.csv", "validation6"), ("h200-impl-causalprobe7.csv",
                                                      "causalprobe7"),
            ("h200-impl-dram8.csv", "impl8fresh"))
-ALONE = {"impl8fresh"}
+ALONE = {"impl8fresh", "impl9fresh", "impl12fresh"}
 """Records whose calls are sdpa-flash's alone (the device script's `SET sdpa-flash`)."""
 
 
@@ -92,15 +92,16 @@ def predicted_with(w: Any, impl: Implementation) -> float:
 
 
 def at_copies(rows: list[dict[str, Any]], copies: float) -> list[float]:
-    """Each walked call's error at WALK_COPIES = copies."""
+    """Each walked call's error with every tile at `copies` (walk_copies held at one figure,
+    as round 9's WALK_COPIES)."""
     from iosim.estimates import l2_launch_walk
 
-    kept = l2_launch_walk.WALK_COPIES
-    l2_launch_walk.WALK_COPIES = copies
+    kept = l2_launch_walk.walk_copies
+    l2_launch_walk.walk_copies = lambda live: copies
     try:
         return [(predicted(r["w"]) - r["dram"]) / r["dram"] for r in rows]
     finally:
-        l2_launch_walk.WALK_COPIES = kept
+        l2_launch_walk.walk_copies = kept
 
 
 def main() -> None:

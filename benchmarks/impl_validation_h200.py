@@ -462,6 +462,40 @@ the four d = 128 template instances (causal or not × N a multiple of FA2's tile
 of the four at d = 64, d = 256 causal and not; 1-48 heads, batch 1-3, GQA 1-8, fp16 and bf16,
 two chunked causal prefills, long causal prefills of 1-8 heads with K/V beyond the L2."""
 
+IMPL13FRESH = (
+    # issue 11 round 13 (helper impl13): the fresh judgement of walk_copies (the walk's copies
+    # growing with the sequences live side by side, estimates/l2_launch_walk.py, fitted on the
+    # seen records), written down before tag impl13-frozen and counted after it; no shape
+    # equals one of any earlier set (tests/test_l2_launch_walk.py holds that). Causal prefills
+    # of 1-12 heads with K/V beyond the L2 (60 MiB) and inside it, batch 1-3, GQA 2-4, d 64,
+    # 128 and 256, fp16 and bf16; non-causal controls; iosim-triton runs the N = N_kv
+    # multiples of its block (benchmarks/impl_dram_h200.py calls)
+    _w(70000, heads=1, causal=True, dtype="bf16"),  # one head, K/V 36 MB
+    _w(38400, heads=2, causal=True),  # triton too
+    _w(43008, heads=3, causal=True, dtype="bf16"),  # triton too
+    _w(35000, heads=4, causal=True),
+    _w(27500, heads=7, causal=True, dtype="bf16"),
+    _w(23000, heads=10, causal=True),
+    _w(8200, heads=12, batch=3, causal=True, dtype="bf16"),  # many small heads live
+    _w(4700, heads=14, batch=3, causal=True),  # about 13 live
+    _w(14000, heads=8, batch=2, causal=True),
+    _w(33000, heads=8, kv=4, causal=True, dtype="bf16"),  # GQA 2
+    _w(26000, heads=12, kv=3, causal=True),  # GQA 4
+    _w(60000, heads=5, d=64, causal=True, dtype="bf16"),
+    _w(18000, heads=6, d=256, causal=True),
+    _w(11000, heads=10, kv=5, d=256, causal=True, dtype="bf16"),
+    _w(9600, heads=3, causal=True),  # K/V 14.7 MB, inside the L2
+    _w(20480, heads=1, causal=True, dtype="bf16"),  # 10.5 MB inside; triton too
+    _w(25600, heads=6),  # non-causal, K/V 78.6 MB; triton too
+    _w(12288, heads=16, kv=8, dtype="bf16"),  # non-causal GQA, 50 MB; triton too
+    _w(29952, heads=4, d=64),  # non-causal d 64, 61 MB; triton too
+)
+"""Nineteen fresh DRAM points (ncu, both implementations: benchmarks/impl13_h200.sh): long
+causal prefills at 1-30 sequences (batch × heads), the walk's live sequences about 1 to 12,
+K/V beyond the L2 and inside it, GQA 2-4, d 64/128/256, fp16 and bf16; three non-causal
+controls; iosim-triton's calls of the N = N_kv multiples of 128 as controls (its model is
+untouched)."""
+
 CUDNNFRESH8 = (
     # cudnn8 (issue 11, round 10): the lean (stream-K) decode rule's judgement, written down
     # before tag cudnn8-frozen and measured after it; none equals a point of any earlier set or
@@ -739,7 +773,7 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "flexfresh10": (FLEXFRESH10, tuple(range(len(FLEXFRESH10)))),
         "impl8fresh": (IMPL8FRESH, ()),
         "impl9fresh": (IMPL9FRESH, ()),
-        "impl12fresh": (IMPL12FRESH, ()),
+        "impl12fresh": (IMPL12FRESH, ()), "impl13fresh": (IMPL13FRESH, ()),
         "cudnnfresh8": (CUDNNFRESH8, ()), "cudnnfresh9": (CUDNNFRESH9, ()),
         "cudnnfresh10": (CUDNNFRESH10, ()),
         "eagerfresh8": (EAGERFRESH8, ()),

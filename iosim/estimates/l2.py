@@ -334,9 +334,12 @@ class _ClosedForm:
                 # (l2_launch_walk.py)
                 kv_once = sum(tensor_bytes(a, self.w, per_head=True)
                               for a in {a.tensor: a for a in shared}.values()) / sweep
+                # each tile at the copies of the sequences live beside it (walk_copies)
+                copies = l2_launch_walk.walk_copies(
+                    l2_launch_walk.live_sequences(lengths, self.w.batch, self.w.heads, p))
                 missed = launch_walk_misses(lengths, self.w.batch, self.w.heads, group, p,
-                                            kv_once * l2_launch_walk.WALK_COPIES, own_read,
-                                            own_write, self.capacity)
+                                            kv_once * copies, own_read, own_write,
+                                            self.capacity)
                 passes = 1.0 + missed / (units * sweep)
                 if missed == 0:
                     return passes, "read once per head: causal programs walking down share it"
