@@ -1,0 +1,86 @@
+"""bwd15's session host speed (calibrate/host_session.py) and the fifteenth fresh H200 set: the
+grid's new-ness (committed before the run), the probe, the speed's rule, and (once the record is
+in) the judgement as measured. No GPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from iosim.calibrate import host_session as HS  # noqa: E402
+from iosim.estimates import backward_host_floor as BF  # noqa: E402
+
+
+def _grid() -> list:  # type: ignore[type-arg]
+    pytest.importorskip("torch")  # the grid's BwdPoint lives in a module that imports torch
+    from benchmarks import backward_h200 as BH
+
+    return [p for p, _, _ in BH.fresh15_grid()]
+
+
+def test_the_fifteenth_grid_is_new() -> None:
+    """No point's shape (N, d, batch·heads, batch·kv, mask: dtype aside) that of a point of any
+    earlier record (fresh1-14, the probes, the calibration records) or earlier grid."""
+    from benchmarks import backward_h200 as BH
+    from tests.test_fresh8_backward import _earlier_ids
+    from tests.test_fresh14_backward import _shape
+
+    points = _grid()
+    earlier = _earlier_ids(own="backward-h200-fresh15.json", later=()) | {
+        p.id for make in (BH.fresh8_grid, BH.fresh9_grid, BH.fresh10_grid, BH.fresh11_grid,
+                          BH.fresh12_grid, BH.fresh14_grid) for p, _, _ in make()}
+    assert {p.id for p, _, _ in BH.fresh14_grid()} <= earlier
+    shapes = {_shape(i) for i in earlier} - {None}
+    assert len(points) >= 12 and len({p.id for p in points}) == len(points)
+    assert not {_shape(p.id) for p in points} & shapes
+    from iosim.calibrate.bench_bwd import BwdPoint
+
+    assert _shape(BwdPoint(*BH.HOST_PROBE).id) not in {_shape(p.id) for p in points}
+
+
+def test_the_fifteenth_grid_varies_every_axis() -> None:
+    """d 64/128, causal and not, fp16/bf16, GQA, N never a power of two; at least half the
+    points at one head or below one wave (batch·heads · N/128 programs < 132 SMs is not the
+    test: batch·heads < 132), one-head points both ways on every axis, one above 132."""
+    points = _grid()
+    assert {p.d for p in points} == {64, 128}
+    assert {p.causal for p in points} == {True, False}
+    assert {p.dtype for p in points} == {"fp16", "bf16"}
+    assert {p.group for p in points} >= {1, 3, 4}
+    assert all(p.n & (p.n - 1) for p in points)
+    one = [p for p in points if p.batch * p.heads == 1]
+    small = [p for p in points if 1 < p.batch * p.heads <= 8]
+    assert len(one) >= 6 and len(one) + len(small) >= len(points) / 2
+    assert {p.causal for p in one} == {True, False}
+    assert {p.d for p in one} == {64, 128} and {p.dtype for p in one} == {"fp16", "bf16"}
+    assert max(p.batch * p.heads for p in points) > 132
+
+
+def test_the_probe_is_the_benchmarks() -> None:
+    """The probe the speed is read off is the one the benchmark times, and its launches are
+    the floors' plain ones (7 eager, 5 SDPA: two heads, no split-K)."""
+    pytest.importorskip("torch")
+    from benchmarks import backward_h200 as BH
+    from iosim.calibrate.bench_bwd import BwdPoint
+
+    p = BwdPoint(*BH.HOST_PROBE).fields()
+    assert {k: p[k] for k in HS.PROBE if k in p} == {k: v for k, v in HS.PROBE.items() if k in p}
+
+
+def test_speed_scales_the_floor_and_only_the_floor() -> None:
+    """HOST_SPEED multiplies the floor of its implementation alone; 1 where absent."""
+    names = ["bwd_dv", "bwd_dp", "bwd_softmax_mul", "bwd_softmax", "bwd_scale", "bwd_dk",
+             "bwd_dq"]
+    eager = BF.backward_host_floor("torch-naive", names)[0]
+    sdpa = BF.backward_host_floor("sdpa-flash", ["bwd_dot_do_o", "bwd_attn", "bwd_convert_dq"])[0]
+    with HS.host_speed({"torch-naive": 0.5}):
+        assert BF.backward_host_floor("torch-naive", names)[0] == pytest.approx(eager / 2)
+        assert BF.backward_host_floor("sdpa-flash", ["bwd_dot_do_o", "bwd_attn",
+                                                     "bwd_convert_dq"])[0] == sdpa
+        assert BF.floored("torch-naive", 1e-3, names) == 1e-3  # the kernels, where longer
+    assert BF.backward_host_floor("torch-naive", names)[0] == eager
