@@ -84,3 +84,59 @@ def test_speed_scales_the_floor_and_only_the_floor() -> None:
                                                      "bwd_convert_dq"])[0] == sdpa
         assert BF.floored("torch-naive", 1e-3, names) == 1e-3  # the kernels, where longer
     assert BF.backward_host_floor("torch-naive", names)[0] == eager
+
+
+def _causal_eager_masks() -> list[tuple[int, str]]:
+    """(batch·heads, the mask pass's kernel name) of every seen causal eager ncu run: the
+    kernel after softmax's backward (split-K reduces aside)."""
+    import json
+
+    from iosim.calibrate import torch_bwd_dram as D
+
+    out = []
+    for path in HS.SEEN:
+        record = json.loads(path.read_text())
+        if record.get("counters", {}).get("status") != "ok":
+            continue
+        points = {p["id"]: p for p in record["points"]}
+        for item in record["counters"]["items"]:
+            p = points.get(item["id"])
+            if item["what"] != "eager" or p is None or not p["causal"]:
+                continue
+            names = [k["kernel"] for k in item["segments"][0]["kernels"]
+                     if "splitKreduce" not in k["kernel"]]
+            at = next(i for i, n in enumerate(names) if "softmax" in n.lower())
+            out.append((p["batch"] * p["heads"], names[at + 1]))
+    assert D.DATA.exists()
+    return out
+
+
+def test_the_mask_is_vectorised_exactly_at_one_head() -> None:
+    """The rule's condition, read off the ncu kernel names: masked_fill's backward is the
+    vectorised kernel at all 4 seen one-head causal runs, the strided one at all 46 others
+    (host_session.SEEN)."""
+    masks = _causal_eager_masks()
+    one = [n for bh, n in masks if bh == 1]
+    more = [n for bh, n in masks if bh > 1]
+    assert len(one) == 4 and all("vectorized_elementwise_kernel" in n for n in one)
+    assert len(more) == 46 and all(n.startswith("void at::elementwise_kernel<128, 4")
+                                   for n in more)
+
+
+def test_the_mask_rate_follows_the_broadcast() -> None:
+    """At one head the mask pass takes the elementwise kernels' efficiency, at two heads (and
+    with the rule off) MASK_EFFICIENCY; the seen one-head mask passes are nearer with it."""
+    from iosim.estimates import eager_backward as EB
+    from iosim.inputs.gpus import config_dir
+    from iosim.inputs.hardware_yaml import load_hardware
+    from iosim.inputs.workload import Workload
+
+    one = Workload(n=4000, d=64, heads=1, batch=1, causal=True)
+    two = Workload(n=4000, d=64, heads=2, batch=1, causal=True)
+    assert EB.mask_rate(one, 0.9) == 0.9
+    assert EB.mask_rate(two, 0.9) == EB.MASK_EFFICIENCY
+    with HS.mask_rule(False):
+        assert EB.mask_rate(one, 0.9) == EB.MASK_EFFICIENCY
+    rows = HS.mask_rows(HS.SEEN, load_hardware(config_dir() / "h200.yaml"))
+    assert len(rows) == 4
+    assert all(abs(on / ncu - 1) < abs(off / ncu - 1) for _, _, ncu, on, off in rows)
