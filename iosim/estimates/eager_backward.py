@@ -47,9 +47,9 @@ shape but for a size-1 batch dimension), so TensorIterator runs the vectorised k
 (`vectorized_elementwise_kernel<8, ...>`: 4 of 4 seen one-head causal ncu runs, fresh10 and
 fresh14) where at batch·heads ≥ 2 it runs the strided `elementwise_kernel<128, 4, ...>` (46 of
 46 in host_session.SEEN): the pass then streams at the other elementwise kernels' memory
-efficiency, not at MASK_EFFICIENCY (seen: 35.6 µs measured against 111.6 at MASK_EFFICIENCY, fp16 N 5,300; bwd15,
-calibrate/host_session.py `mask_rows`). No constant is fitted: the memory efficiency is the
-time fit's."""
+efficiency, not at MASK_EFFICIENCY (seen: 35.6 µs measured against 111.6 at MASK_EFFICIENCY,
+fp16 N 5,300; bwd15, calibrate/host_session.py `mask_rows`). No constant is fitted: the memory
+efficiency is the time fit's."""
 
 
 def mask_rate(w: Workload, memory: float) -> float:
