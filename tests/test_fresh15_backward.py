@@ -140,3 +140,35 @@ def test_the_mask_rate_follows_the_broadcast() -> None:
     rows = HS.mask_rows(HS.SEEN, load_hardware(config_dir() / "h200.yaml"))
     assert len(rows) == 4
     assert all(abs(on / ncu - 1) < abs(off / ncu - 1) for _, _, ncu, on, off in rows)
+
+
+@pytest.fixture(scope="module")
+def fresh15():  # type: ignore[no-untyped-def]
+    from iosim.calibrate import fresh15_bwd as J
+    from iosim.calibrate import torch_bwd_dram as D
+
+    if not J.FRESH15.exists():
+        pytest.skip("the fifteenth record is not in yet")
+    return D.load([J.FRESH15])[0]
+
+
+def test_the_fifteenth_record_as_judged(fresh15) -> None:  # type: ignore[no-untyped-def]
+    """tests/data/backward-h200-fresh15.json (`python3 benchmarks/backward_h200.py $OUT/f15
+    --fresh15 --deadline-s 150`, bwd15-frozen, 2026-12-02): the probe timed twice; eager's
+    calls within ±20 % 6 of 15 at speed 1, 12 with the probe's speed (both rules); SDPA's within
+    ±15 % 13 of 15 at speed 1, 11 with its probe's: the reason SDPA is not in PROBED."""
+    from iosim.calibrate import fresh15_bwd as J
+    from iosim.inputs.gpus import config_dir
+    from iosim.inputs.hardware_yaml import load_hardware
+
+    hw = load_hardware(config_dir() / "h200.yaml")
+    assert len(fresh15["host_probe"]) == 2 and len(fresh15["points"]) == 15
+    assert HS.PROBED == ("eager",)
+
+    def inside(what: str, after: bool) -> int:
+        bound, above = HS.BOUNDS[what]
+        return sum(abs((a if after else b) / c.measured_s - 1) <= bound
+                   for c, b, a in J.judged(fresh15, hw, what) if c.measured_s >= above)
+
+    assert (inside("eager", False), inside("eager", True)) == (6, 12)
+    assert (inside("sdpa", False), inside("sdpa", True)) == (13, 11)

@@ -173,6 +173,13 @@ def probe_speed(record: dict[str, Any], what: str, hardware: Hardware) -> float:
     return float(median(times)) / BF.backward_host_floor(IMPL[what], names)[0]
 
 
+PROBED = ("eager",)
+"""The implementations whose floor the probe's speed is trusted for: judged on fresh15
+(fresh15_bwd.py) eager's calls within ±20 % went 6 → 12 of 15 with it; SDPA's within ±15 % 13 →
+11 of 15 (its host-bound calls ran at 0.81-1.11 of its floor while its probe read 0.75), so
+SDPA's floor stays at speed 1."""
+
+
 BOUNDS = {"eager": (HF.BOUND, HF.JUDGED_ABOVE_S), "sdpa": (HF.SDPA_BOUND, 0.0)}
 """Per implementation: its time bound and the measured time it is judged from."""
 
