@@ -15,6 +15,7 @@
     python3 benchmarks/backward_h200.py OUTDIR --fresh11 --no-ncu  # bwd12: SDPA host floor, time only
     python3 benchmarks/backward_h200.py OUTDIR --fresh12        # bwd13: the backward's DRAM rules
     python3 benchmarks/backward_h200.py OUTDIR --fresh14        # bwd14: split-K partials at one head
+    python3 benchmarks/backward_h200.py OUTDIR --fresh15        # bwd15: the session's host speed
 
 1. Every point's Triton backward is checked against torch autograd in fp32 (bench_bwd.py)
    before anything is timed; a failed check or an unsupported shape: one line, exit 2.
@@ -488,6 +489,48 @@ def fresh14_grid() -> list[tuple[Any, bool, str]]:
     )]
 
 
+def fresh15_grid() -> list[tuple[Any, bool, str]]:
+    """The fifteenth fresh set (bwd15, 2026-12-02): eager's and SDPA's backward timed (and
+    counted by ncu), committed before the run with bwd15's session host speed frozen at
+    `bwd15-frozen` (calibrate/host_session.py: the floor × the session's speed read off the
+    host probe, HOST_PROBE, timed before and after the grid; eager's mask pass vectorised at one
+    head), none equal to a point of any earlier record or grid
+    (tests/test_fresh15_backward.py). Seven one-head points at batch 1 (host-bound at small N,
+    device-bound at large; three causal for the mask), five more below one wave and host-bound
+    in a slow session (batch·heads 3-8, GQA among them), three above (batch·heads 12-160);
+    N none a power of two; d 64/128; causal and not; fp16/bf16."""
+    from iosim.calibrate.bench_bwd import BwdPoint as Pt
+
+    return [(p, True, "h") for p in (
+        # one head, batch 1
+        Pt(1700, 64, 1, 1, 1, False), Pt(2350, 128, 1, 1, 1, True, "bf16"),
+        Pt(3750, 64, 1, 1, 1, True), Pt(5600, 128, 1, 1, 1, False, "bf16"),
+        Pt(2050, 128, 1, 1, 1, False), Pt(8300, 64, 1, 1, 1, False, "bf16"),
+        Pt(4440, 128, 1, 1, 1, True, "bf16"),
+        # below one wave, small N: host-bound where the host is slow
+        Pt(1450, 128, 1, 3, 3, False, "bf16"), Pt(1150, 64, 2, 4, 4, True),
+        Pt(900, 128, 1, 8, 2, False), Pt(2650, 64, 1, 6, 2, True, "bf16"),
+        Pt(1950, 64, 3, 2, 2, False, "bf16"),
+        # device-bound
+        Pt(3300, 64, 2, 9, 9, True), Pt(2700, 128, 4, 40, 40, False, "bf16"),
+        Pt(4700, 128, 1, 12, 12, False),
+    )]
+
+
+HOST_PROBE = (256, 64, 1, 2, 2, False)
+"""The host probe (calibrate/host_session.py PROBE): eager's and SDPA's backward there take
+the host's time (kernels of a few µs), timed before and after a --fresh15 grid."""
+
+
+def host_probe() -> dict[str, Any]:
+    """One timing of the host probe (eager's and SDPA's backward), as time_torch records it."""
+    from iosim.calibrate import bench_bwd as BB
+
+    r = BB.time_torch(BB.BwdPoint(*HOST_PROBE), eager=True)
+    log(f"host probe: sdpa {r['sdpa_s'] * 1e3:.3f} ms, eager {r['eager_s'] * 1e3:.3f} ms")
+    return r
+
+
 def record_header(what: str, argv: list[str]) -> dict[str, Any]:
     """What a record says of itself: what it measures, the command, the device and versions."""
     import torch
@@ -563,8 +606,9 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     second, third, fourth, fifth = args.fresh2, args.fresh3, args.fresh4, args.fresh5
     sixth, seventh, eighth, ninth = args.fresh6, args.fresh7, args.fresh8, args.fresh9
     tenth, eleventh, twelfth = args.fresh10, args.fresh11, args.fresh12
-    fourteenth = args.fresh14
-    name = ("backward-h200-fresh14.json" if fourteenth else
+    fourteenth, fifteenth = args.fresh14, args.fresh15
+    name = ("backward-h200-fresh15.json" if fifteenth else
+            "backward-h200-fresh14.json" if fourteenth else
             "backward-h200-fresh12.json" if twelfth else
             "backward-h200-fresh11.json" if eleventh else
             "backward-h200-fresh10.json" if tenth else "backward-h200-fresh9.json" if ninth
@@ -574,7 +618,9 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
             else "backward-h200-fresh3.json" if third
             else "backward-h200-fresh2.json" if second else "backward-h200-fresh.json")
     record = record_header(
-        "bwd14's split-K rule frozen at bwd14-frozen: eager's and SDPA's backward kernels on "
+        "bwd15's session host speed frozen at bwd15-frozen: eager's and SDPA's backward timed "
+        "(and counted) on a fifteenth fresh set, the host probe before and after" if fifteenth
+        else "bwd14's split-K rule frozen at bwd14-frozen: eager's and SDPA's backward kernels on "
         "a fourteenth fresh set" if fourteenth else
         "bwd13's backward rules frozen at bwd13-frozen: eager's and SDPA's backward kernels on "
         "a twelfth fresh set" if twelfth else
@@ -597,12 +643,15 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         if second else "issue 10's open gaps on fresh points: SDPA causal N >= 32768, eager "
         "causal and N % 8 != 0, Algorithm 4 in Triton", argv)
     # fresh11 was measured as --fresh10 (seed 10) before its rename: the same seed
-    torch.manual_seed(14 if fourteenth else 12 if twelfth else 10 if tenth or eleventh else 9 if ninth
+    torch.manual_seed(15 if fifteenth else 14 if fourteenth else 12 if twelfth
+                      else 10 if tenth or eleventh else 9 if ninth
                       else 8 if eighth else 7 if seventh else 6 if sixth else 5 if fifth
                       else 4 if fourth else 3 if third
                       else 2 if second else 1)
     triton_points: list[Any] = []
-    if fourteenth:
+    if fifteenth:
+        torch_points, flash1 = fresh15_grid(), []
+    elif fourteenth:
         torch_points, flash1 = fresh14_grid(), []
     elif twelfth:
         torch_points, flash1 = fresh12_grid(), []
@@ -645,6 +694,7 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
     record["flash1_check_failed"] = failed
     flash1 = [p for p in flash1 if p.id in checked]
     log(f"flash1: {len(checked)} points checked, {len(failed)} failed")
+    probes = [host_probe()] if fifteenth else []
     timed = []
     for p, eager, gap in torch_points:
         r = BB.time_torch(p, eager=eager)
@@ -665,13 +715,15 @@ def fresh(args: argparse.Namespace, argv: list[str], out: Path) -> int:
         timed.append(r)
         log(f"{p.id} [t]: triton {r['triton_s'] * 1e3:.3f} ms, sdpa {r['sdpa_s'] * 1e3:.3f} ms")
         torch.cuda.empty_cache()
+    if fifteenth:
+        record["host_probe"] = [*probes, host_probe()]
     record["points"] = timed
     (out / name).write_text(json.dumps(record, indent=1))
     log(f"timed in {time.time() - started:.0f} s")
     if not args.no_ncu:
         spec = torch_spec(torch_points)
         # the protocol alone (evict, evict), twice: its residue
-        if seventh or eighth or ninth or tenth or eleventh or twelfth or fourteenth:
+        if seventh or eighth or ninth or tenth or eleventh or twelfth or fourteenth or fifteenth:
             spec = [{"id": "null", "what": "null"}, *spec, {"id": "null2", "what": "null"}]
         for p in flash1:
             spec.append({"id": p.id, "what": "flash1", "point": p.fields(),
@@ -739,6 +791,9 @@ def main(argv: list[str]) -> int:
                     help="bwd13's backward rules, frozen: eager and SDPA on fresh12_grid")
     ap.add_argument("--fresh14", action="store_true",
                     help="bwd14's split-K rule, frozen: eager and SDPA on fresh14_grid")
+    ap.add_argument("--fresh15", action="store_true",
+                    help="bwd15's session host speed, frozen: eager and SDPA on fresh15_grid, "
+                         "the host probe before and after")
     ap.add_argument("--deadline-s", type=float, default=570.0,
                     help="ncu is stopped this many seconds after the start")
     args = ap.parse_args(argv)
@@ -758,7 +813,7 @@ def main(argv: list[str]) -> int:
         return torch_only(args, argv, out)
     if args.fresh or args.fresh2 or args.fresh3 or args.fresh4 or args.fresh5 \
             or args.fresh6 or args.fresh7 or args.fresh8 or args.fresh9 or args.fresh10 \
-            or args.fresh11 or args.fresh12 or args.fresh14:
+            or args.fresh11 or args.fresh12 or args.fresh14 or args.fresh15:
         return fresh(args, argv, out)
     from iosim.algorithms.triton_bwd import TRITON_BWD_TILES
     from iosim.calibrate import CalibrationError

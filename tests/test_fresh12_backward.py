@@ -32,10 +32,11 @@ def h200():  # type: ignore[no-untyped-def]
 
 def _ncu_runs(what: str) -> list[tuple[dict, list[str]]]:  # type: ignore[type-arg]
     """(point, kernel names in launch order) of every ncu run of `what` in the seen records
-    (those before bwd13's: not the twelfth, nor the fourteenth, made later)."""
+    (those before bwd13's: not the twelfth, nor the fourteenth or fifteenth, made later)."""
     runs = []
     for path in sorted(D.DATA.glob("backward-h200*.json")):
-        if path in (FRESH12, D.DATA / "backward-h200-fresh14.json"):
+        if path in (FRESH12, D.DATA / "backward-h200-fresh14.json",
+                    D.DATA / "backward-h200-fresh15.json"):
             continue
         record = json.loads(path.read_text())
         if not isinstance(record, dict) or record.get("counters", {}).get("status") != "ok":

@@ -55,10 +55,23 @@ HOST_FLOORS: dict[str, Callable[[Sequence[str]], tuple[float, str]]] = {
 autograd dispatch (estimates/eager_backward.py, bwd9), SDPA's flash backward's (bwd12)."""
 
 
+HOST_SPEED: dict[str, float] = {}
+"""Per implementation, the session's host seconds over the fitted floor's (1 where absent, as
+shipped): the host's speed differs between sessions of the lent machine (0.5-0.65 of the floor
+in the calibration records and fresh14, 1.0-1.3 in fresh8-12: calibrate/host_session.py, bwd15),
+a fact of the session, not of the shape, measured by a host probe timed in the session."""
+
+
 def backward_host_floor(impl: str, kernel_names: Sequence[str]) -> tuple[float, str]:
-    """(seconds, in words) of the implementation's backward host floor; (0, '') for none."""
+    """(seconds, in words) of the implementation's backward host floor at the session's host
+    speed; (0, '') for none."""
     rule = HOST_FLOORS.get(impl)
-    return (0.0, "") if rule is None else rule(kernel_names)
+    if rule is None:
+        return 0.0, ""
+    seconds, words = rule(kernel_names)
+    speed = HOST_SPEED.get(impl, 1.0)
+    return (seconds, words) if speed == 1.0 else (speed * seconds,
+                                                  f"{words}, × {speed:.2f} (session host speed)")
 
 
 def floored(impl: str, kernels_s: float, kernel_names: Sequence[str]) -> float:

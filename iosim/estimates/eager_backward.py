@@ -9,6 +9,8 @@ analysis/impl_kernels.py impl_kernels) takes
     matmul       max(DRAM estimate ÷ bandwidth, matmul FLOPs ÷ (matmul peak × efficiency))
     elementwise  max(DRAM estimate ÷ (bandwidth × memory efficiency), elementwise FLOPs ÷
                  the vector rate); the causal mask pass at MASK_EFFICIENCY of the bandwidth
+                 where its mask broadcasts (batch·heads ≥ 2), at the memory efficiency at one
+                 head (MASK_VECTORISED_AT_ONE_HEAD)
     + a fixed time per kernel,
 
 and at N_kv % 8 ≠ 0 the fallback kernels' rules below. One call is the kernels plus a time per
@@ -38,6 +40,25 @@ MASK_EFFICIENCY = 0.33
 dS and a broadcast bool mask) reaches a third of the measured bandwidth: `fit_mask_efficiency`
 on the fit set (0.32 and 0.34; the judged points show 0.03 at N = 1024, 2 heads, and 0.39-0.41
 at N ≥ 6000)."""
+
+MASK_VECTORISED_AT_ONE_HEAD = True
+"""At batch·heads 1 masked_fill's backward needs no broadcast (the (N, N_kv) bool mask has dS's
+shape but for a size-1 batch dimension), so TensorIterator runs the vectorised kernel
+(`vectorized_elementwise_kernel<8, ...>`: 4 of 4 seen one-head causal ncu runs, fresh10 and
+fresh14) where at batch·heads ≥ 2 it runs the strided `elementwise_kernel<128, 4, ...>` (46 of
+46 in host_session.SEEN): the pass then streams at the other elementwise kernels' memory
+efficiency, not at MASK_EFFICIENCY (seen: 35.6 µs measured against 111.6 at MASK_EFFICIENCY,
+fp16 N 5,300; bwd15, calibrate/host_session.py `mask_rows`). No constant is fitted: the memory
+efficiency is the time fit's."""
+
+
+def mask_rate(w: Workload, memory: float) -> float:
+    """The causal mask pass's share of the bandwidth: MASK_EFFICIENCY where its mask broadcasts
+    over batch·heads, the elementwise kernels' `memory` where it does not (one head)."""
+    if MASK_VECTORISED_AT_ONE_HEAD and w.batch * w.heads == 1:
+        return memory
+    return MASK_EFFICIENCY
+
 
 ALIGNED_ELEMENTS = 8
 """fp16/bf16 rows of the N×N_kv matrices (S, P, dP, dS: leading dimension N_kv) start on 16-byte
@@ -90,7 +111,8 @@ def kernel_time_s(name: str, kind: str, dram_bytes: float, matmul_flops: float,
                       else FALLBACK_GEMM_EFFICIENCY[unaligned])
         own = max(memory, matmul_flops / (matmul_peak * efficiency))
     else:
-        rate = MASK_EFFICIENCY if name == "bwd_mask" else fit.get("memory", 1.0)
+        memory_rate = fit.get("memory", 1.0)
+        rate = mask_rate(w, memory_rate) if name == "bwd_mask" else memory_rate
         if name == "bwd_softmax" and unaligned is not None:
             rate = SOFTMAX_UNALIGNED_EFFICIENCY
         own = max(memory / rate, elementwise_flops / vector_rate)
