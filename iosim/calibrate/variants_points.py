@@ -490,7 +490,7 @@ CASCADE_FRESH8 = [
 # (estimates/prefix_waves.py prefix_grid at one query head per KV head), written and committed
 # before the device call that measures them (frozen at tag var13-frozen); tests/
 # test_variants_fresh_var13.py checks that no shape of them was measured or listed before.
-# MHA in 7 of 11 (16 or 32 heads, d 64 and 128), GQA 4-8 and MQA as controls, prefixes inside
+# MHA in 8 of 11 (8-32 heads, d 64 and 128), GQA 4-8 and MQA as controls, prefixes inside
 # and beyond the L2, batch 2-64; split-KV counted at 8, 16, 32 splits and its fastest, cascade
 # at its fastest. The comments: the prefix's K+V once, against the L2's 62.9 MB.
 CASCADE_FRESH9 = [
