@@ -34,8 +34,9 @@ MHA (one query head per KV head) packs nothing, and its grid is the same (splits
 requests) at one row block (decode_split at group 1), so the rule reads it so (var13: var12's
 pcas-b12-p22000-s150-mha-d64, a 90 MB prefix over 1.5-5.8 waves, was −50 … −83 % at one read;
 judged fresh on cascade_fresh9: 22 → 30 of 38 split-KV points within ±10 % of ncu, MHA in 8
-of its 11 batches; reports/variants-h200.md, "Issue 14, var13"). An unpacked grid with more query than KV heads
-(a mask's) is not read: shared prefixes refuse masks (inputs/decoding.py refuse_unmodelled).
+of its 11 batches; reports/variants-h200.md, "Issue 14, var13"). An unpacked grid with more
+query than KV heads (a mask's) is not read: shared prefixes refuse masks (inputs/decoding.py
+refuse_unmodelled).
 
 The extra bytes, per chunk, are (waves its readers span − 1) × its prefix K+V × P_miss(D),
 added to the split kernel's K and V in proportion to their widths. Nothing changes for one
