@@ -40,13 +40,13 @@ def seen_rows(fresh: tuple[str, ...] = FRESH) -> list[dict[str, Any]]:
     return [r for r in rows if r["section"] not in fresh] + v10.probe_rows()
 
 
-def fit(fresh: tuple[str, ...] = FRESH) -> None:
+def fit(fresh: tuple[str, ...] = FRESH, later: tuple[str, ...] = ()) -> None:
     """Per share on GRID: the seen shared-prefix split-KV points within ±10 % of ncu."""
     kept = waves.FAR_COPY_SHARE
     try:
         for share in GRID:
             waves.FAR_COPY_SHARE = share
-            errors = [r["error"] for r in seen_rows(fresh) if r["family"] == v10.FAMILY]
+            errors = [r["error"] for r in seen_rows(fresh + later) if r["family"] == v10.FAMILY]
             ok = sum(abs(e) <= v9.WITHIN for e in errors)
             print(f"FAR_COPY_SHARE {share:.2f}: {ok} of {len(errors)} within ±10 %, worst "
                   f"{max(errors, key=abs):+.1%}")
@@ -54,18 +54,19 @@ def fit(fresh: tuple[str, ...] = FRESH) -> None:
         waves.FAR_COPY_SHARE = kept
 
 
-def main(argv: list[str], fresh: tuple[str, ...] = FRESH) -> int:
-    """The command line of the module docstring; `fresh`: the round's fresh sections (var12's
-    judge runs this with its own)."""
+def main(argv: list[str], fresh: tuple[str, ...] = FRESH, later: tuple[str, ...] = ()) -> int:
+    """The command line of the module docstring; `fresh`: the round's fresh sections, `later`:
+    sections measured after the round, seen by neither (var12's and var13's judges run this
+    with their own)."""
     if argv[:1] == ["--join"]:
         off, on = (json.loads(Path(p).read_text()) for p in argv[1:3])
         v9.print_join(off, on, "--rows" in argv)
         return 0
     if "--fit" in argv:
-        fit(fresh)
+        fit(fresh, later)
         return 0
     if "--seen" in argv:
-        rows = seen_rows(fresh)
+        rows = seen_rows(fresh + later)
     else:
         rows = v9.residue_rows(v9.load([a for a in argv if not a.startswith("--")]))
         if "--fresh" in argv:

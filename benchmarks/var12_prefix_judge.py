@@ -26,11 +26,13 @@ sys.path.insert(0, str(Path(__file__).parent))
 import var11_prefix_judge as v11
 
 FRESH = ("cascade_fresh8",)
+LATER = ("cascade_fresh9",)
+"""Sections measured after var12 (var13's fresh set): not part of var12's seen points."""
 
 
 def seen_rows() -> list[dict[str, Any]]:
-    return v11.seen_rows(FRESH)
+    return v11.seen_rows(FRESH + LATER)
 
 
 if __name__ == "__main__":
-    sys.exit(v11.main(sys.argv[1:], FRESH))
+    sys.exit(v11.main(sys.argv[1:], FRESH, LATER))

@@ -232,6 +232,7 @@ def main(argv: list[str]) -> int:
         "mla_fresh3": [], "cascade_fresh4": [],
         "decode_fresh3": [], "cascade_fresh5": [], "mla_fresh4": [], "fp8_fresh3": [],
         "cascade_fresh6": [], "cascade_fresh7": [], "cascade_fresh8": [],
+        "cascade_fresh9": [],
     }
     path = args.out / "variants-h200.json"
     sections = {
@@ -287,6 +288,9 @@ def main(argv: list[str]) -> int:
         # var12's fresh judgement of the paged split kernel's compiled occupancy in the wave
         # rules (analysis/decode_time.py MEASURED_TILES), frozen at tag var12-frozen
         "cascade_fresh8": lambda: run_cascade(sets["cascade_fresh8"], gen, clock, log),
+        # var13's fresh judgement of the wave rule over MHA's unpacked grid (estimates/
+        # prefix_waves.py prefix_grid), frozen at tag var13-frozen
+        "cascade_fresh9": lambda: run_cascade(sets["cascade_fresh9"], gen, clock, log),
     }
     # in the order given: the deadline skips the points of the last sections
     for name in args.sections.split(","):
@@ -356,7 +360,8 @@ def summary(record: dict[str, Any], log: Any) -> None:
     for r in (record["cascade"] + record["cascade_judge"] + record["cascade_fresh"]
               + record["cascade_fresh2"] + record["cascade_fresh3"] + record["cascade_fresh4"]
               + record["cascade_fresh5"] + record["cascade_fresh6"]
-              + record["cascade_fresh7"] + record["cascade_fresh8"]):
+              + record["cascade_fresh7"] + record["cascade_fresh8"]
+              + record["cascade_fresh9"]):
         log(f"cas  {r['id']:24s} {r['status'][:40]:40s} {r.get('winner')}")
     for r in (record["mla"] + record["repeat"] + record["mla_fresh"] + record["mla_fresh2"]
               + record["mla_fresh3"] + record["mla_fresh4"]):

@@ -27,12 +27,12 @@ LATER_SECTIONS = (*JUDGE_SECTIONS, "decode_fresh", "cascade_fresh", "fp8_e5m2", 
                   "cascade_fresh2", "decode_fresh2", "cascade_fresh3", "mla_fresh", "fp8_fresh",
                   "fp8_block", "fp8_fresh2", "mla_fresh2", "mla_fresh3", "cascade_fresh4",
                   "decode_fresh3", "cascade_fresh5", "mla_fresh4", "fp8_fresh3", "cascade_fresh6",
-                  "cascade_fresh7", "cascade_fresh8")
+                  "cascade_fresh7", "cascade_fresh8", "cascade_fresh9")
 """What --add takes: the held-out judge sections, var3's fresh judgement and the microbenchmarks
 (a mapping, not rows); var4's decode_fresh2, cascade_fresh3, mla_fresh, fp8_fresh, fp8_block;
 var7's fresh decoding sets mla_fresh3, cascade_fresh4; var9's decode_fresh3, cascade_fresh5,
 mla_fresh4, fp8_fresh3; var10's cascade_fresh6; var11's cascade_fresh7; var12's
-cascade_fresh8."""
+cascade_fresh8; var13's cascade_fresh9."""
 
 
 def rounded(value: Any) -> Any:

@@ -9,6 +9,7 @@ import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import matplotlib
 import pytest
@@ -118,6 +119,23 @@ def as_var10_shipped() -> Iterator[None]:
     written from."""
     with pytest.MonkeyPatch.context() as patch, as_var11_shipped():
         patch.setattr("iosim.estimates.prefix_waves.FAR_COPY_SHARE", 1.0)
+        yield
+
+
+@contextlib.contextmanager
+def as_var12_shipped() -> Iterator[None]:
+    """The DRAM estimate as var12 shipped it: the wave rule (estimates/prefix_waves.py) over
+    packed grids only, MHA's unpacked grid left at prefix_once's one read (var13 took it in)."""
+    import iosim.estimates.prefix_waves as waves
+
+    full = waves.prefix_grid
+
+    def packed_only(kernels: Any, workload: Any, tiling: Any, concurrent: int) -> Any:
+        split = next((k for k in kernels if k.name == waves.SPLITKV_KERNEL and k.split), None)
+        return full(kernels, workload, tiling, concurrent) if split and split.pack_heads else None
+
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(waves, "prefix_grid", packed_only)
         yield
 
 

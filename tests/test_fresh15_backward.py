@@ -14,6 +14,8 @@ sys.path.insert(0, str(ROOT))
 
 from iosim.calibrate import host_session as HS  # noqa: E402
 from iosim.estimates import backward_host_floor as BF  # noqa: E402
+from tests.fresh_sets import assert_fresh, seen  # noqa: E402
+from tests.seen_sets import AXES, ID, NEEDS_TORCH, backward_seen  # noqa: E402
 
 
 def _grid() -> list:  # type: ignore[type-arg]
@@ -23,24 +25,22 @@ def _grid() -> list:  # type: ignore[type-arg]
     return [p for p, _, _ in BH.fresh15_grid()]
 
 
+@NEEDS_TORCH
 def test_the_fifteenth_grid_is_new() -> None:
-    """No point's shape (N, d, batch·heads, batch·kv, mask: dtype aside) that of a point of any
-    earlier record (fresh1-14, the probes, the calibration records) or earlier grid."""
+    """No point's id that of a point of any earlier record (fresh1-14, the probes, the
+    calibration records) or other grid, nor its shape (N, d, batch·heads, batch·kv, mask: dtype
+    aside), nor the host probe's (tests/fresh_sets.py assert_fresh)."""
     from benchmarks import backward_h200 as BH
-    from tests.test_fresh8_backward import _earlier_ids
+    from iosim.calibrate.bench_bwd import BwdPoint
     from tests.test_fresh14_backward import _shape
 
     points = _grid()
-    earlier = _earlier_ids(own="backward-h200-fresh15.json", later=()) | {
-        p.id for make in (BH.fresh8_grid, BH.fresh9_grid, BH.fresh10_grid, BH.fresh11_grid,
-                          BH.fresh12_grid, BH.fresh14_grid) for p, _, _ in make()}
-    assert {p.id for p, _, _ in BH.fresh14_grid()} <= earlier
-    shapes = {_shape(i) for i in earlier} - {None}
-    assert len(points) >= 12 and len({p.id for p in points}) == len(points)
-    assert not {_shape(p.id) for p in points} & shapes
-    from iosim.calibrate.bench_bwd import BwdPoint
-
-    assert _shape(BwdPoint(*BH.HOST_PROBE).id) not in {_shape(p.id) for p in points}
+    earlier = backward_seen("backward-h200-fresh15.json", "fresh15_grid")
+    dtype_aside = [seen(f"{s.name}, dtype aside", {_shape(i) for i in s.keys} - {None},
+                        key=lambda p: _shape(p.id), at_least=s.at_least) for s in earlier]
+    probe = seen("the host probe (benchmarks/backward_h200.py HOST_PROBE)",
+                 {_shape(BwdPoint(*BH.HOST_PROBE).id)}, key=lambda p: _shape(p.id))
+    assert_fresh(points, ID, [*earlier, *dtype_aside, probe], size=(12, None), axes=AXES)
 
 
 def test_the_fifteenth_grid_varies_every_axis() -> None:

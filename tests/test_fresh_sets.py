@@ -110,6 +110,8 @@ ROUNDS: list[tuple[str, str, dict[str, Any], Callable[..., None]]] = [
      _swap_list(VP, "CASCADE_FRESH7", lambda m: m.CASCADE[0])),
     ("test_variants_fresh_var12", "test_cascade_fresh8_has_no_earlier_shape", {},
      _swap_list(VP, "CASCADE_FRESH8", lambda m: m.CASCADE[0])),
+    ("test_variants_fresh_var13", "test_cascade_fresh9_has_no_earlier_shape", {},
+     _swap_list(VP, "CASCADE_FRESH9", lambda m: m.CASCADE[0])),
     ("test_mla_prefill_fresh2", "test_fresh2_has_no_earlier_shape", {},
      _swap_list("iosim.calibrate.mla_prefill_points", "FRESH2", lambda m: m.FIT[0])),
     ("test_fresh_backward", "test_the_second_fresh_set_is_new", {},
@@ -124,7 +126,7 @@ ROUNDS: list[tuple[str, str, dict[str, Any], Callable[..., None]]] = [
         ("7", "test_the_seventh_grid_is_new"), ("8", "test_the_eighth_grid_is_new"),
         ("9", "test_the_ninth_grid_is_new"), ("10", "test_the_tenth_grid_is_new"),
         ("11", "test_the_eleventh_grid_is_new"), ("12", "test_the_twelfth_grid_is_new"),
-        ("14", "test_the_fourteenth_grid_is_new"))),
+        ("14", "test_the_fourteenth_grid_is_new"), ("15", "test_the_fifteenth_grid_is_new"))),
     *(("test_calibrate_impl", "test_the_fresh_validation_set_is_new_and_varies_every_acceptance_"
        "axis", {"name": name}, _swap_list(IV, name, lambda m: m.FIT[0]))
       for name in ("VALIDATION3", "VALIDATION4", "VALIDATION5", "VALIDATION6", "VALIDATION10")),
@@ -150,6 +152,10 @@ ROUNDS: list[tuple[str, str, dict[str, Any], Callable[..., None]]] = [
         ("test_eager_mask", "test_the_fresh_eager9_set_is_new_and_varies_every_axis",
          "EAGERFRESH9"),
         ("test_spills", "test_the_fresh_instance_set_is_new_and_varies_its_axes", "IMPL12FRESH"),
+        ("test_l2_launch_walk", "test_the_fresh_walk_copies_set_is_new_and_varies_its_axes",
+         "IMPL13FRESH"),
+        ("test_lone_prologue", "test_the_fresh_triton13_set_is_new_and_varies_every_axis",
+         "TRITONFRESH13"),
         ("test_cudnn11", "test_the_fresh_cudnn11_sets_are_new_and_vary_every_axis",
          "CUDNNFRESH11"),
         ("test_cudnn11", "test_the_fresh_cudnn11_sets_are_new_and_vary_every_axis",

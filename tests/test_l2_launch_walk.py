@@ -208,21 +208,24 @@ def test_the_fresh_descending_set_is_new_and_varies_its_axes() -> None:
 
 def test_the_fresh_walk_copies_set_is_new_and_varies_its_axes() -> None:
     """IMPL13FRESH (round 13, committed before tag impl13-frozen): no shape (batch, heads, KV
-    heads, N, N_kv, d, mask; any dtype) of any earlier set of the validation script or of the
-    calibration grid; causal prefills whose walk has from one to ten or more sequences live
-    side by side (the axis walk_copies follows), K/V beyond the L2 and inside it, batch 1-3,
-    GQA, d 64/128/256, fp16 and bf16, non-causal controls, iosim-triton controls."""
+    heads, N, N_kv, d, mask; any dtype) of any other set of the validation script, implementation
+    record or the calibration grid (tests/seen_sets.py impl_seen); causal prefills whose walk
+    has from one to ten or more sequences live side by side (the axis walk_copies follows),
+    K/V beyond the L2 and inside it, batch 1-3, GQA, d 64/128/256, fp16 and bf16, non-causal
+    controls, iosim-triton controls."""
     from benchmarks import impl_dram_h200 as D
     from benchmarks import impl_validation_h200 as V
-    from iosim.calibrate.impl_run import FIT_GRID
+    from tests.fresh_sets import assert_fresh, seen
+    from tests.seen_sets import PREFILL_AXES, impl_seen
+
     def shape(w: Workload) -> tuple[object, ...]:
         return (w.batch, w.heads, w.kv_heads, w.n, w.n_kv, w.d, w.causal)
 
     fresh = V.IMPL13FRESH
-    earlier = {shape(w) for w in FIT_GRID} | {shape(w) for name, (points, _) in V.SETS.items()
-                                              if name != "impl13fresh" for w in points}
-    assert len({shape(w) for w in fresh}) == len(fresh) >= 14
-    assert not {shape(w) for w in fresh} & earlier
+    earlier = impl_seen("impl13fresh")
+    dtype_aside = [seen(f"{s.name}, dtype aside", {shape(w) for w in s.keys}, key=shape,
+                        at_least=s.at_least) for s in earlier if s.key is None]
+    assert_fresh(fresh, shape, [*earlier, *dtype_aside], size=(14, None), axes=PREFILL_AXES)
     causal = [w for w in fresh if w.causal]
     kv_bytes = [2 * w.batch * w.kv_heads * w.n_kv * w.d * w.element_bytes for w in causal]
     assert sum(b > H200_L2 for b in kv_bytes) >= 8 and sum(b < H200_L2 / 2 for b in kv_bytes) >= 2

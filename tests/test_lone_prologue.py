@@ -18,9 +18,10 @@ from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.implementations_yaml import get_implementation
 from iosim.inputs.workload import Workload
 from tests.conftest import DATA
+from tests.fresh_sets import as_is, assert_fresh
+from tests.seen_sets import PREFILL_AXES, impl_seen
 
 H200 = resolve_hardware("h200").hardware
-OWN = ("h200-impl-tritonfresh13",)
 """This round's record: measured after the freeze, so left out of the newness check."""
 
 
@@ -90,15 +91,9 @@ def test_the_fresh_triton13_set_is_new_and_varies_every_axis() -> None:
     heads 1-16, batch 1-2, and grids above one wave as controls."""
     from benchmarks import impl_validation_h200 as V
 
-    earlier = {w for s, (points, _) in V.SETS.items() if s != "tritonfresh13" for w in points}
-    for path in DATA.glob("h200-impl-*.json"):
-        if path.stem in OWN:
-            continue
-        record = json.loads(path.read_text())
-        earlier |= {Workload(**p["workload"]) for p in record.get("points", [])
-                    if "workload" in p}
     fresh = V.TRITONFRESH13
-    assert len(set(fresh)) == len(fresh) >= 14 and not set(fresh) & earlier
+    mha_axes = {k: v for k, v in PREFILL_AXES.items() if k != "GQA group"}  # iosim-triton: MHA
+    assert_fresh(fresh, as_is, impl_seen("tritonfresh13"), size=(14, None), axes=mha_axes)
     impl = get_implementation("iosim-triton")
     lone = [w for w in fresh if _pieces(w, impl, H200, 1.0, None).alone.any()]
     assert len(lone) > len(fresh) / 2 and len(fresh) - len(lone) >= 3

@@ -20,7 +20,8 @@ SECTIONS = ("flex", "flex2", "decode", "paged", "cascade", "mla", "fp8", "repeat
             "cascade_judge", "decode_fresh", "cascade_fresh", "fp8_e5m2", "cascade_fresh2",
             "decode_fresh2", "cascade_fresh3", "mla_fresh", "fp8_fresh", "fp8_block", "fp8_fresh2",
             "mla_fresh2", "mla_fresh3", "cascade_fresh4", "decode_fresh3", "cascade_fresh5",
-            "mla_fresh4", "fp8_fresh3", "cascade_fresh6", "cascade_fresh7", "cascade_fresh8")
+            "mla_fresh4", "fp8_fresh3", "cascade_fresh6", "cascade_fresh7", "cascade_fresh8",
+            "cascade_fresh9")
 DESCRIPTORS = ("id", "kind", "dtype", "d", "n", "heads", "kv_heads", "batch", "causal")
 TOLERANCE = {"fp16": 2e-3, "bf16": 1e-2}
 BLOCK_N = RECORD["decode_config"]["block_n"]

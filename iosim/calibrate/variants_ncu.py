@@ -76,7 +76,8 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
               + record.get("cascade_fresh", []) + record.get("cascade_fresh2", [])
               + record.get("cascade_fresh3", []) + record.get("cascade_fresh4", [])
               + record.get("cascade_fresh5", []) + record.get("cascade_fresh6", [])
-              + record.get("cascade_fresh7", []) + record.get("cascade_fresh8", [])):
+              + record.get("cascade_fresh7", []) + record.get("cascade_fresh8", [])
+              + record.get("cascade_fresh9", [])):
         if r["status"] == "ok":
             bp, bc = r["best_splitkv"], r["best_cascade"]
             plain = {bp["splits"]}
@@ -84,7 +85,8 @@ def count_spec(record: dict[str, Any]) -> list[dict[str, Any]]:
                 plain |= {s["splits"] for s in r["splitkv"] if s["splits"] == 8}
             if r in (record.get("cascade_fresh6", [])  # var10: the grid in several waves
                      + record.get("cascade_fresh7", [])  # var11: likewise
-                     + record.get("cascade_fresh8", [])):  # var12: likewise
+                     + record.get("cascade_fresh8", [])  # var12: likewise
+                     + record.get("cascade_fresh9", [])):  # var13: likewise
                 plain |= {s["splits"] for s in r["splitkv"] if s["splits"] in (8, 16, 32)}
             for splits in sorted(plain):
                 spec.append({"count_id": f"{r['id']} splitkv s{splits}", "point": _point(r),

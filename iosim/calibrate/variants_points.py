@@ -486,6 +486,35 @@ CASCADE_FRESH8 = [
 ]
 """Timed as CASCADE is (prefix lengths whole pages of 16)."""
 
+# issue 14, var13: the fresh judgement of split-KV's wave rule over MHA's unpacked grid
+# (estimates/prefix_waves.py prefix_grid at one query head per KV head), written and committed
+# before the device call that measures them (frozen at tag var13-frozen); tests/
+# test_variants_fresh_var13.py checks that no shape of them was measured or listed before.
+# MHA in 8 of 11 (8-32 heads, d 64 and 128), GQA 4-8 and MQA as controls, prefixes inside
+# and beyond the L2, batch 2-64; split-KV counted at 8, 16, 32 splits and its fastest, cascade
+# at its fastest. The comments: the prefix's K+V once, against the L2's 62.9 MB.
+CASCADE_FRESH9 = [
+    _cascade("qcas-b8-p30000-s200-mha-d64", 8, 30000, [200] * 8, heads=16, kv_heads=16,
+             d=64),                                                                  # 123 MB
+    _cascade("qcas-b16-p9008-s100-mha-d64", 16, 9008, [100] * 16, heads=16, kv_heads=16,
+             d=64),                                                                  # 37 MB
+    _cascade("qcas-b4-p48000-s500-mha8-d64", 4, 48000, [500] * 4, heads=8, kv_heads=8,
+             d=64),                                                                  # 98 MB
+    _cascade("qcas-b32-p3008-s40-mha", 32, 3008, [40] * 32, heads=16, kv_heads=16),  # 25 MB
+    _cascade("qcas-b6-p14000-s300-mha", 6, 14000, [300] * 6, heads=16, kv_heads=16),  # 115 MB
+    _cascade("qcas-b56-p2000-s80-mha32-d64", 56, 2000, [80] * 56, heads=32, kv_heads=32,
+             d=64),                                                                  # 16 MB
+    _cascade("qcas-b2-p50000-s900-mha-d64", 2, 50000, [900] * 2, heads=16, kv_heads=16,
+             d=64),                                                                  # 205 MB
+    _cascade("qcas-b24-p70000-s120-gqa8-d64", 24, 70000, [120] * 24, kv_heads=4,
+             d=64),                                                                  # 72 MB
+    _cascade("qcas-b24-p7008-s60-gqa4", 24, 7008, [60] * 24),                        # 29 MB
+    _cascade("qcas-b40-p4000-s30-mqa", 40, 4000, [30] * 40, heads=16, kv_heads=1),   # 2 MB
+    _cascade("qcas-b64-p1504-mixed-mha", 64, 1504, [20, 300, 80, 700] * 16, heads=16,
+             kv_heads=16),                                                           # 12 MB
+]
+"""Timed as CASCADE is (prefix lengths whole pages of 16)."""
+
 MLA_FRESH4 = [
     mla_point("mla-i-b4-25000-h128", 4, 25000, 128),     # latent 115 MB
     mla_point("mla-i-b16-5000-h128", 16, 5000, 128),     # latent 92 MB

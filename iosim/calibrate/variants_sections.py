@@ -17,6 +17,7 @@ from iosim.calibrate.variants_points import (
     CASCADE_FRESH6,
     CASCADE_FRESH7,
     CASCADE_FRESH8,
+    CASCADE_FRESH9,
     CASCADE_JUDGE,
     DECODE,
     DECODE_FRESH,
@@ -55,7 +56,7 @@ QUICK = {"flex": FLEX[:2] + FLEX[13:14], "flex2": FLEX2[:1], "decode": DECODE[:2
          "decode_fresh3": DECODE_FRESH3[:1], "cascade_fresh5": CASCADE_FRESH5[:1],
          "mla_fresh4": MLA_FRESH4[:1], "fp8_fresh3": FP8_FRESH3[:1],
          "cascade_fresh6": CASCADE_FRESH6[:1], "cascade_fresh7": CASCADE_FRESH7[:1],
-         "cascade_fresh8": CASCADE_FRESH8[:1]}
+         "cascade_fresh8": CASCADE_FRESH8[:1], "cascade_fresh9": CASCADE_FRESH9[:1]}
 FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade": CASCADE,
         "mla": MLA, "fp8": FP8,
         "repeat": [DECODE[1], DECODE[5], DECODE[9]],
@@ -67,7 +68,8 @@ FULL = {"flex": FLEX, "flex2": FLEX2, "decode": DECODE, "paged": PAGED, "cascade
         "mla_fresh3": MLA_FRESH3, "cascade_fresh4": CASCADE_FRESH4,
         "decode_fresh3": DECODE_FRESH3, "cascade_fresh5": CASCADE_FRESH5,
         "mla_fresh4": MLA_FRESH4, "fp8_fresh3": FP8_FRESH3, "cascade_fresh6": CASCADE_FRESH6,
-        "cascade_fresh7": CASCADE_FRESH7, "cascade_fresh8": CASCADE_FRESH8}
+        "cascade_fresh7": CASCADE_FRESH7, "cascade_fresh8": CASCADE_FRESH8,
+        "cascade_fresh9": CASCADE_FRESH9}
 """`repeat`: decode shapes timed again at every split count (the run-to-run spread)."""
 
 
@@ -121,5 +123,7 @@ TINY = {
                              heads=4, kv_heads=1)],
     "cascade_fresh8": [_tiny(CASCADE_FRESH8[2], batch=3, prefix_len=96, suffix_lens=[5, 40, 3],
                              heads=2, kv_heads=2)],
+    "cascade_fresh9": [_tiny(CASCADE_FRESH9[0], batch=3, prefix_len=112, suffix_lens=[7, 30, 2],
+                             heads=3, kv_heads=3)],
 }
 """A dry run's points (CPU, Triton's interpreter): the script's logic, not the GPU's speed."""

@@ -30,6 +30,14 @@ launch order and the L2's soft cutoff, with no constant of its own:
    D = prefix K+V · copies(k) + the own K/V of the max(W, Δ) / Δ sequences of a wave, and the
    re-read misses with l2_cutoff.miss_probability(D, L2).
 
+MHA (one query head per KV head) packs nothing, and its grid is the same (splits, heads,
+requests) at one row block (decode_split at group 1), so the rule reads it so (var13: var12's
+pcas-b12-p22000-s150-mha-d64, a 90 MB prefix over 1.5-5.8 waves, was −50 … −83 % at one read;
+judged fresh on cascade_fresh9: 22 → 30 of 38 split-KV points within ±10 % of ncu, MHA in 8
+of its 11 batches; reports/variants-h200.md, "Issue 14, var13"). An unpacked grid with more
+query than KV heads (a mask's) is not read: shared prefixes refuse masks (inputs/decoding.py
+refuse_unmodelled).
+
 The extra bytes, per chunk, are (waves its readers span − 1) × its prefix K+V × P_miss(D),
 added to the split kernel's K and V in proportion to their widths. Nothing changes for one
 wave, one request, a prefill, or a kernel other than split-KV's split kernel over a shared
@@ -79,9 +87,12 @@ def prefix_grid(kernels: Sequence[Kernel], workload: Workload, tiling: Tiling | 
     split = next((k for k in kernels if k.name == SPLITKV_KERNEL and k.split), None)
     if split is None:
         return None
-    if not split.pack_heads:  # a program per query head: not the grid rule 1 reads
-        return None
     g = workload.heads // workload.kv_heads
+    # MHA (g = 1) packs nothing and its grid is rule 1's: (splits, heads, requests), one query
+    # row a program (kernels_variants.py decode_split at group 1; var13). An unpacked grid
+    # with g > 1 (a mask) puts g programs on one KV head's chunk: not the grid rule 1 reads
+    if not split.pack_heads and g != 1:
+        return None
     row_blocks = int(cdiv(g, int(tiling.block_q)))
     splits = max(1, int(tiling.splits or 1))
     block = int(tiling.block_kv)
