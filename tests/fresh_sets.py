@@ -42,6 +42,14 @@ def seen(name: str, keys: Iterable[Hashable], key: Callable[[Any], Hashable] | N
     return Seen(name, frozenset(keys), key, at_least)
 
 
+def loosened(sources: Iterable[Seen], of_key: Callable[[Any], Hashable],
+             of_point: Callable[[Any], Hashable], why: str = "dtype aside") -> list[Seen]:
+    """Each source compared more loosely too: its keys mapped by `of_key` (None dropped), a fresh
+    point by `of_point` (a round whose points must differ in shape, not only in dtype)."""
+    return [seen(f"{s.name}, {why}", {of_key(k) for k in s.keys} - {None}, key=of_point,
+                 at_least=s.at_least) for s in sources if s.key is None]
+
+
 def as_is(point: Any) -> Hashable:
     """The key of a point that is its own (a frozen, hashable Workload)."""
     return point  # type: ignore[no-any-return]

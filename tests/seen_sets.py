@@ -176,6 +176,11 @@ FLEX8_PROBE = "flex8probe"
 """`later`'s name for round 8's flex probe (benchmarks/flex8_probe.py)."""
 
 
+def impl_shape(w: Any) -> tuple[Any, ...]:
+    """A Workload's shape with its dtype aside: batch, heads, KV heads, N, N_kv, d, mask."""
+    return (w.batch, w.heads, w.kv_heads, w.n, w.n_kv, w.d, w.causal)
+
+
 def impl_seen(own: str, later: tuple[str, ...] = ()) -> list[Seen]:
     """The calibration grid, every other set of the validation script, every other H200
     implementation record's workloads and round 8's flex probe; `own` is the set's name in
