@@ -759,6 +759,27 @@ TRITONFRESH13 = (
 """Twenty fresh iosim-triton forwards (triton13): fifteen lone grids (90-129 programs on 132
 SMs; four at d 256, four at d 64, seven at d 128), five above one wave as controls, N 1,152 to
 16,000 none a power of two, heads 1-16, batch 1-2, fp16 and bf16, causal and not."""
+VALIDATION11 = (
+    # the lead's second blind check of the session's merges (round 10), written down and
+    # committed before the device call that times it, after every merge: the changed models'
+    # cases on shapes no record has (tests/test_calibrate_impl.py). cuDNN's causal chunked
+    # prefills (the dense mask, judged blind here for the first time), d 64/128/256, fp16/bf16
+    _w(900, 7000, heads=16, kv=4, causal=True), _w(1700, 12500, heads=8, d=64, causal=True),
+    _w(600, 20000, heads=24, kv=8, causal=True, dtype="bf16"),
+    _w(1200, 9000, heads=6, d=256, causal=True), _w(2100, 6100, heads=12, causal=True),
+    _w(800, 15000, heads=4, d=256, causal=True, dtype="bf16"),
+    # decode steps sdpa-efficient runs (MHA) and the others too
+    _w(1, 27000, heads=16, batch=3, d=64), _w(1, 50000, heads=8, batch=2),
+    _w(1, 12000, heads=32, batch=2, dtype="bf16"), _w(1, 70000, heads=32, kv=8),
+    # lone grids of iosim-triton (N = N_kv multiples of 128, no power of two)
+    _w(6784, heads=2), _w(3456, heads=4, d=64), _w(11392, heads=1, causal=True, dtype="bf16"),
+    _w(2816, heads=3, d=256), _w(7808, heads=2, d=64, causal=True),
+    # long causal prefills with K/V beyond the L2 (the live-sequence walk), GQA and not
+    _w(36992, heads=5, causal=True), _w(20992, heads=16, kv=8, causal=True, dtype="bf16"),
+    _w(15488, heads=6, batch=2, causal=True), _w(66944, heads=2, causal=True),
+    _w(27008, heads=10, d=64, causal=True),
+)
+"""Twenty fresh points (the lead, round 10): no flex (it compiles per shape)."""
 SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "fit2": (FIT2, FIT2_FLEX), "validation2": (VALIDATION2, VALIDATION2_FLEX),
         "validation3": (VALIDATION3, VALIDATION3_FLEX), "spill": (SPILL, ()), "spill5": (SPILL5, ()),
@@ -780,7 +801,8 @@ SETS = {"validation": (VALIDATION, FLEX_POINTS), "fit": (FIT, FIT_FLEX),
         "eagerfresh9": (EAGERFRESH9, ()),
         "cudnnfresh11": (CUDNNFRESH11, ()), "eagerfresh11": (EAGERFRESH11, ()),
         "validation10": (VALIDATION10, VALIDATION10_FLEX),
-        "tritonfresh13": (TRITONFRESH13, ())}
+        "tritonfresh13": (TRITONFRESH13, ()),
+        "validation11": (VALIDATION11, ())}
 
 
 def main() -> None:

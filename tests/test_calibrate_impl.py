@@ -521,3 +521,23 @@ def test_the_validation10_record_measured_the_set_written_before_it() -> None:
     for impl, points in by_impl.items():
         expected = set(V.VALIDATION10_FLEX) if impl == "flex" else set(range(len(V.VALIDATION10)))
         assert set(points) == expected, impl
+
+
+def test_the_second_blind_set_is_new_and_covers_the_changed_models() -> None:
+    """VALIDATION11 (benchmarks/impl_validation_h200.py, the lead's round 10, committed after
+    every merge and before the call that measured it): new against every other set and record,
+    and holding the cases the session's models changed: causal chunked prefills at d 64/128/256,
+    MHA decode steps, lone grids iosim-triton runs, long causal prefills beyond the L2."""
+    from benchmarks import impl_validation_h200 as V
+
+    fresh = V.VALIDATION11
+    assert_fresh(fresh, as_is, impl_seen("validation11"), size=(20, None), axes=PREFILL_AXES)
+    l2 = H200.l2_bytes or 0
+    chunked = [w for w in fresh if w.causal and 1 < w.n != w.n_kv]
+    assert len(chunked) >= 6 and {w.d for w in chunked} == {64, 128, 256}
+    assert sum(w.n == 1 and w.group_size == 1 for w in fresh) >= 3
+    lone = [w for w in fresh if w.n == w.n_kv and w.n % 128 == 0 and w.n & (w.n - 1)
+            and w.batch * w.heads * -(-w.n // (64 if w.d > 128 else 128)) <= (H200.sm_count or 0)]
+    assert len(lone) >= 4 and {w.d for w in lone} == {64, 128, 256}
+    assert sum(w.causal and w.n == w.n_kv and 2 * w.batch * w.kv_heads * w.n_kv * w.d
+               * w.element_bytes > l2 for w in fresh) >= 4

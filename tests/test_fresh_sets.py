@@ -132,6 +132,8 @@ ROUNDS: list[tuple[str, str, dict[str, Any], Callable[..., None]]] = [
       for name in ("VALIDATION3", "VALIDATION4", "VALIDATION5", "VALIDATION6", "VALIDATION10")),
     *((module, test, {}, _swap_list(IV, name, lambda m: m.FIT[0])) for module, test, name in (
         ("test_calibrate_impl", "test_the_fresh_flex_set_is_new", "FLEXFRESH7"),
+        ("test_calibrate_impl", "test_the_second_blind_set_is_new_and_covers_the_changed_models",
+         "VALIDATION11"),
         ("test_flex_forward", "test_the_fresh_flex8_set_is_new_and_varies_every_axis",
          "FLEXFRESH8"),
         ("test_flex_forward", "test_the_fresh_flex9_set_is_new_and_varies_every_axis",
