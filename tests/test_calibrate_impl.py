@@ -504,22 +504,25 @@ def test_a_refit_of_sdpa_efficient_keeps_its_chain_figures(tmp_path: Path) -> No
         == "chain"
 
 
-def test_the_validation10_record_measured_the_set_written_before_it() -> None:
-    """tests/data/h200-impl-validation10.json (benchmarks/validation10-h200/README.md): every
-    implementation at every point of VALIDATION10 (flex at VALIDATION10_FLEX), each timed or
-    refused with its reason, no point of another shape."""
+@pytest.mark.parametrize("name", ["validation10", "validation11"])
+def test_the_blind_record_measured_the_set_written_before_it(name: str) -> None:
+    """tests/data/h200-impl-validation10.json and -validation11.json (benchmarks/validation10-h200/
+    and validation11-h200/README.md): every implementation at every point of its set (flex at
+    the set's flex points, none in VALIDATION11), each timed or refused with its reason, no
+    point of another shape."""
     from benchmarks import impl_validation_h200 as V
 
-    record = json.loads((FIT_RECORD.parent / "h200-impl-validation10.json").read_text())
-    assert record["set"] == "validation10" and "stopped_early" not in record
+    points_of, flex_points = V.SETS[name]
+    record = json.loads((FIT_RECORD.parent / f"h200-impl-{name}.json").read_text())
+    assert record["set"] == name and "stopped_early" not in record
     by_impl: dict[str, dict[int, Any]] = {}
     for p in record["points"]:
         by_impl.setdefault(p["impl"], {})[p["index"]] = p
-        assert Workload(**p["workload"]) == V.VALIDATION10[p["index"]]
+        assert Workload(**p["workload"]) == points_of[p["index"]]
         assert "time_s" in p or p.get("refused")
-    assert set(by_impl) == set(V.IMPLS)
+    assert set(by_impl) == set(V.IMPLS) - ({"flex"} if not flex_points else set())
     for impl, points in by_impl.items():
-        expected = set(V.VALIDATION10_FLEX) if impl == "flex" else set(range(len(V.VALIDATION10)))
+        expected = set(flex_points) if impl == "flex" else set(range(len(points_of)))
         assert set(points) == expected, impl
 
 
