@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import statistics
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -106,23 +107,33 @@ def target(set_name: str, impls: tuple[str, ...] = IMPLS) -> None:
         torch.cuda.synchronize()
 
 
-def counted(text: str, todo: list[tuple[str, int, Any]]) -> list[dict[str, Any]]:
-    """Each call's counted DRAM bytes: its kernels' reads and writes and the residue the next
-    evict wrote back; ncu's rows are taken in launch order (evict, kernels, evict per call)."""
-    launches = parse_raw_csv(text, DRAM_METRICS)
-    out, pos = [], 0
-    for name, i, _ in todo:
+def call_launches(launches: list[dict[str, Any]]
+                  ) -> Iterator[tuple[list[dict[str, Any]], dict[str, Any]]]:
+    """(a call's kernels, the evict that closes it) in launch order (evict, kernels, evict per
+    call); anything before a call's first evict (a compile, a warm-up) is not it, and a call
+    with no closing evict (ncu stopped by its time limit) ends the walk."""
+    pos = 0
+    while True:
         while pos < len(launches) and launches[pos]["kernel"] != EVICT:
-            pos += 1  # anything before the call's first evict (a compile, a warm-up) is not it
+            pos += 1
         pos += 1
         kernels = []
         while pos < len(launches) and launches[pos]["kernel"] != EVICT:
             kernels.append(launches[pos])
             pos += 1
         if pos >= len(launches):
-            break
-        residue = launches[pos]["dram__bytes_write.sum"]
+            return
+        yield kernels, launches[pos]
         pos += 1
+
+
+def counted(text: str, todo: list[tuple[str, int, Any]]) -> list[dict[str, Any]]:
+    """Each call's counted DRAM bytes: its kernels' reads and writes and the residue the next
+    evict wrote back; ncu's rows are taken in launch order (call_launches)."""
+    launches = parse_raw_csv(text, DRAM_METRICS)
+    out = []
+    for (name, i, _), (kernels, closing) in zip(todo, call_launches(launches), strict=False):
+        residue = closing["dram__bytes_write.sum"]
         out.append({"impl": name, "index": i,
                     "kernels": [{"name": k["kernel"][:80], "full_name": k["kernel"],
                                  "read": k["dram__bytes_read.sum"],

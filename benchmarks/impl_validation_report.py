@@ -49,8 +49,9 @@ def predictions(record: dict[str, Any], profile: str = "measured") -> list[dict[
 
 FRESH = {"validation6": "impl7-frozen", "validation10": "validation10-frozen",
          "validation11": "validation11-frozen"}
-"""The sets nothing was fitted on (issue 11 rounds 7 and 10: VALIDATION10 and VALIDATION11) and the tag frozen before each was
-measured; every other set is fit data (validation6 has been since: eager_fallback_fit.py, eager8)."""
+"""The sets nothing was fitted on (issue 11 rounds 7 and 10: VALIDATION10 and VALIDATION11) and
+the tag frozen before each was measured; every other set is fit data (validation6 has been
+since: eager_fallback_fit.py, eager8)."""
 
 
 def describe(w: dict[str, Any]) -> str:

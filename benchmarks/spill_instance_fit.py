@@ -23,8 +23,8 @@ import sys
 from typing import Any
 
 from benchmarks.descending_fit import ALONE, DATA, RECORDS
-from benchmarks.impl_dram_h200 import IMPLS, _set, calls, counted
-from iosim.calibrate.ncu import EVICT, parse_raw_csv
+from benchmarks.impl_dram_h200 import IMPLS, _set, call_launches, calls, counted
+from iosim.calibrate.ncu import parse_raw_csv
 from iosim.calibrate.spill_fit import (
     LOCAL_STORE_HITS,
     LOCAL_STORES,
@@ -72,16 +72,11 @@ def spill5_missed(csv: str = "h200-impl-spill5.csv", set_name: str = "spill5"
     launches = parse_raw_csv((DATA / csv).read_text(),
                              ("dram__bytes_read.sum", "dram__bytes_write.sum", *metrics))
     out: dict[tuple[int, str], list[float]] = {}
-    pos = 0
-    for _, _, w in calls(_set(set_name), ("sdpa-flash",)):
-        while launches[pos]["kernel"] != EVICT:
-            pos += 1
-        pos += 1
-        kernels = []
-        while launches[pos]["kernel"] != EVICT:
-            kernels.append(launches[pos])
-            pos += 1
-        pos += 1
+    todo = calls(_set(set_name), ("sdpa-flash",))
+    groups = list(call_launches(launches))
+    if len(groups) < len(todo):
+        raise ValueError(f"{csv}: {len(groups)} calls counted, {len(todo)} made")
+    for (_, _, w), (kernels, _) in zip(todo, groups, strict=False):
         row = impl.spill_for(w.d)
         fused = None if row is None or w.n == 1 else _fused(impl, w, "h200")
         k = next((k for k in kernels if "flash_fwd_kernel" in k["kernel"]), None)

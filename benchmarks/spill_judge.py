@@ -15,7 +15,7 @@ from pathlib import Path
 from iosim.algorithms import get_algorithm
 from iosim.algorithms.closedform import Dims
 from iosim.analysis.compare import compare
-from iosim.calibrate.ncu import EVICT, parse_raw_csv
+from iosim.calibrate.ncu import parse_raw_csv
 from iosim.calibrate.spill_fit import LOCAL_STORE_HITS, LOCAL_STORES, SECTOR_BYTES
 from iosim.estimates.spills import SPILL_TENSOR, spill_l2_store_bytes
 from iosim.inputs.implementations_yaml import get_implementation
@@ -29,16 +29,11 @@ def main() -> None:
     todo = D.calls(D._set(sys.argv[2]), ("sdpa-flash",))
     launches = parse_raw_csv(Path(sys.argv[1]).read_text(), METRICS)
     impl = get_implementation("sdpa-flash")
-    pos, l2_errors, miss_errors = 0, [], []
-    for _, i, w in todo:
-        while launches[pos]["kernel"] != EVICT:
-            pos += 1
-        pos += 1
-        kernels = []
-        while launches[pos]["kernel"] != EVICT:
-            kernels.append(launches[pos])
-            pos += 1
-        pos += 1
+    l2_errors, miss_errors = [], []
+    groups = list(D.call_launches(launches))
+    if len(groups) < len(todo):
+        raise ValueError(f"{sys.argv[1]}: {len(groups)} calls counted, {len(todo)} made")
+    for (_, i, w), (kernels, _) in zip(todo, groups, strict=False):
         fused = [k for k in kernels if "flash_fwd_kernel" in k["kernel"]]
         if not fused:
             print(f"#{i:2} no flash_fwd_kernel ({', '.join(k['kernel'][:40] for k in kernels)})")

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from iosim.analysis.compare import compare
-from iosim.calibrate.ncu import EVICT, parse_raw_csv
+from iosim.calibrate.ncu import parse_raw_csv
 from iosim.calibrate.spill_fit import (
     LOCAL_STORE_HITS,
     LOCAL_STORES,
@@ -36,18 +36,9 @@ def _spill_launches() -> list[tuple[Workload, list[dict[str, Any]]]]:
 
     todo = D.calls(D._set("spill5"), ("sdpa-flash",))
     launches = parse_raw_csv((DATA / "h200-impl-spill5.csv").read_text(), METRICS)
-    out, pos = [], 0
-    for _, _, w in todo:
-        while launches[pos]["kernel"] != EVICT:
-            pos += 1
-        pos += 1
-        kernels = []
-        while launches[pos]["kernel"] != EVICT:
-            kernels.append(launches[pos])
-            pos += 1
-        pos += 1  # the call's closing evict
-        out.append((w, kernels))
-    return out
+    groups = list(D.call_launches(launches))
+    assert len(groups) >= len(todo)
+    return [(w, kernels) for (_, _, w), (kernels, _) in zip(todo, groups, strict=False)]
 
 
 @cache
