@@ -14,15 +14,14 @@ would time (its error under the chain).
 
 from __future__ import annotations
 
-import json
 import statistics
 import sys
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
+from iosim.calibrate.impl_run import timed_calls
 from iosim.inputs.ints import cdiv
 from iosim.inputs.workload import Workload
 
@@ -39,17 +38,13 @@ def kernel_points(paths: Iterable[Path], decode: bool = True) -> list[tuple[str,
     """(record:index, workload, the fmha kernel's measured seconds) of every sdpa-efficient
     forward of the records: the decode steps (n = 1) or the others."""
     out = []
-    for path in paths:
-        record: dict[str, Any] = json.loads(path.read_text())
-        for p in record["points"]:
-            if p.get("impl") != IMPL or "time_s" not in p or not p.get("kernels"):
-                continue
-            w = Workload(**p["workload"])
-            if w.pass_ != "fwd" or (w.n == 1) != decode:
-                continue
-            t = sum(float(k["time_s"]) for k in p["kernels"] if KERNEL_NAME in k["name"])
-            if t > 0:
-                out.append((f"{path.stem.removeprefix('h200-impl-')}#{p['index']}", w, t))
+    for label, p in timed_calls(paths, IMPL):
+        w = Workload(**p["workload"])
+        if w.pass_ != "fwd" or (w.n == 1) != decode:
+            continue
+        t = sum(float(k["time_s"]) for k in p["kernels"] if KERNEL_NAME in k["name"])
+        if t > 0:
+            out.append((label, w, t))
     return out
 
 

@@ -13,8 +13,10 @@ have) is recorded with its one-line reason and left out of the fit.
 
 from __future__ import annotations
 
+import json
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from pathlib import Path
 from typing import Any
 
 from iosim.calibrate import CalibrationError
@@ -103,6 +105,16 @@ def measure_impls(impls: Sequence[Implementation], runner: Runner, *, device: di
             if on_point is not None:
                 on_point(record, entry)
     return record
+
+
+def timed_calls(paths: Iterable[Path], impl: str) -> Iterator[tuple[str, dict[str, Any]]]:
+    """("record#index", point) of every call of `impl` the records timed with its kernel list
+    (torch.profiler's), record by record: what a fit on kernel device times reads."""
+    for path in paths:
+        record: dict[str, Any] = json.loads(path.read_text())
+        for p in record["points"]:
+            if p.get("impl") == impl and "time_s" in p and p.get("kernels"):
+                yield f"{path.stem.removeprefix('h200-impl-')}#{p['index']}", p
 
 
 def timed_impls(record: dict[str, Any]) -> set[str]:

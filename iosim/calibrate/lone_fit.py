@@ -16,16 +16,15 @@ and after, leave one record out, and each figure's sensitivity (±10 %).
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from statistics import median
-from typing import Any
 
 import numpy as np
 
 from iosim.calibrate.impl_fit import START, Pieces, _pieces, fit, held_parameters, predict
+from iosim.calibrate.impl_run import timed_calls
 from iosim.estimates.lone_prologue import LONE_TERMS
 from iosim.inputs.gpus import resolve_hardware
 from iosim.inputs.hardware import Hardware
@@ -50,20 +49,15 @@ def lone_points(paths: Iterable[Path], hardware: Hardware) -> list[tuple[str, Wo
     every iosim-triton forward of the records with a lone grid."""
     impl = get_implementation(IMPL)
     out = []
-    for path in paths:
-        record: dict[str, Any] = json.loads(path.read_text())
-        for p in record["points"]:
-            if p.get("impl") != IMPL or "time_s" not in p or not p.get("kernels"):
-                continue
-            w = Workload(**p["workload"])
-            if w.heads * w.batch * -(-w.n // 64) > 4 * (hardware.sm_count or 0):
-                continue  # far above one wave (≥ 4 programs per SM at any block): skip compare
-            pieces = _pieces(w, impl, hardware, float(p["time_s"]), None)
-            if not pieces.alone.any():
-                continue
-            kernels_s = sum(float(k["time_s"]) for k in p["kernels"])
-            out.append((f"{path.stem.removeprefix('h200-impl-')}#{p['index']}", w,
-                        replace(pieces, measured_s=kernels_s)))
+    for label, p in timed_calls(paths, IMPL):
+        w = Workload(**p["workload"])
+        if w.heads * w.batch * -(-w.n // 64) > 4 * (hardware.sm_count or 0):
+            continue  # far above one wave (≥ 4 programs per SM at any block): skip compare
+        pieces = _pieces(w, impl, hardware, float(p["time_s"]), None)
+        if not pieces.alone.any():
+            continue
+        kernels_s = sum(float(k["time_s"]) for k in p["kernels"])
+        out.append((label, w, replace(pieces, measured_s=kernels_s)))
     return out
 
 
