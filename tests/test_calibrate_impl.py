@@ -544,3 +544,26 @@ def test_the_second_blind_set_is_new_and_covers_the_changed_models() -> None:
     assert len(lone) >= 4 and {w.d for w in lone} == {64, 128, 256}
     assert sum(w.causal and w.n == w.n_kv and 2 * w.batch * w.kv_heads * w.n_kv * w.d
                * w.element_bytes > l2 for w in fresh) >= 4
+
+
+@pytest.mark.parametrize(("impl", "terms", "said"), [
+    ("sdpa-cudnn", ("mask_ones_rate", "mask_tril_rate", "mask_bias_rate", "dense_block_s_d64",
+                    "dense_block_s_d128", "dense_block_s_d256"), "dense causal mask figures"),
+    ("iosim-triton", ("solo_rate", "solo_rate_one", "lone_prologue_bandwidth"),
+     "lone-grid figures"),
+])
+def test_a_refit_keeps_the_figures_fitted_apart(tmp_path: Path, impl: str,
+                                                terms: tuple[str, ...], said: str) -> None:
+    """cuDNN's dense-mask figures (calibrate/dense_mask_fit.py) and iosim-triton's lone-grid
+    figures (calibrate/lone_fit.py, solo_rate with them) are fitted on kernel device times, not
+    by the call-time fit: `calibrate --impl` used to drop them (the lone pair) or leave solo_rate
+    refitted without them; now it keeps them, value for value, and says so."""
+    out = tmp_path / "h200.yaml"
+    code, stdout, err = run("calibrate", "--gpu", "h200", "--out", str(out), "--impl", impl,
+                            "--from", str(FIT_RECORD))
+    assert (code, err) == (0, "")
+    new = _measured(out).impls[impl].terms
+    assert H200.measured is not None
+    shipped = H200.measured.impls[impl].terms
+    assert {k: new.get(k) for k in terms} == {k: shipped[k] for k in terms}
+    assert f"kept {impl}'s {said}" in " ".join(stdout.split())

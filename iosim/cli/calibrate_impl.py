@@ -47,11 +47,11 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                     warn: Callable[[str], None], counters: bool = False) -> None:
     """Fit and write the implementations' figures (the module docstring); print one line each."""
     from iosim.analysis.lean_time import LEAN_TERMS
-    from iosim.analysis.program_chain import CHAIN_TERMS
     from iosim.calibrate.env import names_match
     from iosim.calibrate.impl_fit import fit_record, load_points
     from iosim.calibrate.impl_run import require_timed
     from iosim.calibrate.yaml_out import merge_impl_fits, write_measured_yaml
+    from iosim.estimates.lone_prologue import LONE_TERMS
     from iosim.inputs.impl_calibration import TIME_TERMS
 
     impls = implementations(impl_text)
@@ -87,7 +87,13 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
     impls_now = hardware.measured.impls
     bandwidth = {n: impls_now[n].terms["program_bandwidth"] for n in names
                  if n in impls_now and "program_bandwidth" in impls_now[n].terms}
-    fitted = fit_record(data, hardware, names, program_bandwidth=bandwidth)
+    # an entry with the lone-grid terms (estimates/lone_prologue.py) had them and solo_rate
+    # fitted together by calibrate/lone_fit.py on kernel device times (a call-time fit folds
+    # host gaps into them): this refit holds all three
+    held = {n: {k: impls_now[n].terms[k] for k in ("solo_rate", *LONE_TERMS)}
+            for n in names if n in impls_now
+            and all(k in impls_now[n].terms for k in ("solo_rate", *LONE_TERMS))}
+    fitted = fit_record(data, hardware, names, program_bandwidth=bandwidth, hold=held)
     lean = lean_refit(data, hardware) if LEAN_IMPL in names else None
     torch = data["device"].get("torch", "unknown")
     command = data.get("command") or f"iosim calibrate --impl {impl_text}"
@@ -103,14 +109,16 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
                        f"{command})")}
     if lean is not None and lean[1]:
         entries[LEAN_IMPL].update(lean[1])
+    for name, figures in held.items():  # written back even where no point is a lone grid
+        entries[name].update(figures)
     dropped = [n for n in names if n in impls_now and impls_now[n].forward]
     measured = merge_impl_fits(source_text, entries)
+    apart = {t for terms, _, _ in fitted_apart() for t in terms}
     for name in names:  # a time term this fit finds 0 is no such term: an old value goes
         for term in TIME_TERMS:
             # the lean kernel's figures, fitted apart (lean_refit), stay unless refitted; so
-            # do a resident grid's chain figures (python -m iosim.calibrate.chain_fit)
-            if term not in entries[name] and term not in LEAN_TERMS \
-                    and term not in CHAIN_TERMS:
+            # do the other figures fitted apart (fitted_apart)
+            if term not in entries[name] and term not in LEAN_TERMS and term not in apart:
                 measured["impls"][name].pop(term, None)
     text = write_measured_yaml(source_text, measured)
     if out.exists() and not force:  # checked before measuring too; the run may have been long
@@ -132,15 +140,31 @@ def calibrate_impls(hardware: Hardware, impl_text: str, *, out: Path, from_: Pat
     if lean is not None:
         click.echo(lean[0])
     for name in names:
-        if all(k in measured["impls"][name] for k in CHAIN_TERMS):
-            click.echo(f"kept {name}'s resident-grid chain figures (measured.impls.{name}.chain_*"
-                       f"): fitted apart by python -m iosim.calibrate.chain_fit")
+        for terms, what, how in fitted_apart():
+            if all(k in measured["impls"][name] for k in terms):
+                click.echo(f"kept {name}'s {what}: fitted apart by {how}")
     for name in dropped:
         click.echo(f"dropped {name}'s forward schedule (measured.impls.{name}.forward): this "
                    f"fit times its forward kernel on the roofline; refit the schedule with "
                    f"python benchmarks/flex8_fit.py")
     if from_ is None:
         click.echo(f"record: {record}")
+
+
+def fitted_apart() -> tuple[tuple[tuple[str, ...], str, str], ...]:
+    """(terms, what they are, the script that fits them) of the time terms of an entry fitted
+    by their own scripts on kernel device times, not by this call-time fit: kept, and said so
+    (the lean kernel's are lean_refit's). Imported here: only a calibration needs them."""
+    from iosim.analysis.dense_mask import DENSE_MASK_TERMS
+    from iosim.analysis.program_chain import CHAIN_TERMS
+    from iosim.estimates.lone_prologue import LONE_TERMS
+
+    return ((CHAIN_TERMS, "resident-grid chain figures (chain_*)",
+             "python -m iosim.calibrate.chain_fit"),
+            (DENSE_MASK_TERMS, "dense causal mask figures (mask_*, dense_block_s_*)",
+             "python benchmarks/dense_mask_fit.py"),
+            (LONE_TERMS, "lone-grid figures (solo_rate*, lone_prologue_bandwidth; held by this "
+             "fit)", "python -m iosim.calibrate.lone_fit"))
 
 
 LEAN_IMPL = "sdpa-cudnn"
