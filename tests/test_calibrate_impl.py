@@ -376,12 +376,13 @@ probe repeats one of VALIDATION4's): not earlier than it."""
 
 
 @pytest.mark.parametrize("name", ["VALIDATION3", "VALIDATION4", "VALIDATION5", "VALIDATION6",
-                                  "VALIDATION10"])
+                                  "VALIDATION10", "VALIDATION12"])
 def test_the_fresh_validation_set_is_new_and_varies_every_acceptance_axis(name: str) -> None:
     """benchmarks/impl_validation_h200.py's VALIDATION3 (issue 11 round 4, measured after tag
     impl4-frozen), VALIDATION4 (round 5, after tag impl5-frozen), VALIDATION5 (round 6),
     VALIDATION6 (round 7, after tag impl7-frozen) and VALIDATION10 (round 10, measured on main at
-    6d7ab46, the lead's blind judgement of the session's merges): at least 40 points, none equal
+    6d7ab46, the lead's blind judgement of the session's merges), VALIDATION12 (round 12, the
+    same on main at c4732a8): at least 40 points, none equal
     to a point of any other set or record (tests/seen_sets.py impl_seen; but the re-measurements of LATER),
     with every axis of issue 11's acceptance."""
     from benchmarks import impl_validation_h200 as V
@@ -393,7 +394,8 @@ def test_the_fresh_validation_set_is_new_and_varies_every_acceptance_axis(name: 
     assert sum(w.batch * w.heads * -(-w.n // 128) < sms for w in fresh if w.n > 1) >= 4
     ratios = {"VALIDATION3": {1, 2, 4, 9, 10, 14, 20, 32}, "VALIDATION4": {1, 3, 4, 6, 8, 12, 16},
               "VALIDATION5": {1, 2, 3, 5, 6, 8, 10}, "VALIDATION6": {1, 2, 3, 4, 7, 8, 12},
-              "VALIDATION10": {1, 2, 3, 4, 5, 6, 8, 16}}
+              "VALIDATION10": {1, 2, 3, 4, 5, 6, 8, 16},
+              "VALIDATION12": {1, 2, 3, 4, 6, 8, 12, 16}}
     assert {w.group_size for w in fresh if w.n > 1} >= ratios[name]
     assert any(w.n % 128 for w in fresh if w.n > 1)
     assert sum(1 < w.n != w.n_kv for w in fresh) >= 5

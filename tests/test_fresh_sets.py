@@ -129,7 +129,8 @@ ROUNDS: list[tuple[str, str, dict[str, Any], Callable[..., None]]] = [
         ("14", "test_the_fourteenth_grid_is_new"), ("15", "test_the_fifteenth_grid_is_new"))),
     *(("test_calibrate_impl", "test_the_fresh_validation_set_is_new_and_varies_every_acceptance_"
        "axis", {"name": name}, _swap_list(IV, name, lambda m: m.FIT[0]))
-      for name in ("VALIDATION3", "VALIDATION4", "VALIDATION5", "VALIDATION6", "VALIDATION10")),
+      for name in ("VALIDATION3", "VALIDATION4", "VALIDATION5", "VALIDATION6", "VALIDATION10",
+                   "VALIDATION12")),
     *((module, test, {}, _swap_list(IV, name, lambda m: m.FIT[0])) for module, test, name in (
         ("test_calibrate_impl", "test_the_fresh_flex_set_is_new", "FLEXFRESH7"),
         ("test_calibrate_impl", "test_the_second_blind_set_is_new_and_covers_the_changed_models",
